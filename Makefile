@@ -1,0 +1,31 @@
+# blockheat: the two commands a newcomer runs are `make demo` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+
+.PHONY: demo test bench-ingest clean venv
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock
+	@command -v java >/dev/null || { echo "error: Java 17 is required (java not on PATH)"; exit 1; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip==26.3
+	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,bench]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/blockheat ingest --format hp-srt --trace-id hplajw data/traces/hplajw/ajw.1week.srt
+	$(VENV)/bin/blockheat traces
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+bench-ingest: $(STAMP)
+	$(PY) bench/ingest.py --millions 5
+
+clean:
+	rm -rf warehouse spark-warehouse metastore_db derby.log .pytest_cache

@@ -1,0 +1,1 @@
+"""Spark applications: one thin entry point per job (args -> config -> session -> libs -> tables)."""

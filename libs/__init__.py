@@ -1,0 +1,3 @@
+"""Shared library code for blockheat: trace readers and helpers."""
+
+from __future__ import annotations

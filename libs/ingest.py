@@ -1,0 +1,476 @@
+"""Ingest: source files -> classified records -> `requests`, `rejected_records` and a `traces` row.
+
+load_trace() returns lazy DataFrames over one cached, fully classified record set, plus the
+catalog row; jobs/ingest_trace.py writes them. Every source record is either a request or a
+rejected record with a reason, and records_read = accepted + rejected holds by construction.
+
+Numbering: Spark splits a big text file into blocks read in parallel. Within a block rows keep
+file order, and monotonically_increasing_id() counts them contiguously, so a cheap first pass
+(count and minimum id per block) gives every line its exact line number and `seq` without
+funnelling the file through one task.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+from pyspark import StorageLevel
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from libs.inputs import InputError, InputFile, prepare_inputs, read_head, text_problem
+from libs.readers import binary
+from libs.readers.text_formats import (
+    BLKPARSE_EXPECTED,
+    FILETIME_UNIX_OFFSET_US,
+    LAYOUTS,
+    CsvLayout,
+    ParsedColumns,
+    parse_blkparse,
+    parse_csv,
+)
+from libs.tables import check_trace_id
+from schemas import rejected_records as RJ
+from schemas import requests as RQ
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+TEXT_FORMATS = (*LAYOUTS, "blkparse", "csv")
+BINARY_FORMATS = ("vscsi", "hp-srt")
+FORMATS = tuple(sorted((*TEXT_FORMATS, *BINARY_FORMATS)))
+SNIFF_LINES = 50
+BINARY_RANGE_BYTES = 64 << 20
+
+
+class IngestError(ValueError):
+    """The ingest was refused (wrong format, too many rejects); nothing was written."""
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """What to ingest and how strict to be."""
+
+    fmt: str
+    trace_id: str
+    paths: tuple[str, ...]
+    max_reject_share: float = 0.01
+    # A record whose timestamp is more than this earlier than the previous record's (same file)
+    # is rejected as ts_backwards; None disables the check.
+    ts_tolerance_us: int | None = 1_000_000
+    layout: CsvLayout | None = None          # for fmt == "csv"
+    staging: Path = Path("warehouse/_staging")
+
+    def __post_init__(self) -> None:
+        check_trace_id(self.trace_id)
+        if self.fmt not in FORMATS:
+            raise IngestError(f"unknown format {self.fmt!r}; one of {', '.join(FORMATS)}")
+        if self.fmt == "csv" and self.layout is None:
+            raise IngestError("--format csv needs a column mapping (--csv-columns)")
+        if not 0.0 <= self.max_reject_share <= 1.0:
+            raise IngestError(f"max reject share must be in [0, 1], got {self.max_reject_share}")
+        if self.ts_tolerance_us is not None and self.ts_tolerance_us < 0:
+            raise IngestError(f"timestamp tolerance must be >= 0 us, got {self.ts_tolerance_us}")
+
+
+@dataclass
+class IngestResult:
+    """Lazy outputs over one cached record set; call release() after writing."""
+
+    requests: DataFrame
+    rejected: DataFrame
+    trace_row: dict[str, Any]
+    per_device: list[dict[str, Any]]
+    _cached: DataFrame
+    _staged: list[Path] = field(default_factory=list)
+
+    def release(self) -> None:
+        self._cached.unpersist()
+        for path in self._staged:
+            path.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading: every format yields "pre" rows: file_uri, block_start, m, byte_pos, raw + parsed fields
+
+
+def _layout(opts: IngestOptions) -> CsvLayout | None:
+    return opts.layout if opts.fmt == "csv" else LAYOUTS.get(opts.fmt)
+
+
+def _parser(opts: IngestOptions) -> tuple[Any, str]:
+    layout = _layout(opts)
+    if layout is not None:
+        return (lambda line: parse_csv(line, layout)), layout.expected
+    return parse_blkparse, BLKPARSE_EXPECTED
+
+
+def _with_parsed(df: DataFrame, parsed: ParsedColumns) -> DataFrame:
+    return df.select("*", *parsed.select_list())
+
+
+def _sniff_text(spark: SparkSession, f: InputFile, opts: IngestOptions) -> None:
+    """Refuse a file that is binary, or whose first lines are none of them records of the format."""
+    head = read_head(f)
+    problem = text_problem(head)
+    parse, expected = _parser(opts)
+    if problem:
+        raise IngestError(f"{f.given}: {problem}; expected text ({expected})")
+    lines = head.decode("utf-8", errors="replace").splitlines()[:SNIFF_LINES]
+    if len(head) == len(read_head(f, len(head) + 1)) or len(lines) < SNIFF_LINES:
+        sample = lines
+    else:
+        sample = lines[:-1]  # the last line may be cut at the sniff boundary
+    df = spark.createDataFrame([(i + 1, s) for i, s in enumerate(sample)], "line long, value string")
+    rows = _with_parsed(df, parse(F.col("value"))).select("line", "reason", "message").collect()
+    errors = [r for r in rows if r.reason is not None and r.reason not in RJ.INFORMATIONAL_REASONS]
+    if rows and errors and not any(r.reason is None for r in rows):
+        first = errors[0]
+        raise IngestError(f"{f.given}: line {first.line}: not {opts.fmt} data ({first.message}); "
+                          f"expected {expected}")
+
+
+def _text_pre(spark: SparkSession, files: list[InputFile], opts: IngestOptions) -> DataFrame:
+    parse, _ = _parser(opts)
+    for f in files:
+        _sniff_text(spark, f, opts)
+    lines = spark.read.text([str(f.readable_path) for f in files]).select(
+        F.col("_metadata.file_path").alias("file_uri"),
+        F.col("_metadata.file_block_start").alias("block_start"),
+        # Must come straight after the scan: ids are contiguous per partition only before filters.
+        F.monotonically_increasing_id().alias("m"),
+        F.lit(None).cast("bigint").alias("byte_pos"),
+        F.col("value").alias("raw"),
+    )
+    return _with_parsed(lines, parse(F.col("raw")))
+
+
+def _device_name(f: InputFile) -> str:
+    """One binary file is one device (vSCSI records carry none): the file name sans extensions."""
+    name = f.path.name
+    for suffix in (".gz", ".bz2", ".zst", ".zstd"):
+        name = name.removesuffix(suffix)
+    return name.split(".")[0] or name
+
+
+def _binary_pre(spark: SparkSession, files: list[InputFile], opts: IngestOptions,
+                geometry: list[dict[str, Any]], meta: dict[str, Any]) -> DataFrame:
+    ranges: list[binary.ByteRange] = []
+    schema = T.StructType([T.StructField(n, t) for n, t in (
+        ("path", T.StringType()), ("file_uri", T.StringType()),
+        ("start", T.LongType()), ("length", T.LongType()))])
+    if opts.fmt == "vscsi":
+        versions = {}
+        for f in files:
+            head = read_head(f, 64 * 40)
+            try:
+                versions[f.given] = binary.detect_vscsi_version(head, f.given)
+            except binary.BinaryFormatError as exc:
+                hint = "" if text_problem(head) else " (the file looks like text)"
+                raise IngestError(f"{exc}{hint}") from exc
+        if len(set(versions.values())) > 1:
+            raise IngestError(f"vSCSI files of mixed versions in one trace: {versions}")
+        version = next(iter(versions.values()))
+        meta["vscsi_version"] = str(version)
+        devices = {f.readable_path.as_uri(): _device_name(f) for f in files}
+        for f in files:
+            size = f.readable_path.stat().st_size
+            ranges += binary.vscsi_ranges(str(f.readable_path), f.readable_path.as_uri(), size,
+                                          version, BINARY_RANGE_BYTES)
+        task = binary.vscsi_task(version, devices)
+    else:
+        from libs.readers.srt import SrtFormatError, parse_srt_header, tracedate_to_iso
+
+        sector_sizes: dict[str, dict[int, int]] = {}
+        for f in files:
+            try:
+                header = parse_srt_header(read_head(f, 1 << 20), source=f.given)
+            except SrtFormatError as exc:
+                raise IngestError(str(exc)) from exc
+            uri = f.readable_path.as_uri()
+            sector_sizes[uri] = {n: d.sector_size for n, d in header.disks.items()}
+            size = f.readable_path.stat().st_size
+            ranges.append(binary.ByteRange(str(f.readable_path), uri, header.data_offset,
+                                           size - header.data_offset))
+            if header.tracedate and "start" not in meta:
+                meta["start"] = f"{tracedate_to_iso(header.tracedate)} local time of " \
+                                f"{header.system or 'the traced host'} (zone not recorded)"
+            for n, d in sorted(header.disks.items()):
+                geometry.append({
+                    "device": str(n), "disk_type": d.disktype, "sector_size": d.sector_size,
+                    "sectors_per_track": d.sectors_per_track, "tracks_per_cylinder": d.tracks_per_cylinder,
+                    "cylinders": d.cylinders, "rpm": d.rpm, "head_switch_us": d.head_switch_us,
+                    "overhead_us": d.overhead_us, "sector_skew": d.sector_skew,
+                    "seek_params": list(d.seek_params), "block_size": d.block_size, "raw": dict(d.raw),
+                })
+        task = binary.srt_task(sector_sizes)
+    rows = [(r.path, r.file_uri, r.start, r.length) for r in ranges]
+    range_df = spark.createDataFrame(
+        spark.sparkContext.parallelize(rows, max(1, len(rows))), schema)
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return range_df.mapInArrow(task, from_arrow_schema(binary.RECORD_SCHEMA))
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbering and classification
+
+
+def _uri_to_path(uri: str) -> Path:
+    return Path(unquote(urlparse(uri).path))
+
+
+def _block_info(spark: SparkSession, pre: DataFrame, files: list[InputFile]) -> DataFrame:
+    """Per block: its file, the line/seq number of its first record, and the previous block's last ts."""
+    stats = (
+        pre.groupBy("file_uri", "block_start")
+        .agg(F.count(F.lit(1)).alias("n"), F.min("m").alias("min_m"),
+             F.max_by("ts_raw_us", F.when(F.col("ts_raw_us").isNotNull(), F.col("m"))).alias("last_ts"))
+        .collect()
+    )
+    by_path = {f.readable_path: (i, f) for i, f in enumerate(files)}
+    by_file: dict[int, list[Any]] = defaultdict(list)
+    for row in stats:
+        index, _ = by_path[_uri_to_path(row.file_uri)]
+        by_file[index].append(row)
+    info = []
+    seq_base = 0
+    for index, f in enumerate(files):
+        line_base = 0
+        prev_ts = None
+        for row in sorted(by_file[index], key=lambda r: r.block_start):
+            info.append((row.file_uri, row.block_start, f.given, seq_base + line_base, line_base,
+                         row.min_m, prev_ts))
+            line_base += row.n
+            prev_ts = row.last_ts if row.last_ts is not None else prev_ts
+        seq_base += line_base
+    schema = ("file_uri string, block_start long, source_file string, seq_base long, "
+              "line_base long, min_m long, prev_ts long")
+    return spark.createDataFrame(info, schema)
+
+
+def _closed_loop_ts(df: DataFrame) -> DataFrame:
+    """DiskSim validation traces: one request outstanding, so arrival(n+1) = arrival(n) + access(n)
+    + idle gap(n). A running sum per file (these traces are small; one task per file is fine)."""
+    w = Window.partitionBy("source_file").orderBy("seq").rowsBetween(Window.unboundedPreceding, -1)
+    step = F.coalesce(F.col("response_us"), F.lit(0.0)) + F.coalesce(F.col("queue_us"), F.lit(0.0))
+    ts = F.coalesce(F.round(F.sum(step).over(w)).cast("bigint"), F.lit(0).cast("bigint"))
+    # The idle gap is not a queueing time: it only served to place the next arrival.
+    return df.withColumn("ts_raw_us", ts).withColumn("queue_us", F.lit(None).cast("double"))
+
+
+def _blkparse_response(df: DataFrame) -> DataFrame:
+    """Response time of each D (issue) event = time of the first later C (complete) event for the
+    same device, sector and length. Ordering by time descending makes that the last non-null C
+    time in a growing frame, which Spark evaluates in one pass per group."""
+    key = ["device", "offset_bytes", "size_bytes"]
+    w = (Window.partitionBy(*key)
+         .orderBy(F.col("ts_raw_us").desc(), F.col("seq").desc())
+         .rowsBetween(Window.unboundedPreceding, -1))
+    is_c = F.col("reason") == "completion_event"
+    next_c = F.last(F.when(is_c, F.col("ts_raw_us")), ignorenulls=True).over(w)
+    response = F.when(F.col("reason").isNull() & (F.col("blk_action") == "D"),
+                      (next_c - F.col("ts_raw_us")).cast("double"))
+    return df.withColumn("response_us", response).drop("blk_action")
+
+
+def _ts_backwards(df: DataFrame, tolerance_us: int) -> DataFrame:
+    """Reject a record whose timestamp is more than `tolerance_us` before the previous record's in
+    the same file (previous = the nearest earlier record with a readable timestamp). Windows are
+    per block, so a big file spreads over tasks; a block's first record looks at prev_ts, the last
+    timestamp of the block before it."""
+    w = Window.partitionBy("file_uri", "block_start").orderBy("m").rowsBetween(Window.unboundedPreceding, -1)
+    prev = F.coalesce(F.last("ts_raw_us", ignorenulls=True).over(w), F.col("prev_ts"))
+    back = F.col("reason").isNull() & (F.col("ts_raw_us") < prev - F.lit(tolerance_us))
+    return (
+        df.withColumn("_prev", prev)
+        .withColumn("reason", F.when(back, F.lit("ts_backwards")).otherwise(F.col("reason")))
+        .withColumn("message", F.when(back, F.concat(
+            F.lit("timestamp goes back "), (F.col("_prev") - F.col("ts_raw_us")).cast("string"),
+            F.lit(f" us (tolerance {tolerance_us} us)"))).otherwise(F.col("message")))
+        .drop("_prev")
+    )
+
+
+def classify(spark: SparkSession, pre: DataFrame, files: list[InputFile], opts: IngestOptions,
+             *, binary_positions: bool) -> DataFrame:
+    """Number every record (seq, position) and finish its reason. Output columns: source_file,
+    seq, position, position_kind, device, ts_raw_us, op, offset_bytes, size_bytes, response_us,
+    queue_us, reason, message, raw (raw only on rejected records)."""
+    info = _block_info(spark, pre, files)
+    row = F.col("m") - F.col("min_m")
+    df = pre.join(F.broadcast(info), ["file_uri", "block_start"], how="inner")
+    df = df.withColumn("seq", F.col("seq_base") + row)
+    if binary_positions:
+        df = df.withColumn("position", F.col("byte_pos")).withColumn("position_kind", F.lit("byte"))
+    else:
+        df = df.withColumn("position", F.col("line_base") + row + 1).withColumn("position_kind", F.lit("line"))
+    layout = _layout(opts)
+    if layout is not None and layout.skip_header_lines:
+        header = (F.col("position") <= layout.skip_header_lines) & (F.col("position_kind") == "line")
+        df = (df.withColumn("reason", F.when(header, F.lit("header_line")).otherwise(F.col("reason")))
+                .withColumn("message", F.when(header, F.lit("header line")).otherwise(F.col("message"))))
+    if opts.fmt == "disksim-validate":
+        df = _closed_loop_ts(df)
+    elif opts.ts_tolerance_us is not None:
+        df = _ts_backwards(df, opts.ts_tolerance_us)
+    if opts.fmt == "blkparse":
+        df = _blkparse_response(df)
+    return df.select(
+        "source_file", "seq", "position", "position_kind", "device", "ts_raw_us", "op",
+        "offset_bytes", "size_bytes", "response_us", "queue_us", "reason", "message",
+        F.when(F.col("reason").isNotNull(), F.col("raw")).alias("raw"),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole ingest
+
+
+def _start_time(fmt: str, start_raw_us: int | None, meta: dict[str, Any],
+                layout: CsvLayout | None) -> tuple[dt.datetime | None, str | None]:
+    epoch = layout.ts_epoch if layout else None
+    if start_raw_us is None:
+        return None, meta.get("start")
+    if epoch == "filetime":
+        unix_us = start_raw_us - FILETIME_UNIX_OFFSET_US
+    elif epoch == "unix":
+        unix_us = start_raw_us
+    else:
+        return None, meta.get("start")
+    when = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=unix_us)
+    return when, f"{when.isoformat()} ({epoch} timestamp of the first record)"
+
+
+def load_trace(spark: SparkSession, opts: IngestOptions) -> IngestResult:
+    """Read, number and classify a trace; refuse it (IngestError, nothing cached or written) when it
+    is not in the stated format or too many records are rejected.
+
+    >>> result = load_trace(spark, IngestOptions("msr", "hm", ("hm_0.csv",)))
+    >>> write(result.requests); write(result.rejected); write_row(result.trace_row)
+    """
+    is_binary = opts.fmt in BINARY_FORMATS
+    staging = opts.staging / f"{opts.trace_id}-{uuid.uuid4().hex[:8]}"
+    files = prepare_inputs(list(opts.paths), staging=staging, binary=is_binary)
+    staged = [f.readable_path for f in files if f.is_staged]
+    geometry: list[dict[str, Any]] = []
+    meta: dict[str, Any] = {}
+    try:
+        if is_binary:
+            pre = _binary_pre(spark, files, opts, geometry, meta)
+        else:
+            pre = _text_pre(spark, files, opts)
+        classified = classify(spark, pre, files, opts, binary_positions=is_binary)
+        cached = classified.persist(StorageLevel.MEMORY_AND_DISK)
+        summary = _summarize(cached)
+    except Exception:
+        for path in staged:
+            path.unlink(missing_ok=True)
+        raise
+    try:
+        result = _finish(cached, summary, files, opts, geometry, meta)
+    except Exception:
+        cached.unpersist()
+        for path in staged:
+            path.unlink(missing_ok=True)
+        raise
+    result._staged = staged
+    return result
+
+
+def _summarize(cached: DataFrame) -> list[Any]:
+    accepted = F.col("reason").isNull()
+    return (
+        cached.groupBy(F.when(accepted, F.col("device")).alias("device"), "reason")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.count_if(accepted & (F.col("op") == "R")).alias("reads"),
+            F.count_if(accepted & (F.col("op") == "W")).alias("writes"),
+            F.sum(F.when(accepted & (F.col("op") == "R"), F.col("size_bytes"))).alias("bytes_read"),
+            F.sum(F.when(accepted & (F.col("op") == "W"), F.col("size_bytes"))).alias("bytes_written"),
+            F.min(F.when(accepted, F.col("ts_raw_us"))).alias("ts_min"),
+            F.max(F.when(accepted, F.col("ts_raw_us"))).alias("ts_max"),
+            F.min_by(F.struct("source_file", "position", "position_kind", "message"),
+                     F.col("seq")).alias("first"),
+        )
+        .collect()
+    )
+
+
+def _finish(cached: DataFrame, summary: list[Any], files: list[InputFile], opts: IngestOptions,
+            geometry: list[dict[str, Any]], meta: dict[str, Any]) -> IngestResult:
+    read = sum(r.n for r in summary)
+    by_reason = {r.reason: r.n for r in summary if r.reason is not None}
+    rejected = sum(by_reason.values())
+    errors = {k: v for k, v in by_reason.items() if k not in RJ.INFORMATIONAL_REASONS}
+    error_count = sum(errors.values())
+    if read and error_count / read > opts.max_reject_share:
+        worst = max((r for r in summary if r.reason in errors), key=lambda r: r.n)
+        first = worst.first
+        where = f"{first.source_file} {first.position_kind} {first.position}"
+        raise IngestError(
+            f"{error_count} of {read} records rejected ({error_count / read:.2%}), above the limit of "
+            f"{opts.max_reject_share:.2%}; nothing written. Most common: {worst.reason} x{worst.n}, "
+            f"first at {where}: {first.message}"
+        )
+    devices = sorted((r for r in summary if r.reason is None), key=lambda r: r.device)
+    if not devices:
+        raise IngestError(f"no valid requests in {', '.join(f.given for f in files)}; nothing written")
+    ts_min = min(r.ts_min for r in devices)
+    ts_max = max(r.ts_max for r in devices)
+    start_utc, start_text = _start_time(opts.fmt, ts_min, meta, _layout(opts))
+    trace_id = F.lit(opts.trace_id)
+    requests = cached.where(F.col("reason").isNull()).select(
+        trace_id.alias("trace_id"), "device", "seq",
+        (F.col("ts_raw_us") - F.lit(ts_min)).alias("ts_us"), "op", "offset_bytes", "size_bytes",
+        "response_us", "queue_us", "source_file",
+    )
+    rejects = cached.where(F.col("reason").isNotNull()).select(
+        trace_id.alias("trace_id"), "source_file", "position", "position_kind", "reason",
+        F.coalesce("message", F.lit("")).alias("message"), F.coalesce("raw", F.lit("")).alias("raw"),
+    )
+    per_device = [
+        {"device": r.device, "records": r.n, "reads": r.reads, "writes": r.writes,
+         "bytes": (r.bytes_read or 0) + (r.bytes_written or 0),
+         "first_us": r.ts_min - ts_min, "last_us": r.ts_max - ts_min}
+        for r in devices
+    ]
+    options = {"max_reject_share": str(opts.max_reject_share),
+               "ts_tolerance_us": str(opts.ts_tolerance_us)}
+    if opts.fmt == "csv" and opts.layout is not None:
+        options["layout"] = opts.layout.expected
+    options.update({k: v for k, v in meta.items() if k != "start"})
+    trace_row = {
+        "trace_id": opts.trace_id,
+        "format": opts.fmt,
+        "source_files": [{"path": str(f.path), "size_bytes": f.size_bytes, "sha256": f.sha256} for f in files],
+        "start_time_utc": start_utc,
+        "start_time_source": start_text,
+        "span_us": ts_max - ts_min,
+        "devices": [r.device for r in devices],
+        "records_read": read,
+        "records_accepted": read - rejected,
+        "records_rejected": rejected,
+        "rejected_by_reason": by_reason,
+        "reads": sum(r.reads for r in devices),
+        "writes": sum(r.writes for r in devices),
+        "bytes_read": sum(r.bytes_read or 0 for r in devices),
+        "bytes_written": sum(r.bytes_written or 0 for r in devices),
+        "ingested_at": dt.datetime.now(dt.UTC),
+        "options": options,
+        "geometry": geometry,
+    }
+    return IngestResult(requests, rejects, trace_row, per_device, cached)
+
+
+__all__ = ["FORMATS", "IngestError", "IngestOptions", "IngestResult", "InputError", "load_trace"]
+_ = (RQ, Path)

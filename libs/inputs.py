@@ -1,0 +1,153 @@
+"""Input files of an ingest: existence and permission checks, compression, staging, checksums.
+
+Everything here runs on the driver before Spark reads a byte, so a bad path fails fast with a
+message naming it, and nothing is written.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import zstandard
+
+MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\x28\xb5\x2f\xfd": "zstd"}
+# Compressions Spark's text reader decodes itself, chosen by file extension (Hadoop codecs).
+SPARK_NATIVE = {"gzip": (".gz",), "bzip2": (".bz2",)}
+SNIFF_BYTES = 1 << 16
+
+
+class InputError(ValueError):
+    """A path that cannot be ingested: missing, a directory, unreadable, empty or duplicated."""
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One source file: what the user named, and what Spark or a decoder should open."""
+
+    given: str              # as the user wrote it (stored in source_file)
+    path: Path              # absolute path of the source
+    size_bytes: int
+    sha256: str
+    compression: str | None
+    readable_path: Path     # the source itself, or a decompressed copy in the staging directory
+
+    @property
+    def is_staged(self) -> bool:
+        return self.readable_path != self.path
+
+
+def detect_compression(head: bytes) -> str | None:
+    """gzip, bzip2 or zstd from the magic bytes; None for uncompressed data."""
+    for magic, name in MAGIC.items():
+        if head.startswith(magic):
+            return name
+    return None
+
+
+def open_decompressed(path: Path, compression: str | None) -> BinaryIO:
+    """A binary stream of the decompressed content."""
+    if compression == "gzip":
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    if compression == "bzip2":
+        return bz2.open(path, "rb")  # type: ignore[return-value]
+    if compression == "zstd":
+        return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)  # type: ignore[return-value]
+    return open(path, "rb")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def check_path(given: str) -> Path:
+    """The absolute path, or InputError saying exactly what is wrong with it."""
+    path = Path(given).expanduser().absolute()
+    if not path.exists():
+        raise InputError(f"{given}: no such file")
+    if path.is_dir():
+        raise InputError(f"{given}: is a directory; name the trace files themselves")
+    if not path.is_file():
+        raise InputError(f"{given}: not a regular file")
+    if not os.access(path, os.R_OK):
+        raise InputError(f"{given}: permission denied (not readable)")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise InputError(f"{given}: cannot open: {exc.strerror}") from exc
+    if path.stat().st_size == 0:
+        raise InputError(f"{given}: empty file")
+    return path
+
+
+def prepare_inputs(given: list[str], *, staging: Path, binary: bool) -> list[InputFile]:
+    """Check every path and decide how it will be read.
+
+    Text: Spark reads gzip/bzip2 itself when the extension names the codec (it picks codecs by
+    extension); zstd (no native Hadoop codec in the pip install) and mislabelled compressed files
+    are decompressed into `staging`. Binary formats are decoded by numpy, so any compressed
+    binary input is staged.
+    """
+    if not given:
+        raise InputError("no input files given")
+    paths = [check_path(g) for g in given]
+    seen: dict[Path, str] = {}
+    for g, p in zip(given, paths, strict=True):
+        if p in seen:
+            raise InputError(f"{g}: given twice (also as {seen[p]})")
+        seen[p] = g
+    files = []
+    for g, p in zip(given, paths, strict=True):
+        with open(p, "rb") as fh:
+            compression = detect_compression(fh.read(4))
+        readable = p
+        native = compression in SPARK_NATIVE and p.suffix.lower() in SPARK_NATIVE[compression]
+        if compression and (binary or not native):
+            staging.mkdir(parents=True, exist_ok=True)
+            readable = staging / f"{len(files):04d}_{p.name}.raw"
+            try:
+                with open_decompressed(p, compression) as src, open(readable, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 22)
+            except (OSError, EOFError, zstandard.ZstdError) as exc:
+                raise InputError(f"{g}: corrupt {compression} data: {exc}") from exc
+            if readable.stat().st_size == 0:
+                raise InputError(f"{g}: empty file (after {compression} decompression)")
+        elif compression:
+            with open_decompressed(p, compression) as src:
+                try:
+                    if not src.read(1):
+                        raise InputError(f"{g}: empty file (after {compression} decompression)")
+                except (OSError, EOFError) as exc:
+                    raise InputError(f"{g}: corrupt {compression} data: {exc}") from exc
+        files.append(InputFile(g, p, p.stat().st_size, _sha256(p), compression, readable))
+    return files
+
+
+def read_head(f: InputFile, n: int = SNIFF_BYTES) -> bytes:
+    """The first n decompressed bytes of a file (for format sniffing)."""
+    with open_decompressed(f.readable_path, None if f.is_staged else f.compression) as src:
+        return src.read(n)
+
+
+def text_problem(head: bytes) -> str | None:
+    """Why `head` is not text (a NUL byte or invalid UTF-8, with its byte offset), else None."""
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        return f"byte {nul}: NUL byte, this is binary data"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A multi-byte character cut at the sniff boundary is not an error.
+        if exc.start < len(head) - 4:
+            return f"byte {exc.start}: invalid UTF-8 ({exc.reason}), this is binary data"
+    return None

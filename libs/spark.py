@@ -1,0 +1,85 @@
+"""The one place SparkSessions are built: local or cluster master, Delta Lake, warehouse, UTC."""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MASTER = "local[*]"
+DEFAULT_WAREHOUSE = "warehouse"
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    """Where Spark runs and where the tables live. from_env() reads the two documented variables."""
+
+    master: str = DEFAULT_MASTER
+    warehouse: Path = Path(DEFAULT_WAREHOUSE)
+    app_name: str = "blockheat"
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, app_name: str = "blockheat", **extra: str) -> SparkConfig:
+        """BLOCKHEAT_SPARK_MASTER (default local[*]) and BLOCKHEAT_WAREHOUSE (default ./warehouse)."""
+        return cls(
+            master=os.environ.get("BLOCKHEAT_SPARK_MASTER", DEFAULT_MASTER),
+            warehouse=Path(os.environ.get("BLOCKHEAT_WAREHOUSE", DEFAULT_WAREHOUSE)).resolve(),
+            app_name=app_name,
+            extra=dict(extra),
+        )
+
+
+def delta_builder(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """Add Delta Lake's SQL extension and catalog, and its jars (fetched from Maven on first use)."""
+    from delta import configure_spark_with_delta_pip
+
+    builder = (
+        builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+    )
+    return configure_spark_with_delta_pip(builder)
+
+
+def build_session(cfg: SparkConfig) -> SparkSession:
+    """Build (or reuse) the session for `cfg` and register every existing table by name."""
+    from pyspark.sql import SparkSession
+
+    from libs.tables import register_tables
+
+    # Python workers must run this interpreter: the system python3 has no pyarrow/pandas, and
+    # mapInArrow then fails with "No module named pyarrow".
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # bind to loopback, never a public address
+    cfg.warehouse.mkdir(parents=True, exist_ok=True)
+    builder = (
+        SparkSession.builder.master(cfg.master)
+        .appName(cfg.app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.host", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.warehouse.dir", str(cfg.warehouse))
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={cfg.warehouse}")
+        .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.driver.memory", "4g")
+        # Delta: keep schema strict, and let replaceWhere use arbitrary predicates on partitions.
+        .config("spark.databricks.delta.schema.autoMerge.enabled", "false")
+    )
+    for key, value in cfg.extra.items():
+        builder = builder.config(key, value)
+    spark = delta_builder(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    register_tables(spark, cfg.warehouse)
+    log.info("spark %s master=%s warehouse=%s", spark.version, cfg.master, cfg.warehouse)
+    return spark

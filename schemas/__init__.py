@@ -1,0 +1,1 @@
+"""Table schemas of blockheat: Spark StructType, pyarrow schema and validator per table."""

@@ -1,0 +1,57 @@
+"""Shared schema comparison used by every table's validate_<table>()."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+
+def schema_problems(actual: StructType, expected: StructType) -> list[str]:
+    """Names every missing, extra or mistyped column of `actual` against `expected`."""
+    want = {f.name: f.dataType.simpleString() for f in expected.fields}
+    have = {f.name: f.dataType.simpleString() for f in actual.fields}
+    problems = []
+    missing = [c for c in want if c not in have]
+    extra = [c for c in have if c not in want]
+    if missing:
+        problems.append(f"missing columns {missing}")
+    if extra:
+        problems.append(f"extra columns {extra}")
+    problems += [
+        f"column {c!r} is {have[c]}, expected {want[c]}"
+        for c in want
+        if c in have and have[c] != want[c]
+    ]
+    return problems
+
+
+def arrow_problems(actual: pa.Schema, expected: pa.Schema) -> list[str]:
+    """The same check for a pyarrow schema (the simulator and benchmarks exchange Arrow tables)."""
+    want = {f.name: str(f.type) for f in expected}
+    have = {f.name: str(f.type) for f in actual}
+    problems = []
+    if missing := [c for c in want if c not in have]:
+        problems.append(f"missing columns {missing}")
+    if extra := [c for c in have if c not in want]:
+        problems.append(f"extra columns {extra}")
+    problems += [
+        f"column {c!r} is {have[c]}, expected {want[c]}"
+        for c in want
+        if c in have and have[c] != want[c]
+    ]
+    return problems
+
+
+def check(df_or_schema: DataFrame | pa.Schema, spark_schema: StructType, arrow_schema: pa.Schema,
+          error: type[ValueError], table: str) -> None:
+    """Raise `error` naming the table and every problem, or return None when the schema matches."""
+    if isinstance(df_or_schema, pa.Schema):
+        problems = arrow_problems(df_or_schema, arrow_schema)
+    else:
+        problems = schema_problems(df_or_schema.schema, spark_schema)
+    if problems:
+        raise error(f"{table}: " + "; ".join(problems))

@@ -1,0 +1,63 @@
+"""`requests`: one row per I/O request, the canonical trace table every analysis reads."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from pyspark.sql import types as T
+
+from schemas._check import check
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+TABLE = "requests"
+PARTITION_COLUMNS = ("trace_id", "device")
+COLUMNS = (
+    "trace_id",       # the ingest's trace id
+    "device",         # traced disk/volume/ASU, e.g. "hm_0", "0", "8,0"
+    "seq",            # record order in the source, 0-based over the trace's files in given order
+    "ts_us",          # microseconds since the trace's first record
+    "op",             # "R" or "W"
+    "offset_bytes",
+    "size_bytes",
+    "response_us",    # traced response/access time where the format has one
+    "queue_us",       # traced queueing time where the format has one
+    "source_file",
+)
+OPS = ("R", "W")
+
+SPARK_SCHEMA = T.StructType([
+    T.StructField("trace_id", T.StringType(), False),
+    T.StructField("device", T.StringType(), False),
+    T.StructField("seq", T.LongType(), False),
+    T.StructField("ts_us", T.LongType(), False),
+    T.StructField("op", T.StringType(), False),
+    T.StructField("offset_bytes", T.LongType(), False),
+    T.StructField("size_bytes", T.LongType(), False),
+    T.StructField("response_us", T.DoubleType(), True),
+    T.StructField("queue_us", T.DoubleType(), True),
+    T.StructField("source_file", T.StringType(), False),
+])
+
+ARROW_SCHEMA = pa.schema([
+    pa.field("trace_id", pa.string(), False),
+    pa.field("device", pa.string(), False),
+    pa.field("seq", pa.int64(), False),
+    pa.field("ts_us", pa.int64(), False),
+    pa.field("op", pa.string(), False),
+    pa.field("offset_bytes", pa.int64(), False),
+    pa.field("size_bytes", pa.int64(), False),
+    pa.field("response_us", pa.float64(), True),
+    pa.field("queue_us", pa.float64(), True),
+    pa.field("source_file", pa.string(), False),
+])
+
+
+class RequestsSchemaError(ValueError):
+    """A DataFrame or Arrow schema does not match the `requests` table."""
+
+
+def validate_requests(df_or_schema: DataFrame | pa.Schema) -> None:
+    """Raise RequestsSchemaError naming missing, extra or mistyped columns."""
+    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, RequestsSchemaError, TABLE)
