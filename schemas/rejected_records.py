@@ -18,7 +18,8 @@ COLUMNS = ("trace_id", "source_file", "position", "position_kind", "reason", "me
 # Reasons that describe records which are not requests by design (blkparse's non-issue events,
 # blank lines); they are kept here so nothing is lost but do not count towards the reject share.
 INFORMATIONAL_REASONS = frozenset({
-    "blank_line", "comment_line", "summary_line", "ignored_event", "completion_event", "no_data",
+    "blank_line", "comment_line", "header_line", "summary_line", "ignored_event", "completion_event",
+    "no_data", "non_data_command",
 })
 
 SPARK_SCHEMA = T.StructType([

@@ -1,0 +1,37 @@
+"""Test helpers: run an ingest and read back what it wrote."""
+from __future__ import annotations
+
+from typing import Any
+
+from jobs.ingest_trace import IngestSummary, run
+from libs.ingest import IngestOptions
+from libs.spark import SparkConfig
+
+
+def ingest(spark: Any, cfg: SparkConfig, fmt: str, trace_id: str, paths: list[Any], **options: Any) -> IngestSummary:
+    opts = IngestOptions(fmt, trace_id, tuple(str(p) for p in paths),
+                         staging=cfg.warehouse / "_staging", **options)
+    return run(spark, cfg, opts)
+
+
+def requests_of(spark: Any, trace_id: str) -> list[dict[str, Any]]:
+    rows = spark.sql(f"SELECT * FROM requests WHERE trace_id = '{trace_id}' ORDER BY seq").collect()
+    return [r.asDict() for r in rows]
+
+
+def rejects_of(spark: Any, trace_id: str) -> list[tuple[int, str]]:
+    rows = spark.sql(f"SELECT position, reason FROM rejected_records WHERE trace_id = '{trace_id}' "
+                     "ORDER BY source_file, position").collect()
+    return [(r.position, r.reason) for r in rows]
+
+
+def trace_row(spark: Any, trace_id: str) -> dict[str, Any] | None:
+    rows = spark.sql(f"SELECT * FROM traces WHERE trace_id = '{trace_id}'").collect()
+    assert len(rows) <= 1
+    return rows[0].asDict(recursive=True) if rows else None
+
+
+def table_count(spark: Any, table: str, trace_id: str) -> int:
+    if not spark.catalog.tableExists(table):
+        return 0
+    return int(spark.sql(f"SELECT count(*) FROM {table} WHERE trace_id = '{trace_id}'").first()[0])

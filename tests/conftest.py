@@ -1,0 +1,36 @@
+"""One SparkSession (local[2], Delta, UI off, UTC) and one temporary warehouse for the whole run."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from libs.spark import SparkConfig, build_session
+
+
+@pytest.fixture(scope="session")
+def spark_cfg(tmp_path_factory: pytest.TempPathFactory) -> SparkConfig:
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    return SparkConfig(master="local[2]", warehouse=warehouse, app_name="blockheat-tests",
+                       extra={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
+
+
+@pytest.fixture(scope="session")
+def spark(spark_cfg: SparkConfig) -> Iterator[object]:
+    os.environ["SPARK_TESTING"] = "1"
+    os.environ["BLOCKHEAT_WAREHOUSE"] = str(spark_cfg.warehouse)
+    session = build_session(spark_cfg)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return Path(__file__).parent.parent
