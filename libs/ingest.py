@@ -293,11 +293,12 @@ def _ts_backwards(df: DataFrame, tolerance_us: int) -> DataFrame:
     back = F.col("reason").isNull() & (F.col("ts_raw_us") < prev - F.lit(tolerance_us))
     return (
         df.withColumn("_prev", prev)
-        .withColumn("reason", F.when(back, F.lit("ts_backwards")).otherwise(F.col("reason")))
-        .withColumn("message", F.when(back, F.concat(
+        .withColumn("_back", back)
+        .withColumn("reason", F.when(F.col("_back"), F.lit("ts_backwards")).otherwise(F.col("reason")))
+        .withColumn("message", F.when(F.col("_back"), F.concat(
             F.lit("timestamp goes back "), (F.col("_prev") - F.col("ts_raw_us")).cast("string"),
             F.lit(f" us (tolerance {tolerance_us} us)"))).otherwise(F.col("message")))
-        .drop("_prev")
+        .drop("_prev", "_back")
     )
 
 

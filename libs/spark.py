@@ -75,6 +75,9 @@ def build_session(cfg: SparkConfig) -> SparkSession:
         .config("spark.driver.memory", "4g")
         # Delta: keep schema strict, and let replaceWhere use arbitrary predicates on partitions.
         .config("spark.databricks.delta.schema.autoMerge.enabled", "false")
+        # Delta rebuilds table state with this many tasks on every read (default 50): far too many
+        # for the small logs of a local warehouse, where it dominated small ingests.
+        .config("spark.databricks.delta.snapshotPartitions", "4")
     )
     for key, value in cfg.extra.items():
         builder = builder.config(key, value)

@@ -54,10 +54,13 @@ def ensure_table(spark: SparkSession, warehouse: Path, name: str) -> Path:
 
     schema, partitions = TABLES[name]
     path = table_path(warehouse, name)
-    builder = DeltaTable.createIfNotExists(spark).location(str(path)).addColumns(schema)
-    if partitions:
-        builder = builder.partitionedBy(*partitions)
-    _with_retry(builder.execute, f"create {name}")
+    if not (path / "_delta_log").is_dir():
+        builder = DeltaTable.createIfNotExists(spark).location(str(path)).addColumns(schema)
+        if partitions:
+            builder = builder.partitionedBy(*partitions)
+        _with_retry(builder.execute, f"create {name}")
+    if not spark.catalog.tableExists(name):
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{path.resolve()}'")
     return path
 
 
@@ -90,7 +93,6 @@ def replace_trace(df: DataFrame, spark: SparkSession, warehouse: Path, name: str
     if partitions:
         writer = writer.partitionBy(*partitions)
     _with_retry(lambda: writer.save(str(path)), f"replace {name} trace {trace_id}")
-    register_tables(spark, warehouse)
 
 
 def _with_retry(action: object, what: str) -> None:

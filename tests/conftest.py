@@ -14,7 +14,9 @@ from libs.spark import SparkConfig, build_session
 def spark_cfg(tmp_path_factory: pytest.TempPathFactory) -> SparkConfig:
     warehouse = tmp_path_factory.mktemp("warehouse")
     return SparkConfig(master="local[2]", warehouse=warehouse, app_name="blockheat-tests",
-                       extra={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
+                       extra={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+                              "spark.databricks.delta.snapshotPartitions": "2",
+                              "spark.ui.showConsoleProgress": "false"})
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,138 @@
+"""Ingest benchmark: blockheat CSV -> Delta against DuckDB CSV -> Parquet on the same file, and
+binary vSCSI ingest, in one process on local[2].
+
+    .venv/bin/python bench/ingest.py --millions 5 --vscsi-millions 10
+
+Prints requests per second for each and the blockheat/DuckDB ratio (goal >= 0.3), and the vSCSI
+rate (goal >= 2 million requests per second). Both engines get a warm-up run on a small file
+first, so the ratio compares steady-state throughput, not JVM start-up.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+FILETIME_T0 = 128_166_372_000_000_000
+
+
+def make_msr_csv(path: Path, n: int, seed: int = 7) -> None:
+    """n MSR-format requests on 4 disks of one host, time-ordered, written in 1M-row chunks."""
+    rng = np.random.default_rng(seed)
+    t = FILETIME_T0
+    with open(path, "wb") as out:
+        for start in range(0, n, 1_000_000):
+            k = min(1_000_000, n - start)
+            ts = t + np.cumsum(rng.integers(1, 20_000, k))
+            t = int(ts[-1])
+            table = pa.table({
+                "ts": ts,
+                "host": pa.array(["src1"] * k),
+                "disk": rng.integers(0, 4, k),
+                "type": np.where(rng.random(k) < 0.35, "Read", "Write"),
+                "offset": rng.integers(0, 1 << 27, k) * 512,
+                "size": rng.choice(np.array([512, 4096, 8192, 16384, 65536]), k),
+                "rt": rng.integers(50, 200_000, k),
+            })
+            pacsv.write_csv(table, out, pacsv.WriteOptions(include_header=False, quoting_style="none"))
+
+
+def make_vscsi(path: Path, n: int, seed: int = 11) -> None:
+    from libs.readers.binary import VSCSI_DTYPES
+
+    rng = np.random.default_rng(seed)
+    recs = np.zeros(n, dtype=VSCSI_DTYPES[2])
+    recs["cmd"] = np.where(rng.random(n) < 0.4, 0x28, 0x2A)
+    recs["ver"] = 0x0200
+    recs["sn"] = np.arange(n)
+    recs["len"] = rng.choice(np.array([4096, 8192, 65536]), n)
+    recs["nsg"] = 1
+    recs["lbn"] = rng.integers(0, 1 << 30, n)
+    recs["ts"] = np.cumsum(rng.integers(1, 500, n))
+    recs["rt"] = rng.integers(50, 20_000, n)
+    recs.tofile(path)
+
+
+def duckdb_csv_to_parquet(csv: Path, out: Path) -> float:
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    start = time.perf_counter()
+    con.execute(
+        f"COPY (SELECT * FROM read_csv('{csv}', header = false, columns = {{"
+        "'ts': 'BIGINT', 'host': 'VARCHAR', 'disk': 'INTEGER', 'type': 'VARCHAR', "
+        "'offset': 'BIGINT', 'size': 'BIGINT', 'rt': 'BIGINT'}})) "
+        f"TO '{out}' (FORMAT parquet)"
+    )
+    elapsed = time.perf_counter() - start
+    con.close()
+    return elapsed
+
+
+def blockheat_ingest(spark, cfg, fmt: str, trace_id: str, path: Path) -> float:  # type: ignore[no-untyped-def]
+    from jobs.ingest_trace import run
+    from libs.ingest import IngestOptions
+
+    opts = IngestOptions(fmt, trace_id, (str(path),), staging=cfg.warehouse / "_staging")
+    start = time.perf_counter()
+    summary = run(spark, cfg, opts)
+    elapsed = time.perf_counter() - start
+    assert summary.trace["records_rejected"] == 0, summary.trace["rejected_by_reason"]
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--millions", type=float, default=5.0, help="MSR CSV requests (millions)")
+    parser.add_argument("--vscsi-millions", type=float, default=10.0, help="vSCSI requests (millions)")
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from libs.spark import SparkConfig, build_session
+
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    n = int(args.millions * 1_000_000)
+    nv = int(args.vscsi_millions * 1_000_000)
+    csv, small, vscsi = work / "msr.csv", work / "warm.csv", work / "vm.vscsi"
+    t = time.perf_counter()
+    make_msr_csv(csv, n)
+    make_msr_csv(small, 100_000)
+    make_vscsi(vscsi, nv)
+    print(f"generated {n:,} MSR requests ({csv.stat().st_size / 1e6:,.0f} MB) and {nv:,} vSCSI "
+          f"requests in {time.perf_counter() - t:.1f} s", flush=True)
+
+    cfg = SparkConfig(master="local[2]", warehouse=work / "warehouse", app_name="bench-ingest",
+                      extra={"spark.ui.showConsoleProgress": "false"})
+    spark = build_session(cfg)
+    duckdb_csv_to_parquet(small, work / "warm.parquet")               # warm-ups
+    blockheat_ingest(spark, cfg, "msr", "warm", small)
+
+    duck = duckdb_csv_to_parquet(csv, work / "duck.parquet")
+    ours = blockheat_ingest(spark, cfg, "msr", "bench-msr", csv)
+    vs = blockheat_ingest(spark, cfg, "vscsi", "bench-vscsi", vscsi)
+    print(f"DuckDB    CSV -> Parquet : {n / duck / 1e6:6.2f} M req/s ({duck:.1f} s)")
+    print(f"blockheat CSV -> Delta   : {n / ours / 1e6:6.2f} M req/s ({ours:.1f} s)")
+    print(f"ratio blockheat / DuckDB : {duck / ours:6.2f}  (goal >= 0.30)")
+    print(f"blockheat vSCSI -> Delta : {nv / vs / 1e6:6.2f} M req/s ({vs:.1f} s)  (goal >= 2.0)")
+    spark.stop()
+    if args.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

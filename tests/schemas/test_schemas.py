@@ -1,0 +1,40 @@
+"""Schema validators name what is missing, extra or mistyped; Spark and Arrow schemas agree."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from schemas import rejected_records, requests, traces
+from schemas.requests import RequestsSchemaError, validate_requests
+from schemas.traces import TracesSchemaError, validate_traces
+
+
+@pytest.mark.parametrize("module", [requests, rejected_records, traces])
+def test_arrow_schema_matches_spark_schema(module):
+    converted = to_arrow_schema(module.SPARK_SCHEMA, timezone="UTC")
+    assert [(f.name, f.type) for f in converted] == [(f.name, f.type) for f in module.ARROW_SCHEMA]
+    assert tuple(module.SPARK_SCHEMA.fieldNames()) == module.COLUMNS
+
+
+def test_validate_requests_accepts_the_written_table(spark):
+    from tests.builders import ingest  # noqa: F401  (table exists once any ingest ran)
+
+    df = spark.createDataFrame([], requests.SPARK_SCHEMA)
+    validate_requests(df)
+    validate_requests(requests.ARROW_SCHEMA)
+
+
+def test_validate_requests_names_missing_extra_and_mistyped(spark):
+    df = spark.createDataFrame([], "trace_id string, device string, seq int, ts_us long, op string, "
+                                   "offset_bytes long, size_bytes long, response_us double, "
+                                   "source_file string, lba long")
+    with pytest.raises(RequestsSchemaError, match=r"requests: missing columns \['queue_us'\]; "
+                                                  r"extra columns \['lba'\]; column 'seq' is int, expected bigint"):
+        validate_requests(df)
+
+
+def test_validate_traces_on_arrow(spark):
+    bad = pa.schema([f for f in traces.ARROW_SCHEMA if f.name != "geometry"])
+    with pytest.raises(TracesSchemaError, match=r"traces: missing columns \['geometry'\]"):
+        validate_traces(bad)
