@@ -73,7 +73,7 @@ def duckdb_csv_to_parquet(csv: Path, out: Path) -> float:
     con.execute(
         f"COPY (SELECT * FROM read_csv('{csv}', header = false, columns = {{"
         "'ts': 'BIGINT', 'host': 'VARCHAR', 'disk': 'INTEGER', 'type': 'VARCHAR', "
-        "'offset': 'BIGINT', 'size': 'BIGINT', 'rt': 'BIGINT'}})) "
+        "'offset': 'BIGINT', 'size': 'BIGINT', 'rt': 'BIGINT'})) "
         f"TO '{out}' (FORMAT parquet)"
     )
     elapsed = time.perf_counter() - start

@@ -8,6 +8,7 @@ import argparse
 import datetime as dt
 import json
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from decimal import Decimal
@@ -65,8 +66,6 @@ def csv_layout_from_args(args: argparse.Namespace) -> Any:
 
 
 def _regex_literal(delim: str) -> str:
-    import re
-
     return re.escape(delim)
 
 

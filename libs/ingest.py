@@ -5,9 +5,9 @@ catalog row; jobs/ingest_trace.py writes them. Every source record is either a r
 rejected record with a reason, and records_read = accepted + rejected holds by construction.
 
 Numbering: Spark splits a big text file into blocks read in parallel. Within a block rows keep
-file order, and monotonically_increasing_id() counts them contiguously, so a cheap first pass
-(count and minimum id per block) gives every line its exact line number and `seq` without
-funnelling the file through one task.
+file order, and monotonically_increasing_id() counts them contiguously, so a narrow ordered first
+pass (readers.scan: counts per block, backwards timestamps) gives every line its exact line number
+and `seq` without funnelling the file through one task or shuffling it.
 """
 from __future__ import annotations
 
@@ -25,23 +25,22 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from libs.inputs import InputError, InputFile, prepare_inputs, read_head, text_problem
+from libs.inputs import SNIFF_BYTES, InputError, InputFile, prepare_inputs, read_head, text_problem
 from libs.readers import binary
+from libs.readers.scan import SCAN_DDL, scan_blocks
 from libs.readers.text_formats import (
     BLKPARSE_EXPECTED,
     FILETIME_UNIX_OFFSET_US,
     LAYOUTS,
     CsvLayout,
-    ParsedColumns,
     parse_blkparse,
     parse_csv,
 )
 from libs.tables import check_trace_id
 from schemas import rejected_records as RJ
-from schemas import requests as RQ
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -108,30 +107,26 @@ def _layout(opts: IngestOptions) -> CsvLayout | None:
 
 
 def _parser(opts: IngestOptions) -> tuple[Any, str]:
+    """(DataFrame transform adding the parsed columns from `raw`, the layout as a person reads it)."""
     layout = _layout(opts)
     if layout is not None:
-        return (lambda line: parse_csv(line, layout)), layout.expected
+        return (lambda df: parse_csv(df, layout)), layout.expected
     return parse_blkparse, BLKPARSE_EXPECTED
-
-
-def _with_parsed(df: DataFrame, parsed: ParsedColumns) -> DataFrame:
-    return df.select("*", *parsed.select_list())
 
 
 def _sniff_text(spark: SparkSession, f: InputFile, opts: IngestOptions) -> None:
     """Refuse a file that is binary, or whose first lines are none of them records of the format."""
-    head = read_head(f)
-    problem = text_problem(head)
+    head = read_head(f, SNIFF_BYTES + 1)
+    problem = text_problem(head[:SNIFF_BYTES])
     parse, expected = _parser(opts)
     if problem:
         raise IngestError(f"{f.given}: {problem}; expected text ({expected})")
-    lines = head.decode("utf-8", errors="replace").splitlines()[:SNIFF_LINES]
-    if len(head) == len(read_head(f, len(head) + 1)) or len(lines) < SNIFF_LINES:
-        sample = lines
-    else:
-        sample = lines[:-1]  # the last line may be cut at the sniff boundary
-    df = spark.createDataFrame([(i + 1, s) for i, s in enumerate(sample)], "line long, value string")
-    rows = _with_parsed(df, parse(F.col("value"))).select("line", "reason", "message").collect()
+    lines = head[:SNIFF_BYTES].decode("utf-8", errors="replace").splitlines()
+    if len(head) > SNIFF_BYTES:
+        lines = lines[:-1]  # the last line may be cut at the sniff boundary
+    sample = lines[:SNIFF_LINES]
+    df = spark.createDataFrame([(i + 1, s) for i, s in enumerate(sample)], "line long, raw string")
+    rows = parse(df).select("line", "reason", "message").collect()
     errors = [r for r in rows if r.reason is not None and r.reason not in RJ.INFORMATIONAL_REASONS]
     if rows and errors and not any(r.reason is None for r in rows):
         first = errors[0]
@@ -151,7 +146,7 @@ def _text_pre(spark: SparkSession, files: list[InputFile], opts: IngestOptions) 
         F.lit(None).cast("bigint").alias("byte_pos"),
         F.col("value").alias("raw"),
     )
-    return _with_parsed(lines, parse(F.col("raw")))
+    return parse(lines)
 
 
 def _device_name(f: InputFile) -> str:
@@ -229,33 +224,38 @@ def _uri_to_path(uri: str) -> Path:
     return Path(unquote(urlparse(uri).path))
 
 
-def _block_info(spark: SparkSession, pre: DataFrame, files: list[InputFile]) -> DataFrame:
-    """Per block: its file, the line/seq number of its first record, and the previous block's last ts."""
-    stats = (
-        pre.groupBy("file_uri", "block_start")
-        .agg(F.count(F.lit(1)).alias("n"), F.min("m").alias("min_m"),
-             F.max_by("ts_raw_us", F.when(F.col("ts_raw_us").isNotNull(), F.col("m"))).alias("last_ts"))
-        .collect()
-    )
-    by_path = {f.readable_path: (i, f) for i, f in enumerate(files)}
+def _scan(spark: SparkSession, pre: DataFrame, files: list[InputFile],
+          tolerance_us: int | None) -> tuple[DataFrame, DataFrame | None]:
+    """The ordered first pass (readers.scan): per block, its file and the line/seq number of its
+    first record; and the records whose timestamp goes back more than tolerance_us from the
+    previous record with a timestamp in the same file (None when there are none)."""
+    rows = (pre.select("file_uri", "block_start", "m", "ts_raw_us")
+            .mapInArrow(scan_blocks(tolerance_us), SCAN_DDL).collect())
+    back = [(r.file_uri, r.block_start, r.min_m, r.last_ts) for r in rows if r.kind == "back"]
+    by_path = {f.readable_path: i for i, f in enumerate(files)}
     by_file: dict[int, list[Any]] = defaultdict(list)
-    for row in stats:
-        index, _ = by_path[_uri_to_path(row.file_uri)]
-        by_file[index].append(row)
+    for row in rows:
+        if row.kind == "block":
+            by_file[by_path[_uri_to_path(row.file_uri)]].append(row)
     info = []
     seq_base = 0
     for index, f in enumerate(files):
         line_base = 0
         prev_ts = None
         for row in sorted(by_file[index], key=lambda r: r.block_start):
-            info.append((row.file_uri, row.block_start, f.given, seq_base + line_base, line_base,
-                         row.min_m, prev_ts))
+            info.append((row.file_uri, row.block_start, f.given, seq_base + line_base, line_base, row.min_m))
+            # A block's first timestamp is checked against the previous block's last one here.
+            if (tolerance_us is not None and row.first_ts is not None and prev_ts is not None
+                    and row.first_ts < prev_ts - tolerance_us):
+                back.append((row.file_uri, row.block_start, row.first_m, prev_ts))
             line_base += row.n
             prev_ts = row.last_ts if row.last_ts is not None else prev_ts
         seq_base += line_base
-    schema = ("file_uri string, block_start long, source_file string, seq_base long, "
-              "line_base long, min_m long, prev_ts long")
-    return spark.createDataFrame(info, schema)
+    info_df = spark.createDataFrame(info, "file_uri string, block_start long, source_file string, "
+                                          "seq_base long, line_base long, min_m long")
+    back_df = (spark.createDataFrame(back, "file_uri string, block_start long, m long, prev_ts long")
+               if back else None)
+    return info_df, back_df
 
 
 def _closed_loop_ts(df: DataFrame) -> DataFrame:
@@ -283,22 +283,19 @@ def _blkparse_response(df: DataFrame) -> DataFrame:
     return df.withColumn("response_us", response).drop("blk_action")
 
 
-def _ts_backwards(df: DataFrame, tolerance_us: int) -> DataFrame:
-    """Reject a record whose timestamp is more than `tolerance_us` before the previous record's in
-    the same file (previous = the nearest earlier record with a readable timestamp). Windows are
-    per block, so a big file spreads over tasks; a block's first record looks at prev_ts, the last
-    timestamp of the block before it."""
-    w = Window.partitionBy("file_uri", "block_start").orderBy("m").rowsBetween(Window.unboundedPreceding, -1)
-    prev = F.coalesce(F.last("ts_raw_us", ignorenulls=True).over(w), F.col("prev_ts"))
-    back = F.col("reason").isNull() & (F.col("ts_raw_us") < prev - F.lit(tolerance_us))
+def _mark_backwards(df: DataFrame, back: DataFrame, tolerance_us: int) -> DataFrame:
+    """Give the records the scan found going back in time the reason ts_backwards (a record that
+    is already rejected for another reason keeps it)."""
+    # Broadcast: the set is small (above the reject limit the ingest has already failed).
+    marked = df.join(F.broadcast(back), ["file_uri", "block_start", "m"], how="left")
+    back_now = F.col("reason").isNull() & F.col("prev_ts").isNotNull()
     return (
-        df.withColumn("_prev", prev)
-        .withColumn("_back", back)
+        marked.withColumn("_back", back_now)
         .withColumn("reason", F.when(F.col("_back"), F.lit("ts_backwards")).otherwise(F.col("reason")))
         .withColumn("message", F.when(F.col("_back"), F.concat(
-            F.lit("timestamp goes back "), (F.col("_prev") - F.col("ts_raw_us")).cast("string"),
+            F.lit("timestamp goes back "), (F.col("prev_ts") - F.col("ts_raw_us")).cast("string"),
             F.lit(f" us (tolerance {tolerance_us} us)"))).otherwise(F.col("message")))
-        .drop("_prev", "_back")
+        .drop("_back", "prev_ts")
     )
 
 
@@ -307,7 +304,8 @@ def classify(spark: SparkSession, pre: DataFrame, files: list[InputFile], opts: 
     """Number every record (seq, position) and finish its reason. Output columns: source_file,
     seq, position, position_kind, device, ts_raw_us, op, offset_bytes, size_bytes, response_us,
     queue_us, reason, message, raw (raw only on rejected records)."""
-    info = _block_info(spark, pre, files)
+    tolerance = None if opts.fmt == "disksim-validate" else opts.ts_tolerance_us
+    info, back = _scan(spark, pre, files, tolerance)
     row = F.col("m") - F.col("min_m")
     df = pre.join(F.broadcast(info), ["file_uri", "block_start"], how="inner")
     df = df.withColumn("seq", F.col("seq_base") + row)
@@ -322,8 +320,8 @@ def classify(spark: SparkSession, pre: DataFrame, files: list[InputFile], opts: 
                 .withColumn("message", F.when(header, F.lit("header line")).otherwise(F.col("message"))))
     if opts.fmt == "disksim-validate":
         df = _closed_loop_ts(df)
-    elif opts.ts_tolerance_us is not None:
-        df = _ts_backwards(df, opts.ts_tolerance_us)
+    elif back is not None and tolerance is not None:
+        df = _mark_backwards(df, back, tolerance)
     if opts.fmt == "blkparse":
         df = _blkparse_response(df)
     return df.select(
@@ -363,16 +361,18 @@ def load_trace(spark: SparkSession, opts: IngestOptions) -> IngestResult:
     staging = opts.staging / f"{opts.trace_id}-{uuid.uuid4().hex[:8]}"
     files = prepare_inputs(list(opts.paths), staging=staging, binary=is_binary)
     staged = [f.readable_path for f in files if f.is_staged]
+    log.info("trace %s: %d %s file(s), %.1f MB%s", opts.trace_id, len(files), opts.fmt,
+             sum(f.size_bytes for f in files) / 1e6,
+             f" ({len(staged)} decompressed for reading)" if staged else "")
     geometry: list[dict[str, Any]] = []
     meta: dict[str, Any] = {}
     try:
-        if is_binary:
-            pre = _binary_pre(spark, files, opts, geometry, meta)
-        else:
-            pre = _text_pre(spark, files, opts)
+        pre = _binary_pre(spark, files, opts, geometry, meta) if is_binary else _text_pre(spark, files, opts)
         classified = classify(spark, pre, files, opts, binary_positions=is_binary)
         cached = classified.persist(StorageLevel.MEMORY_AND_DISK)
+        log.info("trace %s: parsing and checking every record", opts.trace_id)
         summary = _summarize(cached)
+        log.info("trace %s: %d records read", opts.trace_id, sum(r.n for r in summary))
     except Exception:
         for path in staged:
             path.unlink(missing_ok=True)
@@ -474,4 +474,3 @@ def _finish(cached: DataFrame, summary: list[Any], files: list[InputFile], opts:
 
 
 __all__ = ["FORMATS", "IngestError", "IngestOptions", "IngestResult", "InputError", "load_trace"]
-_ = (RQ, Path)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 # The columns every reader (text or binary) produces before numbering; see readers.records.
 RECORD_SCHEMA = pa.schema([
@@ -87,6 +88,33 @@ def vscsi_ranges(path: str, file_uri: str, size: int, version: int, target_bytes
     return [ByteRange(path, file_uri, s, min(step, size - s)) for s in range(0, size, step)]
 
 
+def _sparse_strings(n: int, where: np.ndarray, values: list[str]) -> pa.Array:
+    """A length-n string array, null except at indices `where` (no per-row Python objects)."""
+    if len(where) == 0:
+        return pa.nulls(n, pa.string())
+    mask = np.zeros(n, dtype=bool)
+    mask[where] = True
+    return pc.replace_with_mask(pa.nulls(n, pa.string()), pa.array(mask), pa.array(values, pa.string()))
+
+
+def _reasons(n: int, checks: list[tuple[np.ndarray, str, list[str] | str]]) -> tuple[pa.Array, pa.Array]:
+    """(reason, message) arrays from ordered (mask, code, message(s)) checks; the first match wins."""
+    code = np.full(n, -1, dtype=np.int64)
+    for k, (mask, _, _) in reversed(list(enumerate(checks))):
+        code[mask] = k
+    where = np.flatnonzero(code >= 0)
+    reasons, messages = [], []
+    for i in where:
+        mask, name, msg = checks[code[i]]
+        reasons.append(name)
+        messages.append(msg if isinstance(msg, str) else msg[int(np.count_nonzero(mask[:i]))])
+    return _sparse_strings(n, where, reasons), _sparse_strings(n, where, messages)
+
+
+def _op(is_read: np.ndarray, is_write: np.ndarray) -> pa.Array:
+    return pc.if_else(pa.array(is_read), "R", pc.if_else(pa.array(is_write), "W", pa.scalar(None, pa.string())))
+
+
 def _hex(buf: bytes) -> str:
     suffix = "" if len(buf) <= RAW_HEX_LIMIT else f"...(+{len(buf) - RAW_HEX_LIMIT} bytes)"
     return buf[:RAW_HEX_LIMIT].hex() + suffix
@@ -104,35 +132,29 @@ def decode_vscsi(data: bytes, rng: ByteRange, version: int, device: str) -> pa.R
     is_write = np.isin(cmd, VSCSI_WRITE_CMDS)
     size = recs["len"].astype(np.int64)
     bad_ver = (recs["ver"] >> 8) != version
-    reason = np.full(n, None, dtype=object)
-    message = np.full(n, None, dtype=object)
     non_data = ~(is_read | is_write)
-    reason[size <= 0] = "nonpositive_size"
-    message[size <= 0] = "data command with length 0"
-    reason[non_data] = "non_data_command"
-    message[non_data] = [f"SCSI opcode 0x{c:02x} carries no data" for c in cmd[non_data]]
-    reason[bad_ver] = "bad_version"
-    message[bad_ver] = [f"record version 0x{v:04x}, file is version {version}" for v in recs["ver"][bad_ver]]
-    rejected = reason != None  # noqa: E711  (object array: elementwise comparison)
-    byte_pos = rng.start + np.arange(n, dtype=np.int64) * rs
-    raw = np.full(n, None, dtype=object)
-    raw[rejected] = [data[i * rs:(i + 1) * rs].hex() for i in np.flatnonzero(rejected)]
+    reason, message = _reasons(n, [
+        (bad_ver, "bad_version",
+         [f"record version 0x{v:04x}, file is version {version}" for v in recs["ver"][bad_ver]]),
+        (non_data, "non_data_command", [f"SCSI opcode 0x{c:02x} carries no data" for c in cmd[non_data]]),
+        (size <= 0, "nonpositive_size", "data command with length 0"),
+    ])
+    rejected = np.flatnonzero(~np.asarray(pc.is_null(reason)))
     columns = {
-        "file_uri": pa.array([rng.file_uri] * n, pa.string()),
+        "file_uri": pa.repeat(pa.scalar(rng.file_uri, pa.string()), n),
         "block_start": pa.array(np.full(n, rng.start, np.int64)),
         "m": pa.array(np.arange(n, dtype=np.int64)),
-        "byte_pos": pa.array(byte_pos),
-        "raw": pa.array(raw, pa.string()),
-        "device": pa.array([device] * n, pa.string()),
+        "byte_pos": pa.array(rng.start + np.arange(n, dtype=np.int64) * rs),
+        "raw": _sparse_strings(n, rejected, [data[i * rs:(i + 1) * rs].hex() for i in rejected]),
+        "device": pa.repeat(pa.scalar(device, pa.string()), n),
         "ts_raw_us": pa.array(recs["ts"].astype(np.int64)),
-        "op": pa.array(np.where(is_read, "R", np.where(is_write, "W", None)), pa.string()),
+        "op": _op(is_read, is_write),
         "offset_bytes": pa.array(recs["lbn"].astype(np.int64) * SECTOR),
         "size_bytes": pa.array(size),
-        "response_us": pa.array(recs["rt"].astype(np.float64) if version == 2 else np.full(n, np.nan),
-                                from_pandas=True),
+        "response_us": pa.array(recs["rt"].astype(np.float64)) if version == 2 else pa.nulls(n, pa.float64()),
         "queue_us": pa.nulls(n, pa.float64()),
-        "reason": pa.array(reason, pa.string()),
-        "message": pa.array(message, pa.string()),
+        "reason": reason,
+        "message": message,
     }
     batch = pa.RecordBatch.from_pydict(columns, schema=RECORD_SCHEMA)
     tail = data[n * rs:]
@@ -180,33 +202,32 @@ def decode_srt(data: bytes, rng: ByteRange, sector_sizes: dict[int, int]) -> pa.
     for number, ssize in sector_sizes.items():
         sector_size[disk == number] = ssize
     size = f["size_bytes"]
-    reason = np.full(n, None, dtype=object)
-    message = np.full(n, None, dtype=object)
-    reason[size <= 0] = "nonpositive_size"
-    message[size <= 0] = "size is not positive"
-    reason[~known] = "unknown_device"
-    message[~known] = [f"disk {d} is not described in the header" for d in disk[~known]]
-    bad_type = f["record_type"] != 1
-    reason[bad_type] = np.where(f["record_type"][bad_type] == 4, "suspect_io", "unknown_record_type")
-    message[bad_type] = [f"record type {t} (1 = short I/O, 4 = suspect I/O)" for t in f["record_type"][bad_type]]
-    rejected = reason != None  # noqa: E711
-    raw = np.full(n, None, dtype=object)
-    raw[rejected] = [data[o:o + s].hex() for o, s in zip(offsets[rejected], f["record_size"][rejected], strict=True)]
+    rtype = f["record_type"]
+    bad_type = rtype != 1
+    reason, message = _reasons(n, [
+        (bad_type & (rtype == 4), "suspect_io", "record type 4 (suspect I/O)"),
+        (bad_type & (rtype != 4), "unknown_record_type",
+         [f"record type {t} (1 = short I/O, 4 = suspect I/O)" for t in rtype[bad_type & (rtype != 4)]]),
+        (~known, "unknown_device", [f"disk {d} is not described in the header" for d in disk[~known]]),
+        (size <= 0, "nonpositive_size", "size is not positive"),
+    ])
+    rejected = np.flatnonzero(~np.asarray(pc.is_null(reason)))
+    sizes = f["record_size"]
     columns = {
-        "file_uri": pa.array([rng.file_uri] * n, pa.string()),
+        "file_uri": pa.repeat(pa.scalar(rng.file_uri, pa.string()), n),
         "block_start": pa.array(np.full(n, rng.start, np.int64)),
         "m": pa.array(np.arange(n, dtype=np.int64)),
         "byte_pos": pa.array(rng.start + offsets.astype(np.int64)),
-        "raw": pa.array(raw, pa.string()),
+        "raw": _sparse_strings(n, rejected, [data[offsets[i]:offsets[i] + sizes[i]].hex() for i in rejected]),
         "device": pa.array(disk.astype(str), pa.string()),
         "ts_raw_us": pa.array(f["enqueue_s"] * 1_000_000 + f["enqueue_us"]),
-        "op": pa.array(np.where(f["ioflags"] & 1, "R", "W"), pa.string()),
+        "op": _op((f["ioflags"] & 1).astype(bool), ~(f["ioflags"] & 1).astype(bool)),
         "offset_bytes": pa.array(f["sector"] * sector_size),
         "size_bytes": pa.array(size),
         "response_us": pa.array(f["stop_us"].astype(np.float64)),
         "queue_us": pa.array(f["start_us"].astype(np.float64)),
-        "reason": pa.array(reason, pa.string()),
-        "message": pa.array(message, pa.string()),
+        "reason": reason,
+        "message": message,
     }
     batch = pa.RecordBatch.from_pydict(columns, schema=RECORD_SCHEMA)
     if stop < len(data):

@@ -57,11 +57,13 @@ def test_errors_are_one_line_with_nonzero_exit(spark, capsys, argv, code, messag
     err = capsys.readouterr().err
     error_lines = [line for line in err.splitlines() if line.startswith("blockheat: error:")]
     assert len(error_lines) == 1
-    assert "Traceback" not in err and "\tat " not in err
+    assert "Traceback" not in err
+    assert "\tat " not in err
     if message is not None:
         assert error_lines[0] + "\n" == message
     else:
-        assert "TABLE_OR_VIEW_NOT_FOUND" in error_lines[0] and "no_such_table" in error_lines[0]
+        assert "TABLE_OR_VIEW_NOT_FOUND" in error_lines[0]
+        assert "no_such_table" in error_lines[0]
 
 
 def test_custom_csv_layout_from_command_line(spark, capsys):

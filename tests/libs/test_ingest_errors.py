@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import shutil
 import struct
 from pathlib import Path
 
@@ -89,7 +88,8 @@ def test_each_reject_reason_at_its_line(spark, spark_cfg, tmp_path):
         (0, 0), (7, 3_000_000), (9, 2_500_000), (12, 4_100_000)]
     row = trace_row(spark, "reasons")
     assert (row["records_read"], row["records_accepted"], row["records_rejected"]) == (13, 4, 9)
-    msg = spark.sql("SELECT message, raw FROM rejected_records WHERE trace_id = 'reasons' AND position = 9").first()
+    msg = spark.sql("SELECT message, raw FROM rejected_records "
+                    "WHERE trace_id = 'reasons' AND position = 9").first()
     assert msg.message == "timestamp goes back 2000000 us (tolerance 1000000 us)"
     assert msg.raw == lines[8]
 
@@ -97,8 +97,9 @@ def test_each_reject_reason_at_its_line(spark, spark_cfg, tmp_path):
 def test_reject_share_above_limit_writes_nothing(spark, spark_cfg, tmp_path):
     lines = [msr_line(i * 100) for i in range(98)] + ["garbage", msr_line(99_000, size=0)]
     path = write_lines(tmp_path / "twopct.csv", lines)
-    with pytest.raises(IngestError, match=r"2 of 100 records rejected \(2\.00%\), above the limit of 1\.00%; "
-                                          r"nothing written\. Most common: column_count x1, first at .*twopct\.csv line 99"):
+    expected = (r"2 of 100 records rejected \(2\.00%\), above the limit of 1\.00%; nothing written\. "
+                r"Most common: column_count x1, first at .*twopct\.csv line 99")
+    with pytest.raises(IngestError, match=expected):
         ingest(spark, spark_cfg, "msr", "share", [path])
     assert_nothing_written(spark, "share")
     ingest(spark, spark_cfg, "msr", "share", [path], max_reject_share=0.05)
@@ -148,7 +149,8 @@ def test_backwards_time_detected_at_a_split_boundary(spark, spark_cfg, tmp_path)
     # Put a 5 s step back on the first line of the second split.
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(len(data) // 2))
     try:
-        starts = sorted(r[0] for r in spark.read.text(str(path)).select("_metadata.file_block_start").distinct().collect())
+        blocks = spark.read.text(str(path)).select("_metadata.file_block_start").distinct().collect()
+        starts = sorted(r[0] for r in blocks)
         assert len(starts) >= 2
         boundary_line = data[: starts[1]].count(b"\n")  # 0-based index of the line the split starts in
         if data[starts[1] - 1:starts[1]] != b"\n":
@@ -261,4 +263,3 @@ def test_compressed_vscsi_is_decoded(spark, spark_cfg, tmp_path):
     assert [(r["device"], r["ts_us"], r["offset_bytes"]) for r in requests_of(spark, "vscsi-zst")] == [
         ("dev0", 0, 1_048_576), ("dev0", 250, 5_242_880), ("dev0", 500_000, 1_052_672),
         ("dev0", 2_000_000, 1_048_576)]
-    _ = shutil

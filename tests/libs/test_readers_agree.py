@@ -57,7 +57,7 @@ def test_reader_agrees_with_canonical_requests(spark, spark_cfg, key):
     assert row is not None
     assert row["records_read"] == row["records_accepted"] + row["records_rejected"]
     assert row["records_accepted"] == 6
-    assert row["reads"] == 3 and row["writes"] == 3
+    assert (row["reads"], row["writes"]) == (3, 3)
     assert row["bytes_read"] == 4096 + 512 + 65536
     assert row["bytes_written"] == 8192 + 4096 + 4096
     assert sorted(row["devices"]) == sorted(DEVICES[key])
@@ -116,10 +116,13 @@ def test_srt_fixture_keeps_queue_time_and_geometry(spark):
 def test_absolute_start_times_from_epoch_formats(spark):
     import datetime as dt
 
-    utc = dt.timezone.utc
-    assert trace_row(spark, "agree-alibaba")["start_time_utc"].replace(tzinfo=utc) == dt.datetime(2020, 1, 1, tzinfo=utc)
-    assert trace_row(spark, "agree-tencent")["start_time_utc"].replace(tzinfo=utc) == dt.datetime(2018, 10, 1, tzinfo=utc)
-    # FILETIME 128166372000000000 ticks = 2007-02-22T00:00:00Z... computed by hand:
-    # (128166372000000000 / 1e7) - 11644473600 s = 1172163600 s after 1970 = 2007-02-22 17:00:00 UTC
-    assert trace_row(spark, "agree-msr")["start_time_utc"].replace(tzinfo=utc) == dt.datetime(2007, 2, 22, 17, 0, tzinfo=utc)
-    assert trace_row(spark, "agree-spc")["start_time_utc"] is None
+    def start(trace: str) -> dt.datetime | None:
+        value = trace_row(spark, trace)["start_time_utc"]  # the session time zone is UTC
+        return None if value is None else value.replace(tzinfo=dt.UTC)
+
+    assert start("agree-alibaba") == dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+    assert start("agree-tencent") == dt.datetime(2018, 10, 1, tzinfo=dt.UTC)
+    # FILETIME 128166372000000000 ticks, by hand: 12816637200 s - 11644473600 s (1601 -> 1970)
+    # = 1172163600 s after 1970 = 2007-02-22 17:00:00 UTC
+    assert start("agree-msr") == dt.datetime(2007, 2, 22, 17, 0, tzinfo=dt.UTC)
+    assert start("agree-spc") is None
