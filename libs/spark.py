@@ -78,6 +78,8 @@ def build_session(cfg: SparkConfig) -> SparkSession:
         # Delta rebuilds table state with this many tasks on every read (default 50): far too many
         # for the small logs of a local warehouse, where it dominated small ingests.
         .config("spark.databricks.delta.snapshotPartitions", "4")
+        # libs.tables.replace_trace stamps trace_id on every row it writes (see there).
+        .config("spark.databricks.delta.replaceWhere.constraintCheck.enabled", "false")
     )
     for key, value in cfg.extra.items():
         builder = builder.config(key, value)
