@@ -94,8 +94,7 @@ class IngestResult:
 
     def release(self) -> None:
         self._cached.unpersist()
-        for path in self._staged:
-            path.unlink(missing_ok=True)
+        _remove_staged(self._staged)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,6 +365,7 @@ def load_trace(spark: SparkSession, opts: IngestOptions) -> IngestResult:
              f" ({len(staged)} decompressed for reading)" if staged else "")
     geometry: list[dict[str, Any]] = []
     meta: dict[str, Any] = {}
+    cached: DataFrame | None = None
     try:
         pre = _binary_pre(spark, files, opts, geometry, meta) if is_binary else _text_pre(spark, files, opts)
         classified = classify(spark, pre, files, opts, binary_positions=is_binary)
@@ -373,19 +373,22 @@ def load_trace(spark: SparkSession, opts: IngestOptions) -> IngestResult:
         log.info("trace %s: parsing and checking every record", opts.trace_id)
         summary = _summarize(cached)
         log.info("trace %s: %d records read", opts.trace_id, sum(r.n for r in summary))
-    except Exception:
-        for path in staged:
-            path.unlink(missing_ok=True)
-        raise
-    try:
         result = _finish(cached, summary, files, opts, geometry, meta)
     except Exception:
-        cached.unpersist()
-        for path in staged:
-            path.unlink(missing_ok=True)
+        if cached is not None:
+            cached.unpersist()
+        _remove_staged(staged)
         raise
     result._staged = staged
     return result
+
+
+def _remove_staged(staged: list[Path]) -> None:
+    for path in staged:
+        path.unlink(missing_ok=True)
+    for folder in {p.parent for p in staged}:
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
 
 
 def _summarize(cached: DataFrame) -> list[Any]:

@@ -10,40 +10,27 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 
-def schema_problems(actual: StructType, expected: StructType) -> list[str]:
-    """Names every missing, extra or mistyped column of `actual` against `expected`."""
-    want = {f.name: f.dataType.simpleString() for f in expected.fields}
-    have = {f.name: f.dataType.simpleString() for f in actual.fields}
-    problems = []
-    missing = [c for c in want if c not in have]
-    extra = [c for c in have if c not in want]
-    if missing:
-        problems.append(f"missing columns {missing}")
-    if extra:
-        problems.append(f"extra columns {extra}")
-    problems += [
-        f"column {c!r} is {have[c]}, expected {want[c]}"
-        for c in want
-        if c in have and have[c] != want[c]
-    ]
-    return problems
-
-
-def arrow_problems(actual: pa.Schema, expected: pa.Schema) -> list[str]:
-    """The same check for a pyarrow schema (the simulator and benchmarks exchange Arrow tables)."""
-    want = {f.name: str(f.type) for f in expected}
-    have = {f.name: str(f.type) for f in actual}
+def _diff(have: dict[str, str], want: dict[str, str]) -> list[str]:
+    """Missing, extra and mistyped columns of `have` against `want` (name -> type name)."""
     problems = []
     if missing := [c for c in want if c not in have]:
         problems.append(f"missing columns {missing}")
     if extra := [c for c in have if c not in want]:
         problems.append(f"extra columns {extra}")
-    problems += [
-        f"column {c!r} is {have[c]}, expected {want[c]}"
-        for c in want
-        if c in have and have[c] != want[c]
-    ]
+    problems += [f"column {c!r} is {have[c]}, expected {want[c]}"
+                 for c in want if c in have and have[c] != want[c]]
     return problems
+
+
+def schema_problems(actual: StructType, expected: StructType) -> list[str]:
+    """Names every missing, extra or mistyped column of a Spark schema."""
+    return _diff({f.name: f.dataType.simpleString() for f in actual.fields},
+                 {f.name: f.dataType.simpleString() for f in expected.fields})
+
+
+def arrow_problems(actual: pa.Schema, expected: pa.Schema) -> list[str]:
+    """The same check for a pyarrow schema (the simulator and benchmarks exchange Arrow tables)."""
+    return _diff({f.name: str(f.type) for f in actual}, {f.name: str(f.type) for f in expected})
 
 
 def check(df_or_schema: DataFrame | pa.Schema, spark_schema: StructType, arrow_schema: pa.Schema,

@@ -6,9 +6,8 @@ offsets; variable-length SRT records are walked with numba, then gathered vector
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -173,8 +172,8 @@ def _tail_reject(rng: ByteRange, m: int, pos: int, tail: bytes, device: str, rea
     return pa.RecordBatch.from_pydict(row, schema=RECORD_SCHEMA)
 
 
-def vscsi_task(version: int, devices: dict[str, str]):  # type: ignore[no-untyped-def]
-    """mapInArrow function: rows of (path, file_uri, start, length) -> decoded records."""
+def range_task(decode: Callable[[bytes, ByteRange], pa.RecordBatch]):  # type: ignore[no-untyped-def]
+    """mapInArrow function: rows of (path, file_uri, start, length) -> decode(bytes of the range)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -183,9 +182,14 @@ def vscsi_task(version: int, devices: dict[str, str]):  # type: ignore[no-untype
                 with open(rng.path, "rb") as fh:
                     fh.seek(rng.start)
                     data = fh.read(rng.length)
-                yield decode_vscsi(data, rng, version, devices[rng.file_uri])
+                yield decode(data, rng)
 
     return run
+
+
+def vscsi_task(version: int, devices: dict[str, str]):  # type: ignore[no-untyped-def]
+    """Decode vSCSI ranges; one file is one device."""
+    return range_task(lambda data, rng: decode_vscsi(data, rng, version, devices[rng.file_uri]))
 
 
 def decode_srt(data: bytes, rng: ByteRange, sector_sizes: dict[int, int]) -> pa.RecordBatch:
@@ -241,13 +245,5 @@ def decode_srt(data: bytes, rng: ByteRange, sector_sizes: dict[int, int]) -> pa.
 
 
 def srt_task(sector_sizes: dict[str, dict[int, int]]):  # type: ignore[no-untyped-def]
-    """mapInArrow function: one row per SRT file (whole body, record boundaries need a walk)."""
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for row in batch.to_pylist():
-                rng = ByteRange(row["path"], row["file_uri"], row["start"], row["length"])
-                data = Path(rng.path).read_bytes()[rng.start:rng.start + rng.length]
-                yield decode_srt(data, rng, sector_sizes[rng.file_uri])
-
-    return run
+    """Decode SRT bodies, one range per file (record boundaries need a walk from the start)."""
+    return range_task(lambda data, rng: decode_srt(data, rng, sector_sizes[rng.file_uri]))
