@@ -98,6 +98,8 @@ def main() -> int:
     parser.add_argument("--millions", type=float, default=5.0, help="MSR CSV requests (millions)")
     parser.add_argument("--vscsi-millions", type=float, default=10.0, help="vSCSI requests (millions)")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra Spark setting for the blockheat side (repeatable)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -116,7 +118,7 @@ def main() -> int:
           f"requests in {time.perf_counter() - t:.1f} s", flush=True)
 
     cfg = SparkConfig(master="local[2]", warehouse=work / "warehouse", app_name="bench-ingest",
-                      extra={"spark.ui.showConsoleProgress": "false"})
+                      extra={"spark.ui.showConsoleProgress": "false", **dict(kv.split("=", 1) for kv in args.conf)})
     spark = build_session(cfg)
     duckdb_csv_to_parquet(small, work / "warm.parquet")               # warm-ups
     blockheat_ingest(spark, cfg, "msr", "warm", small)
