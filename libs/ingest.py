@@ -403,8 +403,7 @@ def _summarize(cached: DataFrame) -> list[Any]:
             F.sum(F.when(accepted & (F.col("op") == "W"), F.col("size_bytes"))).alias("bytes_written"),
             F.min(F.when(accepted, F.col("ts_raw_us"))).alias("ts_min"),
             F.max(F.when(accepted, F.col("ts_raw_us"))).alias("ts_max"),
-            F.min_by(F.struct("source_file", "position", "position_kind", "message"),
-                     F.col("seq")).alias("first"),
+            F.min("seq").alias("first_seq"),
         )
         .collect()
     )
@@ -419,7 +418,7 @@ def _finish(cached: DataFrame, summary: list[Any], files: list[InputFile], opts:
     error_count = sum(errors.values())
     if read and error_count / read > opts.max_reject_share:
         worst = max((r for r in summary if r.reason in errors), key=lambda r: r.n)
-        first = worst.first
+        first = cached.where(F.col("seq") == worst.first_seq).first()
         where = f"{first.source_file} {first.position_kind} {first.position}"
         raise IngestError(
             f"{error_count} of {read} records rejected ({error_count / read:.2%}), above the limit of "
