@@ -417,7 +417,8 @@ def _finish(cached: DataFrame, summary: list[Any], files: list[InputFile], opts:
     errors = {k: v for k, v in by_reason.items() if k not in RJ.INFORMATIONAL_REASONS}
     error_count = sum(errors.values())
     if read and error_count / read > opts.max_reject_share:
-        worst = max((r for r in summary if r.reason in errors), key=lambda r: r.n)
+        # Most frequent error; on a tie the one seen first in the file (group order is arbitrary).
+        worst = max((r for r in summary if r.reason in errors), key=lambda r: (r.n, -r.first_seq))
         first = cached.where(F.col("seq") == worst.first_seq).first()
         where = f"{first.source_file} {first.position_kind} {first.position}"
         raise IngestError(
