@@ -25,6 +25,13 @@ TABLES: dict[str, tuple[StructType, tuple[str, ...]]] = {
     traces.TABLE: (traces.SPARK_SCHEMA, ()),
 }
 
+# Columns Delta keeps min/max statistics on, for data skipping. Numeric ranges only: statistics
+# on every column (strings included) were ~3 s of an 8 s write of 5M requests.
+STATS_COLUMNS: dict[str, str] = {
+    requests.TABLE: "seq,ts_us,offset_bytes,size_bytes",
+    rejected_records.TABLE: "position",
+}
+
 TRACE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 COMMIT_RETRIES = 5
 
@@ -56,6 +63,8 @@ def ensure_table(spark: SparkSession, warehouse: Path, name: str) -> Path:
     path = table_path(warehouse, name)
     if not (path / "_delta_log").is_dir():
         builder = DeltaTable.createIfNotExists(spark).location(str(path)).addColumns(schema)
+        if name in STATS_COLUMNS:
+            builder = builder.property("delta.dataSkippingStatsColumns", STATS_COLUMNS[name])
         if partitions:
             builder = builder.partitionedBy(*partitions)
         _with_retry(builder.execute, f"create {name}")
