@@ -174,12 +174,16 @@ def _binary_pre(spark: SparkSession, files: list[InputFile], opts: IngestOptions
             raise IngestError(f"vSCSI files of mixed versions in one trace: {versions}")
         version = next(iter(versions.values()))
         meta["vscsi_version"] = str(version)
-        devices = {f.readable_path.as_uri(): _device_name(f) for f in files}
+        rs = binary.VSCSI_DTYPES[version].itemsize
+        plan: dict[str, binary.VscsiFile] = {}
+        seq_base = 0
         for f in files:
             size = f.readable_path.stat().st_size
-            ranges += binary.vscsi_ranges(str(f.readable_path), f.readable_path.as_uri(), size,
-                                          version, BINARY_RANGE_BYTES)
-        task = binary.vscsi_task(version, devices)
+            uri = f.readable_path.as_uri()
+            plan[uri] = binary.VscsiFile(_device_name(f), f.given, seq_base)
+            seq_base += size // rs + (1 if size % rs else 0)  # a truncated tail is one rejected record
+            ranges += binary.vscsi_ranges(str(f.readable_path), uri, size, version, BINARY_RANGE_BYTES)
+        task = binary.vscsi_task(version, plan, opts.ts_tolerance_us)
     else:
         from libs.readers.srt import SrtFormatError, parse_srt_header, tracedate_to_iso
 
@@ -297,11 +301,22 @@ def _mark_backwards(df: DataFrame, back: DataFrame, tolerance_us: int) -> DataFr
     )
 
 
+CLASSIFIED_COLUMNS = (
+    "source_file", "seq", "position", "position_kind", "device", "ts_raw_us", "op", "offset_bytes",
+    "size_bytes", "response_us", "queue_us", "reason", "message", "raw",
+)
+
+
 def classify(spark: SparkSession, pre: DataFrame, files: list[InputFile], opts: IngestOptions,
              *, binary_positions: bool) -> DataFrame:
     """Number every record (seq, position) and finish its reason. Output columns: source_file,
     seq, position, position_kind, device, ts_raw_us, op, offset_bytes, size_bytes, response_us,
     queue_us, reason, message, raw (raw only on rejected records)."""
+    if opts.fmt == "vscsi":
+        # Fixed-size records: the decoder numbered them and checked time order itself.
+        df = pre.withColumn("position", F.col("byte_pos")).withColumn("position_kind", F.lit("byte"))
+        return df.select(*CLASSIFIED_COLUMNS[:-1], F.when(F.col("reason").isNotNull(), F.col("raw")).alias("raw"))
+    pre = pre.drop("seq", "source_file") if "seq" in pre.columns else pre
     tolerance = None if opts.fmt == "disksim-validate" else opts.ts_tolerance_us
     info, back = _scan(spark, pre, files, tolerance)
     row = F.col("m") - F.col("min_m")
@@ -322,11 +337,7 @@ def classify(spark: SparkSession, pre: DataFrame, files: list[InputFile], opts: 
         df = _mark_backwards(df, back, tolerance)
     if opts.fmt == "blkparse":
         df = _blkparse_response(df)
-    return df.select(
-        "source_file", "seq", "position", "position_kind", "device", "ts_raw_us", "op",
-        "offset_bytes", "size_bytes", "response_us", "queue_us", "reason", "message",
-        F.when(F.col("reason").isNotNull(), F.col("raw")).alias("raw"),
-    )
+    return df.select(*CLASSIFIED_COLUMNS[:-1], F.when(F.col("reason").isNotNull(), F.col("raw")).alias("raw"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,6 +29,9 @@ RECORD_SCHEMA = pa.schema([
     pa.field("queue_us", pa.float64()),
     pa.field("reason", pa.string()),
     pa.field("message", pa.string()),
+    # Final numbering, where the decoder knows it (vSCSI); null for formats numbered by the scan.
+    pa.field("seq", pa.int64()),
+    pa.field("source_file", pa.string()),
 ])
 RAW_HEX_LIMIT = 256  # bytes of a corrupt tail kept as hex in rejected_records
 
@@ -119,13 +122,34 @@ def _hex(buf: bytes) -> str:
     return buf[:RAW_HEX_LIMIT].hex() + suffix
 
 
-def decode_vscsi(data: bytes, rng: ByteRange, version: int, device: str) -> pa.RecordBatch:
-    """Decode the records of one range; non-data commands, bad versions, empty and truncated records
-    become rejects with a reason."""
+@dataclass(frozen=True)
+class VscsiFile:
+    """What a vSCSI task needs to number its records without a scan pass."""
+
+    device: str          # one file is one device (the records carry none)
+    source_file: str
+    seq_base: int        # records in the trace's earlier files
+
+
+def decode_vscsi(data: bytes, rng: ByteRange, version: int, info: VscsiFile, *,
+                 tolerance_us: int | None = None, prev_ts: int | None = None) -> pa.RecordBatch:
+    """Decode the records of one range; non-data commands, bad versions, empty and truncated records,
+    and timestamps more than tolerance_us before the previous record's (prev_ts: the record just
+    before this range) become rejects with a reason. Fixed-size records make seq exact here."""
+    from libs.readers.scan import previous_valid
+
+    device = info.device
     dtype = VSCSI_DTYPES[version]
     rs = dtype.itemsize
     n = len(data) // rs
     recs = np.frombuffer(data[: n * rs], dtype=dtype)
+    ts = recs["ts"].astype(np.int64)
+    if tolerance_us is None:
+        back = np.zeros(n, dtype=bool)
+        prev = ts
+    else:
+        prev, has_prev = previous_valid(ts, np.ones(n, dtype=bool), prev_ts)
+        back = has_prev & (ts < prev - tolerance_us)
     cmd = recs["cmd"].astype(np.int64)
     is_read = np.isin(cmd, VSCSI_READ_CMDS)
     is_write = np.isin(cmd, VSCSI_WRITE_CMDS)
@@ -137,8 +161,12 @@ def decode_vscsi(data: bytes, rng: ByteRange, version: int, device: str) -> pa.R
          [f"record version 0x{v:04x}, file is version {version}" for v in recs["ver"][bad_ver]]),
         (non_data, "non_data_command", [f"SCSI opcode 0x{c:02x} carries no data" for c in cmd[non_data]]),
         (size <= 0, "nonpositive_size", "data command with length 0"),
+        (back, "ts_backwards",
+         [f"timestamp goes back {p - t} us (tolerance {tolerance_us} us)" for p, t in zip(prev[back], ts[back],
+                                                                                          strict=True)]),
     ])
     rejected = np.flatnonzero(~np.asarray(pc.is_null(reason)))
+    seq0 = info.seq_base + rng.start // rs
     columns = {
         "file_uri": pa.repeat(pa.scalar(rng.file_uri, pa.string()), n),
         "block_start": pa.array(np.full(n, rng.start, np.int64)),
@@ -146,7 +174,7 @@ def decode_vscsi(data: bytes, rng: ByteRange, version: int, device: str) -> pa.R
         "byte_pos": pa.array(rng.start + np.arange(n, dtype=np.int64) * rs),
         "raw": _sparse_strings(n, rejected, [data[i * rs:(i + 1) * rs].hex() for i in rejected]),
         "device": pa.repeat(pa.scalar(device, pa.string()), n),
-        "ts_raw_us": pa.array(recs["ts"].astype(np.int64)),
+        "ts_raw_us": pa.array(ts),
         "op": _op(is_read, is_write),
         "offset_bytes": pa.array(recs["lbn"].astype(np.int64) * SECTOR),
         "size_bytes": pa.array(size),
@@ -154,42 +182,54 @@ def decode_vscsi(data: bytes, rng: ByteRange, version: int, device: str) -> pa.R
         "queue_us": pa.nulls(n, pa.float64()),
         "reason": reason,
         "message": message,
+        "seq": pa.array(seq0 + np.arange(n, dtype=np.int64)),
+        "source_file": pa.repeat(pa.scalar(info.source_file, pa.string()), n),
     }
     batch = pa.RecordBatch.from_pydict(columns, schema=RECORD_SCHEMA)
     tail = data[n * rs:]
     if tail:
-        batch = pa.concat_batches([batch, _tail_reject(rng, n, rng.start + n * rs, tail, device,
-                                                       "truncated_record",
-                                                       f"{len(tail)} trailing bytes, a record is {rs}")])
+        batch = pa.concat_batches([batch, _tail_reject(
+            rng, n, rng.start + n * rs, tail, device, "truncated_record",
+            f"{len(tail)} trailing bytes, a record is {rs}", seq=seq0 + n, source_file=info.source_file)])
     return batch
 
 
 def _tail_reject(rng: ByteRange, m: int, pos: int, tail: bytes, device: str, reason: str,
-                 message: str) -> pa.RecordBatch:
-    row = {name: [None] for name in RECORD_SCHEMA.names}
+                 message: str, seq: int | None = None, source_file: str | None = None) -> pa.RecordBatch:
+    row: dict[str, list[object]] = {name: [None] for name in RECORD_SCHEMA.names}
     row.update(file_uri=[rng.file_uri], block_start=[rng.start], m=[m], byte_pos=[pos],
-               raw=[_hex(tail)], device=[device], reason=[reason], message=[message])
+               raw=[_hex(tail)], device=[device], reason=[reason], message=[message],
+               seq=[seq], source_file=[source_file])
     return pa.RecordBatch.from_pydict(row, schema=RECORD_SCHEMA)
 
 
-def range_task(decode: Callable[[bytes, ByteRange], pa.RecordBatch]):  # type: ignore[no-untyped-def]
-    """mapInArrow function: rows of (path, file_uri, start, length) -> decode(bytes of the range)."""
+def range_task(decode: Callable[[bytes, ByteRange, bytes], pa.RecordBatch],
+               before: int = 0):  # type: ignore[no-untyped-def]
+    """mapInArrow function: rows of (path, file_uri, start, length) -> decode(range bytes, rng, the
+    `before` bytes preceding the range)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for row in batch.to_pylist():
                 rng = ByteRange(row["path"], row["file_uri"], row["start"], row["length"])
+                lead = min(before, rng.start)
                 with open(rng.path, "rb") as fh:
-                    fh.seek(rng.start)
-                    data = fh.read(rng.length)
-                yield decode(data, rng)
+                    fh.seek(rng.start - lead)
+                    data = fh.read(rng.length + lead)
+                yield decode(data[lead:], rng, data[:lead])
 
     return run
 
 
-def vscsi_task(version: int, devices: dict[str, str]):  # type: ignore[no-untyped-def]
-    """Decode vSCSI ranges; one file is one device."""
-    return range_task(lambda data, rng: decode_vscsi(data, rng, version, devices[rng.file_uri]))
+def vscsi_task(version: int, files: dict[str, VscsiFile], tolerance_us: int | None):  # type: ignore[no-untyped-def]
+    """Decode vSCSI ranges, each also reading the record just before it for the time check."""
+    dtype = VSCSI_DTYPES[version]
+
+    def decode(data: bytes, rng: ByteRange, before: bytes) -> pa.RecordBatch:
+        prev_ts = int(np.frombuffer(before, dtype=dtype)["ts"][0]) if before else None
+        return decode_vscsi(data, rng, version, files[rng.file_uri], tolerance_us=tolerance_us, prev_ts=prev_ts)
+
+    return range_task(decode, before=dtype.itemsize)
 
 
 def decode_srt(data: bytes, rng: ByteRange, sector_sizes: dict[int, int]) -> pa.RecordBatch:
@@ -232,6 +272,8 @@ def decode_srt(data: bytes, rng: ByteRange, sector_sizes: dict[int, int]) -> pa.
         "queue_us": pa.array(f["start_us"].astype(np.float64)),
         "reason": reason,
         "message": message,
+        "seq": pa.nulls(n, pa.int64()),
+        "source_file": pa.nulls(n, pa.string()),
     }
     batch = pa.RecordBatch.from_pydict(columns, schema=RECORD_SCHEMA)
     if stop < len(data):
@@ -246,4 +288,4 @@ def decode_srt(data: bytes, rng: ByteRange, sector_sizes: dict[int, int]) -> pa.
 
 def srt_task(sector_sizes: dict[str, dict[int, int]]):  # type: ignore[no-untyped-def]
     """Decode SRT bodies, one range per file (record boundaries need a walk from the start)."""
-    return range_task(lambda data, rng: decode_srt(data, rng, sector_sizes[rng.file_uri]))
+    return range_task(lambda data, rng, _: decode_srt(data, rng, sector_sizes[rng.file_uri]))

@@ -38,7 +38,7 @@ class _Block:
     last_ts: int | None = None
 
 
-def _previous_valid(ts: np.ndarray, valid: np.ndarray, carry: int | None) -> tuple[np.ndarray, np.ndarray]:
+def previous_valid(ts: np.ndarray, valid: np.ndarray, carry: int | None) -> tuple[np.ndarray, np.ndarray]:
     """For each row, the timestamp of the nearest earlier row with a timestamp (carry before the
     segment), and whether such a row exists."""
     n = len(ts)
@@ -80,7 +80,7 @@ def scan_blocks(tolerance_us: int | None):  # type: ignore[no-untyped-def]
                 block.n += hi - lo
                 block.min_m = int(m[lo]) if block.min_m is None else min(block.min_m, int(m[lo]))
                 if tolerance_us is not None:
-                    prev, has_prev = _previous_valid(seg_ts, seg_valid, block.last_ts)
+                    prev, has_prev = previous_valid(seg_ts, seg_valid, block.last_ts)
                     bad = np.flatnonzero(seg_valid & has_prev & (seg_ts < prev - tolerance_us))
                     for i in bad:
                         for name, value in (("kind", "back"), ("file_uri", key[0]), ("block_start", key[1]),

@@ -263,3 +263,26 @@ def test_compressed_vscsi_is_decoded(spark, spark_cfg, tmp_path):
     assert [(r["device"], r["ts_us"], r["offset_bytes"]) for r in requests_of(spark, "vscsi-zst")] == [
         ("dev0", 0, 1_048_576), ("dev0", 250, 5_242_880), ("dev0", 500_000, 1_052_672),
         ("dev0", 2_000_000, 1_048_576)]
+
+
+def test_vscsi_seq_and_time_check_across_ranges(spark, spark_cfg, tmp_path, monkeypatch):
+    import libs.ingest
+
+    monkeypatch.setattr(libs.ingest, "BINARY_RANGE_BYTES", 4 * 32)  # 4 v1 records per Spark task
+
+    def rec(sn: int, ts_s: int) -> bytes:
+        return struct.pack("<IIIHHQQ", sn, 4096, 1, 0x28, 0x0100, sn * 8, ts_s * 1_000_000)
+
+    times = [0, 1, 2, 3, 4, 1, 6, 7, 2, 9, 10, 11]   # record 5: back 3 s inside a range;
+    a = tmp_path / "a.vscsi"                          # record 8: back 5 s at a range's first record
+    a.write_bytes(b"".join(rec(i, t) for i, t in enumerate(times)))
+    b = tmp_path / "b.vscsi"
+    b.write_bytes(b"".join(rec(i, 20 + i) for i in range(3)))
+    ingest(spark, spark_cfg, "vscsi", "vscsi-ranges", [a, b], max_reject_share=1.0)
+    assert rejects_of(spark, "vscsi-ranges") == [(5 * 32, "ts_backwards"), (8 * 32, "ts_backwards")]
+    rows = requests_of(spark, "vscsi-ranges")
+    assert [(r["seq"], r["device"]) for r in rows] == (
+        [(i, "a") for i in range(12) if i not in (5, 8)] + [(12, "b"), (13, "b"), (14, "b")])
+    msg = spark.sql("SELECT message FROM rejected_records WHERE trace_id = 'vscsi-ranges' "
+                    "AND position = 256").first().message
+    assert msg == "timestamp goes back 5000000 us (tolerance 1000000 us)"
