@@ -7,6 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlparse
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -48,6 +49,36 @@ def delta_builder(builder: SparkSession.Builder) -> SparkSession.Builder:
     return configure_spark_with_delta_pip(builder)
 
 
+def _jar_list_file() -> Path:
+    from importlib.metadata import version
+
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return cache / "blockheat" / f"delta-spark-{version('delta-spark')}-jars.txt"
+
+
+def cached_delta_jars() -> list[str] | None:
+    """The Delta jars resolved by an earlier session, if every one of them is still on disk."""
+    listing = _jar_list_file()
+    if not listing.is_file():
+        return None
+    jars = [line.strip() for line in listing.read_text().splitlines() if line.strip()]
+    if not jars or not all(Path(urlparse(j).path).is_file() for j in jars):
+        return None
+    return jars
+
+
+def remember_delta_jars(spark: SparkSession) -> None:
+    """Keep the jar paths Spark resolved from Maven, so later sessions skip the resolver (and its
+    hundred lines of output on every start)."""
+    jars = [j for j in spark.sparkContext.getConf().get("spark.jars", "").split(",") if j]
+    if any("delta-spark" in j for j in jars):
+        listing = _jar_list_file()
+        listing.parent.mkdir(parents=True, exist_ok=True)
+        partial = listing.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text("\n".join(jars) + "\n")
+        partial.replace(listing)  # atomic: a concurrent start reads the old list or the new one
+
+
 def build_session(cfg: SparkConfig) -> SparkSession:
     """Build (or reuse) the session for `cfg` and register every existing table by name."""
     from pyspark.sql import SparkSession
@@ -83,7 +114,17 @@ def build_session(cfg: SparkConfig) -> SparkSession:
     )
     for key, value in cfg.extra.items():
         builder = builder.config(key, value)
-    spark = delta_builder(builder).getOrCreate()
+    jars = cached_delta_jars()
+    if jars:
+        builder = (
+            builder.config("spark.jars", ",".join(jars))
+            .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+            .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        )
+        spark = builder.getOrCreate()
+    else:
+        spark = delta_builder(builder).getOrCreate()
+        remember_delta_jars(spark)
     spark.sparkContext.setLogLevel("ERROR")
     register_tables(spark, cfg.warehouse)
     log.info("spark %s master=%s warehouse=%s", spark.version, cfg.master, cfg.warehouse)

@@ -1,0 +1,58 @@
+"""Session settings (UTC, UI off, Delta) and the cached list of Delta jars."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from libs import spark as S
+
+
+def test_session_is_utc_ui_off_with_delta(spark):
+    conf = spark.conf
+    assert conf.get("spark.sql.session.timeZone") == "UTC"
+    assert conf.get("spark.ui.enabled") == "false"
+    assert conf.get("spark.sql.extensions") == "io.delta.sql.DeltaSparkSessionExtension"
+    assert any("delta-spark" in j for j in spark.sparkContext.getConf().get("spark.jars").split(","))
+
+
+def test_config_from_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("BLOCKHEAT_SPARK_MASTER", "spark://127.0.0.1:7077")
+    monkeypatch.setenv("BLOCKHEAT_WAREHOUSE", str(tmp_path / "wh"))
+    cfg = S.SparkConfig.from_env("x")
+    assert (cfg.master, cfg.warehouse, cfg.app_name) == ("spark://127.0.0.1:7077", tmp_path / "wh", "x")
+    monkeypatch.delenv("BLOCKHEAT_SPARK_MASTER")
+    monkeypatch.delenv("BLOCKHEAT_WAREHOUSE")
+    assert S.SparkConfig.from_env().master == "local[*]"
+    assert S.SparkConfig.from_env().warehouse == Path("warehouse").resolve()
+
+
+class _FakeConf:
+    def __init__(self, jars: str) -> None:
+        self.jars = jars
+
+    def get(self, key: str, default: str = "") -> str:
+        return self.jars if key == "spark.jars" else default
+
+
+class _FakeSpark:
+    def __init__(self, jars: str) -> None:
+        self.sparkContext = type("SC", (), {"getConf": lambda _self: _FakeConf(jars)})()
+
+
+def test_delta_jar_list_is_remembered_and_checked(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert S.cached_delta_jars() is None                      # nothing remembered yet
+    jar_a, jar_b = tmp_path / "io.delta_delta-spark_2.13-9.jar", tmp_path / "other.jar"
+    jar_a.write_bytes(b"PK")
+    jar_b.write_bytes(b"PK")
+    S.remember_delta_jars(_FakeSpark(f"{jar_a.as_uri()},{jar_b.as_uri()}"))
+    assert S.cached_delta_jars() == [jar_a.as_uri(), jar_b.as_uri()]
+    jar_b.unlink()                                            # a jar vanished: resolve again
+    assert S.cached_delta_jars() is None
+
+
+def test_jar_list_without_delta_is_not_remembered(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    jar = tmp_path / "other.jar"
+    jar.write_bytes(b"PK")
+    S.remember_delta_jars(_FakeSpark(jar.as_uri()))
+    assert S.cached_delta_jars() is None
