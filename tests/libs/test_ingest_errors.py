@@ -286,3 +286,14 @@ def test_vscsi_seq_and_time_check_across_ranges(spark, spark_cfg, tmp_path, monk
     msg = spark.sql("SELECT message FROM rejected_records WHERE trace_id = 'vscsi-ranges' "
                     "AND position = 256").first().message
     assert msg == "timestamp goes back 5000000 us (tolerance 1000000 us)"
+
+
+def test_crlf_line_endings_read_like_lf(spark, spark_cfg, tmp_path):
+    path = tmp_path / "msr_crlf.csv"
+    path.write_bytes((AGREE / "msr_fix_0.csv").read_bytes().replace(b"\n", b"\r\n"))
+    ingest(spark, spark_cfg, "msr", "crlf", [path])
+    ingest(spark, spark_cfg, "msr", "lf", [AGREE / "msr_fix_0.csv"])
+    strip = ("trace_id", "source_file")
+    assert [{k: v for k, v in r.items() if k not in strip} for r in requests_of(spark, "crlf")] == [
+        {k: v for k, v in r.items() if k not in strip} for r in requests_of(spark, "lf")]
+    assert trace_row(spark, "crlf")["records_read"] == 4
