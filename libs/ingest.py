@@ -312,20 +312,13 @@ def classify(spark: SparkSession, pre: DataFrame, files: list[InputFile], opts: 
     """Number every record (seq, position) and finish its reason. Output columns: source_file,
     seq, position, position_kind, device, ts_raw_us, op, offset_bytes, size_bytes, response_us,
     queue_us, reason, message, raw (raw only on rejected records)."""
-    if opts.fmt == "vscsi":
-        # Fixed-size records: the decoder numbered them and checked time order itself.
-        df = pre.withColumn("position", F.col("byte_pos")).withColumn("position_kind", F.lit("byte"))
-        return df.select(*CLASSIFIED_COLUMNS[:-1], F.when(F.col("reason").isNotNull(), F.col("raw")).alias("raw"))
-    pre = pre.drop("seq", "source_file") if "seq" in pre.columns else pre
-    tolerance = None if opts.fmt == "disksim-validate" else opts.ts_tolerance_us
-    info, back = _scan(spark, pre, files, tolerance)
-    row = F.col("m") - F.col("min_m")
-    df = pre.join(F.broadcast(info), ["file_uri", "block_start"], how="inner")
-    df = df.withColumn("seq", F.col("seq_base") + row)
+    # vSCSI: fixed-size records, so the decoder numbered them and checked time order itself.
+    df = pre if opts.fmt == "vscsi" else _number(spark, pre.drop("seq", "source_file"), files, opts)
     if binary_positions:
         df = df.withColumn("position", F.col("byte_pos")).withColumn("position_kind", F.lit("byte"))
     else:
-        df = df.withColumn("position", F.col("line_base") + row + 1).withColumn("position_kind", F.lit("line"))
+        df = df.withColumn("position", F.col("line_base") + F.col("m") - F.col("min_m") + 1) \
+               .withColumn("position_kind", F.lit("line"))
     layout = _layout(opts)
     if layout is not None and layout.skip_header_lines:
         header = (F.col("position") <= layout.skip_header_lines) & (F.col("position_kind") == "line")
@@ -333,11 +326,20 @@ def classify(spark: SparkSession, pre: DataFrame, files: list[InputFile], opts: 
                 .withColumn("message", F.when(header, F.lit("header line")).otherwise(F.col("message"))))
     if opts.fmt == "disksim-validate":
         df = _closed_loop_ts(df)
-    elif back is not None and tolerance is not None:
-        df = _mark_backwards(df, back, tolerance)
     if opts.fmt == "blkparse":
         df = _blkparse_response(df)
     return df.select(*CLASSIFIED_COLUMNS[:-1], F.when(F.col("reason").isNotNull(), F.col("raw")).alias("raw"))
+
+
+def _number(spark: SparkSession, pre: DataFrame, files: list[InputFile], opts: IngestOptions) -> DataFrame:
+    """seq (and the per-block columns positions need) from the ordered scan; ts_backwards marked."""
+    tolerance = None if opts.fmt == "disksim-validate" else opts.ts_tolerance_us
+    info, back = _scan(spark, pre, files, tolerance)
+    df = pre.join(F.broadcast(info), ["file_uri", "block_start"], how="inner")
+    df = df.withColumn("seq", F.col("seq_base") + F.col("m") - F.col("min_m"))
+    if back is not None and tolerance is not None:
+        df = _mark_backwards(df, back, tolerance)
+    return df
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,9 +377,9 @@ def load_trace(spark: SparkSession, opts: IngestOptions) -> IngestResult:
              f" ({len(staged)} decompressed for reading)" if staged else "")
     geometry: list[dict[str, Any]] = []
     meta: dict[str, Any] = {}
-    # The classified records are read three times (summary, requests, rejects). A scratch Parquet
-    # copy is ~4x cheaper to make than Spark's in-memory cache of the same rows (measured on 5M
-    # MSR requests, docs/BENCHMARKS.md), and it lives only until release().
+    # The classified records are read three times (summary, requests, rejects): from a scratch
+    # Parquet copy, a little faster end to end than Spark's in-memory cache (24.7 s against 25.6 s
+    # for 5M MSR requests, docs/BENCHMARKS.md). It lives only until release().
     scratch = staging / "classified.parquet"
     try:
         pre = _binary_pre(spark, files, opts, geometry, meta) if is_binary else _text_pre(spark, files, opts)

@@ -38,14 +38,17 @@ class SparkConfig:
         )
 
 
-def delta_builder(builder: SparkSession.Builder) -> SparkSession.Builder:
-    """Add Delta Lake's SQL extension and catalog, and its jars (fetched from Maven on first use)."""
+def delta_builder(builder: SparkSession.Builder, jars: list[str] | None = None) -> SparkSession.Builder:
+    """Add Delta Lake's SQL extension and catalog, and its jars: the given local jar paths, or
+    resolved from Maven (fetched on first use) when there are none."""
     from delta import configure_spark_with_delta_pip
 
     builder = (
         builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
     )
+    if jars:
+        return builder.config("spark.jars", ",".join(jars))
     return configure_spark_with_delta_pip(builder)
 
 
@@ -115,15 +118,8 @@ def build_session(cfg: SparkConfig) -> SparkSession:
     for key, value in cfg.extra.items():
         builder = builder.config(key, value)
     jars = cached_delta_jars()
-    if jars:
-        builder = (
-            builder.config("spark.jars", ",".join(jars))
-            .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-            .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-        )
-        spark = builder.getOrCreate()
-    else:
-        spark = delta_builder(builder).getOrCreate()
+    spark = delta_builder(builder, jars).getOrCreate()
+    if not jars:
         remember_delta_jars(spark)
     spark.sparkContext.setLogLevel("ERROR")
     register_tables(spark, cfg.warehouse)

@@ -105,11 +105,13 @@ def _reasons(n: int, checks: list[tuple[np.ndarray, str, list[str] | str]]) -> t
     for k, (mask, _, _) in reversed(list(enumerate(checks))):
         code[mask] = k
     where = np.flatnonzero(code >= 0)
+    # Per-check messages are listed per masked row: a row's index into them is its rank in the mask.
+    ranks = [np.cumsum(mask) - 1 for mask, _, _ in checks]
     reasons, messages = [], []
     for i in where:
-        mask, name, msg = checks[code[i]]
+        _, name, msg = checks[code[i]]
         reasons.append(name)
-        messages.append(msg if isinstance(msg, str) else msg[int(np.count_nonzero(mask[:i]))])
+        messages.append(msg if isinstance(msg, str) else msg[int(ranks[code[i]][i])])
     return _sparse_strings(n, where, reasons), _sparse_strings(n, where, messages)
 
 
