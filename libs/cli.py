@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib
 import json
 import logging
 import re
@@ -16,6 +17,8 @@ from typing import Any
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+# Modules that add subcommands: each has add_commands(subparsers) and uses spark_session/emit/print_table.
+COMMAND_MODULES: tuple[str, ...] = ()
 LAYOUT_FIELDS = ("ts", "device", "op", "offset", "size", "response", "queue")
 
 
@@ -69,7 +72,7 @@ def _regex_literal(delim: str) -> str:
     return re.escape(delim)
 
 
-def _spark(args: argparse.Namespace, app: str) -> tuple[Any, Any]:
+def spark_session(args: argparse.Namespace, app: str) -> tuple[Any, Any]:
     from libs.spark import SparkConfig, build_session
 
     cfg = SparkConfig.from_env(app)
@@ -126,7 +129,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if args.format != "csv" and args.csv_columns:
         raise UsageError("--csv-* options apply only to --format csv")
     tolerance = None if args.ts_tolerance_us.lower() == "none" else int(args.ts_tolerance_us)
-    spark, cfg = _spark(args, f"ingest {args.trace_id}")
+    spark, cfg = spark_session(args, f"ingest {args.trace_id}")
     opts = IngestOptions(args.format, args.trace_id, tuple(args.paths),
                          max_reject_share=args.max_reject_share, ts_tolerance_us=tolerance,
                          layout=layout, staging=cfg.warehouse / "_staging")
@@ -155,7 +158,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_traces(args: argparse.Namespace) -> int:
-    spark, cfg = _spark(args, "traces")
+    spark, cfg = spark_session(args, "traces")
     if not spark.catalog.tableExists("traces"):
         sys.stdout.write(f"no traces ingested yet (warehouse {cfg.warehouse})\n")
         return 0
@@ -164,15 +167,15 @@ def cmd_traces(args: argparse.Namespace) -> int:
         "records_rejected, reads, writes, bytes_read + bytes_written AS bytes, "
         "round(span_us / 1e6, 3) AS span_s, start_time_utc, ingested_at "
         "FROM traces ORDER BY trace_id")
-    return _emit(df, args.json, limit=None)
+    return emit(df, args.json, limit=None)
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    spark, _ = _spark(args, "sql")
-    return _emit(spark.sql(args.query), args.json, limit=args.limit)
+    spark, _ = spark_session(args, "sql")
+    return emit(spark.sql(args.query), args.json, limit=args.limit)
 
 
-def _emit(df: Any, as_json: bool, limit: int | None) -> int:
+def emit(df: Any, as_json: bool, limit: int | None) -> int:
     rows = df.limit(limit).collect() if limit else df.collect()
     dicts = [r.asDict(recursive=True) for r in rows]
     if as_json:
@@ -224,6 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     sq.add_argument("--limit", type=int, default=1000, help="rows to print (0 = all)")
     sq.set_defaults(func=cmd_sql)
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).add_commands(sub)
     return parser
 
 

@@ -1,1 +1,4 @@
 """Table schemas of blockheat: Spark StructType, pyarrow schema and validator per table."""
+
+# Modules (schemas.<name>) that each define one Delta table; libs.tables creates and registers them.
+TABLE_MODULES: tuple[str, ...] = ("requests", "rejected_records", "traces")

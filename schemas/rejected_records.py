@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 TABLE = "rejected_records"
 PARTITION_COLUMNS = ("trace_id",)
+STATS_COLUMNS = ("position",)  # Delta data-skipping statistics
 COLUMNS = ("trace_id", "source_file", "position", "position_kind", "reason", "message", "raw")
 
 # Reasons that describe records which are not requests by design (blkparse's non-issue events,

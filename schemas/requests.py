@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 TABLE = "requests"
 PARTITION_COLUMNS = ("trace_id", "device")
+STATS_COLUMNS = ("seq", "ts_us", "offset_bytes", "size_bytes")  # Delta data-skipping statistics
 COLUMNS = (
     "trace_id",       # the ingest's trace id
     "device",         # traced disk/volume/ASU, e.g. "hm_0", "0", "8,0"
