@@ -129,8 +129,9 @@ def replace_rows(df: DataFrame, spark: SparkSession, warehouse: Path, name: str,
     for column, value in where.items():
         df = df.withColumn(column, F.lit(value).cast(schema[column].dataType))
     predicate = " AND ".join(f"{column} = {_literal(value)}" for column, value in where.items())
+    # The schema is the contract: columns in its order and types (e.g. row_number()'s int -> long).
     writer = (
-        df.select(*schema.fieldNames())
+        df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
         .write.format("delta")
         .mode("overwrite")
         .option("replaceWhere", predicate)
@@ -179,3 +180,21 @@ def _with_retry(action: object, what: str) -> None:
                 raise
             log.warning("%s: concurrent commit (%s), retry %d", what, type(exc).__name__, attempt)
             time.sleep(0.2 * attempt)
+
+
+class UnknownTraceError(LookupError):
+    """A trace id that is not in the `traces` catalog."""
+
+
+def trace_info(spark: SparkSession, warehouse: Path, trace_id: str) -> dict[str, Any]:
+    """The trace's catalog row (span_us, devices, geometry, ...); a clear error when it is missing."""
+    from pyspark.sql import functions as F
+
+    check_trace_id(trace_id)
+    rows = []
+    if (table_path(warehouse, "traces") / "_delta_log").is_dir():
+        rows = read_table(spark, warehouse, "traces").where(F.col("trace_id") == trace_id).collect()
+    if not rows:
+        raise UnknownTraceError(f"trace {trace_id!r} is not in the catalog under {warehouse} "
+                                "(ingest it first: blockheat ingest --format FMT --trace-id ID PATH...)")
+    return rows[0].asDict(recursive=True)

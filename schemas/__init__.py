@@ -1,4 +1,5 @@
 """Table schemas of blockheat: Spark StructType, pyarrow schema and validator per table."""
 
 # Modules (schemas.<name>) that each define one Delta table; libs.tables creates and registers them.
-TABLE_MODULES: tuple[str, ...] = ("requests", "rejected_records", "traces")
+TABLE_MODULES: tuple[str, ...] = ("requests", "rejected_records", "traces",
+    "extent_heat", "disk_heat", "aged_heat", "heat_tracking", "tracking_eval", "trace_profile")

@@ -1,13 +1,15 @@
 """Shared schema comparison used by every table's validate_<table>()."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from pyspark.sql import types as T
+from pyspark.sql.types import StructType
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-    from pyspark.sql.types import StructType
 
 
 def _diff(have: dict[str, str], want: dict[str, str]) -> list[str]:
@@ -42,3 +44,22 @@ def check(df_or_schema: DataFrame | pa.Schema, spark_schema: StructType, arrow_s
         problems = schema_problems(df_or_schema.schema, spark_schema)
     if problems:
         raise error(f"{table}: " + "; ".join(problems))
+
+
+_KINDS: dict[str, tuple[Any, pa.DataType]] = {
+    "string": (T.StringType(), pa.string()),
+    "long": (T.LongType(), pa.int64()),
+    "int": (T.IntegerType(), pa.int32()),
+    "double": (T.DoubleType(), pa.float64()),
+    "boolean": (T.BooleanType(), pa.bool_()),
+}
+
+
+def flat_schemas(fields: Sequence[tuple[str, str, bool]]) -> tuple[StructType, pa.Schema]:
+    """Spark and Arrow schemas of a flat table from (name, kind, nullable) triples."""
+    unknown = [kind for _, kind, _ in fields if kind not in _KINDS]
+    if unknown:
+        raise ValueError(f"unknown column kinds {unknown}; known: {sorted(_KINDS)}")
+    spark = T.StructType([T.StructField(n, _KINDS[k][0], nullable) for n, k, nullable in fields])
+    arrow = pa.schema([pa.field(n, _KINDS[k][1], nullable) for n, k, nullable in fields])
+    return spark, arrow

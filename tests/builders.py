@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from jobs.ingest_trace import IngestSummary, run
+from schemas import requests as R
 from libs.ingest import IngestOptions
 from libs.spark import SparkConfig
 
@@ -35,3 +36,9 @@ def table_count(spark: Any, table: str, trace_id: str) -> int:
     if not spark.catalog.tableExists(table):
         return 0
     return int(spark.sql(f"SELECT count(*) FROM {table} WHERE trace_id = '{trace_id}'").first()[0])
+
+
+def make_requests(spark: Any, rows: list[tuple[str, int, int, str, int, int]], trace_id: str = "t") -> Any:
+    """A `requests` DataFrame from (device, seq, ts_us, op, offset_bytes, size_bytes) tuples."""
+    full = [(trace_id, d, seq, ts, op, off, size, None, None, "hand-built") for d, seq, ts, op, off, size in rows]
+    return spark.createDataFrame(full, R.SPARK_SCHEMA)

@@ -36,3 +36,14 @@ def data_dir() -> Path:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return Path(__file__).parent.parent
+
+
+HPLAJW_TRACE_ID = "hplajw-test"
+
+
+@pytest.fixture(scope="session")
+def hplajw(spark: object, spark_cfg: SparkConfig, repo_root: Path) -> object:
+    """The bundled real HP trace, ingested once per run as trace HPLAJW_TRACE_ID."""
+    from tests.builders import ingest
+
+    return ingest(spark, spark_cfg, "hp-srt", HPLAJW_TRACE_ID, [repo_root / "data/traces/hplajw/ajw.1week.srt"])

@@ -19,12 +19,6 @@ HPLAJW_DEVICES = {
 }
 
 
-@pytest.fixture(scope="module")
-def hplajw(spark, spark_cfg, repo_root):
-    return ingest(spark, spark_cfg, "hp-srt", "hplajw-test",
-                  [repo_root / "data/traces/hplajw/ajw.1week.srt"])
-
-
 def test_hplajw_catalog_totals(spark, hplajw):
     row = trace_row(spark, "hplajw-test")
     assert row["records_read"] == 44_519

@@ -1,0 +1,127 @@
+"""Spark application: the HTML report of one trace (heat map, disk heat, CDFs, tracking accuracy, profile).
+
+Runs the heat, profile and tracking-evaluation jobs first when their tables lack the trace, then
+gathers small binned inputs (never trace-sized data) and renders them with libs.report.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+
+from jobs import extent_heat as heat_job
+from jobs import heat_tracking as tracking_job
+from jobs import trace_profile as profile_job
+from libs.heat_eval import paper_claims
+from libs.report import ReportInputs, render
+from libs.spark import SparkConfig, build_session
+from libs.tables import read_table, table_path, trace_info
+from libs.transforms.columns import idiv
+from libs.transforms.profile import chunked_lag, round_significant
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+EXTENT_BYTES = 1 << 20
+WINDOW_US = 3_600_000_000
+MAX_BINS = (400, 300)  # heat-map resolution: time bins x address bins
+CDF_POINTS = [i / 200 for i in range(201)]
+
+
+def _rows(spark: SparkSession, cfg: SparkConfig, table: str, trace_id: str, where: str = "true") -> DataFrame | None:
+    if not (table_path(cfg.warehouse, table) / "_delta_log").is_dir():
+        return None
+    df = read_table(spark, cfg.warehouse, table, trace_id).where(where)
+    return df if df.limit(1).count() else None
+
+
+def _ensure_inputs(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> None:
+    heat_where = f"extent_bytes = {EXTENT_BYTES} AND window_us = {WINDOW_US}"
+    if _rows(spark, cfg, "extent_heat", trace_id, heat_where) is None \
+            or _rows(spark, cfg, "disk_heat", trace_id, f"window_us = {WINDOW_US}") is None:
+        heat_job.run(spark, cfg, heat_job.HeatConfig(trace_id, EXTENT_BYTES, WINDOW_US))
+    if _rows(spark, cfg, "trace_profile", trace_id) is None:
+        profile_job.run(spark, cfg, trace_id)
+    if _rows(spark, cfg, "tracking_eval", trace_id, f"extent_bytes = {EXTENT_BYTES}") is None:
+        tracking_job.run_eval(spark, cfg, trace_id, extent_bytes=EXTENT_BYTES)
+
+
+def _heat_map(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> tuple[list[dict[str, Any]], tuple[int, int]]:
+    heat = read_table(spark, cfg.warehouse, "extent_heat", trace_id).where(
+        (F.col("extent_bytes") == EXTENT_BYTES) & (F.col("window_us") == WINDOW_US))
+    extent = heat.agg(F.max("window_start_us"), F.max("extent_id")).first()
+    time_bin = WINDOW_US * max(1, math.ceil((extent[0] // WINDOW_US + 1) / MAX_BINS[0]))
+    addr_bin = EXTENT_BYTES * max(1, math.ceil((extent[1] + 1) / MAX_BINS[1]))
+    binned = heat.groupBy("device", (idiv(F.col("window_start_us"), time_bin) * time_bin).alias("time_bin_us"),
+                          (idiv(F.col("extent_id") * EXTENT_BYTES, addr_bin) * addr_bin).alias("addr_bin_bytes")) \
+        .agg((F.sum("blocks") / F.lit(time_bin / 1e6)).alias("heat"))
+    return [r.asDict() for r in binned.collect()], (time_bin, addr_bin)
+
+
+def _cdf(values: DataFrame, column: str, *, rounded: bool) -> list[tuple[float, float]]:
+    v = round_significant(F.col(column)) if rounded else F.col(column).cast("double")
+    counted = values.where(F.col(column).isNotNull()).groupBy(v.alias("_v")).agg(F.count(F.lit(1)).alias("_n"))
+    row = counted.agg(F.percentile("_v", CDF_POINTS, F.col("_n"))).first()
+    if row is None or row[0] is None:
+        return []
+    return list(zip(row[0], CDF_POINTS, strict=True))
+
+
+def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, out_dir: str | None = None) -> Path:
+    """Writes <out_dir>/report.html (figures embedded) and the PNG files; returns the HTML path."""
+    trace = trace_info(spark, cfg.warehouse, trace_id)
+    _ensure_inputs(spark, cfg, trace_id)
+    log.info("report: gathering figures for %s", trace_id)
+    heat_map, bins = _heat_map(spark, cfg, trace_id)
+    disk_rows = read_table(spark, cfg.warehouse, "disk_heat", trace_id).where(F.col("window_us") == WINDOW_US)
+    disk_heat = {layout: [r.asDict() for r in disk_rows.where(F.col("layout") == layout)
+                          .select("window_start_us", "disk", "heat").collect()]
+                 for layout in ("as-traced", "striped")}
+    params = disk_rows.where(F.col("layout") == "striped").select("layout_params").first()
+    if params:
+        disk_heat[f"striped ({params[0]})"] = disk_heat.pop("striped")
+    requests = read_table(spark, cfg.warehouse, "requests", trace_id)
+    gaps = chunked_lag(requests.select("device", "seq", "ts_us"), keys=["device"], chunk_us=60_000_000,
+                       cols=["ts_us"]).select((F.col("ts_us") - F.col("prev_ts_us")).alias("interarrival_us"))
+    cdfs = {"size_bytes": _cdf(requests, "size_bytes", rounded=False),
+            "interarrival_us": _cdf(gaps, "interarrival_us", rounded=True),
+            "response_us": _cdf(requests, "response_us", rounded=True)}
+    tracking = [r.asDict() for r in read_table(spark, cfg.warehouse, "tracking_eval", trace_id)
+                .where(F.col("extent_bytes") == EXTENT_BYTES).orderBy("k").collect()]
+    profile = [r.asDict() for r in read_table(spark, cfg.warehouse, "trace_profile", trace_id)
+               .where(F.col("window_us") == 0).select("scope", "device", "metric", "value").collect()]
+    inputs = ReportInputs(
+        trace=trace, heat_map=heat_map, heat_map_bins=bins, disk_heat=disk_heat, cdfs=cdfs, tracking=tracking,
+        claims=paper_claims(tracking), profile=profile,
+        notes=["Heat = 512-byte blocks accessed per second; temperature = heat per block of extent size.",
+               "Interarrival CDF: per device. Percentiles of continuous values are computed on values "
+               "rounded to 4 significant digits."])
+    page, figures = render(inputs)
+    out = Path(out_dir) if out_dir else cfg.warehouse / "reports" / trace_id
+    out.mkdir(parents=True, exist_ok=True)
+    for fig in figures:
+        (out / f"{fig.name}.png").write_bytes(fig.png)
+    path = out / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return path.resolve()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """spark-submit entry point."""
+    parser = argparse.ArgumentParser(prog="heat_report", description=__doc__)
+    parser.add_argument("trace_id")
+    parser.add_argument("--out")
+    args = parser.parse_args(argv)
+    cfg = SparkConfig.from_env("heat_report")
+    run(build_session(cfg), cfg, args.trace_id, out_dir=args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,43 @@
+"""Spark application: the trace profile (`trace_profile`)."""
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from libs.spark import SparkConfig, build_session
+from libs.tables import read_table, replace_rows, trace_info
+from libs.transforms.profile import compute_trace_profile
+from schemas import trace_profile
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, window_us: int = 3_600_000_000,
+        extent_bytes: int = 1 << 20) -> int:
+    """Replaces the trace's profile rows; returns how many were written."""
+    span_us = int(trace_info(spark, cfg.warehouse, trace_id)["span_us"])
+    requests = read_table(spark, cfg.warehouse, "requests", trace_id)
+    log.info("profile: %s (window %g s)", trace_id, window_us / 1e6)
+    profile = compute_trace_profile(requests, span_us=span_us, window_us=window_us, extent_bytes=extent_bytes)
+    replace_rows(profile, spark, cfg.warehouse, trace_profile.TABLE, {"trace_id": trace_id})
+    return read_table(spark, cfg.warehouse, trace_profile.TABLE, trace_id).count()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """spark-submit entry point."""
+    parser = argparse.ArgumentParser(prog="trace_profile", description=__doc__)
+    parser.add_argument("trace_id")
+    parser.add_argument("--window", type=float, default=3600.0, help="seconds")
+    args = parser.parse_args(argv)
+    cfg = SparkConfig.from_env("trace_profile")
+    run(build_session(cfg), cfg, args.trace_id, window_us=round(args.window * 1e6))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""DataFrame -> DataFrame transforms (pure: no reads, no writes, no sessions)."""

@@ -1,0 +1,28 @@
+"""Column -> Column helpers shared by the transforms."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import StructType
+
+
+def idiv(value: Column, divisor: int) -> Column:
+    """Floor division of a non-negative long column by a positive int, exact for every long.
+
+    PySpark columns have no `//`, and `/` goes through a double, which rounds (k * n + n - 1) / n
+    up to k + 1 once the dividend passes 2**52; one long-arithmetic correction step fixes that.
+    """
+    if divisor <= 0:
+        raise ValueError(f"divisor must be > 0, got {divisor}")
+    n = F.lit(divisor).cast("long")
+    q = F.floor(value / n).cast("long")
+    return (F.when(q * n > value, q - 1).when((q + 1) * n <= value, q + 1).otherwise(q))
+
+
+def to_schema(df: DataFrame, schema: StructType) -> DataFrame:
+    """Select exactly the schema's columns, in its order, cast to its types (the transform's contract)."""
+    return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])

@@ -1,0 +1,174 @@
+"""Extent and disk heat on hand-built traces, checked against values computed by hand; aged counts."""
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
+
+from jobs.aged_heat import AgingConfig
+from jobs.aged_heat import run as run_aging
+from libs.tables import read_table
+from libs.transforms.aging import age_values
+from libs.transforms.columns import idiv
+from libs.transforms.heat import compute_disk_heat, compute_extent_heat, split_at
+from schemas import disk_heat, extent_heat
+from tests.builders import ingest, make_requests
+
+MIB = 1 << 20
+
+# (device, seq, ts_us, op, offset_bytes, size_bytes)
+TINY = [
+    ("a", 0, 0, "R", 0, 4096),                       # extent 0: 8 blocks
+    ("a", 1, 1_500_000, "W", MIB - 1024, 2048),      # crosses: 2 blocks in extent 0, 2 in extent 1
+    ("a", 2, 2_500_000, "R", 3 * MIB, 512),          # extent 3: 1 block
+    ("b", 3, 500_000, "R", 0, MIB),                  # extent 0 of b: 2048 blocks
+]
+TINY_SPAN_US = 2_500_000
+
+
+@pytest.fixture
+def tiny(spark):
+    return make_requests(spark, TINY)
+
+
+def _heat_rows(df):
+    return {(r.device, r.extent_id, r.window_start_us): (r.requests, r.reads, r.writes, r.blocks, r.bytes, r.heat,
+                                                          r.temperature) for r in df.collect()}
+
+
+def test_extent_heat_two_second_windows_by_hand(tiny):
+    heat = compute_extent_heat(tiny, extent_bytes=MIB, window_us=2_000_000, span_us=TINY_SPAN_US)
+    extent_heat.validate_extent_heat(heat)
+    assert _heat_rows(heat) == {
+        ("a", 0, 0): (2, 1, 1, 10, 5120, 5.0, 5.0 / 2048),
+        ("a", 1, 0): (1, 0, 1, 2, 1024, 1.0, 1.0 / 2048),
+        ("a", 3, 2_000_000): (1, 1, 0, 1, 512, 0.5, 0.5 / 2048),
+        ("b", 0, 0): (1, 1, 0, 2048, MIB, 1024.0, 0.5),
+    }
+
+
+def test_extent_heat_whole_trace_window_divides_by_span(tiny):
+    heat = compute_extent_heat(tiny, extent_bytes=MIB, window_us=0, span_us=TINY_SPAN_US)
+    rows = _heat_rows(heat)
+    assert {k: v[5] for k, v in rows.items()} == {("a", 0, 0): 4.0, ("a", 1, 0): 0.8, ("a", 3, 0): 0.4,
+                                                  ("b", 0, 0): 819.2}
+    assert heat.select("window_us").distinct().collect()[0][0] == 0
+
+
+def test_extent_heat_window_boundary_belongs_to_the_later_window(spark):
+    reqs = make_requests(spark, [("d", 0, 999_999, "R", 0, 512), ("d", 1, 1_000_000, "R", 0, 512)])
+    heat = compute_extent_heat(reqs, extent_bytes=MIB, window_us=1_000_000, span_us=1_000_000)
+    assert sorted((r.window_start_us, r.blocks) for r in heat.collect()) == [(0, 1), (1_000_000, 1)]
+
+
+def test_blocks_count_partial_512_byte_blocks(spark):
+    # 256-byte sectors (the HP trace): [256, 768) touches blocks 0 and 1.
+    reqs = make_requests(spark, [("d", 0, 0, "R", 256, 512)])
+    pieces = split_at(reqs, 1024)
+    assert [(r.extent_id, r.bytes, r.blocks) for r in pieces.collect()] == [(0, 512, 2)]
+
+
+def test_extent_size_must_be_whole_blocks(tiny):
+    with pytest.raises(ValueError, match="extent_bytes must be a positive multiple of 512, got 1000"):
+        compute_extent_heat(tiny, extent_bytes=1000, span_us=1)
+
+
+def _disk(df):
+    return {(r.window_start_us, r.disk): (r.requests, r.blocks, r.heat, r.mean_heat, r.max_heat, r.max_over_mean,
+                                          r.heat_variance) for r in df.collect()}
+
+
+def test_disk_heat_as_traced_by_hand(tiny):
+    dh = compute_disk_heat(tiny, layout="as-traced", window_us=2_000_000, span_us=TINY_SPAN_US)
+    disk_heat.validate_disk_heat(dh)
+    assert _disk(dh) == {
+        (0, "a"): (2, 12, 6.0, 515.0, 1024.0, 1024 / 515, 509.0**2),
+        (0, "b"): (1, 2048, 1024.0, 515.0, 1024.0, 1024 / 515, 509.0**2),
+        (2_000_000, "a"): (1, 1, 0.5, 0.25, 0.5, 2.0, 0.0625),
+        (2_000_000, "b"): (0, 0, 0.0, 0.25, 0.5, 2.0, 0.0625),   # idle disk counted in mean and variance
+    }
+
+
+def test_disk_heat_striped_splits_at_unit_boundaries(tiny):
+    # Volume: device a at 0 (ends at 3 MiB + 512 -> 4 MiB of units), device b at 4 MiB. Unit 1 MiB, width 2:
+    # r0 unit 0 -> disk 0 (8); r1 units 0 and 1 -> disks 0 (2) and 1 (2); r2 unit 3 -> disk 1 (1);
+    # r3 unit 4 -> disk 0 (2048).
+    dh = compute_disk_heat(tiny, layout="striped", window_us=2_000_000, span_us=TINY_SPAN_US,
+                           stripe_unit_bytes=MIB, width=2)
+    rows = _disk(dh)
+    assert rows[(0, "0")][:3] == (3, 2058, 1029.0)
+    assert rows[(0, "1")][:3] == (1, 2, 1.0)
+    assert rows[(0, "0")][3:] == (515.0, 1029.0, 1029 / 515, 514.0**2)
+    assert rows[(2_000_000, "1")][:3] == (1, 1, 0.5)
+    assert rows[(2_000_000, "0")][:3] == (0, 0, 0.0)
+    assert dh.select("layout_params").distinct().collect()[0][0] == "unit_bytes=1048576,width=2"
+
+
+def test_disk_heat_random_is_seeded_whole_request_and_uniform(spark):
+    rows = [("d", i, i * 1000, "R", (i * 7919 % 1000) * 4096, 4096) for i in range(8000)]
+    reqs = make_requests(spark, rows)
+    one = compute_disk_heat(reqs, layout="random", window_us=0, span_us=8_000_000, disks=4, seed=11)
+    again = compute_disk_heat(reqs, layout="random", window_us=0, span_us=8_000_000, disks=4, seed=11)
+    assertDataFrameEqual(one, again)
+    counts = {r.disk: r.requests for r in one.collect()}
+    assert sum(counts.values()) == 8000                    # each request whole on one disk
+    assert all(abs(c - 2000) < 150 for c in counts.values()), counts  # ~3.4 sigma of Binomial(8000, 1/4)
+    other = {r.disk: r.requests for r in compute_disk_heat(reqs, layout="random", window_us=0, span_us=8_000_000,
+                                                           disks=4, seed=12).collect()}
+    assert other != counts
+
+
+def test_unknown_layout(tiny):
+    with pytest.raises(ValueError, match="layout 'raid5'"):
+        compute_disk_heat(tiny, layout="raid5", span_us=1)
+
+
+def test_idiv_is_exact_beyond_double_precision(spark):
+    big = (1 << 62) + 12345
+    row = spark.range(1).select(idiv(F.lit(big), 1_000_003).alias("q"), idiv(F.lit(2**53 + 1), 3).alias("r")).first()
+    assert (row.q, row.r) == (big // 1_000_003, (2**53 + 1) // 3)
+
+
+def test_age_values_three_intervals_by_formula(spark):
+    schema = "device string, extent_id long, count double"
+    i0 = spark.createDataFrame([("d", 0, 10.0)], schema)
+    i1 = spark.createDataFrame([("d", 1, 5.0)], schema)
+    i2 = spark.createDataFrame([("d", 0, 4.0), ("d", 1, 5.0)], schema)
+    keys = ["device", "extent_id"]
+    a0 = age_values(i0, None, keys=keys, value="count", alpha=0.8)
+    a1 = age_values(i1, a0, keys=keys, value="count", alpha=0.8)
+    a2 = age_values(i2, a1, keys=keys, value="count", alpha=0.8)
+    got = {r.extent_id: r["count"] for r in a2.collect()}
+    assert got == pytest.approx({0: 0.8 * 4 + 0.2 * (0.2 * (0.8 * 10)), 1: 0.8 * 5 + 0.2 * (0.8 * 5)})
+    assert {r.extent_id: r["count"] for r in a1.collect()} == pytest.approx({0: 1.6, 1: 4.0})
+
+
+def _write_msr(path, rows):
+    # MSR Cambridge CSV: FILETIME (100 ns ticks), host, disk, type, offset, size, response (ticks)
+    base = 128_166_372_000_000_000
+    path.write_text("".join(f"{base + ts_us * 10},h,{disk},{'Read' if op == 'R' else 'Write'},{off},{size},100\n"
+                            for ts_us, disk, op, off, size in sorted(rows)))
+    return path
+
+
+def test_aged_heat_job_incremental_equals_from_scratch(spark, spark_cfg, tmp_path):
+    day = 10_000_000  # 10 s "days" keep the fixture small
+    rows = [(t, 0, "R", 0, 4096) for t in range(0, day, day // 10)]                 # interval 0: extent 0 x10
+    rows += [(day + t, 0, "W", MIB, 4096) for t in range(0, day, day // 5)]        # interval 1: extent 1 x5
+    rows += [(2 * day + t, 0, "R", 0, 4096) for t in range(0, day, day // 4)]      # interval 2: extent 0 x4
+    rows += [(2 * day + t + 1, 0, "R", MIB, 4096) for t in range(0, day, day // 5)]  # ... and extent 1 x5
+    ingest(spark, spark_cfg, "msr", "aging-t", [_write_msr(tmp_path / "aging_0.csv", rows)])
+    cfg = AgingConfig("aging-t", extent_bytes=MIB, interval_us=day, alpha=0.8, through=1)
+    assert run_aging(spark, spark_cfg, cfg) == [0, 1]
+    assert run_aging(spark, spark_cfg, AgingConfig("aging-t", MIB, day, 0.8)) == [2]  # nightly: one interval
+    table = read_table(spark, spark_cfg.warehouse, "aged_heat", "aging-t")
+    incremental = {(r.interval_id, r.extent_id): (r["count"], r.aged_count) for r in table.collect()}
+    expected = {(0, 0): (10, 8.0), (1, 0): (0, 1.6), (1, 1): (5, 4.0),
+                (2, 0): (4, 0.8 * 4 + 0.2 * 1.6), (2, 1): (5, 0.8 * 5 + 0.2 * 4.0)}
+    assert sorted(incremental) == sorted(expected)
+    for key, (count, aged) in expected.items():
+        assert incremental[key][0] == count
+        assert incremental[key][1] == pytest.approx(aged, rel=1e-12), key
+    assert run_aging(spark, spark_cfg, AgingConfig("aging-t", MIB, day, 0.8, from_scratch=True)) == [0, 1, 2]
+    rebuilt = read_table(spark, spark_cfg.warehouse, "aged_heat", "aging-t").collect()
+    assert {(r.interval_id, r.extent_id): (r["count"], r.aged_count) for r in rebuilt} == incremental
