@@ -1,0 +1,156 @@
+"""Heat benchmark: blockheat's extent heat + temperature job against DuckDB computing the same
+aggregation on the same Parquet files, in one run on local[2] (issue 3 item 12).
+
+    .venv/bin/python bench/heat.py --millions 5
+
+Generated trace: N million requests on 8 devices over one day, skewed offsets, 0.5-64 KiB sizes
+(some cross 1 MiB extent boundaries). blockheat reads the `requests` Delta table and writes
+`extent_heat` (1 MiB extents, 1 h windows); DuckDB reads the Delta table's Parquet files and writes
+Parquet. Both get a warm-up run on 200,000 requests first. The results are compared row for row
+(DuckDB reads both outputs and checks the symmetric difference is empty). Prints both rates and the
+ratio (goal >= 0.2).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+EXTENT = 1 << 20
+WINDOW_US = 3_600_000_000
+
+
+def make_requests(n: int, trace_id: str, seed: int = 5) -> pa.Table:
+    """n requests with the `requests` schema: 8 devices, one day, Zipf-like hot extents."""
+    from schemas import requests as R
+
+    rng = np.random.default_rng(seed)
+    ts = np.sort(rng.integers(0, 86_400_000_000, n))
+    hot = rng.zipf(1.3, n) % 65_536                       # extent popularity
+    offset = hot * EXTENT + rng.integers(0, 2048, n) * 512
+    size = rng.choice(np.array([512, 4096, 8192, 16384, 65536]), n)
+    return pa.table({
+        "trace_id": pa.array([trace_id] * n), "device": pa.array(rng.integers(0, 8, n).astype(str)),
+        "seq": pa.array(np.arange(n, dtype=np.int64)), "ts_us": pa.array(ts),
+        "op": pa.array(np.where(rng.random(n) < 0.4, "R", "W")), "offset_bytes": pa.array(offset.astype(np.int64)),
+        "size_bytes": pa.array(size.astype(np.int64)), "response_us": pa.nulls(n, pa.float64()),
+        "queue_us": pa.nulls(n, pa.float64()), "source_file": pa.array(["generated"] * n),
+    }, schema=R.ARROW_SCHEMA)
+
+
+def load(spark, cfg, table: pa.Table, trace_id: str, tmp: Path) -> None:  # type: ignore[no-untyped-def]
+    from libs.tables import replace_trace
+
+    staged = tmp / f"{trace_id}.parquet"
+    pq.write_table(table, staged)
+    replace_trace(spark.read.parquet(str(staged)), spark, cfg.warehouse, "requests", trace_id)
+
+
+def blockheat_heat(spark, cfg, trace_id: str, span_us: int) -> float:  # type: ignore[no-untyped-def]
+    from libs.tables import read_table, replace_rows
+    from libs.transforms.heat import compute_extent_heat
+
+    t0 = time.perf_counter()
+    heat = compute_extent_heat(read_table(spark, cfg.warehouse, "requests", trace_id), extent_bytes=EXTENT,
+                               window_us=WINDOW_US, span_us=span_us)
+    replace_rows(heat, spark, cfg.warehouse, "extent_heat",
+                 {"trace_id": trace_id, "extent_bytes": EXTENT, "window_us": WINDOW_US})
+    return time.perf_counter() - t0
+
+
+DUCKDB_SQL = """
+COPY (
+  WITH pieces AS (
+    SELECT device, op, ts_us, offset_bytes AS lo, offset_bytes + size_bytes AS hi,
+           unnest(generate_series(offset_bytes // {E}, (offset_bytes + size_bytes - 1) // {E})) AS extent_id
+    FROM read_parquet('{files}', hive_partitioning = true, hive_types_autocast = false) WHERE trace_id = '{trace}'
+  ), clipped AS (
+    SELECT device, op, ts_us, extent_id, greatest(lo, extent_id * {E}) AS plo, least(hi, (extent_id + 1) * {E}) AS phi
+    FROM pieces
+  )
+  SELECT device, extent_id, (ts_us // {W}) * {W} AS window_start_us, count(*) AS requests,
+         count(*) FILTER (op = 'R') AS reads, count(*) FILTER (op = 'W') AS writes,
+         sum((phi + 511) // 512 - plo // 512) AS blocks, sum(phi - plo) AS bytes,
+         sum((phi + 511) // 512 - plo // 512) / {WS} AS heat,
+         sum((phi + 511) // 512 - plo // 512) / {WS} / {EB} AS temperature
+  FROM clipped GROUP BY ALL
+) TO '{out}' (FORMAT parquet)
+"""
+
+
+def duckdb_heat(con, files: str, trace_id: str, out: Path) -> float:  # type: ignore[no-untyped-def]
+    t0 = time.perf_counter()
+    con.execute(DUCKDB_SQL.format(E=EXTENT, W=WINDOW_US, WS=WINDOW_US / 1e6, EB=EXTENT // 512, files=files,
+                                  trace=trace_id, out=out))
+    return time.perf_counter() - t0
+
+
+def same_numbers(con, warehouse: Path, trace_id: str, duck_out: Path) -> int:  # type: ignore[no-untyped-def]
+    """Rows in one result and not the other (0 = identical; heat compared to 1e-9 relative)."""
+    ours = f"{warehouse}/extent_heat/**/*.parquet"
+    cols = "device, extent_id, window_start_us, requests, reads, writes, blocks, bytes"
+    q = f"""
+      WITH a AS (SELECT {cols}, round(heat, 9) h, round(temperature * 1e9, 9) t FROM read_parquet('{ours}',
+                 hive_partitioning = true, hive_types_autocast = false)
+                 WHERE trace_id = '{trace_id}' AND window_us = {WINDOW_US}),
+           b AS (SELECT {cols}, round(heat, 9) h, round(temperature * 1e9, 9) t FROM read_parquet('{duck_out}'))
+      SELECT (SELECT count(*) FROM (SELECT * FROM a EXCEPT ALL SELECT * FROM b))
+           + (SELECT count(*) FROM (SELECT * FROM b EXCEPT ALL SELECT * FROM a)), (SELECT count(*) FROM a)"""
+    diff, rows = con.execute(q).fetchone()
+    return int(diff), int(rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--millions", type=float, default=5.0)
+    parser.add_argument("--workdir", default=None)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    import duckdb
+
+    from libs.spark import SparkConfig, build_session
+
+    tmp = Path(args.workdir or tempfile.mkdtemp(prefix="bench-heat-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    cfg = SparkConfig(master="local[2]", warehouse=tmp / "warehouse", app_name="bench-heat",
+                      extra={"spark.ui.showConsoleProgress": "false"})
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = build_session(cfg)
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    n = int(args.millions * 1_000_000)
+    for trace_id, count in (("warm", 200_000), ("bench", n)):
+        table = make_requests(count, trace_id)
+        load(spark, cfg, table, trace_id, tmp)
+        span = int(table["ts_us"][-1].as_py())
+        files = f"{cfg.warehouse}/requests/trace_id={trace_id}/**/*.parquet"
+        duck_out = tmp / f"duck-{trace_id}.parquet"
+        duck = duckdb_heat(con, files, trace_id, duck_out)
+        ours = blockheat_heat(spark, cfg, trace_id, span)
+        diff, rows = same_numbers(con, cfg.warehouse, trace_id, duck_out)
+        if diff:
+            print(f"MISMATCH: {diff} rows differ between blockheat and DuckDB ({trace_id})")
+            return 1
+    print(f"requests: {n:,}; result rows (device x extent x hour): {rows:,}; identical in both engines")
+    print(f"DuckDB    extent heat : {n / duck / 1e6:6.2f} M req/s ({duck:.1f} s)")
+    print(f"blockheat extent heat : {n / ours / 1e6:6.2f} M req/s ({ours:.1f} s)")
+    print(f"ratio blockheat / DuckDB : {duck / ours:6.2f}  (goal >= 0.20)")
+    spark.stop()
+    if not args.workdir:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,729 @@
+"""The compiled event loop behind sim.engine: state layout (column constants) and `run_loop`.
+
+One numba function runs the loop with every state array bound to a local once per call, so no event
+pays for passing the state around (numba reference-counts each array argument of a non-inlined call).
+Shaped like SimPy: `now`, a binary heap of (time, priority, seq) events (disk completions and closed-loop
+issues), plus two time-sorted streams merged in (arrivals and remap events). Same-time events run in
+priority order completions < remaps < issues < arrivals, then by seq: runs are deterministic.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from sim.array import (
+    LAYOUT_AS_TRACED,
+    LAYOUT_CONCAT,
+    LAYOUT_RANDOM,
+    LAYOUT_STRIPED,
+    LP_CAPACITY,
+    LP_DISKS,
+    LP_FIRST,
+    LP_KIND,
+    LP_UNIT,
+    LP_WIDTH,
+    LayoutArrays,
+)
+from sim.disk import (
+    DI_CYL,
+    F_DESTAGE,
+    F_HIT,
+    F_PHYSICAL,
+    MODE_CONSTANT,
+    MODE_DETAILED,
+    MODE_EXPECTED,
+    cylinder_of,
+    detailed_service,
+    expected_service,
+)
+from sim.records import FLAG_BACKGROUND, FLAG_READ
+from sim.spec import P_SURFACES, DiskArrays
+
+# Status codes returned by run_loop.
+ST_DONE, ST_PAUSED, ST_GROW_POOL, ST_GROW_TS, ST_GROW_LOG, ST_SATURATED = range(6)
+# Event priorities at equal times (lower first) and heap event kinds.
+PRIO_DONE, PRIO_REMAP, PRIO_ISSUE, PRIO_ARRIVAL = 0, 1, 2, 3
+EV_DONE, EV_ISSUE = 0, 1
+# Slot kinds of sub-requests.
+K_READ, K_WRITE, K_DESTAGE, K_MIG_READ, K_MIG_WRITE = range(5)
+# Parent flags.
+PFL_READ, PFL_MISS, PFL_BG, PFL_MIG = 1, 2, 4, 8
+# Event-log kinds.
+LOG_ARRIVE, LOG_START, LOG_PART_DONE, LOG_DONE, LOG_REMAP = range(5)
+
+# si (int64): run scalars, then configuration.
+(SI_NEXT_ARR, SI_NEXT_FG, SI_NEXT_RM, SI_SEQ, SI_HEAP_N, SI_FREE, SI_USED, SI_OUT, SI_DONE, SI_ARRIVED,
+ SI_LOG_N, SI_EVENTS, SI_RNG, SI_STARTED,
+ CI_MODE, CI_SCHED, CI_CLOSED, CI_MPL, CI_ZL, CI_PER_REQ, CI_LOG, CI_MAX_OUT, CI_CP_EVERY, CI_MARGIN,
+ CI_SEED, CI_HAS_THINK, CI_CYLS, CI_FG_TOTAL, SI_ISSUES) = range(29)
+SI_COUNT = 29
+# sf (float64): run scalars, configuration, then accumulators (A_x + 0 for reads, + 1 for writes).
+(SF_NOW, SF_T_FIRST, SF_T_LAST, SF_OUT_LAST, CF_CONST_US, CF_EXP_US, CF_THINK_US, CF_TS_W,
+ A_N, _A_N_W, A_RESP, _A_RESP_W, A_QUEUE, _A_QUEUE_W, A_SVC, _A_SVC_W, A_PHYS, _A_PHYS_W, A_PARTS, _A_PARTS_W,
+ A_MISS_REQ_R, A_HIT_PARTS, A_MIG_IOS, A_MIG_SECTORS, A_MIG_BUSY, A_REMAPS, A_DESTAGE_IOS, A_DESTAGE_BUSY,
+ A_BG_N, A_BG_RESP, A_MAX_OUT, A_OUT_AREA, A_SECT, _A_SECT_W, SF_T_EVENT) = range(35)
+SF_COUNT = 35
+# Slot pool (shared by sub-requests and their parent requests): int columns, float columns.
+S_DISK, S_LBN, S_N, S_PARENT, S_NEXT, S_KIND, S_CYL, S_FLAGS = range(8)
+PA_REQ, PA_PENDING, PA_FLAGS, PA_MDISK, _PA_NEXT, PA_MLBN, PA_MN = range(7)
+SLOT_I = 8
+SB_ENQ, SB_START, SB_SVC = range(3)
+PF_ISSUE, PF_QUEUE, PF_SVC = range(3)
+SLOT_F = 3
+# Per-disk ints: columns 0-3 belong to the disk model (sim.disk DI_*), then the engine's.
+DK_BUSY, DK_QHEAD, DK_QTAIL, DK_QLEN, DK_DHEAD, DK_DTAIL, DK_NSYS, DK_IOS, DK_MAXQ = range(4, 13)
+DK_I = 13
+# Per-disk floats: columns 0-3 belong to the disk model (sim.disk DF_*), then the engine's.
+DKF_LAST, DKF_AREA, DKF_BUSY = range(4, 7)
+DK_F = 7
+# Heap int columns.
+HK_KEY, HK_KIND, HK_ARG = range(3)
+# Time-series columns (ts) and per-disk series (ts_disk[..., 0] = queue-length area, 1 = busy time).
+TS_ARR, TS_DONE, TS_RESP_SUM, TS_RESP_MAX, TS_OUT_AREA = range(5)
+TS_COLS = 5
+
+INF = math.inf
+
+
+class ReqArrays(NamedTuple):
+    """The workload columns (think_us empty when the workload has none)."""
+
+    arrival_us: np.ndarray
+    device: np.ndarray
+    lbn: np.ndarray
+    sectors: np.ndarray
+    flags: np.ndarray
+    think_us: np.ndarray
+
+
+class Core(NamedTuple):
+    """Hot state: scalars, event heap, slot pool, per-disk state, cache segments."""
+
+    si: np.ndarray
+    sf: np.ndarray
+    heap_f: np.ndarray
+    heap_i: np.ndarray
+    slot_i: np.ndarray
+    slot_f: np.ndarray
+    dk_i: np.ndarray
+    dk_f: np.ndarray
+    seg: np.ndarray
+
+
+class Out(NamedTuple):
+    """Outputs: per-request results, time series, backlog checkpoints, event log."""
+
+    resp: np.ndarray
+    out_queue: np.ndarray
+    out_service: np.ndarray
+    ts: np.ndarray
+    ts_disk: np.ndarray
+    backlog: np.ndarray
+    log_t: np.ndarray
+    log_i: np.ndarray
+
+
+@njit(cache=True, nogil=True)
+def u01(seed: np.uint64, counter: np.int64) -> float:  # pragma: no cover
+    """Counter-based uniform in [0, 1) (splitmix64 of seed + counter): no generator state to carry."""
+    z = seed + np.uint64(counter) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True, nogil=True)
+def heap_push(heap_f: np.ndarray, heap_i: np.ndarray, si: np.ndarray, t: float, prio: int, kind: int,
+              arg: int) -> None:  # pragma: no cover
+    i = si[SI_HEAP_N]
+    si[SI_HEAP_N] = i + 1
+    key = (prio << 56) | si[SI_SEQ]
+    si[SI_SEQ] += 1
+    while i > 0:
+        parent = (i - 1) // 2
+        pt = heap_f[parent]
+        if pt < t or (pt == t and heap_i[parent, HK_KEY] < key):
+            break
+        heap_f[i] = pt
+        heap_i[i, HK_KEY] = heap_i[parent, HK_KEY]
+        heap_i[i, HK_KIND] = heap_i[parent, HK_KIND]
+        heap_i[i, HK_ARG] = heap_i[parent, HK_ARG]
+        i = parent
+    heap_f[i] = t
+    heap_i[i, HK_KEY] = key
+    heap_i[i, HK_KIND] = kind
+    heap_i[i, HK_ARG] = arg
+
+
+@njit(cache=True, nogil=True)
+def heap_pop(heap_f: np.ndarray, heap_i: np.ndarray, si: np.ndarray) -> None:  # pragma: no cover
+    n = si[SI_HEAP_N] - 1
+    si[SI_HEAP_N] = n
+    if n == 0:
+        return
+    t = heap_f[n]
+    key = heap_i[n, HK_KEY]
+    kind = heap_i[n, HK_KIND]
+    arg = heap_i[n, HK_ARG]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and (heap_f[c + 1] < heap_f[c]
+                          or (heap_f[c + 1] == heap_f[c] and heap_i[c + 1, HK_KEY] < heap_i[c, HK_KEY])):
+            c += 1
+        if t < heap_f[c] or (t == heap_f[c] and key < heap_i[c, HK_KEY]):
+            break
+        heap_f[i] = heap_f[c]
+        heap_i[i, HK_KEY] = heap_i[c, HK_KEY]
+        heap_i[i, HK_KIND] = heap_i[c, HK_KIND]
+        heap_i[i, HK_ARG] = heap_i[c, HK_ARG]
+        i = c
+    heap_f[i] = t
+    heap_i[i, HK_KEY] = key
+    heap_i[i, HK_KIND] = kind
+    heap_i[i, HK_ARG] = arg
+
+
+@njit(cache=True, nogil=True)
+def log_event(si: np.ndarray, log_t: np.ndarray, log_i: np.ndarray, t: float, kind: int, req: int,
+              disk: int) -> None:  # pragma: no cover
+    k = si[SI_LOG_N]
+    log_t[k] = t
+    log_i[k, 0] = kind
+    log_i[k, 1] = req
+    log_i[k, 2] = disk
+    si[SI_LOG_N] = k + 1
+
+
+@njit(cache=True, nogil=True)
+def spread(ts: np.ndarray, col: int, w: float, t0: float, t1: float, rate: float) -> None:  # pragma: no cover
+    """Add rate x overlap to column col of each interval [k w, (k+1) w) that [t0, t1) overlaps."""
+    k = int(t0 / w)
+    while t0 < t1:
+        edge = (k + 1) * w
+        e = edge if edge < t1 else t1
+        ts[k, col] += rate * (e - t0)
+        t0 = e
+        k += 1
+
+
+@njit(cache=True, nogil=True)
+def spread_disk(ts_disk: np.ndarray, d: int, col: int, w: float, t0: float, t1: float,
+                rate: float) -> None:  # pragma: no cover
+    k = int(t0 / w)
+    while t0 < t1:
+        edge = (k + 1) * w
+        e = edge if edge < t1 else t1
+        ts_disk[k, d, col] += rate * (e - t0)
+        t0 = e
+        k += 1
+
+
+@njit(cache=True, nogil=True)
+def disk_count(dk_i: np.ndarray, dk_f: np.ndarray, ts_disk: np.ndarray, w: float, d: int, now: float,
+               delta: int) -> None:  # pragma: no cover
+    """Integrate disk d's number in system (queued + in service) up to now, then change it by delta."""
+    last = dk_f[d, DKF_LAST]
+    nsys = dk_i[d, DK_NSYS]
+    if nsys > 0 and now > last:
+        dk_f[d, DKF_AREA] += nsys * (now - last)
+        if w > 0.0:
+            spread_disk(ts_disk, d, 0, w, last, now, float(nsys))
+    dk_f[d, DKF_LAST] = now
+    nsys += delta
+    dk_i[d, DK_NSYS] = nsys
+    if nsys > dk_i[d, DK_MAXQ]:
+        dk_i[d, DK_MAXQ] = nsys
+
+
+@njit(cache=True, nogil=True)
+def outstanding(si: np.ndarray, sf: np.ndarray, ts: np.ndarray, w: float, now: float,
+                delta: int) -> None:  # pragma: no cover
+    last = sf[SF_OUT_LAST]
+    out = si[SI_OUT]
+    if out > 0 and now > last:
+        sf[A_OUT_AREA] += out * (now - last)
+        if w > 0.0:
+            spread(ts, TS_OUT_AREA, w, last, now, float(out))
+    sf[SF_OUT_LAST] = now
+    out += delta
+    si[SI_OUT] = out
+    if out > sf[A_MAX_OUT]:
+        sf[A_MAX_OUT] = out
+
+
+@njit(cache=True, nogil=True)
+def new_slot(slot_i: np.ndarray, si: np.ndarray) -> int:  # pragma: no cover
+    s = int(si[SI_FREE])
+    si[SI_FREE] = slot_i[s, S_NEXT]
+    si[SI_USED] += 1
+    slot_i[s, S_NEXT] = -1
+    return s
+
+
+@njit(cache=True, nogil=True)
+def free_slot(slot_i: np.ndarray, si: np.ndarray, s: int) -> None:  # pragma: no cover
+    slot_i[s, S_NEXT] = si[SI_FREE]
+    si[SI_FREE] = s
+    si[SI_USED] -= 1
+
+
+@njit(cache=True, nogil=True)
+def new_part(slot_i: np.ndarray, slot_f: np.ndarray, si: np.ndarray, zones: np.ndarray, surfaces: int, d: int,
+             lbn: int, n: int, parent: int, kind: int, now: float) -> int:  # pragma: no cover
+    s = new_slot(slot_i, si)
+    slot_i[s, S_DISK] = d
+    slot_i[s, S_LBN] = lbn
+    slot_i[s, S_N] = n
+    slot_i[s, S_PARENT] = parent
+    slot_i[s, S_KIND] = kind
+    slot_i[s, S_CYL] = cylinder_of(zones, surfaces, lbn)
+    slot_i[s, S_FLAGS] = 0
+    slot_f[s, SB_ENQ] = now
+    return int(s)
+
+
+@njit(cache=True, nogil=True)
+def enqueue(slot_i: np.ndarray, dk_i: np.ndarray, dk_f: np.ndarray, ts_disk: np.ndarray, w: float, d: int,
+            s: int, now: float) -> None:  # pragma: no cover
+    """Append slot s to disk d's queue (destages to its background queue)."""
+    if slot_i[s, S_KIND] == K_DESTAGE:
+        tail = dk_i[d, DK_DTAIL]
+        if tail < 0:
+            dk_i[d, DK_DHEAD] = s
+        else:
+            slot_i[tail, S_NEXT] = s
+        dk_i[d, DK_DTAIL] = s
+        return
+    tail = dk_i[d, DK_QTAIL]
+    if tail < 0:
+        dk_i[d, DK_QHEAD] = s
+    else:
+        slot_i[tail, S_NEXT] = s
+    dk_i[d, DK_QTAIL] = s
+    dk_i[d, DK_QLEN] += 1
+    disk_count(dk_i, dk_f, ts_disk, w, d, now, 1)
+
+
+@njit(cache=True, nogil=True)
+def pick(slot_i: np.ndarray, dk_i: np.ndarray, sched: int, span: int, d: int) -> int:  # pragma: no cover
+    """Remove and return disk d's next slot: FCFS (0), SSTF (1) or C-LOOK (2) over its queue (ties go to
+    the earliest queued); destages only when the queue is empty; -1 when there is nothing."""
+    head = dk_i[d, DK_QHEAD]
+    if head < 0:
+        s = int(dk_i[d, DK_DHEAD])
+        if s >= 0:
+            dk_i[d, DK_DHEAD] = slot_i[s, S_NEXT]
+            if slot_i[s, S_NEXT] < 0:
+                dk_i[d, DK_DTAIL] = -1
+            slot_i[s, S_NEXT] = -1
+        return s
+    best = head
+    best_prev = -1
+    if sched != 0:
+        cyl0 = dk_i[d, DI_CYL]
+        best_key = 1 << 62
+        prev = -1
+        cur = head
+        while cur >= 0:
+            c = slot_i[cur, S_CYL]
+            # SSTF: distance; C-LOOK: ahead of the head in cylinder order, then wrap to the lowest.
+            key = abs(c - cyl0) if sched == 1 else (c - cyl0 if c >= cyl0 else c + span)
+            if key < best_key:
+                best_key = key
+                best = cur
+                best_prev = prev
+            prev = cur
+            cur = slot_i[cur, S_NEXT]
+    nxt = slot_i[best, S_NEXT]
+    if best_prev < 0:
+        dk_i[d, DK_QHEAD] = nxt
+    else:
+        slot_i[best_prev, S_NEXT] = nxt
+    if dk_i[d, DK_QTAIL] == best:
+        dk_i[d, DK_QTAIL] = best_prev
+    slot_i[best, S_NEXT] = -1
+    dk_i[d, DK_QLEN] -= 1
+    return int(best)
+
+
+@njit(cache=True, nogil=True)
+def map_unit(lp: np.ndarray, ext_lstart: np.ndarray, ext_len: np.ndarray, ext_disk: np.ndarray,
+             ext_pstart: np.ndarray, dev: int, lbn: int, logical: int, req: int,
+             seed: np.uint64) -> tuple[int, int, int]:  # pragma: no cover
+    """(disk, physical sector, sectors left in this mapping unit) for one logical sector."""
+    kind = lp[LP_KIND]
+    cap = lp[LP_CAPACITY]
+    if kind == LAYOUT_AS_TRACED:
+        return dev, lbn, cap - lbn
+    if kind == LAYOUT_CONCAT:
+        disk = logical // cap
+        p = logical - disk * cap
+        return disk, p, cap - p
+    if kind == LAYOUT_STRIPED:
+        unit = lp[LP_UNIT]
+        width = lp[LP_WIDTH]
+        k = logical // unit
+        off = logical - k * unit
+        return (lp[LP_FIRST] + k % width) % lp[LP_DISKS], (k // width) * unit + off, unit - off
+    if kind == LAYOUT_RANDOM:
+        u = u01(seed, (np.int64(1) << 40) + req)
+        disk = min(int(u * lp[LP_DISKS]), lp[LP_DISKS] - 1)
+        return disk, logical % cap, 1 << 62
+    lo = 0
+    hi = ext_lstart.shape[0] - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ext_lstart[mid] <= logical:
+            lo = mid
+        else:
+            hi = mid - 1
+    off = logical - ext_lstart[lo]
+    return ext_disk[lo], ext_pstart[lo] + off, ext_len[lo] - off
+
+
+@njit(cache=True, nogil=True)
+def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: DiskArrays, until: float,
+             max_events: int) -> int:  # pragma: no cover
+    """Process events in (time, priority, seq) order until the time `until`, max_events events (-1: no
+    limit), the end of the workload, a pool that must grow, or saturation; returns the status code."""
+    si = core.si
+    sf = core.sf
+    heap_f = core.heap_f
+    heap_i = core.heap_i
+    slot_i = core.slot_i
+    slot_f = core.slot_f
+    dk_i = core.dk_i
+    dk_f = core.dk_f
+    seg = core.seg
+    resp_out = out.resp
+    out_queue = out.out_queue
+    out_service = out.out_service
+    ts = out.ts
+    ts_disk = out.ts_disk
+    backlog = out.backlog
+    log_t = out.log_t
+    log_i = out.log_i
+    arrival = req.arrival_us
+    device = req.device
+    lbns = req.lbn
+    sectors = req.sectors
+    rflags = req.flags
+    think_us = req.think_us
+    lp = lay.params
+    ext_lstart = lay.ext_lstart
+    ext_len = lay.ext_len
+    ext_disk = lay.ext_disk
+    ext_pstart = lay.ext_pstart
+    rm_time = lay.rm_time
+    dev_base = lay.dev_base
+    zones = disk.zones
+    seek_us = disk.seek_us
+    params = disk.params
+
+    n_req = arrival.shape[0]
+    n_disk = dk_i.shape[0]
+    n_rm = rm_time.shape[0]
+    surfaces = int(params[P_SURFACES])
+    cap = lp[LP_CAPACITY]
+    random_layout = lp[LP_KIND] == LAYOUT_RANDOM
+    w = sf[CF_TS_W]
+    margin = si[CI_MARGIN]
+    logging = si[CI_LOG] != 0
+    closed = si[CI_CLOSED] != 0
+    mode = si[CI_MODE]
+    sched = si[CI_SCHED]
+    span = si[CI_CYLS]
+    zero_latency = si[CI_ZL] != 0
+    per_req = si[CI_PER_REQ] != 0
+    has_think = si[CI_HAS_THINK] != 0
+    seed = np.uint64(si[CI_SEED])
+    max_out = si[CI_MAX_OUT]
+    cp_every = si[CI_CP_EVERY]
+    todo = np.empty(n_disk + 8, dtype=np.int64)
+    events = 0
+    while True:
+        if max_events >= 0 and events >= max_events:
+            return ST_PAUSED
+        if slot_i.shape[0] - si[SI_USED] < margin:
+            return ST_GROW_POOL
+        if logging and si[SI_LOG_N] + 4 * margin + 16 > log_t.shape[0]:
+            return ST_GROW_LOG
+        # The next event: heap top, next remap, or next open-loop arrival (in closed loop, background only).
+        which = -1
+        t_best = INF
+        key_best = 0
+        if si[SI_HEAP_N] > 0:
+            t_best = heap_f[0]
+            key_best = heap_i[0, HK_KEY]
+            which = 0
+        jr = si[SI_NEXT_RM]
+        if jr < n_rm:
+            t = rm_time[jr]
+            key = PRIO_REMAP << 56
+            if which < 0 or t < t_best or (t == t_best and key < key_best):
+                t_best = t
+                key_best = key
+                which = 1
+        ia = si[SI_NEXT_ARR]
+        if closed:
+            while ia < n_req and not rflags[ia] & FLAG_BACKGROUND:
+                ia += 1
+            si[SI_NEXT_ARR] = ia
+        if ia < n_req:
+            t = arrival[ia]
+            if which < 0 or t < t_best or (t == t_best and key_best > (PRIO_ARRIVAL << 56)):
+                t_best = t
+                which = 2
+        if which < 0:
+            return ST_DONE
+        if t_best > until:
+            if until > sf[SF_NOW]:
+                sf[SF_NOW] = until
+            return ST_PAUSED
+        if w > 0.0 and int(t_best / w) + 1 >= ts.shape[0]:
+            return ST_GROW_TS
+        now = t_best
+        sf[SF_NOW] = now
+        sf[SF_T_EVENT] = now
+        events += 1
+        si[SI_EVENTS] += 1
+        ntodo = 0
+        arrive = -1
+
+        if which == 0:
+            kind = heap_i[0, HK_KIND]
+            d = heap_i[0, HK_ARG]
+            heap_pop(heap_f, heap_i, si)
+            if kind == EV_ISSUE:
+                i = si[SI_NEXT_FG]
+                while i < n_req and rflags[i] & FLAG_BACKGROUND:
+                    i += 1
+                si[SI_NEXT_FG] = i + 1 if i < n_req else i
+                if i < n_req:
+                    arrive = i
+            else:
+                # ---- disk d finished its slot s ----
+                s = dk_i[d, DK_BUSY]
+                dk_i[d, DK_BUSY] = -1
+                svc = slot_f[s, SB_SVC]
+                start = slot_f[s, SB_START]
+                dk_f[d, DKF_BUSY] += svc
+                if w > 0.0:
+                    spread_disk(ts_disk, d, 1, w, start, now, 1.0)
+                skind = slot_i[s, S_KIND]
+                sflags = slot_i[s, S_FLAGS]
+                p = slot_i[s, S_PARENT]
+                if sflags & F_PHYSICAL:
+                    dk_i[d, DK_IOS] += 1
+                todo[ntodo] = d
+                ntodo += 1
+                if logging and skind in (K_DESTAGE, K_MIG_READ, K_MIG_WRITE):
+                    log_event(si, log_t, log_i, now, LOG_PART_DONE, -1, d)
+                if skind == K_DESTAGE:
+                    sf[A_DESTAGE_IOS] += 1.0
+                    sf[A_DESTAGE_BUSY] += svc
+                    free_slot(slot_i, si, s)
+                elif skind in (K_MIG_READ, K_MIG_WRITE):
+                    disk_count(dk_i, dk_f, ts_disk, w, d, now, -1)
+                    sf[A_MIG_IOS] += 1.0
+                    sf[A_MIG_SECTORS] += slot_i[s, S_N]
+                    sf[A_MIG_BUSY] += svc
+                    if skind == K_MIG_READ:
+                        nd = slot_i[p, PA_MDISK]
+                        ws = new_part(slot_i, slot_f, si, zones, surfaces, nd, slot_i[p, PA_MLBN],
+                                      slot_i[p, PA_MN], p, K_MIG_WRITE, now)
+                        enqueue(slot_i, dk_i, dk_f, ts_disk, w, nd, ws, now)
+                        todo[ntodo] = nd
+                        ntodo += 1
+                    else:
+                        free_slot(slot_i, si, p)
+                    free_slot(slot_i, si, s)
+                else:
+                    disk_count(dk_i, dk_f, ts_disk, w, d, now, -1)
+                    c = 0 if skind == K_READ else 1
+                    pf = slot_i[p, PA_FLAGS]
+                    if not pf & PFL_BG:
+                        sf[A_PARTS + c] += 1.0
+                        sf[A_SECT + c] += slot_i[s, S_N]
+                        if sflags & F_PHYSICAL:
+                            sf[A_PHYS + c] += 1.0
+                        if sflags & F_HIT:
+                            sf[A_HIT_PARTS] += 1.0
+                    if sflags & F_PHYSICAL and c == 0:
+                        pf |= PFL_MISS
+                        slot_i[p, PA_FLAGS] = pf
+                    slot_f[p, PF_QUEUE] = start - slot_f[s, SB_ENQ]
+                    slot_f[p, PF_SVC] += svc
+                    slot_i[p, PA_PENDING] -= 1
+                    i = slot_i[p, PA_REQ]
+                    if logging:
+                        log_event(si, log_t, log_i, now, LOG_PART_DONE, i, d)
+                    free_slot(slot_i, si, s)
+                    if slot_i[p, PA_PENDING] == 0:
+                        # ---- request i complete (fork-join: its slowest part just finished) ----
+                        r = now - slot_f[p, PF_ISSUE]
+                        resp_out[i] = r
+                        if per_req:
+                            out_queue[i] = slot_f[p, PF_QUEUE]
+                            out_service[i] = slot_f[p, PF_SVC]
+                        if pf & PFL_BG:
+                            sf[A_BG_N] += 1.0
+                            sf[A_BG_RESP] += r
+                        else:
+                            sf[A_N + c] += 1.0
+                            sf[A_RESP + c] += r
+                            sf[A_QUEUE + c] += slot_f[p, PF_QUEUE]
+                            sf[A_SVC + c] += slot_f[p, PF_SVC]
+                            if c == 0 and pf & PFL_MISS:
+                                sf[A_MISS_REQ_R] += 1.0
+                        if w > 0.0:
+                            k = int(now / w)
+                            ts[k, TS_DONE] += 1.0
+                            ts[k, TS_RESP_SUM] += r
+                            if r > ts[k, TS_RESP_MAX]:
+                                ts[k, TS_RESP_MAX] = r
+                        si[SI_DONE] += 1
+                        sf[SF_T_LAST] = now
+                        outstanding(si, sf, ts, w, now, -1)
+                        if logging:
+                            log_event(si, log_t, log_i, now, LOG_DONE, i, -1)
+                        if closed and not pf & PFL_BG and si[SI_ISSUES] < si[CI_FG_TOTAL]:
+                            think = think_us[i] if has_think else sf[CF_THINK_US]
+                            heap_push(heap_f, heap_i, si, now + think, PRIO_ISSUE, EV_ISSUE, 0)
+                            si[SI_ISSUES] += 1
+                        free_slot(slot_i, si, p)
+        elif which == 1:
+            # ---- remap event jr: the extent moves now; the copy (if any) is queued as migration I/O ----
+            si[SI_NEXT_RM] = jr + 1
+            k = lay.rm_ext[jr]
+            old_disk = ext_disk[k]
+            old_p = ext_pstart[k]
+            ext_disk[k] = lay.rm_disk[jr]
+            ext_pstart[k] = lay.rm_pstart[jr]
+            sf[A_REMAPS] += 1.0
+            if logging:
+                log_event(si, log_t, log_i, now, LOG_REMAP, k, lay.rm_disk[jr])
+            if lay.rm_migrate[jr] != 0:
+                p = new_slot(slot_i, si)
+                slot_i[p, PA_REQ] = -1 - jr
+                slot_i[p, PA_FLAGS] = PFL_MIG
+                slot_i[p, PA_PENDING] = 1
+                slot_i[p, PA_MDISK] = lay.rm_disk[jr]
+                slot_i[p, PA_MLBN] = lay.rm_pstart[jr]
+                slot_i[p, PA_MN] = ext_len[k]
+                slot_f[p, PF_ISSUE] = now
+                s = new_part(slot_i, slot_f, si, zones, surfaces, old_disk, old_p, ext_len[k], p, K_MIG_READ, now)
+                enqueue(slot_i, dk_i, dk_f, ts_disk, w, old_disk, s, now)
+                todo[ntodo] = old_disk
+                ntodo += 1
+        else:
+            si[SI_NEXT_ARR] = ia + 1
+            arrive = ia
+
+        if arrive >= 0:
+            # ---- request i enters the array: fork over the mapping units, queue the parts ----
+            i = arrive
+            fl = rflags[i]
+            p = new_slot(slot_i, si)
+            slot_i[p, PA_REQ] = i
+            pf = 0
+            if fl & FLAG_READ:
+                pf |= PFL_READ
+            if fl & FLAG_BACKGROUND:
+                pf |= PFL_BG
+            slot_i[p, PA_FLAGS] = pf
+            slot_i[p, PA_PENDING] = 0
+            slot_f[p, PF_ISSUE] = now
+            slot_f[p, PF_QUEUE] = 0.0
+            slot_f[p, PF_SVC] = 0.0
+            dev = device[i]
+            lbn = lbns[i]
+            n = int(sectors[i])
+            logical = dev_base[dev] + lbn
+            skind = K_READ if fl & FLAG_READ else K_WRITE
+            last = -1
+            while n > 0:
+                d, pl, run = map_unit(lp, ext_lstart, ext_len, ext_disk, ext_pstart, dev, lbn, logical, i, seed)
+                if random_layout and pl + n > cap:
+                    pl = cap - n
+                k = n if n < run else run
+                if last >= 0 and slot_i[last, S_DISK] == d and slot_i[last, S_LBN] + slot_i[last, S_N] == pl:
+                    slot_i[last, S_N] += k
+                else:
+                    if last >= 0:
+                        enqueue(slot_i, dk_i, dk_f, ts_disk, w, slot_i[last, S_DISK], last, now)
+                    last = new_part(slot_i, slot_f, si, zones, surfaces, d, pl, k, p, skind, now)
+                    slot_i[p, PA_PENDING] += 1
+                    if ntodo < todo.shape[0]:
+                        todo[ntodo] = d
+                    ntodo += 1
+                n -= k
+                lbn += k
+                logical += k
+            enqueue(slot_i, dk_i, dk_f, ts_disk, w, slot_i[last, S_DISK], last, now)
+            si[SI_ARRIVED] += 1
+            if si[SI_STARTED] == 0:
+                si[SI_STARTED] = 1
+                sf[SF_T_FIRST] = now
+                sf[SF_OUT_LAST] = now
+            outstanding(si, sf, ts, w, now, 1)
+            if w > 0.0:
+                ts[int(now / w), TS_ARR] += 1.0
+            if cp_every > 0 and si[SI_ARRIVED] % cp_every == 0:
+                j = si[SI_ARRIVED] // cp_every
+                if j < backlog.shape[0]:
+                    backlog[j] = si[SI_OUT]
+            if logging:
+                log_event(si, log_t, log_i, now, LOG_ARRIVE, i, -1)
+
+        # ---- start service on every touched disk that is idle ----
+        if ntodo > todo.shape[0]:
+            for d in range(n_disk):
+                todo[d] = d
+            ntodo = n_disk
+        for q in range(ntodo):
+            d = todo[q]
+            if dk_i[d, DK_BUSY] >= 0:
+                continue
+            s = pick(slot_i, dk_i, sched, span, d)
+            if s < 0:
+                continue
+            skind = slot_i[s, S_KIND]
+            lbn = slot_i[s, S_LBN]
+            n = slot_i[s, S_N]
+            is_write = skind in (K_WRITE, K_DESTAGE, K_MIG_WRITE)
+            if mode == MODE_DETAILED:
+                svc, sflags = detailed_service(zones, seek_us, params, dk_i, dk_f, seg, d, now, lbn, n, is_write,
+                                               skind == K_DESTAGE, zero_latency)
+            else:
+                sflags = F_PHYSICAL
+                if mode == MODE_EXPECTED:
+                    svc = expected_service(zones, params, lbn, n, is_write)
+                elif mode == MODE_CONSTANT:
+                    svc = sf[CF_CONST_US]
+                else:
+                    u = u01(seed, si[SI_RNG])
+                    si[SI_RNG] += 1
+                    svc = -sf[CF_EXP_US] * math.log(1.0 - u)
+                dk_i[d, DI_CYL] = slot_i[s, S_CYL]
+            if sflags & F_DESTAGE:
+                ds = new_part(slot_i, slot_f, si, zones, surfaces, d, lbn, n, -1, K_DESTAGE, now)
+                enqueue(slot_i, dk_i, dk_f, ts_disk, w, d, ds, now)
+            slot_i[s, S_FLAGS] = sflags
+            slot_f[s, SB_START] = now
+            slot_f[s, SB_SVC] = svc
+            dk_i[d, DK_BUSY] = s
+            heap_push(heap_f, heap_i, si, now + svc, PRIO_DONE, EV_DONE, d)
+            if logging:
+                p = slot_i[s, S_PARENT]
+                log_event(si, log_t, log_i, now, LOG_START, slot_i[p, PA_REQ] if p >= 0 else -1, d)
+
+        if arrive >= 0 and not closed and si[SI_OUT] > max_out:
+            return ST_SATURATED

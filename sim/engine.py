@@ -1,0 +1,417 @@
+"""The simulation engine's typed Python face: run configuration, a workload on a disk array, and
+`Simulation`, which validates, compiles the spec and the layout, owns the state arrays (growing pools when
+the compiled loop in sim._kernel asks), and supports SimPy-style run(until) / step() so policies can act
+between calls (remap events, migrations). Results come from sim.stats.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+import numpy as np
+
+from sim import _kernel as K
+from sim.array import SCHEDULERS, AsTraced, DiskArray, ExtentMap, RandomDisk, RemapEvent, Striped
+from sim.disk import DI_RA_SEG, MODES
+from sim.records import Requests
+from sim.spec import P_SEGMENTS, P_ZERO_LATENCY, DiskSpec
+
+if TYPE_CHECKING:
+    from sim.stats import RunResult
+
+__all__ = ["ClosedLoop", "Policy", "PolicyBase", "SimConfig", "Simulation", "Status", "Window", "run_with_policy"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ClosedLoop:
+    """Closed-loop replay: `outstanding` foreground requests in flight; the next one is issued think time
+    after a completion (the request's own think_us when the workload has them, else think_ms)."""
+
+    outstanding: int = 1
+    think_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.outstanding <= 0:
+            raise ValueError(f"closed loop outstanding must be > 0, got {self.outstanding}")
+        if not self.think_ms >= 0:
+            raise ValueError(f"closed loop think_ms must be >= 0, got {self.think_ms}")
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """How to run: service-time mode, open-loop speed-up or closed loop, outputs, saturation rule.
+
+    service: "detailed" (the disk model), "expected" (overhead + mean seek + half a rotation + transfer),
+    "constant" (constant_ms per request), "exponential" (mean exponential_ms, for queueing checks).
+    speedup: open-loop arrival times are divided by it (FIVE's alpha). interval_ms: time-series bins.
+    Saturation: a run whose backlog exceeds max_outstanding stops early; at the end, a backlog that grew
+    over the second half of the arrivals to more than max(saturation_min_backlog, saturation_fraction x
+    arrivals) also counts as saturated (see sim.stats).
+    """
+
+    service: str = "detailed"
+    constant_ms: float = 10.0
+    exponential_ms: float = 10.0
+    speedup: float = 1.0
+    closed_loop: ClosedLoop | None = None
+    zero_latency: bool | None = None
+    per_request: bool = False
+    interval_ms: float | None = None
+    event_log: bool = False
+    max_outstanding: int = 1_000_000
+    saturation_min_backlog: int = 1000
+    saturation_fraction: float = 0.01
+    checkpoints: int = 20
+
+    def __post_init__(self) -> None:
+        if self.service not in MODES:
+            raise ValueError(f"service must be one of {', '.join(MODES)}, got {self.service!r}")
+        for name in ("constant_ms", "exponential_ms", "speedup"):
+            v = getattr(self, name)
+            if not (v > 0 and math.isfinite(v)):
+                raise ValueError(f"{name} must be a positive number, got {v!r}")
+        if self.interval_ms is not None and not self.interval_ms > 0:
+            raise ValueError(f"interval_ms must be > 0, got {self.interval_ms!r}")
+        if self.max_outstanding <= 0:
+            raise ValueError(f"max_outstanding must be > 0, got {self.max_outstanding}")
+        if not 0 < self.saturation_fraction <= 1:
+            raise ValueError(f"saturation_fraction must be in (0, 1], got {self.saturation_fraction}")
+        if self.checkpoints < 2:
+            raise ValueError(f"checkpoints must be >= 2, got {self.checkpoints}")
+
+
+class Status(NamedTuple):
+    """Where a run call stopped: finished (workload drained), paused (until/max_events), saturated."""
+
+    finished: bool
+    saturated: bool
+    now_us: float
+
+
+def _max_parts(requests: Requests, array: DiskArray) -> int:
+    lay = array.layout
+    if len(requests) == 0:
+        return 2
+    biggest = int(requests.sectors.max())
+    if isinstance(lay, Striped):
+        return biggest // lay.unit_sectors + 2
+    if isinstance(lay, ExtentMap):
+        smallest = min(e.sectors for e in lay.extents)
+        return biggest // smallest + 2
+    return 2 if not isinstance(lay, RandomDisk) else 1
+
+
+class Simulation:
+    """One run: a spec, an array, a workload, a config and an injected random generator.
+
+        sim = Simulation(spec, DiskArray(2), requests, SimConfig(), rng=np.random.default_rng(1))
+        sim.run()                      # or run(until=t_us) repeatedly, step() for one event
+        result = sim.result()          # sim.stats.RunResult
+    """
+
+    def __init__(self, spec: DiskSpec, array: DiskArray, requests: Requests, config: SimConfig,
+                 rng: np.random.Generator, *, device_sectors: Sequence[int] | None = None) -> None:
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        self.spec = spec
+        self.array = array
+        self.config = config
+        self.disk = spec.compile()
+        if config.zero_latency is not None:
+            self.disk.params[P_ZERO_LATENCY] = 1.0 if config.zero_latency else 0.0
+        self.requests = self._scaled(requests, config)
+        r = self.requests
+        self._req = K.ReqArrays(r.arrival_us, r.device, r.lbn, r.sectors, r.flags,
+                                r.think_us if r.think_us is not None else np.zeros(0))
+        cap = spec.capacity_sectors
+        self.dev_base, self.device_sectors = self._device_bases(self.requests, device_sectors)
+        self._check_fit(self.requests, array, cap)
+        self.layout = array.compile(cap, self.dev_base)
+        self.core, self.out = self._initial_state(rng)
+        self._saturated_early = False
+
+    # -- setup ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _scaled(requests: Requests, config: SimConfig) -> Requests:
+        if config.speedup == 1.0 or len(requests) == 0:
+            return requests
+        return replace(requests, arrival_us=requests.arrival_us / config.speedup)
+
+    @staticmethod
+    def _device_bases(requests: Requests, device_sectors: Sequence[int] | None) -> tuple[np.ndarray, np.ndarray]:
+        ndev = int(requests.device.max()) + 1 if len(requests) else 1
+        if device_sectors is None:
+            ends = np.zeros(ndev, dtype=np.int64)
+            if len(requests):
+                np.maximum.at(ends, requests.device, requests.lbn + requests.sectors)
+            sizes = ends
+        else:
+            sizes = np.asarray(device_sectors, dtype=np.int64)
+            if len(sizes) < ndev:
+                raise ValueError(f"device_sectors has {len(sizes)} sizes, the workload has {ndev} devices")
+            if len(requests):
+                ends = requests.lbn + requests.sectors
+                over = np.flatnonzero(ends > sizes[requests.device])
+                if over.size:
+                    i = int(over[0])
+                    raise ValueError(f"request {i} ends at sector {ends[i]} of device {requests.device[i]}, "
+                                     f"beyond its size {sizes[requests.device[i]]}")
+        base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        return base, sizes
+
+    def _check_fit(self, requests: Requests, array: DiskArray, cap: int) -> None:
+        if len(requests) == 0:
+            return
+        lay = array.layout
+        total = int(self.device_sectors.sum())
+        ends = requests.lbn + requests.sectors
+        if isinstance(lay, AsTraced):
+            if int(requests.device.max()) >= array.n_disks:
+                i = int(np.argmax(requests.device))
+                raise ValueError(f"as-traced layout: request {i} is on device {requests.device[i]}, but the array "
+                                 f"has {array.n_disks} disks")
+            over = np.flatnonzero(ends > cap)
+            if over.size:
+                i = int(over[0])
+                raise ValueError(f"as-traced layout: request {i} ends at sector {ends[i]}, beyond the disk "
+                                 f"capacity {cap} ({self.spec.name})")
+        elif isinstance(lay, Striped):
+            width, unit = lay.width or array.n_disks, lay.unit_sectors
+            k = (total - 1) // unit
+            need = (k // width) * unit + (unit if k % width else (total - 1) % unit + 1)
+            if need > cap:
+                raise ValueError(f"striped layout: {total} logical sectors need {need} sectors per disk, beyond "
+                                 f"the capacity {cap}")
+        elif isinstance(lay, ExtentMap):
+            if total > lay.logical_sectors:
+                raise ValueError(f"extent map covers {lay.logical_sectors} logical sectors, the workload "
+                                 f"addresses {total}")
+        elif isinstance(lay, RandomDisk):
+            if int(requests.sectors.max()) > cap:
+                raise ValueError(f"a request of {int(requests.sectors.max())} sectors exceeds the disk capacity {cap}")
+        elif total > cap * array.n_disks:
+            raise ValueError(f"concatenated layout: {total} logical sectors exceed {array.n_disks} disks of {cap}")
+
+    def _initial_state(self, rng: np.random.Generator) -> tuple[K.Core, K.Out]:
+        cfg = self.config
+        n = len(self.requests)
+        ndisk = self.array.n_disks
+        si = np.zeros(K.SI_COUNT, dtype=np.int64)
+        si[K.CI_MODE] = MODES[cfg.service]
+        si[K.CI_SCHED] = SCHEDULERS[self.array.scheduler]
+        si[K.CI_CLOSED] = 1 if cfg.closed_loop is not None else 0
+        si[K.CI_MPL] = cfg.closed_loop.outstanding if cfg.closed_loop is not None else 0
+        si[K.CI_ZL] = int(self.disk.params[P_ZERO_LATENCY])
+        si[K.CI_PER_REQ] = 1 if cfg.per_request else 0
+        si[K.CI_LOG] = 1 if cfg.event_log else 0
+        si[K.CI_MAX_OUT] = cfg.max_outstanding
+        si[K.CI_CP_EVERY] = max(1, n // cfg.checkpoints)
+        parts = _max_parts(self.requests, self.array)
+        si[K.CI_MARGIN] = parts + 4
+        si[K.CI_SEED] = int(rng.integers(0, 2**62))
+        si[K.CI_HAS_THINK] = 1 if self.requests.think_us is not None else 0
+        si[K.CI_CYLS] = self.spec.cylinders
+        si[K.SI_FREE] = -1
+        si[K.CI_FG_TOTAL] = int(np.count_nonzero(~self.requests.is_background)) if n else 0
+        sf = np.zeros(K.SF_COUNT)
+        sf[K.CF_CONST_US] = cfg.constant_ms * 1000.0
+        sf[K.CF_EXP_US] = cfg.exponential_ms * 1000.0
+        sf[K.CF_THINK_US] = cfg.closed_loop.think_ms * 1000.0 if cfg.closed_loop is not None else 0.0
+        sf[K.CF_TS_W] = cfg.interval_ms * 1000.0 if cfg.interval_ms is not None else 0.0
+        ts_k = 0
+        if cfg.interval_ms is not None:
+            last = float(self.requests.arrival_us[-1]) if n else 0.0
+            ts_k = int(last / sf[K.CF_TS_W]) + 16
+        dk_i = np.zeros((ndisk, K.DK_I), dtype=np.int64)
+        dk_i[:, [DI_RA_SEG, K.DK_BUSY, K.DK_QHEAD, K.DK_QTAIL, K.DK_DHEAD, K.DK_DTAIL]] = -1
+        nseg = max(1, int(self.disk.params[P_SEGMENTS]))
+        seg = np.full((ndisk, nseg, 3), -1.0)
+        seg[:, :, 2] = 0.0
+        heap = ndisk + (cfg.closed_loop.outstanding if cfg.closed_loop is not None else 0) + 4
+        core = K.Core(si=si, sf=sf, heap_f=np.zeros(heap), heap_i=np.zeros((heap, 3), dtype=np.int64),
+                      slot_i=np.zeros((0, K.SLOT_I), dtype=np.int64), slot_f=np.zeros((0, K.SLOT_F)),
+                      dk_i=dk_i, dk_f=np.zeros((ndisk, K.DK_F)), seg=seg)
+        out = K.Out(resp=np.full(n, np.nan, dtype=np.float32),
+                    out_queue=np.full(n if cfg.per_request else 0, np.nan, dtype=np.float32),
+                    out_service=np.full(n if cfg.per_request else 0, np.nan, dtype=np.float32),
+                    ts=np.zeros((ts_k, K.TS_COLS)), ts_disk=np.zeros((ts_k, ndisk, 2)),
+                    backlog=np.full(cfg.checkpoints + 1, -1, dtype=np.int64),
+                    log_t=np.zeros(8 * n + 64 if cfg.event_log else 0),
+                    log_i=np.zeros((8 * n + 64 if cfg.event_log else 0, 3), dtype=np.int64))
+        core = self._grow_pool(core, max(64, 4 * parts + 8))
+        if cfg.closed_loop is not None:
+            t0 = float(self.requests.arrival_us[0]) if n else 0.0
+            for _ in range(min(cfg.closed_loop.outstanding, int(si[K.CI_FG_TOTAL]))):
+                K.heap_push(core.heap_f, core.heap_i, core.si, t0, K.PRIO_ISSUE, K.EV_ISSUE, 0)
+                si[K.SI_ISSUES] += 1
+        return core, out
+
+    @staticmethod
+    def _grow_pool(core: K.Core, size: int) -> K.Core:
+        """The slot pool grown to `size` slots; the new slots join the free list."""
+        old = core.slot_i.shape[0]
+        if size <= old:
+            return core
+        slot_i = np.zeros((size, K.SLOT_I), dtype=np.int64)
+        slot_i[:old] = core.slot_i
+        slot_f = np.zeros((size, K.SLOT_F))
+        slot_f[:old] = core.slot_f
+        new = np.arange(old, size, dtype=np.int64)
+        slot_i[new, K.S_NEXT] = np.append(new[1:], core.si[K.SI_FREE])
+        core.si[K.SI_FREE] = old
+        return core._replace(slot_i=slot_i, slot_f=slot_f)
+
+    @staticmethod
+    def _grow_log(out: K.Out) -> K.Out:
+        size = 2 * len(out.log_t) + 64
+        log_t = np.zeros(size)
+        log_t[: len(out.log_t)] = out.log_t
+        log_i = np.zeros((size, 3), dtype=np.int64)
+        log_i[: len(out.log_i)] = out.log_i
+        return out._replace(log_t=log_t, log_i=log_i)
+
+    @staticmethod
+    def _grow_ts(out: K.Out) -> K.Out:
+        k = max(64, 2 * out.ts.shape[0])
+        ts = np.zeros((k, K.TS_COLS))
+        ts[: out.ts.shape[0]] = out.ts
+        ts_disk = np.zeros((k, out.ts_disk.shape[1], 2))
+        ts_disk[: out.ts_disk.shape[0]] = out.ts_disk
+        return out._replace(ts=ts, ts_disk=ts_disk)
+
+    # -- running ----------------------------------------------------------------------------------
+
+    @property
+    def now_us(self) -> float:
+        return float(self.core.sf[K.SF_NOW])
+
+    def run(self, until: float | None = None, *, max_events: int = -1) -> Status:
+        """Run to `until` (us; None: to the end), or for max_events events."""
+        limit = math.inf if until is None else float(until)
+        if limit < self.now_us:
+            raise ValueError(f"until={until} is before the current time {self.now_us} us")
+        budget = max_events
+        while True:
+            before = int(self.core.si[K.SI_EVENTS])
+            code = K.run_loop(self.core, self.out, self._req, self.layout, self.disk, limit, budget)
+            if budget >= 0:
+                budget = max(0, budget - (int(self.core.si[K.SI_EVENTS]) - before))
+            if code == K.ST_GROW_POOL:
+                self.core = self._grow_pool(self.core, 2 * self.core.slot_i.shape[0])
+            elif code == K.ST_GROW_TS:
+                self.out = self._grow_ts(self.out)
+            elif code == K.ST_GROW_LOG:
+                self.out = self._grow_log(self.out)
+            else:
+                if code == K.ST_SATURATED:
+                    self._saturated_early = True
+                    logger.info("run stopped: %d requests outstanding exceed max_outstanding=%d",
+                                int(self.core.si[K.SI_OUT]), self.config.max_outstanding)
+                return Status(code == K.ST_DONE, code == K.ST_SATURATED, self.now_us)
+
+    def step(self) -> Status:
+        """Process one event."""
+        return self.run(max_events=1)
+
+    def schedule_remaps(self, events: Sequence[RemapEvent]) -> None:
+        """Add remap events (at or after now) to an extent-map run; they merge with the pending schedule."""
+        if not isinstance(self.array.layout, ExtentMap):
+            raise ValueError("remap events need an ExtentMap layout")
+        lay = self.layout
+        nxt = int(self.core.si[K.SI_NEXT_RM])
+        n_ext = len(lay.ext_lstart)
+        rows = []
+        for j, e in enumerate(events):
+            if e.time_us < self.now_us:
+                raise ValueError(f"remap {j} at {e.time_us} us is before the current time {self.now_us} us")
+            if not 0 <= e.extent < n_ext or not 0 <= e.disk < self.array.n_disks:
+                raise ValueError(f"remap {j}: extent {e.extent} or disk {e.disk} out of range")
+            if e.physical_start < 0 or e.physical_start + lay.ext_len[e.extent] > self.spec.capacity_sectors:
+                raise ValueError(f"remap {j} moves extent {e.extent} past the disk capacity")
+            rows.append((e.time_us, e.extent, e.disk, e.physical_start, int(e.migrate)))
+        pending = list(zip(lay.rm_time[nxt:], lay.rm_ext[nxt:], lay.rm_disk[nxt:], lay.rm_pstart[nxt:],
+                           lay.rm_migrate[nxt:], strict=True))
+        merged = sorted(pending + rows, key=lambda r: r[0])
+        done = (lay.rm_time[:nxt], lay.rm_ext[:nxt], lay.rm_disk[:nxt], lay.rm_pstart[:nxt], lay.rm_migrate[:nxt])
+        cols = list(zip(*merged, strict=True)) if merged else [(), (), (), (), ()]
+        self.layout = lay._replace(
+            rm_time=np.concatenate([done[0], np.array(cols[0], dtype=np.float64)]),
+            rm_ext=np.concatenate([done[1], np.array(cols[1], dtype=np.int64)]),
+            rm_disk=np.concatenate([done[2], np.array(cols[2], dtype=np.int64)]),
+            rm_pstart=np.concatenate([done[3], np.array(cols[3], dtype=np.int64)]),
+            rm_migrate=np.concatenate([done[4], np.array(cols[4], dtype=np.int64)]))
+
+    @property
+    def saturated_early(self) -> bool:
+        return self._saturated_early
+
+    def result(self) -> RunResult:
+        """The run's figures (sim.stats.RunResult)."""
+        from sim.stats import summarize
+
+        return summarize(self)
+
+
+@dataclass(frozen=True, eq=False)
+class Window:
+    """What happened between two policy calls: time span, the requests that arrived (indices into
+    sim.requests, [first, end)), and per-disk busy time and queue-length area (us) in the span."""
+
+    start_us: float
+    end_us: float
+    first_request: int
+    end_request: int
+    disk_busy_us: np.ndarray
+    disk_queue_area: np.ndarray
+
+
+class Policy(Protocol):
+    """A placement policy acting during a run (disk cooling, greedy allocation, ALIS redirection): every
+    interval_us it sees the last window and answers with remap events (moves of extents, optionally with
+    migration I/O) to apply from then on. Needs an ExtentMap layout when it returns events."""
+
+    interval_us: float
+
+    def start(self, sim: Simulation) -> None: ...
+
+    def on_interval(self, sim: Simulation, window: Window) -> Sequence[RemapEvent]: ...
+
+
+class PolicyBase:
+    """Defaults for Policy: a one-second interval, nothing at start, no remaps."""
+
+    interval_us: float = 1_000_000.0
+
+    def start(self, sim: Simulation) -> None:
+        return None
+
+    def on_interval(self, sim: Simulation, window: Window) -> Sequence[RemapEvent]:
+        return ()
+
+
+def run_with_policy(sim: Simulation, policy: Policy) -> Status:
+    """Run to the end, stopping every policy.interval_us (simulated) to let the policy remap extents."""
+    if not policy.interval_us > 0:
+        raise ValueError(f"policy interval_us must be > 0, got {policy.interval_us}")
+    policy.start(sim)
+    t0 = float(sim.requests.arrival_us[0]) if len(sim.requests) else 0.0
+    start = max(sim.now_us, t0)
+    while True:
+        first = int(sim.core.si[K.SI_ARRIVED])
+        busy = sim.core.dk_f[:, K.DKF_BUSY].copy()
+        area = sim.core.dk_f[:, K.DKF_AREA].copy()
+        status = sim.run(until=start + policy.interval_us)
+        if status.finished or status.saturated:
+            return status
+        window = Window(start, sim.now_us, first, int(sim.core.si[K.SI_ARRIVED]),
+                        sim.core.dk_f[:, K.DKF_BUSY] - busy, sim.core.dk_f[:, K.DKF_AREA] - area)
+        events = policy.on_interval(sim, window)
+        if events:
+            sim.schedule_remaps(events)
+        start = sim.now_us

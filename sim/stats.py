@@ -1,0 +1,251 @@
+"""Run results: response-time summaries split by read and write, queue and service times, per-disk
+utilization and queue length, cache and migration figures, saturation, and the optional time series and
+per-request output, as one typed object with Arrow renderings."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from sim import _kernel as K
+
+if TYPE_CHECKING:
+    from sim.engine import Simulation
+
+__all__ = ["RESULT_SCHEMA", "TIMESERIES_SCHEMA", "RunResult", "saturation_verdict", "summarize"]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One run's figures. Times in ms. Response figures are +inf when the run is saturated.
+
+    Split columns end in _read / _write; plain ones are over all foreground requests (background
+    traffic is reported only in bg_*). Queue time of a request is that of its slowest part; service
+    time is the disk busy time of all its parts (ALIS's throughput proxy). physical_ios count media
+    accesses of foreground parts (cache hits excluded), sectors_* the sectors completed (spec's sectors).
+    read_miss_ratio: read requests that needed the media / read requests. Utilization and queue length
+    are per disk, time-averaged over [first arrival, last event]; queue length counts the request in
+    service; the hottest disk is the most utilized. migration_mb counts bytes read plus bytes written.
+    """
+
+    requests: int
+    reads: int
+    writes: int
+    saturated: bool
+    mean_response_ms: float
+    p50_response_ms: float
+    p95_response_ms: float
+    p99_response_ms: float
+    max_response_ms: float
+    mean_response_ms_read: float
+    p50_response_ms_read: float
+    p95_response_ms_read: float
+    p99_response_ms_read: float
+    max_response_ms_read: float
+    mean_response_ms_write: float
+    p50_response_ms_write: float
+    p95_response_ms_write: float
+    p99_response_ms_write: float
+    max_response_ms_write: float
+    mean_queue_ms: float
+    mean_queue_ms_read: float
+    mean_queue_ms_write: float
+    mean_service_ms: float
+    mean_service_ms_read: float
+    mean_service_ms_write: float
+    physical_ios: int
+    physical_ios_read: int
+    physical_ios_write: int
+    sectors_read: int
+    sectors_written: int
+    read_miss_ratio: float
+    mean_utilization: float
+    hottest_disk: int
+    hottest_utilization: float
+    mean_queue_length: float
+    hottest_queue_length: float
+    max_outstanding: int
+    migration_ios: int
+    migration_mb: float
+    migration_busy_ms: float
+    remaps: int
+    destage_ios: int
+    bg_requests: int
+    bg_mean_response_ms: float
+    simulated_s: float
+    events: int
+    disk_utilization: tuple[float, ...]
+    disk_queue_length: tuple[float, ...]
+    disk_physical_ios: tuple[int, ...]
+    disk_max_queue: tuple[int, ...]
+
+    def as_row(self) -> dict[str, Any]:
+        """Plain values for an Arrow row: tuples as lists, NaN (no such requests) as None; inf stays."""
+        row: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            row[f.name] = list(v) if isinstance(v, tuple) else (None if isinstance(v, float) and math.isnan(v) else v)
+        return row
+
+
+def _arrow_type(name: str, annotation: str) -> pa.DataType:
+    if annotation.startswith("tuple[float"):
+        return pa.list_(pa.float64())
+    if annotation.startswith("tuple[int"):
+        return pa.list_(pa.int64())
+    return {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}[annotation]
+
+
+#: Arrow schema of RunResult.as_row() (one row per run); floats are null when undefined (e.g. no reads).
+RESULT_SCHEMA = pa.schema([pa.field(f.name, _arrow_type(f.name, str(f.type)), str(f.type) == "float")
+                           for f in fields(RunResult)])
+
+#: Arrow schema of the per-interval time series.
+TIMESERIES_SCHEMA = pa.schema([
+    pa.field("interval", pa.int64(), False),
+    pa.field("start_ms", pa.float64(), False),
+    pa.field("arrivals", pa.int64(), False),
+    pa.field("completions", pa.int64(), False),
+    pa.field("mean_response_ms", pa.float64(), True),   # of requests completing in the interval
+    pa.field("max_response_ms", pa.float64(), True),
+    pa.field("mean_outstanding", pa.float64(), False),  # requests in the array, time-averaged
+    pa.field("mean_utilization", pa.float64(), False),
+    pa.field("hottest_utilization", pa.float64(), False),
+    pa.field("mean_queue_length", pa.float64(), False),
+    pa.field("hottest_queue_length", pa.float64(), False),
+])
+
+
+def saturation_verdict(backlog: np.ndarray, arrived: int, *, min_backlog: int, fraction: float) -> bool:
+    """A backlog that ends above max(min_backlog, fraction x arrivals) and grew over the second half.
+
+    backlog[j] is the number of requests in the array at the j-th arrival checkpoint (-1: not reached).
+    """
+    seen = backlog[backlog >= 0]
+    if len(seen) < 2:
+        return False
+    end = int(seen[-1])
+    mid = int(seen[len(seen) // 2])
+    return end > max(min_backlog, fraction * arrived) and end > mid
+
+
+def _order_stats(x: np.ndarray) -> tuple[float, float, float, float, float]:
+    """mean, p50, p95, p99, max (nearest rank) in the input's units; NaN when empty."""
+    n = len(x)
+    if n == 0:
+        return (math.nan,) * 5
+    ks = sorted({max(0, math.ceil(q * n) - 1) for q in (0.50, 0.95, 0.99)})
+    part = np.partition(x, ks)
+    at = {k: float(part[k]) for k in ks}
+    p = [at[max(0, math.ceil(q * n) - 1)] for q in (0.50, 0.95, 0.99)]
+    return float(np.mean(x, dtype=np.float64)), p[0], p[1], p[2], float(x.max())
+
+
+def summarize(sim: Simulation) -> RunResult:
+    core, out = sim.core, sim.out
+    cfg = sim.config
+    acc = core.sf
+    req = sim.requests
+    saturated = sim.saturated_early or (cfg.closed_loop is None and saturation_verdict(
+        out.backlog, int(core.si[K.SI_ARRIVED]), min_backlog=cfg.saturation_min_backlog,
+        fraction=cfg.saturation_fraction))
+    fg = ~req.is_background
+    done = ~np.isnan(out.resp)
+    is_read = req.is_read
+    stats = {}
+    for label, mask in (("", fg & done), ("_read", fg & done & is_read), ("_write", fg & done & ~is_read)):
+        vals = _order_stats(out.resp[mask]) if not saturated else (math.inf,) * 5
+        for name, v in zip(("mean", "p50", "p95", "p99", "max"), vals, strict=True):
+            stats[f"{name}_response_ms{label}"] = v / 1000.0
+    n_r, n_w = float(acc[K.A_N]), float(acc[K.A_N + 1])
+    n = n_r + n_w
+
+    def ratio(a: float, b: float) -> float:
+        return a / b if b > 0 else math.nan
+
+    t_first = float(core.sf[K.SF_T_FIRST])
+    t_end = max(float(core.sf[K.SF_T_EVENT]), float(core.sf[K.SF_T_LAST]))
+    span = max(t_end - t_first, 1e-9)
+    util = core.dk_f[:, K.DKF_BUSY] / span
+    qlen = core.dk_f[:, K.DKF_AREA] / span
+    hot = int(np.argmax(util)) if len(util) else 0
+    return RunResult(
+        requests=int(n), reads=int(n_r), writes=int(n_w), saturated=bool(saturated), **stats,
+        mean_queue_ms=ratio(acc[K.A_QUEUE] + acc[K.A_QUEUE + 1], n) / 1000.0,
+        mean_queue_ms_read=ratio(acc[K.A_QUEUE], n_r) / 1000.0,
+        mean_queue_ms_write=ratio(acc[K.A_QUEUE + 1], n_w) / 1000.0,
+        mean_service_ms=ratio(acc[K.A_SVC] + acc[K.A_SVC + 1], n) / 1000.0,
+        mean_service_ms_read=ratio(acc[K.A_SVC], n_r) / 1000.0,
+        mean_service_ms_write=ratio(acc[K.A_SVC + 1], n_w) / 1000.0,
+        physical_ios=int(acc[K.A_PHYS] + acc[K.A_PHYS + 1]), physical_ios_read=int(acc[K.A_PHYS]),
+        physical_ios_write=int(acc[K.A_PHYS + 1]),
+        sectors_read=int(acc[K.A_SECT]), sectors_written=int(acc[K.A_SECT + 1]),
+        read_miss_ratio=ratio(acc[K.A_MISS_REQ_R], n_r),
+        mean_utilization=float(util.mean()), hottest_disk=hot, hottest_utilization=float(util[hot]),
+        mean_queue_length=float(qlen.mean()), hottest_queue_length=float(qlen[hot]),
+        max_outstanding=int(acc[K.A_MAX_OUT]),
+        migration_ios=int(acc[K.A_MIG_IOS]), migration_mb=float(acc[K.A_MIG_SECTORS]) * sim.spec.sector_size / 1e6,
+        migration_busy_ms=float(acc[K.A_MIG_BUSY]) / 1000.0, remaps=int(acc[K.A_REMAPS]),
+        destage_ios=int(acc[K.A_DESTAGE_IOS]),
+        bg_requests=int(acc[K.A_BG_N]), bg_mean_response_ms=ratio(acc[K.A_BG_RESP], acc[K.A_BG_N]) / 1000.0,
+        simulated_s=span / 1e6, events=int(core.si[K.SI_EVENTS]),
+        disk_utilization=tuple(float(u) for u in util), disk_queue_length=tuple(float(q) for q in qlen),
+        disk_physical_ios=tuple(int(x) for x in core.dk_i[:, K.DK_IOS]),
+        disk_max_queue=tuple(int(x) for x in core.dk_i[:, K.DK_MAXQ]),
+    )
+
+
+def timeseries(sim: Simulation) -> pa.Table:
+    """One row per interval of SimConfig.interval_ms (empty table when no interval was set)."""
+    core, out = sim.core, sim.out
+    w = float(core.sf[K.CF_TS_W])
+    if w <= 0:
+        return TIMESERIES_SCHEMA.empty_table()
+    t_end = max(float(core.sf[K.SF_T_EVENT]), float(core.sf[K.SF_T_LAST]))
+    k = min(int(t_end / w) + 1, out.ts.shape[0])
+    ts = out.ts[:k]
+    busy = out.ts_disk[:k, :, 1] / w
+    area = out.ts_disk[:k, :, 0] / w
+    hot = int(np.argmax(core.dk_f[:, K.DKF_BUSY])) if core.dk_f.shape[0] else 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_resp = np.where(ts[:, K.TS_DONE] > 0, ts[:, K.TS_RESP_SUM] / ts[:, K.TS_DONE] / 1000.0, np.nan)
+    done = ts[:, K.TS_DONE] > 0
+    return pa.table({
+        "interval": np.arange(k, dtype=np.int64),
+        "start_ms": np.arange(k, dtype=np.float64) * w / 1000.0,
+        "arrivals": ts[:, K.TS_ARR].astype(np.int64),
+        "completions": ts[:, K.TS_DONE].astype(np.int64),
+        "mean_response_ms": pa.array(mean_resp, mask=~done),
+        "max_response_ms": pa.array(ts[:, K.TS_RESP_MAX] / 1000.0, mask=~done),
+        "mean_outstanding": ts[:, K.TS_OUT_AREA] / w,
+        "mean_utilization": busy.mean(axis=1),
+        "hottest_utilization": busy[:, hot],
+        "mean_queue_length": area.mean(axis=1),
+        "hottest_queue_length": area[:, hot],
+    }, schema=TIMESERIES_SCHEMA)
+
+
+def per_request(sim: Simulation) -> pa.Table:
+    """One row per request (SimConfig.per_request): arrival, response, queue and busy time in ms."""
+    out = sim.out
+    if not sim.config.per_request:
+        raise ValueError("per-request output needs SimConfig(per_request=True)")
+    r = sim.requests
+    return pa.table({
+        "request": np.arange(len(r), dtype=np.int64),
+        "arrival_ms": r.arrival_us / 1000.0,
+        "is_read": r.is_read,
+        "background": r.is_background,
+        "response_ms": out.resp.astype(np.float64) / 1000.0,
+        "queue_ms": out.out_queue.astype(np.float64) / 1000.0,
+        "service_ms": out.out_service.astype(np.float64) / 1000.0,
+    })
+
+
+def completed(sim: Simulation) -> int:
+    return int(sim.core.si[K.SI_DONE])
+
+

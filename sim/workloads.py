@@ -1,0 +1,162 @@
+"""Workloads for the simulator: traces as Requests (from columns or an Arrow `requests` table), FIVE's
+synthetic file workload, and Poisson background traffic mixed into a trace. Randomness only through the
+numpy Generator the caller passes; same generator state, same workload."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sim.records import FLAG_BACKGROUND, Requests
+
+__all__ = [
+    "FIVE_CLASSES",
+    "FileClass",
+    "FiveWorkload",
+    "five_synthetic",
+    "from_arrow",
+    "mix",
+    "poisson_background",
+    "xy_skew_ranks",
+]
+
+
+@dataclass(frozen=True)
+class FileClass:
+    """files of exponentially distributed size with mean_kb; active classes receive requests."""
+
+    name: str
+    files: int
+    mean_kb: float
+    active: bool = True
+
+
+#: FIVE section 4.1 / Table 2: 1000 files of 20 KB and 1000 of 500 KB receive requests; 8000 passive
+#: files of 1000 KB (10,000 files in all) only occupy space.
+FIVE_CLASSES = (FileClass("A", 1000, 20.0), FileClass("B", 1000, 500.0), FileClass("C", 8000, 1000.0, active=False))
+
+
+@dataclass(frozen=True, eq=False)
+class FiveWorkload:
+    """The generated requests plus the file table (logical start and size in sectors, class index)."""
+
+    requests: Requests
+    file_start: np.ndarray
+    file_sectors: np.ndarray
+    file_class: np.ndarray
+
+    @property
+    def logical_sectors(self) -> int:
+        return int(self.file_start[-1] + self.file_sectors[-1]) if len(self.file_start) else 0
+
+
+def xy_skew_ranks(rng: np.random.Generator, n: int, n_items: int, x: float, y: float) -> np.ndarray:
+    """n ranks in 1..n_items from FIVE's equation (26): P[rank <= s] = (s / N)^(log(X/100) / log(Y/100)),
+    a self-similar skew where X% of the requests go to Y% of the items, recursively."""
+    if not (0 < x < 100 and 0 < y < 100):
+        raise ValueError(f"X and Y must be percentages strictly between 0 and 100, got X={x}, Y={y}")
+    theta = math.log(x / 100.0) / math.log(y / 100.0)
+    u = rng.random(n)
+    return np.clip(np.ceil(n_items * u ** (1.0 / theta)), 1, n_items).astype(np.int64)
+
+
+def five_synthetic(rng: np.random.Generator, *, n_requests: int, rate_per_s: float, read_fraction: float = 0.7,
+                   skew: str = "uniform", x: float = 70.0, y: float = 30.0,
+                   classes: Sequence[FileClass] = FIVE_CLASSES, sector_size: int = 1024) -> FiveWorkload:
+    """FIVE's synthetic workload (section 4.1): each request reads or writes one whole file.
+
+    File sizes are exponential within their class (rounded up to whole sectors). The files lie back to
+    back on one logical volume (device 0) in a random order. Requests pick an active file uniformly
+    (skew="uniform") or by equation (26) over a random ranking of the active files (skew="xy"); arrivals
+    are Poisson at rate_per_s.
+    """
+    if n_requests < 0 or not rate_per_s > 0:
+        raise ValueError(f"need n_requests >= 0 and rate_per_s > 0, got {n_requests} and {rate_per_s}")
+    if not 0 <= read_fraction <= 1:
+        raise ValueError(f"read_fraction must be in [0, 1], got {read_fraction}")
+    if skew not in ("uniform", "xy"):
+        raise ValueError(f"skew must be 'uniform' or 'xy', got {skew!r}")
+    sizes_kb = np.concatenate([rng.exponential(c.mean_kb, c.files) for c in classes])
+    klass = np.concatenate([np.full(c.files, i, dtype=np.int64) for i, c in enumerate(classes)])
+    sectors = np.maximum(1, np.ceil(sizes_kb * 1024.0 / sector_size)).astype(np.int64)
+    order = rng.permutation(len(sectors))
+    start = np.zeros(len(sectors), dtype=np.int64)
+    start[order] = np.concatenate([[0], np.cumsum(sectors[order])[:-1]])
+    active = np.flatnonzero(np.isin(klass, [i for i, c in enumerate(classes) if c.active]))
+    if active.size == 0:
+        raise ValueError("no active file class")
+    if skew == "uniform":
+        chosen = active[rng.integers(0, active.size, n_requests)]
+    else:
+        ranking = rng.permutation(active)
+        chosen = ranking[xy_skew_ranks(rng, n_requests, active.size, x, y) - 1]
+    arrival = np.cumsum(rng.exponential(1e6 / rate_per_s, n_requests))
+    reads = rng.random(n_requests) < read_fraction
+    req = Requests.build(arrival, np.zeros(n_requests), start[chosen], sectors[chosen], reads)
+    return FiveWorkload(req, start, sectors, klass)
+
+
+def poisson_background(rng: np.random.Generator, *, rate_per_s: float, start_us: float, end_us: float,
+                       address_sectors: int, size_sectors: int, read_fraction: float = 0.5,
+                       device: int = 0) -> Requests:
+    """Lachesis-style competing traffic: Poisson arrivals of small I/Os at uniformly random aligned
+    addresses in [0, address_sectors) of `device`, flagged as background."""
+    if not rate_per_s > 0 or end_us < start_us or size_sectors <= 0 or address_sectors < size_sectors:
+        raise ValueError(f"bad background parameters: rate {rate_per_s}/s, window [{start_us}, {end_us}] us, "
+                         f"size {size_sectors} in {address_sectors} sectors")
+    expected = (end_us - start_us) * rate_per_s / 1e6
+    gaps = rng.exponential(1e6 / rate_per_s, int(expected + 10 * math.sqrt(expected + 1) + 10))
+    times = start_us + np.cumsum(gaps)
+    while times[-1] < end_us:
+        times = np.concatenate([times, times[-1] + np.cumsum(rng.exponential(1e6 / rate_per_s, len(gaps)))])
+    times = times[times < end_us]
+    n = len(times)
+    slots = address_sectors // size_sectors
+    lbn = rng.integers(0, slots, n) * size_sectors
+    return Requests.build(times, np.full(n, device), lbn, np.full(n, size_sectors),
+                          rng.random(n) < read_fraction, background=np.ones(n, dtype=bool))
+
+
+def mix(trace: Requests, background: Requests) -> Requests:
+    """Merge two time-sorted workloads (at equal times the trace's request first). Think times are kept
+    for the trace's requests (background requests never think: they are open loop)."""
+    arrival = np.concatenate([trace.arrival_us, background.arrival_us])
+    order = np.argsort(arrival, kind="stable")
+    think = None
+    if trace.think_us is not None:
+        think = np.concatenate([trace.think_us, np.zeros(len(background))])[order]
+    return Requests(arrival[order], np.concatenate([trace.device, background.device])[order],
+                    np.concatenate([trace.lbn, background.lbn])[order],
+                    np.concatenate([trace.sectors, background.sectors])[order],
+                    np.concatenate([trace.flags, background.flags | FLAG_BACKGROUND])[order], think)
+
+
+def from_arrow(table: pa.Table, *, sector_size: int,
+               devices: Sequence[str] | None = None) -> tuple[Requests, tuple[str, ...]]:
+    """Requests from an Arrow table with the `requests` columns ts_us, device, op, offset_bytes, size_bytes
+    (seq, when present, breaks timestamp ties). Devices get indices in the given order (default: sorted
+    names); addresses become the spec's sectors. Returns the requests and the device names."""
+    missing = [c for c in ("ts_us", "device", "op", "offset_bytes", "size_bytes") if c not in table.column_names]
+    if missing:
+        raise ValueError(f"requests table lacks column(s) {', '.join(missing)}")
+    keys = [("ts_us", "ascending")] + ([("seq", "ascending")] if "seq" in table.column_names else [])
+    table = table.select([c for c in ("ts_us", "seq", "device", "op", "offset_bytes", "size_bytes")
+                          if c in table.column_names]).sort_by(keys)
+    names = pc.cast(table.column("device"), pa.string())
+    found = sorted(set(pc.unique(names).to_pylist()))
+    order = tuple(devices) if devices is not None else tuple(found)
+    unknown = sorted(set(found) - set(order))
+    if unknown:
+        raise ValueError(f"devices {unknown} are not in the given device list {list(order)}")
+    index = pc.index_in(names, value_set=pa.array(order, pa.string())).to_numpy(zero_copy_only=False)
+    is_read = pc.equal(table.column("op"), "R").to_numpy(zero_copy_only=False)
+    offset = table.column("offset_bytes").to_numpy().astype(np.int64)
+    size = table.column("size_bytes").to_numpy().astype(np.int64)
+    lbn = offset // sector_size
+    sectors = -(-(offset + size) // sector_size) - lbn
+    ts = table.column("ts_us").to_numpy().astype(np.float64)
+    return Requests.build(ts, index, lbn, sectors, is_read), order

@@ -1,0 +1,33 @@
+"""Pinned validation figures of the shipped specs on the bundled real traces.
+
+Run `python -m tests.sim.pins` to print the current figures (to update PINS after a deliberate model
+change; say why in the commit).
+"""
+from __future__ import annotations
+
+from sim.specs import load
+from sim.validate import read_validation_trace, validate_closed_loop, validate_srt
+from tests.sim.conftest import C2247A_TRACE, HPLAJW_TRACE
+
+#: hp_c2247a.trace closed loop on sim/specs/hp_c2247a.json.
+C2247A = {"requests": 9999, "measured_mean_ms": 15.2982, "simulated_mean_ms": 15.2274, "demerit_ms": 0.3343}
+#: ajw.1week.srt open loop (C-LOOK) on the header's HP 335H, per device.
+HPLAJW = {
+    0: {"requests": 42252, "measured_mean_ms": 25.3543, "simulated_mean_ms": 21.5252, "demerit_ms": 3.9032},
+    1: {"requests": 2267, "measured_mean_ms": 20.1267, "simulated_mean_ms": 16.0683, "demerit_ms": 5.6348},
+}
+
+
+def current() -> tuple[dict[str, float | int], dict[int, dict[str, float | int]]]:
+    c2247a = validate_closed_loop(load("hp_c2247a"), read_validation_trace(C2247A_TRACE)).summary()
+    hplajw = {c.device: c.result.summary() for c in validate_srt(HPLAJW_TRACE)}
+    return c2247a, hplajw
+
+
+if __name__ == "__main__":
+    c, h = current()
+    print(f"C2247A = {c}")
+    print("HPLAJW = {")
+    for k, v in h.items():
+        print(f"    {k}: {v},")
+    print("}")

@@ -1,0 +1,90 @@
+"""Validation against real drives: the demerit figure, the closed-loop replay rule, and the pinned figures
+of the shipped specs on the bundled HP C2247A and hplajw traces."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim.specs import load
+from sim.validate import (
+    ValidationTraceError,
+    demerit_ms,
+    plot_cdfs,
+    read_validation_trace,
+    validate_closed_loop,
+    validate_srt,
+)
+from tests.sim import pins
+from tests.sim.conftest import C2247A_TRACE, HPLAJW_TRACE, toy_spec
+
+# Pins hold to 4 decimals on this machine; the tolerance leaves room for floating-point differences of
+# other CPUs (the closed loop feeds simulated times back into the rotational phase).
+TOL = 0.02
+
+
+def test_demerit_is_the_rms_horizontal_distance_between_cdfs() -> None:
+    a = np.array([1000.0, 2000.0, 3000.0])
+    assert demerit_ms(a, a[::-1]) == 0.0
+    assert demerit_ms(a, a + 500.0) == pytest.approx(0.5)               # a shift moves every quantile
+    assert demerit_ms(a, np.array([1000.0, 2000.0, 6000.0])) == pytest.approx(np.sqrt(9 / 3))
+    # Unequal sizes compare quantile functions: 2 copies of a sample are the same distribution.
+    assert demerit_ms(a, np.repeat(a, 2)) == pytest.approx(0.0)
+
+
+def test_closed_loop_replay_issues_after_completion_plus_idle_gap(tmp_path: Path) -> None:
+    trace = tmp_path / "t.trace"
+    trace.write_text("R Miss 0 1 5000.0 1000.0\nR Miss 4000 1 6000.0 0.0\nW Miss 0 2 7000.0 0.0\n")
+    vt = read_validation_trace(trace)
+    res = validate_closed_loop(toy_spec(), vt)
+    assert res.requests == 3
+    assert res.measured_mean_ms == pytest.approx(6.0)
+    # First request at t=0 on the toy disk: 200 us overhead (slot 2), wait 98 slots, read 1: 10,100 us.
+    assert res.simulated_us[0] == pytest.approx(10_100.0)
+
+
+def test_validation_trace_errors_name_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.trace"
+    bad.write_text("R Miss 0 1 5000.0 1000.0\nX Miss 0 1 1.0 1.0\n")
+    with pytest.raises(ValidationTraceError, match=r"bad.trace:2: expected 'R\|W class"):
+        read_validation_trace(bad)
+
+
+def test_hp_c2247a_validation_figures() -> None:
+    res = validate_closed_loop(load("hp_c2247a"), read_validation_trace(C2247A_TRACE))
+    got = res.summary()
+    assert got["requests"] == pins.C2247A["requests"] == 9999
+    assert got["measured_mean_ms"] == pytest.approx(15.30, abs=0.005)   # the trace's own figure
+    # The goals of the issue: mean within 2 %, demerit at most 0.5 ms ...
+    assert abs(res.simulated_mean_ms / res.measured_mean_ms - 1) < 0.02
+    assert res.demerit_ms <= 0.5
+    # ... and what the model achieves today.
+    assert got["simulated_mean_ms"] == pytest.approx(pins.C2247A["simulated_mean_ms"], abs=TOL)
+    assert got["demerit_ms"] == pytest.approx(pins.C2247A["demerit_ms"], abs=TOL)
+    # Sequential reads the drive served from its cache are served from the simulated cache too.
+    hit = (res.measured_us < 2500) & read_validation_trace(C2247A_TRACE).is_read
+    assert np.mean(res.simulated_us[hit] < 2500) > 0.95
+
+
+def test_hplajw_per_device_figures() -> None:
+    got = {c.device: c.result.summary() for c in validate_srt(HPLAJW_TRACE)}
+    assert sorted(got) == [0, 1]
+    for device, pin in pins.HPLAJW.items():
+        g = got[device]
+        assert g["requests"] == pin["requests"]
+        assert g["measured_mean_ms"] == pytest.approx(pin["measured_mean_ms"], abs=1e-4)   # the trace's stop - start
+        assert g["simulated_mean_ms"] == pytest.approx(pin["simulated_mean_ms"], abs=TOL)
+        assert g["demerit_ms"] == pytest.approx(pin["demerit_ms"], abs=TOL)
+
+
+def test_cdf_plot_is_written(tmp_path: Path) -> None:
+    res = validate_closed_loop(toy_spec(), read_validation_trace(_small(tmp_path)))
+    out = plot_cdfs([res, res], tmp_path / "cdf.png", title="two panels")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _small(tmp_path: Path) -> Path:
+    p = tmp_path / "small.trace"
+    p.write_text("".join(f"R Miss {100 * k} 4 {3000.0 + 100 * k} 500.0\n" for k in range(20)))
+    return p

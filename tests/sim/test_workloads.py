@@ -1,0 +1,89 @@
+"""Workload generators: FIVE's synthetic files and skew, Poisson background traffic, mixing, and the Arrow
+`requests` conversion. Same generator seed, same workload."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from sim.records import FLAG_BACKGROUND, Requests
+from sim.workloads import five_synthetic, from_arrow, mix, poisson_background, xy_skew_ranks
+
+
+def test_xy_skew_sends_x_percent_of_requests_to_y_percent_of_items() -> None:
+    ranks = xy_skew_ranks(np.random.default_rng(1), 400_000, 2000, 70.0, 30.0)
+    assert np.mean(ranks <= 600) == pytest.approx(0.70, abs=0.005)            # 70 % to the top 30 %
+    assert np.mean(ranks <= 180) == pytest.approx(0.49, abs=0.005)            # self-similar: 70 % of 70 %
+    with pytest.raises(ValueError, match="X=100"):
+        xy_skew_ranks(np.random.default_rng(1), 1, 10, 100.0, 30.0)
+
+
+def test_five_synthetic_workload_matches_table_2() -> None:
+    w = five_synthetic(np.random.default_rng(5), n_requests=100_000, rate_per_s=100.0)
+    req = w.requests
+    assert len(req) == 100_000
+    assert len(w.file_start) == 10_000
+    assert np.mean(req.is_read) == pytest.approx(0.7, abs=0.01)
+    kb = req.sectors.astype(float)                                             # 1 KB sectors
+    assert kb.mean() == pytest.approx(260, rel=0.05)                          # Table 2: 260 KB
+    assert kb.std() == pytest.approx(416, rel=0.08)                           # Table 2: 416 KB
+    gaps = np.diff(req.arrival_us)
+    assert gaps.mean() == pytest.approx(10_000, rel=0.02)                     # Poisson at 100/s
+    # Files lie back to back without overlap; requests hit whole active files only.
+    order = np.argsort(w.file_start)
+    assert np.all(w.file_start[order][1:] == (w.file_start + w.file_sectors)[order][:-1])
+    hit = np.searchsorted(w.file_start[order], req.lbn)
+    assert set(np.unique(w.file_class[order][hit])) == {0, 1}
+    again = five_synthetic(np.random.default_rng(5), n_requests=100_000, rate_per_s=100.0)
+    np.testing.assert_array_equal(again.requests.lbn, req.lbn)
+
+
+def test_five_skewed_workload_concentrates_on_hot_files() -> None:
+    w = five_synthetic(np.random.default_rng(6), n_requests=50_000, rate_per_s=50.0, skew="xy")
+    _, counts = np.unique(w.requests.lbn, return_counts=True)
+    top = np.sort(counts)[::-1]
+    assert top[:600].sum() / counts.sum() == pytest.approx(0.70, abs=0.02)
+
+
+def test_poisson_background_rate_size_and_flags() -> None:
+    bg = poisson_background(np.random.default_rng(2), rate_per_s=150.0, start_us=0.0, end_us=100e6,
+                            address_sectors=1_000_000, size_sectors=16)
+    assert len(bg) == pytest.approx(15_000, rel=0.03)
+    assert np.all(bg.lbn % 16 == 0)
+    assert bg.lbn.max() + 16 <= 1_000_000
+    assert np.all(bg.sectors == 16)
+    assert np.all(bg.is_background)
+    assert np.mean(bg.is_read) == pytest.approx(0.5, abs=0.02)
+
+
+def test_mix_keeps_time_order_and_flags() -> None:
+    trace = Requests.build([0.0, 10.0, 20.0], [0, 0, 0], [0, 8, 16], [8, 8, 8], [True, True, False],
+                           think_us=np.array([1.0, 2.0, 3.0]))
+    bg = Requests.build([5.0, 10.0], [0, 0], [100, 200], [8, 8], [True, True], background=[True, True])
+    m = mix(trace, bg)
+    assert m.arrival_us.tolist() == [0.0, 5.0, 10.0, 10.0, 20.0]
+    assert m.lbn.tolist() == [0, 100, 8, 200, 16]                             # trace first at equal times
+    assert (m.flags & FLAG_BACKGROUND).astype(bool).tolist() == [False, True, False, True, False]
+    assert m.think_us.tolist() == [1.0, 0.0, 2.0, 0.0, 3.0]
+
+
+def test_from_arrow_converts_the_requests_columns() -> None:
+    table = pa.table({"trace_id": ["t"] * 4, "device": ["b", "a", "b", "a"], "seq": [3, 1, 2, 0],
+                      "ts_us": [5, 5, 1, 0], "op": ["W", "R", "R", "W"],
+                      "offset_bytes": [1024, 0, 600, 511], "size_bytes": [512, 1, 100, 2]})
+    req, devices = from_arrow(table, sector_size=512)
+    assert devices == ("a", "b")
+    assert req.arrival_us.tolist() == [0.0, 1.0, 5.0, 5.0]                   # by ts_us, then seq
+    assert req.device.tolist() == [0, 1, 0, 1]
+    assert req.lbn.tolist() == [0, 1, 0, 2]
+    assert req.sectors.tolist() == [2, 1, 1, 1]                              # 511 + 2 bytes spans two sectors
+    assert req.is_read.tolist() == [False, True, True, False]
+    with pytest.raises(ValueError, match=r"devices \['b'\] are not in the given device list \['a'\]"):
+        from_arrow(table, sector_size=512, devices=["a"])
+
+
+def test_requests_refuse_unsorted_or_bad_rows() -> None:
+    with pytest.raises(ValueError, match=r"request 1 arrives at 1\.0 us, before request 0 at 2\.0 us"):
+        Requests.build([2.0, 1.0], [0, 0], [0, 0], [1, 1], [True, True])
+    with pytest.raises(ValueError, match="sectors must be > 0, request 0 has 0"):
+        Requests.build([0.0], [0], [0], [0], [True])
