@@ -12,7 +12,7 @@ from libs.transforms.profile import compute_trace_profile
 from schemas import trace_profile
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -23,8 +23,14 @@ def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, window_us: int 
     span_us = int(trace_info(spark, cfg.warehouse, trace_id)["span_us"])
     requests = read_table(spark, cfg.warehouse, "requests", trace_id)
     log.info("profile: %s (window %g s)", trace_id, window_us / 1e6)
-    profile = compute_trace_profile(requests, span_us=span_us, window_us=window_us, extent_bytes=extent_bytes)
-    replace_rows(profile, spark, cfg.warehouse, trace_profile.TABLE, {"trace_id": trace_id})
+    persisted: list[DataFrame] = []
+    profile = compute_trace_profile(requests, span_us=span_us, window_us=window_us, extent_bytes=extent_bytes,
+                                    persisted=persisted)
+    try:
+        replace_rows(profile, spark, cfg.warehouse, trace_profile.TABLE, {"trace_id": trace_id})
+    finally:
+        for df in persisted:
+            df.unpersist()
     return read_table(spark, cfg.warehouse, trace_profile.TABLE, trace_id).count()
 
 

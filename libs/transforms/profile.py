@@ -39,7 +39,6 @@ from schemas import trace_profile as TP
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-PERCENTILES = (0.5, 0.9, 0.99)
 IDLE_THRESHOLDS_US = {"10ms": 10_000, "1s": 1_000_000, "1min": 60_000_000}
 BURST_BINS_US = {"1s": 1_000_000, "1min": 60_000_000}
 SKEW_SHARES = {"1pct": 0.01, "10pct": 0.10, "20pct": 0.20}
@@ -91,21 +90,26 @@ def chunked_cumsum(df: DataFrame, *, keys: Sequence[str], chunk_us: int, col: st
             .drop("_chunk", "_in_chunk", "_offset"))
 
 
-def _expand(df: DataFrame, window_us: int, keep: Sequence[str]) -> DataFrame:
-    """Each row once per group it belongs to: trace and device scope, the whole trace and its window.
+def _expand(pre: DataFrame, window_us: int, *, scopes: Sequence[str] = ("trace", "device")) -> DataFrame:
+    """Each pre-aggregated row (columns device, w = its window start, payload) once per group it
+    belongs to: the scopes, each for the whole trace and for its window. Payloads must be additive
+    (counts, sums, maxima), since the group's rows are summed afterwards.
 
-    Output: GROUP columns, `dev` (the row's own device) and the `keep` columns.
+    Pre-aggregating by (device, window) before this step is what keeps the profile cheap: the
+    expansion multiplies pre-aggregated rows, not requests.
     """
-    window_start = (idiv(F.col("ts_us"), window_us) * window_us) if window_us else None
-    spans = [(F.lit(0).cast("long"), 0)] + ([(window_start, window_us)] if window_start is not None else [])
+    spans = [(F.lit(0).cast("long"), 0)] + ([(F.col("w"), window_us)] if window_us else [])
     groups = F.array(*[
-        F.struct(F.lit(scope).alias("scope"), dev.alias("device"), start.alias("window_start_us"),
-                 F.lit(w).cast("long").alias("window_us"))
-        for scope, dev in (("trace", F.lit("*")), ("device", F.col("device")))
-        for start, w in spans
+        F.struct(F.lit(scope).alias("scope"), (F.lit("*") if scope == "trace" else F.col("device")).alias("device"),
+                 start.alias("window_start_us"), F.lit(w).cast("long").alias("window_us"))
+        for scope in scopes for start, w in spans
     ])
-    return df.select(F.col("device").alias("dev"), *keep, F.explode(groups).alias("_g")).select(
-        "_g.*", "dev", *keep)
+    payload = [c for c in pre.columns if c not in ("device", "w")]
+    return pre.select(*payload, F.explode(groups).alias("_g")).select("_g.*", *payload)
+
+
+def _window(window_us: int) -> Column:
+    return (idiv(F.col("ts_us"), window_us) * window_us).alias("w") if window_us else F.lit(0).cast("long").alias("w")
 
 
 def _long(df: DataFrame, metrics: dict[str, Column]) -> DataFrame:
@@ -115,24 +119,58 @@ def _long(df: DataFrame, metrics: dict[str, Column]) -> DataFrame:
     return wide.select(*GROUP, stacked.alias("_m")).select(*GROUP, "_m.metric", "_m.value")
 
 
-def _percentile_rows(values: DataFrame, value: str, name: str, *, rounded: bool = True,
-                     ps: Sequence[float] = PERCENTILES) -> DataFrame:
-    """Exact percentiles (and mean, max) of `value` per group from (value, frequency) pairs."""
-    v = round_significant(F.col(value)) if rounded else F.col(value).cast("double")
-    counted = values.groupBy(*GROUP, v.alias("_v")).agg(F.count(F.lit(1)).alias("_n"),
-                                                         F.sum(value).alias("_sum"), F.max(value).alias("_max"))
-    agg = counted.groupBy(*GROUP).agg(
-        F.percentile("_v", list(ps), F.col("_n")).alias("_p"),
-        (F.sum("_sum") / F.sum("_n")).alias("_mean"), F.max("_max").alias("_max"))
-    metrics = {f"{name}_p{round(p * 100):g}": F.col("_p")[i] for i, p in enumerate(ps)}
-    metrics |= {f"{name}_mean": F.col("_mean"), f"{name}_max": F.col("_max")}
-    return _long(agg, metrics)
+EXACT = frozenset({"size_bytes", "run_length"})  # few distinct values: not rounded
+PS = (0.1, 0.5, 0.9, 0.99)
+
+
+def _pairs(df: DataFrame, window_us: int, values: Sequence[tuple[str, Column, str]]) -> DataFrame:
+    """(device, w, metric, scopes, v) rows: one per non-null value of each (metric, value, scopes)
+    item, scopes being "both", "device" or "trace" (which groups the value counts in)."""
+    items = F.array(*[F.struct(F.lit(name).alias("metric"), F.lit(scopes).alias("scopes"),
+                               value.cast("double").alias("v")) for name, value, scopes in values])
+    return (df.select("device", _window(window_us), F.explode(items).alias("_p"))
+            .select("device", "w", "_p.metric", "_p.scopes", "_p.v").where(F.col("v").isNotNull()))
+
+
+def _distributions(pairs: DataFrame, window_us: int) -> DataFrame:
+    """Percentiles (exact over 4-significant-digit values), mean and max of every metric's values
+    per group, plus count/total for idle periods and the coefficient of variation of interarrivals.
+    One pipeline for all metrics: pre-aggregate (device, window, metric, value) counts, expand to
+    groups, merge, then one percentile aggregate per (group, metric)."""
+    v = F.when(F.col("metric").isin(*EXACT), F.col("v")).otherwise(round_significant(F.col("v")))
+    pre = pairs.groupBy("device", "w", "metric", "scopes", v.alias("_v")).agg(
+        F.count(F.lit(1)).alias("_n"), F.sum("v").alias("_s"), F.sum(F.col("v") * F.col("v")).alias("_s2"),
+        F.max("v").alias("_max"))
+    expanded = _expand(pre, window_us).where((F.col("scopes") == "both") | (F.col("scopes") == F.col("scope")))
+    counted = expanded.groupBy(*GROUP, "metric", "_v").agg(
+        F.sum("_n").alias("_n"), F.sum("_s").alias("_s"), F.sum("_s2").alias("_s2"), F.max("_max").alias("_max"))
+    agg = counted.groupBy(*GROUP, "metric").agg(
+        F.percentile("_v", list(PS), F.col("_n")).alias("_p"), F.sum("_n").alias("_n"), F.sum("_s").alias("_s"),
+        F.sum("_s2").alias("_s2"), F.max("_max").alias("_max"))
+    mean = F.col("_s") / F.col("_n")
+    sd = F.sqrt(F.greatest(F.col("_s2") / F.col("_n") - mean * mean, F.lit(0.0)))
+    is_idle = F.col("metric").startswith("idle_")
+    stats = [(f"_p{round(p * 100):g}", F.col("_p")[i], F.lit(True)) for i, p in enumerate(PS)]
+    stats += [("_mean", mean, F.lit(True)), ("_max", F.col("_max"), F.lit(True)),
+              ("_count", F.col("_n"), is_idle), ("_total_s", F.col("_s") / 1e6, is_idle),
+              ("_cv", F.when(mean > 0, sd / mean), F.col("metric") == "interarrival_us")]
+    rows = F.array(*[F.struct(F.lit(suffix).alias("suffix"), value.cast("double").alias("value"), keep.alias("keep"))
+                     for suffix, value, keep in stats])
+    long = agg.select(*GROUP, "metric", F.explode(rows).alias("_r")).where(F.col("_r.keep"))
+    # idle_10ms_us + _count -> idle_10ms_count; interarrival_us + _cv -> interarrival_cv
+    name = F.when(F.col("_r.suffix").isin("_count", "_total_s", "_cv"),
+                  F.concat(F.regexp_replace("metric", "_us$", ""), F.col("_r.suffix"))) \
+        .otherwise(F.concat("metric", F.col("_r.suffix")))
+    return long.select(*GROUP, name.alias("metric"), F.col("_r.value").alias("value"))
 
 
 def compute_trace_profile(requests: DataFrame, *, span_us: int, window_us: int = 3_600_000_000,
-                          extent_bytes: int = 1 << 20, chunk_us: int = 60_000_000) -> DataFrame:
+                          extent_bytes: int = 1 << 20, chunk_us: int = 60_000_000,
+                          persisted: list[DataFrame] | None = None) -> DataFrame:
     """The profile of one trace. Input: `requests` rows; span_us the trace's span (traces.span_us).
     Output: exactly schemas.trace_profile.COLUMNS, trace_id left for libs.tables.replace_rows.
+    With `persisted` (a list), the two ordered intermediates that many metrics read are persisted
+    and appended to it, for the caller to unpersist once the result is written.
 
         profile = compute_trace_profile(spark.table("requests").where("trace_id = 'x'"), span_us=span)
     """
@@ -152,21 +190,20 @@ def compute_trace_profile(requests: DataFrame, *, span_us: int, window_us: int =
         (F.col("ts_us") - F.col("all_prev_ts_us")).alias("gap_trace"),
     ).withColumn("run_start", F.when(F.coalesce(F.col("is_seq"), F.lit(False)), 0).otherwise(1))
     ordered = chunked_cumsum(ordered, keys=["device"], chunk_us=chunk_us, col="run_start", out="run_id")
-    ordered = ordered.persist()
+    if persisted is not None:
+        ordered = ordered.persist()
+        persisted.append(ordered)
 
     duration_s = F.when(F.col("window_us") > 0, F.col("window_us")).otherwise(F.lit(span_us)) / 1e6
-    keep = ["ts_us", "op", "size_bytes", "is_seq", "seek_bytes", "run_start", "gap_device", "gap_trace"]
-    expanded = _expand(ordered, window_us, keep).withColumn(
-        "gap_us", F.when(F.col("scope") == "trace", F.col("gap_trace")).otherwise(F.col("gap_device")))
-
     is_read = F.col("op") == "R"
-    counts = expanded.groupBy(*GROUP).agg(
-        F.count(F.lit(1)).alias("requests"), F.count_if(is_read).alias("reads"),
-        F.count_if(~is_read).alias("writes"),
-        F.sum(F.when(is_read, F.col("size_bytes")).otherwise(0)).alias("bytes_read"),
-        F.sum(F.when(~is_read, F.col("size_bytes")).otherwise(0)).alias("bytes_written"),
-        F.count_if(F.col("is_seq")).alias("sequential"), F.sum("run_start").alias("runs"),
-    )
+    sums = {
+        "requests": F.count(F.lit(1)), "reads": F.count_if(is_read), "writes": F.count_if(~is_read),
+        "bytes_read": F.sum(F.when(is_read, F.col("size_bytes")).otherwise(0)),
+        "bytes_written": F.sum(F.when(~is_read, F.col("size_bytes")).otherwise(0)),
+        "sequential": F.count_if(F.col("is_seq")), "runs": F.sum("run_start"),
+    }
+    pre = ordered.groupBy("device", _window(window_us)).agg(*[v.alias(k) for k, v in sums.items()])
+    counts = _expand(pre, window_us).groupBy(*GROUP).agg(*[F.sum(k).alias(k) for k in sums])
     total_bytes = F.col("bytes_read") + F.col("bytes_written")
     parts = [_long(counts, {
         "requests": F.col("requests"), "duration_s": duration_s, "rate_per_s": F.col("requests") / duration_s,
@@ -176,29 +213,32 @@ def compute_trace_profile(requests: DataFrame, *, span_us: int, window_us: int =
         "bytes_read": F.col("bytes_read"), "bytes_written": F.col("bytes_written"),
         "seq_share": F.col("sequential") / F.col("requests"), "runs": F.col("runs"),
     })]
-    parts.append(_percentile_rows(expanded, "size_bytes", "size_bytes", rounded=False,
-                                  ps=(0.1, 0.5, 0.9, 0.99)))
-    parts.append(_percentile_rows(expanded.where(F.col("seek_bytes").isNotNull()), "seek_bytes", "seek_bytes"))
-    with_gap = expanded.where(F.col("gap_us").isNotNull())
-    parts.append(_percentile_rows(with_gap, "gap_us", "interarrival_us"))
-    parts.append(_long(with_gap.groupBy(*GROUP).agg(F.stddev_pop("gap_us").alias("_sd"), F.avg("gap_us").alias("_m")),
-                       {"interarrival_cv": F.when(F.col("_m") > 0, F.col("_sd") / F.col("_m"))}))
+    values: list[tuple[str, Column, str]] = [
+        ("size_bytes", F.col("size_bytes"), "both"), ("seek_bytes", F.col("seek_bytes"), "both"),
+        # gaps: device scope between a device's requests, trace scope between all requests merged
+        ("interarrival_us", F.col("gap_device"), "device"), ("interarrival_us", F.col("gap_trace"), "trace"),
+    ]
     for label, threshold in IDLE_THRESHOLDS_US.items():
-        idle = with_gap.where(F.col("gap_us") > threshold)
-        parts.append(_percentile_rows(idle, "gap_us", f"idle_{label}_us", ps=(0.5, 0.9)))
-        parts.append(_long(idle.groupBy(*GROUP).agg(F.count(F.lit(1)).alias("_n"), F.sum("gap_us").alias("_t")),
-                           {f"idle_{label}_count": F.col("_n"), f"idle_{label}_total_s": F.col("_t") / 1e6}))
-    parts += [_burstiness(expanded, label, bin_us, span_us) for label, bin_us in BURST_BINS_US.items()]
-    parts.append(_run_lengths(ordered, window_us))
-    parts += _blocks_and_reuse(base, window_us, chunk_us)
+        values += [(f"idle_{label}_us", F.when(F.col("gap_device") > threshold, F.col("gap_device")), "device"),
+                   (f"idle_{label}_us", F.when(F.col("gap_trace") > threshold, F.col("gap_trace")), "trace")]
+    runs = ordered.groupBy("device", "run_id").agg(F.count(F.lit(1)).alias("run_length"),
+                                                    F.min("ts_us").alias("ts_us"))
+    footprint, accessed = _blocks_and_reuse(base, window_us, persisted)
+    pairs = (_pairs(ordered, window_us, values)
+             .unionByName(_pairs(runs, window_us, [("run_length", F.col("run_length"), "both")]))
+             .unionByName(_pairs(accessed, window_us, [("reuse_time_us", F.col("reuse_us"), "both")])))
+    parts += [_distributions(pairs, window_us), footprint]
+    parts += [_burstiness(ordered, label, bin_us, span_us, window_us) for label, bin_us in BURST_BINS_US.items()]
     parts.append(_skew(base, window_us, extent_bytes))
     profile = functools.reduce(lambda a, b: a.unionByName(b), parts)
     return to_schema(profile.select(F.lit("").alias("trace_id"), *GROUP, "metric", "value"), TP.SPARK_SCHEMA)
 
 
-def _burstiness(expanded: DataFrame, label: str, bin_us: int, span_us: int) -> DataFrame:
+def _burstiness(ordered: DataFrame, label: str, bin_us: int, span_us: int, window_us: int) -> DataFrame:
     """Peak-to-mean and index of dispersion of request counts per bin, empty bins included."""
-    per_bin = expanded.groupBy(*GROUP, idiv(F.col("ts_us"), bin_us).alias("_bin")).agg(F.count(F.lit(1)).alias("_c"))
+    pre = ordered.groupBy("device", _window(window_us), idiv(F.col("ts_us"), bin_us).alias("_bin")).agg(
+        F.count(F.lit(1)).alias("_c"))
+    per_bin = _expand(pre, window_us).groupBy(*GROUP, "_bin").agg(F.sum("_c").alias("_c"))
     agg = per_bin.groupBy(*GROUP).agg(F.sum("_c").alias("_n"), F.sum(F.col("_c") * F.col("_c")).alias("_n2"),
                                       F.max("_c").alias("_peak"))
     length_us = F.when(F.col("window_us") > 0, F.col("window_us")).otherwise(F.lit(max(span_us, 1)))
@@ -209,37 +249,51 @@ def _burstiness(expanded: DataFrame, label: str, bin_us: int, span_us: int) -> D
                        f"dispersion_{label}": F.when(mean > 0, var / mean)})
 
 
-def _run_lengths(ordered: DataFrame, window_us: int) -> DataFrame:
-    runs = ordered.groupBy("device", "run_id").agg(F.count(F.lit(1)).alias("run_length"),
-                                                    F.min("ts_us").alias("ts_us"))
-    expanded = _expand(runs, window_us, ["ts_us", "run_length"])
-    return _percentile_rows(expanded, "run_length", "run_length", rounded=False)
-
-
-def _blocks_and_reuse(base: DataFrame, window_us: int, chunk_us: int) -> list[DataFrame]:
-    """Footprint (distinct 4 KiB blocks) and reuse time, keyed by (device, block) so it spreads."""
+def _blocks_and_reuse(base: DataFrame, window_us: int,
+                      persisted: list[DataFrame] | None) -> tuple[DataFrame, DataFrame]:
+    """Footprint rows (distinct 4 KiB blocks, reuse share) and the block accesses with their reuse
+    time (device, block, ts_us, reuse_us), keyed by (device, block) so the work spreads."""
     b = FOOTPRINT_BLOCK
     first, last = idiv(F.col("offset_bytes"), b), idiv(F.col("end_bytes") - 1, b)
     blocks = base.select("device", "seq", "ts_us", F.explode(
         F.when(first == last, F.array(first)).otherwise(F.sequence(first, last))).alias("block"))
     w = Window.partitionBy("device", "block").orderBy(*ORDER)
-    accessed = blocks.select("device", "block", "ts_us", (F.col("ts_us") - F.lag("ts_us").over(w)).alias("reuse_us"))
-    expanded = _expand(accessed, window_us, ["ts_us", "block", "reuse_us"])
-    footprint = expanded.groupBy(*GROUP).agg(
-        F.count_distinct("dev", "block").alias("_blocks"),
-        F.count(F.lit(1)).alias("_accesses"), F.count("reuse_us").alias("_reuses"))
-    parts = [_long(footprint, {"footprint_blocks_4k": F.col("_blocks"), "footprint_bytes": F.col("_blocks") * b,
-                               "reuse_share": F.col("_reuses") / F.col("_accesses")})]
-    parts.append(_percentile_rows(expanded.where(F.col("reuse_us").isNotNull()), "reuse_us", "reuse_time_us"))
-    return parts
+    accessed = blocks.select("device", "block", "ts_us",
+                             (F.col("ts_us") - F.lag("ts_us").over(w)).alias("reuse_us"))
+    if persisted is not None:
+        accessed = accessed.persist()
+        persisted.append(accessed)
+    # Distinct blocks are not additive over windows: count them per window and per whole trace.
+    per_window = accessed.groupBy("device", "block", _window(window_us)).agg(
+        F.count(F.lit(1)).alias("_a"), F.count("reuse_us").alias("_r"))
+    spans = [per_window.groupBy("device", "block").agg(F.lit(0).cast("long").alias("window_start_us"),
+                                                       F.lit(0).cast("long").alias("window_us"),
+                                                       F.sum("_a").alias("_a"), F.sum("_r").alias("_r"))]
+    if window_us:
+        spans.append(per_window.select("device", "block", F.col("w").alias("window_start_us"),
+                                       F.lit(window_us).cast("long").alias("window_us"), "_a", "_r"))
+    per_group = []
+    for span in spans:
+        per_device = span.groupBy("device", "window_start_us", "window_us").agg(
+            F.count(F.lit(1)).alias("_blocks"), F.sum("_a").alias("_a"), F.sum("_r").alias("_r"))
+        per_group.append(per_device.select(F.lit("device").alias("scope"), "device", "window_start_us", "window_us",
+                                           "_blocks", "_a", "_r"))
+        per_group.append(per_device.groupBy("window_start_us", "window_us").agg(
+            F.sum("_blocks").alias("_blocks"), F.sum("_a").alias("_a"), F.sum("_r").alias("_r")).select(
+            F.lit("trace").alias("scope"), F.lit("*").alias("device"), "window_start_us", "window_us",
+            "_blocks", "_a", "_r"))
+    footprint = functools.reduce(lambda x, y: x.unionByName(y), per_group)
+    return (_long(footprint, {"footprint_blocks_4k": F.col("_blocks"), "footprint_bytes": F.col("_blocks") * b,
+                              "reuse_share": F.col("_r") / F.col("_a")}), accessed)
 
 
 def _skew(base: DataFrame, window_us: int, extent_bytes: int) -> DataFrame:
     first, last = idiv(F.col("offset_bytes"), extent_bytes), idiv(F.col("end_bytes") - 1, extent_bytes)
     touched = base.select("device", "ts_us", F.explode(
         F.when(first == last, F.array(first)).otherwise(F.sequence(first, last))).alias("extent_id"))
-    expanded = _expand(touched, window_us, ["ts_us", "extent_id"])
-    per_extent = expanded.groupBy(*GROUP, "dev", "extent_id").agg(F.count(F.lit(1)).alias("_c"))
+    pre = touched.groupBy("device", _window(window_us), "extent_id").agg(F.count(F.lit(1)).alias("_c")) \
+        .withColumn("dev", F.col("device"))
+    per_extent = _expand(pre, window_us).groupBy(*GROUP, "dev", "extent_id").agg(F.sum("_c").alias("_c"))
     w = Window.partitionBy(*GROUP)
     ranked = per_extent.select(
         *GROUP, "_c", F.row_number().over(w.orderBy(F.desc("_c"), "dev", "extent_id")).alias("_rank"),
