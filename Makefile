@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: demo test bench-ingest clean venv
+.PHONY: demo test bench-ingest bench-heat bench-profile bench-sim clean venv
 
 venv: $(STAMP)
 
@@ -20,12 +20,22 @@ $(STAMP): pyproject.toml requirements.lock
 demo: $(STAMP)
 	$(VENV)/bin/blockheat ingest --format hp-srt --trace-id hplajw data/traces/hplajw/ajw.1week.srt
 	$(VENV)/bin/blockheat traces
+	$(VENV)/bin/blockheat report hplajw
 
 test: $(STAMP)
 	$(PY) -m pytest
 
 bench-ingest: $(STAMP)
 	$(PY) bench/ingest.py --millions 5
+
+bench-heat: $(STAMP)
+	$(PY) bench/heat.py --millions 5
+
+bench-profile: $(STAMP)
+	$(PY) bench/profile.py --millions 1
+
+bench-sim: $(STAMP)
+	$(PY) bench/sim.py
 
 clean:
 	rm -rf warehouse spark-warehouse metastore_db derby.log .pytest_cache

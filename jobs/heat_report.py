@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from jobs import extent_heat as heat_job
 from jobs import heat_tracking as tracking_job
 from jobs import trace_profile as profile_job
-from libs.heat_eval import paper_claims
+from libs.heat_eval import DEFAULT_SPEC, KS, StepSpec, paper_claims
 from libs.report import ReportInputs, render
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, table_path, trace_info
@@ -41,7 +41,8 @@ def _rows(spark: SparkSession, cfg: SparkConfig, table: str, trace_id: str, wher
     return df if df.limit(1).count() else None
 
 
-def _ensure_inputs(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> None:
+def _ensure_inputs(spark: SparkSession, cfg: SparkConfig, trace_id: str, eval_ks: Sequence[int],
+                   eval_spec: StepSpec) -> None:
     heat_where = f"extent_bytes = {EXTENT_BYTES} AND window_us = {WINDOW_US}"
     if _rows(spark, cfg, "extent_heat", trace_id, heat_where) is None \
             or _rows(spark, cfg, "disk_heat", trace_id, f"window_us = {WINDOW_US}") is None:
@@ -49,7 +50,7 @@ def _ensure_inputs(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> None
     if _rows(spark, cfg, "trace_profile", trace_id) is None:
         profile_job.run(spark, cfg, trace_id)
     if _rows(spark, cfg, "tracking_eval", trace_id, f"extent_bytes = {EXTENT_BYTES}") is None:
-        tracking_job.run_eval(spark, cfg, trace_id, extent_bytes=EXTENT_BYTES)
+        tracking_job.run_eval(spark, cfg, trace_id, extent_bytes=EXTENT_BYTES, ks=eval_ks, spec=eval_spec)
 
 
 def _heat_map(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> tuple[list[dict[str, Any]], tuple[int, int]]:
@@ -73,10 +74,12 @@ def _cdf(values: DataFrame, column: str, *, rounded: bool) -> list[tuple[float, 
     return list(zip(row[0], CDF_POINTS, strict=True))
 
 
-def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, out_dir: str | None = None) -> Path:
-    """Writes <out_dir>/report.html (figures embedded) and the PNG files; returns the HTML path."""
+def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, out_dir: str | None = None,
+        eval_ks: Sequence[int] = KS, eval_spec: StepSpec = DEFAULT_SPEC) -> Path:
+    """Writes <out_dir>/report.html (figures embedded) and the PNG files; returns the HTML path.
+    eval_ks / eval_spec: the tracking evaluation's k values and generated traces, when it must run."""
     trace = trace_info(spark, cfg.warehouse, trace_id)
-    _ensure_inputs(spark, cfg, trace_id)
+    _ensure_inputs(spark, cfg, trace_id, eval_ks, eval_spec)
     log.info("report: gathering figures for %s", trace_id)
     heat_map, bins = _heat_map(spark, cfg, trace_id)
     disk_rows = read_table(spark, cfg.warehouse, "disk_heat", trace_id).where(F.col("window_us") == WINDOW_US)
