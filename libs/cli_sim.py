@@ -1,5 +1,6 @@
-"""`blockheat sim ...`: the simulator's commands (no Spark): validate a disk spec against a drive's
-measured trace, list the shipped disk specs."""
+"""`blockheat sim ...`: the simulator's commands without Spark (validate a disk spec against a drive's
+measured trace, list the shipped disk specs), and `blockheat simulate GRID_FILE`, the Spark stage that
+simulates a scenario grid over ingested traces."""
 from __future__ import annotations
 
 import argparse
@@ -35,6 +36,17 @@ def add_commands(sub: Any) -> None:
     specs = simsub.add_parser("specs", help="list the shipped disk specs")
     specs.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     specs.set_defaults(func=cmd_sim_specs)
+
+    grid = sub.add_parser(
+        "simulate", help="simulate a scenario grid over ingested traces (Spark) into sim_results, sim_timeseries",
+        description="Runs every (trace, array group, scenario) of the grid file as one Spark partition, replaces "
+                    "the grid's rows of sim_results and sim_timeseries, and prints one line per scenario. The "
+                    "grid format is in sim/README.md (Scenario grids).")
+    grid.add_argument("grid_file", metavar="GRID_FILE", help="scenario grid (JSON)")
+    grid.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    grid.add_argument("--progress-every", type=float, default=10.0, metavar="S",
+                      help="seconds between progress lines (default 10)")
+    grid.set_defaults(func=cmd_simulate)
 
 
 def _spec(text: str | None) -> Any:
@@ -105,4 +117,36 @@ def cmd_sim_specs(args: argparse.Namespace) -> int:
             sys.stdout.write(json.dumps(r) + "\n")
     else:
         print_table(rows, list(rows[0]))
+    return 0
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from jobs.simulate import run
+    from libs.cli import spark_session
+    from libs.sim_grid import GridError, load_grid
+
+    try:
+        grid = load_grid(args.grid_file)      # checked before Spark starts
+    except GridError as exc:
+        raise UsageError(str(exc)) from exc
+    if not args.progress_every > 0:
+        raise UsageError(f"--progress-every must be > 0, got {args.progress_every}")
+    spark, cfg = spark_session(args, f"simulate {grid.grid_id}")
+    try:
+        summary = run(spark, cfg, grid, progress_every_s=args.progress_every)
+    except GridError as exc:
+        raise UsageError(str(exc)) from exc
+    out = sys.stdout
+    if args.json:
+        for r in summary.results:
+            out.write(json.dumps(r, default=str) + "\n")
+        return 0
+    rows = [{"trace": r["trace_id"], "group": r["array_group"], "scenario": r["scenario_id"], "layout": r["layout"],
+             "alpha": r["speedup"], "requests": r["requests"], "mean_ms": r["mean_response_ms"],
+             "p95_ms": r["p95_response_ms"], "max_util": r["hottest_utilization"],
+             "saturated": "yes" if r["saturated"] else "no"} for r in summary.results]
+    print_table(rows, ["trace", "group", "scenario", "layout", "alpha", "requests", "mean_ms", "p95_ms", "max_util",
+                       "saturated"])
+    out.write(f"\n{summary.partitions} scenario partitions in {summary.seconds:.1f} s; tables: sim_results, "
+              f"sim_timeseries ({summary.timeseries_rows:,} rows) WHERE grid_id = '{summary.grid_id}'\n")
     return 0

@@ -1,0 +1,257 @@
+"""Spark application: simulate a scenario grid (`blockheat simulate GRID_FILE`) into `sim_results` and
+`sim_timeseries`, one partition per (trace, array group, scenario), each simulated by sim.glue on an executor."""
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from libs.sim_grid import Grid, Part, load_grid, plan_parts
+from libs.spark import SparkConfig, build_session
+from libs.tables import read_table, replace_rows, trace_info
+from schemas import sim_results, sim_timeseries
+from sim.glue import simulate_partition_with_timeseries
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+REQUEST_COLUMNS = ("device", "seq", "ts_us", "op", "offset_bytes", "size_bytes")
+#: What each partition returns: a sim_results row without grid_id (stamped when written) and the scenario's
+#: time series nested as one list, so the simulation runs once for both tables.
+OUTPUT_ARROW_SCHEMA = pa.schema([
+    *[f for f in sim_results.ARROW_SCHEMA if f.name != "grid_id"],
+    pa.field("timeseries", pa.list_(pa.struct(list(sim_timeseries.INTERVAL_SCHEMA))), False),
+])
+SERIES_ROWS_PER_FILE = 2_000_000
+SUMMARY_COLUMNS = ("trace_id", "array_group", "scenario_id", "layout", "speedup", "requests", "mean_response_ms",
+                   "p95_response_ms", "hottest_utilization", "saturated")
+
+
+class SimulationError(RuntimeError):
+    """A partition failed on its executor; the message names the trace, array group and scenario."""
+
+
+@dataclass(frozen=True)
+class SimulateSummary:
+    grid_id: str
+    partitions: int
+    results: list[dict[str, Any]]     # the grid's sim_results rows (SUMMARY_COLUMNS), in grid order
+    timeseries_rows: int
+    seconds: float
+
+
+def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: float = 10.0) -> SimulateSummary:
+    """Simulates every (trace, array group, scenario) of the grid and replaces the grid's rows of sim_results
+    and sim_timeseries (one commit each, keyed by grid_id: a rerun replaces the whole grid)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    started = time.perf_counter()
+    catalog = {t.trace_id: trace_info(spark, cfg.warehouse, t.trace_id) for t in grid.traces}
+    parts = plan_parts(grid, catalog)
+    log.info("simulate grid %s (%s): %d partitions = %d trace(s) x array groups x %d scenario(s)",
+             grid.grid_id, grid.source, len(parts), len(grid.traces), len(grid.scenarios))
+    requests = read_table(spark, cfg.warehouse, "requests").where(F.col("trace_id").isin(list(catalog)))
+    out = simulate_frame(spark, requests, parts).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        with _Progress(spark, f"simulate {grid.grid_id}", len(parts), progress_every_s), _executor_errors():
+            # The one action that runs the simulations; the writes below read the cached rows.
+            rows = [r.asDict() for r in out.select(*SUMMARY_COLUMNS, F.size("timeseries").alias("n")).collect()]
+        by_key = {(r["trace_id"], r["array_group"], r["scenario_id"]): r for r in rows}
+        missing = [p.key for p in parts if p.key not in by_key]
+        if missing:
+            raise SimulationError(f"no requests for {len(missing)} partition(s) (trace, array group, scenario), "
+                                  f"e.g. {missing[:3]}")
+        n_series = sum(r.pop("n") for r in rows)
+        where = {"grid_id": grid.grid_id}
+        # Few files: one task per scenario would write one tiny file each (and pay a task's overhead).
+        replace_rows(out.drop("timeseries").coalesce(1), spark, cfg.warehouse, sim_results.TABLE, where)
+        series = out.coalesce(max(1, min(len(parts), n_series // SERIES_ROWS_PER_FILE))).select(
+            "trace_id", "array_group", "scenario_id", F.inline("timeseries"))
+        replace_rows(series, spark, cfg.warehouse, sim_timeseries.TABLE, where)
+    finally:
+        out.unpersist()
+    results = [by_key[p.key] for p in parts]
+    seconds = time.perf_counter() - started
+    log.info("simulate grid %s: %d results, %d time-series rows in %.1f s", grid.grid_id, len(results), n_series,
+             seconds)
+    return SimulateSummary(grid.grid_id, len(parts), results, n_series, seconds)
+
+
+def simulate_frame(spark: SparkSession, requests: DataFrame, parts: Sequence[Part]) -> DataFrame:
+    """The simulation stage: OUTPUT_ARROW_SCHEMA rows, one per part, each part in its own Spark partition.
+
+    The trace's requests are joined to the (small, broadcast) list of (trace, device, part) rows, so every
+    part gets exactly its array group's requests, once per scenario; the trace never reaches the driver.
+    One grouped applyInArrow over all parts (rather than one per trace) puts every trace, group and scenario
+    of the grid in one stage, so they all run in parallel. Within a partition, sim.workloads.from_arrow
+    orders the requests by (ts_us, seq) before simulating (Spark's shuffle order is arbitrary).
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    keys = _partition_keys(spark, len(parts))
+    by_key = dict(zip(keys, parts, strict=True))
+    members = spark.createDataFrame([(p.trace_id, d, k) for k, p in by_key.items() for d in p.devices],
+                                    "trace_id string, device string, part_key long")
+    work = (
+        requests.select("trace_id", *REQUEST_COLUMNS)
+        .join(F.broadcast(members), on=["trace_id", "device"], how="inner")
+        .select("part_key", *REQUEST_COLUMNS)
+        # An explicit count keeps adaptive execution from coalescing the (small, CPU-heavy) partitions into
+        # a few tasks; groupBy then reuses this partitioning instead of shuffling again.
+        .repartition(len(parts), "part_key")
+    )
+    return work.groupBy("part_key").applyInArrow(_simulator(by_key), from_arrow_schema(OUTPUT_ARROW_SCHEMA))
+
+
+def _partition_keys(spark: SparkSession, n: int) -> list[int]:
+    """n grouping keys that hash to the n different partitions of repartition(n, key).
+
+    With keys 0..n-1, Spark's hash partitioning puts some parts together (about a third of the partitions
+    stay empty), and a task holding two parts takes twice as long while cores idle. Spark's own hash picks
+    the first key for each partition from a small range (a driver-side query on a few hundred numbers).
+    """
+    from pyspark.sql import functions as F
+
+    if n == 1:
+        return [0]
+    rows = (spark.range(0, 64 * n, numPartitions=1)
+            .select("id", F.pmod(F.hash("id"), F.lit(n)).alias("partition")).collect())
+    first: dict[int, int] = {}
+    for r in rows:
+        first.setdefault(int(r.partition), int(r.id))
+    if len(first) < n:      # not reached for any n tried; correct anyway, only less evenly spread
+        return list(range(n))
+    return [first[i] for i in range(n)]
+
+
+def _simulator(parts: dict[int, Part]) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:
+    """The function each partition runs: simulate its part, return one OUTPUT_ARROW_SCHEMA row."""
+
+    def simulate(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
+        part = parts[key[0].as_py()]
+        t0 = time.perf_counter()
+        try:
+            row, series = simulate_partition_with_timeseries(table.drop_columns(["part_key"]), part.config)
+        except Exception as exc:
+            raise SimulationError(f"trace {part.trace_id!r}, array group {part.array_group!r}, scenario "
+                                  f"{part.scenario_id!r}: {type(exc).__name__}: {exc}") from exc
+        return _output_row(part, row, series, time.perf_counter() - t0)
+
+    return simulate
+
+
+def _output_row(part: Part, row: pa.Table, series: pa.Table, wall_s: float) -> pa.Table:
+    """One OUTPUT_ARROW_SCHEMA row from sim.glue's result row and time series."""
+    meta = {"trace_id": part.trace_id, "array_group": part.array_group, "scenario_id": part.scenario_id,
+            "spec": part.config.spec.name, "layout": part.layout, "speedup": float(part.config.sim.speedup),
+            "scenario_json": part.scenario_json, "wall_s": wall_s}
+    interval_fields = list(sim_timeseries.INTERVAL_SCHEMA)
+    intervals = pa.StructArray.from_arrays(
+        [series.column(f.name).combine_chunks() for f in interval_fields], fields=interval_fields)
+    nested = pa.ListArray.from_arrays(pa.array([0, len(intervals)], pa.int32()), intervals,
+                                      type=OUTPUT_ARROW_SCHEMA.field("timeseries").type)
+    columns = []
+    for f in OUTPUT_ARROW_SCHEMA:
+        if f.name in meta:
+            columns.append(pa.array([meta[f.name]], f.type))
+        elif f.name == "timeseries":
+            columns.append(nested)
+        else:
+            columns.append(row.column(f.name).combine_chunks())
+    return pa.Table.from_arrays(columns, schema=OUTPUT_ARROW_SCHEMA)
+
+
+@contextmanager
+def _executor_errors() -> Iterator[None]:
+    """A partition's SimulationError arrives as a PythonException whose first line says only that the Python
+    worker failed: raise the partition's own message instead (the worker's traceback stays chained)."""
+    from pyspark.errors import PythonException
+
+    try:
+        yield
+    except PythonException as exc:
+        found = re.search(rf"{SimulationError.__name__}: (.*)", str(exc))
+        if found is None:
+            raise
+        raise SimulationError(found.group(1).strip()) from exc
+
+
+class _Progress:
+    """Logs the simulation stage's finished partitions while the action runs: a daemon thread polls Spark's
+    status tracker for the stages of this job group (one task per partition, so tasks are scenarios)."""
+
+    def __init__(self, spark: SparkSession, group: str, total: int, every_s: float) -> None:
+        self.sc = spark.sparkContext
+        self.group, self.total, self.every_s = group, total, every_s
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, name="simulate-progress", daemon=True)
+        self.started = time.perf_counter()
+        self.previous: str | None = None
+
+    def __enter__(self) -> _Progress:
+        self.previous = self.sc.getLocalProperty("spark.jobGroup.id")
+        self.sc.setJobGroup(self.group, self.group)
+        self.thread.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.sc.setLocalProperty("spark.jobGroup.id", self.previous)  # type: ignore[arg-type]  # None removes it
+        self.sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+        if exc_type is None:
+            log.info("simulate: %d partitions simulated in %.1f s", self.total, time.perf_counter() - self.started)
+
+    def _poll(self) -> None:
+        last = None
+        while not self.stop.wait(self.every_s):
+            line = self._line()
+            if line and line != last:
+                log.info("simulate: %s (%.0f s)", line, time.perf_counter() - self.started)
+                last = line
+
+    def _line(self) -> str | None:
+        tracker = self.sc.statusTracker()
+        stages = [s for j in tracker.getJobIdsForGroup(self.group) if (info := tracker.getJobInfo(j))
+                  for s in info.stageIds]
+        infos = [i for s in sorted(stages) if (i := tracker.getStageInfo(s)) is not None and i.numTasks > 0]
+        simulating = [i for i in infos if i.numTasks == self.total]
+        if simulating:
+            s = simulating[-1]
+            return f"{s.numCompletedTasks}/{self.total} partitions simulated, {s.numActiveTasks} running"
+        if infos:
+            s = infos[-1]
+            return f"reading requests: {s.numCompletedTasks}/{s.numTasks} tasks"
+        return None
+
+
+def parse_args(argv: Sequence[str] | None) -> Path:
+    parser = argparse.ArgumentParser(prog="simulate", description=__doc__)
+    parser.add_argument("grid_file", type=Path, help="scenario grid (JSON; see sim/README.md)")
+    return parser.parse_args(argv).grid_file
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """spark-submit entry point."""
+    grid = load_grid(parse_args(argv))
+    cfg = SparkConfig.from_env(f"simulate {grid.grid_id}")
+    run(build_session(cfg), cfg, grid)
+    return 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    raise SystemExit(main())

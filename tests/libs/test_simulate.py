@@ -1,0 +1,263 @@
+"""`blockheat simulate`: scenario grids, the Spark simulation stage and its tables.
+
+Hand-built traces with analytic answers (constant service time), the Spark result against sim.glue called
+directly on the same Arrow table, one scenario per partition, grid errors, and the real hplajw trace on the
+disk spec built from its header."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from jobs.simulate import SimulationError, run, simulate_frame
+from libs.cli import main
+from libs.sim_grid import GridError, load_grid, parse_grid, plan_parts
+from schemas import sim_results, sim_timeseries
+from sim.glue import ScenarioConfig, simulate_partition, simulate_partition_with_timeseries
+from sim.specs import from_geometry
+from tests.builders import ingest
+from tests.conftest import HPLAJW_TRACE_ID
+
+TICKS_PER_S = 10_000_000          # MSR timestamps are Windows filetime ticks (100 ns)
+T0 = 128166372000000000
+# (seconds, op, offset_bytes, size_bytes): two 8-sector requests arriving together (the read first by seq),
+# then a 16-sector write and a read, each alone.
+ANALYTIC = [(0, "Read", 0, 4096), (0, "Write", 4096, 4096), (1, "Write", 0, 8192), (2, "Read", 0, 4096)]
+CONSTANT = {"spec": "hp_c2247a", "service": "constant", "constant_ms": 10}
+
+
+@pytest.fixture(scope="module")
+def analytic(spark, spark_cfg, tmp_path_factory):
+    """The ANALYTIC trace, ingested as MSR (device fix_0)."""
+    path = tmp_path_factory.mktemp("sim") / "fix_0.csv"
+    path.write_text("".join(f"{T0 + s * TICKS_PER_S},fix,0,{op},{off},{size},100\n" for s, op, off, size in ANALYTIC))
+    ingest(spark, spark_cfg, "msr", "sim-analytic", [path])
+    return "sim-analytic"
+
+
+def write_grid(tmp_path: Path, grid: dict, name: str = "grid.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(grid))
+    return path
+
+
+def results_of(spark, grid_id: str) -> dict[str, dict]:
+    rows = spark.sql(f"SELECT * FROM sim_results WHERE grid_id = '{grid_id}'").collect()
+    return {r.scenario_id: r.asDict(recursive=True) for r in rows}
+
+
+def test_schemas_arrow_matches_spark():
+    for module in (sim_results, sim_timeseries):
+        converted = to_arrow_schema(module.SPARK_SCHEMA, timezone="UTC")
+        assert [(f.name, f.type, f.nullable) for f in converted] == \
+               [(f.name, f.type, f.nullable) for f in module.ARROW_SCHEMA]
+    assert sim_results.COLUMNS[:4] == sim_results.KEY_COLUMNS
+    assert {"mean_response_ms", "disk_utilization"} <= set(sim_results.COLUMNS)
+
+
+def test_grid_expands_scenarios_times_sweep(tmp_path):
+    grid = parse_grid({
+        "traces": ["t"], "base": {"spec": "hp_c2247a", "scheduler": "clook"},
+        "scenarios": [{"scenario_id": "one", "disks": 1},
+                      {"scenario_id": "two", "disks": 2, "layout": {"kind": "striped", "unit_sectors": 8}}],
+        "sweep": {"speedup": [1, 2.5]},
+    }, source="g.json", default_id="g")
+    got = [(s.scenario_id, s.layout_label, dict(s.params)) for s in grid.scenarios]
+    striped = {"kind": "striped", "unit_sectors": 8}
+    assert got == [
+        ("one,speedup=1", "as_traced", {"spec": "hp_c2247a", "scheduler": "clook", "disks": 1, "speedup": 1}),
+        ("one,speedup=2.5", "as_traced", {"spec": "hp_c2247a", "scheduler": "clook", "disks": 1, "speedup": 2.5}),
+        ("two,speedup=1", "striped(unit_sectors=8)",
+         {"spec": "hp_c2247a", "scheduler": "clook", "disks": 2, "layout": striped, "speedup": 1}),
+        ("two,speedup=2.5", "striped(unit_sectors=8)",
+         {"spec": "hp_c2247a", "scheduler": "clook", "disks": 2, "layout": striped, "speedup": 2.5}),
+    ]
+    assert grid.grid_id == "g"
+    labelled = parse_grid({"traces": ["t"], "base": {"spec": "hp_c2247a"},
+                           "sweep": {"layout": {"wide": {"kind": "striped", "unit_sectors": 64}, "raid0": striped}}},
+                          source="g.json", default_id="g")
+    assert [(s.scenario_id, s.layout_label) for s in labelled.scenarios] == \
+           [("layout=wide", "wide"), ("layout=raid0", "raid0")]
+
+
+@pytest.mark.parametrize(("grid", "message"), [
+    ({"traces": ["t"], "base": {"spec": "hp_c2247a"}, "scenarios": [{"scenario_id": "a", "layuot": {}}]},
+     r"grid\.json: scenario 'a': scenario: unknown key\(s\) \['layuot'\]"),
+    ({"traces": ["t"], "base": {"spec": "hp_c2247a"}, "sweeps": {"speedup": [1]}},
+     r"grid\.json: unknown key\(s\) \['sweeps'\]; allowed: \['grid_id', "),
+    ({"traces": ["t"], "base": {"spec": "from-trace"}, "sweep": {"speedup": [1, -2]}},
+     r"grid\.json: scenario 'speedup=-2': speedup must be a positive number, got -2"),
+    ({"traces": ["t"], "base": {"spec": "hp_c2247a", "layout": {"kind": "striped"}}},
+     r"grid\.json: scenario 'base': layout \{'kind': 'striped'\}: "),
+    ({"traces": ["t"], "base": {"spec": "no_such_disk"}},
+     r"grid\.json: scenario 'base': spec 'no_such_disk' is neither a shipped spec"),
+    ({"traces": "t", "base": {"spec": "hp_c2247a"}}, r"grid\.json: traces: must be a non-empty list"),
+    ({"traces": ["t"], "array_groups": [["0"], ["0", "1"]], "base": {"spec": "hp_c2247a"}},
+     r"grid\.json: array_groups: a device is in two groups"),
+    ({"traces": ["t"], "base": {"spec": "hp_c2247a"}, "sweep": {"layout": [{"unit_sectors": 8}]}},
+     r"grid\.json: sweep\.layout\[0\]: \{'unit_sectors': 8\} has no label"),
+    ({"traces": ["t"], "base": {"spec": "hp_c2247a"}, "scenarios": [{"scenario_id": "x", "speedup": 2}],
+      "sweep": {"speedup": [1]}}, r"grid\.json: scenarios\[0\]: sets \['speedup'\], which a sweep also varies"),
+])
+def test_grid_errors_name_file_and_key(tmp_path, grid, message):
+    with pytest.raises(GridError, match=message):
+        load_grid(write_grid(tmp_path, grid))
+
+
+def test_plan_checks_groups_and_trace_geometry():
+    grid = parse_grid({"traces": [{"trace_id": "t", "array_groups": [["b"], ["a"]]}],
+                       "base": {"spec": "from-trace"}}, source="g.json", default_id="g")
+    no_geometry = {"t": {"devices": ["a", "b"], "geometry": []}}
+    with pytest.raises(GridError, match=r"g\.json: scenario 'base' on trace 't', array group 'b': spec 'from-trace' "
+                                        r"needs the trace's recorded geometry, but there is none for device\(s\) "
+                                        r"\['b'\]"):
+        plan_parts(grid, no_geometry)
+    bad_group = parse_grid({"traces": [{"trace_id": "t", "array_groups": [["c"]]}], "base": {"spec": "hp_c2247a"}},
+                           source="g.json", default_id="g")
+    with pytest.raises(GridError, match=r"traces\[0\]\.array_groups: device\(s\) \['c'\] are not in trace 't'"):
+        plan_parts(bad_group, no_geometry)
+    wide = parse_grid({"traces": ["t"], "base": {"spec": "hp_c2247a", "layout": {"kind": "striped", "unit_sectors": 8,
+                                                                                  "width": 3}}},
+                      source="g.json", default_id="g")
+    with pytest.raises(GridError, match=r"array group 'all': stripe width 3 and first_disk 0 must fit in 2 disks"):
+        plan_parts(wide, no_geometry)
+
+
+def test_cli_rejects_a_bad_grid_in_one_line(tmp_path, capsys):
+    path = write_grid(tmp_path, {"traces": ["t"], "base": {"spec": "hp_c2247a", "schedular": "sstf"}})
+    assert main(["simulate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"blockheat: error: {path}: scenario 'base': scenario: unknown key(s) ['schedular']; allowed: "
+                   "['background', 'closed_loop', 'constant_ms', 'device_sectors', 'devices', 'disks', "
+                   "'exponential_ms', 'interval_ms', 'layout', 'max_outstanding', 'per_request', 'scenario_id', "
+                   "'scheduler', 'seed', 'service', 'spec', 'speedup', 'zero_latency']\n")
+
+
+@pytest.fixture(scope="module")
+def analytic_run(spark, spark_cfg, analytic, tmp_path_factory):
+    """One run of a grid over the ANALYTIC trace: two constant-service scenarios with analytic answers and
+    four on the detailed model (two layouts x two array sizes) to compare with sim.glue called directly."""
+    grid = load_grid(write_grid(tmp_path_factory.mktemp("grid"), {
+        "grid_id": "analytic", "traces": [analytic],
+        "scenarios": [{"scenario_id": "one-disk", **CONSTANT, "disks": 1},
+                      {"scenario_id": "striped", **CONSTANT, "disks": 2,
+                       "layout": {"kind": "striped", "unit_sectors": 8}},
+                      {"scenario_id": "detailed", "spec": "hp_c2247a", "interval_ms": 500, "seed": 7,
+                       "sweep": {"layout": {"traced": {"kind": "as_traced"}, "random": {"kind": "random"}},
+                                 "disks": [2, 3]}}],
+    }))
+    return grid, run(spark, spark_cfg, grid)
+
+
+def test_simulate_constant_service_is_analytic(spark, analytic, analytic_run):
+    _, summary = analytic_run
+    by_id = {r["scenario_id"]: r for r in summary.results}
+    assert [(r["scenario_id"], r["layout"], r["requests"], r["mean_response_ms"], r["saturated"])
+            for r in summary.results[:2]] == [("one-disk", "as_traced", 4, 12.5, False),
+                                          ("striped", "striped(unit_sectors=8)", 4, 10.0, False)]
+    got = results_of(spark, "analytic")
+    # One disk, FCFS, 10 ms each: the read (first by seq) 10 ms, the write queued behind it 20 ms, the rest 10 ms.
+    one = got["one-disk"]
+    assert (one["mean_response_ms_read"], one["mean_response_ms_write"], one["max_response_ms"]) == (10.0, 15.0, 20.0)
+    assert (one["mean_queue_ms"], one["physical_ios"], one["disk_physical_ios"]) == (2.5, 4, [4])
+    # Striped over two disks in 8-sector units: the first two go to different disks, the 16-sector write splits
+    # into one part per disk served in parallel: every response is exactly the 10 ms service time.
+    striped = got["striped"]
+    assert (striped["max_response_ms"], striped["mean_queue_ms"]) == (10.0, 0.0)
+    assert (striped["physical_ios"], striped["disk_physical_ios"], striped["mean_service_ms"]) == (5, [3, 2], 12.5)
+    assert (striped["trace_id"], striped["array_group"], striped["devices"], striped["spec"], striped["speedup"]) == \
+           (analytic, "all", ["fix_0"], "HP C2247A", 1.0)
+    assert json.loads(striped["scenario_json"]) == {"scenario_id": "striped", **CONSTANT, "disks": 2,
+                                                    "layout": {"kind": "striped", "unit_sectors": 8}}
+    assert by_id.keys() == got.keys()
+
+
+def test_spark_result_equals_direct_call_one_part_per_partition(spark, analytic, analytic_run):
+    grid, _ = analytic_run
+    table = spark.sql(f"SELECT * FROM requests WHERE trace_id = '{analytic}'").toArrow()
+    table = table.take(pa.array(range(table.num_rows - 1, -1, -1)))       # any order: the glue sorts
+    got = results_of(spark, "analytic")
+    assert sorted(got) == ["detailed,layout=random,disks=2", "detailed,layout=random,disks=3",
+                           "detailed,layout=traced,disks=2", "detailed,layout=traced,disks=3", "one-disk", "striped"]
+    names = sim_timeseries.INTERVAL_SCHEMA.names
+    for scenario in grid.scenarios:
+        cfg = ScenarioConfig.from_dict({"scenario_id": scenario.scenario_id, **scenario.params})
+        direct = simulate_partition(table, cfg).to_pylist()[0]
+        row = got[scenario.scenario_id]
+        assert {k: row[k] for k in sim_results.RESULT_COLUMNS} == {k: direct[k] for k in sim_results.RESULT_COLUMNS}
+        _, series = simulate_partition_with_timeseries(table, cfg)
+        stored = spark.sql(f"SELECT * FROM sim_timeseries WHERE grid_id = 'analytic' AND scenario_id = "
+                           f"'{scenario.scenario_id}' ORDER BY interval").collect()
+        assert [tuple(r[n] for n in names) for r in stored] == [tuple(r[n] for n in names) for r in series.to_pylist()]
+    random3, traced3 = got["detailed,layout=random,disks=3"], got["detailed,layout=traced,disks=3"]
+    assert random3["disk_physical_ios"] != traced3["disk_physical_ios"]
+    assert len(stored) == 5                                   # 2.01 s in 500 ms intervals
+
+    parts = plan_parts(grid, {analytic: {"devices": ["fix_0"], "geometry": []}})
+    located = simulate_frame(spark, spark.sql("SELECT * FROM requests"), parts).select(
+        "scenario_id", "requests", F.spark_partition_id().alias("partition")).collect()
+    assert sorted(r.scenario_id for r in located) == sorted(got)
+    assert {r.requests for r in located} == {4}              # each partition had exactly its own trace's requests
+    assert len({r.partition for r in located}) == len(located)   # and every scenario a partition of its own
+
+
+def test_rerun_replaces_the_grid(spark, spark_cfg, analytic, tmp_path):
+    def grid(scenarios):
+        return load_grid(write_grid(tmp_path, {"grid_id": "rerun", "traces": [analytic],
+                                               "base": {**CONSTANT, "interval_ms": 1000}, "scenarios": scenarios}))
+
+    run(spark, spark_cfg, grid([{"scenario_id": "a"}, {"scenario_id": "b", "constant_ms": 4}]))
+    run(spark, spark_cfg, grid([{"scenario_id": "b", "constant_ms": 5}]))
+    assert {k: v["max_response_ms"] for k, v in results_of(spark, "rerun").items()} == {"b": 10.0}  # 5 ms, queued
+    series = spark.sql("SELECT scenario_id, count(*) AS n FROM sim_timeseries WHERE grid_id = 'rerun' "
+                       "GROUP BY scenario_id").collect()
+    assert [(r.scenario_id, r.n) for r in series] == [("b", 3)]
+
+
+def test_an_executor_failure_names_its_partition(spark, spark_cfg, analytic, tmp_path):
+    grid = load_grid(write_grid(tmp_path, {
+        "grid_id": "fails", "traces": [analytic],
+        "base": {"spec": "hp_c2247a", "layout": {"kind": "extents", "logical_sectors": 8, "extent_sectors": 8,
+                                                 "disks": 1}}}))
+    with pytest.raises(SimulationError, match=r"^trace 'sim-analytic', array group 'all', scenario 'base': ValueError: "
+                                              r"extent map covers 8 logical sectors, the workload addresses 16$"):
+        run(spark, spark_cfg, grid)
+
+
+def test_simulate_hplajw_on_the_header_spec(spark, spark_cfg, hplajw, tmp_path, capsys):
+    path = write_grid(tmp_path, {
+        "grid_id": "hplajw", "traces": [HPLAJW_TRACE_ID], "array_groups": "per-device",
+        "base": {"spec": "from-trace", "scheduler": "clook", "interval_ms": 3_600_000},
+        "sweep": {"speedup": [1, 4]},
+    })
+    assert main(["simulate", str(path)]) == 0
+    out = capsys.readouterr().out
+    got = {(r.array_group, r.scenario_id): r.asDict(recursive=True)
+           for r in spark.sql("SELECT * FROM sim_results WHERE grid_id = 'hplajw'").collect()}
+    assert sorted(got) == [("0", "speedup=1"), ("0", "speedup=4"), ("1", "speedup=1"), ("1", "speedup=4")]
+    geometry = {g["device"]: g for g in spark.sql(f"SELECT geometry FROM traces WHERE trace_id = '{HPLAJW_TRACE_ID}'")
+                .first().asDict(recursive=True)["geometry"]}
+    device0 = spark.sql(f"SELECT * FROM requests WHERE trace_id = '{HPLAJW_TRACE_ID}' AND device = '0'").toArrow()
+    direct = simulate_partition(device0, ScenarioConfig(
+        "direct", from_geometry(geometry["0"]), scheduler="clook")).to_pylist()[0]
+    row = got[("0", "speedup=1")]
+    assert row["spec"] == "hp335h (device 0, from trace geometry)"
+    assert (row["requests"], row["mean_response_ms"]) == (direct["requests"], direct["mean_response_ms"])
+    # Pinned (python -m pytest ... -k hplajw shows the figures when they move): the response times include the
+    # queueing of the week's bursts; the service time is the access time sim/README.md reports for validate_srt.
+    assert (row["requests"], round(row["mean_response_ms"], 2), round(row["mean_service_ms"], 2)) == \
+           (42_252, 95.77, 21.53)
+    assert (got[("1", "speedup=1")]["requests"], round(got[("1", "speedup=1")]["mean_response_ms"], 2)) == \
+           (2_267, 16.61)
+    assert got[("0", "speedup=4")]["mean_response_ms"] > row["mean_response_ms"]     # four times the load
+    lines = [line.split() for line in out.splitlines()]
+    assert lines[0] == ["trace", "group", "scenario", "layout", "alpha", "requests", "mean_ms", "p95_ms", "max_util",
+                        "saturated"]
+    assert lines[2] == [HPLAJW_TRACE_ID, "0", "speedup=1", "as_traced", "1", "42252", f"{row['mean_response_ms']:.6g}",
+                        f"{row['p95_response_ms']:.6g}", f"{row['hottest_utilization']:.6g}", "no"]
+    assert spark.sql("SELECT count(*) FROM sim_timeseries WHERE grid_id = 'hplajw' AND array_group = '0' AND "
+                     "scenario_id = 'speedup=1'").first()[0] == 168          # a week of one-hour intervals
