@@ -347,6 +347,10 @@ class Simulation:
             rm_pstart=np.concatenate([done[3], np.array(cols[3], dtype=np.int64)]),
             rm_migrate=np.concatenate([done[4], np.array(cols[4], dtype=np.int64)]))
 
+    def disk_queue_lengths(self) -> np.ndarray:
+        """Sub-requests waiting in each disk's queue now (migration copies included, the one in service not)."""
+        return self.core.dk_i[:, K.DK_QLEN].copy()
+
     @property
     def saturated_early(self) -> bool:
         return self._saturated_early
@@ -374,7 +378,8 @@ class Window:
 class Policy(Protocol):
     """A placement policy acting during a run (disk cooling, greedy allocation, ALIS redirection): every
     interval_us it sees the last window and answers with remap events (moves of extents, optionally with
-    migration I/O) to apply from then on. Needs an ExtentMap layout when it returns events."""
+    migration I/O) to apply from then on. Needs an ExtentMap layout when it returns events. A policy may
+    also define next_stop_us(sim, start_us) -> float to choose each stop itself (e.g. every N arrivals)."""
 
     interval_us: float
 
@@ -400,13 +405,15 @@ def run_with_policy(sim: Simulation, policy: Policy) -> Status:
     if not policy.interval_us > 0:
         raise ValueError(f"policy interval_us must be > 0, got {policy.interval_us}")
     policy.start(sim)
+    next_stop = getattr(policy, "next_stop_us", None)
     t0 = float(sim.requests.arrival_us[0]) if len(sim.requests) else 0.0
     start = max(sim.now_us, t0)
     while True:
         first = int(sim.core.si[K.SI_ARRIVED])
         busy = sim.core.dk_f[:, K.DKF_BUSY].copy()
         area = sim.core.dk_f[:, K.DKF_AREA].copy()
-        status = sim.run(until=start + policy.interval_us)
+        until = start + policy.interval_us if next_stop is None else max(float(next_stop(sim, start)), start)
+        status = sim.run(until=until)
         if status.finished or status.saturated:
             return status
         window = Window(start, sim.now_us, first, int(sim.core.si[K.SI_ARRIVED]),

@@ -51,7 +51,8 @@ class FiveWorkload:
 
     @property
     def logical_sectors(self) -> int:
-        return int(self.file_start[-1] + self.file_sectors[-1]) if len(self.file_start) else 0
+        # Files lie in a random order: the space ends with the file placed last, not the last in the table.
+        return int((self.file_start + self.file_sectors).max()) if len(self.file_start) else 0
 
 
 def xy_skew_ranks(rng: np.random.Generator, n: int, n_items: int, x: float, y: float) -> np.ndarray:

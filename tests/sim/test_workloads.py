@@ -45,6 +45,12 @@ def test_five_skewed_workload_concentrates_on_hot_files() -> None:
     assert top[:600].sum() / counts.sum() == pytest.approx(0.70, abs=0.02)
 
 
+def test_five_workload_logical_space_ends_after_its_last_placed_file() -> None:
+    w = five_synthetic(np.random.default_rng(5), n_requests=100, rate_per_s=10.0)
+    assert w.logical_sectors == int(w.file_sectors.sum())            # files back to back, no gaps
+    assert int((w.requests.lbn + w.requests.sectors).max()) <= w.logical_sectors
+
+
 def test_poisson_background_rate_size_and_flags() -> None:
     bg = poisson_background(np.random.default_rng(2), rate_per_s=150.0, start_us=0.0, end_us=100e6,
                             address_sectors=1_000_000, size_sectors=16)

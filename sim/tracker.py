@@ -1,0 +1,127 @@
+"""FIVE's interarrival heat tracking (section 3.3) inside a simulation: per mapping unit (extent or
+fragment) the times and block counts of its last k requests, heat k R / (t_n - t_(n-k+1)) and selective
+aging at pseudo requests. Same rules as the Spark side (libs/transforms/tracking.py):
+- before the k-th request the n requests seen so far stand in for k; one request gives no estimate;
+- a zero time span counts as 1 us;
+- a pseudo request at t' lowers the estimate to m R / (t' - t_(n-m+2)) (m = min(n, k)) only if that is
+  lower, without changing the request history.
+Heat is in the simulator's blocks (the spec's sectors) per second."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["InterarrivalTracker", "split_into_units"]
+
+
+@njit(cache=True, nogil=True)
+def _observe(times: np.ndarray, blocks: np.ndarray, count: np.ndarray, unit: np.ndarray, t_us: np.ndarray,
+             nblocks: np.ndarray) -> None:  # pragma: no cover
+    k = times.shape[1]
+    for j in range(unit.shape[0]):
+        u = unit[j]
+        slot = count[u] % k
+        times[u, slot] = t_us[j]
+        blocks[u, slot] = nblocks[j]
+        count[u] += 1
+
+
+@njit(cache=True, nogil=True)
+def _split(lstart: np.ndarray, dev_base: np.ndarray, arrival: np.ndarray, device: np.ndarray, lbn: np.ndarray,
+           sectors: np.ndarray, first: int, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    n_units = lstart.shape[0]
+    cap = 2 * (end - first) + 8
+    unit = np.empty(cap, dtype=np.int64)
+    t = np.empty(cap)
+    nb = np.empty(cap)
+    m = 0
+    for i in range(first, end):
+        lo = dev_base[device[i]] + lbn[i]
+        hi = lo + sectors[i]
+        u = np.searchsorted(lstart, lo, side="right") - 1
+        while u < n_units and lo < hi:
+            u_end = lstart[u + 1] if u + 1 < n_units else hi
+            piece_end = hi if hi < u_end else u_end
+            if m == cap:
+                cap *= 2
+                unit2 = np.empty(cap, dtype=np.int64)
+                unit2[:m] = unit[:m]
+                unit = unit2
+                t2 = np.empty(cap)
+                t2[:m] = t[:m]
+                t = t2
+                nb2 = np.empty(cap)
+                nb2[:m] = nb[:m]
+                nb = nb2
+            unit[m] = u
+            t[m] = arrival[i]
+            nb[m] = piece_end - lo
+            m += 1
+            lo = piece_end
+            u += 1
+    return unit[:m], t[:m], nb[:m]
+
+
+def split_into_units(lstart: np.ndarray, dev_base: np.ndarray, arrival_us: np.ndarray, device: np.ndarray,
+                     lbn: np.ndarray, sectors: np.ndarray, first: int = 0,
+                     end: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Requests [first, end) cut at the mapping units' logical starts (sorted, from 0): (unit, arrival
+    us, blocks in that unit) per piece, in request order."""
+    stop = len(arrival_us) if end is None else end
+    return _split(np.ascontiguousarray(lstart, dtype=np.int64), np.ascontiguousarray(dev_base, dtype=np.int64),
+                  arrival_us, device, lbn, sectors, first, stop)
+
+
+class InterarrivalTracker:
+    """The last k request times and block counts of each of n_units units (k + 1 numbers each in FIVE;
+    the block counts give R).
+
+        tr = InterarrivalTracker(n_units=4, k=3)
+        tr.observe(unit=np.array([0, 0]), t_us=np.array([0.0, 1e6]), blocks=np.array([8.0, 8.0]))
+        tr.heat(at_us=2e6)      # blocks per second per unit, aged at a pseudo request at 2 s
+    """
+
+    def __init__(self, n_units: int, k: int) -> None:
+        if n_units <= 0:
+            raise ValueError(f"n_units must be > 0, got {n_units}")
+        if k < 2:
+            raise ValueError(f"k must be >= 2 (the estimate needs an interarrival time), got {k}")
+        self.k = k
+        self.times = np.zeros((n_units, k))
+        self.blocks = np.zeros((n_units, k))
+        self.count = np.zeros(n_units, dtype=np.int64)
+
+    def observe(self, unit: np.ndarray, t_us: np.ndarray, blocks: np.ndarray) -> None:
+        """Record requests (pieces) in time order: unit index, arrival time (us), blocks in the unit."""
+        _observe(self.times, self.blocks, self.count, np.ascontiguousarray(unit, dtype=np.int64),
+                 np.ascontiguousarray(t_us, dtype=np.float64), np.ascontiguousarray(blocks, dtype=np.float64))
+
+    def heat(self, at_us: float | None = None) -> np.ndarray:
+        """Estimated heat of every unit (blocks/s; 0 before a unit's second request). With at_us, each
+        estimate is aged by a pseudo request at that time (selective: only a lower value is taken)."""
+        return _heat(self.times, self.blocks, self.count, -1.0 if at_us is None else float(at_us), at_us is not None)
+
+
+@njit(cache=True, nogil=True)
+def _heat(times: np.ndarray, blocks: np.ndarray, count: np.ndarray, at_us: float,
+          aging: bool) -> np.ndarray:  # pragma: no cover
+    n_units, k = times.shape
+    out = np.zeros(n_units)
+    for u in range(n_units):
+        n = count[u]
+        if n < 2:
+            continue
+        m = n if n < k else k
+        work = 0.0                                   # m R: the blocks of the last m requests
+        for j in range(m):
+            work += blocks[u, (n - 1 - j) % k]
+        work *= 1e6                                  # per second once divided by a span in us
+        span = times[u, (n - 1) % k] - times[u, (n - m) % k]
+        h = work / (span if span > 1.0 else 1.0)
+        if aging:
+            gap = at_us - times[u, (n - m + 1) % k]   # t' - t_(n-m+2)
+            aged = work / (gap if gap > 1.0 else 1.0)
+            if aged < h:
+                h = aged
+        out[u] = h
+    return out

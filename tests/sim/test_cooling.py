@@ -1,0 +1,263 @@
+"""Disk cooling (FIVE 3.2, Figure 5) and the in-simulation heat tracker (FIVE 3.3): each rule on tiny
+arrays (trigger threshold, no-queue condition, target-hotter condition, same-file exclusion, the DHV and
+fragment variants), the tracker against a hand-computed sequence, and the policy in a real run."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from sim.array import DiskArray, Extent, ExtentMap, RemapEvent
+from sim.cooling import COOLING_MOVES_SCHEMA, CoolingConfig, CoolingMove, DiskCooling, cooling_step, fragment_map
+from sim.engine import SimConfig, Simulation, Window, run_with_policy
+from sim.records import Requests
+from sim.tracker import InterarrivalTracker, split_into_units
+from tests.sim.conftest import toy_spec
+
+ROOM = np.array([1000, 1000, 1000, 1000])
+NO_QUEUE = np.zeros(4, dtype=np.int64)
+
+
+def step(disk_heat: Sequence[float], unit_heat: Sequence[float], unit_disk: Sequence[int], *,
+         sectors: Sequence[int] | None = None, files: Sequence[int] | None = None, queue: np.ndarray = NO_QUEUE,
+         room: np.ndarray = ROOM, **kw: object) -> tuple[str, int, int, int]:
+    n = len(unit_heat)
+    return tuple(cooling_step(np.array(disk_heat, dtype=float), np.array(unit_heat, dtype=float),
+                              np.array(sectors if sectors is not None else [1] * n),
+                              np.array(unit_disk), np.array(files if files is not None else range(n)),
+                              queue[: len(disk_heat)], room[: len(disk_heat)], **kw))  # type: ignore[arg-type]
+
+
+# -- the rules on tiny arrays ----------------------------------------------------------------------
+
+def test_trigger_needs_the_hottest_disk_above_mean_times_one_plus_delta() -> None:
+    # mean 4; delta 0.5 -> threshold exactly 6: 6 is balanced, 6.01 triggers.
+    assert step([6.0, 3.0, 3.0], [6.0, 3.0, 3.0], [0, 1, 2], delta=0.5)[0] == "balanced"
+    assert step([6.03, 3.0, 2.97], [6.03, 3.0, 2.97], [0, 1, 2], delta=0.5)[0] != "balanced"
+    # Default delta 5 %: 10.4 over a mean of 10 does not trigger, 10.6 does.
+    assert step([10.4, 10.0, 9.6], [10.4, 10.0, 9.6], [0, 1, 2])[0] == "balanced"
+    assert step([10.6, 10.0, 9.4], [5.0, 5.6, 10.0, 9.4], [0, 0, 1, 2])[0] != "balanced"
+
+
+def test_candidate_is_the_hottest_temperature_extent_and_target_the_coolest_disk() -> None:
+    # Disk 0 holds unit 0 (heat 4, 4 sectors: temperature 1), unit 1 (heat 3, 1 sector: temperature 3) and
+    # unit 4 (heat 4, 40 sectors: temperature 0.1). Extents go by temperature: unit 1 to disk 2 (3 <= 8).
+    heats, disks = [4.0, 3.0, 2.0, 0.0, 4.0], [0, 0, 1, 2, 0]
+    got = step([11.0, 2.0, 0.0], heats, disks, sectors=[4, 1, 1, 1, 40])
+    assert got == ("move", 1, 0, 2)
+    # Fragments go by heat (FIVE: all fragments have one size): units 0 and 4 tie at 4 -> unit 0 (4 <= 7).
+    got = step([11.0, 2.0, 0.0], heats, disks, sectors=[4, 1, 1, 1, 40], unit="fragment")
+    assert got == ("move", 0, 0, 2)
+
+
+# Disks 6, 1, 0.5: disk 0 holds units 0 (2.5), 1 (2.0) and 4 (1.5); disk 1 unit 2 (1.0); disk 2 unit 3 (0.5).
+DISK_HEAT, HEAT, DISK = [6.0, 1.0, 0.5], [2.5, 2.0, 1.0, 0.5, 1.5], [0, 0, 1, 2, 0]
+
+
+def test_same_file_excludes_a_target_and_fragments_lift_the_rule() -> None:
+    # Unit 0 (file 7): disk 2 is coolest but holds unit 3 of file 7 -> disk 1 (3.5 <= 3.5).
+    assert step(DISK_HEAT, HEAT, DISK, files=[7, 8, 9, 7, 10]) == ("move", 0, 0, 1)
+    assert step(DISK_HEAT, HEAT, DISK, files=[7, 8, 9, 7, 10], unit="fragment") == ("move", 0, 0, 2)
+    # Every other disk holds file 7: the source's next candidate is tried (unit 1, file 8 -> disk 2).
+    assert step(DISK_HEAT, HEAT, DISK, files=[7, 8, 7, 7, 10]) == ("move", 1, 0, 2)
+
+
+def test_target_needs_contiguous_room() -> None:
+    room = np.array([0, 50, 10, 0])
+    got = step(DISK_HEAT, HEAT, DISK, sectors=[20, 20, 1, 1, 20], room=room)
+    assert got == ("move", 0, 0, 1)                                  # disk 2 (coolest) has only 10 free
+    assert step(DISK_HEAT, HEAT, DISK, sectors=[60, 60, 1, 1, 60], room=room)[0] == "no_target"
+
+
+def test_no_move_while_the_source_disk_has_a_queue() -> None:
+    assert step(DISK_HEAT, HEAT, DISK, queue=np.array([1, 0, 0, 0])) == ("source_queue", 0, 0, 2)
+    assert step(DISK_HEAT, HEAT, DISK, queue=np.array([0, 3, 3, 0])) == ("move", 0, 0, 2)   # others' queues
+
+
+def test_no_move_when_the_target_would_end_up_hotter_than_the_source() -> None:
+    # Source 10, target 6: a unit of 3 gives 7 vs 9 -> skip; a unit of 2 gives 8 vs 8 -> move (not hotter).
+    assert step([10.0, 6.0, 8.0], [3.0, 7.0, 6.0, 8.0], [0, 0, 1, 2], sectors=[1, 10, 1, 1])[0] == "target_hotter"
+    assert step([10.0, 6.0, 8.0], [2.0, 8.0, 6.0, 8.0], [0, 0, 1, 2], sectors=[1, 10, 1, 1]) == ("move", 0, 0, 1)
+
+
+def test_variance_objective_accepts_what_lowers_the_disk_heat_variance() -> None:
+    # Disks 10, 4, 7 (variance 6); moving 4 from disk 0 to disk 1 gives 6, 8, 7 (variance 2/3): the basic
+    # rule refuses (target 8 > source 6), the DHV rule moves.
+    args = ([10.0, 4.0, 7.0], [4.0, 6.0, 4.0, 7.0], [0, 0, 1, 2])
+    kw = {"sectors": [1, 10, 1, 1]}
+    assert step(*args, **kw)[0] == "target_hotter"
+    assert step(*args, objective="variance", **kw) == ("move", 0, 0, 1)
+    # With the copy's heat (1 sector over 0.25 s = 4 per disk): 10, 12, 7 -> variance 4.22 < 6, still a move;
+    # over 0.125 s (8 per disk): 14, 16, 7 -> variance 14.9 > 6, no gain.
+    assert step(*args, objective="variance", copy_span_s=0.25, **kw)[0] == "move"
+    assert step(*args, objective="variance", copy_span_s=0.125, **kw)[0] == "no_gain"
+
+
+def test_units_without_heat_are_not_moved() -> None:
+    # The hot unit's file is everywhere else; the cold unit of the source would be free to go.
+    got = step([5.0, 1.0, 1.0], [5.0, 0.0, 1.0, 1.0], [0, 0, 1, 2], files=[1, 2, 1, 1])
+    assert got[0] == "no_target"
+
+
+def test_fragment_map_cuts_extents_in_place() -> None:
+    frag, parent = fragment_map(ExtentMap((Extent(0, 10, 1, 100), Extent(10, 4, 0, 0))), 4)
+    assert [(e.logical_start, e.sectors, e.disk, e.physical_start) for e in frag.extents] == [
+        (0, 4, 1, 100), (4, 4, 1, 104), (8, 2, 1, 108), (10, 4, 0, 0)]
+    assert parent.tolist() == [0, 0, 0, 1]
+
+
+def test_config_validates() -> None:
+    with pytest.raises(ValueError, match="exactly one of every_requests and every_s"):
+        CoolingConfig(every_requests=10, every_s=1.0)
+    with pytest.raises(ValueError, match="objective must be one of max, variance"):
+        CoolingConfig(objective="dhv")
+
+
+# -- the tracker -------------------------------------------------------------------------------------
+
+def test_tracker_follows_the_interarrival_rules_by_hand() -> None:
+    # k = 3; one unit hit at 0, 1, 3, 4 s with 2, 4, 6, 8 blocks.
+    tr = InterarrivalTracker(n_units=2, k=3)
+    expected = [0.0,        # n = 1: no interarrival time yet
+                6.0,        # n = 2: m = 2, R = 3, span 1 s -> 2 x 3 / 1
+                4.0,        # n = 3: m = 3, R = 4, span 3 s -> 3 x 4 / 3
+                6.0]        # n = 4: last three (4, 6, 8) R = 6, span t4 - t2 = 3 s -> 18 / 3
+    for t, b, h in zip([0.0, 1.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0], expected, strict=True):
+        tr.observe(np.array([0]), np.array([t * 1e6]), np.array([b]))
+        assert tr.heat()[0] == pytest.approx(h)
+        assert tr.heat()[1] == 0.0
+    # Aging at t' = 10 s: 3 x 6 / (10 - t3) = 18 / 7 is lower -> taken; at 5 s, 18 / 2 = 9 is higher -> kept.
+    assert tr.heat(at_us=10e6)[0] == pytest.approx(18 / 7)
+    assert tr.heat(at_us=5e6)[0] == pytest.approx(6.0)
+    assert tr.heat()[0] == pytest.approx(6.0)                     # aging does not change the history
+
+
+def test_tracker_before_k_requests_ages_from_the_second_request() -> None:
+    tr = InterarrivalTracker(n_units=1, k=5)
+    tr.observe(np.array([0, 0]), np.array([0.0, 1e6]), np.array([3.0, 3.0]))
+    assert tr.heat()[0] == pytest.approx(6.0)                     # 2 x 3 / 1 s
+    assert tr.heat(at_us=4e6)[0] == pytest.approx(6.0 / 3.0)      # 2 x 3 / (4 - t2)
+
+
+def test_tracker_counts_a_zero_span_as_one_microsecond() -> None:
+    tr = InterarrivalTracker(n_units=1, k=3)
+    tr.observe(np.array([0, 0]), np.array([5.0, 5.0]), np.array([1.0, 1.0]))
+    assert tr.heat()[0] == pytest.approx(2e6)
+
+
+def test_requests_split_at_unit_boundaries() -> None:
+    # Units [0, 10), [10, 20), [20, ...); device 1 starts at logical 30.
+    unit, t, blocks = split_into_units(np.array([0, 10, 20]), np.array([0, 30]), np.array([1.0, 2.0]),
+                                       np.array([0, 1], dtype=np.int32), np.array([5, 0]), np.array([10, 3]))
+    assert unit.tolist() == [0, 1, 2]
+    assert t.tolist() == [1.0, 1.0, 2.0]
+    assert blocks.tolist() == [5.0, 5.0, 3.0]
+
+
+# -- the policy in a run ------------------------------------------------------------------------------
+
+def _run(service_ms: float, n: int = 40, **cfg: object) -> tuple[Simulation, DiskCooling]:
+    """Three disks of the toy spec; six 100-sector extents, two per disk, each its own file; requests every
+    20 ms alternate between extents 0 and 1 (both on disk 0), 8 sectors each; constant service time."""
+    extents = tuple(Extent(100 * i, 100, i // 2, 100 * (i % 2)) for i in range(6))
+    t = np.arange(n) * 20_000.0
+    reqs = Requests.build(t, np.zeros(n), (np.arange(n) % 2) * 100, np.full(n, 8), np.ones(n, dtype=bool))
+    sim = Simulation(toy_spec(), DiskArray(3, ExtentMap(extents)), reqs,
+                     SimConfig(service="constant", constant_ms=service_ms), rng=np.random.default_rng(1),
+                     device_sectors=[600])
+    policy = DiskCooling(CoolingConfig(k=3, **cfg), unit_file=np.arange(6))  # type: ignore[arg-type]
+    run_with_policy(sim, policy)
+    return sim, policy
+
+
+def test_policy_moves_with_tracked_heat_and_records_the_move() -> None:
+    sim, policy = _run(5.0, every_requests=10)
+    # First call at the 10th arrival (180 ms). Extent 0 was hit at 80, 120, 160 ms, extent 1 at 100, 140,
+    # 180 ms: 3 x 8 sectors / 80 ms = 300 sectors/s each (aging from 120 / 140 ms gives more, so no change).
+    # Disks 600, 0, 0: mean 200, trigger. Equal temperatures -> extent 0; coolest disk 1, first free sector
+    # 200 (its two extents hold 0-199); target 300 = source 300 after the move: not hotter -> move.
+    # Later calls: disks 300, 300, 0 -> extent 1 to disk 2 would leave it hotter (300 > 0): no move.
+    assert policy.moves == [CoolingMove(180_000.0, 0, "extent", 0, 0, 100, 51_200, 0, 1, 0, 200, 300.0, 3.0,
+                                        600.0, 300.0, 0.0, 300.0, 200.0, 0)]
+    assert policy.outcomes == {"move": 1, "target_hotter": 3}
+    assert (int(sim.layout.ext_disk[0]), int(sim.layout.ext_pstart[0])) == (1, 200)
+    res = sim.result()
+    assert (res.remaps, res.migration_ios) == (1, 2)               # a read on disk 0, a write on disk 1
+    table = policy.moves_table()
+    assert table.schema == COOLING_MOVES_SCHEMA
+    assert table.column("to_physical_start").to_pylist() == [200]
+
+
+def test_policy_skips_moves_while_the_hot_disk_has_a_queue() -> None:
+    sim, policy = _run(50.0, every_requests=10)                    # disk 0 serves 50 ms per 20 ms arrival
+    assert policy.moves == []
+    assert policy.outcomes == {"source_queue": 4}
+    assert sim.result().migration_ios == 0
+
+
+class _Recording(DiskCooling):
+    def on_interval(self, sim: Simulation, window: Window) -> Sequence[RemapEvent]:
+        self.calls.append((sim.now_us, window.first_request, window.end_request))
+        return super().on_interval(sim, window)
+
+
+@pytest.mark.parametrize(("cfg", "calls"), [
+    ({"every_requests": 10}, [(180_000.0, 0, 10), (380_000.0, 10, 20), (580_000.0, 20, 30), (780_000.0, 30, 40)]),
+    ({"every_requests": None, "every_s": 0.25}, [(250_000.0, 0, 13), (500_000.0, 13, 26), (750_000.0, 26, 38)]),
+])
+def test_policy_is_invoked_every_n_requests_or_t_seconds(cfg: dict[str, object],
+                                                         calls: list[tuple[float, int, int]]) -> None:
+    extents = tuple(Extent(100 * i, 100, i // 2, 100 * (i % 2)) for i in range(6))
+    n = 40
+    reqs = Requests.build(np.arange(n) * 20_000.0, np.zeros(n), np.zeros(n), np.full(n, 8), np.ones(n, dtype=bool))
+    sim = Simulation(toy_spec(), DiskArray(3, ExtentMap(extents)), reqs, SimConfig(service="constant", constant_ms=5.0),
+                     rng=np.random.default_rng(1), device_sectors=[600])
+    policy = _Recording(CoolingConfig(k=3, **cfg), unit_file=np.arange(6))  # type: ignore[arg-type]
+    policy.calls = []  # type: ignore[attr-defined]
+    run_with_policy(sim, policy)
+    assert policy.calls == calls  # type: ignore[attr-defined]
+
+
+def test_default_file_is_the_traced_device_of_the_unit() -> None:
+    # Two devices of 200 sectors: extents 0-1 are device 0's, 2-3 device 1's. Hot extents 0 and 2 share
+    # disk 0; disk 1 holds extent 1 (device 0), disk 2 extent 3 (device 1). Extent 0 may not join extent 1
+    # of its device on disk 1 (the coolest by index), so it goes to disk 2.
+    extents = (Extent(0, 100, 0, 0), Extent(100, 100, 1, 0), Extent(200, 100, 0, 100), Extent(300, 100, 2, 0))
+    n = 20
+    reqs = Requests.build(np.arange(n) * 20_000.0, np.arange(n) % 2, np.zeros(n), np.full(n, 8),
+                          np.ones(n, dtype=bool))
+    sim = Simulation(toy_spec(), DiskArray(3, ExtentMap(extents)), reqs, SimConfig(service="constant", constant_ms=5.0),
+                     rng=np.random.default_rng(1), device_sectors=[200, 200])
+    policy = DiskCooling(CoolingConfig(k=3, every_requests=10))
+    run_with_policy(sim, policy)
+    assert policy.unit_files.tolist() == [0, 0, 1, 1]
+    assert [(m.unit, m.file, m.from_disk, m.to_disk) for m in policy.moves] == [(0, 0, 0, 2)]
+
+
+@pytest.mark.parametrize(("copy_cost", "outcomes"), [(False, {"move": 1, "no_gain": 3}), (True, {"no_gain": 4})])
+def test_variance_objective_in_a_run(copy_cost: bool, outcomes: dict[str, int]) -> None:
+    # First call (180 ms): disks 600, 0, 0 (variance 80,000); extent 0 (300) to disk 1 gives 300, 300, 0
+    # (variance 20,000): a move. With the copy's heat, 100 sectors over the 0.18 s since the start (555.6/s)
+    # on both disks: 855.6, 855.6, 0 (variance 162,678): no gain. Later calls: 300, 300, 0 -> 0, 300, 300
+    # keeps the variance: no gain.
+    _, policy = _run(5.0, every_requests=10, objective="variance", dhv_copy_cost=copy_cost)
+    assert policy.outcomes == outcomes
+
+
+def test_free_ranges_per_disk() -> None:
+    from sim.cooling import free_ranges
+
+    # Disk 0: units at 10-19 and 30-39 of a 50-sector disk; disk 1: 0-49 (full); disk 2: empty.
+    got = free_ranges(np.array([0, 1, 0]), np.array([30, 0, 10]), np.array([10, 50, 10]), 3, 50)
+    assert [(s.tolist(), n.tolist()) for s, n in got] == [([0, 20, 40], [10, 10, 10]), ([], []), ([0], [50])]
+
+
+def test_cooling_and_tracker_never_import_pyspark() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, sim.cooling, sim.tracker; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')]; assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
