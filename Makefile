@@ -32,7 +32,7 @@ bench-heat: $(STAMP)
 	$(PY) bench/heat.py --millions 5
 
 bench-profile: $(STAMP)
-	$(PY) bench/profile.py --millions 1
+	$(PY) bench/trace_profile.py --millions 1
 
 bench-sim: $(STAMP)
 	$(PY) bench/sim.py

@@ -1,0 +1,168 @@
+"""ALIS graph benchmark: the access-graph edge aggregation (libs.alis.graph.build_edge_counts) on a
+generated trace of N million reads against a polars implementation of the same aggregation, in
+one process on local[2]; then run discovery (libs.alis.runs.discover_runs) on a graph of at least
+1 million edges.
+
+    .venv/bin/python bench/graph.py --millions 5
+
+Prints reads per second for both and the blockheat/polars ratio (goal >= 0.5), checks that both
+give the same edges, and prints run discovery's edges per second (goal: under 60 s). Both build
+engines get a warm-up run on a small trace first; both write their edges to Parquet.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+# Run as a script, bench/ is sys.path[0], and a module there named like a stdlib one (profile.py)
+# would shadow it for pyspark; import from the repository root instead.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+TAU = 9
+DAY_US = 86_400_000_000
+KEYS = ["device", "interval_id", "src_unit", "dst_unit"]
+
+
+def make_refs(path: Path, n: int, *, seed: int = 5, devices: int = 4, days: int = 2,
+              n_units: int = 2_000_000, n_runs: int = 20_000, noise: float = 0.3) -> None:
+    """n read references (unit_refs columns): repeated runs of 8..47 units (popularity Zipf 1.3),
+    each on one device, 30% of the reads replaced by random units, neighbours shuffled a little
+    (concurrent streams), timestamps uniform over `days` days."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(8, 48, n_runs)
+    starts = rng.integers(0, n_units - 100, n_runs)
+    run_device = rng.integers(0, devices, n_runs)
+    picks = rng.zipf(1.3, size=n // 8 + 10) % n_runs
+    picks = picks[: int(np.searchsorted(np.cumsum(lengths[picks]), n)) + 1]
+    lens = lengths[picks]
+    which = np.repeat(np.arange(len(picks)), lens)[:n]
+    within = np.arange(n) - np.repeat(np.cumsum(lens) - lens, lens)[:n]
+    units = starts[picks][which] + within * 2
+    device = run_device[picks][which]
+    noisy = rng.random(n) < noise
+    units[noisy] = rng.integers(0, n_units, int(noisy.sum()))
+    order = np.argsort(np.arange(n) + rng.integers(0, 16, n), kind="stable")
+    units, device = units[order], device[order]
+    ts = np.sort(rng.integers(0, days * DAY_US, n))
+    names = np.array([f"d{i}" for i in range(devices)])
+    pq.write_table(pa.table({
+        "device": names[device], "interval_id": ts // DAY_US, "ts_us": ts, "seq": np.arange(n, dtype=np.int64),
+        "sub": np.zeros(n, np.int32), "op": np.full(n, "R"), "unit_id": units.astype(np.int64),
+    }), path)
+
+
+def polars_edges(refs: Path, out: Path, tau: int = TAU) -> float:
+    """The same aggregation in polars: sort, shift by 1..tau within (device, interval), group."""
+    import polars as pl
+
+    start = time.perf_counter()
+    ordered = (pl.scan_parquet(refs).select("device", "interval_id", "ts_us", "seq", "sub", "unit_id")
+               .sort("device", "interval_id", "ts_us", "seq", "sub"))
+    parts = []
+    for j in range(1, tau + 1):
+        same = (pl.col("device") == pl.col("device").shift(j)) & (
+            pl.col("interval_id") == pl.col("interval_id").shift(j))
+        shifted = ordered.select("device", "interval_id", pl.col("unit_id").shift(j).alias("src_unit"),
+                                 pl.col("unit_id").alias("dst_unit"), same.alias("same"))
+        parts.append(shifted.filter(pl.col("same") & (pl.col("src_unit") != pl.col("dst_unit"))).select(
+            *KEYS, pl.lit(tau - j + 1, pl.Int64).alias("closeness")))
+    edges = (pl.concat(parts).group_by(KEYS)
+             .agg(pl.len().cast(pl.Int64).alias("pairs"), pl.col("closeness").sum().alias("closeness")))
+    edges.sink_parquet(out)
+    return time.perf_counter() - start
+
+
+def spark_edges(spark, refs: Path, out: Path, reads: int, tau: int = TAU) -> float:  # type: ignore[no-untyped-def]
+    from libs.alis.graph import build_edge_counts, partitions_for
+
+    start = time.perf_counter()
+    counts = build_edge_counts(spark.read.parquet(str(refs)), tau=tau, partitions=partitions_for(reads, cores=2))
+    counts.write.mode("overwrite").parquet(str(out))
+    return time.perf_counter() - start
+
+
+def same_edges(a: Path, b: Path) -> int:
+    """Both edge sets, sorted, compared column by column; returns the edge count."""
+    tables = []
+    for path in (a, b):
+        t = pq.read_table(path, columns=[*KEYS, "pairs", "closeness"])
+        t = t.cast(pa.schema([pa.field("device", pa.string())] + [pa.field(c, pa.int64()) for c in t.column_names[1:]]))
+        tables.append(t.sort_by([(k, "ascending") for k in KEYS]))
+    for name in [*KEYS, "pairs", "closeness"]:
+        if not tables[0].column(name).equals(tables[1].column(name)):
+            raise AssertionError(f"edges differ in column {name}")
+    return tables[0].num_rows
+
+
+def run_discovery(edges: Path) -> tuple[int, float, int]:
+    """discover_runs on the largest (device, interval) graph: (edges, seconds, runs kept)."""
+    from libs.alis.runs import discover_runs
+
+    t = pq.read_table(edges)
+    groups = (t.group_by(["device", "interval_id"]).aggregate([("pairs", "count")])
+              .sort_by([("pairs_count", "descending")]))
+    device, interval = groups.column("device")[0].as_py(), groups.column("interval_id")[0].as_py()
+    g = t.filter((pa.compute.field("device") == device) & (pa.compute.field("interval_id") == interval))
+    weight = g.column("closeness").to_numpy() / TAU  # f = 1
+    start = time.perf_counter()
+    runs = discover_runs(g.column("src_unit").to_numpy(), g.column("dst_unit").to_numpy(), weight, tau=TAU, f=1.0)
+    return g.num_rows, time.perf_counter() - start, len(runs)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--millions", type=float, default=5.0, help="reads in the generated trace (millions)")
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra Spark setting for the blockheat side (repeatable)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ["POLARS_MAX_THREADS"] = "2"          # the same two cores as local[2]
+    from libs.spark import SparkConfig, build_session
+
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-bench-graph-"))
+    work.mkdir(parents=True, exist_ok=True)
+    n = int(args.millions * 1_000_000)
+    refs, warm = work / "refs.parquet", work / "warm.parquet"
+    t = time.perf_counter()
+    make_refs(refs, n)
+    make_refs(warm, 200_000, seed=9)
+    print(f"generated {n:,} reads in {time.perf_counter() - t:.1f} s", flush=True)
+
+    cfg = SparkConfig(master="local[2]", warehouse=work / "warehouse", app_name="bench-graph",
+                      extra={"spark.ui.showConsoleProgress": "false", **dict(kv.split("=", 1) for kv in args.conf)})
+    spark = build_session(cfg)
+    polars_edges(warm, work / "warm-polars.parquet")                  # warm-ups
+    spark_edges(spark, warm, work / "warm-spark", 200_000)
+
+    ref = polars_edges(refs, work / "polars.parquet")
+    ours = spark_edges(spark, refs, work / "spark", n)
+    edges = same_edges(work / "polars.parquet", work / "spark")
+    import polars
+
+    print(f"polars {polars.__version__} edges   : {n / ref / 1e6:6.2f} M reads/s ({ref:.1f} s)")
+    print(f"blockheat edges (Spark) : {n / ours / 1e6:6.2f} M reads/s ({ours:.1f} s)")
+    print(f"ratio blockheat / polars: {ref / ours:6.2f}  (goal >= 0.50); {edges:,} edges, identical")
+    spark.stop()
+    m, seconds, kept = run_discovery(work / "spark")
+    print(f"run discovery           : {m:,} edges in {seconds:.1f} s = {m / seconds / 1e6:.2f} M edges/s, "
+          f"{kept:,} runs kept (goal: >= 1M edges under 60 s)")
+    if args.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
