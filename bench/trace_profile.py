@@ -100,8 +100,12 @@ def main() -> int:
         del table
         with PeakMemory() as mem:
             t0 = time.perf_counter()
-            profile = compute_trace_profile(read_table(spark, cfg.warehouse, "requests", trace_id), span_us=span)
+            persisted: list = []
+            profile = compute_trace_profile(read_table(spark, cfg.warehouse, "requests", trace_id), span_us=span,
+                                            persisted=persisted)
             replace_rows(profile, spark, cfg.warehouse, "trace_profile", {"trace_id": trace_id})
+            for df in persisted:
+                df.unpersist()
             elapsed = time.perf_counter() - t0
         rows = read_table(spark, cfg.warehouse, "trace_profile", trace_id).count()
     print(f"requests: {n:,}; profile rows written: {rows:,}")
