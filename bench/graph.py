@@ -24,9 +24,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-# Run as a script, bench/ is sys.path[0], and a module there named like a stdlib one (profile.py)
-# would shadow it for pyspark; import from the repository root instead.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 TAU = 9

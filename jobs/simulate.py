@@ -1,5 +1,6 @@
-"""Spark application: simulate a scenario grid (`blockheat simulate GRID_FILE`) into `sim_results` and
-`sim_timeseries`, one partition per (trace, array group, scenario), each simulated by sim.glue on an executor."""
+"""Spark application: simulate a scenario grid (`blockheat simulate GRID_FILE`) into `sim_results`,
+`sim_timeseries` and `cooling_moves`, one partition per (trace, array group, scenario), each simulated by
+sim.glue on an executor (a scenario's policy, e.g. disk cooling, runs there too)."""
 from __future__ import annotations
 
 import argparse
@@ -17,9 +18,10 @@ import pyarrow as pa
 
 from libs.sim_grid import Grid, Part, load_grid, plan_parts
 from libs.spark import SparkConfig, build_session
-from libs.tables import read_table, replace_rows, trace_info
-from schemas import sim_results, sim_timeseries
-from sim.glue import simulate_partition_with_timeseries
+from libs.tables import read_table, replace_rows, table_path, trace_info
+from schemas import cooling_moves, sim_results, sim_timeseries
+from sim.cooling import COOLING_MOVES_SCHEMA
+from sim.glue import CoolingPolicy, simulate_scenario
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -27,11 +29,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REQUEST_COLUMNS = ("device", "seq", "ts_us", "op", "offset_bytes", "size_bytes")
-#: What each partition returns: a sim_results row without grid_id (stamped when written) and the scenario's
-#: time series nested as one list, so the simulation runs once for both tables.
+#: What each partition returns: a sim_results row without grid_id (stamped when written), the scenario's
+#: time series and its cooling moves nested as lists, so the simulation runs once for all three tables.
 OUTPUT_ARROW_SCHEMA = pa.schema([
     *[f for f in sim_results.ARROW_SCHEMA if f.name != "grid_id"],
     pa.field("timeseries", pa.list_(pa.struct(list(sim_timeseries.INTERVAL_SCHEMA))), False),
+    pa.field("cooling_moves", pa.list_(pa.struct(list(COOLING_MOVES_SCHEMA))), False),
 ])
 SERIES_ROWS_PER_FILE = 2_000_000
 SUMMARY_COLUMNS = ("trace_id", "array_group", "scenario_id", "layout", "speedup", "requests", "mean_response_ms",
@@ -49,11 +52,14 @@ class SimulateSummary:
     results: list[dict[str, Any]]     # the grid's sim_results rows (SUMMARY_COLUMNS), in grid order
     timeseries_rows: int
     seconds: float
+    cooling_moves: int = 0            # rows written to cooling_moves
 
 
 def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: float = 10.0) -> SimulateSummary:
-    """Simulates every (trace, array group, scenario) of the grid and replaces the grid's rows of sim_results
-    and sim_timeseries (one commit each, keyed by grid_id: a rerun replaces the whole grid)."""
+    """Simulates every (trace, array group, scenario) of the grid and replaces the grid's rows of sim_results,
+    sim_timeseries and cooling_moves (one commit each, keyed by grid_id: a rerun replaces the whole grid;
+    cooling_moves is written when a scenario has the cooling policy or the table already exists, so a rerun
+    without cooling clears the grid's old moves)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -67,26 +73,33 @@ def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: 
     try:
         with _Progress(spark, f"simulate {grid.grid_id}", len(parts), progress_every_s), _executor_errors():
             # The one action that runs the simulations; the writes below read the cached rows.
-            rows = [r.asDict() for r in out.select(*SUMMARY_COLUMNS, F.size("timeseries").alias("n")).collect()]
+            rows = [r.asDict() for r in out.select(*SUMMARY_COLUMNS, F.size("timeseries").alias("n"),
+                                                   F.size("cooling_moves").alias("moves")).collect()]
         by_key = {(r["trace_id"], r["array_group"], r["scenario_id"]): r for r in rows}
         missing = [p.key for p in parts if p.key not in by_key]
         if missing:
             raise SimulationError(f"no requests for {len(missing)} partition(s) (trace, array group, scenario), "
                                   f"e.g. {missing[:3]}")
         n_series = sum(r.pop("n") for r in rows)
+        n_moves = sum(r.pop("moves") for r in rows)
         where = {"grid_id": grid.grid_id}
         # Few files: one task per scenario would write one tiny file each (and pay a task's overhead).
-        replace_rows(out.drop("timeseries").coalesce(1), spark, cfg.warehouse, sim_results.TABLE, where)
+        replace_rows(out.drop("timeseries", "cooling_moves").coalesce(1), spark, cfg.warehouse, sim_results.TABLE,
+                     where)
         series = out.coalesce(max(1, min(len(parts), n_series // SERIES_ROWS_PER_FILE))).select(
             "trace_id", "array_group", "scenario_id", F.inline("timeseries"))
         replace_rows(series, spark, cfg.warehouse, sim_timeseries.TABLE, where)
+        cooling = any(isinstance(p.config.policy, CoolingPolicy) for p in parts)
+        if cooling or (table_path(cfg.warehouse, cooling_moves.TABLE) / "_delta_log").is_dir():
+            moves = out.coalesce(1).select("trace_id", "array_group", "scenario_id", F.inline("cooling_moves"))
+            replace_rows(moves, spark, cfg.warehouse, cooling_moves.TABLE, where)
     finally:
         out.unpersist()
     results = [by_key[p.key] for p in parts]
     seconds = time.perf_counter() - started
-    log.info("simulate grid %s: %d results, %d time-series rows in %.1f s", grid.grid_id, len(results), n_series,
-             seconds)
-    return SimulateSummary(grid.grid_id, len(parts), results, n_series, seconds)
+    log.info("simulate grid %s: %d results, %d time-series rows, %d cooling moves in %.1f s", grid.grid_id,
+             len(results), n_series, n_moves, seconds)
+    return SimulateSummary(grid.grid_id, len(parts), results, n_series, seconds, n_moves)
 
 
 def simulate_frame(spark: SparkSession, requests: DataFrame, parts: Sequence[Part]) -> DataFrame:
@@ -144,31 +157,38 @@ def _simulator(parts: dict[int, Part]) -> Callable[[tuple[Any, ...], pa.Table], 
         part = parts[key[0].as_py()]
         t0 = time.perf_counter()
         try:
-            row, series = simulate_partition_with_timeseries(table.drop_columns(["part_key"]), part.config)
+            out = simulate_scenario(table.drop_columns(["part_key"]), part.config)
         except Exception as exc:
             raise SimulationError(f"trace {part.trace_id!r}, array group {part.array_group!r}, scenario "
                                   f"{part.scenario_id!r}: {type(exc).__name__}: {exc}") from exc
-        return _output_row(part, row, series, time.perf_counter() - t0)
+        return _output_row(part, out.result, out.series, time.perf_counter() - t0, out.moves)
 
     return simulate
 
 
-def _output_row(part: Part, row: pa.Table, series: pa.Table, wall_s: float) -> pa.Table:
-    """One OUTPUT_ARROW_SCHEMA row from sim.glue's result row and time series."""
+def _nested(table: pa.Table, fields: Sequence[pa.Field], list_type: pa.DataType) -> pa.Array:
+    """The table's rows (these fields) as one list value."""
+    items = pa.StructArray.from_arrays([table.column(f.name).combine_chunks() for f in fields], fields=list(fields))
+    return pa.ListArray.from_arrays(pa.array([0, len(items)], pa.int32()), items, type=list_type)
+
+
+def _output_row(part: Part, row: pa.Table, series: pa.Table, wall_s: float, moves: pa.Table | None = None) -> pa.Table:
+    """One OUTPUT_ARROW_SCHEMA row from sim.glue's result row, time series and cooling moves."""
     meta = {"trace_id": part.trace_id, "array_group": part.array_group, "scenario_id": part.scenario_id,
             "spec": part.config.spec.name, "layout": part.layout, "speedup": float(part.config.sim.speedup),
             "scenario_json": part.scenario_json, "wall_s": wall_s}
-    interval_fields = list(sim_timeseries.INTERVAL_SCHEMA)
-    intervals = pa.StructArray.from_arrays(
-        [series.column(f.name).combine_chunks() for f in interval_fields], fields=interval_fields)
-    nested = pa.ListArray.from_arrays(pa.array([0, len(intervals)], pa.int32()), intervals,
-                                      type=OUTPUT_ARROW_SCHEMA.field("timeseries").type)
+    nested = {
+        "timeseries": _nested(series, list(sim_timeseries.INTERVAL_SCHEMA),
+                              OUTPUT_ARROW_SCHEMA.field("timeseries").type),
+        "cooling_moves": _nested(COOLING_MOVES_SCHEMA.empty_table() if moves is None else moves,
+                                 list(COOLING_MOVES_SCHEMA), OUTPUT_ARROW_SCHEMA.field("cooling_moves").type),
+    }
     columns = []
     for f in OUTPUT_ARROW_SCHEMA:
         if f.name in meta:
             columns.append(pa.array([meta[f.name]], f.type))
-        elif f.name == "timeseries":
-            columns.append(nested)
+        elif f.name in nested:
+            columns.append(nested[f.name])
         else:
             columns.append(row.column(f.name).combine_chunks())
     return pa.Table.from_arrays(columns, schema=OUTPUT_ARROW_SCHEMA)

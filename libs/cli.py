@@ -18,7 +18,8 @@ from typing import Any
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 # Modules that add subcommands: each has add_commands(subparsers) and uses spark_session/emit/print_table.
-COMMAND_MODULES: tuple[str, ...] = ("libs.cli_heat", "libs.cli_sim", "libs.cli_policies")
+COMMAND_MODULES: tuple[str, ...] = ("libs.cli_heat", "libs.cli_alis", "libs.cli_sim", "libs.cli_policies",
+                                     "libs.cli_experiments")
 LAYOUT_FIELDS = ("ts", "device", "op", "offset", "size", "response", "queue")
 
 

@@ -38,10 +38,11 @@ def add_commands(sub: Any) -> None:
     specs.set_defaults(func=cmd_sim_specs)
 
     grid = sub.add_parser(
-        "simulate", help="simulate a scenario grid over ingested traces (Spark) into sim_results, sim_timeseries",
+        "simulate", help="simulate a scenario grid over ingested traces (Spark) into sim_results, sim_timeseries, "
+                         "cooling_moves",
         description="Runs every (trace, array group, scenario) of the grid file as one Spark partition, replaces "
-                    "the grid's rows of sim_results and sim_timeseries, and prints one line per scenario. The "
-                    "grid format is in sim/README.md (Scenario grids).")
+                    "the grid's rows of sim_results, sim_timeseries and cooling_moves, and prints one line per "
+                    "scenario. The grid format is in sim/README.md (Scenario grids).")
     grid.add_argument("grid_file", metavar="GRID_FILE", help="scenario grid (JSON)")
     grid.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     grid.add_argument("--progress-every", type=float, default=10.0, metavar="S",
@@ -148,5 +149,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     print_table(rows, ["trace", "group", "scenario", "layout", "alpha", "requests", "mean_ms", "p95_ms", "max_util",
                        "saturated"])
     out.write(f"\n{summary.partitions} scenario partitions in {summary.seconds:.1f} s; tables: sim_results, "
-              f"sim_timeseries ({summary.timeseries_rows:,} rows) WHERE grid_id = '{summary.grid_id}'\n")
+              f"sim_timeseries ({summary.timeseries_rows:,} rows)"
+              + (f", cooling_moves ({summary.cooling_moves:,} rows)" if summary.cooling_moves else "")
+              + f" WHERE grid_id = '{summary.grid_id}'\n")
     return 0

@@ -1,5 +1,7 @@
 """`cooling_moves`: every move the disk-cooling policy executed in a simulated run (FIVE section 3.2),
-keyed by run_id: time, extent, source and target disk and place, bytes, heats before and after.
+keyed like sim_results by (grid_id, trace_id, array_group, scenario_id) of the scenario grid that ran it
+(`blockheat simulate`, a scenario with `"policy": {"name": "cooling", ...}`): time, extent, source and
+target disk and place, bytes, heats before and after.
 
 The move columns are sim.cooling.COOLING_MOVES_SCHEMA's (heats in the spec's sectors per second, from
 the tracker inside the simulation); this module only adds the keys in front."""
@@ -17,12 +19,14 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 TABLE = "cooling_moves"
-PARTITION_COLUMNS = ("run_id",)
-KEY_COLUMNS = ("run_id", "trace_id")
+PARTITION_COLUMNS = ("grid_id",)
+KEY_COLUMNS = ("grid_id", "trace_id", "array_group", "scenario_id")
 
 ARROW_SCHEMA = pa.schema([
-    pa.field("run_id", pa.string(), False),        # the simulated run (scenario) the moves belong to
-    pa.field("trace_id", pa.string(), False),      # the replayed trace ("" for a synthetic workload)
+    pa.field("grid_id", pa.string(), False),       # the scenario grid (sim_results.grid_id)
+    pa.field("trace_id", pa.string(), False),      # the replayed trace
+    pa.field("array_group", pa.string(), False),   # the traced devices simulated as one array
+    pa.field("scenario_id", pa.string(), False),   # the scenario the moves belong to
     *COOLING_MOVES_SCHEMA,
 ])
 SPARK_SCHEMA = from_arrow_schema(ARROW_SCHEMA)

@@ -447,6 +447,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
     max_out = si[CI_MAX_OUT]
     cp_every = si[CI_CP_EVERY]
     todo = np.empty(n_disk + 8, dtype=np.int64)
+    open_part = np.full(n_disk, -1, dtype=np.int64)   # this request's latest part per disk
     events = 0
     while True:
         if max_events >= 0 and events >= max_events:
@@ -648,18 +649,32 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
             n = int(sectors[i])
             logical = dev_base[dev] + lbn
             skind = K_READ if fl & FLAG_READ else K_WRITE
+            # Pieces physically contiguous on one disk form one sub-request, as a striping driver issues
+            # them: each piece joins the request's latest part on its disk when it continues that part
+            # (units k, k + width, ... of a stripe) or ends where it begins; otherwise it opens a new part.
+            # Parts are chained through S_NEXT and queued in the order they were opened once all are known.
+            first = -1
             last = -1
             while n > 0:
                 d, pl, run = map_unit(lp, ext_lstart, ext_len, ext_disk, ext_pstart, dev, lbn, logical, i, seed)
                 if random_layout and pl + n > cap:
                     pl = cap - n
                 k = n if n < run else run
-                if last >= 0 and slot_i[last, S_DISK] == d and slot_i[last, S_LBN] + slot_i[last, S_N] == pl:
-                    slot_i[last, S_N] += k
+                o = open_part[d]
+                if o >= 0 and slot_i[o, S_LBN] + slot_i[o, S_N] == pl:
+                    slot_i[o, S_N] += k
+                elif o >= 0 and pl + k == slot_i[o, S_LBN]:
+                    slot_i[o, S_LBN] = pl
+                    slot_i[o, S_N] += k
+                    slot_i[o, S_CYL] = cylinder_of(zones, surfaces, pl)
                 else:
+                    s = new_part(slot_i, slot_f, si, zones, surfaces, d, pl, k, p, skind, now)
+                    open_part[d] = s
                     if last >= 0:
-                        enqueue(slot_i, dk_i, dk_f, ts_disk, w, slot_i[last, S_DISK], last, now)
-                    last = new_part(slot_i, slot_f, si, zones, surfaces, d, pl, k, p, skind, now)
+                        slot_i[last, S_NEXT] = s
+                    else:
+                        first = s
+                    last = s
                     slot_i[p, PA_PENDING] += 1
                     if ntodo < todo.shape[0]:
                         todo[ntodo] = d
@@ -667,7 +682,14 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                 n -= k
                 lbn += k
                 logical += k
-            enqueue(slot_i, dk_i, dk_f, ts_disk, w, slot_i[last, S_DISK], last, now)
+            s = first
+            while s >= 0:
+                nxt = slot_i[s, S_NEXT]
+                slot_i[s, S_NEXT] = -1
+                d = slot_i[s, S_DISK]
+                open_part[d] = -1
+                enqueue(slot_i, dk_i, dk_f, ts_disk, w, d, s, now)
+                s = nxt
             si[SI_ARRIVED] += 1
             if si[SI_STARTED] == 0:
                 si[SI_STARTED] = 1

@@ -4,13 +4,16 @@
                                     "layout": {"kind": "striped", "unit_sectors": 128}})
     row = simulate_partition(requests_table, cfg)          # one row, SIM_RESULT_SCHEMA
     row, series = simulate_partition_with_timeseries(requests_table, cfg)
+    out = simulate_scenario(requests_table, cfg)           # + out.moves: the cooling policy's moves
 
-No pyspark here: jobs/ wraps these in applyInArrow.
+Policies (the scenario's `policy` key) run here, inside the partition: "cooling" (sim.cooling's disk
+cooling on an extent map) and "greedy-allocation" (FIVE's static greedy extent map, heats computed from the
+partition's own requests). No pyspark here: jobs/ wraps these in applyInArrow.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -28,20 +31,30 @@ from sim.array import (
     RemapEvent,
     Striped,
 )
-from sim.engine import ClosedLoop, SimConfig, Simulation
+from sim.cooling import COOLING_MOVES_SCHEMA, CoolingConfig, DiskCooling
+from sim.engine import ClosedLoop, SimConfig, Simulation, run_with_policy
 from sim.spec import DiskSpec, SpecError
 from sim.stats import RESULT_SCHEMA, TIMESERIES_SCHEMA, timeseries
+from sim.tracker import split_into_units
 from sim.workloads import from_arrow, mix, poisson_background
 
 __all__ = [
+    "POLICY_NAMES",
+    "SIM_COOLING_MOVES_SCHEMA",
     "SIM_RESULT_SCHEMA",
     "SIM_TIMESERIES_SCHEMA",
     "BackgroundTraffic",
+    "CoolingPolicy",
+    "GreedyAllocation",
+    "RoundRobinExtents",
     "ScenarioConfig",
     "ScenarioError",
+    "ScenarioOutput",
     "layout_from_dict",
+    "policy_from_dict",
     "simulate_partition",
     "simulate_partition_with_timeseries",
+    "simulate_scenario",
 ]
 
 _KEY_FIELDS = [pa.field("scenario_id", pa.string(), False), pa.field("trace_id", pa.string(), True)]
@@ -50,6 +63,11 @@ SIM_RESULT_SCHEMA = pa.schema([*_KEY_FIELDS, pa.field("devices", pa.list_(pa.str
                                *RESULT_SCHEMA])
 #: The time series: scenario key, then one row per interval (sim.stats.TIMESERIES_SCHEMA).
 SIM_TIMESERIES_SCHEMA = pa.schema([*_KEY_FIELDS, *TIMESERIES_SCHEMA])
+#: The cooling policy's executed moves: scenario key, then sim.cooling.COOLING_MOVES_SCHEMA.
+SIM_COOLING_MOVES_SCHEMA = pa.schema([*_KEY_FIELDS, *COOLING_MOVES_SCHEMA])
+POLICY_NAMES = ("cooling", "greedy-allocation")
+_COOLING_PARAMS = tuple(f.name for f in fields(CoolingConfig))
+_GREEDY_PARAMS = ("extent_sectors", "heat_fraction")
 
 
 class ScenarioError(ValueError):
@@ -72,25 +90,132 @@ class BackgroundTraffic:
 
 
 @dataclass(frozen=True)
+class RoundRobinExtents:
+    """`{"kind": "extents", "extent_sectors": N}`: each traced device cut into extents of N sectors (its
+    last one shorter), dealt round robin over the array's disks with one cursor across devices, each disk
+    packed from sector 0 (libs.allocation.round_robin_allocation); built once the partition's devices and
+    their sizes are known, so a grid need not know a trace's size."""
+
+    extent_sectors: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.extent_sectors, bool) or not isinstance(self.extent_sectors, int) \
+                or self.extent_sectors <= 0:
+            raise ScenarioError(f"extent_sectors must be a positive integer, got {self.extent_sectors!r}")
+
+
+COOLING_FILES = ("extent", "device")
+
+
+@dataclass(frozen=True)
+class CoolingPolicy:
+    """`{"name": "cooling", ...CoolingConfig fields, "files"?}`: FIVE's disk cooling (sim.cooling) during the
+    run. files: what FIVE's same-file rule (a target holds no other extent of the unit's file) sees as a
+    file: "extent" (default; every extent its own file, so any disk but the source may take it: block traces
+    carry no files, and with one file per device holding more extents than disks no move would ever be
+    allowed) or "device" (the traced device, FIVE's rule as written)."""
+
+    config: CoolingConfig = field(default_factory=CoolingConfig)
+    files: str = "extent"
+
+    def __post_init__(self) -> None:
+        if self.files not in COOLING_FILES:
+            raise ScenarioError(f"policy 'cooling': files must be one of {list(COOLING_FILES)}, got {self.files!r}")
+
+
+@dataclass(frozen=True)
+class GreedyAllocation:
+    """`{"name": "greedy-allocation", "extent_sectors"?, "heat_fraction"?}`: FIVE's static greedy allocation
+    (libs.allocation.greedy_allocation, file = traced device) of extents of extent_sectors (default: the
+    layout's round-robin extent size). Heats are extent_heat's (512-byte blocks per second) computed in the
+    partition from its own requests that arrive in the first heat_fraction of the trace's span (default 1:
+    the whole trace, a placement that knows the future; e.g. 0.5: the first half's statistics, the whole
+    trace is still simulated). Extents with no request in that part have heat 0."""
+
+    extent_sectors: int | None = None
+    heat_fraction: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.extent_sectors is not None and (isinstance(self.extent_sectors, bool)
+                                                or not isinstance(self.extent_sectors, int)
+                                                or self.extent_sectors <= 0):
+            raise ScenarioError(f"policy 'greedy-allocation': extent_sectors must be a positive integer, got "
+                                f"{self.extent_sectors!r}")
+        if isinstance(self.heat_fraction, bool) or not isinstance(self.heat_fraction, int | float) \
+                or not 0 < self.heat_fraction <= 1:
+            raise ScenarioError(f"policy 'greedy-allocation': heat_fraction must be in (0, 1], got "
+                                f"{self.heat_fraction!r}")
+
+
+Policy = CoolingPolicy | GreedyAllocation
+
+
+def policy_from_dict(data: Any) -> Policy | None:
+    """{"name": "cooling" | "greedy-allocation", parameters...} (None: no policy) -> a policy; errors name
+    the policy and the bad parameter."""
+    if data is None:
+        return None
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"policy must be an object {{\"name\": {' | '.join(POLICY_NAMES)}, parameters...}}, got "
+                            f"{data!r}")
+    name = data.get("name")
+    if name not in POLICY_NAMES:
+        raise ScenarioError(f"policy: name must be one of {list(POLICY_NAMES)}, got {name!r}")
+    params = {k: v for k, v in data.items() if k != "name"}
+    allowed = (*_COOLING_PARAMS, "files") if name == "cooling" else _GREEDY_PARAMS
+    extra = sorted(set(params) - set(allowed))
+    if extra:
+        raise ScenarioError(f"policy {name!r}: unknown parameter(s) {extra}; allowed: {sorted(allowed)}")
+    if name == "greedy-allocation":
+        return GreedyAllocation(**params)
+    if "every_s" in params and "every_requests" not in params:
+        params["every_requests"] = None          # every_s alone replaces the default every 100 requests
+    files = params.pop("files", "extent")
+    try:
+        return CoolingPolicy(CoolingConfig(**params), files)
+    except (TypeError, ValueError) as exc:
+        raise ScenarioError(f"policy 'cooling': {exc}") from exc
+
+
+@dataclass(frozen=True)
 class ScenarioConfig:
     """Everything one simulated scenario needs besides the trace partition."""
 
     scenario_id: str
     spec: DiskSpec
     n_disks: int | None = None            # None: one disk per traced device
-    layout: Layout = field(default_factory=AsTraced)
+    layout: Layout | RoundRobinExtents = field(default_factory=AsTraced)
     scheduler: str = "fcfs"
     sim: SimConfig = field(default_factory=SimConfig)
     seed: int = 0
     devices: tuple[str, ...] | None = None          # device order (default: sorted names)
     device_sectors: tuple[int, ...] | None = None   # logical size per device (default: highest address used)
     background: BackgroundTraffic | None = None
+    policy: Policy | None = None
 
     def __post_init__(self) -> None:
         if not self.scenario_id:
             raise ScenarioError("scenario_id must be a non-empty string")
         if self.n_disks is not None and self.n_disks <= 0:
             raise ScenarioError(f"disks must be > 0, got {self.n_disks}")
+        pol, lay = self.policy, self.layout
+        if isinstance(pol, CoolingPolicy):
+            if not isinstance(lay, ExtentMap | RoundRobinExtents):
+                raise ScenarioError("policy 'cooling' moves extents: it needs layout kind 'extents' (e.g. "
+                                    "{\"kind\": \"extents\", \"extent_sectors\": 2048}), got " + type(lay).__name__)
+            if self.sim.closed_loop is not None:
+                raise ScenarioError("policy 'cooling' runs open loop only: drop closed_loop")
+        if isinstance(pol, GreedyAllocation):
+            if not isinstance(lay, AsTraced | RoundRobinExtents):
+                raise ScenarioError("policy 'greedy-allocation' builds its own extent map: leave out 'layout' or "
+                                    "give {\"kind\": \"extents\", \"extent_sectors\": N} (the extent size), got "
+                                    + type(lay).__name__)
+            size = lay.extent_sectors if isinstance(lay, RoundRobinExtents) else None
+            if pol.extent_sectors is None and size is None:
+                raise ScenarioError("policy 'greedy-allocation' needs extent_sectors (in the policy or the layout)")
+            if pol.extent_sectors is not None and size is not None and pol.extent_sectors != size:
+                raise ScenarioError(f"policy 'greedy-allocation': extent_sectors {pol.extent_sectors} differs from "
+                                    f"the layout's {size}")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ScenarioConfig:
@@ -99,7 +224,7 @@ class ScenarioConfig:
 
         allowed = {"scenario_id", "spec", "disks", "layout", "scheduler", "service", "constant_ms", "exponential_ms",
                    "speedup", "closed_loop", "zero_latency", "interval_ms", "per_request", "max_outstanding",
-                   "seed", "devices", "device_sectors", "background"}
+                   "seed", "devices", "device_sectors", "background", "policy"}
         extra = sorted(set(data) - allowed)
         if extra:
             raise ScenarioError(f"scenario: unknown key(s) {extra}; allowed: {sorted(allowed)}")
@@ -127,6 +252,7 @@ class ScenarioConfig:
                 raise ScenarioError(f"closed_loop must be {{outstanding, think_ms}}, got {closed!r}")
             sim_kw["closed_loop"] = ClosedLoop(**closed)
         bg = data.get("background")
+        policy = policy_from_dict(data.get("policy"))
         try:
             return cls(
                 scenario_id=str(data["scenario_id"]), spec=spec, n_disks=data.get("disks"),
@@ -134,14 +260,15 @@ class ScenarioConfig:
                 scheduler=str(data.get("scheduler", "fcfs")), sim=SimConfig(**sim_kw), seed=int(data.get("seed", 0)),
                 devices=tuple(data["devices"]) if data.get("devices") is not None else None,
                 device_sectors=tuple(data["device_sectors"]) if data.get("device_sectors") is not None else None,
-                background=BackgroundTraffic(**bg) if bg is not None else None,
+                background=BackgroundTraffic(**bg) if bg is not None else None, policy=policy,
             )
         except TypeError as exc:
             raise ScenarioError(f"scenario {data['scenario_id']!r}: {exc}") from exc
 
 
-def layout_from_dict(data: Mapping[str, Any]) -> Layout:
-    """{"kind": "as_traced" | "concatenated" | "striped" | "random" | "extents", ...} -> a layout."""
+def layout_from_dict(data: Mapping[str, Any]) -> Layout | RoundRobinExtents:
+    """{"kind": "as_traced" | "concatenated" | "striped" | "random" | "extents", ...} -> a layout
+    (`{"kind": "extents", "extent_sectors": N}` alone: round robin per device, built with the partition)."""
     kind = data.get("kind")
     rest = {k: v for k, v in data.items() if k != "kind"}
     try:
@@ -159,8 +286,11 @@ def layout_from_dict(data: Mapping[str, Any]) -> Layout:
                 return ExtentMap(tuple(Extent(*e) for e in rest["extents"]), remaps)
             if set(rest) == {"logical_sectors", "extent_sectors", "disks"}:
                 return ExtentMap.round_robin(rest["logical_sectors"], rest["extent_sectors"], rest["disks"], remaps)
+            if set(rest) == {"extent_sectors"} and not remaps:
+                return RoundRobinExtents(rest["extent_sectors"])
             raise ScenarioError("extents layout needs 'extents': [[logical_start, sectors, disk, physical_start], ...] "
-                                "or logical_sectors, extent_sectors and disks (round robin), plus optional 'remaps'")
+                                "or logical_sectors, extent_sectors and disks (round robin), plus optional 'remaps', "
+                                "or extent_sectors alone (round robin per device over the array's disks)")
     except (TypeError, ValueError) as exc:
         raise ScenarioError(f"layout {dict(data)!r}: {exc}") from exc
     raise ScenarioError(f"layout kind must be as_traced, concatenated, striped, random or extents (with their "
@@ -196,25 +326,97 @@ def _build(table: pa.Table, cfg: ScenarioConfig) -> tuple[Simulation, tuple[str,
                                                     address_sectors=max(span, size), size_sectors=size,
                                                     read_fraction=bg.read_fraction, device=dev))
     n_disks = cfg.n_disks if cfg.n_disks is not None else max(1, len(devices))
-    array = DiskArray(n_disks, cfg.layout, cfg.scheduler)
+    layout = _partition_layout(cfg, requests, devices, n_disks, device_sectors)
+    array = DiskArray(n_disks, layout, cfg.scheduler)
     sim = Simulation(cfg.spec, array, requests, sim_cfg, rng, device_sectors=device_sectors)
     return sim, devices
+
+
+def _partition_layout(cfg: ScenarioConfig, requests: Any, devices: tuple[str, ...], n_disks: int,
+                      device_sectors: tuple[int, ...] | None) -> Layout:
+    """The scenario's layout, with per-device extents (round robin, or greedy by the partition's heats)
+    built now that the devices' sizes are known. An empty partition gets the as-traced layout."""
+    from libs.allocation import AllocationError, AllocUnit, greedy_allocation, round_robin_allocation, to_extent_map
+
+    greedy = cfg.policy if isinstance(cfg.policy, GreedyAllocation) else None
+    if not isinstance(cfg.layout, RoundRobinExtents) and greedy is None:
+        return cfg.layout
+    if len(requests) == 0:
+        return AsTraced()
+    size = greedy.extent_sectors if greedy is not None and greedy.extent_sectors is not None \
+        else cfg.layout.extent_sectors  # type: ignore[union-attr]
+    dev_base, dev_sectors = Simulation._device_bases(requests, device_sectors)
+    names = [*devices, *[str(k) for k in range(len(devices), len(dev_sectors))]]   # background-only devices
+    units = [AllocUnit(names[k], j, 0.0, min(size, int(total) - start))
+             for k, total in enumerate(dev_sectors) for j, start in enumerate(range(0, int(total), size))]
+    cap = cfg.spec.capacity_sectors
+    try:
+        if greedy is None:
+            placed = round_robin_allocation(units, n_disks, capacity_sectors=cap)
+        else:
+            heat = _extent_heat(requests, dev_base, units, greedy.heat_fraction, cfg.spec.sector_size)
+            units = [replace(u, heat=float(h)) for u, h in zip(units, heat, strict=True)]
+            placed = greedy_allocation(units, n_disks, capacity_sectors=cap)
+    except AllocationError as exc:
+        raise ScenarioError(f"extents of {size} sectors do not fit {n_disks} disks of {cap} sectors: {exc}") from exc
+    return to_extent_map(units, placed)
+
+
+def _extent_heat(requests: Any, dev_base: np.ndarray, units: list[Any], fraction: float,
+                 sector_size: int) -> np.ndarray:
+    """extent_heat's heat per unit (512-byte blocks per second) from the requests arriving in the first
+    `fraction` of the span; the window is that part's length (1 s when it has none)."""
+    lstart = np.concatenate([[0], np.cumsum([u.sectors for u in units])[:-1]]).astype(np.int64)
+    t = requests.arrival_us
+    t_end = t[0] + fraction * (t[-1] - t[0])
+    end = int(np.searchsorted(t, t_end, side="right"))
+    unit, _, blocks = split_into_units(lstart, dev_base, t, requests.device, requests.lbn, requests.sectors, 0, end)
+    sectors = np.bincount(unit, weights=blocks, minlength=len(units))
+    window_s = (t_end - t[0]) / 1e6 if t_end > t[0] else 1.0
+    return sectors * (sector_size / 512.0) / window_s
+
+
+@dataclass(frozen=True, eq=False)
+class ScenarioOutput:
+    """One scenario's output: the result row (SIM_RESULT_SCHEMA), the time series (SIM_TIMESERIES_SCHEMA,
+    empty without interval_ms) and the cooling policy's moves (SIM_COOLING_MOVES_SCHEMA, empty without it)."""
+
+    result: pa.Table
+    series: pa.Table
+    moves: pa.Table
+
+
+def simulate_scenario(table: pa.Table, cfg: ScenarioConfig) -> ScenarioOutput:
+    """Simulate one scenario over one partition of `requests` rows, its policy included."""
+    sim, devices = _build(table, cfg)
+    trace_id = _trace_id(table)
+    moves = COOLING_MOVES_SCHEMA.empty_table()
+    if isinstance(cfg.policy, CoolingPolicy) and isinstance(sim.array.layout, ExtentMap):
+        n_units = len(sim.array.layout.extents)
+        cooling = DiskCooling(cfg.policy.config,
+                              unit_file=np.arange(n_units, dtype=np.int64) if cfg.policy.files == "extent" else None)
+        run_with_policy(sim, cooling)
+        moves = cooling.moves_table()
+    else:
+        sim.run()
+    row = {"scenario_id": cfg.scenario_id, "trace_id": trace_id, "devices": list(devices), **sim.result().as_row()}
+    result = pa.Table.from_pylist([row], schema=SIM_RESULT_SCHEMA)
+    return ScenarioOutput(result, _keyed(timeseries(sim), cfg.scenario_id, trace_id, SIM_TIMESERIES_SCHEMA),
+                          _keyed(moves, cfg.scenario_id, trace_id, SIM_COOLING_MOVES_SCHEMA))
+
+
+def _keyed(table: pa.Table, scenario_id: str, trace_id: str | None, schema: pa.Schema) -> pa.Table:
+    n = table.num_rows
+    return pa.Table.from_arrays(
+        [pa.array([scenario_id] * n, pa.string()), pa.array([trace_id] * n, pa.string()), *table.columns],
+        schema=schema)
 
 
 def simulate_partition_with_timeseries(table: pa.Table, cfg: ScenarioConfig) -> tuple[pa.Table, pa.Table]:
     """(one result row, SIM_RESULT_SCHEMA; the time series, SIM_TIMESERIES_SCHEMA: empty without
     cfg.sim.interval_ms)."""
-    sim, devices = _build(table, cfg)
-    sim.run()
-    trace_id = _trace_id(table)
-    row = {"scenario_id": cfg.scenario_id, "trace_id": trace_id, "devices": list(devices), **sim.result().as_row()}
-    result = pa.Table.from_pylist([row], schema=SIM_RESULT_SCHEMA)
-    series = timeseries(sim)
-    n = series.num_rows
-    series = pa.Table.from_arrays(
-        [pa.array([cfg.scenario_id] * n, pa.string()), pa.array([trace_id] * n, pa.string()), *series.columns],
-        schema=SIM_TIMESERIES_SCHEMA)
-    return result, series
+    out = simulate_scenario(table, cfg)
+    return out.result, out.series
 
 
 def simulate_partition(table: pa.Table, cfg: ScenarioConfig) -> pa.Table:

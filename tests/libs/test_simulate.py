@@ -16,7 +16,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from jobs.simulate import SimulationError, run, simulate_frame
 from libs.cli import main
 from libs.sim_grid import GridError, load_grid, parse_grid, plan_parts
-from schemas import sim_results, sim_timeseries
+from schemas import cooling_moves, sim_results, sim_timeseries
 from sim.glue import ScenarioConfig, simulate_partition, simulate_partition_with_timeseries
 from sim.specs import from_geometry
 from tests.builders import ingest
@@ -51,12 +51,13 @@ def results_of(spark, grid_id: str) -> dict[str, dict]:
 
 
 def test_schemas_arrow_matches_spark():
-    for module in (sim_results, sim_timeseries):
+    for module in (sim_results, sim_timeseries, cooling_moves):
         converted = to_arrow_schema(module.SPARK_SCHEMA, timezone="UTC")
         assert [(f.name, f.type, f.nullable) for f in converted] == \
                [(f.name, f.type, f.nullable) for f in module.ARROW_SCHEMA]
     assert sim_results.COLUMNS[:4] == sim_results.KEY_COLUMNS
     assert {"mean_response_ms", "disk_utilization"} <= set(sim_results.COLUMNS)
+    assert cooling_moves.COLUMNS[:4] == cooling_moves.KEY_COLUMNS == sim_results.KEY_COLUMNS
 
 
 def test_grid_expands_scenarios_times_sweep(tmp_path):
@@ -102,6 +103,13 @@ def test_grid_expands_scenarios_times_sweep(tmp_path):
      r"grid\.json: sweep\.layout\[0\]: \{'unit_sectors': 8\} has no label"),
     ({"traces": ["t"], "base": {"spec": "hp_c2247a"}, "scenarios": [{"scenario_id": "x", "speedup": 2}],
       "sweep": {"speedup": [1]}}, r"grid\.json: scenarios\[0\]: sets \['speedup'\], which a sweep also varies"),
+    ({"traces": ["t"], "base": {"spec": "hp_c2247a", "layout": {"kind": "extents", "extent_sectors": 64}},
+      "sweep": {"policy": [None, {"name": "cooling", "treshold": 0.1}]}},
+     r"grid\.json: scenario 'policy=cooling': policy 'cooling': unknown parameter\(s\) \['treshold'\]; allowed: "),
+    ({"traces": ["t"], "base": {"spec": "hp_c2247a"}, "scenarios": [{"scenario_id": "g", "policy": {"name": "ga"}}]},
+     r"grid\.json: scenario 'g': policy: name must be one of \['cooling', 'greedy-allocation'\], got 'ga'"),
+    ({"traces": ["t"], "base": {"spec": "hp_c2247a", "policy": {"name": "cooling"}}},
+     r"grid\.json: scenario 'base': policy 'cooling' moves extents: it needs layout kind 'extents'"),
 ])
 def test_grid_errors_name_file_and_key(tmp_path, grid, message):
     with pytest.raises(GridError, match=message):
@@ -133,8 +141,8 @@ def test_cli_rejects_a_bad_grid_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err == (f"blockheat: error: {path}: scenario 'base': scenario: unknown key(s) ['schedular']; allowed: "
                    "['background', 'closed_loop', 'constant_ms', 'device_sectors', 'devices', 'disks', "
-                   "'exponential_ms', 'interval_ms', 'layout', 'max_outstanding', 'per_request', 'scenario_id', "
-                   "'scheduler', 'seed', 'service', 'spec', 'speedup', 'zero_latency']\n")
+                   "'exponential_ms', 'interval_ms', 'layout', 'max_outstanding', 'per_request', 'policy', "
+                   "'scenario_id', 'scheduler', 'seed', 'service', 'spec', 'speedup', 'zero_latency']\n")
 
 
 @pytest.fixture(scope="module")
@@ -261,3 +269,39 @@ def test_simulate_hplajw_on_the_header_spec(spark, spark_cfg, hplajw, tmp_path, 
                         f"{row['p95_response_ms']:.6g}", f"{row['hottest_utilization']:.6g}", "no"]
     assert spark.sql("SELECT count(*) FROM sim_timeseries WHERE grid_id = 'hplajw' AND array_group = '0' AND "
                      "scenario_id = 'speedup=1'").first()[0] == 168          # a week of one-hour intervals
+
+
+@pytest.fixture(scope="module")
+def alternating(spark, spark_cfg, tmp_path_factory):
+    """40 one-block reads every 100 ms alternating between bytes 0 and 8192 (extents 0 and 2 of 4 KB)."""
+    path = tmp_path_factory.mktemp("sim") / "alt_0.csv"
+    path.write_text("".join(f"{T0 + i * TICKS_PER_S // 10},alt,0,Read,{0 if i % 2 == 0 else 8192},4096,100\n"
+                            for i in range(40)))
+    ingest(spark, spark_cfg, "msr", "sim-alternating", [path])
+    return "sim-alternating"
+
+
+def test_policies_run_in_the_partition_and_cooling_moves_are_stored(spark, spark_cfg, alternating, tmp_path):
+    def grid(policies):
+        return load_grid(write_grid(tmp_path, {
+            "grid_id": "policies", "traces": [alternating],
+            "base": {**CONSTANT, "disks": 2, "device_sectors": [32],
+                     "layout": {"kind": "extents", "extent_sectors": 8}},
+            "sweep": {"policy": policies}}))
+
+    cooling = {"name": "cooling", "every_requests": 10}
+    summary = run(spark, spark_cfg, grid([None, {"name": "greedy-allocation"}, cooling]))
+    got = results_of(spark, "policies")
+    # Round robin: extents 0 and 2 both on disk 0. Greedy (equal heats 0 and 2 first): 0 -> disk 0, 2 -> disk 1.
+    # Cooling (tests/sim/test_glue_policy.py works it out): extent 0 moves to disk 1 at the 10th arrival, its
+    # copy a read on disk 0 and a write on disk 1.
+    assert {k: (v["disk_physical_ios"], v["remaps"]) for k, v in got.items()} == {
+        "policy=none": ([40, 0], 0), "policy=greedy-allocation": ([20, 20], 0), "policy=cooling": ([26, 16], 1)}
+    assert json.loads(got["policy=cooling"]["scenario_json"])["policy"] == cooling
+    assert summary.cooling_moves == 1
+    moves = [r.asDict() for r in spark.sql("SELECT * FROM cooling_moves WHERE grid_id = 'policies'").collect()]
+    assert [(m["trace_id"], m["array_group"], m["scenario_id"], m["unit"], m["from_disk"], m["to_disk"],
+             m["to_physical_start"], m["bytes"], m["time_us"]) for m in moves] == \
+           [(alternating, "all", "policy=cooling", 0, 0, 1, 16, 4096, 900_000.0)]
+    run(spark, spark_cfg, grid([None]))                        # a rerun without cooling clears the grid's moves
+    assert spark.sql("SELECT count(*) FROM cooling_moves WHERE grid_id = 'policies'").first()[0] == 0

@@ -1,6 +1,7 @@
 """Invariants over random small traces (Hypothesis): every request arrives and completes exactly once,
 the clock never runs backwards, a disk serves one part at a time, a request ends with its last part,
-sectors in equal sectors completed, and the same seed gives the same run."""
+sectors in equal sectors completed, a request forks into one part per disk on a stripe and one per extent on
+a map that scatters its pieces, and the same seed gives the same run."""
 from __future__ import annotations
 
 from typing import Any
@@ -27,13 +28,16 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     lbns = draw(st.lists(st.integers(0, 4000), min_size=n, max_size=n))
     devices = draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
     reads = draw(st.lists(st.booleans(), min_size=n, max_size=n))
-    kind = draw(st.sampled_from(["as_traced", "concat", "striped", "random", "extents"]))
+    kind = draw(st.sampled_from(["as_traced", "concat", "striped", "random", "extents", "scattered"]))
     layout = {"as_traced": AsTraced(), "concat": Concatenated(), "random": RandomDisk(),
               "striped": Striped(unit_sectors=draw(st.integers(1, 64))),
+              # 7-sector extents alternating over the disks with a 7-sector gap: no two pieces are contiguous.
+              "scattered": ExtentMap(tuple(Extent(7 * i, 7, i % 2, 14 * (i // 2)) for i in range(1429))),
               "extents": ExtentMap((Extent(0, 5000, 0, 0), Extent(5000, 5000, 1, 0)),
                                    (RemapEvent(draw(st.floats(0, 200_000)), 0, 1, 10_000, draw(st.booleans())),))}[kind]
     closed = draw(st.one_of(st.none(), st.integers(1, 3)))
     return {
+        "kind": kind,
         "requests": Requests.build(np.cumsum(gaps), devices, lbns, sizes, reads),
         "array": DiskArray(2, layout, draw(st.sampled_from(["fcfs", "sstf", "clook"]))),
         "config": SimConfig(service=draw(st.sampled_from(["detailed", "constant", "expected"])), constant_ms=3.0,
@@ -85,6 +89,14 @@ def test_run_invariants(s: dict[str, Any]) -> None:
     assert np.all(sim.out.resp >= sim.out.out_queue)
     if s["config"].closed_loop is None:
         np.testing.assert_allclose(arrive_t, req.arrival_us)
+    parts = np.bincount(starts[starts[:, 1] >= 0, 1], minlength=n)
+    first = req.device.astype(np.int64) * 5000 + req.lbn                 # logical (device_sectors 5000 each)
+    last = first + req.sectors - 1
+    if s["kind"] == "striped":                                            # one part per disk touched
+        unit = s["array"].layout.unit_sectors
+        np.testing.assert_array_equal(parts, np.minimum(2, last // unit - first // unit + 1))
+    elif s["kind"] == "scattered":                                        # one part per extent touched
+        np.testing.assert_array_equal(parts, last // 7 - first // 7 + 1)
     res = sim.result()
     assert res.sectors_read == int(req.sectors[req.is_read].sum())
     assert res.sectors_written == int(req.sectors[~req.is_read].sum())

@@ -1,0 +1,219 @@
+"""Spark application: ALIS units, aged access graphs and runs of one trace (`reorg_units`,
+`access_graph`, `alis_runs`, `alis_graphs`).
+
+Incremental like the aged heat counts: interval N ages interval N-1's pruned graph. A full build
+walks the intervals from 0 and replaces the trace's rows; --from-interval N reads interval N-1's
+graph from the table and replaces intervals N and later only.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+
+from libs.alis.graph import (
+    CHUNK_US,
+    age_graph,
+    budget_bytes,
+    build_edge_counts,
+    graph_bytes,
+    partitions_for,
+    prefilter_refs,
+    prune_to_budget,
+    with_weight,
+)
+from libs.alis.runs import THRESHOLD, find_runs
+from libs.alis.units import compute_reorg_units, storage_used, unit_refs
+from libs.spark import SparkConfig, build_session
+from libs.tables import read_table, replace_rows, replace_trace, table_path
+from schemas import access_graph, alis_graphs, alis_runs, reorg_units, requests
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+DAY_US = 86_400_000_000
+
+
+class GraphParamsError(ValueError):
+    """An incremental build asked for parameters other than those the stored graphs used."""
+
+
+@dataclass(frozen=True)
+class GraphOptions:
+    """Parameters of `blockheat graph` (defaults: the paper's server settings)."""
+
+    trace_id: str
+    tau: int = 9
+    f: float = 1.0
+    beta: float = 0.8                 # 0.1 is the paper's PC setting
+    interval_us: int = DAY_US
+    unit_bytes: int = 0               # 0: one unit per request extent
+    include_writes: bool = False
+    graph_share: float = 0.005
+    prefilter_min_refs: int = 0
+    threshold: float = THRESHOLD
+    min_run_length: int | None = None  # None: tau
+    chunk_us: int = CHUNK_US
+    from_interval: int = 0
+
+    def __post_init__(self) -> None:
+        if self.tau < 1:
+            raise ValueError(f"tau must be >= 1, got {self.tau}")
+        if not 0.0 <= self.f <= 1.0:
+            raise ValueError(f"f must be in [0, 1], got {self.f}")
+        if not 0.0 <= self.beta <= 1.0:
+            raise ValueError(f"beta must be in [0, 1], got {self.beta}")
+        if self.interval_us <= 0:
+            raise ValueError(f"interval must be > 0, got {self.interval_us} us")
+        if self.chunk_us <= 0:
+            raise ValueError(f"chunk must be > 0, got {self.chunk_us} us")
+        if self.unit_bytes < 0:
+            raise ValueError(f"unit_bytes must be >= 0, got {self.unit_bytes}")
+        if self.from_interval < 0:
+            raise ValueError(f"from_interval must be >= 0, got {self.from_interval}")
+
+    @property
+    def min_length(self) -> int:
+        return self.tau if self.min_run_length is None else self.min_run_length
+
+    def params_row(self, intervals: int) -> dict[str, Any]:
+        return {"trace_id": self.trace_id, "unit_bytes": self.unit_bytes, "interval_us": self.interval_us,
+                "intervals": intervals, "tau": self.tau, "f": self.f, "beta": self.beta,
+                "include_writes": self.include_writes, "graph_share": self.graph_share,
+                "prefilter_min_refs": self.prefilter_min_refs, "chunk_us": self.chunk_us,
+                "threshold": self.threshold, "min_run_length": self.min_length}
+
+
+@dataclass(frozen=True)
+class GraphSummary:
+    """What a graph build wrote: per-device figures and the intervals built."""
+
+    options: dict[str, Any]
+    intervals: list[int]
+    per_device: list[dict[str, Any]]
+
+
+def graph_params(spark: SparkSession, warehouse: Any, trace_id: str) -> dict[str, Any]:
+    """The stored alis_graphs row of a trace; a clear error when the graphs were not built."""
+    rows = []
+    if (table_path(warehouse, alis_graphs.TABLE) / "_delta_log").is_dir():
+        rows = read_table(spark, warehouse, alis_graphs.TABLE, trace_id).collect()
+    if not rows:
+        raise LookupError(f"no ALIS graphs for trace {trace_id!r} (run: blockheat graph {trace_id})")
+    return rows[0].asDict()
+
+
+def graph_refs(refs: DataFrame, *, include_writes: bool, prefilter_min_refs: int) -> DataFrame:
+    """The references that build the graph: reads (and writes if asked), optionally pre-filtered."""
+    chosen = refs if include_writes else refs.where(F.col("op") == "R")
+    return prefilter_refs(chosen, min_refs=prefilter_min_refs)
+
+
+def _check_incremental(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions) -> None:
+    stored = graph_params(spark, cfg.warehouse, opts.trace_id)
+    wanted = opts.params_row(int(stored["intervals"]))
+    differing = sorted(k for k in wanted if k not in ("trace_id", "intervals") and stored[k] != wanted[k])
+    if differing:
+        raise GraphParamsError(f"--from-interval {opts.from_interval}: the stored graphs of {opts.trace_id} were "
+                               f"built with other {', '.join(differing)}; rebuild from interval 0")
+
+
+def run(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions) -> GraphSummary:
+    """Build units, graphs and runs; each table is replaced in one Delta commit (per interval with
+    from_interval > 0)."""
+    trace = opts.trace_id
+    reqs = read_table(spark, cfg.warehouse, requests.TABLE, trace)
+    span = reqs.agg(F.max("ts_us").alias("last_us"), F.count(F.lit(1)).alias("n")).first()
+    if span is None or not span["n"]:
+        raise LookupError(f"trace {trace!r} has no requests (ingest it first)")
+    last = int(span["last_us"]) // opts.interval_us
+    if opts.from_interval > last:
+        raise ValueError(f"--from-interval {opts.from_interval}: the trace's last interval is {last}")
+    if opts.from_interval:
+        _check_incremental(spark, cfg, opts)
+        units = read_table(spark, cfg.warehouse, reorg_units.TABLE, trace)
+    else:
+        log.info("alis graph %s: reorganization units", trace)
+        units = compute_reorg_units(reqs, unit_bytes=opts.unit_bytes).localCheckpoint()
+        replace_trace(units, spark, cfg.warehouse, reorg_units.TABLE, trace)
+    refs = unit_refs(reqs, units, unit_bytes=opts.unit_bytes, interval_us=opts.interval_us)
+    chosen = (graph_refs(refs, include_writes=opts.include_writes, prefilter_min_refs=opts.prefilter_min_refs)
+              .where(F.col("interval_id") >= opts.from_interval).localCheckpoint())
+    budgets = budget_bytes(storage_used(reqs), share=opts.graph_share).localCheckpoint()
+    log.info("alis graph %s: edges of intervals %d..%d", trace, opts.from_interval, last)
+    # The task count follows the request count (a cheap upper bound for read references of request units).
+    tasks = partitions_for(int(span["n"]), cores=spark.sparkContext.defaultParallelism)
+    raw = with_weight(build_edge_counts(chosen, tau=opts.tau, chunk_us=opts.chunk_us, partitions=tasks),
+                      tau=opts.tau, f=opts.f).localCheckpoint()
+
+    previous = None
+    if opts.from_interval:
+        previous = read_table(spark, cfg.warehouse, access_graph.TABLE, trace).where(
+            F.col("interval_id") == opts.from_interval - 1)
+    graphs = []
+    for interval_id in range(opts.from_interval, last + 1):
+        aged = age_graph(raw.where(F.col("interval_id") == interval_id), previous, beta=opts.beta)
+        aged = aged.select("device", F.lit(interval_id).cast("long").alias("interval_id"), "src_unit", "dst_unit",
+                           "weight")
+        pruned = prune_to_budget(aged, budgets).localCheckpoint()
+        log.info("alis graph %s: interval %d of %d aged and pruned", trace, interval_id, last)
+        graphs.append(pruned)
+        previous = pruned
+    built = reduce(lambda a, b: a.unionByName(b), graphs).localCheckpoint()
+    runs = find_runs(built, tau=opts.tau, f=opts.f, threshold=opts.threshold,
+                     min_length=opts.min_length).localCheckpoint()
+    intervals = list(range(opts.from_interval, last + 1))
+    if opts.from_interval:
+        for interval_id in intervals:
+            where = {"trace_id": trace, "interval_id": interval_id}
+            replace_rows(built.where(F.col("interval_id") == interval_id), spark, cfg.warehouse,
+                         access_graph.TABLE, where)
+            replace_rows(runs.where(F.col("interval_id") == interval_id), spark, cfg.warehouse, alis_runs.TABLE, where)
+    else:
+        replace_trace(built, spark, cfg.warehouse, access_graph.TABLE, trace)
+        replace_trace(runs, spark, cfg.warehouse, alis_runs.TABLE, trace)
+    params = spark.createDataFrame([opts.params_row(last + 1)], alis_graphs.SPARK_SCHEMA)
+    replace_trace(params, spark, cfg.warehouse, alis_graphs.TABLE, trace)
+    return GraphSummary(asdict(opts), intervals, _per_device(units, chosen, built, runs, budgets, last))
+
+
+def _per_device(units: DataFrame, refs: DataFrame, graphs: DataFrame, runs: DataFrame, budgets: DataFrame,
+                last: int) -> list[dict[str, Any]]:
+    by_device = [
+        units.groupBy("device").agg(F.count(F.lit(1)).alias("units")),
+        refs.groupBy("device").agg(F.count(F.lit(1)).alias("graph_refs")),
+        graph_bytes(graphs.where(F.col("interval_id") == last)).select(
+            "device", F.col("edges").alias("last_edges"), F.col("graph_bytes").alias("last_graph_bytes")),
+        budgets,
+        runs.groupBy("device").agg(
+            F.countDistinct("interval_id", "run_id").alias("runs"),
+            F.count_if(F.col("interval_id") == last).alias("last_run_units"),
+            F.countDistinct(F.when(F.col("interval_id") == last, F.col("run_id"))).alias("last_runs")),
+    ]
+    joined = reduce(lambda a, b: a.join(b, on="device", how="left"), by_device)
+    rows = [r.asDict() for r in joined.orderBy("device").collect()]
+    for row in rows:
+        for key in ("graph_refs", "last_edges", "last_graph_bytes", "runs", "last_run_units", "last_runs"):
+            row[key] = row[key] or 0
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """spark-submit entry point."""
+    from libs.cli_alis import graph_options, graph_parser
+
+    opts = graph_options(graph_parser(argparse.ArgumentParser(prog="alis_graph", description=__doc__))
+                         .parse_args(argv))
+    cfg = SparkConfig.from_env("alis_graph")
+    run(build_session(cfg), cfg, opts)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

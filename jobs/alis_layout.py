@@ -1,0 +1,176 @@
+"""Spark application: the ALIS reorganized-area layout of one trace (`alis_layout`, `alis_summary`,
+and `alis_runs` for the run threshold of the chosen mode).
+
+For every interval N, the plan built from the history up to N (aged reference counts, the aged
+access graph of N and its runs) is scored on the reads of N + 1 ("realizable"), against the same
+plan built from interval N + 1 itself, its raw counts and unaged graph ("lookahead").
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+
+from jobs.alis_graph import graph_params, graph_refs
+from libs.alis.graph import budget_bytes, build_edge_counts, partitions_for, prune_to_budget, with_weight
+from libs.alis.layout import (
+    area_hits,
+    check_plan,
+    interval_counts,
+    plan_layouts,
+    reorganized_area,
+)
+from libs.alis.runs import THRESHOLD, THRESHOLD_COMBINED, find_runs
+from libs.alis.units import storage_used, unit_refs
+from libs.spark import SparkConfig, build_session
+from libs.tables import read_table, replace_trace
+from libs.transforms.aging import age_values
+from schemas import access_graph, alis_layout, alis_runs, alis_summary, reorg_units, requests
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LayoutOptions:
+    """Parameters of `blockheat alis` (defaults: the paper's combined heat and run clustering)."""
+
+    trace_id: str
+    mode: str = "combined"
+    layout: str = "sequential"
+    ra_share: float = 0.15
+    ra_offset: float = 0.30
+    extent_bytes: int = 1 << 30      # packed-extents layout
+    alpha: float = 0.8               # reference-count age factor
+    heat_writes: bool = True         # the paper counts writes in heat clustering (section 6.3)
+    threshold: float | None = None   # None: 0.1 for run, 0.4 for combined
+
+    def __post_init__(self) -> None:
+        check_plan(self.mode, self.layout, self.extent_bytes)
+        if not 0.0 < self.ra_share <= 1.0:
+            raise ValueError(f"ra_share must be in (0, 1], got {self.ra_share}")
+        if not 0.0 <= self.ra_offset <= 1.0:
+            raise ValueError(f"ra_offset must be in [0, 1], got {self.ra_offset}")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
+
+    @property
+    def run_threshold(self) -> float:
+        if self.threshold is not None:
+            return self.threshold
+        return THRESHOLD_COMBINED if self.mode == "combined" else THRESHOLD
+
+
+def aged_heat(counts: DataFrame, *, last: int, alpha: float) -> DataFrame:
+    """ALIS eq. 1 chained over intervals 0..last: device, interval_id, unit_id, heat."""
+    keys = ("device", "unit_id")
+    previous, aged = None, []
+    for interval_id in range(last + 1):
+        current = counts.where(F.col("interval_id") == interval_id).select(*keys, "count")
+        step = age_values(current, previous, keys=keys, value="count", alpha=alpha).localCheckpoint()
+        aged.append(step.select("device", F.lit(interval_id).cast("long").alias("interval_id"), "unit_id",
+                                F.col("count").alias("heat")))
+        previous = step
+    return reduce(lambda a, b: a.unionByName(b), aged)
+
+
+def run(spark: SparkSession, cfg: SparkConfig, opts: LayoutOptions) -> list[dict[str, Any]]:
+    """Plan, score and write; returns the alis_summary rows."""
+    trace = opts.trace_id
+    params = graph_params(spark, cfg.warehouse, trace)
+    tau, f, last = int(params["tau"]), float(params["f"]), int(params["intervals"]) - 1
+    reqs = read_table(spark, cfg.warehouse, requests.TABLE, trace)
+    n_requests = reqs.count()
+    units = read_table(spark, cfg.warehouse, reorg_units.TABLE, trace)
+    refs = unit_refs(reqs, units, unit_bytes=int(params["unit_bytes"]),
+                     interval_us=int(params["interval_us"])).localCheckpoint()
+    storage = storage_used(reqs)
+    area = reorganized_area(storage, ra_share=opts.ra_share, ra_offset=opts.ra_offset).localCheckpoint()
+    reads = refs.where(F.col("op") == "R")
+    counts = interval_counts(refs if opts.heat_writes else reads).localCheckpoint()
+    use_runs = opts.mode != "heat"
+    threshold = opts.run_threshold
+
+    log.info("alis %s: realizable plans (history up to each interval)", trace)
+    heat = aged_heat(counts, last=last, alpha=opts.alpha)
+    runs = None
+    if use_runs:
+        graphs = read_table(spark, cfg.warehouse, access_graph.TABLE, trace)
+        runs = find_runs(graphs, tau=tau, f=f, threshold=threshold, min_length=int(params["min_run_length"]))
+        runs = runs.localCheckpoint()
+    plan = plan_layouts(runs, heat, units, area, mode=opts.mode, layout=opts.layout,
+                        extent_bytes=opts.extent_bytes).localCheckpoint()
+
+    log.info("alis %s: lookahead plans (each interval's own references)", trace)
+    la_runs = None
+    if use_runs:
+        chosen = graph_refs(refs, include_writes=bool(params["include_writes"]),
+                            prefilter_min_refs=int(params["prefilter_min_refs"]))
+        tasks = partitions_for(n_requests, cores=spark.sparkContext.defaultParallelism)
+        raw = with_weight(build_edge_counts(chosen, tau=tau, chunk_us=int(params["chunk_us"]), partitions=tasks),
+                          tau=tau, f=f)
+        pruned = prune_to_budget(raw, budget_bytes(storage, share=float(params["graph_share"])))
+        la_runs = find_runs(pruned, tau=tau, f=f, threshold=threshold, min_length=int(params["min_run_length"]))
+    la_plan = plan_layouts(la_runs, counts.withColumnRenamed("count", "heat"), units, area, mode=opts.mode,
+                           layout=opts.layout, extent_bytes=opts.extent_bytes)
+
+    realizable = area_hits(plan, reads, shift=1).select(
+        "device", "interval_id", F.col("reads").alias("next_reads"), F.col("hits").alias("realizable_reads"))
+    lookahead = area_hits(la_plan, reads, shift=0).select(
+        "device", (F.col("interval_id") - 1).alias("interval_id"), F.col("hits").alias("lookahead_reads"))
+    summary = _summary(spark, trace, opts, plan, area, realizable, lookahead, last).localCheckpoint()
+
+    replace_trace(plan, spark, cfg.warehouse, alis_layout.TABLE, trace)
+    if runs is not None:
+        replace_trace(runs, spark, cfg.warehouse, alis_runs.TABLE, trace)
+    replace_trace(summary, spark, cfg.warehouse, alis_summary.TABLE, trace)
+    return [r.asDict() for r in summary.orderBy("device", "interval_id").collect()]
+
+
+def _summary(spark: SparkSession, trace: str, opts: LayoutOptions, plan: DataFrame, area: DataFrame,
+             realizable: DataFrame, lookahead: DataFrame, last: int) -> DataFrame:
+    grid = area.crossJoin(spark.range(last + 1).withColumnRenamed("id", "interval_id"))
+    placed = plan.groupBy("device", "interval_id").agg(
+        F.countDistinct(F.when(F.col("region") == "run", F.col("run_id"))).alias("runs_placed"),
+        F.count_if(F.col("region") == "run").alias("run_copies"),
+        F.count_if(F.col("region") == "heat").alias("heat_copies"),
+        F.sum("size_bytes").alias("bytes_placed"))
+    keys = ["device", "interval_id"]
+    rows = (grid.join(placed, on=keys, how="left").join(realizable, on=keys, how="left")
+            .join(lookahead, on=keys, how="left"))
+    evaluated = F.col("interval_id") < last
+    next_reads = F.when(evaluated, F.coalesce("next_reads", F.lit(0)))
+    share = lambda hits: F.when(next_reads > 0, F.coalesce(hits, F.lit(0)) / next_reads)  # noqa: E731
+    return rows.select(
+        F.lit(trace).alias("trace_id"), "device", "interval_id", F.lit(opts.mode).alias("mode"),
+        F.lit(opts.layout).alias("layout"), "storage_used_bytes", "ra_start_bytes", "ra_bytes",
+        *[F.coalesce(c, F.lit(0)).cast("long").alias(c) for c in ("runs_placed", "run_copies", "heat_copies",
+                                                                   "bytes_placed")],
+        next_reads.cast("long").alias("next_reads"),
+        F.when(evaluated, F.coalesce("realizable_reads", F.lit(0))).cast("long").alias("realizable_reads"),
+        F.when(evaluated, F.coalesce("lookahead_reads", F.lit(0))).cast("long").alias("lookahead_reads"),
+        share(F.col("realizable_reads")).alias("realizable_share"),
+        share(F.col("lookahead_reads")).alias("lookahead_share"),
+    ).select(*alis_summary.COLUMNS)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """spark-submit entry point."""
+    from libs.cli_alis import layout_options, layout_parser
+
+    opts = layout_options(layout_parser(argparse.ArgumentParser(prog="alis_layout", description=__doc__))
+                          .parse_args(argv))
+    cfg = SparkConfig.from_env("alis_layout")
+    run(build_session(cfg), cfg, opts)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

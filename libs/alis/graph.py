@@ -1,0 +1,403 @@
+"""ALIS access graphs (section 5.2.1): edges from the reference string, aging, size-budget pruning.
+
+For each read X_n of a device and interval, edges X_(n-j) -> X_n for j = 1..tau, weight
+1 - f + f * (tau - j + 1) / tau. Edges are first counted exactly as two integers per (src, dst),
+pairs = number of pairs and closeness = sum of (tau - j + 1), so that any split of the work sums
+to the same graph bit for bit; weight = pairs * (1 - f) + f * closeness / tau at the end.
+
+Scale: a device's ordered reads are cut into time chunks (chunk_us, default 60 s), which
+hash-partition over all tasks; each task counts the pairs inside its chunks (numba + a radix sort
+of packed keys), the first and last tau reads of every chunk (the overlap) give the pairs that
+cross chunk edges, and one aggregation by (src, dst) adds them up. One hot device so spreads over
+every core. Time chunks, not read counts, so that a chunk is a function of the row alone and the
+two passes over the chunks always agree.
+
+Pruning to the size budget (19 bytes a vertex, 20 an edge) runs per graph in numpy
+(prune_arrays): a graph is bounded by its budget plus one interval's new edges.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numba
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import functions as F
+
+from libs.alis.units import REF_ORDER, idiv
+from libs.transforms.aging import age_values
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+GROUP = ("device", "interval_id")
+EDGE = ("device", "src_unit", "dst_unit")
+COUNT_COLUMNS = ("device", "interval_id", "src_unit", "dst_unit", "pairs", "closeness")
+COUNT_DDL = "device string, interval_id long, src_unit long, dst_unit long, pairs long, closeness long"
+ENDS_DDL = "device string, interval_id long, chunk long, pos long, chunk_len long, unit_id long"
+WEIGHT_COLUMNS = ("device", "interval_id", "src_unit", "dst_unit", "weight")
+WEIGHT_DDL = "device string, interval_id long, src_unit long, dst_unit long, weight double"
+# The paper's memory model of the graph: 19 bytes per vertex, 20 per edge (two adjacency entries).
+VERTEX_BYTES = 19
+EDGE_BYTES = 20
+PRUNE_SHARE = 0.1
+# Time chunks of the parallel build: a chunk is the unit of spreading (one task holds it whole),
+# and each chunk edge costs tau * (tau + 1) / 2 crossing pairs computed apart.
+CHUNK_US = 60_000_000
+
+
+def check_context(tau: int, f: float) -> None:
+    if tau < 1:
+        raise ValueError(f"tau (context size) must be >= 1, got {tau}")
+    if not 0.0 <= f <= 1.0:
+        raise ValueError(f"f (share of weight for distance) must be in [0, 1], got {f}")
+
+
+def edge_weight(j: int, *, tau: int, f: float) -> float:
+    """Weight of one pair of reads j apart (1 <= j <= tau)."""
+    return 1.0 - f + f * (tau - j + 1) / tau
+
+
+# --- per-task numeric core -------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _pair_keys(seg: np.ndarray, vertex: np.ndarray, tau: int, vertex_bits: int, closeness_bits: int) -> np.ndarray:
+    """Packed (src, dst, closeness) of every pair of reads at most tau apart in the same segment;
+    pairs of a unit with itself carry no layout information and are skipped."""
+    n = len(vertex)
+    out = np.empty(n * tau, np.int64)
+    m = 0
+    for i in range(n):
+        dst = vertex[i]
+        high = dst << closeness_bits
+        for j in range(1, tau + 1):
+            if i < j or seg[i - j] != seg[i]:
+                break
+            src = vertex[i - j]
+            if src != dst:
+                out[m] = (src << (vertex_bits + closeness_bits)) | high | (tau - j + 1)
+                m += 1
+    return out[:m]
+
+
+@numba.njit(cache=True)
+def _radix_sort(keys: np.ndarray, bits: int) -> np.ndarray:
+    """LSD radix sort, 16 bits a pass, of non-negative int64 keys below 2**bits (about 2.5x
+    numpy's sort on the tens of millions of packed pairs one task sorts)."""
+    n = len(keys)
+    src, dst = keys, np.empty_like(keys)
+    shift = 0
+    while shift < bits:
+        count = np.zeros(65537, np.int64)
+        for i in range(n):
+            count[((src[i] >> shift) & 0xFFFF) + 1] += 1
+        for b in range(65536):
+            count[b + 1] += count[b]
+        for i in range(n):
+            digit = (src[i] >> shift) & 0xFFFF
+            dst[count[digit]] = src[i]
+            count[digit] += 1
+        src, dst = dst, src
+        shift += 16
+    return src
+
+
+def _packing(n_vertices: int, tau: int) -> tuple[int, int]:
+    vertex_bits = max(1, int(n_vertices - 1).bit_length())
+    closeness_bits = int(tau).bit_length()
+    if 2 * vertex_bits + closeness_bits > 63:
+        raise ValueError(f"{n_vertices} distinct units in one task: too many to pack; use more partitions")
+    return vertex_bits, closeness_bits
+
+
+def _sum_keys(keys: np.ndarray, vocab: np.ndarray, vertex_bits: int, closeness_bits: int) -> tuple[np.ndarray, ...]:
+    """Packed (src, dst, closeness) keys -> (src, dst, pairs, closeness) per distinct (src, dst)."""
+    if len(keys) == 0:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty, empty
+    keys = _radix_sort(keys, 2 * vertex_bits + closeness_bits)
+    pair = keys >> closeness_bits
+    starts = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
+    pairs = np.diff(np.append(starts, len(keys)))
+    closeness = np.add.reduceat(keys & ((1 << closeness_bits) - 1), starts)
+    first = pair[starts]
+    return (vocab[first >> vertex_bits], vocab[first & ((1 << vertex_bits) - 1)], pairs.astype(np.int64),
+            closeness.astype(np.int64))
+
+
+def count_pairs(seg: np.ndarray, units: np.ndarray, tau: int) -> tuple[np.ndarray, ...]:
+    """(src, dst, pairs, closeness) summed over all pairs inside the segments of one group.
+
+    seg: segment number per read (pairs never cross segments), units: unit id per read, both in
+    reference order. Sort-based: keys pack (local src, local dst, closeness) into one int64.
+    """
+    vocab, vertex = np.unique(units, return_inverse=True)
+    vertex_bits, closeness_bits = _packing(len(vocab), tau)
+    keys = _pair_keys(np.asarray(seg, np.int64), vertex.astype(np.int64), tau, vertex_bits, closeness_bits)
+    return _sum_keys(keys, vocab, vertex_bits, closeness_bits)
+
+
+def sum_pairs(src: np.ndarray, dst: np.ndarray, closeness: np.ndarray, tau: int) -> tuple[np.ndarray, ...]:
+    """(src, dst, pairs, closeness) per distinct (src, dst) of single pairs with their closeness."""
+    vocab, vertex = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    vertex_bits, closeness_bits = _packing(len(vocab), tau)
+    v = vertex.astype(np.int64)
+    keys = (v[: len(src)] << (vertex_bits + closeness_bits)) | (v[len(src):] << closeness_bits) | closeness
+    return _sum_keys(keys, vocab, vertex_bits, closeness_bits)
+
+
+def _changes(*cols: np.ndarray) -> np.ndarray:
+    """True where a row starts a new run of equal values in any of the columns."""
+    n = len(cols[0])
+    new = np.zeros(n, bool)
+    if n:
+        new[0] = True
+        for c in cols:
+            new[1:] |= c[1:] != c[:-1]
+    return new
+
+
+def _table(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+    kept = [b for b in batches if b.num_rows]
+    return pa.Table.from_batches(kept) if kept else None
+
+
+def _inner_counts(tau: int):  # type: ignore[no-untyped-def]
+    """mapInArrow function over (device, interval_id, chunk, unit_id) sorted by group, chunk and
+    reference order: the pair counts inside each chunk, summed per group within the task."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = _table(batches)
+        if table is None:
+            return
+        device = table.column("device").to_numpy(zero_copy_only=False)
+        interval = table.column("interval_id").to_numpy()
+        chunk = table.column("chunk").to_numpy()
+        units = table.column("unit_id").to_numpy()
+        seg = np.cumsum(_changes(device, interval, chunk))
+        starts = np.flatnonzero(_changes(device, interval))
+        for lo, hi in zip(starts, np.append(starts[1:], len(units)), strict=True):
+            src, dst, pairs, closeness = count_pairs(seg[lo:hi], units[lo:hi], tau)
+            if len(src):
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(np.full(len(src), device[lo], dtype=object), pa.string()),
+                     pa.array(np.full(len(src), interval[lo], np.int64)), pa.array(src), pa.array(dst),
+                     pa.array(pairs), pa.array(closeness)], names=list(COUNT_COLUMNS))
+
+    return run
+
+
+def _chunk_ends(tau: int):  # type: ignore[no-untyped-def]
+    """mapInArrow function: the first and last tau reads of every chunk with their place in it."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = _table(batches)
+        if table is None:
+            return
+        device = table.column("device").to_numpy(zero_copy_only=False)
+        interval = table.column("interval_id").to_numpy()
+        chunk = table.column("chunk").to_numpy()
+        starts = np.flatnonzero(_changes(device, interval, chunk))
+        lengths = np.diff(np.append(starts, len(chunk)))
+        seg = np.repeat(np.arange(len(starts)), lengths)
+        pos = np.arange(len(chunk)) - starts[seg]
+        length = lengths[seg]
+        keep = (pos < tau) | (pos >= length - tau)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(device[keep], pa.string()), pa.array(interval[keep]), pa.array(chunk[keep]),
+             pa.array(pos[keep]), pa.array(length[keep]), pa.array(table.column("unit_id").to_numpy()[keep])],
+            names=["device", "interval_id", "chunk", "pos", "chunk_len", "unit_id"])
+
+    return run
+
+
+def cross_chunk_pairs(chunk: np.ndarray, pos: np.ndarray, chunk_len: np.ndarray, units: np.ndarray,
+                      tau: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(src, dst, closeness) of the pairs whose reads lie in different chunks of one group.
+
+    Input: the chunk-end reads of one (device, interval): chunk number, place in the chunk, the
+    chunk's length and unit. Every read within tau of a chunk edge is there, so every crossing
+    pair is found.
+    """
+    order = np.lexsort((pos, chunk))
+    chunk, pos, chunk_len, units = chunk[order], pos[order], chunk_len[order], units[order]
+    firsts = np.flatnonzero(_changes(chunk))
+    base = np.concatenate(([0], np.cumsum(chunk_len[firsts])[:-1]))
+    index = np.repeat(np.arange(len(firsts)), np.diff(np.append(firsts, len(chunk))))
+    place = base[index] + pos
+    srcs, dsts, closeness = [], [], []
+    for k in range(1, tau + 1):
+        gap = place[k:] - place[:-k]
+        hit = (gap <= tau) & (chunk[k:] != chunk[:-k]) & (units[k:] != units[:-k])
+        srcs.append(units[:-k][hit])
+        dsts.append(units[k:][hit])
+        closeness.append(tau - gap[hit] + 1)
+    return np.concatenate(srcs), np.concatenate(dsts), np.concatenate(closeness).astype(np.int64)
+
+
+def _cross_counts(tau: int):  # type: ignore[no-untyped-def]
+    """applyInArrow function per (device, interval_id) over its chunk-end reads."""
+
+    def run(table: pa.Table) -> pa.Table:
+        src, dst, pairs, closeness = sum_pairs(*cross_chunk_pairs(
+            table.column("chunk").to_numpy(), table.column("pos").to_numpy(),
+            table.column("chunk_len").to_numpy(), table.column("unit_id").to_numpy(), tau), tau)
+        n = len(src)
+        device = table.column("device")[0].as_py() if table.num_rows else ""
+        interval = table.column("interval_id")[0].as_py() if table.num_rows else 0
+        return pa.table([pa.array([device] * n, pa.string()), pa.array(np.full(n, interval, np.int64)),
+                         pa.array(src), pa.array(dst), pa.array(pairs), pa.array(closeness)],
+                        names=list(COUNT_COLUMNS))
+
+    return run
+
+
+# --- Spark transforms ------------------------------------------------------------------------
+
+
+def build_edge_counts(refs: DataFrame, *, tau: int = 9, chunk_us: int = CHUNK_US,
+                      partitions: int | None = None) -> DataFrame:
+    """Pair counts of the access graph of every (device, interval) in `refs`.
+
+    Input: device, interval_id, ts_us, seq, sub, unit_id (libs.alis.units.unit_refs, already
+    restricted to the requests that build the graph, normally the reads). Output: COUNT_COLUMNS,
+    one row per (device, interval_id, src_unit, dst_unit); self-pairs are left out.
+
+        counts = build_edge_counts(refs.where(F.col("op") == "R"), tau=9)
+        graph = with_weight(counts, tau=9, f=1.0)
+    """
+    check_context(tau, 1.0)
+    if chunk_us <= 0:
+        raise ValueError(f"chunk_us must be > 0, got {chunk_us}")
+    chunked = refs.select(*GROUP, idiv(F.col("ts_us"), chunk_us).alias("chunk"), *REF_ORDER, "unit_id")
+    spread = (chunked.repartition(partitions, *GROUP, "chunk") if partitions
+              else chunked.repartition(*GROUP, "chunk"))
+    # Both passes below read the sorted chunks: a lazy local checkpoint keeps the shuffle and sort
+    # to one run (Spark does not reuse a Sort, and the exchange only sometimes).
+    ordered = (spread.sortWithinPartitions(*GROUP, "chunk", *REF_ORDER).select(*GROUP, "chunk", "unit_id")
+               .localCheckpoint(eager=False))
+    inner = ordered.mapInArrow(_inner_counts(tau), COUNT_DDL)
+    ends = ordered.mapInArrow(_chunk_ends(tau), ENDS_DDL)
+    crossing = ends.groupBy(*GROUP).applyInArrow(_cross_counts(tau), COUNT_DDL)
+    return (inner.unionByName(crossing)
+            .groupBy(*GROUP, "src_unit", "dst_unit")
+            .agg(F.sum("pairs").alias("pairs"), F.sum("closeness").alias("closeness"))
+            .select(*COUNT_COLUMNS))
+
+
+def with_weight(counts: DataFrame, *, tau: int, f: float) -> DataFrame:
+    """COUNT_COLUMNS -> WEIGHT_COLUMNS: weight = pairs * (1 - f) + f * closeness / tau."""
+    check_context(tau, f)
+    weight = F.col("pairs") * F.lit(1.0 - f) + F.lit(f / tau) * F.col("closeness")
+    return counts.select(*GROUP, "src_unit", "dst_unit", weight.alias("weight"))
+
+
+def age_graph(current: DataFrame, previous: DataFrame | None, *, beta: float) -> DataFrame:
+    """ALIS eq. 2 for one interval: weight = beta * current + (1 - beta) * previous aged weight.
+
+    Input: device, src_unit, dst_unit, weight (this interval's raw graph; the previous interval's
+    aged, pruned graph or None for the first). Output: the same columns for the union of edges.
+    """
+    return age_values(current.select(*EDGE, "weight"), None if previous is None else previous.select(*EDGE, "weight"),
+                      keys=EDGE, value="weight", alpha=beta)
+
+
+def graph_bytes(graph: DataFrame) -> DataFrame:
+    """Per (device, interval_id): vertices, edges and the paper's size model 19 V + 20 E bytes."""
+    ends = graph.select(*GROUP, F.col("src_unit").alias("unit")).unionByName(
+        graph.select(*GROUP, F.col("dst_unit").alias("unit")))
+    vertices = ends.distinct().groupBy(*GROUP).agg(F.count(F.lit(1)).alias("vertices"))
+    edges = graph.groupBy(*GROUP).agg(F.count(F.lit(1)).alias("edges"))
+    return edges.join(vertices, on=list(GROUP), how="inner").select(
+        *GROUP, "vertices", "edges",
+        (F.col("vertices") * VERTEX_BYTES + F.col("edges") * EDGE_BYTES).alias("graph_bytes"))
+
+
+def _nearest_rank(values: np.ndarray, share: float) -> float:
+    """The share-th percentile by nearest rank: the smallest value with at least ceil(share * n)
+    values at or below it (always one of the values)."""
+    k = max(1, math.ceil(len(values) * share))
+    return float(np.partition(values, k - 1)[k - 1])
+
+
+def prune_arrays(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, budget: int, *,
+                 share: float = PRUNE_SHARE) -> tuple[np.ndarray, int]:
+    """The paper's bottom pruning of one graph until 19 V + 20 E <= budget bytes.
+
+    Each round removes the edges whose weight is below the share-th percentile of the edge
+    weights, and the vertices whose weight (their heaviest edge, in or out) is below the share-th
+    percentile of the vertex weights, with those vertices' edges; both cuts are taken on the graph
+    as the round finds it. When nothing lies below either percentile (the lightest weights are
+    tied), the edges of the smallest weight go, all alike, so every round makes progress.
+    Returns the indices of the edges kept and the number of rounds.
+    """
+    keep = np.arange(len(src))
+    rounds = 0
+    while len(keep):
+        vocab, inverse = np.unique(np.concatenate([src[keep], dst[keep]]), return_inverse=True)
+        if VERTEX_BYTES * len(vocab) + EDGE_BYTES * len(keep) <= budget:
+            break
+        w = weight[keep]
+        s, d = inverse[: len(keep)], inverse[len(keep):]
+        vertex_weight = np.full(len(vocab), -np.inf)
+        np.maximum.at(vertex_weight, s, w)
+        np.maximum.at(vertex_weight, d, w)
+        edge_cut, vertex_cut = _nearest_rank(w, share), _nearest_rank(vertex_weight, share)
+        dropped = vertex_weight < vertex_cut
+        goes = (w < edge_cut) | dropped[s] | dropped[d]
+        if edge_cut == w.min() and vertex_cut == vertex_weight.min():
+            goes |= w <= edge_cut
+        keep = keep[~goes]
+        rounds += 1
+    return keep, rounds
+
+
+def _prune_group(share: float):  # type: ignore[no-untyped-def]
+    def run(table: pa.Table) -> pa.Table:
+        budget = int(table.column("budget_bytes")[0].as_py())
+        keep, _ = prune_arrays(table.column("src_unit").to_numpy(), table.column("dst_unit").to_numpy(),
+                               table.column("weight").to_numpy(), budget, share=share)
+        return table.select(list(WEIGHT_COLUMNS)).take(pa.array(keep, pa.int64()))
+
+    return run
+
+
+def prune_to_budget(graph: DataFrame, budgets: DataFrame, *, share: float = PRUNE_SHARE) -> DataFrame:
+    """Prune every (device, interval_id) graph until 19 V + 20 E <= its device's budget_bytes
+    (prune_arrays), one graph per applyInArrow group: a graph is bounded by its budget plus one
+    interval's new edges, and run discovery holds it whole in one task anyway.
+
+    Input: WEIGHT_COLUMNS and budgets (device, budget_bytes). Output: WEIGHT_COLUMNS.
+    """
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"prune share must be in (0, 1), got {share}")
+    return (graph.select(*WEIGHT_COLUMNS).join(budgets.select("device", "budget_bytes"), on="device", how="inner")
+            .groupBy(*GROUP).applyInArrow(_prune_group(share), WEIGHT_DDL))
+
+
+def prefilter_refs(refs: DataFrame, *, min_refs: int) -> DataFrame:
+    """Drop the references to units referenced fewer than min_refs times in their (device,
+    interval) (the paper's optional pre-filter by reference count); min_refs <= 1 keeps all."""
+    if min_refs <= 1:
+        return refs
+    counts = refs.groupBy(*GROUP, "unit_id").agg(F.count(F.lit(1)).alias("_refs"))
+    return (refs.join(counts, on=[*GROUP, "unit_id"], how="inner")
+            .where(F.col("_refs") >= min_refs).drop("_refs"))
+
+
+def budget_bytes(storage: DataFrame, *, share: float) -> DataFrame:
+    """Per device, the graph's size budget: share of the storage used (default 0.5%)."""
+    if share <= 0:
+        raise ValueError(f"graph budget share must be > 0, got {share}")
+    return storage.select("device", F.floor(F.col("storage_used_bytes") * F.lit(share)).cast("long")
+                          .alias("budget_bytes"))
+
+
+def partitions_for(reads: int, *, cores: int, per_task: int = 2_000_000) -> int:
+    """Tasks for the edge build: about per_task reads each (a task holds its reads in memory),
+    a whole number of rounds over the cores."""
+    rounds = max(1, math.ceil(reads / (per_task * max(1, cores))))
+    return rounds * max(1, cores)

@@ -1,0 +1,176 @@
+"""Access graphs: the paper's figures 8 and 9, chunked against unchunked builds and a plain-Python
+reference, aging (eq. 2), bottom pruning and the reference-count pre-filter."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pyspark.sql import functions as F
+
+from libs.alis.graph import (
+    age_graph,
+    build_edge_counts,
+    count_pairs,
+    cross_chunk_pairs,
+    edge_weight,
+    graph_bytes,
+    prefilter_refs,
+    prune_arrays,
+    prune_to_budget,
+    with_weight,
+)
+from tests.libs.alis.refs import (
+    counts_of,
+    make_graph,
+    make_refs,
+    reference_counts,
+    string_refs,
+    units_of,
+    weights_of,
+)
+
+
+def graph_of(spark, text, *, tau, f, chunk_us=10_000_000):
+    return with_weight(build_edge_counts(string_refs(spark, text), tau=tau, chunk_us=chunk_us), tau=tau, f=f)
+
+
+def test_edge_weight_formula():
+    assert [edge_weight(j, tau=9, f=1.0) for j in (1, 9)] == [1.0, 1 / 9]
+    assert [edge_weight(j, tau=2, f=0.0) for j in (1, 2)] == [1.0, 1.0]
+    assert edge_weight(2, tau=4, f=0.5) == pytest.approx(0.5 + 0.5 * 3 / 4)
+
+
+def test_figure_8c_context_two(spark):
+    # R, U, N, R, X, U, N with tau = 2 and uniform weights, edge by edge from the definition
+    # (j = 1..tau): the repeated R -> U and U -> N reach 2. The paper's figure 8(c) text says three
+    # edges reach 2; R -> N does only with a context of three (next test), since the second N is
+    # three reads after the second R.
+    assert weights_of(graph_of(spark, "R U N R X U N", tau=2, f=0.0)) == {
+        "RU": 2.0, "UN": 2.0, "RN": 1.0, "NR": 1.0, "UR": 1.0, "RX": 1.0, "NX": 1.0, "XU": 1.0, "XN": 1.0}
+
+
+def test_figure_8c_three_heavy_edges_with_context_three(spark):
+    got = weights_of(graph_of(spark, "R U N R X U N", tau=3, f=0.0))
+    assert sorted(k for k, w in got.items() if w == 2.0) == ["RN", "RU", "UN"]
+    assert all(w == 1.0 for k, w in got.items() if k not in ("RN", "RU", "UN"))
+
+
+def test_figure_9_graduated_weights_order_u_before_n(spark):
+    uniform = weights_of(graph_of(spark, "R U N R U N", tau=2, f=0.0))
+    assert uniform["RU"] == uniform["RN"] == 2.0          # figure 9(a): R equally tied to U and N
+    graduated = weights_of(graph_of(spark, "R U N R U N", tau=2, f=1.0))
+    # figure 9(b), normalised: j = 1 weighs 1, j = 2 weighs 1/2
+    assert graduated == {"RU": 2.0, "UN": 2.0, "RN": 1.0, "NR": 1.0, "UR": 0.5, "NU": 0.5}
+
+
+def _bursty_rows(seed: int) -> list[tuple[str, int, int, int]]:
+    """Two devices, two intervals, bursts and gaps so 1 ms chunks hold 0 to ~7 reads."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for device in ("d0", "d1"):
+        for interval_id in (0, 1):
+            t = interval_id * 1_000_000
+            for _ in range(150):
+                t += int(rng.choice([30, 60, 200, 1500]))
+                rows.append((device, interval_id, t, int(rng.integers(0, 12))))
+    order = rng.permutation(len(rows))  # rows arrive unordered; seq is still their list position
+    return [rows[k] for k in order]
+
+
+@pytest.mark.parametrize("tau", [2, 9])
+def test_chunked_build_equals_unchunked_and_reference(spark, tau):
+    rows = _bursty_rows(seed=tau)
+    refs = make_refs(spark, rows)
+    one_chunk = counts_of(build_edge_counts(refs, tau=tau, chunk_us=10**12, partitions=1))
+    chunked = counts_of(build_edge_counts(refs, tau=tau, chunk_us=1000, partitions=3))
+    assert chunked == one_chunk
+    assert one_chunk == reference_counts(rows, tau)
+    assert len(one_chunk) > 100
+
+
+def test_order_is_time_then_seq_and_intervals_do_not_connect(spark):
+    # Same timestamp: source order (seq) decides. A read in the next interval starts a new string.
+    refs = make_refs(spark, [("d", 0, 5, units_of("A")[0]), ("d", 0, 5, units_of("R")[0]),
+                             ("d", 0, 2, units_of("U")[0]), ("d", 1, 7, units_of("N")[0])])
+    assert weights_of(with_weight(build_edge_counts(refs, tau=3), tau=3, f=0.0)) == {
+        "UA": 1.0, "UR": 1.0, "AR": 1.0}
+
+
+def test_count_pairs_and_cross_chunk_pairs_numpy():
+    units = np.array(units_of("A R U N B A R U N B"))
+    src, dst, pairs, closeness = count_pairs(np.zeros(10, np.int64), units, 2)
+    got = {(int(s), int(d)): (int(p), int(c)) for s, d, p, c in zip(src, dst, pairs, closeness, strict=True)}
+    assert got[(1, 2)] == (2, 4)      # R -> U twice at distance 1 (closeness 2 each)
+    assert got[(0, 2)] == (2, 2)      # A -> U twice at distance 2
+    assert got[(4, 1)] == (1, 1)      # B -> R once at distance 2
+    # Chunks [A R U] [N] [B A ...]: only pairs across chunk edges, with their distances.
+    chunk = np.array([0, 0, 1, 2, 2, 2])
+    pos = np.array([1, 2, 0, 0, 1, 2])
+    chunk_len = np.array([3, 3, 1, 5, 5, 5])
+    s, d, c = cross_chunk_pairs(chunk, pos, chunk_len, np.array(units_of("R U N B A R")), 2)
+    assert sorted(zip(s.tolist(), d.tolist(), c.tolist(), strict=True)) == sorted([
+        (1, 3, 1), (2, 3, 2), (2, 4, 1), (3, 4, 2), (3, 0, 1)])
+
+
+def test_aging_blends_current_and_previous_graph(spark):
+    day0 = make_graph(spark, [("d", 0, 0, 1, 1.0)])
+    day1 = make_graph(spark, [("d", 1, 0, 1, 2.0), ("d", 1, 1, 2, 1.0)])
+    aged0 = age_graph(day0, None, beta=0.8)
+    aged1 = age_graph(day1, aged0, beta=0.8)
+    assert {(r.src_unit, r.dst_unit): r.weight for r in aged0.collect()} == {(0, 1): 0.8}
+    got = {(r.src_unit, r.dst_unit): r.weight for r in aged1.collect()}
+    assert got == pytest.approx({(0, 1): 0.8 * 2.0 + 0.2 * 0.8, (1, 2): 0.8})
+    pc = age_graph(day1, age_graph(day0, None, beta=0.1), beta=0.1)   # the paper's PC setting
+    assert {(r.src_unit, r.dst_unit): r.weight for r in pc.collect()} == pytest.approx(
+        {(0, 1): 0.1 * 2.0 + 0.9 * 0.1, (1, 2): 0.1})
+
+
+def test_graph_bytes_uses_19_per_vertex_and_20_per_edge(spark):
+    g = make_graph(spark, [("d", 0, 1, 2, 1.0), ("d", 0, 2, 3, 1.0), ("d", 0, 3, 1, 1.0), ("d", 1, 5, 6, 1.0)])
+    assert {(r.interval_id, r.vertices, r.edges, r.graph_bytes) for r in graph_bytes(g).collect()} == {
+        (0, 3, 3, 3 * 19 + 3 * 20), (1, 2, 1, 2 * 19 + 20)}
+
+
+CHAIN = [(k, k + 1, float(k + 1)) for k in range(20)]   # 0 -> 1 -> ... -> 20, weights 1..20: 799 bytes
+
+
+def prune_chain(budget):
+    src, dst, w = (np.array(c) for c in zip(*CHAIN, strict=True))
+    keep, rounds = prune_arrays(src, dst, w, budget)
+    return [(int(src[k]), int(dst[k])) for k in keep], rounds
+
+
+def test_prune_removes_bottom_tenth_of_edges_and_vertices():
+    # Edge 10th percentile (rank 2 of 20): 2, so edge 0->1 goes. Vertex weights 1, 2, ..., 20, 20:
+    # 10th percentile (rank 3 of 21): 3, so vertices 0 and 1 go with edge 1->2. 18 edges, 19
+    # vertices: 721 bytes.
+    assert prune_chain(750) == ([(k, k + 1) for k in range(2, 20)], 1)
+    assert prune_chain(799) == ([(k, k + 1) for k in range(20)], 0)
+
+
+def test_prune_repeats_until_within_budget():
+    # Later rounds take the lightest edge and the lightest vertex each: 721, 682, 643 bytes.
+    assert prune_chain(680) == ([(k, k + 1) for k in range(4, 20)], 3)
+
+
+def test_prune_with_tied_lightest_weights_drops_them_alike():
+    # Nothing lies below either percentile (both are the tied minimum 1): the weight-1 edges go.
+    keep, rounds = prune_arrays(np.array([0, 1, 2, 3, 8]), np.array([1, 2, 3, 4, 9]),
+                                np.array([1.0, 1.0, 1.0, 1.0, 5.0]), 100)
+    assert (keep.tolist(), rounds) == ([4], 1)
+
+
+def test_prune_to_budget_per_device_and_interval(spark):
+    graph = make_graph(spark, [("d", 0, s, t, w) for s, t, w in CHAIN] + [("d", 1, 1, 2, 1.0), ("e", 0, 1, 2, 1.0)])
+    budgets = spark.createDataFrame([("d", 750), ("e", 10)], "device string, budget_bytes long")
+    got = sorted((r.device, r.interval_id, r.src_unit, r.dst_unit, r.weight)
+                 for r in prune_to_budget(graph, budgets).collect())
+    # d/0 loses its two lightest edges; d/1 is within d's budget; e/0 (58 bytes > 10) loses its only edge.
+    assert got == [("d", 0, k, k + 1, float(k + 1)) for k in range(2, 20)] + [("d", 1, 1, 2, 1.0)]
+
+
+def test_prefilter_drops_rarely_referenced_units(spark):
+    refs = string_refs(spark, "A R A U A R")
+    kept = prefilter_refs(refs, min_refs=2).orderBy("seq")
+    assert [r.unit_id for r in kept.collect()] == units_of("A R A A R")
+    assert prefilter_refs(refs, min_refs=0) is refs
+    assert kept.where(F.col("unit_id") == units_of("U")[0]).count() == 0
