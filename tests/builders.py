@@ -4,9 +4,9 @@ from __future__ import annotations
 from typing import Any
 
 from jobs.ingest_trace import IngestSummary, run
-from schemas import requests as R
 from libs.ingest import IngestOptions
 from libs.spark import SparkConfig
+from schemas import requests as R
 
 
 def ingest(spark: Any, cfg: SparkConfig, fmt: str, trace_id: str, paths: list[Any], **options: Any) -> IngestSummary:
