@@ -42,3 +42,14 @@ def make_requests(spark: Any, rows: list[tuple[str, int, int, str, int, int]], t
     """A `requests` DataFrame from (device, seq, ts_us, op, offset_bytes, size_bytes) tuples."""
     full = [(trace_id, d, seq, ts, op, off, size, None, None, "hand-built") for d, seq, ts, op, off, size in rows]
     return spark.createDataFrame(full, R.SPARK_SCHEMA)
+
+
+MSR_T0 = 128_166_372_000_000_000  # FILETIME ticks (100 ns) of the first record
+
+
+def write_msr(path: Any, rows: list[tuple[int, int, str, int, int]]) -> Any:
+    """An MSR Cambridge CSV from (ts_us, disk, op 'R'/'W', offset_bytes, size_bytes), sorted by time;
+    host "h", so devices are h_<disk>; response 10 us."""
+    path.write_text("".join(f"{MSR_T0 + ts_us * 10},h,{disk},{'Read' if op == 'R' else 'Write'},{off},{size},100\n"
+                            for ts_us, disk, op, off, size in sorted(rows)))
+    return path

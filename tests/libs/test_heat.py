@@ -12,7 +12,7 @@ from libs.transforms.aging import age_values
 from libs.transforms.columns import idiv
 from libs.transforms.heat import compute_disk_heat, compute_extent_heat, split_at
 from schemas import disk_heat, extent_heat
-from tests.builders import ingest, make_requests
+from tests.builders import ingest, make_requests, write_msr
 
 MIB = 1 << 20
 
@@ -143,21 +143,13 @@ def test_age_values_three_intervals_by_formula(spark):
     assert {r.extent_id: r["count"] for r in a1.collect()} == pytest.approx({0: 1.6, 1: 4.0})
 
 
-def _write_msr(path, rows):
-    # MSR Cambridge CSV: FILETIME (100 ns ticks), host, disk, type, offset, size, response (ticks)
-    base = 128_166_372_000_000_000
-    path.write_text("".join(f"{base + ts_us * 10},h,{disk},{'Read' if op == 'R' else 'Write'},{off},{size},100\n"
-                            for ts_us, disk, op, off, size in sorted(rows)))
-    return path
-
-
 def test_aged_heat_job_incremental_equals_from_scratch(spark, spark_cfg, tmp_path):
     day = 10_000_000  # 10 s "days" keep the fixture small
     rows = [(t, 0, "R", 0, 4096) for t in range(0, day, day // 10)]                 # interval 0: extent 0 x10
     rows += [(day + t, 0, "W", MIB, 4096) for t in range(0, day, day // 5)]        # interval 1: extent 1 x5
     rows += [(2 * day + t, 0, "R", 0, 4096) for t in range(0, day, day // 4)]      # interval 2: extent 0 x4
     rows += [(2 * day + t + 1, 0, "R", MIB, 4096) for t in range(0, day, day // 5)]  # ... and extent 1 x5
-    ingest(spark, spark_cfg, "msr", "aging-t", [_write_msr(tmp_path / "aging_0.csv", rows)])
+    ingest(spark, spark_cfg, "msr", "aging-t", [write_msr(tmp_path / "aging_0.csv", rows)])
     cfg = AgingConfig("aging-t", extent_bytes=MIB, interval_us=day, alpha=0.8, through=1)
     assert run_aging(spark, spark_cfg, cfg) == [0, 1]
     assert run_aging(spark, spark_cfg, AgingConfig("aging-t", MIB, day, 0.8)) == [2]  # nightly: one interval

@@ -15,7 +15,7 @@ from libs.cli import main as cli_main
 from libs.tables import read_table
 from libs.transforms.profile import compute_trace_profile
 from schemas import trace_profile
-from tests.builders import ingest, make_requests
+from tests.builders import ingest, make_requests, write_msr
 from tests.conftest import HPLAJW_TRACE_ID
 
 MIB = 1 << 20
@@ -115,10 +115,8 @@ def test_profile_pinned_on_hplajw(spark, spark_cfg, hplajw):
 
 
 def test_cli_profile_json(spark, spark_cfg, tmp_path, capsys):
-    path = tmp_path / "p_0.csv"
-    base = 128_166_372_000_000_000
-    path.write_text("".join(f"{base + ts * 10},h,0,Read,{off},4096,100\n"
-                            for ts, off in [(0, 0), (1000, 4096), (3000, 65536)]))
+    path = write_msr(tmp_path / "p_0.csv", [(0, 0, "R", 0, 4096), (1000, 0, "R", 4096, 4096),
+                                            (3000, 0, "R", 65536, 4096)])
     ingest(spark, spark_cfg, "msr", "prof-cli", [path])
     capsys.readouterr()
     assert cli_main(["profile", "prof-cli", "--json"]) == 0

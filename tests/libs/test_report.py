@@ -11,7 +11,7 @@ from jobs.heat_report import run as run_report
 from libs import report
 from libs.cli import main as cli_main
 from libs.heat_eval import StepSpec
-from tests.builders import ingest
+from tests.builders import ingest, write_msr
 
 HOUR = 3_600_000_000
 
@@ -75,11 +75,8 @@ def test_page_embeds_figures_and_tables():
 
 
 def _small_trace(path):
-    base = 128_166_372_000_000_000
-    rows = [(0, 0, "Read", 0, 4096), (2_000_000, 0, "Write", 1 << 20, 8192), (3_700_000_000, 1, "Read", 0, 512),
-            (3_800_000_000, 0, "Read", 4096, 4096), (7_300_000_000, 1, "Write", 1 << 21, 4096)]
-    path.write_text("".join(f"{base + ts * 10},h,{d},{op},{off},{size},100\n" for ts, d, op, off, size in rows))
-    return path
+    return write_msr(path, [(0, 0, "R", 0, 4096), (2_000_000, 0, "W", 1 << 20, 8192), (3_700_000_000, 1, "R", 0, 512),
+                            (3_800_000_000, 0, "R", 4096, 4096), (7_300_000_000, 1, "W", 1 << 21, 4096)])
 
 
 def test_report_job_end_to_end(spark, spark_cfg, tmp_path):
