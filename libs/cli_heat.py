@@ -123,14 +123,10 @@ def cmd_profile(args: argparse.Namespace) -> int:
             out.setdefault("trace" if r.scope == "trace" else f"device {r.device}", {})[r.metric] = r.value
         sys.stdout.write(json.dumps(out, indent=1, sort_keys=True) + "\n")
         return 0
-    scopes = sorted({(r.scope, r.device) for r in rows}, key=lambda s: (s[0] != "trace", s[1]))
-    names = [f"{'trace' if s == 'trace' else 'dev ' + d}" for s, d in scopes]
-    table: dict[str, dict[str, Any]] = {}
-    for r in rows:
-        key = "trace" if r.scope == "trace" else f"dev {r.device}"
-        table.setdefault(r.metric, {"metric": r.metric})[key] = r.value
+    from libs.report import profile_table
+
     sys.stdout.write(f"\nprofile of {args.trace_id} (whole trace; per-window rows are in trace_profile):\n")
-    print_table(sorted(table.values(), key=lambda d: d["metric"]), ["metric", *names])
+    print_table(*profile_table([r.asDict() for r in rows]))
     return 0
 
 

@@ -123,6 +123,18 @@ def _table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def profile_table(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """trace_profile rows (scope, device, metric, value) -> one row per metric with a column per
+    scope ("trace", then "device <name>"), and the column names."""
+    scopes = sorted({(r["scope"], r["device"]) for r in rows}, key=lambda s: (s[0] != "trace", s[1]))
+    names = ["trace" if s == "trace" else f"device {d}" for s, d in scopes]
+    by_metric: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        key = "trace" if r["scope"] == "trace" else f"device {r['device']}"
+        by_metric.setdefault(r["metric"], {"metric": r["metric"]})[key] = r["value"]
+    return sorted(by_metric.values(), key=lambda d: d["metric"]), ["metric", *names]
+
+
 def render(inputs: ReportInputs) -> tuple[str, list[Figure]]:
     """The page (one HTML string, figures embedded) and the figures (also written as PNG files)."""
     figures = [heat_map_figure(inputs.heat_map, inputs.heat_map_bins), disk_heat_figure(inputs.disk_heat),
@@ -152,14 +164,8 @@ def render(inputs: ReportInputs) -> tuple[str, list[Figure]]:
     parts.append("<ul>" + "".join(
         f"<li>{html.escape(c)}: <b>{'holds' if ok else 'does not hold'}</b> ({html.escape(ev)})</li>"
         for c, ok, ev in inputs.claims) + "</ul>")
-    scopes = sorted({(r["scope"], r["device"]) for r in inputs.profile}, key=lambda s: (s[0] != "trace", s[1]))
-    names = ["trace" if s == "trace" else f"device {d}" for s, d in scopes]
-    by_metric: dict[str, dict[str, Any]] = {}
-    for r in inputs.profile:
-        key = "trace" if r["scope"] == "trace" else f"device {r['device']}"
-        by_metric.setdefault(r["metric"], {"metric": r["metric"]})[key] = r["value"]
     parts.append("<h2>Profile (whole trace)</h2>")
-    parts.append(_table(sorted(by_metric.values(), key=lambda d: d["metric"]), ["metric", *names]))
+    parts.append(_table(*profile_table(inputs.profile)))
     parts += [f"<p class='note'>{html.escape(n)}</p>" for n in inputs.notes]
     parts.append("</body></html>")
     return "".join(parts), figures

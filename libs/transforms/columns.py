@@ -23,6 +23,14 @@ def idiv(value: Column, divisor: int) -> Column:
     return (F.when(q * n > value, q - 1).when((q + 1) * n <= value, q + 1).otherwise(q))
 
 
+def window_start(window_us: int) -> Column:
+    """Start (us since the trace start) of the ts_us window a row falls in; window_us = 0 is the
+    whole trace, whose single window starts at 0."""
+    if window_us < 0:
+        raise ValueError(f"window_us must be >= 0 (0 = whole trace), got {window_us}")
+    return (idiv(F.col("ts_us"), window_us) * window_us) if window_us else F.lit(0).cast("long")
+
+
 def to_schema(df: DataFrame, schema: StructType) -> DataFrame:
     """Select exactly the schema's columns, in its order, cast to its types (the transform's contract)."""
     return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from libs.transforms.columns import idiv, to_schema
+from libs.transforms.columns import idiv, to_schema, window_start
 from schemas import disk_heat as DH
 from schemas import extent_heat as EH
 
@@ -56,12 +56,6 @@ def split_at(requests: DataFrame, unit_bytes: int, *, start: Column | None = Non
                          _blocks(piece_lo, piece_hi).alias("blocks"))
 
 
-def _window_start(window_us: int) -> Column:
-    if window_us < 0:
-        raise ValueError(f"window_us must be >= 0 (0 = whole trace), got {window_us}")
-    return (idiv(F.col("ts_us"), window_us) * window_us) if window_us else F.lit(0).cast("long")
-
-
 def _per_second(blocks: Column, window_us: int, span_us: int) -> Column:
     """blocks / window length in seconds; the whole-trace window divides by the trace's span.
 
@@ -86,7 +80,7 @@ def compute_extent_heat(requests: DataFrame, *, extent_bytes: int = 1 << 20, win
     _check_unit("extent_bytes", extent_bytes)
     pieces = split_at(requests, extent_bytes)
     counted = (
-        pieces.groupBy("device", "extent_id", _window_start(window_us).alias("window_start_us"))
+        pieces.groupBy("device", "extent_id", window_start(window_us).alias("window_start_us"))
         .agg(F.count(F.lit(1)).alias("requests"),
              F.count_if(F.col("op") == "R").alias("reads"),
              F.count_if(F.col("op") == "W").alias("writes"),
@@ -154,7 +148,7 @@ def compute_disk_heat(requests: DataFrame, *, layout: str = "as-traced", window_
     else:
         raise ValueError(f"layout {layout!r}: expected one of {', '.join(LAYOUTS)}")
 
-    per_disk = (pieces.groupBy(_window_start(window_us).alias("window_start_us"), "disk")
+    per_disk = (pieces.groupBy(window_start(window_us).alias("window_start_us"), "disk")
                 .agg(F.count(F.lit(1)).alias("requests"), F.sum("blocks").alias("blocks")))
     spark = requests.sparkSession
     grid = (per_disk.select("window_start_us").distinct()

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from libs.transforms.columns import idiv, to_schema
+from libs.transforms.columns import idiv, to_schema, window_start
+from libs.transforms.heat import split_at
 from schemas import trace_profile as TP
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def _expand(pre: DataFrame, window_us: int, *, scopes: Sequence[str] = ("trace",
 
 
 def _window(window_us: int) -> Column:
-    return (idiv(F.col("ts_us"), window_us) * window_us).alias("w") if window_us else F.lit(0).cast("long").alias("w")
+    return window_start(window_us).alias("w")
 
 
 def _long(df: DataFrame, metrics: dict[str, Column]) -> DataFrame:
@@ -254,9 +255,7 @@ def _blocks_and_reuse(base: DataFrame, window_us: int,
     """Footprint rows (distinct 4 KiB blocks, reuse share) and the block accesses with their reuse
     time (device, block, ts_us, reuse_us), keyed by (device, block) so the work spreads."""
     b = FOOTPRINT_BLOCK
-    first, last = idiv(F.col("offset_bytes"), b), idiv(F.col("end_bytes") - 1, b)
-    blocks = base.select("device", "seq", "ts_us", F.explode(
-        F.when(first == last, F.array(first)).otherwise(F.sequence(first, last))).alias("block"))
+    blocks = split_at(base, b, id_col="block")
     w = Window.partitionBy("device", "block").orderBy(*ORDER)
     accessed = blocks.select("device", "block", "ts_us",
                              (F.col("ts_us") - F.lag("ts_us").over(w)).alias("reuse_us"))
@@ -288,9 +287,7 @@ def _blocks_and_reuse(base: DataFrame, window_us: int,
 
 
 def _skew(base: DataFrame, window_us: int, extent_bytes: int) -> DataFrame:
-    first, last = idiv(F.col("offset_bytes"), extent_bytes), idiv(F.col("end_bytes") - 1, extent_bytes)
-    touched = base.select("device", "ts_us", F.explode(
-        F.when(first == last, F.array(first)).otherwise(F.sequence(first, last))).alias("extent_id"))
+    touched = split_at(base, extent_bytes)
     pre = touched.groupBy("device", _window(window_us), "extent_id").agg(F.count(F.lit(1)).alias("_c")) \
         .withColumn("dev", F.col("device"))
     per_extent = _expand(pre, window_us).groupBy(*GROUP, "dev", "extent_id").agg(F.sum("_c").alias("_c"))
