@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml requirements.lock
 	@command -v java >/dev/null || { echo "error: Java 17 is required (java not on PATH)"; exit 1; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip==26.3
-	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,bench]'
+	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,bench,airflow]'
 	@touch $(STAMP)
 
 demo: $(STAMP)
