@@ -1,7 +1,9 @@
 """Spark application: aged reference counts per extent and reorganization interval (`aged_heat`).
 
 Incremental: interval N reads interval N-1's aged rows from the table and interval N's requests,
-so a nightly run does one interval's work; --from-scratch recomputes every interval.
+so a nightly run does one interval's work; --from-scratch recomputes every interval. --interval-index N
+computes exactly interval N from the stored N-1 (the nightly DAG's mode: a retry or a backfill gives
+the same rows as the nightly chain).
 """
 from __future__ import annotations
 
@@ -34,6 +36,11 @@ class AgingConfig:
     alpha: float = 0.8
     from_scratch: bool = False
     through: int | None = None  # last interval to compute (default: the trace's last)
+    interval_index: int | None = None  # exactly this interval, from the stored previous one
+
+
+class AgingChainError(LookupError):
+    """--interval-index N without interval N-1 in the table, or past the trace's data."""
 
 
 def _existing(spark: SparkSession, cfg: SparkConfig, job: AgingConfig) -> DataFrame | None:
@@ -45,14 +52,17 @@ def _existing(spark: SparkSession, cfg: SparkConfig, job: AgingConfig) -> DataFr
 
 
 def run(spark: SparkSession, cfg: SparkConfig, job: AgingConfig) -> list[int]:
-    """Computes the intervals not yet in the table (all of them with from_scratch); returns their ids."""
+    """Computes the intervals not yet in the table (all of them with from_scratch; exactly interval_index
+    when given); returns their ids."""
     if job.interval_us <= 0:
         raise ValueError(f"interval must be > 0, got {job.interval_us} us")
     span_us = int(trace_info(spark, cfg.warehouse, job.trace_id)["span_us"])
     last = span_us // job.interval_us if job.through is None else job.through
     existing = _existing(spark, cfg, job)
     done = -1
-    if existing is not None and not job.from_scratch:
+    if job.interval_index is not None:
+        done, last = _one_interval(existing, job, job.interval_index, span_us // job.interval_us)
+    elif existing is not None and not job.from_scratch:
         found = existing.agg(F.max("interval_id")).first()[0]
         done = -1 if found is None else int(found)
     requests = read_table(spark, cfg.warehouse, "requests", job.trace_id)
@@ -80,6 +90,22 @@ def run(spark: SparkSession, cfg: SparkConfig, job: AgingConfig) -> list[int]:
     return computed
 
 
+def _one_interval(existing: DataFrame | None, job: AgingConfig, n: int, data_last: int) -> tuple[int, int]:
+    """(done, last) that make run() compute exactly interval n. Interval 0 always has rows (the trace's
+    first request is in it) and aged values stay > 0, so a computed interval n-1 has rows."""
+    what = (f"aged_heat of trace {job.trace_id!r} (extent {job.extent_bytes} B, interval {job.interval_us} us, "
+            f"alpha {job.alpha:g})")
+    if n < 0:
+        raise ValueError(f"--interval-index must be >= 0, got {n}")
+    if n > data_last:
+        raise AgingChainError(f"{what}: interval {n} is after the trace's data (its requests end in interval "
+                              f"{data_last}); ingest the later files first")
+    if n > 0 and (existing is None or existing.where(F.col("interval_id") == n - 1).limit(1).count() == 0):
+        raise AgingChainError(f"{what}: interval {n - 1} is not in the table; compute it first "
+                              f"(--interval-index {n - 1})")
+    return n - 1, n
+
+
 def parse_args(argv: Sequence[str] | None) -> AgingConfig:
     parser = argparse.ArgumentParser(prog="aged_heat", description=__doc__)
     parser.add_argument("trace_id")
@@ -87,8 +113,13 @@ def parse_args(argv: Sequence[str] | None) -> AgingConfig:
     parser.add_argument("--interval", type=float, default=86_400.0, help="seconds (default one day)")
     parser.add_argument("--alpha", type=float, default=0.8)
     parser.add_argument("--from-scratch", action="store_true")
+    parser.add_argument("--interval-index", type=int, default=None, metavar="N",
+                        help="compute exactly interval N from the stored interval N-1 (nightly mode)")
     args = parser.parse_args(argv)
-    return AgingConfig(args.trace_id, args.extent_bytes, round(args.interval * 1e6), args.alpha, args.from_scratch)
+    if args.from_scratch and args.interval_index is not None:
+        parser.error("--from-scratch and --interval-index exclude each other")
+    return AgingConfig(args.trace_id, args.extent_bytes, round(args.interval * 1e6), args.alpha, args.from_scratch,
+                       interval_index=args.interval_index)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,6 +4,15 @@
 Incremental like the aged heat counts: interval N ages interval N-1's pruned graph. A full build
 walks the intervals from 0 and replaces the trace's rows; --from-interval N reads interval N-1's
 graph from the table and replaces intervals N and later only.
+
+--interval-index N (the nightly DAG) builds exactly interval N from what interval N-1 left in the tables
+and the requests up to the end of interval N: the units are extended with those first referenced in N
+(existing ids kept, libs.alis.units.extend_reorg_units), the size budget is the storage used by then,
+and only interval N's rows are replaced (N = 0 starts the chain afresh: the trace's units, graphs and
+runs are replaced). Later requests in the table change nothing, so a backfill over days whose files
+all landed gives the same tables as the nightly runs did with each day's files. Unit ids then follow
+first use, not address order as in a full build, and the budget grows with the storage used, so a nightly
+chain can differ from a full build of the same days where pruning or ties between equal weights decide.
 """
 from __future__ import annotations
 
@@ -28,7 +37,7 @@ from libs.alis.graph import (
     with_weight,
 )
 from libs.alis.runs import THRESHOLD, find_runs
-from libs.alis.units import compute_reorg_units, storage_used, unit_refs
+from libs.alis.units import compute_reorg_units, extend_reorg_units, storage_used, unit_refs
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, replace_rows, replace_trace, table_path
 from schemas import access_graph, alis_graphs, alis_runs, reorg_units, requests
@@ -61,6 +70,7 @@ class GraphOptions:
     min_run_length: int | None = None  # None: tau
     chunk_us: int = CHUNK_US
     from_interval: int = 0
+    interval_index: int | None = None  # nightly: exactly this interval (see the module docstring)
 
     def __post_init__(self) -> None:
         if self.tau < 1:
@@ -77,6 +87,9 @@ class GraphOptions:
             raise ValueError(f"unit_bytes must be >= 0, got {self.unit_bytes}")
         if self.from_interval < 0:
             raise ValueError(f"from_interval must be >= 0, got {self.from_interval}")
+        if self.interval_index is not None and (self.interval_index < 0 or self.from_interval):
+            raise ValueError(f"interval_index must be >= 0 and excludes from_interval, got {self.interval_index} "
+                             f"with from_interval {self.from_interval}")
 
     @property
     def min_length(self) -> int:
@@ -115,18 +128,23 @@ def graph_refs(refs: DataFrame, *, include_writes: bool, prefilter_min_refs: int
     return prefilter_refs(chosen, min_refs=prefilter_min_refs)
 
 
-def _check_incremental(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions) -> None:
+def _check_incremental(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions) -> dict[str, Any]:
     stored = graph_params(spark, cfg.warehouse, opts.trace_id)
     wanted = opts.params_row(int(stored["intervals"]))
     differing = sorted(k for k in wanted if k not in ("trace_id", "intervals") and stored[k] != wanted[k])
+    option = (f"--from-interval {opts.from_interval}" if opts.interval_index is None
+              else f"--interval-index {opts.interval_index}")
     if differing:
-        raise GraphParamsError(f"--from-interval {opts.from_interval}: the stored graphs of {opts.trace_id} were "
+        raise GraphParamsError(f"{option}: the stored graphs of {opts.trace_id} were "
                                f"built with other {', '.join(differing)}; rebuild from interval 0")
+    return stored
 
 
 def run(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions) -> GraphSummary:
     """Build units, graphs and runs; each table is replaced in one Delta commit (per interval with
     from_interval > 0)."""
+    if opts.interval_index is not None:
+        return run_interval(spark, cfg, opts, opts.interval_index)
     trace = opts.trace_id
     reqs = read_table(spark, cfg.warehouse, requests.TABLE, trace)
     span = reqs.agg(F.max("ts_us").alias("last_us"), F.count(F.lit(1)).alias("n")).first()
@@ -181,6 +199,59 @@ def run(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions) -> GraphSumma
     params = spark.createDataFrame([opts.params_row(last + 1)], alis_graphs.SPARK_SCHEMA)
     replace_trace(params, spark, cfg.warehouse, alis_graphs.TABLE, trace)
     return GraphSummary(asdict(opts), intervals, _per_device(units, chosen, built, runs, budgets, last))
+
+
+def run_interval(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: int) -> GraphSummary:
+    """Build exactly interval n from the stored interval n-1 (see the module docstring); replaces interval
+    n's rows of access_graph and alis_runs, the trace's reorg_units (extended) and its alis_graphs row."""
+    trace = opts.trace_id
+    reqs = read_table(spark, cfg.warehouse, requests.TABLE, trace)
+    span = reqs.agg(F.max("ts_us").alias("last_us"), F.count(F.lit(1)).alias("n")).first()
+    if span is None or not span["n"]:
+        raise LookupError(f"trace {trace!r} has no requests (ingest it first)")
+    data_last = int(span["last_us"]) // opts.interval_us
+    if n > data_last:
+        raise ValueError(f"--interval-index {n}: the requests of {trace} end in interval {data_last}; "
+                         "ingest the later files first")
+    end_us = (n + 1) * opts.interval_us
+    upto = reqs.where(F.col("ts_us") < end_us)
+    during = upto.where(F.col("ts_us") >= n * opts.interval_us)
+    known, built_before = None, 0
+    if n:
+        built_before = int(_check_incremental(spark, cfg, opts)["intervals"])
+        if built_before < n:
+            raise LookupError(f"--interval-index {n}: the stored graphs of {trace} end at interval "
+                              f"{built_before - 1}; build interval {n - 1} first")
+        known = read_table(spark, cfg.warehouse, reorg_units.TABLE, trace)
+    log.info("alis graph %s: units, edges and runs of interval %d", trace, n)
+    units = extend_reorg_units(known, during, unit_bytes=opts.unit_bytes).localCheckpoint()
+    replace_trace(units, spark, cfg.warehouse, reorg_units.TABLE, trace)
+    refs = unit_refs(during, units, unit_bytes=opts.unit_bytes, interval_us=opts.interval_us)
+    chosen = graph_refs(refs, include_writes=opts.include_writes,
+                        prefilter_min_refs=opts.prefilter_min_refs).localCheckpoint()
+    budgets = budget_bytes(storage_used(upto), share=opts.graph_share).localCheckpoint()
+    tasks = partitions_for(int(span["n"]), cores=spark.sparkContext.defaultParallelism)
+    raw = with_weight(build_edge_counts(chosen, tau=opts.tau, chunk_us=opts.chunk_us, partitions=tasks),
+                      tau=opts.tau, f=opts.f)
+    previous = None
+    if n:
+        previous = read_table(spark, cfg.warehouse, access_graph.TABLE, trace).where(
+            F.col("interval_id") == n - 1).localCheckpoint()
+    aged = age_graph(raw.where(F.col("interval_id") == n), previous, beta=opts.beta).select(
+        "device", F.lit(n).cast("long").alias("interval_id"), "src_unit", "dst_unit", "weight")
+    built = prune_to_budget(aged, budgets).localCheckpoint()
+    runs = find_runs(built, tau=opts.tau, f=opts.f, threshold=opts.threshold,
+                     min_length=opts.min_length).localCheckpoint()
+    if n:
+        where = {"trace_id": trace, "interval_id": n}
+        replace_rows(built, spark, cfg.warehouse, access_graph.TABLE, where)
+        replace_rows(runs, spark, cfg.warehouse, alis_runs.TABLE, where)
+    else:
+        replace_trace(built, spark, cfg.warehouse, access_graph.TABLE, trace)
+        replace_trace(runs, spark, cfg.warehouse, alis_runs.TABLE, trace)
+    params = spark.createDataFrame([opts.params_row(max(built_before, n + 1))], alis_graphs.SPARK_SCHEMA)
+    replace_trace(params, spark, cfg.warehouse, alis_graphs.TABLE, trace)
+    return GraphSummary(asdict(opts), [n], _per_device(units, chosen, built, runs, budgets, n))
 
 
 def _per_device(units: DataFrame, refs: DataFrame, graphs: DataFrame, runs: DataFrame, budgets: DataFrame,

@@ -79,19 +79,37 @@ def run_eval(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, ks: Sequen
     return rows
 
 
+def _ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(int(k) for k in text.split(",") if k.strip())
+    except ValueError:
+        ks = ()
+    if not ks or min(ks) < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
+    return ks
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """spark-submit entry point: track (default) or --eval."""
+    """spark-submit entry point: track (default) or --eval (its k values and generated traces configurable)."""
     parser = argparse.ArgumentParser(prog="heat_tracking", description=__doc__)
     parser.add_argument("trace_id")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--aging-period", type=float, default=3600.0, help="seconds")
     parser.add_argument("--eval", action="store_true")
+    parser.add_argument("--ks", type=_ks, default=KS, help="--eval: k values (default 5,10,20,50)")
+    parser.add_argument("--eval-extents", type=int, default=DEFAULT_SPEC.extents,
+                        help="--eval: extents of the generated step and drop traces (default %(default)s)")
+    parser.add_argument("--eval-change", type=float, default=DEFAULT_SPEC.change_s,
+                        help="--eval: second of the generated traces' rate change (default %(default)s)")
+    parser.add_argument("--eval-end", type=float, default=DEFAULT_SPEC.end_s,
+                        help="--eval: end of the generated drop trace, s (default %(default)s)")
     args = parser.parse_args(argv)
     cfg = SparkConfig.from_env("heat_tracking")
     spark = build_session(cfg)
     period = round(args.aging_period * 1e6)
     if args.eval:
-        run_eval(spark, cfg, args.trace_id, aging_period_us=period)
+        spec = StepSpec(extents=args.eval_extents, change_s=args.eval_change, end_s=args.eval_end)
+        run_eval(spark, cfg, args.trace_id, ks=args.ks, aging_period_us=period, spec=spec)
     else:
         run_track(spark, cfg, TrackConfig(args.trace_id, args.k, period))
     return 0

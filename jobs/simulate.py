@@ -55,11 +55,13 @@ class SimulateSummary:
     cooling_moves: int = 0            # rows written to cooling_moves
 
 
-def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: float = 10.0) -> SimulateSummary:
+def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: float = 10.0,
+        requests: DataFrame | None = None) -> SimulateSummary:
     """Simulates every (trace, array group, scenario) of the grid and replaces the grid's rows of sim_results,
     sim_timeseries and cooling_moves (one commit each, keyed by grid_id: a rerun replaces the whole grid;
     cooling_moves is written when a scenario has the cooling policy or the table already exists, so a rerun
-    without cooling clears the grid's old moves)."""
+    without cooling clears the grid's old moves). requests: the `requests` rows to replay (default: the
+    table's), e.g. one time window of a trace read at a known Delta version."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -68,7 +70,8 @@ def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: 
     parts = plan_parts(grid, catalog)
     log.info("simulate grid %s (%s): %d partitions = %d trace(s) x array groups x %d scenario(s)",
              grid.grid_id, grid.source, len(parts), len(grid.traces), len(grid.scenarios))
-    requests = read_table(spark, cfg.warehouse, "requests").where(F.col("trace_id").isin(list(catalog)))
+    source = requests if requests is not None else read_table(spark, cfg.warehouse, "requests")
+    requests = source.where(F.col("trace_id").isin(list(catalog)))
     out = simulate_frame(spark, requests, parts).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with _Progress(spark, f"simulate {grid.grid_id}", len(parts), progress_every_s), _executor_errors():

@@ -19,7 +19,8 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 # Modules that add subcommands: each has add_commands(subparsers) and uses spark_session/emit/print_table.
 COMMAND_MODULES: tuple[str, ...] = ("libs.cli_heat", "libs.cli_alis", "libs.cli_sim", "libs.cli_policies",
-                                     "libs.cli_experiments")
+                                     "libs.cli_experiments", "libs.cli_sql",
+                                     "libs.cli_plans")
 LAYOUT_FIELDS = ("ts", "device", "op", "offset", "size", "response", "queue")
 
 
@@ -73,10 +74,12 @@ def _regex_literal(delim: str) -> str:
     return re.escape(delim)
 
 
-def spark_session(args: argparse.Namespace, app: str) -> tuple[Any, Any]:
+def spark_session(args: argparse.Namespace, app: str, *, catalog: str = "in-memory") -> tuple[Any, Any]:
+    from dataclasses import replace
+
     from libs.spark import SparkConfig, build_session
 
-    cfg = SparkConfig.from_env(app)
+    cfg = replace(SparkConfig.from_env(app), catalog=catalog)
     return build_session(cfg), cfg
 
 
@@ -172,8 +175,12 @@ def cmd_traces(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    spark, _ = spark_session(args, "sql")
-    return emit(spark.sql(args.query), args.json, limit=args.limit)
+    from libs.catalog import release_metastore
+
+    spark, _ = spark_session(args, "sql", catalog="hive")  # the persistent catalog: users' views too
+    code = emit(spark.sql(args.query), args.json, limit=args.limit)
+    release_metastore(spark)       # not on errors: formatting a Spark error still needs the JVM
+    return code
 
 
 def emit(df: Any, as_json: bool, limit: int | None) -> int:

@@ -46,6 +46,9 @@ def graph_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--chunk", type=float, default=60.0, help="time chunk of the parallel build, s (default 60)")
     parser.add_argument("--from-interval", type=int, default=0,
                         help="rebuild from this interval on, ageing the stored graph of the one before")
+    parser.add_argument("--interval-index", type=int, default=None, metavar="N",
+                        help="build exactly interval N from the stored N-1 and the requests up to N's end "
+                             "(nightly mode; 0 starts afresh)")
     return parser
 
 
@@ -58,7 +61,8 @@ def graph_options(args: argparse.Namespace) -> Any:
             args.trace_id, tau=args.tau, f=args.f, beta=args.beta, interval_us=_us(args.interval, "--interval"),
             unit_bytes=args.unit_bytes, include_writes=args.include_writes, graph_share=args.graph_share,
             prefilter_min_refs=args.prefilter, threshold=args.threshold, min_run_length=args.min_run,
-            chunk_us=_us(args.chunk, "--chunk"), from_interval=args.from_interval)
+            chunk_us=_us(args.chunk, "--chunk"), from_interval=args.from_interval,
+            interval_index=args.interval_index)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
 

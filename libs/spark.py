@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
@@ -16,6 +16,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_WAREHOUSE = "warehouse"
+DEFAULT_DRIVER_HOST = "127.0.0.1"
+# Delta Lake's SQL extension and catalog (with its jars, see delta_builder).
+DELTA_CONF = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+              "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
 
 
 @dataclass(frozen=True)
@@ -26,16 +30,31 @@ class SparkConfig:
     warehouse: Path = Path(DEFAULT_WAREHOUSE)
     app_name: str = "blockheat"
     extra: dict[str, str] = field(default_factory=dict)
+    # "in-memory": tables registered by name for this session only (jobs); "hive": the persistent metastore
+    # under the warehouse (libs.catalog), for the SQL entry points.
+    catalog: str = "in-memory"
+    # The address the driver binds to and executors connect back to: loopback for local mode and a cluster on
+    # this machine; a reachable address for one on other machines; "auto" leaves it to Spark (spark-submit's
+    # settings, or the driver pod's address on Kubernetes).
+    driver_host: str = DEFAULT_DRIVER_HOST
 
     @classmethod
     def from_env(cls, app_name: str = "blockheat", **extra: str) -> SparkConfig:
-        """BLOCKHEAT_SPARK_MASTER (default local[*]) and BLOCKHEAT_WAREHOUSE (default ./warehouse)."""
+        """BLOCKHEAT_SPARK_MASTER (default local[*], or under spark-submit its --master),
+        BLOCKHEAT_WAREHOUSE (default ./warehouse) and BLOCKHEAT_DRIVER_HOST (default 127.0.0.1)."""
         return cls(
-            master=os.environ.get("BLOCKHEAT_SPARK_MASTER", DEFAULT_MASTER),
+            master=os.environ.get("BLOCKHEAT_SPARK_MASTER", default_master()),
             warehouse=Path(os.environ.get("BLOCKHEAT_WAREHOUSE", DEFAULT_WAREHOUSE)).resolve(),
             app_name=app_name,
             extra=dict(extra),
+            driver_host=os.environ.get("BLOCKHEAT_DRIVER_HOST", DEFAULT_DRIVER_HOST),
         )
+
+
+def default_master() -> str:
+    """local[*]; "" (keep the master spark-submit was given) when spark-submit started the driver's JVM,
+    which pyspark tells by PYSPARK_GATEWAY_PORT: a master set on the builder would override --master."""
+    return "" if "PYSPARK_GATEWAY_PORT" in os.environ else DEFAULT_MASTER
 
 
 def delta_builder(builder: SparkSession.Builder, jars: list[str] | None = None) -> SparkSession.Builder:
@@ -43,10 +62,8 @@ def delta_builder(builder: SparkSession.Builder, jars: list[str] | None = None) 
     resolved from Maven (fetched on first use) when there are none."""
     from delta import configure_spark_with_delta_pip
 
-    builder = (
-        builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-    )
+    for key, value in DELTA_CONF.items():
+        builder = builder.config(key, value)
     if jars:
         return builder.config("spark.jars", ",".join(jars))
     return configure_spark_with_delta_pip(builder)
@@ -82,46 +99,90 @@ def remember_delta_jars(spark: SparkSession) -> None:
         partial.replace(listing)  # atomic: a concurrent start reads the old list or the new one
 
 
-def build_session(cfg: SparkConfig) -> SparkSession:
-    """Build (or reuse) the session for `cfg` and register every existing table by name."""
+def session_conf(cfg: SparkConfig) -> dict[str, str]:
+    """Every setting build_session gives a session for `cfg` (`blockheat sql-shell` passes them to spark-sql)."""
+    python = os.environ.get("PYSPARK_PYTHON", sys.executable)
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.warehouse.dir": str(cfg.warehouse),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={cfg.warehouse}",
+        "spark.pyspark.python": python,
+        "spark.sql.shuffle.partitions": "8",
+        "spark.driver.memory": "4g",
+        # Delta: keep schema strict, and let replaceWhere use arbitrary predicates on partitions.
+        "spark.databricks.delta.schema.autoMerge.enabled": "false",
+        # Delta rebuilds table state with this many tasks on every read (default 50): far too many
+        # for the small logs of a local warehouse, where it dominated small ingests.
+        "spark.databricks.delta.snapshotPartitions": "4",
+        # libs.tables.replace_trace stamps trace_id on every row it writes (see there).
+        "spark.databricks.delta.replaceWhere.constraintCheck.enabled": "false",
+    }
+    if cfg.driver_host != "auto":
+        conf.update(dict.fromkeys(("spark.ui.host", "spark.driver.host", "spark.driver.bindAddress"), cfg.driver_host))
+    if cfg.catalog == "hive":
+        from libs.catalog import hive_conf
+
+        conf.update(hive_conf(cfg.warehouse))
+    elif cfg.catalog != "in-memory":
+        raise ValueError(f"catalog must be 'in-memory' or 'hive', got {cfg.catalog!r}")
+    conf.update(cfg.extra)
+    return conf
+
+
+def _usable_catalog(cfg: SparkConfig) -> SparkConfig:
+    """`cfg`, or `cfg` with the in-memory catalog when it asks for the metastore but cannot have it: a session
+    already runs in this process (its catalog is fixed), or another process has the metastore open."""
     from pyspark.sql import SparkSession
 
+    from libs.catalog import metastore_in_use, metastore_path
+
+    if cfg.catalog != "hive":
+        return cfg
+    if SparkSession.getActiveSession() is not None:
+        return replace(cfg, catalog="in-memory")      # getOrCreate reuses it, with the catalog it started with
+    if metastore_in_use(cfg.warehouse):
+        log.warning("metastore %s is in use by another process (blockheat serve-sql?): tables are registered "
+                    "for this session only; views saved in the metastore are not visible",
+                    metastore_path(cfg.warehouse))
+        return replace(cfg, catalog="in-memory")
+    return cfg
+
+
+def build_session(cfg: SparkConfig) -> SparkSession:
+    """Build (or reuse) the session for `cfg` and register every existing table by name (in the metastore
+    with catalog "hive", see libs.catalog)."""
+    from pyspark.sql import SparkSession
+
+    from libs.catalog import sync_catalog
     from libs.tables import register_tables
 
     # Python workers must run this interpreter: the system python3 has no pyarrow/pandas, and
     # mapInArrow then fails with "No module named pyarrow".
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # bind to loopback, never a public address
+    if cfg.driver_host != "auto":  # bind there (loopback by default), never to every interface
+        os.environ.setdefault("SPARK_LOCAL_IP", cfg.driver_host)
     cfg.warehouse.mkdir(parents=True, exist_ok=True)
-    builder = (
-        SparkSession.builder.master(cfg.master)
-        .appName(cfg.app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.host", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.warehouse.dir", str(cfg.warehouse))
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={cfg.warehouse}")
-        .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.driver.memory", "4g")
-        # Delta: keep schema strict, and let replaceWhere use arbitrary predicates on partitions.
-        .config("spark.databricks.delta.schema.autoMerge.enabled", "false")
-        # Delta rebuilds table state with this many tasks on every read (default 50): far too many
-        # for the small logs of a local warehouse, where it dominated small ingests.
-        .config("spark.databricks.delta.snapshotPartitions", "4")
-        # libs.tables.replace_trace stamps trace_id on every row it writes (see there).
-        .config("spark.databricks.delta.replaceWhere.constraintCheck.enabled", "false")
-    )
-    for key, value in cfg.extra.items():
+    cfg = _usable_catalog(cfg)
+    builder = SparkSession.builder.appName(cfg.app_name)
+    if cfg.master:  # "": the JVM's own master (spark-submit --master), see default_master
+        builder = builder.master(cfg.master)
+    for key, value in session_conf(cfg).items():
         builder = builder.config(key, value)
     jars = cached_delta_jars()
     spark = delta_builder(builder, jars).getOrCreate()
     if not jars:
         remember_delta_jars(spark)
     spark.sparkContext.setLogLevel("ERROR")
-    register_tables(spark, cfg.warehouse)
-    log.info("spark %s master=%s warehouse=%s", spark.version, cfg.master, cfg.warehouse)
+    if session_catalog(spark) == "hive":
+        sync_catalog(spark, cfg.warehouse)
+    else:
+        register_tables(spark, cfg.warehouse)
+    log.info("spark %s master=%s warehouse=%s", spark.version, spark.sparkContext.master, cfg.warehouse)
     return spark
+
+
+def session_catalog(spark: SparkSession) -> str:
+    """The catalog the running session really has ("hive" or "in-memory"), fixed when its context started."""
+    return str(spark.sparkContext.getConf().get("spark.sql.catalogImplementation", "in-memory"))

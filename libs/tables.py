@@ -41,6 +41,7 @@ TABLES, STATS_COLUMNS = _load_tables()
 
 TRACE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 COMMIT_RETRIES = 5
+_COMMIT_FILE = re.compile(r"^\d{20}\.json$")     # one per Delta commit: <version, 20 digits>.json
 
 
 class TraceIdError(ValueError):
@@ -146,17 +147,32 @@ def replace_trace(df: DataFrame, spark: SparkSession, warehouse: Path, name: str
     replace_rows(df, spark, warehouse, name, {"trace_id": trace_id})
 
 
-def read_table(spark: SparkSession, warehouse: Path, name: str, trace_id: str | None = None) -> DataFrame:
-    """A table as a DataFrame (optionally one trace's rows); a clear error when it does not exist."""
+def read_table(spark: SparkSession, warehouse: Path, name: str, trace_id: str | None = None, *,
+               version: int | None = None) -> DataFrame:
+    """A table as a DataFrame (optionally one trace's rows; optionally as of a Delta version, see
+    table_version); a clear error when it does not exist."""
     path = table_path(warehouse, name)
     if not (path / "_delta_log").is_dir():
         raise FileNotFoundError(f"table {name} does not exist under {warehouse} (run the job that writes it)")
-    df = spark.read.format("delta").load(str(path))
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    df = reader.load(str(path))
     if trace_id is not None:
         from pyspark.sql import functions as F
 
         df = df.where(F.col("trace_id") == check_trace_id(trace_id))
     return df
+
+
+def table_version(warehouse: Path, name: str) -> int | None:
+    """The table's latest Delta version, from its commit files (None when the table does not exist): read
+    with read_table(..., version=v) to see exactly that version; compare later to tell whether it changed."""
+    log_dir = table_path(warehouse, name) / "_delta_log"
+    if not log_dir.is_dir():
+        return None
+    versions = [int(p.name[:20]) for p in log_dir.iterdir() if _COMMIT_FILE.match(p.name)]
+    return max(versions) if versions else None
 
 
 def _with_retry(action: object, what: str) -> None:

@@ -52,6 +52,8 @@ _KINDS: dict[str, tuple[Any, pa.DataType]] = {
     "int": (T.IntegerType(), pa.int32()),
     "double": (T.DoubleType(), pa.float64()),
     "boolean": (T.BooleanType(), pa.bool_()),
+    # Named like Spark's own Arrow conversion (toArrow), so Arrow schemas compare equal as text too.
+    "array<long>": (T.ArrayType(T.LongType(), True), pa.list_(pa.field("element", pa.int64()))),
 }
 
 

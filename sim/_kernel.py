@@ -74,11 +74,15 @@ SB_ENQ, SB_START, SB_SVC = range(3)
 PF_ISSUE, PF_QUEUE, PF_SVC = range(3)
 SLOT_F = 3
 # Per-disk ints: columns 0-3 belong to the disk model (sim.disk DI_*), then the engine's.
-DK_BUSY, DK_QHEAD, DK_QTAIL, DK_QLEN, DK_DHEAD, DK_DTAIL, DK_NSYS, DK_IOS, DK_MAXQ = range(4, 13)
-DK_I = 13
+DK_BUSY, DK_QHEAD, DK_QTAIL, DK_QLEN, DK_DHEAD, DK_DTAIL, DK_NSYS, DK_IOS, DK_MAXQ, DK_NSYS_R = range(4, 14)
+DK_I = 14
 # Per-disk floats: columns 0-3 belong to the disk model (sim.disk DF_*), then the engine's.
 DKF_LAST, DKF_AREA, DKF_BUSY = range(4, 7)
-DK_F = 7
+DKF_PHASE, DKF_CLOCK = 7, 8     # sim.disk.DF_PHASE / DF_CLOCK: the disk's own clock
+# Read share of busy time and of the number-in-system area (reads: foreground and migration reads; the
+# write share is the rest: writes, migration writes, destages).
+DKF_BUSY_R, DKF_AREA_R = 9, 10
+DK_F = 11
 # Heap int columns.
 HK_KEY, HK_KIND, HK_ARG = range(3)
 # Time-series columns (ts) and per-disk series (ts_disk[..., 0] = queue-length area, 1 = busy time).
@@ -227,15 +231,19 @@ def spread_disk(ts_disk: np.ndarray, d: int, col: int, w: float, t0: float, t1: 
 
 @njit(cache=True, nogil=True)
 def disk_count(dk_i: np.ndarray, dk_f: np.ndarray, ts_disk: np.ndarray, w: float, d: int, now: float,
-               delta: int) -> None:  # pragma: no cover
-    """Integrate disk d's number in system (queued + in service) up to now, then change it by delta."""
+               delta: int, is_read: bool) -> None:  # pragma: no cover
+    """Integrate disk d's number in system (queued + in service; and its reads) up to now, then change it by
+    delta (a read's when is_read)."""
     last = dk_f[d, DKF_LAST]
     nsys = dk_i[d, DK_NSYS]
     if nsys > 0 and now > last:
         dk_f[d, DKF_AREA] += nsys * (now - last)
+        dk_f[d, DKF_AREA_R] += dk_i[d, DK_NSYS_R] * (now - last)
         if w > 0.0:
             spread_disk(ts_disk, d, 0, w, last, now, float(nsys))
     dk_f[d, DKF_LAST] = now
+    if is_read:
+        dk_i[d, DK_NSYS_R] += delta
     nsys += delta
     dk_i[d, DK_NSYS] = nsys
     if nsys > dk_i[d, DK_MAXQ]:
@@ -308,7 +316,7 @@ def enqueue(slot_i: np.ndarray, dk_i: np.ndarray, dk_f: np.ndarray, ts_disk: np.
         slot_i[tail, S_NEXT] = s
     dk_i[d, DK_QTAIL] = s
     dk_i[d, DK_QLEN] += 1
-    disk_count(dk_i, dk_f, ts_disk, w, d, now, 1)
+    disk_count(dk_i, dk_f, ts_disk, w, d, now, 1, slot_i[s, S_KIND] in (K_READ, K_MIG_READ))
 
 
 @njit(cache=True, nogil=True)
@@ -519,6 +527,9 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                 if w > 0.0:
                     spread_disk(ts_disk, d, 1, w, start, now, 1.0)
                 skind = slot_i[s, S_KIND]
+                is_read = skind in (K_READ, K_MIG_READ)
+                if is_read:
+                    dk_f[d, DKF_BUSY_R] += svc
                 sflags = slot_i[s, S_FLAGS]
                 p = slot_i[s, S_PARENT]
                 if sflags & F_PHYSICAL:
@@ -532,7 +543,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                     sf[A_DESTAGE_BUSY] += svc
                     free_slot(slot_i, si, s)
                 elif skind in (K_MIG_READ, K_MIG_WRITE):
-                    disk_count(dk_i, dk_f, ts_disk, w, d, now, -1)
+                    disk_count(dk_i, dk_f, ts_disk, w, d, now, -1, is_read)
                     sf[A_MIG_IOS] += 1.0
                     sf[A_MIG_SECTORS] += slot_i[s, S_N]
                     sf[A_MIG_BUSY] += svc
@@ -547,7 +558,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                         free_slot(slot_i, si, p)
                     free_slot(slot_i, si, s)
                 else:
-                    disk_count(dk_i, dk_f, ts_disk, w, d, now, -1)
+                    disk_count(dk_i, dk_f, ts_disk, w, d, now, -1, is_read)
                     c = 0 if skind == K_READ else 1
                     pf = slot_i[p, PA_FLAGS]
                     if not pf & PFL_BG:

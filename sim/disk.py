@@ -42,8 +42,11 @@ MODES = {"detailed": MODE_DETAILED, "expected": MODE_EXPECTED, "constant": MODE_
 
 # Per-disk integer state columns (engine array `di`), shared with the engine.
 DI_CYL, DI_HEAD, DI_RA_SEG, DI_LRU = 0, 1, 2, 3
-# Per-disk float state columns (engine array `df`): the active read-ahead stream.
+# Per-disk float state columns (engine array `df`): the active read-ahead stream; DF_PHASE and DF_CLOCK (later
+# columns of the same array, sim._kernel) give the disk its own clock t' = t x clock + phase (us), 0 and 1 on
+# every disk for synchronized spindles.
 DF_RA_T0, DF_RA_L0, DF_RA_TARGET, DF_RA_RATE = 0, 1, 2, 3
+DF_PHASE, DF_CLOCK = 7, 8
 # Cache segment columns (engine array `seg`, float64 [disks, segments, 3]).
 SG_START, SG_END, SG_LRU = 0, 1, 2
 
@@ -159,6 +162,21 @@ def media_access(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, cur
 
 
 @njit(cache=True, nogil=True)
+def disk_access(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray, d: int,
+                t: float, earliest: float, lbn: int, n: int, is_write: bool,
+                zero_latency: bool) -> tuple[float, float]:  # pragma: no cover
+    """media_access on disk d from its head position and on its own clock (t' = t x clock + phase: the
+    spindle's angle and speed), moving the head; returns (first sector done, last sector done) in run time."""
+    ph = df[d, DF_PHASE]
+    c = df[d, DF_CLOCK]
+    tf, te, cyl, head = media_access(zones, seek_us, params, di[d, DI_CYL], di[d, DI_HEAD], t * c + ph,
+                                     earliest * c + ph, lbn, n, is_write, zero_latency)
+    di[d, DI_CYL] = cyl
+    di[d, DI_HEAD] = head
+    return (tf - ph) / c, (te - ph) / c
+
+
+@njit(cache=True, nogil=True)
 def expected_service(zones: np.ndarray, params: np.ndarray, lbn: int, n: int,
                      is_write: bool) -> float:  # pragma: no cover
     """Expected-value mode: overhead + mean seek + half a rotation + n sectors at the zone's media rate."""
@@ -220,11 +238,8 @@ def _start_stream(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di
     """Start read-ahead into segment s at sector l0: position the head from where it is at time t."""
     surfaces = int(params[P_SURFACES])
     first = int(l0)
-    tf, _te, cyl, head = media_access(zones, seek_us, params, di[d, DI_CYL], di[d, DI_HEAD], t, t, first, 1,
-                                      False, False)
+    tf, _te = disk_access(zones, seek_us, params, di, df, d, t, t, first, 1, False, False)
     _c, _h, _s, spt, _k = locate(zones, surfaces, first)
-    di[d, DI_CYL] = cyl
-    di[d, DI_HEAD] = head
     di[d, DI_RA_SEG] = s
     df[d, DF_RA_T0] = tf - params[P_ROT_US] / spt
     df[d, DF_RA_L0] = l0
@@ -261,10 +276,7 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
     cap = params[P_CAPACITY]
     if destage:
         settle_read_ahead(zones, params, di, df, seg, d, now, True)
-        tf, te, cyl, head = media_access(zones, seek_us, params, di[d, DI_CYL], di[d, DI_HEAD], now, now,
-                                         lbn, n, True, False)
-        di[d, DI_CYL] = cyl
-        di[d, DI_HEAD] = head
+        tf, te = disk_access(zones, seek_us, params, di, df, d, now, now, lbn, n, True, False)
         return te - now, F_PHYSICAL
     if not is_write:
         bus = params[P_BUS_US]
@@ -286,7 +298,10 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
             _touch(di, seg, d, active)
             return _stream_service(params, df, d, now, end, n, oh_hit), F_HIT
         for s in range(nseg):
-            if seg[d, s, SG_START] <= lbn <= seg[d, s, SG_END] and seg[d, s, SG_END] < cap:
+            # With zero latency a read starting just past a segment (nothing of it cached) is a miss read out
+            # of order, not a stream restarted at its first sector (Lachesis's aligned scan after a seek).
+            if (seg[d, s, SG_START] <= lbn <= seg[d, s, SG_END] and seg[d, s, SG_END] < cap
+                    and not (zero_latency and lbn >= seg[d, s, SG_END])):
                 settle_read_ahead(zones, params, di, df, seg, d, now, True)
                 _start_stream(zones, seek_us, params, di, df, d, s, now + oh_hit, seg[d, s, SG_END])
                 _extend_read_ahead(params, df, seg, d, s, end)
@@ -294,10 +309,7 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
                 return _stream_service(params, df, d, now, end, n, oh_hit), F_PHYSICAL
         settle_read_ahead(zones, params, di, df, seg, d, now, True)
         t0 = now + params[P_OH_MISS_US]
-        tf, te, cyl, head = media_access(zones, seek_us, params, di[d, DI_CYL], di[d, DI_HEAD], t0, t0,
-                                         lbn, n, False, zero_latency)
-        di[d, DI_CYL] = cyl
-        di[d, DI_HEAD] = head
+        tf, te = disk_access(zones, seek_us, params, di, df, d, t0, t0, lbn, n, False, zero_latency)
         # The bus starts once the fraction of the sectors is buffered (time interpolated over the transfer).
         k0 = max(1.0, math.ceil(params[P_READ_BUS_START] * n))
         t_k0 = tf + (te - tf) * (k0 - 1.0) / (n - 1.0) if n > 1 else tf
@@ -332,8 +344,5 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
     t0 = now + oh
     st = params[P_ROT_US] / locate(zones, int(params[P_SURFACES]), lbn)[3]
     earliest = t0 + max(bus, n * bus - (n - 1) * st)
-    tf, te, cyl, head = media_access(zones, seek_us, params, di[d, DI_CYL], di[d, DI_HEAD], t0, earliest,
-                                     lbn, n, True, zero_latency)
-    di[d, DI_CYL] = cyl
-    di[d, DI_HEAD] = head
+    tf, te = disk_access(zones, seek_us, params, di, df, d, t0, earliest, lbn, n, True, zero_latency)
     return te - now, F_PHYSICAL

@@ -15,7 +15,7 @@ import numpy as np
 
 from sim import _kernel as K
 from sim.array import SCHEDULERS, AsTraced, DiskArray, ExtentMap, RandomDisk, RemapEvent, Striped
-from sim.disk import DI_RA_SEG, MODES
+from sim.disk import DF_CLOCK, DF_PHASE, DI_RA_SEG, MODES
 from sim.records import Requests
 from sim.spec import P_SEGMENTS, P_ZERO_LATENCY, DiskSpec
 
@@ -25,6 +25,16 @@ if TYPE_CHECKING:
 __all__ = ["ClosedLoop", "Policy", "PolicyBase", "SimConfig", "Simulation", "Status", "Window", "run_with_policy"]
 
 logger = logging.getLogger(__name__)
+
+
+#: Spindle rotation across a run's disks: "synchronized" (every platter at the same angle, the default) or
+#: "independent" (unsynchronized arrays: each spindle at its own random angle and a speed off nominal by up
+#: to +-SPINDLE_TOLERANCE, so the disks' relative angles drift a full turn every few seconds and a striped
+#: request waits for the slowest of its disks' rotations: FIVE's equation 9, the SSA study's observation).
+SPINDLES = ("synchronized", "independent")
+SPINDLE_TOLERANCE = 0.005
+if (DF_PHASE, DF_CLOCK) != (K.DKF_PHASE, K.DKF_CLOCK):
+    raise ImportError("sim.disk's DF_PHASE/DF_CLOCK and sim._kernel's DKF_PHASE/DKF_CLOCK disagree")
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,7 @@ class SimConfig:
     service: "detailed" (the disk model), "expected" (overhead + mean seek + half a rotation + transfer),
     "constant" (constant_ms per request), "exponential" (mean exponential_ms, for queueing checks).
     speedup: open-loop arrival times are divided by it (FIVE's alpha). interval_ms: time-series bins.
+    spindles: "synchronized" (default) or "independent" platter angles across the disks (SPINDLES).
     Saturation: a run whose backlog exceeds max_outstanding stops early; at the end, a backlog that grew
     over the second half of the arrivals to more than max(saturation_min_backlog, saturation_fraction x
     arrivals) also counts as saturated (see sim.stats).
@@ -60,6 +71,7 @@ class SimConfig:
     speedup: float = 1.0
     closed_loop: ClosedLoop | None = None
     zero_latency: bool | None = None
+    spindles: str = "synchronized"
     per_request: bool = False
     interval_ms: float | None = None
     event_log: bool = False
@@ -81,6 +93,8 @@ class SimConfig:
             raise ValueError(f"max_outstanding must be > 0, got {self.max_outstanding}")
         if not 0 < self.saturation_fraction <= 1:
             raise ValueError(f"saturation_fraction must be in (0, 1], got {self.saturation_fraction}")
+        if self.spindles not in SPINDLES:
+            raise ValueError(f"spindles must be one of {', '.join(SPINDLES)}, got {self.spindles!r}")
         if self.checkpoints < 2:
             raise ValueError(f"checkpoints must be >= 2, got {self.checkpoints}")
 
@@ -237,6 +251,13 @@ class Simulation:
         core = K.Core(si=si, sf=sf, heap_f=np.zeros(heap), heap_i=np.zeros((heap, 3), dtype=np.int64),
                       slot_i=np.zeros((0, K.SLOT_I), dtype=np.int64), slot_f=np.zeros((0, K.SLOT_F)),
                       dk_i=dk_i, dk_f=np.zeros((ndisk, K.DK_F)), seg=seg)
+        core.dk_f[:, K.DKF_CLOCK] = 1.0
+        if cfg.spindles == "independent":
+            # Angles and speeds from a stream of their own (seeded from the run's seed, so the main random
+            # stream and synchronized runs are unchanged).
+            spindle_rng = np.random.default_rng(int(si[K.CI_SEED]))
+            core.dk_f[:, K.DKF_PHASE] = spindle_rng.random(ndisk) * self.spec.rotation_ms * 1000.0
+            core.dk_f[:, K.DKF_CLOCK] = 1.0 + spindle_rng.uniform(-SPINDLE_TOLERANCE, SPINDLE_TOLERANCE, ndisk)
         out = K.Out(resp=np.full(n, np.nan, dtype=np.float32),
                     out_queue=np.full(n if cfg.per_request else 0, np.nan, dtype=np.float32),
                     out_service=np.full(n if cfg.per_request else 0, np.nan, dtype=np.float32),

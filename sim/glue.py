@@ -7,11 +7,13 @@
     out = simulate_scenario(requests_table, cfg)           # + out.moves: the cooling policy's moves
 
 Policies (the scenario's `policy` key) run here, inside the partition: "cooling" (sim.cooling's disk
-cooling on an extent map) and "greedy-allocation" (FIVE's static greedy extent map, heats computed from the
-partition's own requests). No pyspark here: jobs/ wraps these in applyInArrow.
+cooling on an extent map), "greedy-allocation" (FIVE's static greedy extent map, heats computed from the
+partition's own requests) and "alis" (sim.alis: reorganizations planned from the partition's requests, the
+requests redirected by sim.redirect). No pyspark here: jobs/ wraps these in applyInArrow.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -20,6 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sim.alis import AlisParams
+from sim.alis import prepare as prepare_alis
 from sim.array import (
     AsTraced,
     Concatenated,
@@ -33,9 +37,12 @@ from sim.array import (
 )
 from sim.cooling import COOLING_MOVES_SCHEMA, CoolingConfig, DiskCooling
 from sim.engine import ClosedLoop, SimConfig, Simulation, run_with_policy
+from sim.records import Requests
 from sim.spec import DiskSpec, SpecError
-from sim.stats import RESULT_SCHEMA, TIMESERIES_SCHEMA, timeseries
+from sim.stats import RESULT_SCHEMA, TIMESERIES_SCHEMA, per_request, timeseries
+from sim.stats import _order_stats as order_stats
 from sim.tracker import split_into_units
+from sim.tracks import IoShaping, IoShapingError, ShapedRequests, io_shaping_from_dict, original_responses
 from sim.workloads import from_arrow, mix, poisson_background
 
 __all__ = [
@@ -43,6 +50,7 @@ __all__ = [
     "SIM_COOLING_MOVES_SCHEMA",
     "SIM_RESULT_SCHEMA",
     "SIM_TIMESERIES_SCHEMA",
+    "AlisPolicy",
     "BackgroundTraffic",
     "CoolingPolicy",
     "GreedyAllocation",
@@ -51,6 +59,7 @@ __all__ = [
     "ScenarioError",
     "ScenarioOutput",
     "layout_from_dict",
+    "partition_layout",
     "policy_from_dict",
     "simulate_partition",
     "simulate_partition_with_timeseries",
@@ -65,9 +74,10 @@ SIM_RESULT_SCHEMA = pa.schema([*_KEY_FIELDS, pa.field("devices", pa.list_(pa.str
 SIM_TIMESERIES_SCHEMA = pa.schema([*_KEY_FIELDS, *TIMESERIES_SCHEMA])
 #: The cooling policy's executed moves: scenario key, then sim.cooling.COOLING_MOVES_SCHEMA.
 SIM_COOLING_MOVES_SCHEMA = pa.schema([*_KEY_FIELDS, *COOLING_MOVES_SCHEMA])
-POLICY_NAMES = ("cooling", "greedy-allocation")
+POLICY_NAMES = ("cooling", "greedy-allocation", "alis")
 _COOLING_PARAMS = tuple(f.name for f in fields(CoolingConfig))
 _GREEDY_PARAMS = ("extent_sectors", "heat_fraction")
+_ALIS_PARAMS = tuple(f.name for f in fields(AlisParams))
 
 
 class ScenarioError(ValueError):
@@ -147,7 +157,17 @@ class GreedyAllocation:
                                 f"{self.heat_fraction!r}")
 
 
-Policy = CoolingPolicy | GreedyAllocation
+@dataclass(frozen=True)
+class AlisPolicy:
+    """`{"name": "alis", ...sim.alis.AlisParams fields}`: ALIS (mode heat, run or combined; plan realizable or
+    lookahead) on an as-traced layout (each device its own volume and disk) or a concatenated one (all devices
+    one volume on one disk); each volume gets its reorganized area inserted ra_offset into it, so the disks
+    must hold the volume plus the area. Intervals are counted on the sped-up clock (interval_s / speedup)."""
+
+    params: AlisParams = field(default_factory=AlisParams)
+
+
+Policy = CoolingPolicy | GreedyAllocation | AlisPolicy
 
 
 def policy_from_dict(data: Any) -> Policy | None:
@@ -162,12 +182,18 @@ def policy_from_dict(data: Any) -> Policy | None:
     if name not in POLICY_NAMES:
         raise ScenarioError(f"policy: name must be one of {list(POLICY_NAMES)}, got {name!r}")
     params = {k: v for k, v in data.items() if k != "name"}
-    allowed = (*_COOLING_PARAMS, "files") if name == "cooling" else _GREEDY_PARAMS
+    allowed = (*_COOLING_PARAMS, "files") if name == "cooling" else (
+        _ALIS_PARAMS if name == "alis" else _GREEDY_PARAMS)
     extra = sorted(set(params) - set(allowed))
     if extra:
         raise ScenarioError(f"policy {name!r}: unknown parameter(s) {extra}; allowed: {sorted(allowed)}")
     if name == "greedy-allocation":
         return GreedyAllocation(**params)
+    if name == "alis":
+        try:
+            return AlisPolicy(AlisParams(**params))
+        except (TypeError, ValueError) as exc:
+            raise ScenarioError(f"policy 'alis': {exc}") from exc
     if "every_s" in params and "every_requests" not in params:
         params["every_requests"] = None          # every_s alone replaces the default every 100 requests
     files = params.pop("files", "extent")
@@ -192,6 +218,7 @@ class ScenarioConfig:
     device_sectors: tuple[int, ...] | None = None   # logical size per device (default: highest address used)
     background: BackgroundTraffic | None = None
     policy: Policy | None = None
+    io: IoShaping | None = None                     # request transform (sim.tracks), before background
 
     def __post_init__(self) -> None:
         if not self.scenario_id:
@@ -199,12 +226,21 @@ class ScenarioConfig:
         if self.n_disks is not None and self.n_disks <= 0:
             raise ScenarioError(f"disks must be > 0, got {self.n_disks}")
         pol, lay = self.policy, self.layout
+        if self.io is not None and not isinstance(lay, AsTraced):
+            raise ScenarioError(f"io {self.io.kind!r} cuts requests at the disk's own track boundaries: it needs "
+                                f"layout kind 'as_traced', got {type(lay).__name__}")
         if isinstance(pol, CoolingPolicy):
             if not isinstance(lay, ExtentMap | RoundRobinExtents):
                 raise ScenarioError("policy 'cooling' moves extents: it needs layout kind 'extents' (e.g. "
                                     "{\"kind\": \"extents\", \"extent_sectors\": 2048}), got " + type(lay).__name__)
             if self.sim.closed_loop is not None:
                 raise ScenarioError("policy 'cooling' runs open loop only: drop closed_loop")
+        if isinstance(pol, AlisPolicy) and self.io is not None and self.io.report == "requests":
+            raise ScenarioError("io report 'requests' maps each traced request to its pieces; policy 'alis' "
+                                "redirects the pieces again: use report 'pieces'")
+        if isinstance(pol, AlisPolicy) and not isinstance(lay, AsTraced | Concatenated):
+            raise ScenarioError("policy 'alis' redirects to reorganized areas inside each volume: it needs layout "
+                                "kind 'as_traced' or 'concatenated', got " + type(lay).__name__)
         if isinstance(pol, GreedyAllocation):
             if not isinstance(lay, AsTraced | RoundRobinExtents):
                 raise ScenarioError("policy 'greedy-allocation' builds its own extent map: leave out 'layout' or "
@@ -223,8 +259,8 @@ class ScenarioConfig:
         from sim.specs import from_geometry, resolve
 
         allowed = {"scenario_id", "spec", "disks", "layout", "scheduler", "service", "constant_ms", "exponential_ms",
-                   "speedup", "closed_loop", "zero_latency", "interval_ms", "per_request", "max_outstanding",
-                   "seed", "devices", "device_sectors", "background", "policy"}
+                   "speedup", "closed_loop", "zero_latency", "spindles", "interval_ms", "per_request",
+                   "max_outstanding", "seed", "devices", "device_sectors", "background", "policy", "io"}
         extra = sorted(set(data) - allowed)
         if extra:
             raise ScenarioError(f"scenario: unknown key(s) {extra}; allowed: {sorted(allowed)}")
@@ -245,7 +281,7 @@ class ScenarioConfig:
             raise ScenarioError(str(exc)) from exc
         closed = data.get("closed_loop")
         sim_kw: dict[str, Any] = {k: data[k] for k in ("service", "constant_ms", "exponential_ms", "speedup",
-                                                      "zero_latency", "interval_ms", "per_request",
+                                                      "zero_latency", "spindles", "interval_ms", "per_request",
                                                       "max_outstanding") if k in data}
         if closed is not None:
             if not isinstance(closed, Mapping) or set(closed) - {"outstanding", "think_ms"}:
@@ -254,13 +290,17 @@ class ScenarioConfig:
         bg = data.get("background")
         policy = policy_from_dict(data.get("policy"))
         try:
+            io = io_shaping_from_dict(data.get("io"))
+        except IoShapingError as exc:
+            raise ScenarioError(str(exc)) from exc
+        try:
             return cls(
                 scenario_id=str(data["scenario_id"]), spec=spec, n_disks=data.get("disks"),
                 layout=layout_from_dict(data.get("layout", {"kind": "as_traced"})),
                 scheduler=str(data.get("scheduler", "fcfs")), sim=SimConfig(**sim_kw), seed=int(data.get("seed", 0)),
                 devices=tuple(data["devices"]) if data.get("devices") is not None else None,
                 device_sectors=tuple(data["device_sectors"]) if data.get("device_sectors") is not None else None,
-                background=BackgroundTraffic(**bg) if bg is not None else None, policy=policy,
+                background=BackgroundTraffic(**bg) if bg is not None else None, policy=policy, io=io,
             )
         except TypeError as exc:
             raise ScenarioError(f"scenario {data['scenario_id']!r}: {exc}") from exc
@@ -305,10 +345,28 @@ def _trace_id(table: pa.Table) -> str | None:
 
 
 def _build(table: pa.Table, cfg: ScenarioConfig) -> tuple[Simulation, tuple[str, ...]]:
+    sim, devices, _ = _build_traced(table, cfg)
+    return sim, devices
+
+
+def _build_traced(table: pa.Table, cfg: ScenarioConfig
+                  ) -> tuple[Simulation, tuple[str, ...], tuple[ShapedRequests, Requests] | None]:
+    """_build, plus (the pieces of each traced request, the traced requests on the simulated clock) when the
+    scenario reports per traced request (io report "requests")."""
     requests, devices = from_arrow(table, sector_size=cfg.spec.sector_size, devices=cfg.devices)
+    traced: tuple[ShapedRequests, Requests] | None = None
+    sim_cfg = cfg.sim
+    if cfg.io is not None:
+        try:
+            shaped = cfg.io.shape(requests, cfg.spec)
+        except IoShapingError as exc:
+            raise ScenarioError(f"io {cfg.io.kind!r}: {exc}") from exc
+        if cfg.io.report == "requests":
+            traced = (shaped, replace(requests, arrival_us=requests.arrival_us / sim_cfg.speedup))
+            sim_cfg = replace(sim_cfg, per_request=True)
+        requests = shaped.pieces
     rng = np.random.default_rng(cfg.seed)
     device_sectors = cfg.device_sectors
-    sim_cfg = cfg.sim
     if sim_cfg.speedup != 1.0:
         # Speed the trace up here, so background traffic is generated at its rate on the simulated clock.
         requests = replace(requests, arrival_us=requests.arrival_us / sim_cfg.speedup)
@@ -326,10 +384,23 @@ def _build(table: pa.Table, cfg: ScenarioConfig) -> tuple[Simulation, tuple[str,
                                                     address_sectors=max(span, size), size_sectors=size,
                                                     read_fraction=bg.read_fraction, device=dev))
     n_disks = cfg.n_disks if cfg.n_disks is not None else max(1, len(devices))
+    if isinstance(cfg.policy, AlisPolicy) and len(requests):
+        params = cfg.policy.params
+        if cfg.sim.speedup != 1.0:
+            params = replace(params, interval_s=params.interval_s / cfg.sim.speedup)
+        try:
+            setup = prepare_alis(requests, params, sector_size=cfg.spec.sector_size, device_sectors=device_sectors,
+                                 concatenated=isinstance(cfg.layout, Concatenated),
+                                 capacity_sectors=cfg.spec.capacity_sectors)
+        except ValueError as exc:
+            raise ScenarioError(f"policy 'alis': {exc}") from exc
+        red = setup.redirected
+        return red.simulation(cfg.spec, sim_cfg, rng, n_disks=max(n_disks, red.n_disks),
+                              scheduler=cfg.scheduler), devices, traced
     layout = _partition_layout(cfg, requests, devices, n_disks, device_sectors)
     array = DiskArray(n_disks, layout, cfg.scheduler)
     sim = Simulation(cfg.spec, array, requests, sim_cfg, rng, device_sectors=device_sectors)
-    return sim, devices
+    return sim, devices, traced
 
 
 def _partition_layout(cfg: ScenarioConfig, requests: Any, devices: tuple[str, ...], n_disks: int,
@@ -388,7 +459,7 @@ class ScenarioOutput:
 
 def simulate_scenario(table: pa.Table, cfg: ScenarioConfig) -> ScenarioOutput:
     """Simulate one scenario over one partition of `requests` rows, its policy included."""
-    sim, devices = _build(table, cfg)
+    sim, devices, traced = _build_traced(table, cfg)
     trace_id = _trace_id(table)
     moves = COOLING_MOVES_SCHEMA.empty_table()
     if isinstance(cfg.policy, CoolingPolicy) and isinstance(sim.array.layout, ExtentMap):
@@ -400,9 +471,30 @@ def simulate_scenario(table: pa.Table, cfg: ScenarioConfig) -> ScenarioOutput:
     else:
         sim.run()
     row = {"scenario_id": cfg.scenario_id, "trace_id": trace_id, "devices": list(devices), **sim.result().as_row()}
+    if traced is not None:
+        row.update(_per_traced_request(sim, *traced, saturated=bool(row["saturated"])))
     result = pa.Table.from_pylist([row], schema=SIM_RESULT_SCHEMA)
     return ScenarioOutput(result, _keyed(timeseries(sim), cfg.scenario_id, trace_id, SIM_TIMESERIES_SCHEMA),
                           _keyed(moves, cfg.scenario_id, trace_id, SIM_COOLING_MOVES_SCHEMA))
+
+
+def _per_traced_request(sim: Simulation, shaped: ShapedRequests, originals: Requests, *,
+                        saturated: bool) -> dict[str, Any]:
+    """The result row's request counts and response figures per traced request (io report "requests"):
+    sim.tracks.original_responses over the foreground pieces; queue, service and I/O figures stay per piece."""
+    pieces = per_request(sim)
+    fg = ~pieces.column("background").to_numpy(zero_copy_only=False)
+    resp = original_responses(shaped, originals.arrival_us, pieces.column("arrival_ms").to_numpy()[fg] * 1000.0,
+                              pieces.column("response_ms").to_numpy()[fg] * 1000.0)
+    done = ~np.isnan(resp)
+    is_read = originals.is_read
+    row: dict[str, Any] = {"requests": int(done.sum()), "reads": int((done & is_read).sum()),
+                           "writes": int((done & ~is_read).sum())}
+    for label, mask in (("", done), ("_read", done & is_read), ("_write", done & ~is_read)):
+        vals = order_stats(resp[mask]) if not saturated else (math.inf,) * 5
+        for name, v in zip(("mean", "p50", "p95", "p99", "max"), vals, strict=True):
+            row[f"{name}_response_ms{label}"] = None if math.isnan(v) else v / 1000.0
+    return row
 
 
 def _keyed(table: pa.Table, scenario_id: str, trace_id: str | None, schema: pa.Schema) -> pa.Table:
@@ -422,3 +514,10 @@ def simulate_partition_with_timeseries(table: pa.Table, cfg: ScenarioConfig) -> 
 def simulate_partition(table: pa.Table, cfg: ScenarioConfig) -> pa.Table:
     """Simulate one scenario over one partition of `requests` rows; one row per scenario (SIM_RESULT_SCHEMA)."""
     return simulate_partition_with_timeseries(table, replace(cfg, sim=replace(cfg.sim, interval_ms=None)))[0]
+
+
+def partition_layout(table: pa.Table, cfg: ScenarioConfig) -> Layout:
+    """The layout the scenario runs with on this partition, extent maps built from the partition's devices and
+    heats (round robin, greedy allocation) exactly as simulate_scenario builds them; for planning a move to it."""
+    sim, _ = _build(table, cfg)
+    return sim.array.layout

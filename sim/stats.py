@@ -28,7 +28,9 @@ class RunResult:
     accesses of foreground parts (cache hits excluded), sectors_* the sectors completed (spec's sectors).
     read_miss_ratio: read requests that needed the media / read requests. Utilization and queue length
     are per disk, time-averaged over [first arrival, last event]; queue length counts the request in
-    service; the hottest disk is the most utilized. migration_mb counts bytes read plus bytes written.
+    service; the hottest disk is the most utilized. Their _read / _write shares add up to the total: reads
+    are foreground and migration reads, writes the rest (writes, migration writes, destages; destages
+    count in utilization only, they never queue). migration_mb counts bytes read plus bytes written.
     """
 
     requests: int
@@ -63,9 +65,13 @@ class RunResult:
     sectors_written: int
     read_miss_ratio: float
     mean_utilization: float
+    mean_utilization_read: float
+    mean_utilization_write: float
     hottest_disk: int
     hottest_utilization: float
     mean_queue_length: float
+    mean_queue_length_read: float
+    mean_queue_length_write: float
     hottest_queue_length: float
     max_outstanding: int
     migration_ios: int
@@ -81,6 +87,10 @@ class RunResult:
     disk_queue_length: tuple[float, ...]
     disk_physical_ios: tuple[int, ...]
     disk_max_queue: tuple[int, ...]
+    disk_utilization_read: tuple[float, ...]
+    disk_utilization_write: tuple[float, ...]
+    disk_queue_length_read: tuple[float, ...]
+    disk_queue_length_write: tuple[float, ...]
 
     def as_row(self) -> dict[str, Any]:
         """Plain values for an Arrow row: tuples as lists, NaN (no such requests) as None; inf stays."""
@@ -171,6 +181,8 @@ def summarize(sim: Simulation) -> RunResult:
     span = max(t_end - t_first, 1e-9)
     util = core.dk_f[:, K.DKF_BUSY] / span
     qlen = core.dk_f[:, K.DKF_AREA] / span
+    util_r = core.dk_f[:, K.DKF_BUSY_R] / span
+    qlen_r = core.dk_f[:, K.DKF_AREA_R] / span
     hot = int(np.argmax(util)) if len(util) else 0
     return RunResult(
         requests=int(n), reads=int(n_r), writes=int(n_w), saturated=bool(saturated), **stats,
@@ -184,8 +196,10 @@ def summarize(sim: Simulation) -> RunResult:
         physical_ios_write=int(acc[K.A_PHYS + 1]),
         sectors_read=int(acc[K.A_SECT]), sectors_written=int(acc[K.A_SECT + 1]),
         read_miss_ratio=ratio(acc[K.A_MISS_REQ_R], n_r),
-        mean_utilization=float(util.mean()), hottest_disk=hot, hottest_utilization=float(util[hot]),
-        mean_queue_length=float(qlen.mean()), hottest_queue_length=float(qlen[hot]),
+        mean_utilization=float(util.mean()), mean_utilization_read=float(util_r.mean()),
+        mean_utilization_write=float((util - util_r).mean()), hottest_disk=hot, hottest_utilization=float(util[hot]),
+        mean_queue_length=float(qlen.mean()), mean_queue_length_read=float(qlen_r.mean()),
+        mean_queue_length_write=float((qlen - qlen_r).mean()), hottest_queue_length=float(qlen[hot]),
         max_outstanding=int(acc[K.A_MAX_OUT]),
         migration_ios=int(acc[K.A_MIG_IOS]), migration_mb=float(acc[K.A_MIG_SECTORS]) * sim.spec.sector_size / 1e6,
         migration_busy_ms=float(acc[K.A_MIG_BUSY]) / 1000.0, remaps=int(acc[K.A_REMAPS]),
@@ -195,6 +209,10 @@ def summarize(sim: Simulation) -> RunResult:
         disk_utilization=tuple(float(u) for u in util), disk_queue_length=tuple(float(q) for q in qlen),
         disk_physical_ios=tuple(int(x) for x in core.dk_i[:, K.DK_IOS]),
         disk_max_queue=tuple(int(x) for x in core.dk_i[:, K.DK_MAXQ]),
+        disk_utilization_read=tuple(float(u) for u in util_r),
+        disk_utilization_write=tuple(float(u) for u in util - util_r),
+        disk_queue_length_read=tuple(float(q) for q in qlen_r),
+        disk_queue_length_write=tuple(float(q) for q in qlen - qlen_r),
     )
 
 

@@ -53,3 +53,28 @@ def write_msr(path: Any, rows: list[tuple[int, int, str, int, int]]) -> Any:
     path.write_text("".join(f"{MSR_T0 + ts_us * 10},h,{disk},{'Read' if op == 'R' else 'Write'},{off},{size},100\n"
                             for ts_us, disk, op, off, size in sorted(rows)))
     return path
+
+
+SRT_RECORD_BYTES = 56  # the bundled hplajw trace: version-4 short I/O records
+
+
+def write_srt_days(path: Any, source: Any, days: range) -> Any:
+    """A cut of an HP SRT trace: its header and the records whose enqueue time (word 2, seconds since the
+    trace start) falls in the given trace days."""
+    import struct
+    from pathlib import Path
+
+    data = Path(source).read_bytes()
+    body = data.index(b"\x0c") + 1
+    records = [data[i:i + SRT_RECORD_BYTES] for i in range(body, len(data), SRT_RECORD_BYTES)]
+    kept = [r for r in records if struct.unpack_from(">I", r, 8)[0] // 86_400 in days]
+    Path(path).write_bytes(data[:body] + b"".join(kept))
+    return path
+
+
+def rows_digest(df: Any, drop: tuple[str, ...] = ("trace_id",)) -> str:
+    """SHA-256 (16 hex digits) of a small DataFrame's sorted rows without `drop`: pins a table exactly."""
+    import hashlib
+
+    rows = sorted(repr(tuple(r)) for r in df.drop(*drop).collect())
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]

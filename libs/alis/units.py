@@ -76,6 +76,32 @@ def compute_reorg_units(requests: DataFrame, *, unit_bytes: int = 0) -> DataFram
     )
 
 
+def extend_reorg_units(units: DataFrame | None, requests: DataFrame, *, unit_bytes: int = 0) -> DataFrame:
+    """`units` plus the units `requests` reference that it lacks, for a graph built one interval at a time.
+
+    Existing ids never change, so graphs stored with them stay valid. New request units get ids after
+    their device's highest, in (offset_bytes, size_bytes) order; fixed-size ids are offset_bytes //
+    unit_bytes anyway. units=None: compute_reorg_units(requests). Output: schemas.reorg_units.COLUMNS.
+
+        units = extend_reorg_units(day0_units, day1_requests)    # day 0's ids, then day 1's new units
+    """
+    fresh = compute_reorg_units(requests, unit_bytes=unit_bytes)
+    if units is None:
+        return fresh
+    known = units.select(*U.COLUMNS)
+    if unit_bytes:
+        return known.unionByName(fresh.join(known.select("trace_id", "device", "unit_id"),
+                                            on=["trace_id", "device", "unit_id"], how="left_anti"))
+    new = fresh.join(known.select("trace_id", "device", "offset_bytes", "size_bytes"),
+                     on=["trace_id", "device", "offset_bytes", "size_bytes"], how="left_anti")
+    bases = known.groupBy("trace_id", "device").agg((F.max("unit_id") + 1).alias("_base"))
+    order = Window.partitionBy("trace_id", "device").orderBy("offset_bytes", "size_bytes")
+    numbered = new.join(bases, on=["trace_id", "device"], how="left").select(
+        "trace_id", "device", (F.coalesce("_base", F.lit(0)) + F.row_number().over(order) - 1).alias("unit_id"),
+        "offset_bytes", "size_bytes", "unit_bytes")
+    return known.unionByName(numbered.select(*U.COLUMNS))
+
+
 def unit_refs(requests: DataFrame, units: DataFrame, *, unit_bytes: int, interval_us: int) -> DataFrame:
     """The trace as a reference string of units: one row per (request, unit it touches).
 

@@ -19,6 +19,11 @@ __all__ = ["EXPERIMENTS", "SCALES", "Claim", "ExperimentOutput", "run_experiment
 EXPERIMENTS: dict[str, str] = {
     "placement": "libs.experiments.placement",
     "five-cooling": "libs.experiments.five_cooling",
+    "alis": "libs.experiments.alis",
+    "lachesis": "libs.experiments.lachesis",
+    "five-striping": "libs.experiments.five_striping",
+    "five-cooling-trace": "libs.experiments.five_cooling_trace",
+    "ssa-bsu": "libs.experiments.ssa_bsu",
 }
 
 

@@ -56,3 +56,34 @@ def striped_files(w: FiveWorkload, unit_blocks: int, n_disks: int = N_DISKS) -> 
             files.append(f)
     placed = round_robin_allocation(units, n_disks, capacity_sectors=spec().capacity_sectors)
     return StripedFiles(to_extent_map(units, placed), np.array(files, dtype=np.int64))
+
+
+def striped_file_map(w: FiveWorkload, unit_blocks: np.ndarray | int, n_disks: int = N_DISKS) -> ExtentMap:
+    """striped_files' extent map built with numpy, for a unit per file (array indexed like w's file table) or
+    one for all: the same dealing (units in logical order, one cursor across files, each disk packed in
+    logical order) without a Python object per unit, so Block-sized units over 8.5 million blocks stay cheap."""
+    from sim.array import Extent
+
+    units = np.broadcast_to(np.asarray(unit_blocks, dtype=np.int64), w.file_sectors.shape)
+    if np.any(units <= 0):
+        raise ValueError("striping units must be positive block counts")
+    order = np.argsort(w.file_start, kind="stable")
+    size, unit = w.file_sectors[order], units[order]
+    count = -(-size // unit)
+    first = np.repeat(np.cumsum(count) - count, count)          # each unit's file's first unit index
+    j = np.arange(int(count.sum()), dtype=np.int64) - first      # unit index within its file
+    file_size, file_unit = np.repeat(size, count), np.repeat(unit, count)
+    length = np.minimum(file_unit, file_size - j * file_unit)
+    disk = np.arange(len(length), dtype=np.int64) % n_disks
+    by_disk = np.argsort(disk, kind="stable")
+    held = np.bincount(disk, weights=length, minlength=n_disks).astype(np.int64)
+    if int(held.max()) > spec().capacity_sectors:
+        raise ValueError(f"disk {int(held.argmax())} would hold {int(held.max())} sectors, beyond its capacity "
+                         f"{spec().capacity_sectors}")
+    physical = np.empty_like(length)                            # each disk packed in logical order
+    physical[by_disk] = np.cumsum(length[by_disk]) - length[by_disk] - np.repeat(np.cumsum(held) - held, 
+                                                                                  np.bincount(disk, minlength=n_disks))
+    logical = np.cumsum(length) - length
+    return ExtentMap(tuple(Extent(int(a), int(b), int(c), int(d))
+                           for a, b, c, d in zip(logical.tolist(), length.tolist(), disk.tolist(), physical.tolist(),
+                                                 strict=True)))

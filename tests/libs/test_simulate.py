@@ -107,7 +107,7 @@ def test_grid_expands_scenarios_times_sweep(tmp_path):
       "sweep": {"policy": [None, {"name": "cooling", "treshold": 0.1}]}},
      r"grid\.json: scenario 'policy=cooling': policy 'cooling': unknown parameter\(s\) \['treshold'\]; allowed: "),
     ({"traces": ["t"], "base": {"spec": "hp_c2247a"}, "scenarios": [{"scenario_id": "g", "policy": {"name": "ga"}}]},
-     r"grid\.json: scenario 'g': policy: name must be one of \['cooling', 'greedy-allocation'\], got 'ga'"),
+     r"grid\.json: scenario 'g': policy: name must be one of \['cooling', 'greedy-allocation', 'alis'\], got 'ga'"),
     ({"traces": ["t"], "base": {"spec": "hp_c2247a", "policy": {"name": "cooling"}}},
      r"grid\.json: scenario 'base': policy 'cooling' moves extents: it needs layout kind 'extents'"),
 ])
@@ -141,8 +141,8 @@ def test_cli_rejects_a_bad_grid_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err == (f"blockheat: error: {path}: scenario 'base': scenario: unknown key(s) ['schedular']; allowed: "
                    "['background', 'closed_loop', 'constant_ms', 'device_sectors', 'devices', 'disks', "
-                   "'exponential_ms', 'interval_ms', 'layout', 'max_outstanding', 'per_request', 'policy', "
-                   "'scenario_id', 'scheduler', 'seed', 'service', 'spec', 'speedup', 'zero_latency']\n")
+                   "'exponential_ms', 'interval_ms', 'io', 'layout', 'max_outstanding', 'per_request', 'policy', "
+                   "'scenario_id', 'scheduler', 'seed', 'service', 'spec', 'speedup', 'spindles', 'zero_latency']\n")
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,9 @@ def _state(spec: DiskSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     dk_i[0, 2] = -1
     seg = np.full((1, max(1, spec.cache.segments), 3), -1.0)
     seg[:, :, 2] = 0.0
-    return dk_i, np.zeros((1, K.DK_F)), seg
+    dk_f = np.zeros((1, K.DK_F))
+    dk_f[:, K.DKF_CLOCK] = 1.0                 # the disk's own clock runs at nominal speed (synchronized)
+    return dk_i, dk_f, seg
 
 
 def _media(spec: DiskSpec, lbn: int, n: int, t: float = 200.0, cyl: int = 0, head: int = 0,

@@ -293,3 +293,53 @@ def test_closed_loop_trace_with_open_loop_background() -> None:
     bg_idx = np.flatnonzero(mix(fg, bg).is_background)
     arrivals = dict(zip(i[i[:, 0] == K.LOG_ARRIVE, 1].tolist(), t[i[:, 0] == K.LOG_ARRIVE].tolist(), strict=True))
     np.testing.assert_allclose([arrivals[k] for k in bg_idx], mix(fg, bg).arrival_us[bg_idx])  # open loop
+
+
+def test_independent_spindles_wait_for_the_slowest_rotation() -> None:
+    # One-sector reads on each of 4 disks at once, far apart in time, head already on the cylinder, cache
+    # off: the rotational wait is uniform on [0, ROT); a request waits for the slowest of its 4 disks:
+    # E[max of 4 uniforms] = 4/5 ROT with independent spindles, 1/2 ROT with synchronized ones.
+    from dataclasses import replace
+
+    spec = load("hp_c2247a")
+    spec = replace(spec, cache=replace(spec.cache, segments=0, read_ahead_sectors=0))
+    spt = spec.zones[0].sectors_per_track
+    rng = np.random.default_rng(5)
+    n = 3000
+    j = rng.integers(0, spt // 4, n)
+    req = Requests.build(np.arange(n) * 50_000.0 + rng.random(n) * 20_000.0, np.zeros(n), 4 * j, np.full(n, 4),
+                         np.ones(n, dtype=bool))
+    rot = spec.rotation_ms
+    means = {}
+    for spindles in ("synchronized", "independent"):
+        sim = Simulation(spec, DiskArray(4, Striped(unit_sectors=1)), req, SimConfig(spindles=spindles),
+                         np.random.default_rng(1), device_sectors=[4 * spt])
+        sim.run()
+        means[spindles] = float(np.mean(sim.out.resp)) / 1000.0
+        phase = sim.core.dk_f[:, K.DKF_PHASE] / 1000.0
+        if spindles == "synchronized":
+            assert (phase == 0).all()
+        else:
+            assert len(set(phase.tolist())) == 4
+            assert ((phase >= 0) & (phase < rot)).all()
+    assert means["independent"] - means["synchronized"] == pytest.approx(0.3 * rot, abs=0.03 * rot)
+    with pytest.raises(ValueError, match="spindles must be one of"):
+        SimConfig(spindles="sync")
+
+
+def test_utilization_and_queue_length_split_by_read_and_write() -> None:
+    # Constant 10 ms service, one disk: a read and a write arrive together at 0 (read first, FCFS), another
+    # write at 20 ms. The read is in the system for [0, 10), the first write for [0, 20), the second for
+    # [20, 30): over the 30 ms span, reads are busy 10 ms and in the system 10 ms, writes 20 and 30 ms.
+    req = Requests.build(np.array([0.0, 0.0, 20_000.0]), np.zeros(3), np.array([0, 100, 200]), np.ones(3),
+                         np.array([True, False, False]))
+    sim = Simulation(load("hp_c2247a"), DiskArray(1), req, SimConfig(service="constant", constant_ms=10.0),
+                     np.random.default_rng(0))
+    sim.run()
+    r = sim.result()
+    assert r.mean_utilization == pytest.approx(1.0)
+    assert (r.mean_utilization_read, r.mean_utilization_write) == (pytest.approx(1 / 3), pytest.approx(2 / 3))
+    assert r.disk_utilization_read == (pytest.approx(1 / 3),)
+    assert r.mean_queue_length == pytest.approx(40 / 30)
+    assert (r.mean_queue_length_read, r.mean_queue_length_write) == (pytest.approx(10 / 30), pytest.approx(1.0))
+    assert r.disk_queue_length_write == (pytest.approx(1.0),)

@@ -119,7 +119,7 @@ def test_an_empty_partition_runs_without_its_policy() -> None:
 
 
 @pytest.mark.parametrize(("policy", "changes", "message"), [
-    ({"name": "coolng"}, {}, r"policy: name must be one of \['cooling', 'greedy-allocation'\], got 'coolng'"),
+    ({"name": "coolng"}, {}, r"policy: name must be one of \['cooling', 'greedy-allocation', 'alis'\], got 'coolng'"),
     ({"delta": 0.1}, {}, r"policy: name must be one of .*, got None"),
     ("cooling", {}, r"policy must be an object"),
     ({"name": "cooling", "detla": 0.1}, {}, r"policy 'cooling': unknown parameter\(s\) \['detla'\]; allowed: "

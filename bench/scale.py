@@ -1,0 +1,283 @@
+"""Scale benchmark (issue 8, item 11): the nightly pipeline, ingest through the scorecard, on generated traces
+of two sizes, and ingest + extent heat on a 2-worker standalone cluster against a 1-worker one.
+
+    .venv/bin/python bench/scale.py --millions 10 100 --cluster-millions 10
+
+Pipeline: the Spark stages of dags/nightly_trace_analysis.py for a newly landed trace, trace day 0, each as
+its own process with the arguments libs.nightly.stage_args gives them (as the DAG's spark-submits do, JVM
+start included), in DAG order up to policy_scores (the scorecard); reorg_plan is left out. Master local[2].
+Per size: seconds per stage and in all, and the peak resident memory of a stage's process tree (Python driver,
+its JVM, Python workers). Goals: the larger size within 30 minutes, and its cost at most 1.1x per 1x more
+requests (11x for 10x).
+
+Cluster: infra/spark/local-cluster.sh starts 2 workers (1 core each), ingest and extent heat run against it
+(BLOCKHEAT_SPARK_MASTER), then the same on 1 worker; goal: 2 workers at least 1.6x faster.
+
+Generated trace: MSR CSV, N requests on 4 disks over exactly one day (sorted uniform arrival times, so both
+sizes fill trace day 0), Zipf-like hot 1 MiB extents over 32 GiB per disk, 35% reads, 0.5-64 KiB; the
+scorecard replays them on the IBM Ultrastar 73LZX spec (MSR traces record no disk geometry).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+log = logging.getLogger("bench.scale")
+
+FILETIME_T0 = 128_166_372_000_000_000        # 2007-02-22 00:00 UTC in FILETIME ticks (100 ns)
+DAY_TICKS = 86_400 * 10_000_000
+CHUNK = 1_000_000
+PIPELINE_END = "policy_scores"               # the scorecard: last stage measured
+CLUSTER_STAGES = ("ingest_trace", "extent_heat")
+# MSR traces record no disk geometry: the scorecard replays them on this shipped spec (36.7 GB, room for the
+# 32 GiB each generated disk addresses).
+SCORECARD_SPEC = "ibm_ultrastar_73lzx"
+CLUSTER_SCRIPT = REPO / "infra" / "spark" / "local-cluster.sh"
+
+
+def make_trace(path: Path, n: int, seed: int = 8) -> None:
+    """n MSR requests over one day on 4 disks, time-ordered, written 1M rows at a time."""
+    rng = np.random.default_rng(seed)
+    chunks = max(1, -(-n // CHUNK))
+    with path.open("wb") as out:
+        for c in range(chunks):
+            k = min(CHUNK, n - c * CHUNK)
+            lo, hi = c * DAY_TICKS // chunks, (c + 1) * DAY_TICKS // chunks
+            hot = rng.zipf(1.3, k) % 32_768                      # extent popularity, 32 GiB per disk
+            table = pa.table({
+                "ts": FILETIME_T0 + np.sort(rng.integers(lo, hi, k)),
+                "host": pa.array(["gen"] * k),
+                "disk": rng.integers(0, 4, k),
+                "type": np.where(rng.random(k) < 0.35, "Read", "Write"),
+                "offset": hot * (1 << 20) + rng.integers(0, 2048, k) * 512,
+                "size": rng.choice(np.array([512, 4096, 8192, 16384, 65536]), k),
+                "rt": rng.integers(50, 20_000, k),
+            })
+            pacsv.write_csv(table, out, pacsv.WriteOptions(include_header=False, quoting_style="none"))
+
+
+def landing_for(root: Path, trace_id: str, n: int) -> Path:
+    """A landing folder as the nightly DAG expects it: <root>/<trace_id>/ with manifest.json and the file."""
+    folder = root / trace_id
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps({"format": "msr", "start_date": "2007-02-22"}))
+    make_trace(folder / f"{trace_id}.csv", n)
+    return folder
+
+
+def stage_commands(landing: Path, warehouse: Path, stages: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """(stage, argv) for trace day 0, from the DAG's own libs.nightly.stage_args."""
+    from libs.ingest import FORMATS
+    from libs.nightly import NightlySettings, read_manifest, scan_landing, stage_args
+
+    settings = NightlySettings.from_mapping({"landing_dir": str(landing.parent), "warehouse": str(warehouse),
+                                             "scorecard_args": ["--spec", SCORECARD_SPEC]}, python=sys.executable)
+    landed = scan_landing(landing, read_manifest(landing, FORMATS))
+    args = stage_args(settings, landed, 0, now=dt.datetime(2007, 2, 23, tzinfo=dt.UTC))
+    return [(stage, argv) for stage in stages for argv in args[stage]]
+
+
+def tree_rss_bytes(root: int) -> int:
+    """Resident memory of a process and all its descendants (Linux /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            status = (entry / "status").read_text()
+        except OSError:
+            continue                                  # gone meanwhile
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                rss[int(entry.name)] = int(line.split()[1]) * 1024
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo += children.get(pid, [])
+    return total
+
+
+@dataclass
+class StageRun:
+    stage: str
+    seconds: float
+    peak_rss_bytes: int
+
+
+def run_stage(stage: str, argv: Sequence[str], env: dict[str, str], logfile: Path) -> StageRun:
+    """`python -m jobs.<stage> ARGV`, sampling the process tree's memory every 0.2 s; fails loudly."""
+    peak = 0
+    started = time.perf_counter()
+    with logfile.open("a") as out:
+        out.write(f"\n=== {stage} {' '.join(argv)}\n")
+        out.flush()
+        proc = subprocess.Popen([sys.executable, "-m", f"jobs.{stage}", *argv], env=env, cwd=REPO, stdout=out,
+                                stderr=subprocess.STDOUT)
+        while proc.poll() is None:
+            peak = max(peak, tree_rss_bytes(proc.pid))
+            time.sleep(0.2)
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"stage {stage} failed (exit {proc.returncode}); see {logfile}")
+    return StageRun(stage, seconds, peak)
+
+
+@dataclass
+class PipelineRun:
+    requests: int
+    stages: list[StageRun] = field(default_factory=list)
+
+    @property
+    def seconds(self) -> float:
+        return sum(s.seconds for s in self.stages)
+
+    @property
+    def peak_rss_bytes(self) -> int:
+        return max(s.peak_rss_bytes for s in self.stages)
+
+
+def stage_env(warehouse: Path, master: str, conf_dir: Path) -> dict[str, str]:
+    return {**os.environ, "BLOCKHEAT_WAREHOUSE": str(warehouse), "BLOCKHEAT_SPARK_MASTER": master,
+            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "SPARK_CONF_DIR": str(conf_dir)}
+
+
+def pipeline(work: Path, n: int, conf_dir: Path) -> PipelineRun:
+    from libs.nightly import STAGES
+
+    stages = STAGES[: STAGES.index(PIPELINE_END) + 1]
+    trace_id = f"scale{n}"
+    landing = landing_for(work / "landing", trace_id, n)
+    warehouse = work / f"warehouse-{trace_id}"
+    env = stage_env(warehouse, "local[2]", conf_dir)
+    result = PipelineRun(n)
+    for stage, argv in stage_commands(landing, warehouse, stages):
+        result.stages.append(run_stage(stage, argv, env, work / f"{trace_id}.log"))
+        log.info("%s requests: %s %.1f s, peak %.2f GiB", f"{n:,}", stage, result.stages[-1].seconds,
+                 result.stages[-1].peak_rss_bytes / 2**30)
+    shutil.rmtree(warehouse, ignore_errors=True)
+    return result
+
+
+def cluster_run(work: Path, landing: Path, workers: int, worker_memory: str, conf_dir: Path) -> float:
+    """Seconds of ingest + extent heat of the landed trace on a fresh standalone cluster of `workers` 1-core
+    workers (a warehouse of its own)."""
+    state = work / f"cluster-{workers}"
+    warehouse = work / f"warehouse-cluster-{workers}"
+    start = subprocess.run([str(CLUSTER_SCRIPT), "start", "--workers", str(workers), "--cores", "1", "--memory",
+                            worker_memory, "--port", "0", "--webui-port", "0", "--dir", str(state)],
+                           env={**os.environ, "PYTHON": sys.executable}, capture_output=True, text=True, check=False)
+    try:
+        if start.returncode != 0:
+            raise RuntimeError(f"cluster start failed: {start.stderr[-2000:]}")
+        env = stage_env(warehouse, start.stdout.strip(), conf_dir)
+        runs = [run_stage(stage, argv, env, work / f"cluster-{workers}.log")
+                for stage, argv in stage_commands(landing, warehouse, CLUSTER_STAGES)]
+    finally:
+        subprocess.run([str(CLUSTER_SCRIPT), "stop", "--dir", str(state)], check=False)
+    shutil.rmtree(warehouse, ignore_errors=True)
+    return sum(r.seconds for r in runs)
+
+
+class _Load:
+    """The machine's 1-minute load average, sampled through the run (timings mean little on a busy machine)."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        while not self.stop.wait(5.0):
+            self.samples.append(os.getloadavg()[0])
+
+    def __enter__(self) -> _Load:
+        self.samples.append(os.getloadavg()[0])
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--millions", type=float, nargs=2, default=[10.0, 100.0], metavar=("SMALL", "LARGE"),
+                        help="pipeline trace sizes in millions of requests (default 10 100)")
+    parser.add_argument("--cluster-millions", type=float, default=10.0,
+                        help="trace size of the 2- vs 1-worker comparison (0: skip it)")
+    parser.add_argument("--worker-memory", default="4g", help="memory of each standalone worker (default 4g)")
+    parser.add_argument("--executor-memory", default="3g", help="spark.executor.memory on the cluster")
+    parser.add_argument("--workdir", type=Path, help="keep generated files and logs here (default: a temp dir)")
+    parser.add_argument("--json", type=Path, help="also write the results to this file")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    small, large = (round(m * 1e6) for m in args.millions)
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    conf_dir = work / "spark-conf"                # spark-defaults for every stage process (read by spark-submit)
+    conf_dir.mkdir(exist_ok=True)
+    (conf_dir / "spark-defaults.conf").write_text(f"spark.executor.memory {args.executor_memory}\n"
+                                                  "spark.ui.showConsoleProgress false\n")
+    with _Load() as load:
+        runs = [pipeline(work, n, conf_dir) for n in (small, large)]
+        cluster = {}
+        if args.cluster_millions > 0:
+            n = round(args.cluster_millions * 1e6)
+            landing = landing_for(work / "landing", f"cluster{n}", n)
+            cluster = {w: cluster_run(work, landing, w, args.worker_memory, conf_dir) for w in (2, 1)}
+    out = sys.stdout
+    stages = [s.stage for s in runs[0].stages]
+    out.write(f"\nnightly pipeline (ingest .. {PIPELINE_END}), local[2], seconds per stage:\n\n")
+    out.write("| stage | " + " | ".join(f"{r.requests / 1e6:g}M" for r in runs) + " |\n|---|---|---|\n")
+    for i, stage in enumerate(stages):
+        out.write(f"| {stage} | " + " | ".join(f"{r.stages[i].seconds:.1f}" for r in runs) + " |\n")
+    out.write("| **total** | " + " | ".join(f"**{r.seconds:.1f}**" for r in runs) + " |\n")
+    out.write("| peak memory (GiB) | " + " | ".join(f"{r.peak_rss_bytes / 2**30:.2f}" for r in runs) + " |\n")
+    factor = runs[1].requests / runs[0].requests
+    ratio = runs[1].seconds / runs[0].seconds
+    out.write(f"\n{factor:g}x the requests cost {ratio:.2f}x the time (goal <= {1.1 * factor:g}x); "
+              f"{runs[1].requests / 1e6:g}M took {runs[1].seconds / 60:.1f} min (goal <= 30 min); "
+              f"memory {runs[1].peak_rss_bytes / runs[0].peak_rss_bytes:.2f}x\n")
+    if cluster:
+        out.write(f"ingest + extent heat of {args.cluster_millions:g}M on the standalone cluster: 1 worker "
+                  f"{cluster[1]:.1f} s, 2 workers {cluster[2]:.1f} s: {cluster[1] / cluster[2]:.2f}x "
+                  "(goal >= 1.6x)\n")
+    out.write(f"load average (1 min) during the run: {min(load.samples):.1f}-{max(load.samples):.1f}\n")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "pipeline": [{"requests": r.requests, "seconds": r.seconds, "peak_rss_bytes": r.peak_rss_bytes,
+                          "stages": [vars(s) for s in r.stages]} for r in runs],
+            "cluster_seconds": cluster, "load": load.samples}, indent=1))
+    if args.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,138 @@
+"""### Nightly trace analysis
+
+Every day at 00:00 UTC, for the day that just ended (the data interval `[D, D+1)`), every trace in the
+landing directory whose trace day `D - start_date` is due: ingest its new files, then the heat, ALIS and
+policy analyses of that day, the reorganization plans of the best policies and the HTML report.
+
+- **Landing**: `<landing_dir>/<trace_id>/manifest.json` (`format`, `start_date` = the date of trace day 0,
+  optional `days`) beside the trace's files. A file whose content was seen before (under any name) is
+  ingested once; the trace is re-ingested only when its set of files changed.
+- **Spark**: every stage is a `SparkSubmitOperator` on `jobs/<stage>.py` over connection `spark_default`
+  (local mode, or a cluster URL), one mapped task instance per trace. `aged_heat` and `alis_graph` compute
+  exactly trace day N from day N-1's stored state (`depends_on_past`), so a backfill equals the nightly runs.
+- **Settings**: Airflow Variable `blockheat_nightly` (JSON), see `infra/airflow/README.md`.
+- **XCom** carries job arguments, table names, Delta versions and row counts, never data.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pendulum
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import CronDataIntervalTimetable, TriggerRule, dag, task
+
+JOBS = Path(__file__).resolve().parent.parent / "jobs"
+SPARK_CONN = "spark_default"
+LOCAL_CONN = '{"conn_type": "spark", "host": "local[*]"}'
+CHAINED = ("aged_heat", "alis_graph")  # day N reads day N-1's rows: depends_on_past
+
+
+@task
+def stage_kwargs(planned: dict[str, Any], stage: str) -> list[dict[str, Any]]:
+    """One stage's SparkSubmitOperator kwargs per trace (Airflow maps only over a task's return value)."""
+    return list(planned["stages"][stage])
+
+
+def spark_stage(stage: str, planned: Any) -> Any:
+    """jobs/<stage>.py once per trace (expand_kwargs: application_args, name, conf, env_vars, jars/packages)."""
+    kwargs = stage_kwargs.override(task_id=f"{stage}_args")(planned, stage)
+    return SparkSubmitOperator.partial(
+        task_id=stage, application=str(JOBS / f"{stage}.py"), conn_id=SPARK_CONN, depends_on_past=stage in CHAINED,
+    ).expand_kwargs(kwargs)
+
+
+@dag(
+    dag_id="nightly_trace_analysis",
+    schedule=CronDataIntervalTimetable("@daily", timezone="UTC"),
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,          # days run in order: the aged chains need the day before
+    max_active_tasks=2,         # Spark jobs share the machine (local mode) or the cluster
+    default_args={"retries": 1, "retry_delay": dt.timedelta(minutes=10)},
+    doc_md=__doc__,
+    tags=["blockheat"],
+)
+def nightly_trace_analysis() -> None:
+    @task
+    def plan(data_interval_start: Any = None, data_interval_end: Any = None) -> dict[str, Any]:
+        """Which traces take part today, which need an ingest or the whole-trace stages, every job's arguments."""
+        import sys
+
+        from airflow.sdk import Connection, Variable
+        from airflow.sdk.exceptions import AirflowNotFoundException
+
+        from libs.ingest import FORMATS
+        from libs.nightly import SETTINGS_VARIABLE, NightlySettings, plan_run, submit_options, table_versions
+        from libs.nightly import stage_kwargs as kwargs_of
+        from libs.spark import cached_delta_jars
+
+        try:
+            Connection.get(SPARK_CONN)
+        except AirflowNotFoundException as exc:  # the provider would fall back to YARN without a word
+            raise RuntimeError(f"connection {SPARK_CONN} is not defined: define it, for local mode as "
+                               f"AIRFLOW_CONN_{SPARK_CONN.upper()}='{LOCAL_CONN}', or with a cluster URL "
+                               "(infra/airflow/README.md)") from exc
+        settings = NightlySettings.from_mapping(Variable.get(SETTINGS_VARIABLE, deserialize_json=True),
+                                                python=sys.executable)
+        plans = plan_run(settings, data_interval_start.date(), now=data_interval_end, formats=FORMATS)
+        traces = [{"trace_id": p.trace_id, "day": p.day, "ingest": p.ingest, "analyse": p.analyse,
+                   "fingerprint": p.fingerprint, "analysed": p.analysed, "files": list(p.files),
+                   "duplicates": [list(d) for d in p.duplicates]} for p in plans]
+        return {"stages": kwargs_of(plans, submit_options(settings, cached_delta_jars())), "traces": traces,
+                "warehouse": str(settings.warehouse), "tables_before": table_versions(settings.warehouse)}
+
+    @task(trigger_rule=TriggerRule.NONE_FAILED)
+    def record_ingest(planned: dict[str, Any], run_id: Any = None) -> dict[str, Any]:
+        """The ingested traces' fingerprints into the ledger; the ingest tables' versions and rows written."""
+        from pathlib import Path
+
+        from libs.nightly import record_ledger, table_changes
+
+        traces, warehouse, tables_before = planned["traces"], planned["warehouse"], planned["tables_before"]
+        for t in traces:
+            if t["ingest"]:
+                record_ledger(Path(warehouse), t["trace_id"], "ingested",
+                              {"fingerprint": t["fingerprint"], "files": t["files"], "run_id": run_id})
+        ingest_tables = {k: tables_before[k] for k in ("requests", "rejected_records", "traces")}
+        return {"ingested": [t["trace_id"] for t in traces if t["ingest"]],
+                "duplicates": {t["trace_id"]: t["duplicates"] for t in traces if t["duplicates"]},
+                "tables": table_changes(Path(warehouse), ingest_tables)}
+
+    @task(trigger_rule=TriggerRule.NONE_FAILED)
+    def summary(planned: dict[str, Any], run_id: Any = None) -> dict[str, Any]:
+        """Marks the whole-trace stages done in the ledger; per table written today its version and rows."""
+        from pathlib import Path
+
+        from libs.nightly import record_ledger, table_changes
+
+        traces, warehouse, tables_before = planned["traces"], planned["warehouse"], planned["tables_before"]
+        for t in traces:
+            if t["analyse"]:
+                record_ledger(Path(warehouse), t["trace_id"], "analysed", {**t["analysed"], "run_id": run_id})
+        return {"traces": {t["trace_id"]: t["day"] for t in traces},
+                "tables": table_changes(Path(warehouse), tables_before)}
+
+    planned = plan()
+    ingest = spark_stage("ingest_trace", planned)
+    recorded = record_ingest(planned)
+    ingest >> recorded
+
+    heat = [spark_stage(s, planned) for s in ("extent_heat", "heat_tracking", "trace_profile")]
+    report = spark_stage("heat_report", planned)
+    aged = spark_stage("aged_heat", planned)
+    graph = spark_stage("alis_graph", planned)
+    layout = spark_stage("alis_layout", planned)
+    scores = spark_stage("policy_scores", planned)
+    plans = spark_stage("reorg_plan", planned)
+    done = summary(planned)
+
+    recorded >> [*heat, aged, graph, scores]
+    heat >> report
+    graph >> layout
+    scores >> plans
+    [report, aged, layout, plans] >> done
+
+
+nightly_trace_analysis()

@@ -1,0 +1,191 @@
+"""Spark application: the policy scorecard of one trace and window (`policy_scores`): every variant of the
+registered policy families (libs.policies) replayed on the trace's array by the Spark simulator stage
+(jobs.simulate, one partition per distinct scenario; figures also in sim_results under the sweep's
+grid_id), ranked against the as-traced baseline."""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from libs.policies import PENDING_FAMILIES, PolicyError, SweepOptions, Target, WindowStats, families
+from libs.scorecard import Window, parse_window, score_rows, sweep_scenarios
+from libs.spark import SparkConfig, build_session
+from libs.tables import read_table, replace_rows, table_version, trace_info
+from schemas import policy_scores as PS
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from sim.spec import DiskSpec
+
+log = logging.getLogger(__name__)
+
+ARRAY_GROUP = "all"
+#: The tables a sweep reads (their Delta versions are what a plan built on the scores depends on).
+INPUT_TABLES = ("traces", "requests")
+
+
+@dataclass(frozen=True)
+class ScoreConfig:
+    """One sweep: trace, window ("all" or START:END seconds), disk spec (None: built from the trace's recorded
+    geometry), queue discipline, speed-up, seed, families (None: all registered) and their grids."""
+
+    trace_id: str
+    window: str = "all"
+    spec: str | None = None
+    scheduler: str = "clook"
+    speedup: float = 1.0
+    seed: int = 1
+    families: tuple[str, ...] | None = None
+    sweep: SweepOptions = field(default_factory=SweepOptions)
+
+    def __post_init__(self) -> None:
+        if not (self.speedup > 0 and math.isfinite(self.speedup)):
+            raise PolicyError(f"speedup must be a positive number, got {self.speedup}")
+
+
+@dataclass(frozen=True)
+class ScoreSummary:
+    grid_id: str
+    window: Window
+    rows: list[dict[str, Any]]              # policy_scores rows, best first
+    pending: dict[str, str]                 # families not available yet -> why
+    tables: dict[str, int]                  # the Delta versions read
+    skipped: dict[str, str] = field(default_factory=dict)    # families not applicable to this target -> why
+
+
+def grid_id_for(trace_id: str, window_id: str) -> str:
+    """`score.<trace>.<window>` (a SHA-256 prefix in place of the names when that would pass 128 characters)."""
+    gid = f"score.{trace_id}.{window_id}"
+    return gid if len(gid) <= 128 else f"score.{hashlib.sha256(gid.encode()).hexdigest()[:40]}"
+
+
+def spec_param(info: Mapping[str, Any], devices: Sequence[str], spec: str | None) -> Any:
+    """The scenarios' "spec": the given name or file, or {"geometry": ...} from the trace's recorded geometry
+    (every device must have one, describing the same drive)."""
+    from sim.specs import from_geometry
+
+    if spec is not None:
+        return spec
+    geometry = {str(g["device"]): g for g in info.get("geometry") or ()}
+    missing = [d for d in devices if d not in geometry]
+    if missing:
+        raise PolicyError(f"trace {info['trace_id']!r} records no disk geometry for device(s) {missing}: name a "
+                          f"disk spec (--spec hp_c2247a, or a spec file)")
+    built = {d: from_geometry(geometry[d]) for d in devices}
+    first = built[devices[0]]
+    differ = [d for d in devices if (built[d].capacity_sectors, built[d].cylinders, built[d].rpm)
+              != (first.capacity_sectors, first.cylinders, first.rpm)]
+    if differ:
+        raise PolicyError(f"trace {info['trace_id']!r}: devices {[devices[0], *differ]} record different drives; "
+                          "one array has one disk model: name a spec")
+    return {"geometry": geometry[devices[0]]}
+
+
+def resolve_spec(param: Any) -> DiskSpec:
+    from sim.glue import ScenarioConfig
+
+    return ScenarioConfig.from_dict({"scenario_id": "spec", "spec": param}).spec
+
+
+def sizes_and_stats(requests: DataFrame, window: Window, devices: Sequence[str], sector_bytes: int,
+                    span_us: int) -> tuple[tuple[int, ...], WindowStats]:
+    """One pass over the trace's requests: each device's size (the highest byte its requests address over the
+    whole trace, in the spec's sectors) and the window's statistics (requests, mean size overall and per
+    device; length: the window clipped to the trace)."""
+    from pyspark.sql import functions as F
+
+    inside = (F.col("ts_us") >= window.start_us) & (F.col("ts_us") < window.end_us)
+    rows = requests.groupBy("device").agg(
+        F.max(F.col("offset_bytes") + F.col("size_bytes")).alias("end"), F.count_if(inside).alias("n"),
+        F.sum(F.when(inside, F.col("size_bytes")).otherwise(0)).alias("bytes")).collect()
+    ends = {str(r["device"]): int(r["end"]) for r in rows}
+    sizes = tuple(max(1, -(-ends.get(d, 0) // sector_bytes)) for d in devices)
+    used = [r for r in rows if r["n"]]
+    n = sum(int(r["n"]) for r in used)
+    if n == 0:
+        raise PolicyError(f"window {window.window_id} has no requests")
+    length_us = min(window.end_us, int(span_us) + 1) - window.start_us
+    return sizes, WindowStats(length_us / 1e6, n, sum(int(r["bytes"]) for r in used) / n,
+                              {str(r["device"]): int(r["bytes"]) / int(r["n"]) for r in used})
+
+
+def run(spark: SparkSession, cfg: SparkConfig, job: ScoreConfig) -> ScoreSummary:
+    """Replaces the (trace, window) rows of policy_scores (and the sweep's grid in sim_results); returns them."""
+    from pyspark.sql import functions as F
+
+    from jobs.simulate import run as simulate
+    from libs.sim_grid import parse_grid
+
+    tables = {t: table_version(cfg.warehouse, t) for t in INPUT_TABLES}
+    info = trace_info(spark, cfg.warehouse, job.trace_id)
+    window = parse_window(job.window, span_us=int(info["span_us"]))
+    devices = tuple(sorted(str(d) for d in info["devices"]))
+    param = spec_param(info, devices, job.spec)
+    spec = resolve_spec(param)
+    requests = read_table(spark, cfg.warehouse, "requests", job.trace_id, version=tables["requests"])
+    windowed = requests.where((F.col("ts_us") >= window.start_us) & (F.col("ts_us") < window.end_us))
+    sizes, stats = sizes_and_stats(requests, window, devices, spec.sector_size, int(info["span_us"]))
+    target = Target(job.trace_id, devices, sizes, spec, param, job.scheduler, job.speedup, job.seed)
+    variants, skipped = [], {}
+    for family in families(job.families):
+        why = family.why_not(target, stats, job.sweep)
+        if why is None:
+            variants += family.variants(target, stats, job.sweep)
+        else:
+            skipped[family.name] = why
+    scenarios, scenario_of = sweep_scenarios(variants, target)
+    grid_id = grid_id_for(job.trace_id, window.window_id)
+    grid = parse_grid({"grid_id": grid_id, "traces": [job.trace_id], "array_groups": ARRAY_GROUP,
+                       "description": f"policy scorecard of {job.trace_id}, window {window.window_id}",
+                       "scenarios": [{"scenario_id": sid, **s} for sid, s in scenarios]},
+                      source=f"policy sweep of trace {job.trace_id!r} window {window.window_id}")
+    log.info("policy scores %s window %s: %d variants, %d scenarios on %d disks of %s", job.trace_id,
+             window.window_id, len(variants), len(scenarios), target.n_disks, spec.name)
+    simulate(spark, cfg, grid, requests=windowed)
+    results = {r["scenario_id"]: r.asDict(recursive=True) for r in read_table(spark, cfg.warehouse, "sim_results")
+               .where((F.col("grid_id") == grid_id) & (F.col("trace_id") == job.trace_id)).collect()}
+    rows = score_rows(variants, scenario_of, results, target=target, window=window, window_requests=stats.requests,
+                      grid_id=grid_id, array_group=ARRAY_GROUP)
+    df = spark.createDataFrame([tuple(r[c] for c in PS.COLUMNS) for r in rows], PS.SPARK_SCHEMA)
+    replace_rows(df, spark, cfg.warehouse, PS.TABLE, {"trace_id": job.trace_id, "window_id": window.window_id})
+    pending = {k: v for k, v in PENDING_FAMILIES.items() if job.families is None or k in job.families}
+    return ScoreSummary(grid_id, window, rows, pending, {k: v for k, v in tables.items() if v is not None}, skipped)
+
+
+def config_from_args(trace_id: str, args: argparse.Namespace) -> ScoreConfig:
+    """Parsed options -> ScoreConfig (bad values: PolicyError / ValueError naming the option)."""
+    def numbers(text: str, option: str, kind: type) -> tuple[Any, ...]:
+        try:
+            return tuple(kind(x) for x in text.split(",") if x.strip())
+        except ValueError as exc:
+            raise PolicyError(f"{option} {text!r}: expected comma-separated numbers") from exc
+
+    sweep = SweepOptions(extent_bytes=tuple(k * 1024 for k in numbers(args.extent_kib, "--extent-kib", int)),
+                         heat_fractions=numbers(args.heat_fractions, "--heat-fractions", float),
+                         cooling_every_requests=args.cooling_every, cooling_delta=args.cooling_delta,
+                         alis_interval_s=args.alis_interval)
+    chosen = tuple(x.strip() for x in args.families.split(",") if x.strip()) if args.families else None
+    return ScoreConfig(trace_id, args.window, args.spec, args.scheduler, args.speedup, args.seed, chosen, sweep)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """spark-submit entry point: --trace-id ID [--window START:END] [...]."""
+    from libs.cli_plans import add_score_arguments
+
+    parser = argparse.ArgumentParser(prog="policy_scores", description=__doc__)
+    parser.add_argument("--trace-id", required=True)
+    args = add_score_arguments(parser).parse_args(argv)
+    cfg = SparkConfig.from_env(f"policy_scores {args.trace_id}")
+    run(build_session(cfg), cfg, config_from_args(args.trace_id, args))
+    return 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    raise SystemExit(main())

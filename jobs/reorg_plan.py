@@ -1,0 +1,310 @@
+"""Spark application: a reorganization plan for one trace, window and policy from its scorecard
+(`policy_scores`), stored in `reorg_plans` and `reorg_plan_steps`; also the plan check and export behind
+`blockheat plan check|export`. Nothing is ever applied: plans are documents for review."""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from jobs.policy_scores import resolve_spec
+from libs.policies import BASELINE, FAMILIES, Outcome, PlanPart, PolicyError, Target, Variant
+from libs.reorg_plan import (
+    PlanError,
+    PlanInputs,
+    SafetyLimits,
+    build_plan,
+    check_plan,
+    no_improvement_reason,
+    parse_utc,
+    plan_ids,
+    plan_rows,
+    write_plan,
+)
+from libs.scorecard import parse_window
+from libs.spark import SparkConfig, build_session
+from libs.tables import read_table, replace_rows, table_version, trace_info
+from schemas import cooling_moves, policy_scores, reorg_plan_steps, reorg_plans, sim_results
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from sim.array import ExtentMap
+
+log = logging.getLogger(__name__)
+
+REQUEST_COLUMNS = ("device", "seq", "ts_us", "op", "offset_bytes", "size_bytes")
+BASE_KEYS = ("spec", "scheduler", "speedup", "seed", "devices", "device_sectors", "scenario_id")
+EXTENT_DDL = "logical_start long, sectors long, disk long, physical_start long"
+VALIDATION_DDL = ("device string, requests long, measured_mean_ms double, simulated_mean_ms double, "
+                  "demerit_ms double")
+VALIDATION_METHOD = ("access times (response_us - queue_us, as HP SRT traces record them) of the window's requests "
+                     "against the disk model's busy time per request, each device alone on one disk as traced "
+                     "(sim.validate's demerit: RMS distance between the CDFs, per device; demerit_ms is their "
+                     "request-weighted RMS)")
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    """One plan: trace, policy (a policy_id, a family name for its best-ranked variant, or "best" for the
+    best-ranked plannable variant), the scored window, the clock (None: now, UTC), validity, the minimum
+    improvement that justifies moving data, and the safety limits."""
+
+    trace_id: str
+    policy: str
+    window: str = "all"
+    now: dt.datetime | None = None
+    valid_hours: float = 24.0
+    min_improvement: float = 0.01
+    limits: SafetyLimits = field(default_factory=SafetyLimits)
+
+    def __post_init__(self) -> None:
+        if not self.valid_hours > 0:
+            raise PlanError(f"valid_hours must be > 0, got {self.valid_hours}")
+        if not 0 <= self.min_improvement < 1:
+            raise PlanError(f"min_improvement must be in [0, 1), got {self.min_improvement}")
+
+
+def choose(rows: Sequence[Mapping[str, Any]], policy: str) -> Mapping[str, Any]:
+    """The scorecard row a --policy names: its policy_id, a family's best-ranked variant, or "best"."""
+    by_rank = sorted(rows, key=lambda r: r["rank"])
+    if policy == "best":
+        found = [r for r in by_rank if r["plannable"]]
+    else:
+        found = [r for r in by_rank if r["policy_id"] == policy] or [r for r in by_rank if r["family"] == policy]
+    if not found:
+        raise PolicyError(f"policy {policy!r} is not in the scorecard; scored: {[r['policy_id'] for r in by_rank]} "
+                          "(or a family name, or 'best')")
+    if not found[0]["plannable"]:
+        raise PolicyError(f"policy {found[0]['policy_id']!r} cannot be planned: {found[0]['note']}")
+    return found[0]
+
+
+def target_of(trace_id: str, scenario: Mapping[str, Any]) -> Target:
+    """The array a scored scenario ran on, from its scenario (as stored in sim_results.scenario_json)."""
+    return Target(trace_id, tuple(scenario["devices"]), tuple(int(x) for x in scenario["device_sectors"]),
+                  resolve_spec(scenario["spec"]), scenario["spec"], str(scenario["scheduler"]),
+                  float(scenario["speedup"]), int(scenario["seed"]))
+
+
+def run(spark: SparkSession, cfg: SparkConfig, job: PlanConfig) -> dict[str, Any]:
+    """Builds the plan, replaces its rows of reorg_plans and reorg_plan_steps, returns the document."""
+    from pyspark.sql import functions as F
+
+    now = job.now or dt.datetime.now(dt.UTC)
+    info = trace_info(spark, cfg.warehouse, job.trace_id)
+    window = parse_window(job.window, span_us=int(info["span_us"]))
+    tables = {t: table_version(cfg.warehouse, t) for t in ("traces", "requests", policy_scores.TABLE,
+                                                            sim_results.TABLE)}
+    if tables[policy_scores.TABLE] is None:
+        raise PlanError(f"no scorecard yet: run blockheat score {job.trace_id} --window {job.window}")
+    scores = [r.asDict() for r in read_table(spark, cfg.warehouse, policy_scores.TABLE, job.trace_id,
+                                             version=tables[policy_scores.TABLE])
+              .where(F.col("window_id") == window.window_id).collect()]
+    if not scores:
+        raise PlanError(f"policy_scores has no rows for trace {job.trace_id!r} window {window.window_id}: run "
+                        f"blockheat score {job.trace_id} --window {job.window}")
+    row = choose(scores, job.policy)
+    base = next((r for r in scores if r["policy_id"] == BASELINE), None)
+    if base is None:
+        raise PlanError(f"policy_scores of trace {job.trace_id!r} window {window.window_id} has no {BASELINE} row")
+    family = FAMILIES.get(row["family"])
+    if family is None or family.plan is None:
+        raise PolicyError(f"policy family {row['family']!r} has no planner in this version")
+    if family.needs == "moves":
+        tables[cooling_moves.TABLE] = table_version(cfg.warehouse, cooling_moves.TABLE)
+    sims = {r["scenario_id"]: r.asDict(recursive=True) for r in read_table(
+        spark, cfg.warehouse, sim_results.TABLE, job.trace_id, version=tables[sim_results.TABLE])
+        .where((F.col("grid_id") == row["grid_id"]) & F.col("scenario_id").isin(row["scenario_id"],
+                                                                                base["scenario_id"])).collect()}
+    missing = [s for s in (row["scenario_id"], base["scenario_id"]) if s not in sims]
+    if missing:
+        raise PlanError(f"sim_results has no scenario {missing} of grid {row['grid_id']!r}: rescore the window")
+    scenario = json.loads(sims[row["scenario_id"]]["scenario_json"])
+    target = target_of(job.trace_id, scenario)
+    variant = Variant(row["policy_id"], row["family"], json.loads(row["params_json"]),
+                      {k: v for k, v in scenario.items() if k not in BASE_KEYS}, bool(row["plannable"]), row["note"])
+    requests = read_table(spark, cfg.warehouse, "requests", job.trace_id, version=tables["requests"])
+    windowed = requests.where((F.col("ts_us") >= window.start_us) & (F.col("ts_us") < window.end_us))
+    inputs = PlanInputs(target, variant, family.description, window.as_dict(int(row["window_requests"])),
+                        {t: int(v) for t, v in tables.items() if v is not None}, row, base, sims[row["scenario_id"]],
+                        sims[base["scenario_id"]], validation(windowed, target), now,
+                        dt.timedelta(hours=job.valid_hours), job.limits, job.min_improvement)
+    part = PlanPart([], {})
+    if no_improvement_reason(inputs) is None:
+        outcome = Outcome(variant, target)
+        if family.needs == "layout":
+            outcome = Outcome(variant, target, layout=scenario_layout(windowed, scenario))
+        elif family.needs == "moves":
+            outcome = Outcome(variant, target, moves=_moves(spark, cfg, row, tables[cooling_moves.TABLE]))
+        elif family.needs == "requests":
+            # One window's requests: the planner runs the same numpy cores as the simulated partition did.
+            outcome = Outcome(variant, target, requests=windowed.select(*REQUEST_COLUMNS).toArrow())
+        part = family.plan(outcome)
+    doc = build_plan(inputs, part)
+    store(spark, cfg, doc)
+    log.info("plan %s for %s (%s, window %s): %s, %d steps, %d bytes", doc["plan_id"], job.trace_id,
+             row["policy_id"], window.window_id, doc["status"], doc["summary"]["n_steps"],
+             doc["summary"]["bytes_to_move"])
+    return doc
+
+
+def _moves(spark: SparkSession, cfg: SparkConfig, row: Mapping[str, Any], version: int | None) -> list[dict[str, Any]]:
+    from pyspark.sql import functions as F
+
+    if version is None:
+        return []
+    return [r.asDict() for r in read_table(spark, cfg.warehouse, cooling_moves.TABLE, row["trace_id"], version=version)
+            .where((F.col("grid_id") == row["grid_id"]) & (F.col("array_group") == row["array_group"])
+                   & (F.col("scenario_id") == row["scenario_id"])).collect()]
+
+
+def scenario_layout(windowed: DataFrame, scenario: Mapping[str, Any]) -> ExtentMap:
+    """The extent map the scenario ran with (greedy allocation: from the window's heats), built on an executor
+    from the window's requests by sim.glue.partition_layout, as the simulation built it."""
+    from pyspark.sql import functions as F
+
+    from sim.array import Extent, ExtentMap
+
+    def build(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
+        from sim.glue import ScenarioConfig, partition_layout
+
+        layout = partition_layout(table, ScenarioConfig.from_dict({"scenario_id": "plan", **scenario}))
+        if not isinstance(layout, ExtentMap):
+            raise PlanError(f"scenario layout is {type(layout).__name__}, not an extent map")
+        return pa.table({name: pa.array([getattr(e, name) for e in layout.extents], pa.int64())
+                         for name in ("logical_start", "sectors", "disk", "physical_start")})
+
+    rows = (windowed.select(F.lit(0).alias("part"), *REQUEST_COLUMNS).groupBy("part")
+            .applyInArrow(build, EXTENT_DDL).collect())
+    extents = sorted((int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows)
+    return ExtentMap(tuple(Extent(*e) for e in extents))
+
+
+def validation(windowed: DataFrame, target: Target) -> dict[str, Any]:
+    """The evidence's validation: each device's replay on the target's disk model against the access times
+    the trace recorded, per device on an executor (None figures when the trace records none)."""
+    spec_param, scheduler, seed = target.spec_param, target.scheduler, target.seed
+
+    def per_device(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
+        import numpy as np
+        import pyarrow.compute as pc
+
+        from sim.array import DiskArray
+        from sim.engine import SimConfig, Simulation
+        from sim.glue import ScenarioConfig
+        from sim.stats import per_request
+        from sim.validate import demerit_ms
+        from sim.workloads import from_arrow
+
+        table = table.filter(pc.and_(pc.is_valid(table["response_us"]), pc.is_valid(table["queue_us"])))
+        device = str(key[0].as_py())
+        if table.num_rows == 0:
+            return pa.table({"device": [device], "requests": [0], "measured_mean_ms": pa.nulls(1, pa.float64()),
+                             "simulated_mean_ms": pa.nulls(1, pa.float64()), "demerit_ms": pa.nulls(1, pa.float64())})
+        spec = ScenarioConfig.from_dict({"scenario_id": "validate", "spec": spec_param}).spec
+        table = table.sort_by([("ts_us", "ascending"), ("seq", "ascending")])
+        reqs, _ = from_arrow(table, sector_size=spec.sector_size)
+        sim = Simulation(spec, DiskArray(1, scheduler=scheduler), reqs, SimConfig(per_request=True),
+                         rng=np.random.default_rng(seed), device_sectors=[spec.capacity_sectors])
+        sim.run()
+        simulated = per_request(sim).column("service_ms").to_numpy() * 1000.0
+        measured = pc.subtract(table["response_us"], table["queue_us"]).to_numpy()
+        return pa.table({"device": [device], "requests": [len(measured)],
+                         "measured_mean_ms": [float(np.mean(measured)) / 1000.0],
+                         "simulated_mean_ms": [float(np.mean(simulated)) / 1000.0],
+                         "demerit_ms": [demerit_ms(measured, simulated)]})
+
+    rows = sorted((r.asDict() for r in windowed.select(*REQUEST_COLUMNS, "response_us", "queue_us")
+                   .groupBy("device").applyInArrow(per_device, VALIDATION_DDL).collect()),
+                  key=lambda r: r["device"])
+    measured = [r for r in rows if r["requests"]]
+    n = sum(r["requests"] for r in measured)
+    pooled = math.sqrt(sum(r["requests"] * r["demerit_ms"] ** 2 for r in measured) / n) if n else None
+    out: dict[str, Any] = {"available": bool(measured), "method": VALIDATION_METHOD, "spec": target.spec.name,
+                           "demerit_ms": pooled,
+                           "reason": None if measured else "the trace records no access times (response_us and "
+                                                           "queue_us) in this window",
+                           "per_device": rows}
+    return out
+
+
+def store(spark: SparkSession, cfg: SparkConfig, doc: Mapping[str, Any]) -> None:
+    """Replace the plan's rows of reorg_plans and reorg_plan_steps (a rerun with the same id rewrites them)."""
+    row, steps = plan_rows(doc)
+    where = {"trace_id": row["trace_id"], "plan_id": row["plan_id"]}
+    replace_rows(spark.createDataFrame([tuple(row[c] for c in reorg_plans.COLUMNS)], reorg_plans.SPARK_SCHEMA),
+                 spark, cfg.warehouse, reorg_plans.TABLE, where)
+    replace_rows(spark.createDataFrame([tuple(s[c] for c in reorg_plan_steps.COLUMNS) for s in steps],
+                                       reorg_plan_steps.SPARK_SCHEMA), spark, cfg.warehouse, reorg_plan_steps.TABLE,
+                 where)
+
+
+def load(spark: SparkSession, cfg: SparkConfig, plan_id: str) -> dict[str, Any]:
+    """A stored plan's document by id (the row's id must be the document's: it is checked again by check)."""
+    from pyspark.sql import functions as F
+
+    rows = [] if table_version(cfg.warehouse, reorg_plans.TABLE) is None else (
+        read_table(spark, cfg.warehouse, reorg_plans.TABLE).where(F.col("plan_id") == plan_id)
+        .select("plan_id", "plan_json").collect())
+    if not rows:
+        raise PlanError(f"no plan {plan_id!r} in reorg_plans under {cfg.warehouse}")
+    doc = dict(json.loads(rows[0]["plan_json"]))
+    if doc.get("plan_id") != plan_id:
+        raise PlanError(f"reorg_plans row {plan_id} holds a document claiming id {doc.get('plan_id')!r}")
+    return doc
+
+
+def check(spark: SparkSession, cfg: SparkConfig, doc: Mapping[str, Any], now: dt.datetime | None = None) -> list[str]:
+    """Why the plan must not be applied now (empty: it may be): libs.reorg_plan.check_plan against the input
+    tables' current Delta versions."""
+    tables = doc.get("inputs", {}).get("tables", {}) if isinstance(doc.get("inputs"), Mapping) else {}
+    versions = {t: table_version(cfg.warehouse, t) for t in tables}
+    return check_plan(doc, now=now or dt.datetime.now(dt.UTC), versions=versions)
+
+
+def export(doc: Mapping[str, Any], fmt: str, out: Path) -> Path:
+    """Write the plan for review (a dry run: nothing is applied); refuses a document whose id does not match."""
+    plan_id, _ = plan_ids(doc)
+    if plan_id != doc.get("plan_id"):
+        raise PlanError(f"plan {doc.get('plan_id')}: hash mismatch (the document hashes to {plan_id}); not exported")
+    return write_plan(doc, out, fmt)
+
+
+def config_from_args(trace_id: str, args: argparse.Namespace) -> PlanConfig:
+    if not args.policy:
+        raise PlanError("--policy is required (a policy_id, a family or 'best')")
+    limits = SafetyLimits(int(args.max_gib * (1 << 30)), args.max_moves_per_disk, args.throttle_mb_s)
+    return PlanConfig(trace_id, args.policy, args.window, parse_utc(args.now) if args.now else None, args.valid_hours,
+                      args.min_improvement, limits)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """spark-submit entry point: --trace-id ID --policy POLICY [--window START:END] [--now ISO] [...]."""
+    from libs.cli_plans import add_plan_arguments
+
+    parser = argparse.ArgumentParser(prog="reorg_plan", description=__doc__)
+    parser.add_argument("--trace-id", required=True)
+    parser.add_argument("--export", default=None, metavar="DIR",
+                        help="also write the plan for review to DIR/<plan_id>.json (the nightly DAG's exports)")
+    args = add_plan_arguments(parser).parse_args(argv)
+    job = config_from_args(args.trace_id, args)
+    cfg = SparkConfig.from_env(f"reorg_plan {args.trace_id}")
+    doc = run(build_session(cfg), cfg, job)
+    if args.export:
+        Path(args.export).mkdir(parents=True, exist_ok=True)
+        export(doc, "json", Path(args.export) / f"{doc['plan_id']}.json")
+    return 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    raise SystemExit(main())

@@ -1,0 +1,156 @@
+"""Spark application: the Spark Thrift server (`blockheat serve-sql`), so any JDBC/ODBC client (beeline, BI
+tools) queries every table by name. Bound to 127.0.0.1; runs on the persistent catalog (libs.catalog), and
+registers tables that jobs create while it runs."""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from libs.catalog import (
+    delta_jars,
+    driver_class_path,
+    metastore_in_use,
+    metastore_path,
+    release_metastore,
+    sync_catalog,
+)
+from libs.spark import SparkConfig, build_session, session_catalog
+from libs.tables import TABLES, table_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+READY_TIMEOUT_S = 120.0
+
+
+class ServeError(RuntimeError):
+    """The server cannot start: port taken, metastore held by another process, ..."""
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Port of the JDBC endpoint, seconds between checks for new tables, and how long to wait for a metastore
+    another process holds (a `blockheat sql` finishing, say)."""
+
+    port: int = 10000
+    refresh_s: float = 10.0
+    wait_metastore_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.port <= 65535:
+            raise ValueError(f"port must be 1-65535, got {self.port}")
+        if self.refresh_s <= 0:
+            raise ValueError(f"refresh must be > 0 seconds, got {self.refresh_s:g}")
+
+    @property
+    def url(self) -> str:
+        return f"jdbc:hive2://{HOST}:{self.port}"
+
+
+def _check_port_free(port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((HOST, port))
+        except OSError as exc:
+            raise ServeError(f"port {port} on {HOST} is in use ({exc.strerror}); pick another with --port") from exc
+
+
+def _wait_for_metastore(warehouse: Path, wait_s: float) -> None:
+    deadline = time.monotonic() + wait_s
+    while metastore_in_use(warehouse):
+        if time.monotonic() >= deadline:
+            raise ServeError(f"metastore {metastore_path(warehouse)} is in use by another process (another "
+                             "blockheat serve-sql or sql-shell?); stop it first")
+        time.sleep(0.5)
+
+
+def _wait_for_port(port: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection((HOST, port), timeout=1.0):
+                return
+        except OSError:
+            if time.monotonic() >= deadline:
+                raise ServeError(f"the Thrift server did not listen on {HOST}:{port} within {timeout_s:g} s") from None
+            time.sleep(0.2)
+
+
+def _existing_tables(warehouse: Path) -> frozenset[str]:
+    return frozenset(n for n in TABLES if (table_path(warehouse, n) / "_delta_log").is_dir())
+
+
+def server_session(cfg: SparkConfig, job: ServeConfig) -> SparkSession:
+    """A session on the persistent catalog, with the Delta jars on the driver's class path and the Thrift
+    endpoint's host and port (Spark passes spark.hive.* to HiveServer2 as hive.*)."""
+    _check_port_free(job.port)
+    _wait_for_metastore(cfg.warehouse, job.wait_metastore_s)
+    extra = {**cfg.extra, "spark.driver.extraClassPath": driver_class_path(delta_jars()),
+             "spark.hive.server2.thrift.bind.host": HOST, "spark.hive.server2.thrift.port": str(job.port),
+             "spark.ui.showConsoleProgress": "false"}
+    spark = build_session(replace(cfg, catalog="hive", extra=extra))
+    if session_catalog(spark) != "hive":       # another process took the metastore between check and start
+        spark.stop()
+        raise ServeError(f"metastore {metastore_path(cfg.warehouse)} was taken by another process; try again")
+    return spark
+
+
+def serve(cfg: SparkConfig, job: ServeConfig, on_ready: Callable[[str], None] = lambda url: None) -> None:
+    """Run the Thrift server until SIGTERM or SIGINT; registers tables that appear meanwhile. The signal
+    handlers are this function's only while the server runs (call from the main thread)."""
+    spark = server_session(cfg, job)
+    stop = threading.Event()
+    server: Any = None
+    previous: dict[int, Any] = {}
+    try:
+        # No Python API starts the Thrift server inside a session; its JVM entry point does (py4j).
+        server = spark._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2.startWithContext(  # type: ignore[union-attr]
+            spark._jsparkSession.sqlContext())
+        _wait_for_port(job.port, READY_TIMEOUT_S)
+        known = _existing_tables(cfg.warehouse)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+        on_ready(job.url)
+        while not stop.wait(job.refresh_s):
+            now = _existing_tables(cfg.warehouse)
+            if now != known:
+                synced = sync_catalog(spark, cfg.warehouse)
+                log.info("serve-sql: tables now %s", ", ".join(synced.registered))
+                known = now
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if server is not None:
+            server.stop()
+        release_metastore(spark)
+
+
+def parse_args(argv: Sequence[str] | None) -> ServeConfig:
+    parser = argparse.ArgumentParser(prog="sql_server", description=__doc__)
+    parser.add_argument("--port", type=int, default=10000)
+    parser.add_argument("--refresh", type=float, default=10.0, help="seconds between checks for new tables")
+    args = parser.parse_args(argv)
+    return ServeConfig(args.port, args.refresh)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """spark-submit entry point; `blockheat serve-sql` is the same with one-line errors."""
+    job = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="sql_server: %(message)s")
+    serve(SparkConfig.from_env("serve-sql"), job, lambda url: log.info("serving on %s", url))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,305 @@
+"""ALIS placements without Spark, for the simulator's redirector (sim.redirect): the lookaside directory of
+each reorganization interval of a request stream, planned from the history up to the interval
+("realizable") or from the interval's own references ("lookahead"), with libs.alis's numpy cores
+(count_pairs, prune_arrays, discover_runs, plan_area) and the definitions of jobs/alis_graph.py and
+jobs/alis_layout.py: units are a volume's distinct request extents (ids in address order), reference
+counts (reads and, with heat_writes, writes) aged by alpha, access graphs of the reads aged by beta and
+pruned to the size budget each interval, runs of the pruned graph, the RA filled by plan_area.
+
+    schedule = plan_schedule(requests, volumes, AlisParams(), sector_size=512)    # one per interval
+    directory = plan_window(requests, volumes, AlisParams(), window=3, sector_size=512)
+    plan = plan_trace_window(requests_table, AlisParams(), window=3, sector_size=512)
+    plan.to_arrow()        # the lookaside directory in bytes, alis_layout's columns
+
+Choices (tested in tests/libs/alis/test_plan.py): intervals are [k I, (k + 1) I) of the requests'
+arrival times (interval_id = arrival // I, as unit_refs counts from the trace's first record); the
+realizable plan built at the end of interval k takes effect at (k + 1) I, so interval 0 runs without
+copies; the lookahead plan of interval k takes effect at k I. Addresses are the volume's sectors (the
+spec's sectors), so plan_area's byte arguments carry sectors here; the graph budget is in bytes
+(sector_size x storage used x graph_share). Background requests are not planned on.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from libs.alis.graph import count_pairs, prune_arrays
+from libs.alis.layout import plan_area
+from libs.alis.runs import discover_runs
+from sim.redirect import REGION_HEAT, REGION_RUN, Directory, Reorganization, Volume
+
+if TYPE_CHECKING:
+    from sim.alis import AlisParams
+    from sim.records import Requests
+
+__all__ = ["IntervalState", "VolumeUnits", "WindowPlan", "interval_plans", "interval_states", "plan_schedule",
+           "plan_trace_window", "plan_window", "volume_units"]
+
+
+@dataclass(frozen=True, eq=False)
+class VolumeUnits:
+    """One volume's reference stream as units: per request (in arrival order) its unit id (-1: another
+    volume), and per unit its home extent (sectors)."""
+
+    unit: np.ndarray
+    home_sector: np.ndarray
+    sectors: np.ndarray
+
+
+def volume_units(requests: Requests, n_volumes: int, *, device_volume: np.ndarray,
+                 device_offset: np.ndarray) -> list[VolumeUnits]:
+    """Units of each volume: the distinct (home sector, sectors) of its requests, ids 0.. in that order
+    (libs.alis.units.compute_reorg_units with request-sized units)."""
+    vol = np.asarray(device_volume, np.int64)[requests.device]
+    vlbn = np.asarray(device_offset, np.int64)[requests.device] + requests.lbn
+    nsec = requests.sectors.astype(np.int64)
+    out = []
+    for v in range(n_volumes):
+        mine = np.flatnonzero(vol == v)
+        unit = np.full(len(requests), -1, np.int64)
+        if not len(mine):
+            out.append(VolumeUnits(unit, np.zeros(0, np.int64), np.zeros(0, np.int64)))
+            continue
+        order = np.lexsort((nsec[mine], vlbn[mine]))
+        a, n = vlbn[mine][order], nsec[mine][order]
+        new = np.concatenate([[True], (a[1:] != a[:-1]) | (n[1:] != n[:-1])])
+        ids = np.cumsum(new) - 1
+        unit[mine[order]] = ids
+        out.append(VolumeUnits(unit, a[new], n[new]))
+    return out
+
+
+def _raw_graph(units: np.ndarray, params: AlisParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(src, dst, weight) of one interval's reads: libs.alis.graph.count_pairs + with_weight's formula."""
+    if len(units) < 2:
+        z = np.zeros(0, np.int64)
+        return z, z, np.zeros(0)
+    src, dst, pairs, closeness = count_pairs(np.zeros(len(units), np.int64), units, params.tau)
+    weight = pairs * (1.0 - params.f) + (params.f / params.tau) * closeness
+    return src, dst, weight
+
+
+def _aged(current: tuple[np.ndarray, ...], previous: tuple[np.ndarray, ...], beta: float,
+          n_units: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ALIS eq. 2 over the union of edges (a missing side counts 0), as libs.transforms.aging.age_values."""
+    key_c = current[0] * n_units + current[1]
+    key_p = previous[0] * n_units + previous[1]
+    keys, inverse = np.unique(np.concatenate([key_c, key_p]), return_inverse=True)
+    cur = np.zeros(len(keys))
+    old = np.zeros(len(keys))
+    cur[inverse[: len(key_c)]] = current[2]
+    old[inverse[len(key_c):]] = previous[2]
+    weight = beta * cur + (1.0 - beta) * old
+    keep = weight > 0.0
+    return keys[keep] // n_units, keys[keep] % n_units, weight[keep]
+
+
+def _directory(v: int, vu: VolumeUnits, heat: np.ndarray, graph: tuple[np.ndarray, ...], volume: Volume,
+               params: AlisParams, sector_size: int) -> Directory:
+    """One volume's RA from the heat per unit and the (pruned) graph: runs, then plan_area."""
+    runs_cols: dict[str, np.ndarray] = {k: np.zeros(0, np.int64) for k in
+                                        ("run_id", "rank", "position", "unit_id", "offset_bytes", "size_bytes")}
+    if params.mode != "heat":
+        found = discover_runs(*graph, tau=params.tau, f=params.f, threshold=params.run_threshold,
+                              min_length=params.min_length)
+        members = np.array([u for _, run in found for u in run], np.int64)
+        runs_cols = {
+            "run_id": np.array([rid for rid, run in found for _ in run], np.int64),
+            "rank": np.array([r for r, (_, run) in enumerate(found) for _ in run], np.int64),
+            "position": np.array([p for _, run in found for p in range(len(run))], np.int64),
+            "unit_id": members,
+            "offset_bytes": vu.home_sector[members],
+            "size_bytes": vu.sectors[members],
+        }
+    hot_ids = np.flatnonzero(heat > 0) if params.mode != "run" else np.zeros(0, np.int64)
+    hot = {"unit_id": hot_ids, "heat": heat[hot_ids], "offset_bytes": vu.home_sector[hot_ids],
+           "size_bytes": vu.sectors[hot_ids]}
+    plan = plan_area(runs_cols, hot, ra_bytes=volume.ra_sectors, mode=params.mode, layout=params.heat_layout,
+                     extent_bytes=max(1, params.extent_bytes // sector_size))
+    n = len(plan["unit_id"])
+    region = np.array([REGION_RUN if r == "run" else REGION_HEAT for r in plan["region"]], np.int64)
+    return Directory(np.full(n, v, np.int64), region, plan["run_id"], plan["unit_id"], plan["home_offset_bytes"],
+                     plan["size_bytes"], plan["ra_offset_bytes"])
+
+
+def _budget(volume: Volume, params: AlisParams, sector_size: int) -> int:
+    return math.floor(volume.size_sectors * sector_size * params.graph_share)
+
+
+@dataclass(frozen=True, eq=False)
+class IntervalState:
+    """What one volume's planner knows at the end of an interval: heat per unit (aged counts, or the
+    interval's own counts for lookahead) and the access graph (aged and pruned, or the interval's own
+    pruned graph): src, dst (unit ids), weight."""
+
+    interval_id: int
+    volume: int
+    heat: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+
+
+def interval_states(requests: Requests, volumes: Sequence[Volume], params: AlisParams, *,
+                    device_volume: np.ndarray, device_offset: np.ndarray, sector_size: int,
+                    intervals: Sequence[int] | None = None) -> Iterator[tuple[int, list[IntervalState]]]:
+    """(interval, per-volume state) at the end of each interval in `intervals` (default: 0 to the last with
+    requests), in order. Realizable: the aged chain from interval 0 (eq. 1 with alpha for heat, eq. 2 with
+    beta for the graph, pruned to the budget each interval, as jobs/alis_graph.py and alis_layout.py);
+    lookahead: each interval on its own (raw counts, the raw graph pruned)."""
+    iv = np.floor(requests.arrival_us / params.interval_us).astype(np.int64)
+    last = int(iv.max()) if len(iv) else -1
+    wanted = list(range(last + 1)) if intervals is None else sorted(intervals)
+    if not wanted:
+        return
+    fg = ~requests.is_background
+    counted = fg if params.heat_writes else fg & requests.is_read
+    graphed = fg if params.include_writes else fg & requests.is_read
+    per_volume = volume_units(requests, len(volumes), device_volume=device_volume, device_offset=device_offset)
+    lookahead = params.plan == "lookahead"
+    heat = [np.zeros(len(vu.home_sector)) for vu in per_volume]
+    empty = np.zeros(0, np.int64)
+    graphs: list[tuple[np.ndarray, ...]] = [(empty, empty, np.zeros(0)) for _ in per_volume]
+    starts = np.searchsorted(iv, np.arange(wanted[-1] + 2), side="left")
+    keep_set = set(wanted)
+    for k in (wanted if lookahead else range(wanted[-1] + 1)):
+        lo, hi = starts[k], starts[k + 1]
+        states = []
+        for v, (vu, vol) in enumerate(zip(per_volume, volumes, strict=True)):
+            n_units = len(vu.home_sector)
+            unit = vu.unit[lo:hi]
+            counts = np.bincount(unit[counted[lo:hi] & (unit >= 0)], minlength=n_units).astype(np.float64)
+            raw = _raw_graph(unit[graphed[lo:hi] & (unit >= 0)], params)
+            if lookahead:
+                keep, _ = prune_arrays(*raw, _budget(vol, params, sector_size))
+                states.append(IntervalState(k, v, counts, *(a[keep] for a in raw)))
+                continue
+            heat[v] = params.alpha * counts + (1.0 - params.alpha) * heat[v]
+            aged = _aged(raw, graphs[v], params.beta, max(n_units, 1))
+            keep, _ = prune_arrays(*aged, _budget(vol, params, sector_size))
+            graphs[v] = tuple(a[keep] for a in aged)
+            states.append(IntervalState(k, v, heat[v], *graphs[v]))
+        if k in keep_set:
+            yield k, states
+
+
+def interval_plans(requests: Requests, volumes: Sequence[Volume], params: AlisParams, *, sector_size: int,
+                   device_volume: np.ndarray, device_offset: np.ndarray,
+                   last: int | None = None) -> Iterator[tuple[int, Directory]]:
+    """(interval the directory serves, directory) up to interval `last` (default: the last with requests),
+    in order: realizable plans built at the end of interval k serve k + 1 (interval 0 has none);
+    lookahead plans serve their own interval (only `last`'s is built when last is given)."""
+    iv = np.floor(requests.arrival_us / params.interval_us).astype(np.int64)
+    final = int(iv.max()) if len(iv) else -1
+    lookahead = params.plan == "lookahead"
+    if last is None:
+        wanted = list(range(final + 1)) if lookahead else list(range(final))
+    else:
+        wanted = [last] if lookahead else list(range(last))
+    per_volume = volume_units(requests, len(volumes), device_volume=device_volume, device_offset=device_offset)
+    for k, states in interval_states(requests, volumes, params, device_volume=device_volume,
+                                     device_offset=device_offset, sector_size=sector_size, intervals=wanted):
+        parts = [_directory(st.volume, per_volume[st.volume], st.heat, (st.src, st.dst, st.weight),
+                            volumes[st.volume], params, sector_size) for st in states]
+        yield (k if lookahead else k + 1), Directory.concat(parts)
+
+
+def plan_schedule(requests: Requests, volumes: Sequence[Volume], params: AlisParams, *, sector_size: int,
+                  device_volume: Sequence[int] | np.ndarray | None = None,
+                  device_offset: Sequence[int] | np.ndarray | None = None) -> list[Reorganization]:
+    """Every reorganization of the run, in time order: one per interval from the first it can serve
+    (realizable: 1, lookahead: 0) to the last with requests, at the interval's start.
+
+    device_volume / device_offset: traced device -> volume and its first sector there (default: device d is
+    volume d from sector 0), as sim.redirect.redirect takes them.
+    """
+    dv, do = _mapping(requests, device_volume, device_offset)
+    return [Reorganization(served * params.interval_us, d, served)
+            for served, d in interval_plans(requests, volumes, params, sector_size=sector_size, device_volume=dv,
+                                            device_offset=do)]
+
+
+def plan_window(requests: Requests, volumes: Sequence[Volume], params: AlisParams, *, window: int, sector_size: int,
+                device_volume: Sequence[int] | np.ndarray | None = None,
+                device_offset: Sequence[int] | np.ndarray | None = None) -> Directory:
+    """The lookaside directory serving interval `window`: planned from intervals 0..window-1 (realizable;
+    empty for window 0) or from interval `window` itself (lookahead)."""
+    if window < 0:
+        raise ValueError(f"window must be >= 0, got {window}")
+    dv, do = _mapping(requests, device_volume, device_offset)
+    for served, d in interval_plans(requests, volumes, params, sector_size=sector_size, device_volume=dv,
+                                    device_offset=do, last=window):
+        if served == window:
+            return d
+    return Directory.empty()
+
+
+def _mapping(requests: Requests, device_volume: Sequence[int] | np.ndarray | None,
+             device_offset: Sequence[int] | np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    n_dev = int(requests.device.max()) + 1 if len(requests) else 0
+    dv = np.arange(n_dev, dtype=np.int64) if device_volume is None else np.asarray(device_volume, np.int64)
+    do = np.zeros(len(dv), np.int64) if device_offset is None else np.asarray(device_offset, np.int64)
+    if len(dv) < n_dev or len(do) != len(dv):
+        raise ValueError(f"device_volume and device_offset need one entry per traced device ({n_dev}), got "
+                         f"{len(dv)} and {len(do)}")
+    return dv, do
+
+
+@dataclass(frozen=True, eq=False)
+class WindowPlan:
+    """The ALIS placement serving one window of a trace: the lookaside directory, the volumes its copies
+    refer to (with their RAs), the traced devices in volume order (device d's sectors start at
+    device_offset[d] of volume device_volume[d]) and each volume's name (its device, or the devices joined
+    by "+" when concatenated)."""
+
+    window: int
+    directory: Directory
+    volumes: list[Volume]
+    devices: tuple[str, ...]
+    volume_names: tuple[str, ...]
+    device_volume: np.ndarray
+    device_offset: np.ndarray
+    sector_size: int
+
+    def to_arrow(self) -> pa.Table:
+        """The directory in bytes with alis_layout's columns (device = volume name, without trace_id and
+        interval_id): Directory.to_arrow."""
+        return self.directory.to_arrow(self.volumes, sector_size=self.sector_size, volume_names=self.volume_names)
+
+
+def plan_trace_window(table: pa.Table, params: AlisParams, *, window: int, sector_size: int,
+                      concatenated: bool = False, device_sectors: Sequence[int] | None = None,
+                      devices: Sequence[str] | None = None) -> WindowPlan:
+    """The placement serving interval `window` of a trace given as `requests` rows (ts_us, device, op,
+    offset_bytes, size_bytes; seq breaks ties), in sectors of sector_size bytes: realizable from the
+    intervals before it, lookahead from itself. Volumes as sim.alis.volumes_for: one per device, or all
+    devices concatenated (in `devices` order, default sorted names); sizes default to each device's highest
+    address used (the paper's storage used).
+
+        plan = plan_trace_window(spark.table("requests").where("trace_id = 'hplajw'").toArrow(), AlisParams(),
+                                 window=3, sector_size=512)
+    """
+    from sim.alis import volumes_for
+    from sim.workloads import from_arrow
+
+    requests, names = from_arrow(table, sector_size=sector_size, devices=devices)
+    if device_sectors is None:
+        ends = np.ones(len(names), np.int64)
+        if len(requests):
+            np.maximum.at(ends, requests.device, requests.lbn + requests.sectors)
+        sizes = ends
+    else:
+        sizes = np.asarray(device_sectors, np.int64)
+        if len(sizes) != len(names):
+            raise ValueError(f"device_sectors has {len(sizes)} sizes for the devices {list(names)}")
+    volumes, dv, do = volumes_for(sizes, concatenated=concatenated, ra_share=params.ra_share,
+                                  ra_offset=params.ra_offset)
+    directory = plan_window(requests, volumes, params, window=window, sector_size=sector_size, device_volume=dv,
+                            device_offset=do)
+    volume_names = ("+".join(names),) if concatenated else tuple(names)
+    return WindowPlan(window, directory, volumes, tuple(names), volume_names, dv, do, sector_size)

@@ -1,0 +1,389 @@
+"""The nightly DAG's glue (dags/nightly_trace_analysis.py), no Airflow and no Spark session: landing folders and
+their manifests, the trace day a run analyses, the ingest ledger, each Spark stage's job arguments, and
+Delta table versions read from the transaction log (so that XCom carries versions and counts, never data).
+
+Choices (each tested in tests/libs/test_nightly.py):
+- a landing folder is <landing>/<trace_id>/ with manifest.json ({"format": ..., "start_date": "YYYY-MM-DD",
+  optional "days": N}) and the trace's files; names starting with "." or "_" are ignored (land a file under
+  such a name and rename it when complete), as are sub-folders. Files are taken in name order (the order
+  ingest numbers records in), and a file whose content (SHA-256) equals an earlier one is a duplicate, left out.
+- start_date is the calendar date (UTC) of trace day 0: the run whose data interval starts on date D analyses
+  trace day D - start_date, i.e. [day * 24 h, (day + 1) * 24 h) after the trace's first request (the intervals
+  of aged_heat and the ALIS graphs). A trace takes part while 0 <= day < days (no "days": open-ended).
+- the ledger (<warehouse>/_nightly/ledger/<trace_id>.json) records per trace the fingerprint (format and the
+  ordered SHA-256 of its distinct files) last ingested, and the one (with the stage arguments) the whole-trace
+  stages last succeeded on. A run ingests a trace when its fingerprint differs from the ingested one, so a file
+  that lands twice (under any name) is ingested once; the whole-trace stages (extent heat, tracking, profile,
+  report) run when the data or their arguments changed since they last succeeded; the interval stages (aged
+  counts, graph, layout, scorecard, plans) run every day the trace takes part.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DAY_S = 86_400
+MANIFEST = "manifest.json"
+LEDGER_DIR = Path("_nightly") / "ledger"
+SETTINGS_VARIABLE = "blockheat_nightly"
+PLAN_EXPORT_OPTION = "--export"  # jobs/reorg_plan.py: also write the plan to DIR/<plan_id>.json
+# The Spark stages of one run, in DAG order; each is jobs/<stage>.py.
+WHOLE_TRACE_STAGES = ("extent_heat", "heat_tracking", "trace_profile", "heat_report")
+INTERVAL_STAGES = ("aged_heat", "alis_graph", "alis_layout", "policy_scores", "reorg_plan")
+STAGES = ("ingest_trace", *WHOLE_TRACE_STAGES, *INTERVAL_STAGES)
+# Tables the stages write (what the run's summary reports).
+TABLES = ("requests", "rejected_records", "traces", "extent_heat", "disk_heat", "heat_tracking", "tracking_eval",
+          "trace_profile", "aged_heat", "reorg_units", "access_graph", "alis_runs", "alis_graphs", "alis_layout",
+          "alis_summary", "sim_results", "sim_timeseries", "cooling_moves", "policy_scores", "reorg_plans",
+          "reorg_plan_steps")
+_COMMIT_RE = re.compile(r"^(\d{20})\.json$")
+_SHA_CHUNK = 1 << 20
+
+
+class LandingError(ValueError):
+    """A landing folder, manifest or file the nightly run cannot use; the message names it."""
+
+
+class SettingsError(ValueError):
+    """The nightly settings (Airflow Variable blockheat_nightly) are missing a key or hold a bad value."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    trace_id: str
+    format: str
+    start_date: dt.date
+    days: int | None = None  # None: open-ended
+
+    def day(self, interval_start: dt.date) -> int:
+        """The trace day a run whose data interval starts on interval_start analyses."""
+        return (interval_start - self.start_date).days
+
+    def takes_part(self, day: int) -> bool:
+        return day >= 0 and (self.days is None or day < self.days)
+
+
+@dataclass(frozen=True)
+class LandedFile:
+    path: str
+    size_bytes: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Landing:
+    """A trace's landed files: distinct contents in name order, and the duplicates left out."""
+
+    manifest: Manifest
+    files: tuple[LandedFile, ...]
+    duplicates: tuple[tuple[str, str], ...] = ()  # (duplicate path, path of the same content kept)
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return {"format": self.manifest.format, "sha256": [f.sha256 for f in self.files]}
+
+
+def read_manifest(folder: Path, formats: Sequence[str]) -> Manifest:
+    """The folder's manifest.json; LandingError naming the file and the problem."""
+    from libs.tables import TraceIdError, check_trace_id
+
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise LandingError(f"landing folder {folder} has no {MANIFEST} (format and start_date of the trace)")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LandingError(f"{path}: not JSON ({exc})") from exc
+    if not isinstance(raw, dict):
+        raise LandingError(f"{path}: expected a JSON object, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - {"format", "start_date", "days"})
+    if unknown:
+        raise LandingError(f"{path}: unknown keys {unknown} (known: format, start_date, days)")
+    fmt = raw.get("format")
+    if fmt not in formats:
+        raise LandingError(f"{path}: format {fmt!r} is not one of {list(formats)}")
+    try:
+        start = dt.date.fromisoformat(str(raw.get("start_date")))
+    except ValueError as exc:
+        raise LandingError(f"{path}: start_date {raw.get('start_date')!r} is not a date YYYY-MM-DD") from exc
+    days = raw.get("days")
+    if days is not None and (isinstance(days, bool) or not isinstance(days, int) or days < 1):
+        raise LandingError(f"{path}: days must be a positive integer, got {days!r}")
+    try:
+        trace_id = check_trace_id(folder.name)
+    except TraceIdError as exc:
+        raise LandingError(f"landing folder {folder}: the folder name is the trace id; {exc}") from exc
+    return Manifest(trace_id, str(fmt), start, days)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(_SHA_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def scan_landing(folder: Path, manifest: Manifest) -> Landing:
+    """The trace's data files (see the module docstring for what counts and in which order)."""
+    kept: dict[str, LandedFile] = {}
+    duplicates = []
+    for path in sorted(folder.iterdir(), key=lambda p: p.name):
+        if path.name == MANIFEST or path.name.startswith((".", "_")) or not path.is_file():
+            continue
+        sha = _sha256(path)
+        if sha in kept:
+            duplicates.append((str(path), kept[sha].path))
+        else:
+            kept[sha] = LandedFile(str(path.resolve()), path.stat().st_size, sha)
+    return Landing(manifest, tuple(kept.values()), tuple(duplicates))
+
+
+@dataclass(frozen=True)
+class NightlySettings:
+    """Where the run reads and writes, and the analysis options; from the Airflow Variable blockheat_nightly."""
+
+    landing_dir: Path
+    warehouse: Path
+    reports_dir: Path
+    exports_dir: Path
+    python: str
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    jars: str = ""                                # "": the Delta jars blockheat cached, else --packages
+    tracking_ks: tuple[int, ...] = (5, 10, 20, 50)
+    tracking_eval: dict[str, float] = field(default_factory=dict)   # extents, change_s, end_s
+    scorecard_args: tuple[str, ...] = ()
+    plan_policies: tuple[str, ...] = ("best",)
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any], *, python: str) -> NightlySettings:
+        """Validate the Variable's JSON; python: the interpreter for Spark's Python side (PYSPARK_PYTHON)."""
+        where = f"Airflow Variable {SETTINGS_VARIABLE}"
+        known = {"landing_dir", "warehouse", "reports_dir", "exports_dir", "python", "spark_conf", "jars",
+                 "tracking_ks", "tracking_eval", "scorecard_args", "plan_policies"}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise SettingsError(f"{where}: unknown keys {unknown} (known: {sorted(known)})")
+        missing = [k for k in ("landing_dir", "warehouse") if not raw.get(k)]
+        if missing:
+            raise SettingsError(f"{where}: {missing} must be set (absolute paths)")
+        warehouse = Path(str(raw["warehouse"]))
+        paths = {k: Path(str(raw[k])) for k in ("landing_dir", "reports_dir", "exports_dir") if raw.get(k)}
+        relative = sorted(k for k, p in {**paths, "warehouse": warehouse}.items() if not p.is_absolute())
+        if relative:
+            raise SettingsError(f"{where}: {relative} must be absolute paths (the Spark jobs run elsewhere)")
+        ks = tuple(raw.get("tracking_ks", cls.tracking_ks))
+        if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in ks):
+            raise SettingsError(f"{where}: tracking_ks must be a list of positive integers, got {ks}")
+        evals = dict(raw.get("tracking_eval") or {})
+        if set(evals) - {"extents", "change_s", "end_s"}:
+            raise SettingsError(f"{where}: tracking_eval keys are extents, change_s, end_s; got {sorted(evals)}")
+        policies = tuple(str(p) for p in raw.get("plan_policies", cls.plan_policies))
+        if not policies:
+            raise SettingsError(f"{where}: plan_policies is empty (use [\"best\"] for the best-ranked policy)")
+        return cls(
+            landing_dir=paths["landing_dir"], warehouse=warehouse,
+            reports_dir=paths.get("reports_dir", warehouse / "reports"),
+            exports_dir=paths.get("exports_dir", warehouse / "exports"),
+            python=str(raw.get("python") or python),
+            spark_conf={str(k): str(v) for k, v in dict(raw.get("spark_conf") or {}).items()},
+            jars=str(raw.get("jars") or ""), tracking_ks=ks, tracking_eval=evals,
+            scorecard_args=tuple(str(a) for a in raw.get("scorecard_args") or ()), plan_policies=policies)
+
+
+def delta_package() -> str:
+    """Maven coordinate of the installed delta-spark for this pyspark (as configure_spark_with_delta_pip
+    builds it)."""
+    from importlib.metadata import version
+
+    spark = ".".join(version("pyspark").split(".")[:2])
+    return f"io.delta:delta-spark_{spark}_2.13:{version('delta-spark')}"
+
+
+def submit_options(settings: NightlySettings, jars: Sequence[str] | None) -> dict[str, Any]:
+    """SparkSubmitOperator keyword arguments shared by every stage: Delta on the classpath (the jars an
+    earlier blockheat session resolved, else Maven --packages), the warehouse, Spark's Python, the conf."""
+    opts: dict[str, Any] = {
+        "conf": dict(settings.spark_conf),
+        "env_vars": {"BLOCKHEAT_WAREHOUSE": str(settings.warehouse), "PYSPARK_PYTHON": settings.python,
+                     "PYSPARK_DRIVER_PYTHON": settings.python},
+    }
+    if settings.jars or jars:
+        opts["jars"] = settings.jars or ",".join(jars or ())
+    else:
+        opts["packages"] = delta_package()
+    return opts
+
+
+def day_window(day: int) -> str:
+    """The scorecard window (policy_scores --window) of a trace day, in seconds from the trace start."""
+    return f"{day * DAY_S}:{(day + 1) * DAY_S}"
+
+
+def stage_args(settings: NightlySettings, landing: Landing, day: int, *,
+               now: dt.datetime) -> dict[str, list[list[str]]]:
+    """application_args of every stage for one trace and day (reorg_plan: one per plan policy)."""
+    tid = landing.manifest.trace_id
+    tracking = [tid, "--eval", "--ks", ",".join(str(k) for k in settings.tracking_ks)]
+    for key, option in (("extents", "--eval-extents"), ("change_s", "--eval-change"), ("end_s", "--eval-end")):
+        if key in settings.tracking_eval:
+            tracking += [option, str(settings.tracking_eval[key])]
+    window = day_window(day)
+    return {
+        "ingest_trace": [["--format", landing.manifest.format, "--trace-id", tid, *(f.path for f in landing.files)]],
+        "extent_heat": [[tid]],
+        "heat_tracking": [tracking],
+        "trace_profile": [[tid]],
+        "heat_report": [[tid, "--out", str(settings.reports_dir / tid)]],
+        "aged_heat": [[tid, "--interval-index", str(day)]],
+        "alis_graph": [[tid, "--interval-index", str(day)]],
+        "alis_layout": [[tid]],
+        "policy_scores": [["--trace-id", tid, "--window", window, *settings.scorecard_args]],
+        "reorg_plan": [["--trace-id", tid, "--policy", policy, "--window", window, "--now", now.isoformat(),
+                        PLAN_EXPORT_OPTION, str(settings.exports_dir / tid)] for policy in settings.plan_policies],
+    }
+
+
+# --- ledger --------------------------------------------------------------------------------------
+
+
+def ledger_path(warehouse: Path, trace_id: str) -> Path:
+    return Path(warehouse) / LEDGER_DIR / f"{trace_id}.json"
+
+
+def read_ledger(warehouse: Path, trace_id: str) -> dict[str, Any]:
+    """The trace's ledger ({} before its first ingest); LandingError naming a damaged file."""
+    path = ledger_path(warehouse, trace_id)
+    if not path.is_file():
+        return {}
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LandingError(f"ledger {path} is damaged ({exc}); delete it to re-ingest the trace") from exc
+    return dict(raw)
+
+
+def record_ledger(warehouse: Path, trace_id: str, key: str, entry: Mapping[str, Any]) -> Path:
+    """Set the ledger's `key` ("ingested" or "analysed") to `entry`; atomic (write, then rename)."""
+    if key not in ("ingested", "analysed"):
+        raise ValueError(f"ledger key must be 'ingested' or 'analysed', got {key!r}")
+    path = ledger_path(warehouse, trace_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ledger = {**read_ledger(warehouse, trace_id), "trace_id": trace_id, key: dict(entry)}
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps(ledger, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+    partial.replace(path)
+    return path
+
+
+# --- the run's plan ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TracePlan:
+    """What one run does for one trace."""
+
+    trace_id: str
+    day: int
+    ingest: bool
+    analyse: bool
+    fingerprint: dict[str, Any]
+    analysed: dict[str, Any]                  # the ledger's "analysed" entry once the whole-trace stages succeed
+    files: tuple[str, ...]
+    duplicates: tuple[tuple[str, str], ...]
+    args: dict[str, list[list[str]]]
+
+
+def plan_trace(settings: NightlySettings, landing: Landing, day: int, *, now: dt.datetime) -> TracePlan:
+    args = stage_args(settings, landing, day, now=now)
+    fingerprint = landing.fingerprint
+    analysed = {"fingerprint": fingerprint, "args": {s: args[s] for s in WHOLE_TRACE_STAGES}}
+    ledger = read_ledger(settings.warehouse, landing.manifest.trace_id)
+    ingested = ledger.get("ingested", {}).get("fingerprint")
+    done = {k: ledger.get("analysed", {}).get(k) for k in ("fingerprint", "args")}
+    return TracePlan(landing.manifest.trace_id, day, ingest=ingested != fingerprint, analyse=done != analysed,
+                     fingerprint=fingerprint, analysed=analysed, files=tuple(f.path for f in landing.files),
+                     duplicates=landing.duplicates, args=args)
+
+
+def plan_run(settings: NightlySettings, interval_start: dt.date, *, now: dt.datetime,
+             formats: Sequence[str]) -> list[TracePlan]:
+    """One TracePlan per trace taking part in the run whose data interval starts on interval_start (folders
+    in name order); LandingError for a bad folder, or a trace due today with no files landed."""
+    if not settings.landing_dir.is_dir():
+        raise LandingError(f"landing directory {settings.landing_dir} does not exist")
+    plans = []
+    for folder in sorted(p for p in settings.landing_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+        manifest = read_manifest(folder, formats)
+        day = manifest.day(interval_start)
+        if not manifest.takes_part(day):
+            continue
+        landing = scan_landing(folder, manifest)
+        if not landing.files:
+            raise LandingError(f"landing folder {folder}: trace day {day} is due (start_date "
+                               f"{manifest.start_date}) but no data file has landed")
+        plans.append(plan_trace(settings, landing, day, now=now))
+    return plans
+
+
+def stage_kwargs(plans: Iterable[TracePlan], options: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Per stage, the SparkSubmitOperator expand_kwargs list: ingest for traces with new files, whole-trace
+    stages for traces whose data or arguments changed, interval stages for every trace taking part."""
+    out: dict[str, list[dict[str, Any]]] = {s: [] for s in STAGES}
+    for plan in plans:
+        for stage in STAGES:
+            wanted = (plan.ingest if stage == "ingest_trace" else plan.analyse if stage in WHOLE_TRACE_STAGES
+                      else True)
+            if wanted:
+                out[stage] += [{"application_args": a, "name": f"blockheat-{stage}-{plan.trace_id}", **options}
+                               for a in plan.args[stage]]
+    return out
+
+
+# --- Delta tables, from the transaction log --------------------------------------------------------
+
+
+def delta_commits(table_dir: Path, after: int | None) -> list[dict[str, Any]]:
+    """Commits after version `after` (all with None), oldest first: version, operation, rows_written (the
+    commit's numOutputRows; 0 for commits that write no rows)."""
+    log = Path(table_dir) / "_delta_log"
+    if not log.is_dir():
+        return []
+    out = []
+    for path in sorted(log.iterdir()):
+        found = _COMMIT_RE.match(path.name)
+        if not found or (after is not None and int(found.group(1)) <= after):
+            continue
+        info: dict[str, Any] = {}
+        for line in path.read_text(encoding="utf-8").splitlines():
+            action = json.loads(line) if line.strip() else {}
+            info = action.get("commitInfo", info)
+        metrics = info.get("operationMetrics") or {}
+        out.append({"version": int(found.group(1)), "operation": info.get("operation"),
+                    "rows_written": int(metrics.get("numOutputRows", 0))})
+    return out
+
+
+def table_versions(warehouse: Path, tables: Sequence[str] = TABLES) -> dict[str, int | None]:
+    """Each table's latest Delta version (None: not created yet)."""
+    from libs.tables import table_version
+
+    return {t: table_version(Path(warehouse), t) for t in tables}
+
+
+def table_changes(warehouse: Path, before: Mapping[str, int | None]) -> dict[str, dict[str, int]]:
+    """Per table that changed since `before` (table -> version): its version now, the commits and rows written."""
+    out = {}
+    for table, version in before.items():
+        commits = delta_commits(Path(warehouse) / table, version)
+        if commits:
+            out[table] = {"version": commits[-1]["version"], "commits": len(commits),
+                          "rows_written": sum(c["rows_written"] for c in commits)}
+    return out

@@ -1,0 +1,190 @@
+"""The nightly DAG: it parses without import errors and without heavy imports, has the expected tasks and
+order, refuses to run without spark_default, skips every Spark stage on a night with no trace due, and runs
+with dag.test() for two consecutive nights on the first two days of the real hplajw trace, one day's file
+landing per night (and day 0's file a second time): the tables, the aging across the two nights (equal to a
+backfill's, tests/libs/test_nightly_jobs.py) and the exported plans are checked. Airflow runs in a child
+process (tests/dags/airflow_driver.py) with its SQLite database under a temporary AIRFLOW_HOME; spark_default
+is local[2] and spark-submit really runs the jobs.
+
+To keep the test time down the whole-trace stages (extent_heat, heat_tracking, trace_profile, heat_report:
+existing jobs with their own tests; their arguments are checked in tests/libs/test_nightly.py) are marked
+successful by dag.test's mark_success_pattern instead of run; every other task runs."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from libs.tables import table_version
+from tests.builders import write_srt_days
+from tests.libs.test_nightly_jobs import CHAIN_DIGESTS, chain_digests
+
+TRACE = "hplajw"
+NOT_RUN = "extent_heat|heat_tracking|trace_profile|heat_report"
+SPARK_STAGES = ("ingest_trace", "extent_heat", "heat_tracking", "trace_profile", "heat_report", "aged_heat",
+                "alis_graph", "alis_layout", "policy_scores", "reorg_plan")
+DOWNSTREAM = {
+    "plan": {f"{s}_args" for s in SPARK_STAGES} | {"record_ingest", "summary"},
+    "ingest_trace": {"record_ingest"},
+    "record_ingest": {"extent_heat", "heat_tracking", "trace_profile", "aged_heat", "alis_graph", "policy_scores"},
+    "extent_heat": {"heat_report"}, "heat_tracking": {"heat_report"}, "trace_profile": {"heat_report"},
+    "alis_graph": {"alis_layout"}, "policy_scores": {"reorg_plan"},
+    "heat_report": {"summary"}, "aged_heat": {"summary"}, "alis_layout": {"summary"}, "reorg_plan": {"summary"},
+    "summary": set(),
+} | {f"{s}_args": {s} for s in SPARK_STAGES}
+
+
+@pytest.fixture(scope="module")
+def airflow_env(tmp_path_factory, repo_root):
+    """The child's environment: nothing of this process's Airflow, Spark-test or warehouse settings."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AIRFLOW", "BLOCKHEAT_", "PYSPARK_")) and k != "SPARK_TESTING"}
+    env.update(AIRFLOW_HOME=str(tmp_path_factory.mktemp("airflow_home")), AIRFLOW__CORE__LOAD_EXAMPLES="False",
+               AIRFLOW__CORE__DAGS_FOLDER=str(repo_root / "dags"), PYTHONDONTWRITEBYTECODE="1",
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+    return env
+
+
+def _airflow(env, *args, logs=False):
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("airflow_driver.py")), *args], env=env,
+                          capture_output=True, text=True, timeout=1500, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0, (done.stdout[-5000:], done.stderr[-5000:])
+    assert lines, done.stdout[-5000:]
+    result = json.loads(lines[-1][len("RESULT "):])
+    return (result, done.stdout + done.stderr) if logs else result
+
+
+def test_dag_imports_cleanly_with_the_expected_tasks(airflow_env, repo_root):
+    found = _airflow(airflow_env, "inspect")
+    assert found["import_errors"] == {}
+    assert found["dags"] == ["nightly_trace_analysis"]
+    assert found["heavy_modules"] == []                       # parsing imports no pyspark, pandas, numpy, ...
+    tasks = found["tasks"]
+    assert {t: set(v["downstream"]) for t, v in tasks.items()} == DOWNSTREAM
+    assert {t for t, v in tasks.items() if v["depends_on_past"]} == {"aged_heat", "alis_graph"}
+    assert {t for t, v in tasks.items() if v["trigger_rule"].endswith("NONE_FAILED")} == {"record_ingest", "summary"}
+    assert {t: v["application"] for t, v in tasks.items() if t in SPARK_STAGES} == {
+        s: str(repo_root / "jobs" / f"{s}.py") for s in SPARK_STAGES}
+    assert all(tasks[s]["type"] == "MappedOperator" for s in SPARK_STAGES)
+    assert found["schedule"] == {"timetable": "CronDataIntervalTimetable", "cron": "0 0 * * *", "timezone": "UTC",
+                                 "catchup": False, "max_active_runs": 1}
+
+
+def test_a_run_without_the_spark_connection_fails_in_plan(airflow_env, tmp_path):
+    """Without spark_default the Spark provider would submit to YARN: the plan task refuses instead."""
+    env = {**airflow_env, "AIRFLOW_HOME": str(tmp_path / "home"),
+           "AIRFLOW_VAR_BLOCKHEAT_NIGHTLY": json.dumps({"landing_dir": str(tmp_path), "warehouse": str(tmp_path)})}
+    run, logs = _airflow(env, "run", "2026-01-06T00:00:00+00:00", logs=True)
+    assert run["state"] == "failed"
+    assert run["task_states"]["plan"] == ["failed"]
+    assert "connection spark_default is not defined: define it, for local mode as AIRFLOW_CONN_SPARK_DEFAULT=" in logs
+
+
+def test_a_night_with_no_trace_due_skips_every_spark_stage(airflow_env, tmp_path):
+    folder = tmp_path / "landing" / TRACE
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps({"format": "hp-srt", "start_date": "2026-02-01"}))
+    env = {**airflow_env, "AIRFLOW_HOME": str(tmp_path / "home"),
+           "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+           "AIRFLOW_VAR_BLOCKHEAT_NIGHTLY": json.dumps({"landing_dir": str(tmp_path / "landing"),
+                                                       "warehouse": str(tmp_path / "wh")})}
+    run = _airflow(env, "run", "2026-01-06T00:00:00+00:00")
+    assert run["state"] == "success"
+    assert {t: s for t, s in run["task_states"].items() if s != ["success"]} == {s: ["skipped"] for s in SPARK_STAGES}
+    assert run["xcom"]["summary"] == {"traces": {}, "tables": {}}
+
+
+@pytest.fixture(scope="module")
+def two_nights(airflow_env, tmp_path_factory, repo_root):
+    """Night 1 analyses trace day 0 with day 0's file landed; night 2 day 1, after day 1's file and a copy
+    of day 0's landed."""
+    root = tmp_path_factory.mktemp("nightly")
+    folder = root / "landing" / TRACE
+    folder.mkdir(parents=True)
+    source = repo_root / "data/traces/hplajw/ajw.1week.srt"
+    (folder / "manifest.json").write_text(json.dumps({"format": "hp-srt", "start_date": "2026-01-05", "days": 7}))
+    write_srt_days(folder / "day-0.srt", source, range(0, 1))
+    settings = {"landing_dir": str(root / "landing"), "warehouse": str(root / "wh"), "tracking_ks": [5],
+                "scorecard_args": ["--families", "striped"],
+                "spark_conf": {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+                               "spark.databricks.delta.snapshotPartitions": "2",
+                               # short jobs on small data: the JIT's first tier and a serial GC cost less CPU
+                               "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}}
+    env = {**airflow_env, "AIRFLOW_VAR_BLOCKHEAT_NIGHTLY": json.dumps(settings),
+           "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"})}
+    first = _airflow(env, "run", "2026-01-06T00:00:00+00:00", NOT_RUN)
+    write_srt_days(folder / "day-1.srt", source, range(1, 2))
+    shutil.copy(folder / "day-0.srt", folder / "resent-day-0.srt")
+    second = _airflow(env, "run", "2026-01-07T00:00:00+00:00", NOT_RUN)
+    return {"root": root, "folder": folder, "warehouse": root / "wh", "runs": (first, second)}
+
+
+def _table(spark, warehouse, name):
+    return spark.read.format("delta").load(str(warehouse / name)).where(F.col("trace_id") == TRACE)
+
+
+def test_two_nights_run_every_task(two_nights):
+    first, second = two_nights["runs"]
+    assert (first["state"], second["state"]) == ("success", "success")
+    assert first["data_interval"] == ["2026-01-05T00:00:00+00:00", "2026-01-06T00:00:00+00:00"]
+    assert second["data_interval"] == ["2026-01-06T00:00:00+00:00", "2026-01-07T00:00:00+00:00"]
+    for run in (first, second):
+        assert set(run["task_states"]) == set(DOWNSTREAM)
+        assert all(s == ["success"] for s in run["task_states"].values()), run["task_states"]
+    plan1, plan2 = first["xcom"]["plan"]["traces"], second["xcom"]["plan"]["traces"]
+    assert [(t["trace_id"], t["day"], t["ingest"]) for t in plan1 + plan2] == [(TRACE, 0, True), (TRACE, 1, True)]
+    folder = two_nights["folder"]
+    assert plan2[0]["files"] == [str(folder / "day-0.srt"), str(folder / "day-1.srt")]
+    assert plan2[0]["duplicates"] == [[str(folder / "resent-day-0.srt"), str(folder / "day-0.srt")]]
+    assert second["xcom"]["record_ingest"]["ingested"] == [TRACE]
+    aged = second["xcom"]["summary"]["tables"]["aged_heat"]
+    assert (aged["commits"], aged["rows_written"]) == (1, 27)        # exactly one day's rows, day 1's
+
+
+def test_tables_ingest_once_and_age_across_the_nights(spark, two_nights):
+    wh = two_nights["warehouse"]
+    requests = _table(spark, wh, "requests")
+    assert requests.count() == 398 + 653                           # day 0's file counted once, not twice
+    assert {r[0] for r in requests.select("source_file").distinct().collect()} == {
+        str(two_nights["folder"] / "day-0.srt"), str(two_nights["folder"] / "day-1.srt")}
+    ledger = json.loads((wh / "_nightly" / "ledger" / f"{TRACE}.json").read_text())
+    sha = [hashlib.sha256((two_nights["folder"] / f"day-{d}.srt").read_bytes()).hexdigest() for d in (0, 1)]
+    assert ledger["ingested"]["fingerprint"] == {"format": "hp-srt", "sha256": sha}
+
+    # night 1 saw only day 0's file: the tables equal those of the backfill in test_nightly_jobs.py
+    assert chain_digests(spark, wh, TRACE) == CHAIN_DIGESTS
+    rows = _table(spark, wh, "aged_heat").collect()
+    day = {n: {(r["device"], r["extent_id"]): r for r in rows if r["interval_id"] == n} for n in (0, 1)}
+    assert {n: (len(d), sum(r["count"] for r in d.values())) for n, d in day.items()} == {0: (21, 398), 1: (27, 653)}
+    for key, r in day[1].items():
+        previous = day[0][key]["aged_count"] if key in day[0] else 0.0
+        assert r["aged_count"] == pytest.approx(0.8 * r["count"] + 0.2 * previous, rel=1e-12)
+    edges = {r[0]: r[1] for r in _table(spark, wh, "access_graph").groupBy("interval_id").count().collect()}
+    assert edges == {0: 8, 1: 120}
+    summary = _table(spark, wh, "alis_summary")
+    assert sorted(r[0] for r in summary.select("interval_id").distinct().collect()) == [0, 1]
+    versions = two_nights["runs"][1]["xcom"]["summary"]["tables"]
+    assert all(v["version"] == table_version(wh, t) for t, v in versions.items())
+
+
+def test_plans_are_exported_for_each_night(spark, two_nights):
+    wh = two_nights["warehouse"]
+    plans = {r["plan_id"]: r.asDict() for r in _table(spark, wh, "reorg_plans").collect()}
+    exported = {p.stem: json.loads(p.read_text()) for p in (wh / "exports" / TRACE).glob("*.json")}
+    assert set(exported) == set(plans)
+    docs = sorted(exported.values(), key=lambda d: d["created_at"])
+    assert [(d["created_at"], d["inputs"]["window"]["window_id"]) for d in docs] == [
+        ("2026-01-06T00:00:00Z", "0s-86400s"), ("2026-01-07T00:00:00Z", "86400s-172800s")]
+    for plan_id, doc in exported.items():
+        assert doc == json.loads(plans[plan_id]["plan_json"])
+    scores = _table(spark, wh, "policy_scores")
+    assert sorted(r[0] for r in scores.select("window_id").distinct().collect()) == ["0s-86400s", "86400s-172800s"]
+    assert [d["valid_until"] for d in docs] == ["2026-01-07T00:00:00Z", "2026-01-08T00:00:00Z"]   # 24 h each

@@ -1,0 +1,246 @@
+"""The nightly DAG's glue without Airflow or a JVM: manifests and their errors, landing scans (duplicates by
+content), the trace day of a run, the ledger's ingest and re-analysis decisions, every stage's arguments
+(checked against the jobs' own parsers), and Delta versions and row counts read from a transaction log."""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+
+import pytest
+
+from libs import nightly as N
+
+FORMATS = ("hp-srt", "msr")
+NOW = dt.datetime(2026, 1, 7, tzinfo=dt.UTC)
+
+
+def _landing(tmp_path, manifest=None, files=None):
+    folder = tmp_path / "landing" / "tr1"
+    folder.mkdir(parents=True)
+    (folder / N.MANIFEST).write_text(json.dumps(manifest or {"format": "msr", "start_date": "2026-01-05"}))
+    for name, content in ({"a.csv": b"A"} if files is None else files).items():
+        (folder / name).write_bytes(content)
+    return folder
+
+
+def _settings(tmp_path, **extra):
+    raw = {"landing_dir": str(tmp_path / "landing"), "warehouse": str(tmp_path / "wh"), **extra}
+    return N.NightlySettings.from_mapping(raw, python="/venv/bin/python")
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "has no manifest.json"),
+    ("{not json", r"manifest.json: not JSON"),
+    ('["hp-srt"]', "expected a JSON object, got list"),
+    ('{"format": "hp-srt", "start_date": "2026-01-05", "zone": "UTC"}', r"unknown keys \['zone'\]"),
+    ('{"format": "srt", "start_date": "2026-01-05"}', r"format 'srt' is not one of \['hp-srt', 'msr'\]"),
+    ('{"format": "hp-srt", "start_date": "05/01/2026"}', "start_date '05/01/2026' is not a date YYYY-MM-DD"),
+    ('{"format": "hp-srt", "start_date": "2026-01-05", "days": 0}', "days must be a positive integer, got 0"),
+])
+def test_manifest_errors_name_the_file(tmp_path, content, message):
+    folder = tmp_path / "tr1"
+    folder.mkdir()
+    if content is not None:
+        (folder / N.MANIFEST).write_text(content)
+    with pytest.raises(N.LandingError, match=message) as err:
+        N.read_manifest(folder, FORMATS)
+    assert str(folder) in str(err.value)
+
+
+def test_manifest_folder_name_must_be_a_trace_id(tmp_path):
+    folder = tmp_path / "bad id"
+    folder.mkdir()
+    (folder / N.MANIFEST).write_text('{"format": "msr", "start_date": "2026-01-05"}')
+    with pytest.raises(N.LandingError, match="the folder name is the trace id; invalid trace id 'bad id'"):
+        N.read_manifest(folder, FORMATS)
+
+
+def test_landing_keeps_distinct_contents_in_name_order(tmp_path):
+    folder = _landing(tmp_path, files={"day-1.csv": b"second", "day-0.csv": b"first", "copy-of-0.csv": b"first",
+                                       ".day-2.csv": b"partial", "_tmp.csv": b"x"})
+    (folder / "old").mkdir()
+    landing = N.scan_landing(folder, N.read_manifest(folder, FORMATS))
+    # name order: copy-of-0 < day-0 < day-1, so the copy is kept and day-0 is its duplicate
+    assert [f.path for f in landing.files] == [str(folder / "copy-of-0.csv"), str(folder / "day-1.csv")]
+    assert landing.duplicates == ((str(folder / "day-0.csv"), str(folder / "copy-of-0.csv")),)
+    assert landing.fingerprint == {"format": "msr", "sha256": [hashlib.sha256(b"first").hexdigest(),
+                                                               hashlib.sha256(b"second").hexdigest()]}
+    assert [f.size_bytes for f in landing.files] == [5, 6]
+
+
+@pytest.mark.parametrize(("interval_start", "days", "day", "takes_part"), [
+    (dt.date(2026, 1, 4), 2, -1, False),     # before the start date
+    (dt.date(2026, 1, 5), 2, 0, True),
+    (dt.date(2026, 1, 6), 2, 1, True),
+    (dt.date(2026, 1, 7), 2, 2, False),      # past the trace's days
+    (dt.date(2027, 1, 5), None, 365, True),  # open-ended
+])
+def test_trace_day_of_a_run(interval_start, days, day, takes_part):
+    manifest = N.Manifest("t", "msr", dt.date(2026, 1, 5), days)
+    assert manifest.day(interval_start) == day
+    assert manifest.takes_part(day) is takes_part
+
+
+def test_plan_ingests_once_and_reanalyses_only_on_change(tmp_path):
+    folder = _landing(tmp_path, files={"day-0.csv": b"A"})
+    settings = _settings(tmp_path)
+    first, = N.plan_run(settings, dt.date(2026, 1, 5), now=NOW, formats=FORMATS)
+    assert (first.trace_id, first.day, first.ingest, first.analyse) == ("tr1", 0, True, True)
+
+    N.record_ledger(settings.warehouse, "tr1", "ingested", {"fingerprint": first.fingerprint})
+    again, = N.plan_run(settings, dt.date(2026, 1, 5), now=NOW, formats=FORMATS)  # a retry of the same day
+    assert (again.ingest, again.analyse) == (False, True)
+    N.record_ledger(settings.warehouse, "tr1", "analysed", first.analysed)
+
+    (folder / "day-0-again.csv").write_bytes(b"A")                 # the same file lands a second time
+    second, = N.plan_run(settings, dt.date(2026, 1, 6), now=NOW, formats=FORMATS)
+    assert (second.day, second.ingest, second.analyse) == (1, False, False)
+    assert second.duplicates == ((str(folder / "day-0.csv"), str(folder / "day-0-again.csv")),)
+
+    (folder / "day-1.csv").write_bytes(b"B")                       # the next day's file
+    third, = N.plan_run(settings, dt.date(2026, 1, 6), now=NOW, formats=FORMATS)
+    assert (third.ingest, third.analyse) == (True, True)
+    assert third.args["ingest_trace"] == [["--format", "msr", "--trace-id", "tr1", str(folder / "day-0-again.csv"),
+                                           str(folder / "day-1.csv")]]
+
+    other_ks = _settings(tmp_path, tracking_ks=[10])               # new stage arguments, same data
+    N.record_ledger(settings.warehouse, "tr1", "ingested", {"fingerprint": third.fingerprint})
+    N.record_ledger(settings.warehouse, "tr1", "analysed", third.analysed)
+    fourth, = N.plan_run(other_ks, dt.date(2026, 1, 6), now=NOW, formats=FORMATS)
+    assert (fourth.ingest, fourth.analyse) == (False, True)
+
+
+def test_plan_skips_traces_not_due_and_refuses_a_due_trace_without_files(tmp_path):
+    _landing(tmp_path, manifest={"format": "msr", "start_date": "2026-01-05", "days": 1}, files={})
+    settings = _settings(tmp_path)
+    assert N.plan_run(settings, dt.date(2026, 1, 4), now=NOW, formats=FORMATS) == []
+    assert N.plan_run(settings, dt.date(2026, 1, 6), now=NOW, formats=FORMATS) == []
+    with pytest.raises(N.LandingError, match=r"tr1: trace day 0 is due \(start_date 2026-01-05\) but no data file"):
+        N.plan_run(settings, dt.date(2026, 1, 5), now=NOW, formats=FORMATS)
+    with pytest.raises(N.LandingError, match=r"landing directory .*/nowhere does not exist"):
+        N.plan_run(_settings(tmp_path, landing_dir=str(tmp_path / "nowhere")), dt.date(2026, 1, 5), now=NOW,
+                   formats=FORMATS)
+
+
+def test_stage_arguments_of_a_day(tmp_path):
+    folder = _landing(tmp_path, files={"b.csv": b"B", "a.csv": b"A"})
+    settings = _settings(tmp_path, tracking_ks=[5, 10], tracking_eval={"extents": 4, "end_s": 70.0},
+                         scorecard_args=["--families", "striped"], plan_policies=["best", "greedy"])
+    plan, = N.plan_run(settings, dt.date(2026, 1, 6), now=NOW, formats=FORMATS)
+    wh = tmp_path / "wh"
+    assert plan.args == {
+        "ingest_trace": [["--format", "msr", "--trace-id", "tr1", str(folder / "a.csv"), str(folder / "b.csv")]],
+        "extent_heat": [["tr1"]],
+        "heat_tracking": [["tr1", "--eval", "--ks", "5,10", "--eval-extents", "4", "--eval-end", "70.0"]],
+        "trace_profile": [["tr1"]],
+        "heat_report": [["tr1", "--out", str(wh / "reports" / "tr1")]],
+        "aged_heat": [["tr1", "--interval-index", "1"]],
+        "alis_graph": [["tr1", "--interval-index", "1"]],
+        "alis_layout": [["tr1"]],
+        "policy_scores": [["--trace-id", "tr1", "--window", "86400:172800", "--families", "striped"]],
+        "reorg_plan": [["--trace-id", "tr1", "--policy", p, "--window", "86400:172800", "--now",
+                        "2026-01-07T00:00:00+00:00", N.PLAN_EXPORT_OPTION, str(wh / "exports" / "tr1")]
+                       for p in ("best", "greedy")],
+    }
+
+
+def test_stage_kwargs_per_stage(tmp_path):
+    _landing(tmp_path)
+    settings = _settings(tmp_path, plan_policies=["best", "greedy"])
+    plan, = N.plan_run(settings, dt.date(2026, 1, 5), now=NOW, formats=FORMATS)
+    options = N.submit_options(settings, ["file:///j/delta.jar", "file:///j/storage.jar"])
+    assert options == {"conf": {}, "jars": "file:///j/delta.jar,file:///j/storage.jar",
+                       "env_vars": {"BLOCKHEAT_WAREHOUSE": str(tmp_path / "wh"), "PYSPARK_PYTHON": "/venv/bin/python",
+                                    "PYSPARK_DRIVER_PYTHON": "/venv/bin/python"}}
+    fresh = N.stage_kwargs([plan], options)
+    assert {s: len(k) for s, k in fresh.items()} == {s: 2 if s == "reorg_plan" else 1 for s in N.STAGES}
+    assert fresh["aged_heat"][0] == {"application_args": ["tr1", "--interval-index", "0"],
+                                     "name": "blockheat-aged_heat-tr1", **options}
+    unchanged = N.TracePlan(**{**plan.__dict__, "ingest": False, "analyse": False})
+    assert {s for s, k in N.stage_kwargs([unchanged], options).items() if k} == set(N.INTERVAL_STAGES)
+    without_cache = N.submit_options(settings, None)
+    assert without_cache["packages"] == N.delta_package()
+    assert N.delta_package().startswith("io.delta:delta-spark_4.2_2.13:")
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ({"warehouse": "/wh"}, r"\['landing_dir'\] must be set"),
+    ({"landing_dir": "land", "warehouse": "/wh"}, r"\['landing_dir'\] must be absolute paths"),
+    ({"landing_dir": "/l", "warehouse": "/wh", "tracking_ks": [0]}, "tracking_ks must be a list of positive"),
+    ({"landing_dir": "/l", "warehouse": "/wh", "tracking_eval": {"k": 1}}, "tracking_eval keys are"),
+    ({"landing_dir": "/l", "warehouse": "/wh", "plan_policies": []}, "plan_policies is empty"),
+    ({"landing_dir": "/l", "warehouse": "/wh", "landing": "/x"}, r"unknown keys \['landing'\]"),
+])
+def test_settings_errors_name_the_variable(raw, message):
+    with pytest.raises(N.SettingsError, match=f"Airflow Variable blockheat_nightly: {message}"):
+        N.NightlySettings.from_mapping(raw, python="python")
+
+
+def test_ledger_round_trip_and_damage(tmp_path):
+    assert N.read_ledger(tmp_path, "t") == {}
+    N.record_ledger(tmp_path, "t", "ingested", {"fingerprint": {"sha256": ["x"]}})
+    N.record_ledger(tmp_path, "t", "analysed", {"fingerprint": {"sha256": ["x"]}, "args": {}})
+    assert N.read_ledger(tmp_path, "t") == {"trace_id": "t", "ingested": {"fingerprint": {"sha256": ["x"]}},
+                                            "analysed": {"fingerprint": {"sha256": ["x"]}, "args": {}}}
+    assert [p.name for p in (tmp_path / N.LEDGER_DIR).iterdir()] == ["t.json"]     # no temporary file left
+    N.ledger_path(tmp_path, "t").write_text("{")
+    with pytest.raises(N.LandingError, match=r"ledger .*t\.json is damaged"):
+        N.read_ledger(tmp_path, "t")
+
+
+def test_stage_arguments_parse_with_the_jobs_own_parsers(tmp_path, monkeypatch):
+    """Each stage's arguments through its job's main(): the job's config as the DAG means it (no session)."""
+    import importlib
+
+    _landing(tmp_path)
+    settings = _settings(tmp_path, tracking_ks=[5], tracking_eval={"extents": 4, "change_s": 60, "end_s": 70},
+                         scorecard_args=["--families", "striped"])
+    args = N.plan_run(settings, dt.date(2026, 1, 6), now=NOW, formats=FORMATS)[0].args
+    calls = {}
+    entry = {"heat_tracking": "run_eval"}
+    for stage in N.STAGES:
+        module = importlib.import_module(f"jobs.{stage}")
+        monkeypatch.setattr(module, "build_session", lambda cfg: "session")
+        monkeypatch.setattr(module, entry.get(stage, "run"),
+                            lambda *a, _s=stage, **kw: calls.setdefault(_s, (a, kw)) and {"plan_id": "p1"})
+    exported = []
+    monkeypatch.setattr(importlib.import_module("jobs.reorg_plan"), "export", lambda doc, fmt, out: exported.append(
+        (doc["plan_id"], fmt, out)))
+    for stage in N.STAGES:
+        assert importlib.import_module(f"jobs.{stage}").main(args[stage][0]) == 0, stage
+    job = {stage: a[-1] if a else None for stage, (a, _) in calls.items()}
+    assert job["ingest_trace"].paths == (str(tmp_path / "landing" / "tr1" / "a.csv"),)
+    assert (job["extent_heat"].trace_id, job["extent_heat"].window_us) == ("tr1", 3_600_000_000)
+    assert (job["aged_heat"].interval_index, job["aged_heat"].interval_us) == (1, 86_400_000_000)
+    assert (job["alis_graph"].interval_index, job["alis_graph"].interval_us) == (1, 86_400_000_000)
+    assert job["alis_layout"].trace_id == "tr1"
+    assert (job["policy_scores"].window, job["policy_scores"].families) == ("86400:172800", ("striped",))
+    assert (job["reorg_plan"].policy, job["reorg_plan"].window, job["reorg_plan"].now) == ("best", "86400:172800", NOW)
+    assert exported == [("p1", "json", tmp_path / "wh" / "exports" / "tr1" / "p1.json")]
+    tracking = calls["heat_tracking"][1]
+    assert (calls["heat_tracking"][0][2], tracking["ks"], tracking["spec"].extents, tracking["spec"].change_s,
+            tracking["spec"].end_s) == ("tr1", (5,), 4, 60.0, 70.0)
+    assert calls["trace_profile"][0][2] == "tr1"
+    assert calls["heat_report"][1]["out_dir"] == str(tmp_path / "wh" / "reports" / "tr1")
+
+
+def _commit(log, version, *actions):
+    log.mkdir(parents=True, exist_ok=True)
+    (log / f"{version:020d}.json").write_text("\n".join(json.dumps(a) for a in actions) + "\n")
+
+
+def test_delta_versions_and_rows_from_the_log(tmp_path):
+    log = tmp_path / "t" / "_delta_log"
+    assert N.delta_commits(tmp_path / "t", None) == []
+    _commit(log, 0, {"commitInfo": {"operation": "CREATE TABLE", "operationMetrics": {}}}, {"protocol": {}})
+    _commit(log, 1, {"add": {"path": "a.parquet"}}, {"commitInfo": {"operation": "WRITE",
+                                                                    "operationMetrics": {"numOutputRows": "398"}}})
+    _commit(log, 2, {"commitInfo": {"operation": "WRITE", "operationMetrics": {"numOutputRows": "653"}}})
+    (log / "00000000000000000002.checkpoint.parquet").write_bytes(b"PAR1")
+    (log / "00000000000000000002.crc").write_text("{}")
+    assert N.delta_commits(tmp_path / "t", 0) == [{"version": 1, "operation": "WRITE", "rows_written": 398},
+                                                  {"version": 2, "operation": "WRITE", "rows_written": 653}]
+    assert N.table_changes(tmp_path, {"t": 1, "missing": None}) == {"t": {"version": 2, "commits": 1,
+                                                                         "rows_written": 653}}
+    assert N.table_versions(tmp_path, ("t", "missing")) == {"t": 2, "missing": None}
