@@ -1,5 +1,5 @@
 """Spark drivers the cluster and fault-tolerance tests start as separate processes (a process holds one
-SparkContext, and the test session's is local): `python -m tests.drivers pipeline|simulate|write ...`.
+SparkContext, and the test session's is local): `python -m tests.drivers pipeline|write ...`.
 
 The master comes from BLOCKHEAT_SPARK_MASTER and the warehouse from --warehouse; settings match the test
 session's (tests/conftest.py), so local and cluster runs differ in where tasks run only.
@@ -41,16 +41,21 @@ def slice_grid(grid_id: str, speedups: Sequence[float]) -> dict[str, Any]:
             "sweep": {"speedup": list(speedups)}}
 
 
-def run_pipeline(spark: Any, cfg: SparkConfig, trace: Path, grid_file: Path) -> None:
-    """ingest -> heat (whole trace) -> ALIS graph -> simulation grid, as the CLI runs them."""
+def run_pipeline(spark: Any, cfg: SparkConfig, trace: Path, grid_file: Path, *, announce: bool = False) -> None:
+    """ingest -> heat (whole trace) -> ALIS graph -> simulation grid, as the CLI runs them; `announce` prints
+    {"step": NAME} before each step."""
     from jobs import alis_graph, extent_heat, simulate
     from libs.sim_grid import load_grid
     from tests.builders import ingest
 
-    ingest(spark, cfg, "hp-srt", SLICE_TRACE_ID, [trace])
-    extent_heat.run(spark, cfg, extent_heat.HeatConfig(SLICE_TRACE_ID, window_us=0))
-    alis_graph.run(spark, cfg, alis_graph.GraphOptions(SLICE_TRACE_ID))
-    simulate.run(spark, cfg, load_grid(grid_file))
+    steps = (("ingest", lambda: ingest(spark, cfg, "hp-srt", SLICE_TRACE_ID, [trace])),
+             ("heat", lambda: extent_heat.run(spark, cfg, extent_heat.HeatConfig(SLICE_TRACE_ID, window_us=0))),
+             ("graph", lambda: alis_graph.run(spark, cfg, alis_graph.GraphOptions(SLICE_TRACE_ID))),
+             ("simulate", lambda: simulate.run(spark, cfg, load_grid(grid_file))))
+    for name, step in steps:
+        if announce:
+            print(json.dumps({"step": name}), flush=True)
+        step()
 
 
 def generated_requests(spark: Any, n: int) -> Any:
@@ -102,23 +107,18 @@ class StageReporter:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tests.drivers")
-    parser.add_argument("what", choices=("pipeline", "simulate", "write"))
+    parser.add_argument("what", choices=("pipeline", "write"))
     parser.add_argument("--warehouse", type=Path, required=True)
     parser.add_argument("--trace", type=Path, help="pipeline: the SRT slice")
-    parser.add_argument("--grid", type=Path, help="pipeline, simulate: the grid file")
+    parser.add_argument("--grid", type=Path, help="pipeline: the grid file")
     parser.add_argument("--rows", type=int, default=0, help="write: generated requests")
     args = parser.parse_args(argv)
     cfg = SparkConfig.from_env(f"tests.drivers {args.what}", **TEST_CONF)
     cfg = replace(cfg, warehouse=args.warehouse.resolve())
     spark = build_session(cfg)
     if args.what == "pipeline":
-        run_pipeline(spark, cfg, args.trace, args.grid)
-    elif args.what == "simulate":
-        from jobs import simulate
-        from libs.sim_grid import load_grid
-
         with StageReporter(spark):
-            simulate.run(spark, cfg, load_grid(args.grid))
+            run_pipeline(spark, cfg, args.trace, args.grid, announce=True)
     else:
         from libs.tables import replace_trace
 

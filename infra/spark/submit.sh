@@ -20,15 +20,15 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 [ -f "$repo/jobs/$job.py" ] || { echo "submit.sh: no such job: $repo/jobs/$job.py" >&2; exit 2; }
-: "${BLOCKHEAT_SPARK_MASTER:?set BLOCKHEAT_SPARK_MASTER to the cluster's master URL}"
+: "${BLOCKHEAT_SPARK_MASTER:?set BLOCKHEAT_SPARK_MASTER to the master URL of the cluster}"
 : "${BLOCKHEAT_WAREHOUSE:?set BLOCKHEAT_WAREHOUSE to the shared warehouse path}"
 python=${PYTHON:-$repo/.venv/bin/python}
 interpreter=$("$python" -c 'import sys; print(sys.executable)')
 spark_home=$("$python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')
 # The Delta jars an earlier session resolved (executors fetch them from the driver), else Maven coordinates.
-jars=$("$python" -c 'from libs.spark import cached_delta_jars; print(",".join(cached_delta_jars() or ()))')
-if [ -n "$jars" ]; then delta=(--jars "$jars"); else
-  delta=(--packages "$("$python" -c 'from libs.nightly import delta_package; print(delta_package())')"); fi
+jars=$("$python" -c 'from libs.spark import cached_delta_jars; print(",".join(cached_delta_jars() or []))')
+package=$("$python" -c 'from libs.nightly import delta_package; print(delta_package())')
+if [ -n "$jars" ]; then delta=(--jars "$jars"); else delta=(--packages "$package"); fi
 properties=${SPARK_PROPERTIES:-}
 if [ -z "$properties" ] && [[ "$BLOCKHEAT_SPARK_MASTER" == spark://* ]]; then properties=$here/standalone.conf; fi
 props=()
