@@ -40,6 +40,9 @@ import pyarrow.csv as pacsv
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from memory import tree_rss_bytes  # noqa: E402  (bench/memory.py, next to this script)
 
 log = logging.getLogger("bench.scale")
 
@@ -94,31 +97,6 @@ def stage_commands(landing: Path, warehouse: Path, stages: Sequence[str]) -> lis
     landed = scan_landing(landing, read_manifest(landing, FORMATS))
     args = stage_args(settings, landed, 0, now=dt.datetime(2007, 2, 23, tzinfo=dt.UTC))
     return [(stage, argv) for stage in stages for argv in args[stage]]
-
-
-def tree_rss_bytes(root: int) -> int:
-    """Resident memory of a process and all its descendants (Linux /proc)."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            status = (entry / "status").read_text()
-        except OSError:
-            continue                                  # gone meanwhile
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                rss[int(entry.name)] = int(line.split()[1]) * 1024
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += rss.get(pid, 0)
-        todo += children.get(pid, [])
-    return total
 
 
 @dataclass
