@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip==26.3
 	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,bench,airflow]'
+	$(VENV)/bin/blockheat jvm-archive
 	@touch $(STAMP)
 
 demo: $(STAMP)

@@ -169,7 +169,8 @@ def config_from_args(trace_id: str, args: argparse.Namespace) -> ScoreConfig:
     sweep = SweepOptions(extent_bytes=tuple(k * 1024 for k in numbers(args.extent_kib, "--extent-kib", int)),
                          heat_fractions=numbers(args.heat_fractions, "--heat-fractions", float),
                          cooling_every_requests=args.cooling_every, cooling_delta=args.cooling_delta,
-                         alis_interval_s=args.alis_interval)
+                         alis_interval_s=args.alis_interval,
+                         alis_ra_offsets=numbers(args.alis_area_offsets, "--alis-area-offsets", float))
     chosen = tuple(x.strip() for x in args.families.split(",") if x.strip()) if args.families else None
     return ScoreConfig(trace_id, args.window, args.spec, args.scheduler, args.speedup, args.seed, chosen, sweep)
 

@@ -27,12 +27,14 @@ from libs.reorg_plan import (
     parse_utc,
     plan_ids,
     plan_rows,
+    plan_scope,
     write_plan,
 )
 from libs.scorecard import parse_window
 from libs.spark import SparkConfig, build_session
-from libs.tables import read_table, replace_rows, table_version, trace_info
+from libs.tables import read_table, replace_rows, scoped_version, table_version, trace_info
 from schemas import cooling_moves, policy_scores, reorg_plan_steps, reorg_plans, sim_results
+from schemas.reorg_plan_json import schema_errors
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -265,10 +267,13 @@ def load(spark: SparkSession, cfg: SparkConfig, plan_id: str) -> dict[str, Any]:
 
 def check(spark: SparkSession, cfg: SparkConfig, doc: Mapping[str, Any], now: dt.datetime | None = None) -> list[str]:
     """Why the plan must not be applied now (empty: it may be): libs.reorg_plan.check_plan against the input
-    tables' current Delta versions."""
-    tables = doc.get("inputs", {}).get("tables", {}) if isinstance(doc.get("inputs"), Mapping) else {}
-    versions = {t: table_version(cfg.warehouse, t) for t in tables}
-    return check_plan(doc, now=now or dt.datetime.now(dt.UTC), versions=versions)
+    tables' latest versions that changed the plan's rows (its trace, window and grid)."""
+    now = now or dt.datetime.now(dt.UTC)
+    if schema_errors(doc):
+        return check_plan(doc, now=now, versions={})      # not a plan document: check_plan says why
+    scope = plan_scope(doc)
+    versions = {t: scoped_version(cfg.warehouse, t, scope, since=v) for t, v in doc["inputs"]["tables"].items()}
+    return check_plan(doc, now=now, versions=versions)
 
 
 def export(doc: Mapping[str, Any], fmt: str, out: Path) -> Path:

@@ -196,6 +196,17 @@ def emit(df: Any, as_json: bool, limit: int | None) -> int:
     return 0
 
 
+def cmd_jvm_archive(args: argparse.Namespace) -> int:
+    from libs.jvm import archive_path, make_archive
+
+    existed = archive_path().is_file() and not args.force
+    path = make_archive(force=args.force)
+    size = path.stat().st_size / 2**20
+    sys.stdout.write(f"{'kept' if existed else 'made'} {path} ({size:.0f} MiB): Spark JVMs of this environment "
+                     "start from it\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from libs.ingest import FORMATS
 
@@ -235,6 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     sq.add_argument("--limit", type=int, default=1000, help="rows to print (0 = all)")
     sq.set_defaults(func=cmd_sql)
+
+    jv = sub.add_parser("jvm-archive", help="make this environment's JVM class archive (faster Spark starts)")
+    jv.add_argument("--force", action="store_true", help="make it again even if it exists")
+    jv.set_defaults(func=cmd_jvm_archive)
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).add_commands(sub)
     return parser

@@ -58,6 +58,9 @@ def add_score_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument("--cooling-delta", type=float, default=0.05, help="cooling: trigger delta (default 0.05)")
     parser.add_argument("--alis-interval", type=float, default=None, metavar="S",
                         help="ALIS reorganization interval, s (default: a quarter of the window, at most a day)")
+    parser.add_argument("--alis-area-offsets", default="0.3", metavar="X[,X...]",
+                        help="where ALIS's reorganized area starts, as a share of each volume (default 0.3, the "
+                             "paper's; 1 puts it after the volume, so installing it moves no home data)")
     return parser
 
 

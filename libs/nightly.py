@@ -210,8 +210,14 @@ def delta_package() -> str:
 def submit_options(settings: NightlySettings, jars: Sequence[str] | None) -> dict[str, Any]:
     """SparkSubmitOperator keyword arguments shared by every stage: Delta on the classpath (the jars an
     earlier blockheat session resolved, else Maven --packages), the warehouse, Spark's Python, the conf."""
+    from libs.jvm import JAVA_OPTION_KEYS, archive_options, merge_java_options, prefix_of
+
+    conf = dict(settings.spark_conf)
+    archive = " ".join(archive_options(prefix_of(settings.python)))   # the stages' environment's, if made
+    if archive:
+        conf.update({k: merge_java_options(archive, conf.get(k)) for k in JAVA_OPTION_KEYS})
     opts: dict[str, Any] = {
-        "conf": dict(settings.spark_conf),
+        "conf": conf,
         "env_vars": {"BLOCKHEAT_WAREHOUSE": str(settings.warehouse), "PYSPARK_PYTHON": settings.python,
                      "PYSPARK_DRIVER_PYTHON": settings.python},
     }

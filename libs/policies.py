@@ -119,6 +119,9 @@ class WindowStats:
     device_mean_request_bytes: Mapping[str, float] = field(default_factory=dict)
 
 
+ALIS_PAPER_RA_OFFSET = 0.30      # ALIS section 5: the reorganized area starts 30 % into the volume
+
+
 @dataclass(frozen=True)
 class SweepOptions:
     """The parameter grids: extent sizes for greedy and cooling, greedy's heat fractions, cooling's
@@ -131,6 +134,9 @@ class SweepOptions:
     striping_methods: tuple[str, ...] = ("five", "five_phase_a", "eq1", "mpl_slope")
     alis_modes: tuple[str, ...] = ("heat", "run", "combined")
     alis_ra_share: float = 0.15
+    # Where the reorganized area goes, as a share of the volume: the paper's 0.30 (installing it shifts the
+    # home data behind it once, a create_area step) or 1.0 (after the volume: only copies move).
+    alis_ra_offsets: tuple[float, ...] = (ALIS_PAPER_RA_OFFSET,)
     alis_interval_s: float | None = None      # None: a quarter of the window, at most the paper's day
     track_units: tuple[int, ...] = (1,)       # track alignment: I/Os of this many whole tracks
     track_merge_gap_ms: float = 10.0
@@ -140,6 +146,8 @@ class SweepOptions:
             raise PolicyError(f"extent sizes must be positive, got {list(self.extent_bytes)}")
         if not self.heat_fractions or not all(0 < h <= 1 for h in self.heat_fractions):
             raise PolicyError(f"heat fractions must be in (0, 1], got {list(self.heat_fractions)}")
+        if not self.alis_ra_offsets or not all(0.0 <= x <= 1.0 for x in self.alis_ra_offsets):
+            raise PolicyError(f"ALIS area offsets must be in [0, 1], got {list(self.alis_ra_offsets)}")
         if not self.track_units or not all(isinstance(k, int) and k >= 1 for k in self.track_units):
             raise PolicyError(f"track units must be whole numbers of tracks >= 1, got {list(self.track_units)}")
 
@@ -328,12 +336,16 @@ def _alis_interval_s(stats: WindowStats, opts: SweepOptions) -> float:
 
 def _alis(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Variant]:
     interval = _alis_interval_s(stats, opts)
-    return [Variant(f"alis:{mode}", "alis", {"mode": mode, "plan": "realizable", "interval_s": interval,
-                                             "ra_share": opts.alis_ra_share},
-                    {"layout": {"kind": "as_traced"},
-                     "policy": {"name": "alis", "mode": mode, "plan": "realizable", "interval_s": interval,
-                                "ra_share": opts.alis_ra_share}},
-                    ) for mode in opts.alis_modes]
+    out = []
+    for offset in opts.alis_ra_offsets:
+        # The paper's placement keeps the plain ids ("alis:run"); others say where the area is ("alis:run,area@1").
+        label = "" if offset == ALIS_PAPER_RA_OFFSET else f",area@{offset:g}"
+        for mode in opts.alis_modes:
+            params = {"mode": mode, "plan": "realizable", "interval_s": interval, "ra_share": opts.alis_ra_share,
+                      "ra_offset": offset}
+            out.append(Variant(f"alis:{mode}{label}", "alis", params,
+                               {"layout": {"kind": "as_traced"}, "policy": {"name": "alis", **params}}))
+    return out
 
 
 def _plan_alis(outcome: Outcome) -> PlanPart:
@@ -345,7 +357,7 @@ def _plan_alis(outcome: Outcome) -> PlanPart:
         raise PolicyError(f"{outcome.variant.policy_id}: the plan needs the window's requests")
     p, t = outcome.variant.params, outcome.target
     params = AlisParams(mode=str(p["mode"]), plan=str(p["plan"]), interval_s=float(p["interval_s"]),
-                        ra_share=float(p["ra_share"]))
+                        ra_share=float(p["ra_share"]), ra_offset=float(p.get("ra_offset", ALIS_PAPER_RA_OFFSET)))
     # The placement to install now: the realizable plan serving the interval after the window's last one.
     last_us = max(int(x) for x in outcome.requests.column("ts_us").to_pylist())
     window = int(last_us // params.interval_us) + 1
@@ -378,7 +390,7 @@ def _alis_not_applicable(target: Target, stats: WindowStats, opts: SweepOptions)
     from sim.alis import volumes_for
 
     volumes, _, _ = volumes_for(target.device_sectors, concatenated=False, ra_share=opts.alis_ra_share,
-                                ra_offset=0.30)
+                                ra_offset=ALIS_PAPER_RA_OFFSET)             # the offset does not change the size
     full = [f"{d} ({v.physical_sectors} sectors)" for d, v in zip(target.devices, volumes, strict=True)
             if v.physical_sectors > target.capacity_sectors]
     if full:

@@ -458,6 +458,9 @@ def alis_steps(target: Target, plan: WindowPlan, *, interval_s: float) -> PlanPa
     detail = {"alis": {"window": int(plan.window), "interval_s": float(interval_s),
                        "run_copies": sum(s.step_type == "copy_run" for s in copies),
                        "heat_copies": sum(s.step_type == "copy_heat_unit" for s in copies),
+                       # Installing the area is once per volume; the copies are each reorganization's.
+                       "create_area_bytes": sum(s.bytes for s in steps if s.step_type == "create_area"),
+                       "copy_bytes": sum(s.bytes for s in copies),
                        "addresses": "source: home (volume) address; destination: the copy's disk address"}}
     return PlanPart(steps, detail, lookaside=areas)
 
@@ -649,10 +652,18 @@ def build_plan(inp: PlanInputs, part: PlanPart) -> dict[str, Any]:
     return doc
 
 
+def plan_scope(doc: Mapping[str, Any]) -> dict[str, str]:
+    """The rows a plan read, as column = value: its trace, its window and its scored grid (a commit to an
+    input table that replaced only other rows leaves the plan fresh; see libs.tables.scoped_version)."""
+    return {"trace_id": str(doc["target"]["trace_id"]), "window_id": str(doc["inputs"]["window"]["window_id"]),
+            "grid_id": str(doc["evidence"]["grid_id"])}
+
+
 def check_plan(doc: Mapping[str, Any], *, now: dt.datetime, versions: Mapping[str, int | None]) -> list[str]:
     """Why the plan must not be applied (empty: it may): a document that breaks the schema, ids that do not
-    match its contents, valid_until passed, an input table at another version than the plan read (or
-    gone), more bytes than its limit."""
+    match its contents, valid_until passed, an input table whose rows in the plan's scope changed after the
+    version the plan read (versions: table -> the latest version changing them, libs.tables.scoped_version
+    with since = the version read; None: gone), more bytes than its limit."""
     errors = schema_errors(doc)
     if errors:
         return [f"not a valid plan document: {'; '.join(errors[:5])}"]
@@ -666,10 +677,10 @@ def check_plan(doc: Mapping[str, Any], *, now: dt.datetime, versions: Mapping[st
         problems.append(f"stale: valid until {doc['valid_until']}, now {iso_utc(now)}")
     for table, version in doc["inputs"]["tables"].items():
         current = versions.get(table)
-        if current != version:
-            now_at = "gone" if current is None else f"version {current}"
+        if current is None or current > version:
+            now_at = "now gone" if current is None else f"changed in version {current}"
             problems.append(f"stale: input table {table} changed since the plan read it (read version {version}, "
-                            f"now {now_at})")
+                            f"{now_at})")
     if not doc["safety"]["within_limits"] or doc["summary"]["bytes_to_move"] > doc["safety"]["max_bytes"]:
         problems.append(f"over limit: moves {doc['summary']['bytes_to_move']} bytes, the limit is "
                         f"{doc['safety']['max_bytes']}")

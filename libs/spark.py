@@ -101,12 +101,15 @@ def remember_delta_jars(spark: SparkSession) -> None:
 
 def session_conf(cfg: SparkConfig) -> dict[str, str]:
     """Every setting build_session gives a session for `cfg` (`blockheat sql-shell` passes them to spark-sql)."""
+    from libs.jvm import JAVA_OPTION_KEYS, archive_options, merge_java_options
+
     python = os.environ.get("PYSPARK_PYTHON", sys.executable)
+    archive = " ".join(archive_options())      # the environment's class archive (libs.jvm), if made
     conf = {
         "spark.ui.enabled": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.warehouse.dir": str(cfg.warehouse),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={cfg.warehouse}",
+        "spark.driver.extraJavaOptions": merge_java_options(f"-Dderby.system.home={cfg.warehouse}", archive),
         "spark.pyspark.python": python,
         "spark.sql.shuffle.partitions": "8",
         "spark.driver.memory": "4g",
@@ -126,7 +129,10 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
         conf.update(hive_conf(cfg.warehouse))
     elif cfg.catalog != "in-memory":
         raise ValueError(f"catalog must be 'in-memory' or 'hive', got {cfg.catalog!r}")
-    conf.update(cfg.extra)
+    if archive:
+        conf["spark.executor.extraJavaOptions"] = archive
+    for key, value in cfg.extra.items():        # java options add to ours; any other setting replaces
+        conf[key] = merge_java_options(conf.get(key), value) if key in JAVA_OPTION_KEYS else value
     return conf
 
 

@@ -175,6 +175,75 @@ def table_version(warehouse: Path, name: str) -> int | None:
     return max(versions) if versions else None
 
 
+_EQUALITY = re.compile(r"^\(?\s*(\w+)\s*=\s*('(?:[^']*)'|-?[\d.]+)\s*\)?$")
+
+
+def _predicate_values(predicate: str) -> dict[str, str] | None:
+    """column -> literal text of a replace predicate "a = 'x' AND b = 3" (as replace_rows writes them);
+    None when it is anything else."""
+    out = {}
+    for term in re.split(r"\s+AND\s+", predicate.strip()):
+        m = _EQUALITY.match(term.strip())
+        if m is None:
+            return None
+        out[m.group(1)] = m.group(2)
+    return out
+
+
+def _commit_touches(actions: list[dict[str, Any]], scope: Mapping[str, str]) -> bool:
+    """Whether one commit may have changed rows where column = scope[column] for every scope column
+    (conservative: True unless the commit shows it did not)."""
+    info: dict[str, Any] = {}
+    files = []
+    for action in actions:
+        if "metaData" in action or "protocol" in action:
+            return True                                  # created, or its schema or properties changed
+        if "commitInfo" in action:
+            info = action["commitInfo"]
+        for kind in ("add", "remove"):
+            if kind in action and action[kind].get("dataChange", True):
+                files.append(action[kind])
+    if not files:
+        return False                                     # e.g. OPTIMIZE: rewrites files, changes no row
+    params = info.get("operationParameters") or {}
+    if info.get("operation") == "WRITE" and isinstance(params.get("predicate"), str):
+        values = _predicate_values(params["predicate"])
+        if values is not None:                           # a replace_rows commit: it changed the rows it names
+            return all(values[c] == _literal_text(v) for c, v in scope.items() if c in values)
+    return not all(any(c in f.get("partitionValues", {}) and f["partitionValues"][c] != str(v)
+                       for c, v in scope.items()) for f in files)
+
+
+def _literal_text(value: Any) -> str:
+    return _literal(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else str(value)
+
+
+def scoped_version(warehouse: Path, name: str, scope: Mapping[str, Any], *, since: int | None = None) -> int | None:
+    """The latest version of table `name` whose commit may have changed the rows where column = value for
+    each item of `scope` (e.g. {"trace_id": "hplajw"}): a commit that replaced other traces' rows does not
+    count, one that changed the schema does. With `since`, the scan stops there: the answer is `since` when
+    nothing in scope changed after it; when the log no longer holds every commit after `since` (log
+    retention), it is the latest version (counted as changed). None when the table does not exist.
+
+    From the commit files: replace_rows commits name their rows in the predicate; other commits count
+    unless every file they add or remove is in another partition of a scope column."""
+    import json
+
+    latest = table_version(warehouse, name)
+    if latest is None:
+        return None
+    log_dir = table_path(warehouse, name) / "_delta_log"
+    stop = -1 if since is None else since
+    for version in range(latest, stop, -1):
+        commit = log_dir / f"{version:020d}.json"
+        if not commit.is_file():
+            return latest                                # history cleaned up: cannot tell, so changed
+        actions = [json.loads(line) for line in commit.read_text().splitlines() if line.strip()]
+        if _commit_touches(actions, scope):
+            return version
+    return since
+
+
 def _with_retry(action: object, what: str) -> None:
     """Retry a Delta commit that lost an optimistic-concurrency race; let all else propagate."""
     from delta.exceptions import (

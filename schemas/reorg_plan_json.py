@@ -127,8 +127,10 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
                     "device": _STR, "bytes": _COUNT, "zones": {"type": "array", "items": _obj({
                         "first_offset_bytes": _COUNT, "track_bytes": {"type": "integer", "minimum": 1},
                         "tracks": _COUNT})}})}}),
+            # create_area_bytes / copy_bytes: added without a version change, so optional.
             "alis": _obj({"window": _COUNT, "interval_s": {"type": "number", "minimum": 0}, "run_copies": _COUNT,
-                          "heat_copies": _COUNT, "addresses": _STR}),
+                          "heat_copies": _COUNT, "create_area_bytes": _COUNT, "copy_bytes": _COUNT, "addresses": _STR},
+                         required=["window", "interval_s", "run_copies", "heat_copies", "addresses"]),
         }, required=[]),
     }, required=["plan_id", "content_id", "schema_version", "created_at", "valid_until", "status", "reason", "target",
                  "inputs", "policy", "steps", "summary", "safety", "evidence", "detail"]),

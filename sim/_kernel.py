@@ -64,8 +64,10 @@ SI_COUNT = 29
 (SF_NOW, SF_T_FIRST, SF_T_LAST, SF_OUT_LAST, CF_CONST_US, CF_EXP_US, CF_THINK_US, CF_TS_W,
  A_N, _A_N_W, A_RESP, _A_RESP_W, A_QUEUE, _A_QUEUE_W, A_SVC, _A_SVC_W, A_PHYS, _A_PHYS_W, A_PARTS, _A_PARTS_W,
  A_MISS_REQ_R, A_HIT_PARTS, A_MIG_IOS, A_MIG_SECTORS, A_MIG_BUSY, A_REMAPS, A_DESTAGE_IOS, A_DESTAGE_BUSY,
- A_BG_N, A_BG_RESP, A_MAX_OUT, A_OUT_AREA, A_SECT, _A_SECT_W, SF_T_EVENT) = range(35)
-SF_COUNT = 35
+ A_BG_N, A_BG_RESP, A_MAX_OUT, A_OUT_AREA, A_SECT, _A_SECT_W, SF_T_EVENT,
+ A_MIG_IOS_R, A_MIG_SECTORS_R, A_MIG_BUSY_R) = range(38)
+SF_COUNT = 38
+# A_MIG_IOS / A_MIG_SECTORS / A_MIG_BUSY count all migration I/O; the _R ones its reads (the rest are writes).
 # Slot pool (shared by sub-requests and their parent requests): int columns, float columns.
 S_DISK, S_LBN, S_N, S_PARENT, S_NEXT, S_KIND, S_CYL, S_FLAGS = range(8)
 PA_REQ, PA_PENDING, PA_FLAGS, PA_MDISK, _PA_NEXT, PA_MLBN, PA_MN = range(7)
@@ -548,6 +550,9 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                     sf[A_MIG_SECTORS] += slot_i[s, S_N]
                     sf[A_MIG_BUSY] += svc
                     if skind == K_MIG_READ:
+                        sf[A_MIG_IOS_R] += 1.0
+                        sf[A_MIG_SECTORS_R] += slot_i[s, S_N]
+                        sf[A_MIG_BUSY_R] += svc
                         nd = slot_i[p, PA_MDISK]
                         ws = new_part(slot_i, slot_f, si, zones, surfaces, nd, slot_i[p, PA_MLBN],
                                       slot_i[p, PA_MN], p, K_MIG_WRITE, now)

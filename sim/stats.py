@@ -30,7 +30,8 @@ class RunResult:
     are per disk, time-averaged over [first arrival, last event]; queue length counts the request in
     service; the hottest disk is the most utilized. Their _read / _write shares add up to the total: reads
     are foreground and migration reads, writes the rest (writes, migration writes, destages; destages
-    count in utilization only, they never queue). migration_mb counts bytes read plus bytes written.
+    count in utilization only, they never queue). migration_mb counts bytes read plus bytes written;
+    migration_*_read / _write split the copies' I/O into the read of the old place and the write of the new.
     """
 
     requests: int
@@ -77,6 +78,12 @@ class RunResult:
     migration_ios: int
     migration_mb: float
     migration_busy_ms: float
+    migration_ios_read: int
+    migration_ios_write: int
+    migration_mb_read: float
+    migration_mb_write: float
+    migration_busy_ms_read: float
+    migration_busy_ms_write: float
     remaps: int
     destage_ios: int
     bg_requests: int
@@ -202,7 +209,13 @@ def summarize(sim: Simulation) -> RunResult:
         mean_queue_length_write=float((qlen - qlen_r).mean()), hottest_queue_length=float(qlen[hot]),
         max_outstanding=int(acc[K.A_MAX_OUT]),
         migration_ios=int(acc[K.A_MIG_IOS]), migration_mb=float(acc[K.A_MIG_SECTORS]) * sim.spec.sector_size / 1e6,
-        migration_busy_ms=float(acc[K.A_MIG_BUSY]) / 1000.0, remaps=int(acc[K.A_REMAPS]),
+        migration_busy_ms=float(acc[K.A_MIG_BUSY]) / 1000.0,
+        migration_ios_read=int(acc[K.A_MIG_IOS_R]), migration_ios_write=int(acc[K.A_MIG_IOS] - acc[K.A_MIG_IOS_R]),
+        migration_mb_read=float(acc[K.A_MIG_SECTORS_R]) * sim.spec.sector_size / 1e6,
+        migration_mb_write=float(acc[K.A_MIG_SECTORS] - acc[K.A_MIG_SECTORS_R]) * sim.spec.sector_size / 1e6,
+        migration_busy_ms_read=float(acc[K.A_MIG_BUSY_R]) / 1000.0,
+        migration_busy_ms_write=float(acc[K.A_MIG_BUSY] - acc[K.A_MIG_BUSY_R]) / 1000.0,
+        remaps=int(acc[K.A_REMAPS]),
         destage_ios=int(acc[K.A_DESTAGE_IOS]),
         bg_requests=int(acc[K.A_BG_N]), bg_mean_response_ms=ratio(acc[K.A_BG_RESP], acc[K.A_BG_N]) / 1000.0,
         simulated_s=span / 1e6, events=int(core.si[K.SI_EVENTS]),

@@ -52,14 +52,17 @@ def run(date: str, mark_success: str | None) -> dict[str, Any]:
     with create_session() as session:
         tis = session.query(TaskInstance).filter(TaskInstance.run_id == dr.run_id).all()
         states: dict[str, list[str]] = {}
+        seconds: dict[str, float] = {}
         for ti in sorted(tis, key=lambda t: (t.task_id, t.map_index)):
             states.setdefault(ti.task_id, []).append(str(ti.state))
+            if ti.start_date and ti.end_date:
+                seconds[ti.task_id] = seconds.get(ti.task_id, 0.0) + (ti.end_date - ti.start_date).total_seconds()
         xcoms = {x.task_id: x.value for x in session.query(XComModel).filter(
             XComModel.run_id == dr.run_id, XComModel.key == "return_value",
             XComModel.task_id.in_(("plan", "record_ingest", "summary")))}
     return {"state": str(dr.state), "data_interval": [dr.data_interval_start.isoformat(),
                                                       dr.data_interval_end.isoformat()],
-            "task_states": states, "xcom": xcoms}
+            "task_states": states, "task_seconds": seconds, "xcom": xcoms}
 
 
 if __name__ == "__main__":

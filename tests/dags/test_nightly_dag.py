@@ -124,6 +124,8 @@ def two_nights(airflow_env, tmp_path_factory, repo_root):
     write_srt_days(folder / "day-1.srt", source, range(1, 2))
     shutil.copy(folder / "day-0.srt", folder / "resent-day-0.srt")
     second = _airflow(env, "run", "2026-01-07T00:00:00+00:00", NOT_RUN)
+    for night, run in enumerate((first, second), start=1):      # where the time goes (pytest -s shows it)
+        print(f"night {night} task seconds:", json.dumps({t: round(s, 1) for t, s in run["task_seconds"].items()}))
     return {"root": root, "folder": folder, "warehouse": root / "wh", "runs": (first, second)}
 
 

@@ -218,13 +218,19 @@ def test_stale_plans_are_refused(spark, spark_cfg, greedy_plan, capsys, tmp_path
     assert capsys.readouterr().err == (f"blockheat: error: plan {plan_id} refused: stale: valid until "
                                        "2026-01-03T03:04:05Z, now 2026-01-03T03:04:06Z\n")
     read = greedy_plan["inputs"]["tables"]["policy_scores"]
-    rows = read_table(spark, cfg.warehouse, PS.TABLE, HPLAJW_TRACE_ID).where(F.col("window_id") == WINDOW_ID)
-    replace_rows(spark.createDataFrame(rows.collect(), PS.SPARK_SCHEMA), spark, cfg.warehouse, PS.TABLE,
+    rows = spark.createDataFrame(read_table(spark, cfg.warehouse, PS.TABLE, HPLAJW_TRACE_ID)
+                                 .where(F.col("window_id") == WINDOW_ID).collect(), PS.SPARK_SCHEMA)
+    # Another trace's scores and another window's: new versions of the table, not of the plan's rows.
+    replace_rows(rows, spark, cfg.warehouse, PS.TABLE, {"trace_id": "another-trace", "window_id": WINDOW_ID})
+    replace_rows(rows, spark, cfg.warehouse, PS.TABLE, {"trace_id": HPLAJW_TRACE_ID, "window_id": "h0"})
+    assert main(["plan", "check", plan_id, "--now", "2026-01-02T12:00:00Z"]) == 0
+    capsys.readouterr()
+    replace_rows(rows, spark, cfg.warehouse, PS.TABLE,
                  {"trace_id": HPLAJW_TRACE_ID, "window_id": WINDOW_ID})          # same rows, a new version
     assert main(["plan", "check", plan_id, "--now", "2026-01-02T12:00:00Z"]) == 1
     assert capsys.readouterr().err == (f"blockheat: error: plan {plan_id} refused: stale: input table policy_scores "
-                                       f"changed since the plan read it (read version {read}, now version "
-                                       f"{read + 1})\n")
+                                       f"changed since the plan read it (read version {read}, changed in version "
+                                       f"{read + 3})\n")
     assert check(spark, spark_cfg, greedy_plan, NOW) == []          # the session's warehouse is untouched
 
 

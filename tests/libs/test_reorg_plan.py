@@ -12,7 +12,7 @@ import jsonschema
 import numpy as np
 import pytest
 
-from libs.policies import FAMILIES, Outcome, PlanPart, SweepOptions, Target, Variant, WindowStats
+from libs.policies import FAMILIES, Outcome, PlanPart, PolicyError, SweepOptions, Target, Variant, WindowStats
 from libs.reorg_plan import (
     PlanError,
     PlanInputs,
@@ -222,9 +222,11 @@ def test_any_edit_changes_the_hash_and_the_check_refuses_it(doc, path, value):
 def test_check_refuses_stale_and_oversized_plans(doc):
     current = {"requests": 1, "policy_scores": 3, "sim_results": 3}
     assert check_plan(doc, now=NOW, versions=current) == []
+    # versions: the latest version changing the plan's rows, which may be older than the one it read.
+    assert check_plan(doc, now=NOW, versions={**current, "requests": 0}) == []
     assert check_plan(doc, now=NOW + dt.timedelta(hours=25), versions={**current, "sim_results": 4}) == [
         "stale: valid until 2026-01-03T03:04:05Z, now 2026-01-03T04:04:05Z",
-        "stale: input table sim_results changed since the plan read it (read version 3, now version 4)"]
+        "stale: input table sim_results changed since the plan read it (read version 3, changed in version 4)"]
     assert check_plan(doc, now=NOW, versions={"requests": 1, "policy_scores": 3}) == [
         "stale: input table sim_results changed since the plan read it (read version 3, now gone)"]
     small = build_plan(inputs(limits=SafetyLimits(max_bytes=4096)), extent_migration_steps(target(8, 8), SWAP))
@@ -396,6 +398,26 @@ def alis_doc():
     return build_plan(inputs(target=tgt, variant=variant, description="alis"), part)
 
 
+def test_an_alis_area_after_the_volume_moves_only_copies():
+    # --alis-area-offsets 1: the same copies, no create_area step, and the variant says where its area is.
+    tgt = target(1000, 800)
+    variants = FAMILIES["alis"].variants(tgt, WindowStats(13.2, 132, 4096.0),
+                                         SweepOptions(alis_interval_s=6.0, alis_ra_offsets=(0.3, 1.0)))
+    assert [v.policy_id for v in variants] == ["alis:heat", "alis:run", "alis:combined", "alis:heat,area@1",
+                                               "alis:run,area@1", "alis:combined,area@1"]
+    variant = variants[-1]
+    assert variant.scenario["policy"]["ra_offset"] == 1.0
+    doc = build_plan(inputs(target=tgt, variant=variant, description="alis"),
+                     FAMILIES["alis"].plan(Outcome(variant, tgt, requests=_repeating_reads())))
+    # The same 19 copies as at 30 % (test below), the areas starting at sector 1000 of a and 800 of b.
+    assert [s["step_type"] for s in doc["steps"]] == ["copy_run"] * 10 + ["copy_heat_unit"] * 9
+    assert [s["dest_offset_bytes"] // 512 for s in doc["steps"][:10]] == [1000 + 8 * i for i in range(10)]
+    assert doc["steps"][-1]["dest_offset_bytes"] // 512 == 800
+    assert (doc["detail"]["alis"]["create_area_bytes"], doc["summary"]["bytes_to_move"]) == (0, 19 * 4096)
+    with pytest.raises(PolicyError, match=r"ALIS area offsets must be in \[0, 1\], got \[1.5\]"):
+        SweepOptions(alis_ra_offsets=(1.5,))
+
+
 def test_alis_plan_on_a_small_window_round_trips(alis_doc, tmp_path):
     doc = alis_doc
     # Combined clustering: the ten units of a form run 0 (copied in run order), the hot units of a and b also go
@@ -411,6 +433,12 @@ def test_alis_plan_on_a_small_window_round_trips(alis_doc, tmp_path):
                                           "dest_offset_bytes": 240 * 512, "bytes": 4096, "depends_on": [b_area]}]
     assert doc["detail"]["alis"]["window"] == 3
     assert doc["detail"]["alis"]["run_copies"] == 10
+    # Area 15 % of each volume at 30 %: a shifts its home data from sector 300 on (700 sectors), b from 240 (560).
+    assert doc["detail"]["alis"]["create_area_bytes"] == (700 + 560) * 512
+    copies = len(doc["steps"]) - 2                                 # 10 run copies, 9 heat copies
+    assert (doc["detail"]["alis"]["run_copies"], doc["detail"]["alis"]["heat_copies"]) == (10, copies - 10) == (10, 9)
+    assert doc["detail"]["alis"]["copy_bytes"] == copies * 4096
+    assert doc["summary"]["bytes_to_move"] == (700 + 560) * 512 + copies * 4096
     assert len(doc["lookaside"]["entries"]) == len(doc["steps"]) - 2
     body = {k: v for k, v in doc.items() if k != "plan_id"}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)

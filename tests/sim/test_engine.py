@@ -171,6 +171,15 @@ def test_remap_event_moves_an_extent_and_costs_migration_io() -> None:
     assert res.remaps == 1
     assert res.migration_ios == 2
     assert res.migration_mb == pytest.approx(2 * 1000 * 512 / 1e6)
+    # The copy is one read of 1000 sectors on disk 0 then one write of 1000 on disk 1.
+    assert (res.migration_ios_read, res.migration_ios_write) == (1, 1)
+    assert res.migration_mb_read == res.migration_mb_write == pytest.approx(1000 * 512 / 1e6)
+    assert res.migration_busy_ms_read + res.migration_busy_ms_write == pytest.approx(res.migration_busy_ms)
+    # The foreground is all reads, so disk 1's write busy time is the copy's write and disk 0 has none.
+    span_ms = res.simulated_s * 1000.0
+    assert res.disk_utilization_write[0] == 0.0
+    assert res.disk_utilization_write[1] * span_ms == pytest.approx(res.migration_busy_ms_write)
+    assert res.migration_busy_ms_read > 0.0
     assert res.disk_physical_ios == (5 + 1, 5 + 1)       # before / after 50 ms, plus the copy's read / write
     t, i = _log(sim)
     assert t[i[:, 0] == K.LOG_REMAP].tolist() == [50_000.0]
