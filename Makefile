@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: demo test bench-ingest bench-heat bench-profile bench-sim clean venv
+.PHONY: demo test bench-ingest bench-heat bench-profile bench-sim bench-jvm clean venv
 
 venv: $(STAMP)
 
@@ -37,6 +37,9 @@ bench-profile: $(STAMP)
 
 bench-sim: $(STAMP)
 	$(PY) bench/sim.py
+
+bench-jvm: $(STAMP)
+	$(PY) bench/jvm_start.py --rounds 3
 
 clean:
 	rm -rf warehouse spark-warehouse metastore_db derby.log .pytest_cache

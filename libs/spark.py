@@ -105,11 +105,14 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
 
     python = os.environ.get("PYSPARK_PYTHON", sys.executable)
     archive = " ".join(archive_options())      # the environment's class archive (libs.jvm), if made
+    # BLOCKHEAT_JAVA_OPTIONS: extra driver JVM flags for this process (e.g. libs.jvm.SHORT_JOB_OPTIONS).
+    driver_java = merge_java_options(f"-Dderby.system.home={cfg.warehouse}", archive,
+                                     os.environ.get("BLOCKHEAT_JAVA_OPTIONS"))
     conf = {
         "spark.ui.enabled": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.warehouse.dir": str(cfg.warehouse),
-        "spark.driver.extraJavaOptions": merge_java_options(f"-Dderby.system.home={cfg.warehouse}", archive),
+        "spark.driver.extraJavaOptions": driver_java,
         "spark.pyspark.python": python,
         "spark.sql.shuffle.partitions": "8",
         "spark.driver.memory": "4g",

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from sim.engine import SimConfig, Simulation
     from sim.spec import DiskSpec
 
-__all__ = ["REGIONS", "SOURCES", "Directory", "Redirected", "Reorganization", "Volume", "redirect"]
+__all__ = ["REGIONS", "SOURCES", "Directory", "Redirected", "Reorganization", "Volume", "device_mapping", "redirect"]
 
 #: Directory.region codes.
 REGION_RUN, REGION_HEAT = 0, 1
@@ -417,6 +417,19 @@ def _redirect(vol: np.ndarray, vlbn: np.ndarray, nsec: np.ndarray, is_read: np.n
 # --- Python face ---------------------------------------------------------------------------------
 
 
+def device_mapping(requests: Requests, device_volume: Sequence[int] | np.ndarray | None,
+                   device_offset: Sequence[int] | np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(volume of each traced device, its first sector there) as int64 arrays: by default device d is
+    volume d from sector 0; a clear error unless there is one entry per traced device."""
+    n_dev = int(requests.device.max()) + 1 if len(requests) else 0
+    dv = np.arange(n_dev, dtype=np.int64) if device_volume is None else np.asarray(device_volume, np.int64)
+    do = np.zeros(len(dv), np.int64) if device_offset is None else np.asarray(device_offset, np.int64)
+    if len(dv) < n_dev or len(do) != len(dv):
+        raise ValueError(f"device_volume and device_offset need one entry per traced device ({n_dev}), got "
+                         f"{len(dv)} and {len(do)}")
+    return dv, do
+
+
 def _check_volumes(volumes: Sequence[Volume], capacity: int | None) -> None:
     if not volumes:
         raise ValueError("redirect needs at least one volume")
@@ -465,12 +478,7 @@ def redirect(requests: Requests, volumes: Sequence[Volume], schedule: Sequence[R
         out.served()       # {'home': ..., 'run': ..., 'heat': ..., 'mixed': ...}
     """
     _check_volumes(volumes, capacity_sectors)
-    n_dev = int(requests.device.max()) + 1 if len(requests) else 0
-    dv = np.arange(n_dev, dtype=np.int64) if device_volume is None else np.asarray(device_volume, np.int64)
-    do = np.zeros(len(dv), np.int64) if device_offset is None else np.asarray(device_offset, np.int64)
-    if len(dv) < n_dev or len(do) != len(dv):
-        raise ValueError(f"device_volume and device_offset need one entry per traced device ({n_dev}), got "
-                         f"{len(dv)} and {len(do)}")
+    dv, do = device_mapping(requests, device_volume, device_offset)
     if len(dv) and (dv.min() < 0 or dv.max() >= len(volumes)):
         raise ValueError(f"device_volume names volumes outside 0..{len(volumes) - 1}: {dv.tolist()}")
     vol = dv[requests.device]

@@ -31,7 +31,7 @@ import pyarrow as pa
 from libs.alis.graph import count_pairs, prune_arrays
 from libs.alis.layout import plan_area
 from libs.alis.runs import discover_runs
-from sim.redirect import REGION_HEAT, REGION_RUN, Directory, Reorganization, Volume
+from sim.redirect import REGION_HEAT, REGION_RUN, Directory, Reorganization, Volume, device_mapping
 
 if TYPE_CHECKING:
     from sim.alis import AlisParams
@@ -218,7 +218,7 @@ def plan_schedule(requests: Requests, volumes: Sequence[Volume], params: AlisPar
     device_volume / device_offset: traced device -> volume and its first sector there (default: device d is
     volume d from sector 0), as sim.redirect.redirect takes them.
     """
-    dv, do = _mapping(requests, device_volume, device_offset)
+    dv, do = device_mapping(requests, device_volume, device_offset)
     return [Reorganization(served * params.interval_us, d, served)
             for served, d in interval_plans(requests, volumes, params, sector_size=sector_size, device_volume=dv,
                                             device_offset=do)]
@@ -231,23 +231,12 @@ def plan_window(requests: Requests, volumes: Sequence[Volume], params: AlisParam
     empty for window 0) or from interval `window` itself (lookahead)."""
     if window < 0:
         raise ValueError(f"window must be >= 0, got {window}")
-    dv, do = _mapping(requests, device_volume, device_offset)
+    dv, do = device_mapping(requests, device_volume, device_offset)
     for served, d in interval_plans(requests, volumes, params, sector_size=sector_size, device_volume=dv,
                                     device_offset=do, last=window):
         if served == window:
             return d
     return Directory.empty()
-
-
-def _mapping(requests: Requests, device_volume: Sequence[int] | np.ndarray | None,
-             device_offset: Sequence[int] | np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    n_dev = int(requests.device.max()) + 1 if len(requests) else 0
-    dv = np.arange(n_dev, dtype=np.int64) if device_volume is None else np.asarray(device_volume, np.int64)
-    do = np.zeros(len(dv), np.int64) if device_offset is None else np.asarray(device_offset, np.int64)
-    if len(dv) < n_dev or len(do) != len(dv):
-        raise ValueError(f"device_volume and device_offset need one entry per traced device ({n_dev}), got "
-                         f"{len(dv)} and {len(do)}")
-    return dv, do
 
 
 @dataclass(frozen=True, eq=False)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from libs.jvm import SHORT_JOB_OPTIONS
 from libs.tables import read_table, replace_trace, table_path
 from tests.drivers import (
     GENERATED_TRACE_ID,
@@ -49,7 +50,8 @@ class Cluster:
 
 def driver_env(master: str) -> dict[str, str]:
     return {**os.environ, "BLOCKHEAT_SPARK_MASTER": master, "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable}
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "BLOCKHEAT_JAVA_OPTIONS": " ".join(SHORT_JOB_OPTIONS)}     # a short-lived driver on small data
 
 
 def driver(master: str, *argv: str, **popen: object) -> subprocess.Popen[str]:

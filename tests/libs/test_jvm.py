@@ -37,6 +37,15 @@ def test_session_conf_without_an_archive(tmp_path, monkeypatch):
     assert "spark.executor.extraJavaOptions" not in conf
 
 
+def test_blockheat_java_options_reach_the_driver_only(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "no-venv"))
+    monkeypatch.setenv("BLOCKHEAT_JAVA_OPTIONS", " ".join(J.SHORT_JOB_OPTIONS))
+    conf = session_conf(SparkConfig(master="local[2]", warehouse=tmp_path / "wh"))
+    assert conf["spark.driver.extraJavaOptions"] == (f"-Dderby.system.home={tmp_path / 'wh'} "
+                                                     "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+    assert "spark.executor.extraJavaOptions" not in conf
+
+
 def test_session_conf_adds_the_archive_to_driver_and_executors(tmp_path, env_with_archive):
     assert env_with_archive == tmp_path / "venv" / "var" / "blockheat" / f"spark-{J.version('pyspark')}.jsa"
     flags = f"-XX:SharedArchiveFile={env_with_archive} -Xlog:cds=off -Xlog:cds+dynamic=off"

@@ -17,15 +17,18 @@ CREATE = [{"commitInfo": {"operation": "CREATE TABLE", "operationParameters": {"
 
 
 def replace(predicate: str, trace: str) -> list[dict]:
-    return [{"commitInfo": {"operation": "WRITE", "operationParameters": {"mode": "Overwrite", "predicate": predicate}}},
+    return [{"commitInfo": {"operation": "WRITE",
+                            "operationParameters": {"mode": "Overwrite", "predicate": predicate}}},
             {"remove": {"path": f"trace_id={trace}/a.parquet", "dataChange": True,
                         "partitionValues": {"trace_id": trace}}},
-            {"add": {"path": f"trace_id={trace}/b.parquet", "dataChange": True, "partitionValues": {"trace_id": trace}}}]
+            {"add": {"path": f"trace_id={trace}/b.parquet", "dataChange": True,
+                     "partitionValues": {"trace_id": trace}}}]
 
 
 def append(trace: str) -> list[dict]:
     return [{"commitInfo": {"operation": "WRITE", "operationParameters": {"mode": "Append"}}},
-            {"add": {"path": f"trace_id={trace}/c.parquet", "dataChange": True, "partitionValues": {"trace_id": trace}}}]
+            {"add": {"path": f"trace_id={trace}/c.parquet", "dataChange": True,
+                     "partitionValues": {"trace_id": trace}}}]
 
 
 OPTIMIZE = [{"commitInfo": {"operation": "OPTIMIZE", "operationParameters": {}}},

@@ -21,6 +21,7 @@ import pyspark
 import pytest
 
 from libs.catalog import init_sql, metastore_in_use, metastore_path
+from libs.jvm import SHORT_JOB_OPTIONS
 from tests.conftest import HPLAJW_TRACE_ID
 
 BEELINE = Path(pyspark.__file__).parent / "bin" / "beeline"
@@ -39,7 +40,8 @@ def free_port() -> int:
 
 def blockheat_env(warehouse: Path) -> dict[str, str]:
     return {**os.environ, "BLOCKHEAT_WAREHOUSE": str(warehouse), "BLOCKHEAT_SPARK_MASTER": "local[1]",
-            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "BLOCKHEAT_JAVA_OPTIONS": " ".join(SHORT_JOB_OPTIONS)}     # short-lived JVMs on small data
 
 
 def blockheat(warehouse: Path, *argv: str) -> subprocess.CompletedProcess[str]:
