@@ -22,7 +22,9 @@ as-traced scenario is every variant's baseline. Choices where the papers leave t
   cannot be planned;
 - ALIS (sim.alis through sim.glue's "alis" policy, each device its own volume with its reorganized area,
   plans realizable from the window's own history) reorganizes every quarter of the window (at most the
-  paper's day), one variant per mode; it applies only when the area fits next to each device on the
+  paper's day), one variant per mode and area placement (SweepOptions.alis_ra_offsets, default the paper's
+  30 % only; 1.0 puts the area after the volume so installing it moves no home data); it applies only
+  when the area fits next to each device on the
   disk; its plan is the placement it would install after the window (libs.reorg_plan.alis_steps: the
   realizable directory of the interval after the window's last, planned from all of the window);
 - track alignment (Lachesis) keeps the as-traced layout and reshapes the I/O (sim.tracks, `io` with report

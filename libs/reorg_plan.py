@@ -663,7 +663,7 @@ def check_plan(doc: Mapping[str, Any], *, now: dt.datetime, versions: Mapping[st
     """Why the plan must not be applied (empty: it may): a document that breaks the schema, ids that do not
     match its contents, valid_until passed, an input table whose rows in the plan's scope changed after the
     version the plan read (versions: table -> the latest version changing them, libs.tables.scoped_version
-    with since = the version read; None: gone), more bytes than its limit."""
+    with since = the version read; None: gone or recreated), more bytes than its limit."""
     errors = schema_errors(doc)
     if errors:
         return [f"not a valid plan document: {'; '.join(errors[:5])}"]
@@ -678,7 +678,7 @@ def check_plan(doc: Mapping[str, Any], *, now: dt.datetime, versions: Mapping[st
     for table, version in doc["inputs"]["tables"].items():
         current = versions.get(table)
         if current is None or current > version:
-            now_at = "now gone" if current is None else f"changed in version {current}"
+            now_at = "now gone or recreated" if current is None else f"changed in version {current}"
             problems.append(f"stale: input table {table} changed since the plan read it (read version {version}, "
                             f"{now_at})")
     if not doc["safety"]["within_limits"] or doc["summary"]["bytes_to_move"] > doc["safety"]["max_bytes"]:

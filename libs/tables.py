@@ -209,13 +209,9 @@ def _commit_touches(actions: list[dict[str, Any]], scope: Mapping[str, str]) -> 
     if info.get("operation") == "WRITE" and isinstance(params.get("predicate"), str):
         values = _predicate_values(params["predicate"])
         if values is not None:                           # a replace_rows commit: it changed the rows it names
-            return all(values[c] == _literal_text(v) for c, v in scope.items() if c in values)
+            return all(values[c] == _literal(v) for c, v in scope.items() if c in values)
     return not all(any(c in f.get("partitionValues", {}) and f["partitionValues"][c] != str(v)
                        for c, v in scope.items()) for f in files)
-
-
-def _literal_text(value: Any) -> str:
-    return _literal(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else str(value)
 
 
 def scoped_version(warehouse: Path, name: str, scope: Mapping[str, Any], *, since: int | None = None) -> int | None:
@@ -223,14 +219,15 @@ def scoped_version(warehouse: Path, name: str, scope: Mapping[str, Any], *, sinc
     each item of `scope` (e.g. {"trace_id": "hplajw"}): a commit that replaced other traces' rows does not
     count, one that changed the schema does. With `since`, the scan stops there: the answer is `since` when
     nothing in scope changed after it; when the log no longer holds every commit after `since` (log
-    retention), it is the latest version (counted as changed). None when the table does not exist.
+    retention), it is the latest version (counted as changed). None when the table does not exist or was
+    recreated (its latest version is older than `since`).
 
     From the commit files: replace_rows commits name their rows in the predicate; other commits count
     unless every file they add or remove is in another partition of a scope column."""
     import json
 
     latest = table_version(warehouse, name)
-    if latest is None:
+    if latest is None or (since is not None and latest < since):
         return None
     log_dir = table_path(warehouse, name) / "_delta_log"
     stop = -1 if since is None else since

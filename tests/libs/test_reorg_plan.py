@@ -228,7 +228,7 @@ def test_check_refuses_stale_and_oversized_plans(doc):
         "stale: valid until 2026-01-03T03:04:05Z, now 2026-01-03T04:04:05Z",
         "stale: input table sim_results changed since the plan read it (read version 3, changed in version 4)"]
     assert check_plan(doc, now=NOW, versions={"requests": 1, "policy_scores": 3}) == [
-        "stale: input table sim_results changed since the plan read it (read version 3, now gone)"]
+        "stale: input table sim_results changed since the plan read it (read version 3, now gone or recreated)"]
     small = build_plan(inputs(limits=SafetyLimits(max_bytes=4096)), extent_migration_steps(target(8, 8), SWAP))
     assert small["safety"]["within_limits"] is False
     assert check_plan(small, now=NOW, versions=current) == ["over limit: moves 6144 bytes, the limit is 4096"]

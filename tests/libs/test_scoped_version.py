@@ -59,6 +59,7 @@ def test_only_commits_that_change_the_scope_count(tmp_path):
     assert scoped_version(tmp_path, "t", {"trace_id": "a", "window_id": "w1"}, since=2) == 2   # nothing after 2
     assert scoped_version(tmp_path, "t", {"trace_id": "a"}, since=2) == 5
     assert scoped_version(tmp_path, "missing", {"trace_id": "a"}) is None
+    assert scoped_version(tmp_path, "t", {"trace_id": "a"}, since=9) is None        # recreated: now at 5
 
 
 @pytest.mark.parametrize(("commit", "changes_a"), [
