@@ -2,9 +2,9 @@
 
     .venv/bin/python bench/jvm_start.py --rounds 3
 
-Each round runs the same child process twice, alternating which goes first: build_session (local[2]), a
-2,000-row partitioned Delta write, a replaceWhere overwrite, a read with an aggregate, an Arrow UDF and a SQL
-query, then stop: roughly what a nightly stage does on one day's data, minus the data. Without the archive
+Each round runs the same child process per variant, alternating the order: build_session (local[2]),
+libs.jvm.sample_workload (the one the archive is made from: Delta writes, a read, an Arrow UDF, SQL), then
+stop: roughly what a nightly stage does on one day's data, minus the data. Without the archive
 the child's JVM gets -Xshare:auto and no archive file (the JDK's own base archive only); with it, the
 environment's (made first if missing). Both variants run again with -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
 (the short-job flags). Prints seconds per variant (median of the rounds) and the ratios.
@@ -35,14 +35,7 @@ spark = build_session(SparkConfig(master="local[2]", warehouse=wh, app_name="ben
                                   extra={"spark.driver.extraJavaOptions": sys.argv[2],
                                          "spark.sql.shuffle.partitions": "2"}))
 t1 = time.perf_counter()
-df = spark.range(2000).selectExpr("id", "id % 7 AS k", "cast(id AS double) / 3 AS x")
-df.write.format("delta").partitionBy("k").save(str(wh / "t"))
-df.write.format("delta").mode("overwrite").option("replaceWhere", "k = 1").save(str(wh / "t"))
-t = spark.read.format("delta").load(str(wh / "t"))
-t.groupBy("k").agg({"x": "sum"}).orderBy("k").collect()
-t.mapInArrow(lambda batches: batches, t.schema).count()
-t.createOrReplaceTempView("t")
-spark.sql("SELECT k, count(*) FROM t GROUP BY k").toArrow()
+J.sample_workload(spark, wh)
 t2 = time.perf_counter()
 spark.stop()
 shutil.rmtree(wh, ignore_errors=True)

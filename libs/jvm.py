@@ -22,6 +22,7 @@ import sys
 import tempfile
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -60,22 +61,30 @@ def merge_java_options(*parts: str | None) -> str:
     return " ".join(seen)
 
 
+def sample_workload(spark: Any, warehouse: Path) -> None:
+    """What the archive is made from (and bench/jvm_start.py times): a 2,000-row partitioned Delta write, a
+    replaceWhere overwrite, a read with an aggregate, an Arrow UDF and a SQL query, in table `t` under
+    `warehouse`: the classes a nightly stage on one day's data loads, minus the data."""
+    df = spark.range(2000).selectExpr("id", "id % 7 AS k", "cast(id AS double) / 3 AS x")
+    df.write.format("delta").partitionBy("k").save(str(warehouse / "t"))
+    df.write.format("delta").mode("overwrite").option("replaceWhere", "k = 1").save(str(warehouse / "t"))
+    t = spark.read.format("delta").load(str(warehouse / "t"))
+    t.groupBy("k").agg({"x": "sum"}).orderBy("k").collect()
+    t.mapInArrow(lambda batches: batches, t.schema).count()
+    t.createOrReplaceTempView("t")
+    spark.sql("SELECT k, count(*) FROM t GROUP BY k").toArrow()
+
+
 _WORKLOAD = """
 import shutil, sys, tempfile
 from pathlib import Path
+from libs.jvm import sample_workload
 from libs.spark import SparkConfig, build_session
 wh = Path(tempfile.mkdtemp(prefix="blockheat-jvm-"))
 cfg = SparkConfig(master="local[2]", warehouse=wh, app_name="blockheat-jvm-archive",
                   extra={"spark.driver.extraJavaOptions": sys.argv[1], "spark.sql.shuffle.partitions": "2"})
 spark = build_session(cfg)
-df = spark.range(2000).selectExpr("id", "id % 7 AS k", "cast(id AS double) / 3 AS x")
-df.write.format("delta").partitionBy("k").save(str(wh / "t"))
-df.write.format("delta").mode("overwrite").option("replaceWhere", "k = 1").save(str(wh / "t"))
-t = spark.read.format("delta").load(str(wh / "t"))
-t.groupBy("k").agg({"x": "sum"}).orderBy("k").collect()
-t.mapInArrow(lambda batches: batches, t.schema).count()
-t.createOrReplaceTempView("t")
-spark.sql("SELECT k, count(*) FROM t GROUP BY k").toArrow()
+sample_workload(spark, wh)
 spark.stop()
 shutil.rmtree(wh, ignore_errors=True)
 """
