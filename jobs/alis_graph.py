@@ -140,17 +140,24 @@ def _check_incremental(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions
     return stored
 
 
+def _requests_and_last_interval(spark: SparkSession, cfg: SparkConfig, trace: str,
+                                interval_us: int) -> tuple[DataFrame, int, int]:
+    """The trace's requests, their count and the index of the interval holding the last one (LookupError:
+    none)."""
+    reqs = read_table(spark, cfg.warehouse, requests.TABLE, trace)
+    span = reqs.agg(F.max("ts_us").alias("last_us"), F.count(F.lit(1)).alias("n")).first()
+    if span is None or not span["n"]:
+        raise LookupError(f"trace {trace!r} has no requests (ingest it first)")
+    return reqs, int(span["n"]), int(span["last_us"]) // interval_us
+
+
 def run(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions) -> GraphSummary:
     """Build units, graphs and runs; each table is replaced in one Delta commit (per interval with
     from_interval > 0)."""
     if opts.interval_index is not None:
         return run_interval(spark, cfg, opts, opts.interval_index)
     trace = opts.trace_id
-    reqs = read_table(spark, cfg.warehouse, requests.TABLE, trace)
-    span = reqs.agg(F.max("ts_us").alias("last_us"), F.count(F.lit(1)).alias("n")).first()
-    if span is None or not span["n"]:
-        raise LookupError(f"trace {trace!r} has no requests (ingest it first)")
-    last = int(span["last_us"]) // opts.interval_us
+    reqs, n_requests, last = _requests_and_last_interval(spark, cfg, trace, opts.interval_us)
     if opts.from_interval > last:
         raise ValueError(f"--from-interval {opts.from_interval}: the trace's last interval is {last}")
     if opts.from_interval:
@@ -166,7 +173,7 @@ def run(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions) -> GraphSumma
     budgets = budget_bytes(storage_used(reqs), share=opts.graph_share).localCheckpoint()
     log.info("alis graph %s: edges of intervals %d..%d", trace, opts.from_interval, last)
     # The task count follows the request count (a cheap upper bound for read references of request units).
-    tasks = partitions_for(int(span["n"]), cores=spark.sparkContext.defaultParallelism)
+    tasks = partitions_for(n_requests, cores=spark.sparkContext.defaultParallelism)
     raw = with_weight(build_edge_counts(chosen, tau=opts.tau, chunk_us=opts.chunk_us, partitions=tasks),
                       tau=opts.tau, f=opts.f).localCheckpoint()
 
@@ -205,11 +212,7 @@ def run_interval(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: i
     """Build exactly interval n from the stored interval n-1 (see the module docstring); replaces interval
     n's rows of access_graph and alis_runs, the trace's reorg_units (extended) and its alis_graphs row."""
     trace = opts.trace_id
-    reqs = read_table(spark, cfg.warehouse, requests.TABLE, trace)
-    span = reqs.agg(F.max("ts_us").alias("last_us"), F.count(F.lit(1)).alias("n")).first()
-    if span is None or not span["n"]:
-        raise LookupError(f"trace {trace!r} has no requests (ingest it first)")
-    data_last = int(span["last_us"]) // opts.interval_us
+    reqs, n_requests, data_last = _requests_and_last_interval(spark, cfg, trace, opts.interval_us)
     if n > data_last:
         raise ValueError(f"--interval-index {n}: the requests of {trace} end in interval {data_last}; "
                          "ingest the later files first")
@@ -230,7 +233,7 @@ def run_interval(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: i
     chosen = graph_refs(refs, include_writes=opts.include_writes,
                         prefilter_min_refs=opts.prefilter_min_refs).localCheckpoint()
     budgets = budget_bytes(storage_used(upto), share=opts.graph_share).localCheckpoint()
-    tasks = partitions_for(int(span["n"]), cores=spark.sparkContext.defaultParallelism)
+    tasks = partitions_for(n_requests, cores=spark.sparkContext.defaultParallelism)
     raw = with_weight(build_edge_counts(chosen, tau=opts.tau, chunk_us=opts.chunk_us, partitions=tasks),
                       tau=opts.tau, f=opts.f)
     previous = None
