@@ -3,8 +3,6 @@
 Output is long-format schemas.trace_profile rows (scope, device, window, metric, value). Ordered
 metrics (sequentiality, seek distance, interarrival, runs) follow each device's request order
 (ts_us, seq); the trace scope's interarrival and idle times use all devices' requests merged.
-Order-dependent columns are computed per time chunk and stitched at chunk edges through small
-per-chunk tables, so one device's requests never have to fit in one task.
 
 Definitions (where the literature varies):
 - sequential: a request starting at the byte where the previous request on the same device ended;
@@ -21,20 +19,39 @@ Definitions (where the literature varies):
   and the exponent theta of FIVE eq. 26 (share of accesses to the hottest fraction s of extents
   = s ** theta) fitted by least squares in log-log space, reported as the X/Y rule with
   X + Y = 100 ("X% of accesses go to Y% of extents");
-- percentiles of continuous values are exact over values rounded to 4 significant digits
-  (Spark's `percentile` with frequencies), which bounds memory per group; sizes are not rounded.
+- percentiles of continuous values are exact over values rounded to 4 significant digits (half
+  up), interpolated as Spark's `percentile` does; sizes and run lengths are not rounded.
+
+How it runs: two numpy passes inside Spark tasks reduce the requests to small partials, and Spark
+merges those into the profile.
+- The ordered pass splits the trace into parts of consecutive time chunks (`chunk_us`) of about
+  `rows_per_part` requests (a chunk is never split). Each part sorts its requests per device; the request before each
+  device's first one in the part comes from a per-chunk table the driver collects first (one row
+  per device and chunk). Runs that cross a part edge leave pieces that the driver joins.
+- The block pass groups the requests by address region (requests crossing a region edge are
+  split), so every access to a 4 KiB block and every touch of an extent lands in one task: reuse
+  times, distinct blocks and accesses per extent are exact there (a region is never split either:
+  one very hot region is one task's work).
+A task finishes the distribution of every group whose values it holds entirely (a window inside
+its part; the whole trace when one task does the pass); other groups leave one histogram per
+group and task (cells of equal rounded value, packed in a binary column), merged by a last numpy
+step. So the result is the same however the work is split (tested), and what crosses between
+tasks scales with the number of groups, not requests.
 """
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from libs.transforms.columns import idiv, to_schema, window_start
-from libs.transforms.heat import split_at
+from libs.transforms.columns import idiv, to_schema
 from schemas import trace_profile as TP
 
 if TYPE_CHECKING:
@@ -46,6 +63,36 @@ SKEW_SHARES = {"1pct": 0.01, "10pct": 0.10, "20pct": 0.20}
 FOOTPRINT_BLOCK = 4096
 GROUP = ("scope", "device", "window_start_us", "window_us")
 ORDER = ("ts_us", "seq")
+ROWS_PER_PART = 250_000  # requests per numpy task at most: bounds a Python worker's memory
+MIN_ROWS_PER_TASK = 50_000  # below this, one task does the pass (and finishes every group itself)
+
+# The passes' output, one schema for every kind of row (`kind`):
+#   "count"      device, w, metric (a COUNTS name), n = the count or byte sum
+#   "final"      scope, device, w, window_us, metric (e.g. seek_bytes_p50), v = its value: a group whose
+#                values all were in the task
+#   "hist"       scope, device, w, window_us, metric; cells = the task's histogram of the group: per
+#                rounded value v, the n, s, s2, mx of the raw values (_pack(v, n, s, s2, mx))
+#   "burst"      scope, device, w, window_us, metric ("1s", "1min"): over the bins inside the task's
+#                time span, n = sum of requests per bin, s = sum of their squares, mx = the largest
+#   "bin"        device, w, metric ("1s", "1min"), key = bin number (ts_us // bin), n = requests: a
+#                bin cut by the task's time span
+#   "run_piece"  device, w, key = part, v = RUN_* kind, n = length: a run cut by a part edge
+#   "footprint"  device, w, window_us (0 = whole trace), n = distinct blocks, s = accesses, s2 = re-accesses
+#   "extent"     scope, device, w, window_us; cells = _pack(requests touching each extent of the group)
+# Histograms and extent counts travel as one binary cell per group and task, not a row per value.
+PARTIAL = pa.schema([("kind", pa.string()), ("scope", pa.string()), ("device", pa.string()), ("w", pa.int64()),
+                     ("window_us", pa.int64()), ("metric", pa.string()), ("key", pa.int64()), ("v", pa.float64()),
+                     ("n", pa.int64()), ("s", pa.float64()), ("s2", pa.float64()), ("mx", pa.float64()),
+                     ("cells", pa.binary())])
+PARTIAL_DDL = ("kind string, scope string, device string, w long, window_us long, metric string, key long, v double, "
+               "n long, s double, s2 double, mx double, cells binary")
+FINAL = pa.schema([("scope", pa.string()), ("device", pa.string()), ("window_start_us", pa.int64()),
+                   ("window_us", pa.int64()), ("metric", pa.string()), ("value", pa.float64())])
+FINAL_DDL = "scope string, device string, window_start_us long, window_us long, metric string, value double"
+COUNTS = ("requests", "reads", "writes", "bytes_read", "bytes_written", "sequential", "runs")
+RUN_CONTINUED, RUN_CONTINUED_WHOLE, RUN_OPEN = 0, 1, 2  # head piece ending / spanning the part; tail piece
+EXACT = frozenset({"size_bytes", "run_length"})  # few distinct values: not rounded
+PS = (0.1, 0.5, 0.9, 0.99)
 
 
 def round_significant(value: Column) -> Column:
@@ -53,6 +100,16 @@ def round_significant(value: Column) -> Column:
     digits = F.floor(F.log10(F.abs(value)))
     step = F.pow(F.lit(10.0), F.greatest(digits - 3, F.lit(0.0)))
     return F.when(value == 0, F.lit(0.0)).otherwise(F.round(value / step) * step)
+
+
+def round_significant_np(values: np.ndarray) -> np.ndarray:
+    """round_significant for a float64 array, with Spark's half-up rounding (not numpy's half-even)."""
+    out = np.zeros(len(values))
+    nz = values != 0
+    v = values[nz]
+    step = 10.0 ** np.maximum(np.floor(np.log10(np.abs(v))) - 3, 0)
+    out[nz] = np.sign(v) * np.floor(np.abs(v) / step + 0.5) * step
+    return out
 
 
 def chunked_lag(df: DataFrame, *, keys: Sequence[str], chunk_us: int, cols: Sequence[str],
@@ -77,28 +134,599 @@ def chunked_lag(df: DataFrame, *, keys: Sequence[str], chunk_us: int, cols: Sequ
     ).drop("_chunk")
 
 
-def chunked_cumsum(df: DataFrame, *, keys: Sequence[str], chunk_us: int, col: str, out: str) -> DataFrame:
-    """Adds `out` = running sum of `col` in (keys; ts_us, seq) order, current row included."""
-    df = df.withColumn("_chunk", idiv(F.col("ts_us"), chunk_us))
-    inner = Window.partitionBy(*keys, "_chunk").orderBy(*ORDER).rowsBetween(Window.unboundedPreceding,
-                                                                            Window.currentRow)
-    totals = df.groupBy(*keys, "_chunk").agg(F.sum(col).alias("_total"))
-    before = Window.partitionBy(*keys).orderBy("_chunk").rowsBetween(Window.unboundedPreceding, -1)
-    totals = totals.select(*keys, "_chunk", F.coalesce(F.sum("_total").over(before), F.lit(0)).alias("_offset"))
-    return (df.select("*", F.sum(col).over(inner).alias("_in_chunk"))
-            .join(F.broadcast(totals), on=[*keys, "_chunk"], how="left")
-            .withColumn(out, F.col("_in_chunk") + F.col("_offset"))
-            .drop("_chunk", "_in_chunk", "_offset"))
+# --- numpy passes ------------------------------------------------------------------------------
+
+
+def _windows(ts: np.ndarray, window_us: int) -> np.ndarray:
+    return (ts // window_us) * window_us if window_us else np.zeros(len(ts), np.int64)
+
+
+def _runs_of(*keys: np.ndarray) -> np.ndarray:
+    """Start index of every run of equal keys in arrays sorted by those keys."""
+    if not len(keys[0]):
+        return np.zeros(0, np.int64)
+    new = np.zeros(len(keys[0]), bool)
+    new[0] = True
+    for k in keys:
+        new[1:] |= k[1:] != k[:-1]
+    return np.flatnonzero(new)
+
+
+def _unit_ids(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row index, unit id) for every unit first[i]..last[i] of every row i."""
+    k = last - first + 1
+    row = np.repeat(np.arange(len(first)), k)
+    return row, first[row] + np.arange(len(row)) - np.repeat(np.cumsum(k) - k, k)
+
+
+def _pack(*cols: np.ndarray) -> bytes:
+    """Equal-length numeric columns as one float64 blob (integers below 2**53 stay exact)."""
+    return np.column_stack(cols).astype(np.float64).tobytes()
+
+
+def _unpack(blobs: Sequence[bytes], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(index of the blob each row came from, rows x width float64) of _pack blobs."""
+    arrays = [np.frombuffer(b, np.float64).reshape(-1, width) for b in blobs]
+    return (np.repeat(np.arange(len(arrays)), [len(a) for a in arrays]),
+            np.concatenate(arrays) if arrays else np.zeros((0, width)))
+
+
+def _group_sums(keys: Sequence[np.ndarray], c: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """Distinct key tuples (sorted) and the sum of c per tuple."""
+    order = np.lexsort(tuple(reversed(keys)))
+    keys = [k[order] for k in keys]
+    at = _runs_of(*keys)
+    return [k[at] for k in keys], np.add.reduceat(c[order], at) if len(at) else c[:0]
+
+
+def _cells(keys: Sequence[np.ndarray], v: np.ndarray, n: np.ndarray, s: np.ndarray, s2: np.ndarray,
+           mx: np.ndarray) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Histogram cells: rows with equal (keys, v) merged (n, s, s2 summed, mx the maximum), sorted by
+    (keys, v). Raw values come in as n = 1, s = value, s2 = value**2, mx = value."""
+    order = np.lexsort((v, *reversed(keys)))
+    keys, v = [k[order] for k in keys], v[order]
+    at = _runs_of(*keys, v)
+    return ([k[at] for k in keys], v[at], np.add.reduceat(n[order], at), np.add.reduceat(s[order], at),
+            np.add.reduceat(s2[order], at), np.maximum.reduceat(mx[order], at))
+
+
+def _stat_names(metric: str) -> list[tuple[str, str]]:
+    """(statistic, output metric name) of a distribution metric."""
+    names = [(f"p{round(p * 100):g}", f"{metric}_p{round(p * 100):g}") for p in PS]
+    names += [("mean", f"{metric}_mean"), ("max", f"{metric}_max")]
+    stem = metric.removesuffix("_us")
+    if metric.startswith("idle_"):
+        names += [("count", f"{stem}_count"), ("total_s", f"{stem}_total_s")]
+    if metric == "interarrival_us":
+        names.append(("cv", f"{stem}_cv"))
+    return names
+
+
+def _group_stats(starts: np.ndarray, v: np.ndarray, n: np.ndarray, s: np.ndarray, s2: np.ndarray,
+                 mx: np.ndarray) -> dict[str, np.ndarray]:
+    """Per group of histogram cells (cells sorted by group and value; `starts` = each group's first
+    cell): percentiles exactly as Spark's `percentile` with frequencies computes them (position
+    (count - 1) * p, linear interpolation between the two values around it), mean, max, count,
+    total in seconds and the coefficient of variation (NaN where the mean is 0)."""
+    count = np.add.reduceat(n, starts)
+    total = np.add.reduceat(s, starts)
+    cum = np.cumsum(n)
+    before = cum[starts] - n[starts]
+    out = {}
+    for p in PS:
+        position = (count - 1).astype(np.float64) * p
+        lower, higher = np.floor(position), np.ceil(position)
+        lo = v[np.searchsorted(cum, before + lower.astype(np.int64) + 1)]
+        hi = v[np.searchsorted(cum, before + higher.astype(np.int64) + 1)]
+        out[f"p{round(p * 100):g}"] = np.where((lower == higher) | (lo == hi), lo,
+                                               (higher - position) * lo + (position - lower) * hi)
+    mean = total / count
+    sd = np.sqrt(np.maximum(np.add.reduceat(s2, starts) / count - mean * mean, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cv = np.where(mean > 0, sd / mean, np.nan)
+    out |= {"mean": mean, "max": np.maximum.reduceat(mx, starts), "count": count.astype(np.float64),
+            "total_s": total / 1e6, "cv": cv}
+    return out
+
+
+class _Partials:
+    """Collects PARTIAL columns; device codes index `names` (the last name is "*").
+
+    `final_window(w)` says which window starts hold all their requests in this task, `final_whole`
+    whether the whole trace does: those groups' distributions are finished here ("final" rows);
+    the others leave histogram cells ("hist" rows) for merge_histograms.
+    """
+
+    def __init__(self, names: list[str], *, window_us: int, final_whole: bool = False,
+                 final_window: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
+        self.names = np.array([*names, "*"], dtype=object)
+        self.star = len(names)
+        self.window_us = window_us
+        self.final_whole = final_whole
+        self.final_window = final_window or (lambda w: np.zeros(len(w), bool))
+        self.cols: dict[str, list[np.ndarray]] = {f.name: [] for f in PARTIAL}
+
+    def add(self, kind: str, code: np.ndarray, w: np.ndarray, metric: str, *, scope: str = "",
+            window_us: int = 0, key: np.ndarray | None = None, v: np.ndarray | None = None,
+            n: np.ndarray | None = None, s: np.ndarray | None = None, s2: np.ndarray | None = None,
+            mx: np.ndarray | None = None, cells: Sequence[bytes] | None = None) -> None:
+        m = len(code)
+        for name, col in (("kind", np.full(m, kind, dtype=object)), ("scope", np.full(m, scope, dtype=object)),
+                          ("device", self.names[code]), ("w", w), ("window_us", np.full(m, window_us, np.int64)),
+                          ("metric", np.full(m, metric, dtype=object)),
+                          ("key", key), ("v", v), ("n", n), ("s", s), ("s2", s2), ("mx", mx),
+                          ("cells", None if cells is None else np.array(cells, dtype=object))):
+            if col is None:
+                col = (np.full(m, None, dtype=object) if name == "cells"
+                       else np.zeros(m, np.int64 if name in ("key", "n") else np.float64))
+            self.cols[name].append(col)
+
+    def distribution(self, code: np.ndarray, w: np.ndarray, metric: str, scopes: str, values: np.ndarray, *,
+                     final: bool = True) -> None:
+        """A distribution metric's values of the requests at (device code, window start), counted
+        in the device groups, the trace groups or both (`scopes`), whole trace and per window.
+        final=False: cells only, even for groups this task holds whole."""
+        raw = values.astype(np.float64)
+        v = raw if metric in EXACT else round_significant_np(raw)
+        for scope, group_code, span_w, window_us in self.groups(code, w):
+            if scopes not in ("both", scope):
+                continue
+            done = np.full(len(w), self.final_whole) if window_us == 0 else self.final_window(span_w)
+            done &= final
+            for kind, mask in (("final", done), ("hist", ~done)):
+                if not mask.any():
+                    continue
+                (c, gw), cv, n, s, s2, mx = _cells([group_code[mask], span_w[mask]], v[mask], np.ones(
+                    int(mask.sum()), np.int64), raw[mask], raw[mask] * raw[mask], raw[mask])
+                starts = _runs_of(c, gw)
+                if kind == "hist":
+                    ends = np.append(starts[1:], len(c))
+                    self.add("hist", c[starts], gw[starts], metric, scope=scope, window_us=window_us,
+                             cells=[_pack(cv[a:b], n[a:b], s[a:b], s2[a:b], mx[a:b])
+                                    for a, b in zip(starts, ends, strict=True)])
+                else:
+                    stats = _group_stats(starts, cv, n, s, s2, mx)
+                    for stat, name in _stat_names(metric):
+                        self.add("final", c[starts], gw[starts], name, scope=scope, window_us=window_us,
+                                 v=stats[stat])
+
+    def groups(self, code: np.ndarray, w: np.ndarray) -> list[tuple[str, np.ndarray, np.ndarray, int]]:
+        """(scope, group device code, group window start, window_us) of rows at (code, w), for each
+        group kind: device and trace scope, whole trace and per window."""
+        whole = np.zeros(len(w), np.int64)
+        star = np.full(len(code), self.star)
+        spans = [(whole, 0)] + ([(w, self.window_us)] if self.window_us else [])
+        return [(scope, gc, gw, wu) for scope, gc in (("device", code), ("trace", star)) for gw, wu in spans]
+
+    def bursts(self, code: np.ndarray, w: np.ndarray, ts: np.ndarray, span: tuple[int | None, int | None]) -> None:
+        """Request counts per 1 s and 1 min bin: "burst" sums over the bins inside `span`, "bin"
+        rows for the bins that reach outside it (another task holds the rest of their requests)."""
+        start, stop = span
+        for label, bin_us in BURST_BINS_US.items():
+            b = ts // bin_us
+            inside = np.ones(len(b), bool)
+            if start is not None:
+                inside &= b * bin_us >= start
+            if stop is not None:
+                inside &= (b + 1) * bin_us <= stop
+            self.counts("bin", label, code[~inside], w[~inside], b[~inside])
+            for scope, gc, gw, wu in self.groups(code[inside], w[inside]):
+                (gc, gw, _), c = _group_sums([gc, gw, b[inside]], np.ones(int(inside.sum()), np.int64))
+                at = _runs_of(gc, gw)
+                if len(at):
+                    self.add("burst", gc[at], gw[at], label, scope=scope, window_us=wu, n=np.add.reduceat(c, at),
+                             s=np.add.reduceat(c * c, at).astype(np.float64),
+                             mx=np.maximum.reduceat(c, at).astype(np.float64))
+
+    def counts(self, kind: str, metric: str, *keys: np.ndarray, weights: np.ndarray | None = None) -> None:
+        """Per distinct (code, w[, key]) the row count (or sum of integer `weights`) as `n`."""
+        order = np.lexsort(keys[::-1])
+        sorted_keys = [k[order] for k in keys]
+        at = _runs_of(*sorted_keys)
+        if not len(at):
+            return
+        n = (np.diff(np.append(at, len(order))) if weights is None
+             else np.add.reduceat(weights[order].astype(np.int64), at))
+        self.add(kind, sorted_keys[0][at], sorted_keys[1][at], metric, n=n,
+                 key=sorted_keys[2][at] if len(keys) > 2 else None)
+
+    def table(self) -> pa.Table:
+        cols = {f.name: np.concatenate(self.cols[f.name]) if self.cols[f.name] else [] for f in PARTIAL}
+        return pa.table({f.name: pa.array(cols[f.name], f.type, from_pandas=f.name == "v") for f in PARTIAL},
+                        schema=PARTIAL)
+
+
+def _by_group(table: pa.Table) -> dict[tuple, list[bytes]]:
+    """The "cells" blobs of PARTIAL rows by group (scope, device, w, window_us, metric)."""
+    groups: dict[tuple, list[bytes]] = {}
+    columns = (table.column(c).to_pylist() for c in ("scope", "device", "w", "window_us", "metric", "cells"))
+    for *key, cells in zip(*columns, strict=True):
+        groups.setdefault(tuple(key), []).append(cells)
+    return groups
+
+
+def _final_table(rows: list[tuple]) -> pa.Table:
+    return pa.table({f.name: pa.array([r[i] for r in rows], f.type, from_pandas=True) for i, f in enumerate(FINAL)},
+                    schema=FINAL)
+
+
+def merge_histograms(table: pa.Table) -> pa.Table:
+    """The distributions of the groups whose "hist" cells came from several tasks. Input: "hist"
+    rows, every cell of a group in this table. Output: FINAL rows. One group at a time, so memory
+    holds one group's cells."""
+    rows = []
+    for (scope, device, w, window_us, metric), blobs in _by_group(table).items():
+        _, cells = _unpack(blobs, 5)
+        (_,), v, n, s, s2, mx = _cells([np.zeros(len(cells), np.int64)], cells[:, 0], cells[:, 1].astype(np.int64),
+                                       cells[:, 2], cells[:, 3], cells[:, 4])
+        stats = _group_stats(np.zeros(1, np.int64), v, n, s, s2, mx)
+        rows += [(scope, device, w, window_us, label, float(stats[stat][0])) for stat, label in _stat_names(metric)]
+    return _final_table(rows)
+
+
+def skew_stats(counts: np.ndarray) -> dict[str, float | None]:
+    """Skew metrics of one group from its per-extent access counts (see the module docstring)."""
+    c = np.sort(counts)[::-1]
+    extents, total = len(c), float(c.sum())
+    cum = np.cumsum(c)
+    out: dict[str, float | None] = {
+        f"skew_top{label}_share": cum[max(math.ceil(extents * share), 1) - 1] / total
+        for label, share in SKEW_SHARES.items()}
+    # Least-squares fit through the origin of ln(cumulative share) on ln(rank share), ranks < all.
+    x = np.log(np.arange(1, extents) / extents)
+    y = np.log(cum[:-1] / total)
+    theta = float(np.sum(x * y) / np.sum(x * x)) if extents > 1 else None
+    out |= {"extents_touched": float(extents), "skew_theta": theta, "skew_y_pct": None, "skew_x_pct": None}
+    if theta is not None and theta > 0:
+        # X/Y rule with X + Y = 100: solve y**theta + y = 1 by Newton's method from 0.5; theta <= 1
+        # (the hottest s of extents get at least s of the accesses), where it converges.
+        share = 0.5
+        for _ in range(20):
+            share -= (share**theta + share - 1) / (theta * share ** (theta - 1) + 1)
+        out |= {"skew_y_pct": share * 100, "skew_x_pct": 100 - share * 100}
+    return out
+
+
+def merge_skew(table: pa.Table) -> pa.Table:
+    """The skew metrics of the groups in `table` ("extent" rows, every row of a group here).
+    Output: FINAL rows."""
+    return _final_table([(scope, device, w, window_us, name, value)
+                         for (scope, device, w, window_us, _), blobs in _by_group(table).items()
+                         for name, value in skew_stats(_unpack(blobs, 1)[1][:, 0].astype(np.int64)).items()])
+
+
+def _device_codes(table: pa.Table) -> tuple[list[str], np.ndarray]:
+    encoded = table.column("device").combine_chunks().dictionary_encode()
+    return encoded.dictionary.to_pylist(), encoded.indices.to_numpy().astype(np.int64)
+
+
+def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int, int]], before_ts: int | None,
+                     window_us: int, span: tuple[int | None, int | None] = (None, None)) -> pa.Table:
+    """The ordered pass over one part (consecutive time chunks, every device's requests in them).
+
+    Input columns device, seq, ts_us, op, offset_bytes, size_bytes; `before` maps a device to the
+    (ts_us, end byte) of its last request before the part, `before_ts` is the last arrival before
+    the part on any device; `span` the part's [start, end) in ts_us (None: open). Output: PARTIAL
+    rows (counts, distributions, burst bins, run pieces).
+    """
+    names, code = _device_codes(table)
+    ts, seq = table.column("ts_us").to_numpy(), table.column("seq").to_numpy()
+    order = np.lexsort((seq, ts, code))
+    code, ts = code[order], ts[order]
+    offset = table.column("offset_bytes").to_numpy()[order]
+    size = table.column("size_bytes").to_numpy()[order]
+    is_read = pc.equal(table.column("op"), "R").to_numpy()[order]
+    end = offset + size
+    w = _windows(ts, window_us)
+    n = len(ts)
+    first = np.zeros(n, bool)
+    first[_runs_of(code)] = True
+    prev_ts, prev_end = np.roll(ts, 1), np.roll(end, 1)
+    has_prev = ~first
+    for i in np.flatnonzero(first):
+        if names[code[i]] in before:
+            prev_ts[i], prev_end[i] = before[names[code[i]]]
+            has_prev[i] = True
+    is_seq = has_prev & (offset == prev_end)
+    start, stop = span
+
+    def final_window(w: np.ndarray) -> np.ndarray:
+        inside = np.ones(len(w), bool)
+        if start is not None:
+            inside &= w >= start
+        if stop is not None:
+            inside &= w + window_us <= stop
+        return inside
+
+    out = _Partials(names, window_us=window_us, final_whole=start is None and stop is None, final_window=final_window)
+    for metric, weights in (("requests", None), ("reads", is_read), ("writes", ~is_read),
+                            ("bytes_read", np.where(is_read, size, 0)), ("bytes_written", np.where(is_read, 0, size)),
+                            ("sequential", is_seq), ("runs", ~is_seq)):
+        out.counts("count", metric, code, w, weights=weights)
+    out.distribution(code, w, "size_bytes", "both", size)
+    out.distribution(code[has_prev], w[has_prev], "seek_bytes", "both", np.abs(offset - prev_end)[has_prev])
+    gap = (ts - prev_ts)[has_prev]
+    merged = np.sort(ts)
+    merged_gap = np.diff(merged) if before_ts is None else np.diff(merged, prepend=before_ts)
+    merged_w = _windows(merged[len(merged) - len(merged_gap):], window_us)
+    gap_code, gap_w, star = code[has_prev], w[has_prev], np.full(len(merged_gap), out.star)
+    out.distribution(gap_code, gap_w, "interarrival_us", "device", gap)
+    out.distribution(star, merged_w, "interarrival_us", "trace", merged_gap)
+    for label, threshold in IDLE_THRESHOLDS_US.items():
+        dev, tr = gap > threshold, merged_gap > threshold
+        out.distribution(gap_code[dev], gap_w[dev], f"idle_{label}_us", "device", gap[dev])
+        out.distribution(star[tr], merged_w[tr], f"idle_{label}_us", "trace", merged_gap[tr])
+    out.bursts(code, w, ts, span)
+    _run_partials(out, code, w, is_seq, part)
+    return out.table()
+
+
+def _run_partials(out: _Partials, code: np.ndarray, w: np.ndarray, is_seq: np.ndarray, part: int) -> None:
+    """Run lengths of the runs inside the part; pieces for the runs its edges may cut: a device's
+    first run when it continues one from before the part, and its last run, which may go on."""
+    starts = _runs_of(code, np.cumsum(~is_seq))  # a new device or a non-sequential request
+    if not len(starts):
+        return
+    length = np.diff(np.append(starts, len(code)))
+    continued = is_seq[starts]  # only a device's first run in the part can continue
+    last = np.append(code[starts][1:] != code[starts][:-1], True)
+    whole = ~continued & ~last
+    # always merged: runs that cross a part edge join their groups later
+    out.distribution(code[starts][whole], w[starts][whole], "run_length", "both", length[whole], final=False)
+    kind = np.where(continued, np.where(last, RUN_CONTINUED_WHOLE, RUN_CONTINUED), RUN_OPEN)
+    piece = ~whole
+    out.add("run_piece", code[starts][piece], w[starts][piece], "run_piece",
+            key=np.full(int(piece.sum()), part, np.int64), v=kind[piece].astype(np.float64), n=length[piece])
+
+
+def stitch_runs(pieces: Sequence[tuple[str, int, int, int, int]]) -> list[tuple[str, int, int]]:
+    """Joins run pieces (device, part, kind, length, window of the piece's first request) into
+    runs: (device, window of the run's first request, length)."""
+    runs: list[tuple[str, int, int]] = []
+    open_run: dict[str, list[int]] = {}
+    for device, part, kind, length, w in sorted(pieces, key=lambda p: (p[0], p[1], p[2])):
+        if kind == RUN_OPEN:
+            if device in open_run:
+                runs.append((device, *open_run.pop(device)))
+            open_run[device] = [w, length]
+            continue
+        if device not in open_run:
+            raise ValueError(f"run piece of part {part} on {device!r} continues a run no earlier part left open")
+        open_run[device][1] += length
+        if kind == RUN_CONTINUED:
+            runs.append((device, *open_run.pop(device)))
+    runs.extend((device, w, length) for device, (w, length) in open_run.items())
+    return runs
+
+
+def _extent_cells(out: _Partials, code: np.ndarray, w: np.ndarray, extent: np.ndarray) -> None:
+    """Per group, the requests touching each of its extents. An extent's touches all come to one
+    task (its region's), so another task never counts the same (device, extent)."""
+    for scope, gc, gw, wu in out.groups(code, w):
+        (gc, gw, _, _), c = _group_sums([gc, gw, code, extent], np.ones(len(extent), np.int64))
+        at = _runs_of(gc, gw)
+        ends = np.append(at[1:], len(c))
+        out.add("extent", gc[at], gw[at], "extent", scope=scope, window_us=wu,
+                cells=[_pack(c[a:b]) for a, b in zip(at, ends, strict=True)])
+
+
+def block_partials(table: pa.Table, *, region_bytes: int, window_us: int, extent_bytes: int,
+                   final: bool = False) -> pa.Table:
+    """The block pass over the requests touching a set of address regions (every request of the
+    trace that touches one of them; a request crossing a region edge comes once per region).
+
+    Input columns device, seq, ts_us, region, lo, hi (the request's byte range). Output: PARTIAL
+    rows: reuse-time distribution, footprint per window and whole trace, accesses per extent.
+    With `final` (the task holds every request), the reuse-time groups are finished here.
+    """
+    names, code = _device_codes(table)
+    ts, seq = table.column("ts_us").to_numpy(), table.column("seq").to_numpy()
+    region = table.column("region").to_numpy()
+    lo = np.maximum(table.column("lo").to_numpy(), region * region_bytes)
+    hi = np.minimum(table.column("hi").to_numpy(), (region + 1) * region_bytes)
+    out = _Partials(names, window_us=window_us, final_whole=final, final_window=lambda w: np.full(len(w), final))
+    row, extent = _unit_ids(lo // extent_bytes, (hi - 1) // extent_bytes)
+    _extent_cells(out, code[row], _windows(ts[row], window_us), extent)
+    row, block = _unit_ids(lo // FOOTPRINT_BLOCK, (hi - 1) // FOOTPRINT_BLOCK)
+    order = np.lexsort((seq[row], ts[row], block, code[row]))
+    row, block = row[order], block[order]
+    code, ts = code[row], ts[row]
+    w = _windows(ts, window_us)
+    again = np.zeros(len(row), bool)
+    again[1:] = (code[1:] == code[:-1]) & (block[1:] == block[:-1])
+    out.distribution(code[again], w[again], "reuse_time_us", "both", (ts - np.roll(ts, 1))[again])
+    first_in_window = ~again
+    first_in_window[1:] |= w[1:] != w[:-1]
+    spans = [(np.zeros(len(w), np.int64), ~again, 0)] + ([(w, first_in_window, window_us)] if window_us else [])
+    for span_w, new_block, span_us in spans:
+        order = np.lexsort((span_w, code))
+        c, sw = code[order], span_w[order]
+        at = _runs_of(c, sw)
+        if len(at):
+            out.add("footprint", c[at], sw[at], "footprint", window_us=span_us,
+                    n=np.add.reduceat(new_block[order].astype(np.int64), at),
+                    s=np.diff(np.append(at, len(c))).astype(np.float64),
+                    s2=np.add.reduceat(again[order].astype(np.float64), at))
+    return out.table()
+
+
+# --- Spark -------------------------------------------------------------------------------------
+
+
+def _index_of(col: Column, bounds: Sequence[int], base: int = 0) -> Column:
+    """i such that bounds[i] <= col < bounds[i + 1] (col >= bounds[0]), as a balanced CASE tree."""
+    if len(bounds) == 1:
+        return F.lit(base)
+    mid = len(bounds) // 2
+    return F.when(col < bounds[mid], _index_of(col, bounds[:mid], base)).otherwise(
+        _index_of(col, bounds[mid:], base + mid))
+
+
+def plan_parts(chunks: Sequence[tuple[str, int, int, int, int]], *, parts: int
+               ) -> tuple[list[int], dict[int, tuple[dict[str, tuple[int, int]], int | None]]]:
+    """Splits the trace's time chunks into at most `parts` runs of consecutive chunks with about
+    equal request counts. Input: (device, chunk, requests, last ts_us, last end byte) per non-empty
+    (device, chunk). Returns the first chunk of each part and, per part, what ordered_partials
+    needs from before it: each device's last (ts_us, end byte) and the last arrival on any device.
+    """
+    per_chunk: dict[int, int] = {}
+    for _, chunk, count, _, _ in chunks:
+        per_chunk[chunk] = per_chunk.get(chunk, 0) + count
+    order = sorted(per_chunk)
+    total = sum(per_chunk.values())
+    firsts, done, last_part = [], 0, -1
+    for chunk in order:
+        part = done * parts // max(total, 1)
+        if part > last_part:
+            firsts.append(chunk)
+            last_part = part
+        done += per_chunk[chunk]
+    before: dict[int, tuple[dict[str, tuple[int, int]], int | None]] = {}
+    rows = sorted(chunks, key=lambda r: r[1])
+    seen: dict[str, tuple[int, int]] = {}
+    latest: int | None = None
+    i = 0
+    for p, first in enumerate(firsts):
+        while i < len(rows) and rows[i][1] < first:
+            device, _, _, ts, end = rows[i]
+            seen[device] = (ts, end)
+            latest = ts if latest is None else max(latest, ts)
+            i += 1
+        before[p] = (dict(seen), latest)
+    return firsts, before
+
+
+def _tasks(total: int, rows_per_part: int, parallelism: int) -> int:
+    """How many numpy tasks a pass over `total` rows uses: every core busy once there is enough
+    work (MIN_ROWS_PER_TASK each), and no task above rows_per_part."""
+    return max(1, min(2 * parallelism, math.ceil(total / MIN_ROWS_PER_TASK)), math.ceil(total / rows_per_part))
+
+
+def _ordered_pass(base: DataFrame, *, chunk_us: int, window_us: int, rows_per_part: int) -> tuple[DataFrame, int]:
+    """The ordered pass's partials and the number of requests."""
+    chunk = idiv(F.col("ts_us"), chunk_us)
+    chunks = [tuple(r) for r in base.groupBy("device", chunk.alias("chunk")).agg(
+        F.count(F.lit(1)).alias("n"), F.max_by(F.struct("ts_us", "end_bytes"), F.struct(*ORDER)).alias("last"))
+        .select("device", "chunk", "n", "last.ts_us", "last.end_bytes").collect()]
+    total = sum(r[2] for r in chunks)
+    parallelism = base.sparkSession.sparkContext.defaultParallelism
+    firsts, before = plan_parts(chunks, parts=_tasks(total, rows_per_part, parallelism))
+    if not firsts:
+        return base.sparkSession.createDataFrame([], PARTIAL_DDL), 0
+    edges = [None, *(c * chunk_us for c in firsts[1:]), None]
+
+    def run(table: pa.Table) -> pa.Table:
+        part = table.column("part")[0].as_py()
+        device_before, any_before = before[part]
+        return ordered_partials(table, part=part, before=device_before, before_ts=any_before, window_us=window_us,
+                                span=(edges[part], edges[part + 1]))
+
+    return (base.select("device", "seq", "ts_us", "op", "offset_bytes", "size_bytes",
+                        _index_of(chunk, firsts).alias("part"))
+            .groupBy("part").applyInArrow(run, PARTIAL_DDL)), total
+
+
+def _block_pass(base: DataFrame, *, window_us: int, extent_bytes: int, buckets: int) -> DataFrame:
+    region_bytes = math.lcm(extent_bytes, FOOTPRINT_BLOCK)
+    lo, hi = F.col("offset_bytes"), F.col("offset_bytes") + F.col("size_bytes")
+    first, last = idiv(lo, region_bytes), idiv(hi - 1, region_bytes)
+    pieces = base.select("device", "seq", "ts_us", lo.alias("lo"), hi.alias("hi"), F.explode(
+        F.when(first == last, F.array(first)).otherwise(F.sequence(first, last))).alias("region"))
+
+    def run(table: pa.Table) -> pa.Table:
+        return block_partials(table, region_bytes=region_bytes, window_us=window_us, extent_bytes=extent_bytes,
+                              final=buckets == 1)
+
+    return (pieces.withColumn("bucket", F.pmod(F.col("region"), F.lit(buckets)))
+            .groupBy("bucket").applyInArrow(run, PARTIAL_DDL))
+
+
+def _merging(merge: Callable[[pa.Table], pa.Table]):  # type: ignore[no-untyped-def]
+    """mapInArrow function: `merge` over a partition's rows (whole groups, by partitioning)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        kept = [b for b in batches if b.num_rows]
+        if kept:
+            yield from merge(pa.Table.from_batches(kept)).to_batches()
+
+    return run
+
+
+def _run_cells(stitched: Sequence[tuple[str, int, int]], window_us: int) -> list[tuple]:
+    """PARTIAL "hist" rows of the runs joined across part edges, one per group each run counts in."""
+    rows = []
+    for device, w, n in stitched:
+        groups = [("device", device), ("trace", "*")]
+        spans = [(0, 0)] + ([(w, window_us)] if window_us else [])
+        cells = _pack(*(np.array([x], np.float64) for x in (n, 1, n, n * n, n)))
+        rows += [("hist", scope, dev, start, span, "run_length", 0, 0.0, 0, 0.0, 0.0, 0.0, cells)
+                 for scope, dev in groups for start, span in spans]
+    return rows
+
+
+def compute_trace_profile(requests: DataFrame, *, span_us: int, window_us: int = 3_600_000_000,
+                          extent_bytes: int = 1 << 20, chunk_us: int = 60_000_000,
+                          rows_per_part: int = ROWS_PER_PART, persisted: list[DataFrame] | None = None) -> DataFrame:
+    """The profile of one trace. Input: `requests` rows; span_us the trace's span (traces.span_us).
+    Output: exactly schemas.trace_profile.COLUMNS, trace_id left for libs.tables.replace_rows.
+    Runs two small Spark jobs at once (the per-chunk table, the run pieces); the two passes' partials
+    are persisted and appended to `persisted` (a list) for the caller to unpersist once the result
+    is written.
+
+        profile = compute_trace_profile(spark.table("requests").where("trace_id = 'x'"), span_us=span)
+    """
+    if window_us < 0 or chunk_us <= 0 or extent_bytes <= 0 or rows_per_part <= 0:
+        raise ValueError(f"window_us >= 0, chunk_us > 0, extent_bytes > 0, rows_per_part > 0 required, got "
+                         f"{window_us}, {chunk_us}, {extent_bytes}, {rows_per_part}")
+    spark = requests.sparkSession
+    base = requests.select("device", "seq", "ts_us", "op", "offset_bytes", "size_bytes",
+                           (F.col("offset_bytes") + F.col("size_bytes")).alias("end_bytes"))
+    ordered, total = _ordered_pass(base, chunk_us=chunk_us, window_us=window_us, rows_per_part=rows_per_part)
+    ordered = ordered.persist()
+    tasks = _tasks(total, rows_per_part, spark.sparkContext.defaultParallelism)
+    blocks = _block_pass(base, window_us=window_us, extent_bytes=extent_bytes, buckets=tasks).persist()
+    if persisted is not None:
+        persisted += [ordered, blocks]
+    kind = F.col("kind")
+    pieces = ordered.where(kind == "run_piece").select("device", "key", "v", "n", "w").collect()
+    runs = spark.createDataFrame(_run_cells(stitch_runs([(r.device, r.key, int(r.v), r.n, r.w) for r in pieces]),
+                                            window_us), PARTIAL_DDL)
+
+    duration_s = F.when(F.col("window_us") > 0, F.col("window_us")).otherwise(F.lit(span_us)) / 1e6
+    pre = ordered.where(kind == "count").groupBy("device", "w").agg(
+        *[F.sum(F.when(F.col("metric") == k, F.col("n")).otherwise(0)).alias(k) for k in COUNTS])
+    counts = _expand(pre, window_us).groupBy(*GROUP).agg(*[F.sum(k).alias(k) for k in COUNTS])
+    total_bytes = F.col("bytes_read") + F.col("bytes_written")
+    parts = [_long(counts, {
+        "requests": F.col("requests"), "duration_s": duration_s, "rate_per_s": F.col("requests") / duration_s,
+        "reads": F.col("reads"), "writes": F.col("writes"),
+        "read_share_requests": F.col("reads") / F.col("requests"),
+        "read_share_bytes": F.when(total_bytes > 0, F.col("bytes_read") / total_bytes),
+        "bytes_read": F.col("bytes_read"), "bytes_written": F.col("bytes_written"),
+        "seq_share": F.col("sequential") / F.col("requests"), "runs": F.col("runs"),
+    })]
+    passes = ordered.unionByName(blocks)
+    parts.append(passes.where(kind == "final").select(
+        "scope", "device", F.col("w").alias("window_start_us"), "window_us", "metric", F.col("v").alias("value")))
+    group = ("scope", "device", "w", "window_us", "metric")
+    parts.append(passes.unionByName(runs).where(kind == "hist").repartition(tasks, *group)
+                 .mapInArrow(_merging(merge_histograms), FINAL_DDL))
+    parts.append(blocks.where(kind == "extent").repartition(tasks, *group).mapInArrow(_merging(merge_skew), FINAL_DDL))
+    parts.append(_footprint(blocks.where(kind == "footprint")))
+    parts += [_burstiness(ordered.where(F.col("metric") == label), label, bin_us, span_us, window_us)
+              for label, bin_us in BURST_BINS_US.items()]
+    profile = functools.reduce(_union, parts)
+    return to_schema(profile.select(F.lit("").alias("trace_id"), *GROUP, "metric", "value"), TP.SPARK_SCHEMA)
+
+
+def _union(a: DataFrame, b: DataFrame) -> DataFrame:
+    return a.unionByName(b)
 
 
 def _expand(pre: DataFrame, window_us: int, *, scopes: Sequence[str] = ("trace", "device")) -> DataFrame:
     """Each pre-aggregated row (columns device, w = its window start, payload) once per group it
     belongs to: the scopes, each for the whole trace and for its window. Payloads must be additive
-    (counts, sums, maxima), since the group's rows are summed afterwards.
-
-    Pre-aggregating by (device, window) before this step is what keeps the profile cheap: the
-    expansion multiplies pre-aggregated rows, not requests.
-    """
+    (counts, sums, maxima), since the group's rows are summed afterwards."""
     spans = [(F.lit(0).cast("long"), 0)] + ([(F.col("w"), window_us)] if window_us else [])
     groups = F.array(*[
         F.struct(F.lit(scope).alias("scope"), (F.lit("*") if scope == "trace" else F.col("device")).alias("device"),
@@ -109,10 +737,6 @@ def _expand(pre: DataFrame, window_us: int, *, scopes: Sequence[str] = ("trace",
     return pre.select(*payload, F.explode(groups).alias("_g")).select("_g.*", *payload)
 
 
-def _window(window_us: int) -> Column:
-    return window_start(window_us).alias("w")
-
-
 def _long(df: DataFrame, metrics: dict[str, Column]) -> DataFrame:
     """Wide (GROUP + metric columns) -> long rows, one per metric."""
     wide = df.select(*GROUP, *[v.cast("double").alias(k) for k, v in metrics.items()])
@@ -120,201 +744,35 @@ def _long(df: DataFrame, metrics: dict[str, Column]) -> DataFrame:
     return wide.select(*GROUP, stacked.alias("_m")).select(*GROUP, "_m.metric", "_m.value")
 
 
-EXACT = frozenset({"size_bytes", "run_length"})  # few distinct values: not rounded
-PS = (0.1, 0.5, 0.9, 0.99)
+def _footprint(rows: DataFrame) -> DataFrame:
+    """Distinct 4 KiB blocks and the re-access share per device and summed over devices (a block
+    belongs to one device), from the block pass's "footprint" rows."""
+    per_device = rows.groupBy("device", F.col("w").alias("window_start_us"), "window_us").agg(
+        F.sum("n").alias("_blocks"), F.sum("s").alias("_a"), F.sum("s2").alias("_r"))
+    trace = per_device.groupBy("window_start_us", "window_us").agg(
+        F.sum("_blocks").alias("_blocks"), F.sum("_a").alias("_a"), F.sum("_r").alias("_r"))
+    both = per_device.select(F.lit("device").alias("scope"), "device", "window_start_us", "window_us",
+                             "_blocks", "_a", "_r").unionByName(
+        trace.select(F.lit("trace").alias("scope"), F.lit("*").alias("device"), "window_start_us", "window_us",
+                     "_blocks", "_a", "_r"))
+    return _long(both, {"footprint_blocks_4k": F.col("_blocks"), "footprint_bytes": F.col("_blocks") * FOOTPRINT_BLOCK,
+                        "reuse_share": F.col("_r") / F.col("_a")})
 
 
-def _pairs(df: DataFrame, window_us: int, values: Sequence[tuple[str, Column, str]]) -> DataFrame:
-    """(device, w, metric, scopes, v) rows: one per non-null value of each (metric, value, scopes)
-    item, scopes being "both", "device" or "trace" (which groups the value counts in)."""
-    items = F.array(*[F.struct(F.lit(name).alias("metric"), F.lit(scopes).alias("scopes"),
-                               value.cast("double").alias("v")) for name, value, scopes in values])
-    return (df.select("device", _window(window_us), F.explode(items).alias("_p"))
-            .select("device", "w", "_p.metric", "_p.scopes", "_p.v").where(F.col("v").isNotNull()))
-
-
-def _distributions(pairs: DataFrame, window_us: int) -> DataFrame:
-    """Percentiles (exact over 4-significant-digit values), mean and max of every metric's values
-    per group, plus count/total for idle periods and the coefficient of variation of interarrivals.
-    One pipeline for all metrics: pre-aggregate (device, window, metric, value) counts, expand to
-    groups, merge, then one percentile aggregate per (group, metric)."""
-    v = F.when(F.col("metric").isin(*EXACT), F.col("v")).otherwise(round_significant(F.col("v")))
-    pre = pairs.groupBy("device", "w", "metric", "scopes", v.alias("_v")).agg(
-        F.count(F.lit(1)).alias("_n"), F.sum("v").alias("_s"), F.sum(F.col("v") * F.col("v")).alias("_s2"),
-        F.max("v").alias("_max"))
-    expanded = _expand(pre, window_us).where((F.col("scopes") == "both") | (F.col("scopes") == F.col("scope")))
-    counted = expanded.groupBy(*GROUP, "metric", "_v").agg(
-        F.sum("_n").alias("_n"), F.sum("_s").alias("_s"), F.sum("_s2").alias("_s2"), F.max("_max").alias("_max"))
-    agg = counted.groupBy(*GROUP, "metric").agg(
-        F.percentile("_v", list(PS), F.col("_n")).alias("_p"), F.sum("_n").alias("_n"), F.sum("_s").alias("_s"),
-        F.sum("_s2").alias("_s2"), F.max("_max").alias("_max"))
-    mean = F.col("_s") / F.col("_n")
-    sd = F.sqrt(F.greatest(F.col("_s2") / F.col("_n") - mean * mean, F.lit(0.0)))
-    is_idle = F.col("metric").startswith("idle_")
-    stats = [(f"_p{round(p * 100):g}", F.col("_p")[i], F.lit(True)) for i, p in enumerate(PS)]
-    stats += [("_mean", mean, F.lit(True)), ("_max", F.col("_max"), F.lit(True)),
-              ("_count", F.col("_n"), is_idle), ("_total_s", F.col("_s") / 1e6, is_idle),
-              ("_cv", F.when(mean > 0, sd / mean), F.col("metric") == "interarrival_us")]
-    rows = F.array(*[F.struct(F.lit(suffix).alias("suffix"), value.cast("double").alias("value"), keep.alias("keep"))
-                     for suffix, value, keep in stats])
-    long = agg.select(*GROUP, "metric", F.explode(rows).alias("_r")).where(F.col("_r.keep"))
-    # idle_10ms_us + _count -> idle_10ms_count; interarrival_us + _cv -> interarrival_cv
-    name = F.when(F.col("_r.suffix").isin("_count", "_total_s", "_cv"),
-                  F.concat(F.regexp_replace("metric", "_us$", ""), F.col("_r.suffix"))) \
-        .otherwise(F.concat("metric", F.col("_r.suffix")))
-    return long.select(*GROUP, name.alias("metric"), F.col("_r.value").alias("value"))
-
-
-def compute_trace_profile(requests: DataFrame, *, span_us: int, window_us: int = 3_600_000_000,
-                          extent_bytes: int = 1 << 20, chunk_us: int = 60_000_000,
-                          persisted: list[DataFrame] | None = None) -> DataFrame:
-    """The profile of one trace. Input: `requests` rows; span_us the trace's span (traces.span_us).
-    Output: exactly schemas.trace_profile.COLUMNS, trace_id left for libs.tables.replace_rows.
-    With `persisted` (a list), the two ordered intermediates that many metrics read are persisted
-    and appended to it, for the caller to unpersist once the result is written.
-
-        profile = compute_trace_profile(spark.table("requests").where("trace_id = 'x'"), span_us=span)
-    """
-    if window_us < 0 or chunk_us <= 0 or extent_bytes <= 0:
-        raise ValueError(f"window_us >= 0, chunk_us > 0, extent_bytes > 0 required, got "
-                         f"{window_us}, {chunk_us}, {extent_bytes}")
-    base = requests.select("device", "seq", "ts_us", "op", "offset_bytes", "size_bytes",
-                           (F.col("offset_bytes") + F.col("size_bytes")).alias("end_bytes"))
-    # Previous request on the same device, and in the merged trace (for trace-scope gaps).
-    ordered = chunked_lag(base, keys=["device"], chunk_us=chunk_us, cols=["ts_us", "end_bytes"])
-    ordered = chunked_lag(ordered, keys=[], chunk_us=chunk_us, cols=["ts_us"], prefix="all_prev_")
-    ordered = ordered.select(
-        "*",
-        (F.col("offset_bytes") == F.col("prev_end_bytes")).alias("is_seq"),
-        F.abs(F.col("offset_bytes") - F.col("prev_end_bytes")).alias("seek_bytes"),
-        (F.col("ts_us") - F.col("prev_ts_us")).alias("gap_device"),
-        (F.col("ts_us") - F.col("all_prev_ts_us")).alias("gap_trace"),
-    ).withColumn("run_start", F.when(F.coalesce(F.col("is_seq"), F.lit(False)), 0).otherwise(1))
-    ordered = chunked_cumsum(ordered, keys=["device"], chunk_us=chunk_us, col="run_start", out="run_id")
-    if persisted is not None:
-        ordered = ordered.persist()
-        persisted.append(ordered)
-
-    duration_s = F.when(F.col("window_us") > 0, F.col("window_us")).otherwise(F.lit(span_us)) / 1e6
-    is_read = F.col("op") == "R"
-    sums = {
-        "requests": F.count(F.lit(1)), "reads": F.count_if(is_read), "writes": F.count_if(~is_read),
-        "bytes_read": F.sum(F.when(is_read, F.col("size_bytes")).otherwise(0)),
-        "bytes_written": F.sum(F.when(~is_read, F.col("size_bytes")).otherwise(0)),
-        "sequential": F.count_if(F.col("is_seq")), "runs": F.sum("run_start"),
-    }
-    pre = ordered.groupBy("device", _window(window_us)).agg(*[v.alias(k) for k, v in sums.items()])
-    counts = _expand(pre, window_us).groupBy(*GROUP).agg(*[F.sum(k).alias(k) for k in sums])
-    total_bytes = F.col("bytes_read") + F.col("bytes_written")
-    parts = [_long(counts, {
-        "requests": F.col("requests"), "duration_s": duration_s, "rate_per_s": F.col("requests") / duration_s,
-        "reads": F.col("reads"), "writes": F.col("writes"),
-        "read_share_requests": F.col("reads") / F.col("requests"),
-        "read_share_bytes": F.when(total_bytes > 0, F.col("bytes_read") / total_bytes),
-        "bytes_read": F.col("bytes_read"), "bytes_written": F.col("bytes_written"),
-        "seq_share": F.col("sequential") / F.col("requests"), "runs": F.col("runs"),
-    })]
-    values: list[tuple[str, Column, str]] = [
-        ("size_bytes", F.col("size_bytes"), "both"), ("seek_bytes", F.col("seek_bytes"), "both"),
-        # gaps: device scope between a device's requests, trace scope between all requests merged
-        ("interarrival_us", F.col("gap_device"), "device"), ("interarrival_us", F.col("gap_trace"), "trace"),
-    ]
-    for label, threshold in IDLE_THRESHOLDS_US.items():
-        values += [(f"idle_{label}_us", F.when(F.col("gap_device") > threshold, F.col("gap_device")), "device"),
-                   (f"idle_{label}_us", F.when(F.col("gap_trace") > threshold, F.col("gap_trace")), "trace")]
-    runs = ordered.groupBy("device", "run_id").agg(F.count(F.lit(1)).alias("run_length"),
-                                                    F.min("ts_us").alias("ts_us"))
-    footprint, accessed = _blocks_and_reuse(base, window_us, persisted)
-    pairs = (_pairs(ordered, window_us, values)
-             .unionByName(_pairs(runs, window_us, [("run_length", F.col("run_length"), "both")]))
-             .unionByName(_pairs(accessed, window_us, [("reuse_time_us", F.col("reuse_us"), "both")])))
-    parts += [_distributions(pairs, window_us), footprint]
-    parts += [_burstiness(ordered, label, bin_us, span_us, window_us) for label, bin_us in BURST_BINS_US.items()]
-    parts.append(_skew(base, window_us, extent_bytes))
-    profile = functools.reduce(lambda a, b: a.unionByName(b), parts)
-    return to_schema(profile.select(F.lit("").alias("trace_id"), *GROUP, "metric", "value"), TP.SPARK_SCHEMA)
-
-
-def _burstiness(ordered: DataFrame, label: str, bin_us: int, span_us: int, window_us: int) -> DataFrame:
-    """Peak-to-mean and index of dispersion of request counts per bin, empty bins included."""
-    pre = ordered.groupBy("device", _window(window_us), idiv(F.col("ts_us"), bin_us).alias("_bin")).agg(
-        F.count(F.lit(1)).alias("_c"))
-    per_bin = _expand(pre, window_us).groupBy(*GROUP, "_bin").agg(F.sum("_c").alias("_c"))
-    agg = per_bin.groupBy(*GROUP).agg(F.sum("_c").alias("_n"), F.sum(F.col("_c") * F.col("_c")).alias("_n2"),
-                                      F.max("_c").alias("_peak"))
+def _burstiness(rows: DataFrame, label: str, bin_us: int, span_us: int, window_us: int) -> DataFrame:
+    """Peak-to-mean and index of dispersion of request counts per bin, empty bins included, from the
+    ordered pass's "burst" sums and its "bin" rows (bins cut by a part edge, joined here)."""
+    edge = rows.where(F.col("kind") == "bin").select("device", "w", F.col("key").alias("_bin"), F.col("n").alias("_c"))
+    per_bin = _expand(edge, window_us).groupBy(*GROUP, "_bin").agg(F.sum("_c").alias("_c"))
+    sums = per_bin.groupBy(*GROUP).agg(F.sum("_c").alias("_n"), F.sum(F.col("_c") * F.col("_c")).alias("_n2"),
+                                       F.max("_c").alias("_peak")).unionByName(
+        rows.where(F.col("kind") == "burst").select("scope", "device", F.col("w").alias("window_start_us"), "window_us",
+                                                    F.col("n").alias("_n"), F.col("s").cast("long").alias("_n2"),
+                                                    F.col("mx").cast("long").alias("_peak")))
+    agg = sums.groupBy(*GROUP).agg(F.sum("_n").alias("_n"), F.sum("_n2").alias("_n2"), F.max("_peak").alias("_peak"))
     length_us = F.when(F.col("window_us") > 0, F.col("window_us")).otherwise(F.lit(max(span_us, 1)))
-    bins = F.greatest(F.ceil(length_us / F.lit(bin_us)), F.lit(1))
-    mean = F.col("_n") / bins
-    var = F.col("_n2") / bins - mean * mean
+    bins_n = F.greatest(F.ceil(length_us / F.lit(bin_us)), F.lit(1))
+    mean = F.col("_n") / bins_n
+    var = F.col("_n2") / bins_n - mean * mean
     return _long(agg, {f"peak_to_mean_{label}": F.col("_peak") / mean,
                        f"dispersion_{label}": F.when(mean > 0, var / mean)})
-
-
-def _blocks_and_reuse(base: DataFrame, window_us: int,
-                      persisted: list[DataFrame] | None) -> tuple[DataFrame, DataFrame]:
-    """Footprint rows (distinct 4 KiB blocks, reuse share) and the block accesses with their reuse
-    time (device, block, ts_us, reuse_us), keyed by (device, block) so the work spreads."""
-    b = FOOTPRINT_BLOCK
-    blocks = split_at(base, b, id_col="block")
-    w = Window.partitionBy("device", "block").orderBy(*ORDER)
-    accessed = blocks.select("device", "block", "ts_us",
-                             (F.col("ts_us") - F.lag("ts_us").over(w)).alias("reuse_us"))
-    if persisted is not None:
-        accessed = accessed.persist()
-        persisted.append(accessed)
-    # Distinct blocks are not additive over windows: count them per window and per whole trace.
-    per_window = accessed.groupBy("device", "block", _window(window_us)).agg(
-        F.count(F.lit(1)).alias("_a"), F.count("reuse_us").alias("_r"))
-    spans = [per_window.groupBy("device", "block").agg(F.lit(0).cast("long").alias("window_start_us"),
-                                                       F.lit(0).cast("long").alias("window_us"),
-                                                       F.sum("_a").alias("_a"), F.sum("_r").alias("_r"))]
-    if window_us:
-        spans.append(per_window.select("device", "block", F.col("w").alias("window_start_us"),
-                                       F.lit(window_us).cast("long").alias("window_us"), "_a", "_r"))
-    per_group = []
-    for span in spans:
-        per_device = span.groupBy("device", "window_start_us", "window_us").agg(
-            F.count(F.lit(1)).alias("_blocks"), F.sum("_a").alias("_a"), F.sum("_r").alias("_r"))
-        per_group.append(per_device.select(F.lit("device").alias("scope"), "device", "window_start_us", "window_us",
-                                           "_blocks", "_a", "_r"))
-        per_group.append(per_device.groupBy("window_start_us", "window_us").agg(
-            F.sum("_blocks").alias("_blocks"), F.sum("_a").alias("_a"), F.sum("_r").alias("_r")).select(
-            F.lit("trace").alias("scope"), F.lit("*").alias("device"), "window_start_us", "window_us",
-            "_blocks", "_a", "_r"))
-    footprint = functools.reduce(lambda x, y: x.unionByName(y), per_group)
-    return (_long(footprint, {"footprint_blocks_4k": F.col("_blocks"), "footprint_bytes": F.col("_blocks") * b,
-                              "reuse_share": F.col("_r") / F.col("_a")}), accessed)
-
-
-def _skew(base: DataFrame, window_us: int, extent_bytes: int) -> DataFrame:
-    touched = split_at(base, extent_bytes)
-    pre = touched.groupBy("device", _window(window_us), "extent_id").agg(F.count(F.lit(1)).alias("_c")) \
-        .withColumn("dev", F.col("device"))
-    per_extent = _expand(pre, window_us).groupBy(*GROUP, "dev", "extent_id").agg(F.sum("_c").alias("_c"))
-    w = Window.partitionBy(*GROUP)
-    ranked = per_extent.select(
-        *GROUP, "_c", F.row_number().over(w.orderBy(F.desc("_c"), "dev", "extent_id")).alias("_rank"),
-        F.count(F.lit(1)).over(w).alias("_extents"), F.sum("_c").over(w).alias("_total"))
-    ranked = ranked.withColumn("_cum", F.sum("_c").over(w.orderBy("_rank").rowsBetween(Window.unboundedPreceding,
-                                                                                       Window.currentRow)))
-    # Least-squares fit through the origin of ln(cumulative share) on ln(rank share), ranks < all.
-    x = F.log(F.col("_rank") / F.col("_extents"))
-    y = F.log(F.col("_cum") / F.col("_total"))
-    fit_row = F.col("_rank") < F.col("_extents")
-    agg = ranked.groupBy(*GROUP).agg(
-        F.first("_extents").alias("_extents"),
-        *[(F.max(F.when(F.col("_rank") <= F.greatest(F.ceil(F.col("_extents") * share), F.lit(1)), F.col("_cum")))
-           / F.first("_total")).alias(f"_top_{label}") for label, share in SKEW_SHARES.items()],
-        (F.sum(F.when(fit_row, x * y)) / F.sum(F.when(fit_row, x * x))).alias("_theta"))
-    # X/Y rule with X + Y = 100: solve y**theta + y = 1 by Newton's method. theta <= 1 (the hottest
-    # s of extents get at least s of the accesses), where this iteration from 0.5 converges.
-    theta = F.col("_theta")
-    agg = agg.withColumn("_y", F.lit(0.5))
-    for _ in range(20):
-        y = F.col("_y")
-        agg = agg.withColumn("_y", F.when(theta > 0, y - (F.pow(y, theta) + y - 1) / (theta * F.pow(y, theta - 1) + 1)))
-    yv = F.col("_y")
-    metrics = {f"skew_top{label}_share": F.col(f"_top_{label}") for label in SKEW_SHARES}
-    metrics |= {"extents_touched": F.col("_extents"), "skew_theta": theta,
-                "skew_y_pct": F.when(theta > 0, yv * 100), "skew_x_pct": F.when(theta > 0, 100 - yv * 100)}
-    return _long(agg, metrics)

@@ -8,12 +8,20 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from jobs.trace_profile import run as run_profile
 from libs.cli import main as cli_main
-from libs.tables import read_table
-from libs.transforms.profile import compute_trace_profile
+from libs.tables import read_table, trace_info
+from libs.transforms.profile import (
+    PS,
+    _group_stats,
+    compute_trace_profile,
+    round_significant_np,
+    skew_stats,
+    stitch_runs,
+)
 from schemas import trace_profile
 from tests.builders import ingest, make_requests, write_msr
 from tests.conftest import HPLAJW_TRACE_ID
@@ -35,8 +43,9 @@ def _metrics(rows, scope, device, window_start=0, window=0):
 
 @pytest.fixture(scope="module")
 def tiny_profile(spark):
+    # one request per part: runs, lags, gaps and 1 s bins all cross part edges
     df = compute_trace_profile(make_requests(spark, TINY), span_us=2_025_000, window_us=1_000_000,
-                               chunk_us=10_000)  # small chunks: runs and lags cross chunk edges
+                               chunk_us=10_000, rows_per_part=1)
     trace_profile.validate_trace_profile(df)
     return df.collect()
 
@@ -124,3 +133,54 @@ def test_cli_profile_json(spark, spark_cfg, tmp_path, capsys):
     assert out["trace"]["requests"] == 3
     assert out["trace"]["seq_share"] == pytest.approx(1 / 3)
     assert out["device h_0"]["interarrival_us_mean"] == 1500
+
+
+def test_profile_same_for_any_split(spark, spark_cfg, hplajw):
+    """hplajw fits one task by default (every group finished there); split into ~15 parts and 3,000-
+    request block tasks, groups merge across tasks, runs join across part edges and 1 s bins are cut
+    by 10-minute chunks: the profile must not change."""
+    requests = read_table(spark, spark_cfg.warehouse, "requests", HPLAJW_TRACE_ID)
+    span = int(trace_info(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID)["span_us"])
+
+    def profile(**split):
+        rows = compute_trace_profile(requests, span_us=span, **split).collect()
+        return {(r.scope, r.device, r.window_start_us, r.window_us, r.metric): r.value for r in rows}
+
+    whole, split = profile(), profile(rows_per_part=3_000, chunk_us=600_000_000)
+    assert whole.keys() == split.keys()
+    assert len(whole) > 40_000
+    assert {k: v for k, v in split.items() if v is not None} == pytest.approx(
+        {k: v for k, v in whole.items() if v is not None}, rel=1e-9)
+    assert {k for k, v in split.items() if v is None} == {k for k, v in whole.items() if v is None}
+
+
+def test_round_significant_half_up():
+    values = np.array([0, 7, 9_999, 12_345, 12_355, 123_456_789, 99_995])
+    assert round_significant_np(values.astype(float)).tolist() == [0, 7, 9_999, 12_350, 12_360, 123_500_000, 100_000]
+
+
+def test_group_stats_percentiles_match_linear_interpolation():
+    rng = np.random.default_rng(3)
+    values = np.sort(rng.integers(0, 50, 101).astype(float))
+    v, n = np.unique(values, return_counts=True)
+    stats = _group_stats(np.array([0]), v, n, v * n, v * v * n, v)
+    for p in PS:
+        assert stats[f"p{round(p * 100):g}"][0] == pytest.approx(np.percentile(values, p * 100))
+    assert (stats["mean"][0], stats["max"][0], stats["count"][0]) == (pytest.approx(values.mean()), values.max(), 101)
+    assert stats["cv"][0] == pytest.approx(values.std() / values.mean())
+
+
+def test_stitch_runs_across_parts():
+    # part 0 leaves a run of 2 open (window 0); part 1 continues it by 3 and opens a run of 1;
+    # part 2 is one request that continues that run; part 3 opens a run nothing continues
+    pieces = [("d", 0, 2, 2, 0), ("d", 1, 0, 3, 10), ("d", 1, 2, 1, 10), ("d", 2, 1, 1, 20), ("d", 3, 2, 4, 30)]
+    assert sorted(stitch_runs(pieces)) == [("d", 0, 5), ("d", 10, 2), ("d", 30, 4)]
+    with pytest.raises(ValueError, match="continues a run no earlier part left open"):
+        stitch_runs([("e", 0, 0, 1, 0)])
+
+
+def test_skew_stats_by_hand():
+    got = skew_stats(np.array([1, 4]))
+    assert (got["extents_touched"], got["skew_top1pct_share"], got["skew_top20pct_share"]) == (2, 0.8, 0.8)
+    assert got["skew_theta"] == pytest.approx(math.log(0.8) / math.log(0.5))
+    assert skew_stats(np.array([7]))["skew_theta"] is None  # one extent: nothing to fit
