@@ -7,10 +7,11 @@ to the same graph bit for bit; weight = pairs * (1 - f) + f * closeness / tau at
 
 Scale: a device's ordered reads are cut into time chunks (chunk_us, default 60 s), which
 hash-partition over all tasks; each task counts the pairs inside its chunks (numba + a radix sort
-of packed keys), the first and last tau reads of every chunk (the overlap) give the pairs that
-cross chunk edges, and one aggregation by (src, dst) adds them up. One hot device so spreads over
-every core. Time chunks, not read counts, so that a chunk is a function of the row alone and the
-two passes over the chunks always agree.
+of packed keys) and keeps the first and last tau reads of every chunk (the overlap). It passes
+both on packed in a few binary rows per group and reduce bucket (a hash of src); the reducer of a
+bucket finds the pairs across chunk edges from all the group's overlaps and merges the sorted
+partial counts (numba). One hot device so spreads over every core. Time chunks, not read counts,
+so that a chunk is a function of the row alone.
 
 Pruning to the size budget (19 bytes a vertex, 20 an edge) runs per graph in numpy
 (prune_arrays): a graph is bounded by its budget plus one interval's new edges.
@@ -36,7 +37,9 @@ GROUP = ("device", "interval_id")
 EDGE = ("device", "src_unit", "dst_unit")
 COUNT_COLUMNS = ("device", "interval_id", "src_unit", "dst_unit", "pairs", "closeness")
 COUNT_DDL = "device string, interval_id long, src_unit long, dst_unit long, pairs long, closeness long"
-ENDS_DDL = "device string, interval_id long, chunk long, pos long, chunk_len long, unit_id long"
+# What a task passes to the final sum, packed: one row per (task, group, reduce bucket) with the
+# bucket's share of the task's pair counts and all the task's chunk-end reads of the group.
+PARTIAL_DDL = "device string, interval_id long, bucket long, counts binary, ends binary"
 WEIGHT_COLUMNS = ("device", "interval_id", "src_unit", "dst_unit", "weight")
 WEIGHT_DDL = "device string, interval_id long, src_unit long, dst_unit long, weight double"
 # The paper's memory model of the graph: 19 bytes per vertex, 20 per edge (two adjacency entries).
@@ -44,7 +47,8 @@ VERTEX_BYTES = 19
 EDGE_BYTES = 20
 PRUNE_SHARE = 0.1
 # Time chunks of the parallel build: a chunk is the unit of spreading (one task holds it whole),
-# and each chunk edge costs tau * (tau + 1) / 2 crossing pairs computed apart.
+# and each chunk edge costs tau * (tau + 1) / 2 crossing pairs computed apart, by every reduce
+# bucket of the group.
 CHUNK_US = 60_000_000
 
 
@@ -114,7 +118,8 @@ def _packing(n_vertices: int, tau: int) -> tuple[int, int]:
 
 
 def _sum_keys(keys: np.ndarray, vocab: np.ndarray, vertex_bits: int, closeness_bits: int) -> tuple[np.ndarray, ...]:
-    """Packed (src, dst, closeness) keys -> (src, dst, pairs, closeness) per distinct (src, dst)."""
+    """Packed (src, dst, closeness) keys -> (src, dst, pairs, closeness) per distinct (src, dst),
+    sorted by (src, dst) (vocab is sorted)."""
     if len(keys) == 0:
         empty = np.zeros(0, np.int64)
         return empty, empty, empty, empty
@@ -165,51 +170,131 @@ def _table(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
     return pa.Table.from_batches(kept) if kept else None
 
 
-def _inner_counts(tau: int):  # type: ignore[no-untyped-def]
-    """mapInArrow function over (device, interval_id, chunk, unit_id) sorted by group, chunk and
-    reference order: the pair counts inside each chunk, summed per group within the task."""
+def _bucket(src: np.ndarray, buckets: int) -> np.ndarray:
+    """Reduce bucket of each edge: a multiplicative hash of its source unit."""
+    return ((src.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) % np.uint64(buckets)
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = _table(batches)
-        if table is None:
-            return
-        device = table.column("device").to_numpy(zero_copy_only=False)
-        interval = table.column("interval_id").to_numpy()
-        chunk = table.column("chunk").to_numpy()
-        units = table.column("unit_id").to_numpy()
-        seg = np.cumsum(_changes(device, interval, chunk))
-        starts = np.flatnonzero(_changes(device, interval))
-        for lo, hi in zip(starts, np.append(starts[1:], len(units)), strict=True):
-            src, dst, pairs, closeness = count_pairs(seg[lo:hi], units[lo:hi], tau)
-            if len(src):
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array(np.full(len(src), device[lo], dtype=object), pa.string()),
-                     pa.array(np.full(len(src), interval[lo], np.int64)), pa.array(src), pa.array(dst),
-                     pa.array(pairs), pa.array(closeness)], names=list(COUNT_COLUMNS))
+
+def _pack(rows: np.ndarray) -> bytes:
+    """A (k, n) int64 array as bytes: each row as its minimum and the offsets from it in the
+    narrowest unsigned type that holds them (the pair counts shrink about 3x)."""
+    parts = [np.array(rows.shape, np.int64).tobytes()]
+    for row in rows:
+        low = int(row.min()) if len(row) else 0
+        span = int(row.max()) - low if len(row) else 0
+        width = next(w for w in (1, 2, 4, 8) if span < 1 << (8 * w))
+        parts += [np.array([low, width], np.int64).tobytes(), (row - low).astype(f"u{width}").tobytes()]
+    return b"".join(parts)
+
+
+def _unpack(blob: bytes) -> np.ndarray:
+    """_pack's bytes -> the (k, n) int64 array."""
+    k, n = (int(v) for v in np.frombuffer(blob, np.int64, 2))
+    rows, at = np.empty((k, n), np.int64), 16
+    for r in range(k):
+        low, width = (int(v) for v in np.frombuffer(blob, np.int64, 2, at))
+        rows[r] = np.frombuffer(blob, f"u{width}", n, at + 16)
+        rows[r] += low
+        at += 16 + width * n
+    return rows
+
+
+def _partials(device: str, interval: int, counts: tuple[np.ndarray, ...], ends: np.ndarray,
+              buckets: int) -> pa.RecordBatch:
+    """PARTIAL_DDL rows of one group in one task, one per bucket: the bucket's share of counts
+    (src, dst, pairs, closeness, sorted by (src, dst)) as a packed (4, n) array still so sorted,
+    and in every bucket the same packed ends (from _chunk_ends)."""
+    stacked = np.stack(counts)
+    bucket = _bucket(stacked[0], buckets)
+    order = np.argsort(bucket, kind="stable")
+    stacked, bounds = stacked[:, order], np.searchsorted(bucket[order], np.arange(buckets + 1))
+    return pa.RecordBatch.from_arrays(
+        [pa.array([device] * buckets, pa.string()), pa.array([interval] * buckets, pa.int64()),
+         pa.array(np.arange(buckets, dtype=np.int64)),
+         pa.array([_pack(stacked[:, bounds[b]:bounds[b + 1]]) for b in range(buckets)], pa.binary()),
+         pa.array([_pack(ends)] * buckets, pa.binary())],
+        names=["device", "interval_id", "bucket", "counts", "ends"])
+
+
+@numba.njit(cache=True)
+def _merge_counts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Sum of two (4, n) int64 count arrays (src, dst, pairs, closeness), each sorted by (src, dst)
+    without repeats; the result is sorted the same way."""
+    na, nb = a.shape[1], b.shape[1]
+    out = np.empty((4, na + nb), np.int64)
+    i = j = m = 0
+    while i < na and j < nb:
+        if a[0, i] == b[0, j] and a[1, i] == b[1, j]:
+            out[0, m], out[1, m] = a[0, i], a[1, i]
+            out[2, m], out[3, m] = a[2, i] + b[2, j], a[3, i] + b[3, j]
+            i += 1
+            j += 1
+        elif a[0, i] < b[0, j] or (a[0, i] == b[0, j] and a[1, i] < b[1, j]):
+            out[:, m] = a[:, i]
+            i += 1
+        else:
+            out[:, m] = b[:, j]
+            j += 1
+        m += 1
+    out[:, m:m + na - i] = a[:, i:]
+    m += na - i
+    out[:, m:m + nb - j] = b[:, j:]
+    return out[:, :m + nb - j]
+
+
+def _reduce_partials(tau: int, buckets: int):  # type: ignore[no-untyped-def]
+    """applyInArrow function per (device, interval_id, bucket): PARTIAL_DDL rows -> COUNT_COLUMNS,
+    the bucket's edges of the group: the tasks' counts plus the pairs across chunk edges."""
+
+    def run(table: pa.Table) -> pa.Table:
+        ends = np.concatenate([_unpack(blob) for blob in table.column("ends").to_pylist()], axis=1)
+        crossing = np.stack(sum_pairs(*cross_chunk_pairs(*ends, tau), tau))
+        parts = [crossing[:, _bucket(crossing[0], buckets) == table.column("bucket")[0].as_py()],
+                 *(_unpack(blob) for blob in table.column("counts").to_pylist())]
+        while len(parts) > 1:
+            parts = [_merge_counts(*parts[k:k + 2]) if k + 1 < len(parts) else parts[k]
+                     for k in range(0, len(parts), 2)]
+        merged = np.ascontiguousarray(parts[0])
+        n = merged.shape[1]
+        return pa.table([pa.repeat(table.column("device")[0], n), pa.repeat(table.column("interval_id")[0], n),
+                         *(pa.array(merged[k]) for k in range(4))], names=list(COUNT_COLUMNS))
 
     return run
 
 
-def _chunk_ends(tau: int):  # type: ignore[no-untyped-def]
-    """mapInArrow function: the first and last tau reads of every chunk with their place in it."""
+def _chunk_ends(chunk: np.ndarray, units: np.ndarray, tau: int) -> np.ndarray:
+    """(chunk, pos, chunk_len, unit) as a (4, n) int64 array of the first and last tau reads of
+    every chunk of one group's reads (sorted by chunk and reference order)."""
+    starts = np.flatnonzero(_changes(chunk))
+    lengths = np.diff(np.append(starts, len(chunk)))
+    seg = np.repeat(np.arange(len(starts)), lengths)
+    pos = np.arange(len(chunk)) - starts[seg]
+    length = lengths[seg]
+    keep = (pos < tau) | (pos >= length - tau)
+    return np.stack([chunk[keep], pos[keep], length[keep], units[keep]])
+
+
+def _task_partials(tau: int, buckets: int):  # type: ignore[no-untyped-def]
+    """mapInArrow function over (device, interval_id, chunk, *REF_ORDER, unit_id) in any order:
+    per group, the pair counts inside its chunks and its chunk ends, as PARTIAL_DDL rows."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = _table(batches)
         if table is None:
             return
-        device = table.column("device").to_numpy(zero_copy_only=False)
-        interval = table.column("interval_id").to_numpy()
-        chunk = table.column("chunk").to_numpy()
-        starts = np.flatnonzero(_changes(device, interval, chunk))
-        lengths = np.diff(np.append(starts, len(chunk)))
-        seg = np.repeat(np.arange(len(starts)), lengths)
-        pos = np.arange(len(chunk)) - starts[seg]
-        length = lengths[seg]
-        keep = (pos < tau) | (pos >= length - tau)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(device[keep], pa.string()), pa.array(interval[keep]), pa.array(chunk[keep]),
-             pa.array(pos[keep]), pa.array(length[keep]), pa.array(table.column("unit_id").to_numpy()[keep])],
-            names=["device", "interval_id", "chunk", "pos", "chunk_len", "unit_id"])
+        # Sorting here (numpy, the arrival order is mostly sorted already) costs less than Spark's
+        # row sort, whose comparisons all fall through the device string.
+        devices = table.column("device").combine_chunks().dictionary_encode()
+        keys = [devices.indices.to_numpy(), *(table.column(c).to_numpy() for c in ("interval_id", "chunk", *REF_ORDER))]
+        order = np.lexsort(keys[::-1])
+        device, interval, chunk = (key[order] for key in keys[:3])
+        units = table.column("unit_id").to_numpy()[order]
+        seg = np.cumsum(_changes(device, interval, chunk))
+        starts = np.flatnonzero(_changes(device, interval))
+        for lo, hi in zip(starts, np.append(starts[1:], len(units)), strict=True):
+            counts = count_pairs(seg[lo:hi], units[lo:hi], tau)
+            yield _partials(devices.dictionary[device[lo]].as_py(), int(interval[lo]), counts,
+                            _chunk_ends(chunk[lo:hi], units[lo:hi], tau), buckets)
 
     return run
 
@@ -238,23 +323,6 @@ def cross_chunk_pairs(chunk: np.ndarray, pos: np.ndarray, chunk_len: np.ndarray,
     return np.concatenate(srcs), np.concatenate(dsts), np.concatenate(closeness).astype(np.int64)
 
 
-def _cross_counts(tau: int):  # type: ignore[no-untyped-def]
-    """applyInArrow function per (device, interval_id) over its chunk-end reads."""
-
-    def run(table: pa.Table) -> pa.Table:
-        src, dst, pairs, closeness = sum_pairs(*cross_chunk_pairs(
-            table.column("chunk").to_numpy(), table.column("pos").to_numpy(),
-            table.column("chunk_len").to_numpy(), table.column("unit_id").to_numpy(), tau), tau)
-        n = len(src)
-        device = table.column("device")[0].as_py() if table.num_rows else ""
-        interval = table.column("interval_id")[0].as_py() if table.num_rows else 0
-        return pa.table([pa.array([device] * n, pa.string()), pa.array(np.full(n, interval, np.int64)),
-                         pa.array(src), pa.array(dst), pa.array(pairs), pa.array(closeness)],
-                        names=list(COUNT_COLUMNS))
-
-    return run
-
-
 # --- Spark transforms ------------------------------------------------------------------------
 
 
@@ -268,6 +336,9 @@ def build_edge_counts(refs: DataFrame, *, tau: int = 9, chunk_us: int = CHUNK_US
 
         counts = build_edge_counts(refs.where(F.col("op") == "R"), tau=9)
         graph = with_weight(counts, tau=9, f=1.0)
+
+    partitions: tasks that count the pairs (default spark.sql.shuffle.partitions), and the number
+    of reduce buckets of each group.
     """
     check_context(tau, 1.0)
     if chunk_us <= 0:
@@ -275,17 +346,11 @@ def build_edge_counts(refs: DataFrame, *, tau: int = 9, chunk_us: int = CHUNK_US
     chunked = refs.select(*GROUP, idiv(F.col("ts_us"), chunk_us).alias("chunk"), *REF_ORDER, "unit_id")
     spread = (chunked.repartition(partitions, *GROUP, "chunk") if partitions
               else chunked.repartition(*GROUP, "chunk"))
-    # Both passes below read the sorted chunks: a lazy local checkpoint keeps the shuffle and sort
-    # to one run (Spark does not reuse a Sort, and the exchange only sometimes).
-    ordered = (spread.sortWithinPartitions(*GROUP, "chunk", *REF_ORDER).select(*GROUP, "chunk", "unit_id")
-               .localCheckpoint(eager=False))
-    inner = ordered.mapInArrow(_inner_counts(tau), COUNT_DDL)
-    ends = ordered.mapInArrow(_chunk_ends(tau), ENDS_DDL)
-    crossing = ends.groupBy(*GROUP).applyInArrow(_cross_counts(tau), COUNT_DDL)
-    return (inner.unionByName(crossing)
-            .groupBy(*GROUP, "src_unit", "dst_unit")
-            .agg(F.sum("pairs").alias("pairs"), F.sum("closeness").alias("closeness"))
-            .select(*COUNT_COLUMNS))
+    # Each task's counts reach the final sum pre-reduced and packed, a few wide rows per group and
+    # bucket, rather than as one row per edge through a Spark aggregation (several times slower).
+    buckets = partitions or int(refs.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    return (spread.mapInArrow(_task_partials(tau, buckets), PARTIAL_DDL)
+            .groupBy(*GROUP, "bucket").applyInArrow(_reduce_partials(tau, buckets), COUNT_DDL))
 
 
 def with_weight(counts: DataFrame, *, tau: int, f: float) -> DataFrame:

@@ -6,6 +6,7 @@ import json
 
 from jobs.simulate import run
 from libs.sim_grid import load_grid
+from libs.tables import read_table
 from schemas import sim_results
 from sim.glue import ScenarioConfig, simulate_partition
 from tests.conftest import HPLAJW_TRACE_ID
@@ -18,10 +19,12 @@ def test_the_simulate_stage_runs_alis_scenarios(spark, spark_cfg, hplajw, tmp_pa
         "sweep": {"policy": {"none": None, "runs": {"name": "alis", "mode": "run"}}}}))
     grid = load_grid(grid_path)
     run(spark, spark_cfg, grid)
+    # By path, not by name: a table name stays bound to the warehouse that first registered it in
+    # the session, which another test's private warehouse may have been.
     got = {r.scenario_id: r.asDict(recursive=True)
-           for r in spark.sql("SELECT * FROM sim_results WHERE grid_id = 'alis'").collect()}
+           for r in read_table(spark, spark_cfg.warehouse, "sim_results").where("grid_id = 'alis'").collect()}
     assert sorted(got) == ["policy=none", "policy=runs"]
-    table = spark.sql(f"SELECT * FROM requests WHERE trace_id = '{HPLAJW_TRACE_ID}'").toArrow()
+    table = read_table(spark, spark_cfg.warehouse, "requests", HPLAJW_TRACE_ID).toArrow()
     for scenario in grid.scenarios:
         direct = simulate_partition(table, ScenarioConfig.from_dict({"scenario_id": scenario.scenario_id,
                                                                      **scenario.params})).to_pylist()[0]
