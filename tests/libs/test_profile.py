@@ -110,9 +110,15 @@ HPLAJW_PINNED = {
 }
 
 
-def test_profile_pinned_on_hplajw(spark, spark_cfg, hplajw):
+@pytest.fixture(scope="module")
+def hplajw_profile(spark, spark_cfg, hplajw):
+    """The profile job on the hplajw week: (rows it says it wrote, rows in the table)."""
     written = run_profile(spark, spark_cfg, HPLAJW_TRACE_ID)
-    rows = read_table(spark, spark_cfg.warehouse, "trace_profile", HPLAJW_TRACE_ID).collect()
+    return written, read_table(spark, spark_cfg.warehouse, "trace_profile", HPLAJW_TRACE_ID).collect()
+
+
+def test_profile_pinned_on_hplajw(hplajw_profile):
+    written, rows = hplajw_profile
     assert written == len(rows) > 0
     for (scope, device), pinned in HPLAJW_PINNED.items():
         got = _metrics(rows, scope, device)
@@ -135,18 +141,18 @@ def test_cli_profile_json(spark, spark_cfg, tmp_path, capsys):
     assert out["device h_0"]["interarrival_us_mean"] == 1500
 
 
-def test_profile_same_for_any_split(spark, spark_cfg, hplajw):
+def test_profile_same_for_any_split(spark, spark_cfg, hplajw_profile):
     """hplajw fits one task by default (every group finished there); split into ~15 parts and 3,000-
     request block tasks, groups merge across tasks, runs join across part edges and 1 s bins are cut
     by 10-minute chunks: the profile must not change."""
     requests = read_table(spark, spark_cfg.warehouse, "requests", HPLAJW_TRACE_ID)
     span = int(trace_info(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID)["span_us"])
 
-    def profile(**split):
-        rows = compute_trace_profile(requests, span_us=span, **split).collect()
+    def by_key(rows):
         return {(r.scope, r.device, r.window_start_us, r.window_us, r.metric): r.value for r in rows}
 
-    whole, split = profile(), profile(rows_per_part=3_000, chunk_us=600_000_000)
+    whole = by_key(hplajw_profile[1])
+    split = by_key(compute_trace_profile(requests, span_us=span, rows_per_part=3_000, chunk_us=600_000_000).collect())
     assert whole.keys() == split.keys()
     assert len(whole) > 40_000
     assert {k: v for k, v in split.items() if v is not None} == pytest.approx(
