@@ -669,9 +669,9 @@ def compute_trace_profile(requests: DataFrame, *, span_us: int, window_us: int =
                           rows_per_part: int = ROWS_PER_PART, persisted: list[DataFrame] | None = None) -> DataFrame:
     """The profile of one trace. Input: `requests` rows; span_us the trace's span (traces.span_us).
     Output: exactly schemas.trace_profile.COLUMNS, trace_id left for libs.tables.replace_rows.
-    Runs two small Spark jobs at once (the per-chunk table, the run pieces); the two passes' partials
-    are persisted and appended to `persisted` (a list) for the caller to unpersist once the result
-    is written.
+    Runs two Spark jobs before returning (the per-chunk table; the ordered pass, for its run pieces).
+    Both passes' partials are persisted and, given `persisted` (a list), appended to it for the caller
+    to unpersist once the result is written.
 
         profile = compute_trace_profile(spark.table("requests").where("trace_id = 'x'"), span_us=span)
     """
