@@ -320,15 +320,10 @@ class _Partials:
 
     def counts(self, kind: str, metric: str, *keys: np.ndarray, weights: np.ndarray | None = None) -> None:
         """Per distinct (code, w[, key]) the row count (or sum of integer `weights`) as `n`."""
-        order = np.lexsort(keys[::-1])
-        sorted_keys = [k[order] for k in keys]
-        at = _runs_of(*sorted_keys)
-        if not len(at):
-            return
-        n = (np.diff(np.append(at, len(order))) if weights is None
-             else np.add.reduceat(weights[order].astype(np.int64), at))
-        self.add(kind, sorted_keys[0][at], sorted_keys[1][at], metric, n=n,
-                 key=sorted_keys[2][at] if len(keys) > 2 else None)
+        ones = np.ones(len(keys[0]), np.int64)
+        distinct, n = _group_sums(keys, ones if weights is None else weights.astype(np.int64))
+        if len(n):
+            self.add(kind, distinct[0], distinct[1], metric, n=n, key=distinct[2] if len(keys) > 2 else None)
 
     def table(self) -> pa.Table:
         cols = {f.name: np.concatenate(self.cols[f.name]) if self.cols[f.name] else [] for f in PARTIAL}
