@@ -39,10 +39,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(REPO))   # ahead of bench/ (the script's own folder), whose sim.py would shadow sim/
 
-from memory import tree_rss_bytes  # noqa: E402  (bench/memory.py, next to this script)
+from memory import tree_rss_bytes  # noqa: E402  (bench/memory.py: the script's folder is on sys.path)
 
 log = logging.getLogger("bench.scale")
 
