@@ -13,7 +13,9 @@ through the sequence. Cost O(e log e + v): one sort of the edges, adjacency arra
 head/tail scores kept incrementally (each vertex enters and leaves the head and the tail at most
 once, touching its edges each time) with lazy max-heaps. Ties: the heaviest edge with the smallest
 (src, dst) unit ids first, the smallest unit id among equal scores, the back on equal weights (as
-in the paper's figure 11 walk-through). Vertices of a discarded short run stay marked.
+in the paper's figure 11 walk-through). Vertices of a discarded short run stay marked. The loop is
+compiled (numba) over arrays: CSR adjacency both ways, one score array and one array heap per side;
+tests/libs/alis/runs_reference.py keeps the first pure-Python version it is checked against.
 
 Runs are found per (device, interval) in applyInArrow groups on the executors: the graphs are
 already aggregated and pruned to their size budget, so one group fits a task, and the devices and
@@ -21,10 +23,9 @@ intervals run in parallel without passing through the driver.
 """
 from __future__ import annotations
 
-import heapq
-from collections import deque
 from typing import TYPE_CHECKING
 
+import numba
 import numpy as np
 import pyarrow as pa
 
@@ -47,39 +48,211 @@ def once_weight(m: int, *, tau: int, f: float) -> float:
     return sum(edge_weight(j, tau=tau, f=f) for j in range(1, min(m, tau) + 1))
 
 
-class _Side:
-    """Scores of the unmarked candidates for one end of the run (head: in-edges of the head
-    members, tail: out-edges of the tail members) with a lazy max-heap over them."""
-
-    def __init__(self, ptr: list[int], nbr: list[int], wgt: list[float], marked: bytearray) -> None:
-        self.ptr, self.nbr, self.wgt, self.marked = ptr, nbr, wgt, marked
-        self.score: dict[int, float] = {}
-        self.heap: list[tuple[float, int]] = []
-
-    def change(self, member: int, sign: float) -> None:
-        score, heap, marked, nbr, wgt = self.score, self.heap, self.marked, self.nbr, self.wgt
-        for k in range(self.ptr[member], self.ptr[member + 1]):
-            x = nbr[k]
-            if not marked[x]:
-                s = score.get(x, 0.0) + sign * wgt[k]
-                score[x] = s
-                heapq.heappush(heap, (-s, x))
-
-    def best(self) -> tuple[float, int]:
-        heap, score, marked = self.heap, self.score, self.marked
-        while heap:
-            neg, x = heap[0]
-            if marked[x] or score[x] != -neg:
-                heapq.heappop(heap)
-                continue
-            return -neg, x
-        return float("-inf"), -1
+@numba.njit(cache=True)
+def _push(key: np.ndarray, ids: np.ndarray, size: int, s: float, x: int) -> int:
+    """Push (s, x) on a binary max-heap ordered by s, then by the smaller x; returns the new size
+    (the caller has made room)."""
+    i = size
+    while i > 0:
+        parent = (i - 1) >> 1
+        ps, px = key[parent], ids[parent]
+        if ps > s or (ps == s and px < x):
+            break
+        key[i], ids[i] = ps, px
+        i = parent
+    key[i], ids[i] = s, x
+    return size + 1
 
 
-def _csr(keys: np.ndarray, nbrs: np.ndarray, weights: np.ndarray, n: int) -> tuple[list[int], list[int], list[float]]:
-    order = np.argsort(keys, kind="stable")
-    ptr = np.searchsorted(keys[order], np.arange(n + 1), side="left")
-    return ptr.tolist(), nbrs[order].tolist(), weights[order].tolist()
+@numba.njit(cache=True)
+def _pop(key: np.ndarray, ids: np.ndarray, size: int) -> int:
+    """Remove the top of the heap; returns the new size."""
+    size -= 1
+    s, x = key[size], ids[size]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and (key[child + 1] > key[child]
+                                 or (key[child + 1] == key[child] and ids[child + 1] < ids[child])):
+            child += 1
+        cs, cx = key[child], ids[child]
+        if s > cs or (s == cs and x < cx):
+            break
+        key[i], ids[i] = cs, cx
+        i = child
+    if size > 0:
+        key[i], ids[i] = s, x
+    return size
+
+
+@numba.njit(cache=True)
+def _change(ptr: np.ndarray, nbr: np.ndarray, wgt: np.ndarray, marked: np.ndarray, score: np.ndarray,
+            stamp: np.ndarray, run: int, key: np.ndarray, ids: np.ndarray, size: int, member: int,
+            sign: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """Add (sign 1) or remove (-1) `member`'s edges to the candidates' scores and push the new
+    scores, growing the heap arrays when full. One side's scores: score[x] counts only where
+    stamp[x] == run (earlier runs' values read as 0), so no per-run reset is needed."""
+    for k in range(ptr[member], ptr[member + 1]):
+        x = nbr[k]
+        if marked[x]:
+            continue
+        if stamp[x] != run:
+            stamp[x] = run
+            score[x] = 0.0
+        s = score[x] + sign * wgt[k]
+        score[x] = s
+        if size == len(key):
+            grown_key, grown_ids = np.empty(2 * size, np.float64), np.empty(2 * size, np.int64)
+            grown_key[:size], grown_ids[:size] = key, ids
+            key, ids = grown_key, grown_ids
+        size = _push(key, ids, size, s, x)
+    return key, ids, size
+
+
+@numba.njit(cache=True)
+def _best(key: np.ndarray, ids: np.ndarray, size: int, marked: np.ndarray, score: np.ndarray) -> tuple[float, int, int]:
+    """(score, vertex) of the best unmarked candidate, or (-inf, -1); drops stale entries on the way."""
+    while size > 0:
+        s, x = key[0], ids[0]
+        if marked[x] or score[x] != s:
+            size = _pop(key, ids, size)
+            continue
+        return s, x, size
+    return -np.inf, -1, size
+
+
+@numba.njit(cache=True)
+def _discover(out_ptr: np.ndarray, out_nbr: np.ndarray, out_w: np.ndarray, in_ptr: np.ndarray,
+              in_nbr: np.ndarray, in_w: np.ndarray, seed_s: np.ndarray, seed_d: np.ndarray, limits: np.ndarray,
+              tau: int, min_length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The greedy loop over local vertex numbers 0..n-1 (module docstring): the kept runs as
+    (run_id per kept run, offsets into members, members in layout order)."""
+    n = len(out_ptr) - 1
+    marked = np.zeros(n, np.bool_)
+    head_score, tail_score = np.zeros(n, np.float64), np.zeros(n, np.float64)
+    head_stamp, tail_stamp = np.zeros(n, np.int64), np.zeros(n, np.int64)   # run + 1 of the score
+    hk, hi_ = np.empty(1024, np.float64), np.empty(1024, np.int64)
+    tk, ti = np.empty(1024, np.float64), np.empty(1024, np.int64)
+    buf = np.empty(2 * n + 2, np.int64)        # the run, growing both ways from the middle
+    kept_ids = np.empty(n // 2 + 1, np.int64)
+    offsets = np.zeros(n // 2 + 2, np.int64)
+    members = np.empty(n, np.int64)
+    kept = 0
+    run_id = -1
+    e = 0
+    while True:
+        while e < len(seed_s) and (marked[seed_s[e]] or marked[seed_d[e]]):
+            e += 1
+        if e == len(seed_s):
+            break
+        run_id += 1
+        stamp = run_id + 1
+        a, b = seed_s[e], seed_d[e]
+        marked[a] = marked[b] = True
+        lo, hi = n, n + 2                      # buf[lo:hi] is the run
+        buf[lo], buf[lo + 1] = a, b
+        hs = ts = 0
+        # head = run[:tau], tail = run[-tau:], entered in run order as the paper's deques
+        for p in range(lo, min(hi, lo + tau)):
+            hk, hi_, hs = _change(in_ptr, in_nbr, in_w, marked, head_score, head_stamp, stamp, hk, hi_, hs,
+                                  buf[p], 1.0)
+        for p in range(max(lo, hi - tau), hi):
+            tk, ti, ts = _change(out_ptr, out_nbr, out_w, marked, tail_score, tail_stamp, stamp, tk, ti, ts,
+                                 buf[p], 1.0)
+        while True:
+            length = hi - lo
+            limit = limits[min(tau, length)]
+            head_weight, u, hs = _best(hk, hi_, hs, marked, head_score)
+            tail_weight, v, ts = _best(tk, ti, ts, marked, tail_score)
+            if head_weight < limit and tail_weight < limit:
+                break
+            if head_weight > tail_weight:
+                marked[u] = True
+                lo -= 1
+                buf[lo] = u
+                hk, hi_, hs = _change(in_ptr, in_nbr, in_w, marked, head_score, head_stamp, stamp, hk, hi_, hs,
+                                      u, 1.0)
+                if hi - lo > tau:              # the member that left the head
+                    hk, hi_, hs = _change(in_ptr, in_nbr, in_w, marked, head_score, head_stamp, stamp, hk, hi_,
+                                          hs, buf[lo + tau], -1.0)
+                if hi - lo <= tau:
+                    tk, ti, ts = _change(out_ptr, out_nbr, out_w, marked, tail_score, tail_stamp, stamp, tk, ti,
+                                         ts, u, 1.0)
+            else:
+                marked[v] = True
+                buf[hi] = v
+                hi += 1
+                tk, ti, ts = _change(out_ptr, out_nbr, out_w, marked, tail_score, tail_stamp, stamp, tk, ti, ts,
+                                     v, 1.0)
+                if hi - lo > tau:              # the member that left the tail
+                    tk, ti, ts = _change(out_ptr, out_nbr, out_w, marked, tail_score, tail_stamp, stamp, tk, ti,
+                                         ts, buf[hi - tau - 1], -1.0)
+                if hi - lo <= tau:
+                    hk, hi_, hs = _change(in_ptr, in_nbr, in_w, marked, head_score, head_stamp, stamp, hk, hi_,
+                                          hs, v, 1.0)
+        if hi - lo >= min_length:
+            kept_ids[kept] = run_id
+            start = offsets[kept]
+            members[start:start + hi - lo] = buf[lo:hi]
+            offsets[kept + 1] = start + hi - lo
+            kept += 1
+    return kept_ids[:kept], offsets[:kept + 1], members[:offsets[kept]]
+
+
+@numba.njit(cache=True)
+def _csr(keys: np.ndarray, nbrs: np.ndarray, weights: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Adjacency arrays: vertex v's neighbours are nbr[ptr[v]:ptr[v + 1]], in edge order (a counting sort)."""
+    ptr = np.zeros(n + 1, np.int64)
+    for k in keys:
+        ptr[k + 1] += 1
+    for v in range(n):
+        ptr[v + 1] += ptr[v]
+    fill = ptr[:-1].copy()
+    nbr, wgt = np.empty(len(keys), np.int64), np.empty(len(keys), np.float64)
+    for i in range(len(keys)):
+        at = fill[keys[i]]
+        nbr[at], wgt[at] = nbrs[i], weights[i]
+        fill[keys[i]] = at + 1
+    return ptr, nbr, wgt
+
+
+def _vertices(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(vocab, index): the distinct unit ids in increasing order and each unit's place among them, as
+    np.unique(return_inverse=True) but hashing first and sorting only the distinct ids (faster)."""
+    encoded = pa.array(units).dictionary_encode()
+    distinct = encoded.dictionary.to_numpy()
+    order = np.argsort(distinct)
+    rank = np.empty(len(distinct), np.int64)
+    rank[order] = np.arange(len(distinct))
+    return distinct[order], rank[encoded.indices.to_numpy()]
+
+
+def discover_run_arrays(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *, tau: int = 9, f: float = 1.0,
+                        threshold: float = THRESHOLD,
+                        min_length: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """discover_runs as arrays: (run_id of each kept run, offsets (kept + 1 of them) into `units`,
+    `units`: the kept runs' members in layout order, run after run)."""
+    check_context(tau, f)
+    if threshold < 0:
+        raise ValueError(f"threshold must be >= 0, got {threshold}")
+    min_length = tau if min_length is None else min_length
+    src, dst, weight = np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(weight, np.float64)
+    loop = src == dst
+    src, dst, weight = src[~loop], dst[~loop], weight[~loop]
+    if len(src) == 0:
+        empty = np.zeros(0, np.int64)
+        return empty, np.zeros(1, np.int64), empty
+    vocab, inverse = _vertices(np.concatenate([src, dst]))
+    s, d, n = inverse[: len(src)], inverse[len(src):], len(vocab)
+    # Seeds heaviest first, then by (src, dst) (vertex order is unit-id order): two stable sorts.
+    by_pair = np.argsort(s * n + d, kind="stable")
+    order = by_pair[np.argsort(-weight[by_pair], kind="stable")]
+    limits = np.array([threshold * once_weight(m, tau=tau, f=f) * (1 - REL_TOLERANCE) for m in range(tau + 1)])
+    run_ids, offsets, members = _discover(*_csr(s, d, weight, n), *_csr(d, s, weight, n), s[order], d[order],
+                                          limits, tau, min_length)
+    return run_ids, offsets, vocab[members]
 
 
 def discover_runs(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *, tau: int = 9, f: float = 1.0,
@@ -91,91 +264,24 @@ def discover_runs(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *, tau: 
 
         discover_runs(np.array([1, 2]), np.array([2, 3]), np.array([2.0, 2.0]), tau=2, f=0.0)
     """
-    check_context(tau, f)
-    if threshold < 0:
-        raise ValueError(f"threshold must be >= 0, got {threshold}")
-    min_length = tau if min_length is None else min_length
-    src, dst, weight = np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(weight, np.float64)
-    loop = src == dst
-    src, dst, weight = src[~loop], dst[~loop], weight[~loop]
-    if len(src) == 0:
-        return []
-    vocab, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
-    s, d, n = inverse[: len(src)], inverse[len(src):], len(vocab)
-    marked = bytearray(n)
-    out_ptr, out_nbr, out_w = _csr(s, d, weight, n)
-    in_ptr, in_nbr, in_w = _csr(d, s, weight, n)
-    order = np.lexsort((d, s, -weight))  # heaviest first; vocab order is unit-id order
-    seed_s, seed_d = s[order].tolist(), d[order].tolist()
-    limits = [threshold * once_weight(m, tau=tau, f=f) * (1 - REL_TOLERANCE) for m in range(tau + 1)]
-    units = vocab.tolist()
-    runs: list[tuple[int, list[int]]] = []
-    run_id = -1
-    e = 0
-    while True:
-        while e < len(seed_s) and (marked[seed_s[e]] or marked[seed_d[e]]):
-            e += 1
-        if e == len(seed_s):
-            return runs
-        run_id += 1
-        a, b = seed_s[e], seed_d[e]
-        marked[a] = marked[b] = 1
-        run: deque[int] = deque([a, b])
-        head_side = _Side(in_ptr, in_nbr, in_w, marked)
-        tail_side = _Side(out_ptr, out_nbr, out_w, marked)
-        head: deque[int] = deque()
-        tail: deque[int] = deque()
-        for x in list(run)[:tau]:
-            head.append(x)
-            head_side.change(x, 1.0)
-        for x in list(run)[-tau:]:
-            tail.append(x)
-            tail_side.change(x, 1.0)
-        while True:
-            limit = limits[min(tau, len(run))]
-            head_weight, u = head_side.best()
-            tail_weight, v = tail_side.best()
-            if head_weight < limit and tail_weight < limit:
-                break
-            if head_weight > tail_weight:
-                marked[u] = 1
-                run.appendleft(u)
-                head.appendleft(u)
-                head_side.change(u, 1.0)
-                if len(head) > tau:
-                    head_side.change(head.pop(), -1.0)
-                if len(run) <= tau:
-                    tail.appendleft(u)
-                    tail_side.change(u, 1.0)
-            else:
-                marked[v] = 1
-                run.append(v)
-                tail.append(v)
-                tail_side.change(v, 1.0)
-                if len(tail) > tau:
-                    tail_side.change(tail.popleft(), -1.0)
-                if len(run) <= tau:
-                    head.append(v)
-                    head_side.change(v, 1.0)
-        if len(run) >= min_length:
-            runs.append((run_id, [units[x] for x in run]))
+    run_ids, offsets, units = discover_run_arrays(src, dst, weight, tau=tau, f=f, threshold=threshold,
+                                                  min_length=min_length)
+    return [(int(r), units[offsets[k]:offsets[k + 1]].tolist()) for k, r in enumerate(run_ids)]
 
 
 def _runs_of_group(tau: int, f: float, threshold: float, min_length: int | None):  # type: ignore[no-untyped-def]
     def run(table: pa.Table) -> pa.Table:
-        found = discover_runs(table.column("src_unit").to_numpy(), table.column("dst_unit").to_numpy(),
-                              table.column("weight").to_numpy(), tau=tau, f=f, threshold=threshold,
-                              min_length=min_length)
-        run_ids = [rid for rid, members in found for _ in members]
-        ranks = [rank for rank, (_, members) in enumerate(found) for _ in members]
-        positions = [p for _, members in found for p in range(len(members))]
-        unit_ids = [u for _, members in found for u in members]
-        n = len(unit_ids)
+        run_ids, offsets, units = discover_run_arrays(
+            table.column("src_unit").to_numpy(), table.column("dst_unit").to_numpy(),
+            table.column("weight").to_numpy(), tau=tau, f=f, threshold=threshold, min_length=min_length)
+        lengths = np.diff(offsets)
+        n = len(units)
+        position = np.arange(n, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
         device = table.column("device")[0].as_py() if table.num_rows else ""
         interval = table.column("interval_id")[0].as_py() if table.num_rows else 0
-        return pa.table([pa.array([device] * n, pa.string()), pa.array([interval] * n, pa.int64()),
-                         pa.array(run_ids, pa.int64()), pa.array(ranks, pa.int64()),
-                         pa.array(positions, pa.int64()), pa.array(unit_ids, pa.int64())], names=list(RUN_COLUMNS))
+        return pa.table([pa.array([device] * n, pa.string()), pa.array(np.full(n, interval, np.int64)),
+                         pa.array(np.repeat(run_ids, lengths)), pa.array(np.repeat(np.arange(len(run_ids)), lengths)),
+                         pa.array(position), pa.array(units)], names=list(RUN_COLUMNS))
 
     return run
 

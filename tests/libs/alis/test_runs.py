@@ -111,3 +111,36 @@ def test_find_runs_per_device_and_interval(spark):
         runs.setdefault((r.device, r.interval_id, r.run_id, r.rank), []).append((r.position, r.unit_id))
     assert {k: "".join(name(u) for _, u in sorted(v)) for k, v in runs.items()} == {
         ("d0", 0, 0, 0): "ARUNB", ("d0", 1, 0, 0): "RUN", ("d1", 0, 0, 0): "CDE"}
+
+
+def _random_graph(rng: np.random.Generator, *, vertices: int, reads: int, tau: int, f: float):
+    """The access graph of a random reference string with repeated sequences (so runs exist) and
+    small integer counts (so equal scores and tie rules are exercised)."""
+    runs = [rng.integers(0, vertices, rng.integers(3, 15)) for _ in range(max(2, vertices // 8))]
+    units: list[int] = []
+    while len(units) < reads:
+        units += (runs[rng.integers(len(runs))] if rng.random() < 0.7
+                  else rng.integers(0, vertices, rng.integers(1, 6))).tolist()
+    units_array = np.array(units[:reads], np.int64) * 7 + 3          # unit ids are not 0..n-1
+    seg = np.cumsum(rng.random(reads) < 0.02)
+    src, dst, pairs, closeness = count_pairs(seg, units_array, tau)
+    return src, dst, pairs * (1 - f) + f * closeness / tau
+
+
+@pytest.mark.parametrize("seed", [*range(12), "large"])
+def test_compiled_discovery_matches_the_python_reference_on_random_graphs(seed):
+    """The numba loop against the first, pure-Python version (heapq, dicts, deques): the same runs, in
+    the same order, with the same ids, whatever the context, threshold and minimum length ("large":
+    tens of thousands of edges, so the heaps grow past their first allocation)."""
+    from tests.libs.alis.runs_reference import discover_runs as reference
+
+    rng = np.random.default_rng(99 if seed == "large" else seed)
+    tau = 9 if seed == "large" else int(rng.choice([1, 2, 3, 9]))
+    f = 1.0 if seed == "large" else float(rng.choice([0.0, 0.5, 1.0]))
+    threshold = 0.1 if seed == "large" else float(rng.choice([0.0, 0.1, 0.4, 1.0]))
+    min_length = tau if seed == "large" else int(rng.choice([1, 2, tau]))
+    vertices, reads = (3000, 60_000) if seed == "large" else (int(rng.integers(5, 400)), int(rng.integers(10, 4000)))
+    graph = _random_graph(rng, vertices=vertices, reads=reads, tau=tau, f=f)
+    expected = reference(*graph, tau=tau, f=f, threshold=threshold, min_length=min_length)
+    assert sum(len(m) for _, m in expected) > 0
+    assert discover_runs(*graph, tau=tau, f=f, threshold=threshold, min_length=min_length) == expected
