@@ -28,7 +28,7 @@ Choices where the paper is open (each tested in tests/sim/test_cooling.py):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -131,10 +131,9 @@ def cooling_step(disk_heat: np.ndarray, unit_heat: np.ndarray, unit_sectors: np.
         return Step("balanced", -1, source, -1)
     on_source = np.flatnonzero((unit_disk == source) & (unit_heat > 0))
     rank = unit_heat[on_source] if unit == "fragment" else unit_heat[on_source] / unit_sectors[on_source]
-    candidates = on_source[np.lexsort((on_source, -rank))]                   # descending, ties by index
     by_heat = np.lexsort((np.arange(n_disks), disk_heat))                    # ascending, ties by index
     chosen, target = -1, -1
-    for e in candidates:                                                     # step 3
+    for e in _descending(on_source, rank):                                   # step 3
         if unit == "extent":
             holding = np.zeros(n_disks, dtype=bool)
             holding[unit_disk[unit_file == unit_file[e]]] = True
@@ -162,6 +161,15 @@ def cooling_step(disk_heat: np.ndarray, unit_heat: np.ndarray, unit_sectors: np.
     if not after.var() < disk_heat.var():
         return Step("no_gain", chosen, source, target)
     return Step("move", chosen, source, target)
+
+
+def _descending(units: np.ndarray, rank: np.ndarray) -> Iterator[int]:
+    """`units` by descending rank, ties by index (units ascending); the first without a sort, since the
+    hottest unit usually finds a target and a demon call rarely needs a second."""
+    if len(units) == 0:
+        return
+    yield int(units[np.argmax(rank)])                                        # the first maximum
+    yield from units[np.lexsort((units, -rank))[1:]].tolist()
 
 
 @dataclass(frozen=True)

@@ -146,6 +146,40 @@ def test_tracker_counts_a_zero_span_as_one_microsecond() -> None:
     assert tr.heat()[0] == pytest.approx(2e6)
 
 
+def _heat_from_history(tr: InterarrivalTracker, at_us: float | None) -> np.ndarray:
+    """The estimate recomputed from the stored history of every unit (the tracker caches the
+    history-only parts and recomputes the units observed since the last call)."""
+    out = np.zeros(len(tr.count))
+    for u, n in enumerate(tr.count.tolist()):
+        if n < 2:
+            continue
+        m = min(n, tr.k)
+        work = 0.0
+        for j in range(m):
+            work += tr.blocks[u, (n - 1 - j) % tr.k]
+        work *= 1e6
+        span = tr.times[u, (n - 1) % tr.k] - tr.times[u, (n - m) % tr.k]
+        h = work / (span if span > 1.0 else 1.0)
+        if at_us is not None:
+            gap = at_us - tr.times[u, (n - m + 1) % tr.k]
+            h = min(h, work / (gap if gap > 1.0 else 1.0))
+        out[u] = h
+    return out
+
+
+def test_tracker_cached_estimates_equal_the_history_after_every_batch() -> None:
+    rng = np.random.default_rng(4)
+    tr = InterarrivalTracker(n_units=50, k=4)
+    t = 0.0
+    for batch in range(60):
+        n = int(rng.integers(0, 30))
+        times = t + np.cumsum(rng.exponential(2e5, n))
+        t = float(times[-1]) if n else t
+        tr.observe(rng.integers(0, 50, n), times, rng.integers(1, 64, n).astype(float))
+        at = None if batch % 3 == 0 else t + float(rng.exponential(1e6))
+        assert tr.heat(at_us=at).tolist() == _heat_from_history(tr, at).tolist()       # bit for bit
+
+
 def test_requests_split_at_unit_boundaries() -> None:
     # Units [0, 10), [10, 20), [20, ...); device 1 starts at logical 30.
     unit, t, blocks = split_into_units(np.array([0, 10, 20]), np.array([0, 30]), np.array([1.0, 2.0]),
@@ -261,3 +295,11 @@ def test_cooling_and_tracker_never_import_pyspark() -> None:
     code = ("import sys, sim.cooling, sim.tracker; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
+
+
+def test_candidates_come_by_descending_rank_ties_by_index() -> None:
+    from sim.cooling import _descending
+
+    assert list(_descending(np.array([3, 5, 7, 9]), np.array([1.0, 4.0, 4.0, 2.0]))) == [5, 7, 9, 3]
+    assert list(_descending(np.array([2]), np.array([0.5]))) == [2]
+    assert list(_descending(np.array([], np.int64), np.array([]))) == []
