@@ -133,6 +133,7 @@ def _discover(out_ptr: np.ndarray, out_nbr: np.ndarray, out_w: np.ndarray, in_pt
     marked = np.zeros(n, np.bool_)
     head_score, tail_score = np.zeros(n, np.float64), np.zeros(n, np.float64)
     head_stamp, tail_stamp = np.zeros(n, np.int64), np.zeros(n, np.int64)   # run + 1 of the score
+    # Heap arrays (keys, ids) and sizes per side: head hk, hi_, hs; tail tk, ti, ts (grown by _change).
     hk, hi_ = np.empty(1024, np.float64), np.empty(1024, np.int64)
     tk, ti = np.empty(1024, np.float64), np.empty(1024, np.int64)
     buf = np.empty(2 * n + 2, np.int64)        # the run, growing both ways from the middle
