@@ -8,9 +8,10 @@ to the same graph bit for bit; weight = pairs * (1 - f) + f * closeness / tau at
 Scale: a device's ordered reads are cut into time chunks (chunk_us, default 60 s), which
 hash-partition over all tasks; each task counts the pairs inside its chunks (numba + a radix sort
 of packed keys) and keeps the first and last tau reads of every chunk (the overlap). It passes
-both on packed in a few binary rows per group and reduce bucket (a hash of src); the reducer of a
-bucket finds the pairs across chunk edges from all the group's overlaps and merges the sorted
-partial counts (numba). One hot device so spreads over every core. Time chunks, not read counts,
+both on packed in a few binary rows per group and reduce bucket (a hash of src); one reduce task
+per bucket (routed by bucket_routes) finds, for every group, the pairs across chunk edges from the
+group's overlaps and merges the sorted partial counts (numba). One hot device so spreads over
+every core, in both stages. Time chunks, not read counts,
 so that a chunk is a function of the row alone.
 
 Pruning to the size budget (19 bytes a vertex, 20 an edge) runs per graph in numpy
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from libs.alis.units import REF_ORDER, idiv
@@ -38,8 +40,9 @@ EDGE = ("device", "src_unit", "dst_unit")
 COUNT_COLUMNS = ("device", "interval_id", "src_unit", "dst_unit", "pairs", "closeness")
 COUNT_DDL = "device string, interval_id long, src_unit long, dst_unit long, pairs long, closeness long"
 # What a task passes to the final sum, packed: one row per (task, group, reduce bucket) with the
-# bucket's share of the task's pair counts and all the task's chunk-end reads of the group.
-PARTIAL_DDL = "device string, interval_id long, bucket long, counts binary, ends binary"
+# bucket's share of the task's pair counts and all the task's chunk-end reads of the group; `route`
+# is a key that Spark's hash partitioning sends to partition `bucket` (bucket_routes).
+PARTIAL_DDL = "device string, interval_id long, bucket long, route long, counts binary, ends binary"
 WEIGHT_COLUMNS = ("device", "interval_id", "src_unit", "dst_unit", "weight")
 WEIGHT_DDL = "device string, interval_id long, src_unit long, dst_unit long, weight double"
 # The paper's memory model of the graph: 19 bytes per vertex, 20 per edge (two adjacency entries).
@@ -199,24 +202,47 @@ def _unpack(blob: bytes) -> np.ndarray:
     return rows
 
 
+@numba.njit(cache=True)
+def _split_by_bucket(src: np.ndarray, dst: np.ndarray, pairs: np.ndarray, closeness: np.ndarray,
+                     buckets: int) -> tuple[np.ndarray, np.ndarray]:
+    """Counts as one (4, n) array grouped by reduce bucket (_bucket's hash), keeping their order
+    within a bucket (a counting sort), and the bucket bounds: bucket b is [bounds[b], bounds[b+1])."""
+    n = len(src)
+    bucket = np.empty(n, np.int64)
+    bounds = np.zeros(buckets + 1, np.int64)
+    for i in range(n):
+        b = ((np.uint64(src[i]) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) % np.uint64(buckets)
+        bucket[i] = b
+        bounds[b + 1] += 1
+    for b in range(buckets):
+        bounds[b + 1] += bounds[b]
+    at = bounds[:-1].copy()
+    out = np.empty((4, n), np.int64)
+    for i in range(n):
+        k = at[bucket[i]]
+        out[0, k], out[1, k], out[2, k], out[3, k] = src[i], dst[i], pairs[i], closeness[i]
+        at[bucket[i]] = k + 1
+    return out, bounds
+
+
 def _partials(device: str, interval: int, counts: tuple[np.ndarray, ...], ends: np.ndarray,
-              buckets: int) -> pa.RecordBatch:
+              routes: np.ndarray) -> pa.RecordBatch:
     """PARTIAL_DDL rows of one group in one task, one per bucket: the bucket's share of counts
     (src, dst, pairs, closeness, sorted by (src, dst)) as a packed (4, n) array still so sorted,
     and in every bucket the same packed ends (from _chunk_ends)."""
-    stacked = np.stack(counts)
-    bucket = _bucket(stacked[0], buckets)
-    order = np.argsort(bucket, kind="stable")
-    stacked, bounds = stacked[:, order], np.searchsorted(bucket[order], np.arange(buckets + 1))
+    buckets = len(routes)
+    stacked, bounds = _split_by_bucket(*counts, buckets)
     return pa.RecordBatch.from_arrays(
         [pa.array([device] * buckets, pa.string()), pa.array([interval] * buckets, pa.int64()),
-         pa.array(np.arange(buckets, dtype=np.int64)),
+         pa.array(np.arange(buckets, dtype=np.int64)), pa.array(routes, pa.int64()),
          pa.array([_pack(stacked[:, bounds[b]:bounds[b + 1]]) for b in range(buckets)], pa.binary()),
          pa.array([_pack(ends)] * buckets, pa.binary())],
-        names=["device", "interval_id", "bucket", "counts", "ends"])
+        names=["device", "interval_id", "bucket", "route", "counts", "ends"])
 
 
-@numba.njit(cache=True)
+# One fixed signature (C-contiguous in and out), compiled at import: a lazily typed version compiled
+# a new variant in every Python worker the first time a merge tree met a sliced (non-contiguous) input.
+@numba.njit("int64[:, ::1](int64[:, ::1], int64[:, ::1])", cache=True)
 def _merge_counts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Sum of two (4, n) int64 count arrays (src, dst, pairs, closeness), each sorted by (src, dst)
     without repeats; the result is sorted the same way."""
@@ -239,27 +265,75 @@ def _merge_counts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out[:, m:m + na - i] = a[:, i:]
     m += na - i
     out[:, m:m + nb - j] = b[:, j:]
-    return out[:, :m + nb - j]
+    return out[:, :m + nb - j].copy()
 
 
-def _reduce_partials(tau: int, buckets: int):  # type: ignore[no-untyped-def]
-    """applyInArrow function per (device, interval_id, bucket): PARTIAL_DDL rows -> COUNT_COLUMNS,
-    the bucket's edges of the group: the tasks' counts plus the pairs across chunk edges."""
+def _reduce_bucket(tau: int, buckets: int):  # type: ignore[no-untyped-def]
+    """mapInArrow function over PARTIAL_DDL rows (normally those of one reduce bucket, all groups) ->
+    COUNT_COLUMNS, per group and bucket: the tasks' counts plus the bucket's pairs across the group's
+    chunk edges."""
 
-    def run(table: pa.Table) -> pa.Table:
-        ends = np.concatenate([_unpack(blob) for blob in table.column("ends").to_pylist()], axis=1)
+    def group(rows: pa.Table, bucket: int) -> pa.RecordBatch:
+        ends = np.concatenate([_unpack(blob) for blob in rows.column("ends").to_pylist()], axis=1)
         crossing = np.stack(sum_pairs(*cross_chunk_pairs(*ends, tau), tau))
-        parts = [crossing[:, _bucket(crossing[0], buckets) == table.column("bucket")[0].as_py()],
-                 *(_unpack(blob) for blob in table.column("counts").to_pylist())]
+        parts = [np.ascontiguousarray(crossing[:, _bucket(crossing[0], buckets) == bucket]),
+                 *(_unpack(blob) for blob in rows.column("counts").to_pylist())]
         while len(parts) > 1:
             parts = [_merge_counts(*parts[k:k + 2]) if k + 1 < len(parts) else parts[k]
                      for k in range(0, len(parts), 2)]
         merged = np.ascontiguousarray(parts[0])
         n = merged.shape[1]
-        return pa.table([pa.repeat(table.column("device")[0], n), pa.repeat(table.column("interval_id")[0], n),
-                         *(pa.array(merged[k]) for k in range(4))], names=list(COUNT_COLUMNS))
+        return pa.RecordBatch.from_arrays(
+            [pa.repeat(rows.column("device")[0], n), pa.repeat(rows.column("interval_id")[0], n),
+             *(pa.array(merged[k]) for k in range(4))], names=list(COUNT_COLUMNS))
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = _table(batches)
+        if table is None:
+            return
+        # Normally one bucket per partition (bucket_routes); grouping by it keeps any routing correct.
+        keys = table.select([*GROUP, "bucket"]).group_by([*GROUP, "bucket"], use_threads=False).aggregate([])
+        for device, interval, bucket in zip(*(keys.column(c).to_pylist() for c in (*GROUP, "bucket")), strict=True):
+            rows = table.filter((pc.field("device") == device) & (pc.field("interval_id") == interval)
+                                & (pc.field("bucket") == bucket))
+            yield group(rows, bucket)
 
     return run
+
+
+def _murmur3_long(value: int, seed: int = 42) -> int:
+    """Spark's Murmur3Hash of one bigint (Murmur3_x86_32.hashLong, the seed Spark's hash() and its hash
+    partitioning use), as a signed 32-bit int."""
+    mask = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    h = seed & mask
+    for word in (value & mask, (value >> 32) & mask):
+        k = rotl((word * 0xCC9E2D51) & mask, 15) * 0x1B873593 & mask
+        h = (rotl(h ^ k, 13) * 5 + 0xE6546B64) & mask
+    h ^= 8
+    h = ((h ^ (h >> 16)) * 0x85EBCA6B) & mask
+    h = ((h ^ (h >> 13)) * 0xC2B2AE35) & mask
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def bucket_routes(buckets: int) -> np.ndarray:
+    """For each bucket b, the smallest non-negative bigint k with pmod(hash(k), buckets) == b: the
+    partition Spark's repartition(buckets, k) sends it to. Routing by these keys gives each reduce
+    task exactly one bucket of every group, so the final sum runs as `buckets` equal tasks (a
+    groupBy leaves the groups' share of the partitions to hashing and then to adaptive coalescing,
+    which at 5 M reads made 3 unequal tasks on 2 cores)."""
+    routes = np.full(buckets, -1, np.int64)
+    k = 0
+    while (routes < 0).any():
+        b = _murmur3_long(k) % buckets
+        if routes[b] < 0:
+            routes[b] = k
+        k += 1
+    return routes
 
 
 def _chunk_ends(chunk: np.ndarray, units: np.ndarray, tau: int) -> np.ndarray:
@@ -274,9 +348,16 @@ def _chunk_ends(chunk: np.ndarray, units: np.ndarray, tau: int) -> np.ndarray:
     return np.stack([chunk[keep], pos[keep], length[keep], units[keep]])
 
 
-def _task_partials(tau: int, buckets: int):  # type: ignore[no-untyped-def]
-    """mapInArrow function over (device, interval_id, chunk, *REF_ORDER, unit_id) in any order:
-    per group, the pair counts inside its chunks and its chunk ends, as PARTIAL_DDL rows."""
+def _chunk_of(ts_us: np.ndarray, chunk_us: int) -> np.ndarray:
+    """ts_us div chunk_us, truncated toward zero like SQL `div` (idiv), which partitions the reads."""
+    chunk = np.abs(ts_us) // chunk_us
+    return np.where(ts_us < 0, -chunk, chunk)
+
+
+def _task_partials(tau: int, chunk_us: int, routes: np.ndarray):  # type: ignore[no-untyped-def]
+    """mapInArrow function over (device, interval_id, *REF_ORDER, unit_id) in any order, partitioned
+    by (device, interval_id, ts_us div chunk_us): per group, the pair counts inside its chunks and
+    its chunk ends, as PARTIAL_DDL rows."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = _table(batches)
@@ -285,7 +366,8 @@ def _task_partials(tau: int, buckets: int):  # type: ignore[no-untyped-def]
         # Sorting here (numpy, the arrival order is mostly sorted already) costs less than Spark's
         # row sort, whose comparisons all fall through the device string.
         devices = table.column("device").combine_chunks().dictionary_encode()
-        keys = [devices.indices.to_numpy(), *(table.column(c).to_numpy() for c in ("interval_id", "chunk", *REF_ORDER))]
+        keys = [devices.indices.to_numpy(), table.column("interval_id").to_numpy(),
+                _chunk_of(table.column("ts_us").to_numpy(), chunk_us), *(table.column(c).to_numpy() for c in REF_ORDER)]
         order = np.lexsort(keys[::-1])
         device, interval, chunk = (key[order] for key in keys[:3])
         units = table.column("unit_id").to_numpy()[order]
@@ -294,7 +376,7 @@ def _task_partials(tau: int, buckets: int):  # type: ignore[no-untyped-def]
         for lo, hi in zip(starts, np.append(starts[1:], len(units)), strict=True):
             counts = count_pairs(seg[lo:hi], units[lo:hi], tau)
             yield _partials(devices.dictionary[device[lo]].as_py(), int(interval[lo]), counts,
-                            _chunk_ends(chunk[lo:hi], units[lo:hi], tau), buckets)
+                            _chunk_ends(chunk[lo:hi], units[lo:hi], tau), routes)
 
     return run
 
@@ -343,14 +425,14 @@ def build_edge_counts(refs: DataFrame, *, tau: int = 9, chunk_us: int = CHUNK_US
     check_context(tau, 1.0)
     if chunk_us <= 0:
         raise ValueError(f"chunk_us must be > 0, got {chunk_us}")
-    chunked = refs.select(*GROUP, idiv(F.col("ts_us"), chunk_us).alias("chunk"), *REF_ORDER, "unit_id")
-    spread = (chunked.repartition(partitions, *GROUP, "chunk") if partitions
-              else chunked.repartition(*GROUP, "chunk"))
+    chunk = idiv(F.col("ts_us"), chunk_us)
+    reads = refs.select(*GROUP, *REF_ORDER, "unit_id")
+    spread = reads.repartition(partitions, *GROUP, chunk) if partitions else reads.repartition(*GROUP, chunk)
     # Each task's counts reach the final sum pre-reduced and packed, a few wide rows per group and
     # bucket, rather than as one row per edge through a Spark aggregation (several times slower).
     buckets = partitions or int(refs.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    return (spread.mapInArrow(_task_partials(tau, buckets), PARTIAL_DDL)
-            .groupBy(*GROUP, "bucket").applyInArrow(_reduce_partials(tau, buckets), COUNT_DDL))
+    return (spread.mapInArrow(_task_partials(tau, chunk_us, bucket_routes(buckets)), PARTIAL_DDL)
+            .repartition(buckets, "route").mapInArrow(_reduce_bucket(tau, buckets), COUNT_DDL))
 
 
 def with_weight(counts: DataFrame, *, tau: int, f: float) -> DataFrame:

@@ -3,11 +3,19 @@ reference, aging (eq. 2), bottom pruning and the reference-count pre-filter."""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
 from libs.alis.graph import (
+    _bucket,
+    _chunk_of,
+    _murmur3_long,
+    _reduce_bucket,
+    _split_by_bucket,
+    _task_partials,
     age_graph,
+    bucket_routes,
     build_edge_counts,
     count_pairs,
     cross_chunk_pairs,
@@ -85,6 +93,49 @@ def test_chunked_build_equals_unchunked_and_reference(spark, tau):
     assert chunked == one_chunk
     assert one_chunk == reference_counts(rows, tau)
     assert len(one_chunk) > 100
+
+
+def test_bucket_routes_follow_sparks_hash_partitioning(spark):
+    keys = [0, 1, -1, 42, 2**31, -(2**40), 2**62 + 12345]
+    spark_hash = spark.createDataFrame([(k,) for k in keys], "k long").select("k", F.hash("k").alias("h")).collect()
+    assert {r.k: r.h for r in spark_hash} == {k: _murmur3_long(k) for k in keys}
+    for n in (1, 2, 3, 8):
+        routes = bucket_routes(n)
+        placed = (spark.createDataFrame([(int(r), b) for b, r in enumerate(routes)], "route long, bucket long")
+                  .repartition(n, "route").select("bucket", F.spark_partition_id().alias("p")).collect())
+        assert {r.bucket: r.p for r in placed} == {b: b for b in range(n)}
+
+
+def test_task_chunks_and_buckets_agree_with_the_partitioning(spark):
+    # The task recomputes the chunk Spark partitioned by (SQL div, truncating) and splits its counts
+    # by the same bucket hash the reducer filters crossing pairs with.
+    ts = [-2001, -2000, -1999, -1, 0, 1, 999, 1000, 2**50 + 7]
+    div = spark.createDataFrame([(t,) for t in ts], "t long").select("t", F.expr("t div 1000").alias("c")).collect()
+    assert {r.t: r.c for r in div} == dict(zip(ts, _chunk_of(np.array(ts), 1000).tolist(), strict=True))
+    src = np.random.default_rng(3).integers(-(2**62), 2**62, 5000)
+    zeros = np.zeros(5000, np.int64)
+    split, bounds = _split_by_bucket(src, src + 1, zeros, zeros, 7)
+    for b in range(7):
+        assert split[0, bounds[b]:bounds[b + 1]].tolist() == src[_bucket(src, 7) == b].tolist()
+    np.testing.assert_array_equal(split[1], split[0] + 1)
+
+
+def test_reduce_is_right_when_buckets_share_a_partition():
+    # Two tasks' partials of 3 buckets, all handed to one reduce call: still the reference graph.
+    rows = _bursty_rows(seed=4)
+    tau, chunk_us = 3, 1000
+    table = pa.table({"device": [r[0] for r in rows], "interval_id": [r[1] for r in rows],
+                      "ts_us": [r[2] for r in rows], "seq": list(range(len(rows))), "sub": [0] * len(rows),
+                      "unit_id": [r[3] for r in rows]})
+    task = np.array([r[2] // chunk_us % 2 for r in rows])
+    partials = [b for t in (0, 1) for b in _task_partials(tau, chunk_us, bucket_routes(3))(
+        iter(table.filter(pa.array(task == t)).to_batches()))]
+    out = pa.Table.from_batches(list(_reduce_bucket(tau, 3)(iter(partials))))
+    got = {(d, i, s, t): (p, c) for d, i, s, t, p, c in zip(*(out.column(k).to_pylist() for k in out.column_names),
+                                                            strict=True)}
+    assert got == reference_counts(rows, tau)
+    assert len(partials) == 2 * 4      # 2 tasks x 4 groups, each group in 3 buckets
+    assert len(got) > 100
 
 
 def test_order_is_time_then_seq_and_intervals_do_not_connect(spark):
