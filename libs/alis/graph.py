@@ -452,15 +452,23 @@ def age_graph(current: DataFrame, previous: DataFrame | None, *, beta: float) ->
                       keys=EDGE, value="weight", alpha=beta)
 
 
+GRAPH_BYTES_DDL = "device string, interval_id long, vertices long, edges long, graph_bytes long"
+
+
+def _graph_size(table: pa.Table) -> pa.Table:
+    vertices = len(pc.unique(pa.chunked_array(table.column("src_unit").chunks + table.column("dst_unit").chunks)))
+    edges = table.num_rows
+    return pa.table({"device": table.column("device").slice(0, 1),
+                     "interval_id": table.column("interval_id").slice(0, 1), "vertices": [vertices],
+                     "edges": [edges], "graph_bytes": [vertices * VERTEX_BYTES + edges * EDGE_BYTES]})
+
+
 def graph_bytes(graph: DataFrame) -> DataFrame:
-    """Per (device, interval_id): vertices, edges and the paper's size model 19 V + 20 E bytes."""
-    ends = graph.select(*GROUP, F.col("src_unit").alias("unit")).unionByName(
-        graph.select(*GROUP, F.col("dst_unit").alias("unit")))
-    vertices = ends.distinct().groupBy(*GROUP).agg(F.count(F.lit(1)).alias("vertices"))
-    edges = graph.groupBy(*GROUP).agg(F.count(F.lit(1)).alias("edges"))
-    return edges.join(vertices, on=list(GROUP), how="inner").select(
-        *GROUP, "vertices", "edges",
-        (F.col("vertices") * VERTEX_BYTES + F.col("edges") * EDGE_BYTES).alias("graph_bytes"))
+    """Per (device, interval_id): vertices, edges and the paper's size model 19 V + 20 E bytes.
+    One graph per applyInArrow group (a hash of its ends there, instead of a distinct over all ends
+    through a shuffle): graphs are held whole for pruning and run discovery anyway."""
+    return (graph.select(*GROUP, "src_unit", "dst_unit").groupBy(*GROUP)
+            .applyInArrow(_graph_size, GRAPH_BYTES_DDL))
 
 
 def _nearest_rank(values: np.ndarray, share: float) -> float:

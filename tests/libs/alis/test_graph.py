@@ -176,9 +176,10 @@ def test_aging_blends_current_and_previous_graph(spark):
 
 
 def test_graph_bytes_uses_19_per_vertex_and_20_per_edge(spark):
-    g = make_graph(spark, [("d", 0, 1, 2, 1.0), ("d", 0, 2, 3, 1.0), ("d", 0, 3, 1, 1.0), ("d", 1, 5, 6, 1.0)])
-    assert {(r.interval_id, r.vertices, r.edges, r.graph_bytes) for r in graph_bytes(g).collect()} == {
-        (0, 3, 3, 3 * 19 + 3 * 20), (1, 2, 1, 2 * 19 + 20)}
+    g = make_graph(spark, [("d", 0, 1, 2, 1.0), ("d", 0, 2, 3, 1.0), ("d", 0, 3, 1, 1.0), ("d", 1, 5, 6, 1.0),
+                           ("e", 0, 1, 9, 1.0), ("e", 0, 9, 1, 1.0)])
+    assert {(r.device, r.interval_id, r.vertices, r.edges, r.graph_bytes) for r in graph_bytes(g).collect()} == {
+        ("d", 0, 3, 3, 3 * 19 + 3 * 20), ("d", 1, 2, 1, 2 * 19 + 20), ("e", 0, 2, 2, 2 * 19 + 2 * 20)}
 
 
 CHAIN = [(k, k + 1, float(k + 1)) for k in range(20)]   # 0 -> 1 -> ... -> 20, weights 1..20: 799 bytes
