@@ -11,8 +11,8 @@ of packed keys) and keeps the first and last tau reads of every chunk (the overl
 both on packed in a few binary rows per group and reduce bucket (a hash of src); one reduce task
 per bucket (routed by bucket_routes) finds, for every group, the pairs across chunk edges from the
 group's overlaps and merges the sorted partial counts (numba). One hot device so spreads over
-every core, in both stages. Time chunks, not read counts,
-so that a chunk is a function of the row alone.
+every core, in both stages. Time chunks, not read counts, so that a chunk is a function of the
+row alone.
 
 Pruning to the size budget (19 bytes a vertex, 20 an edge) runs per graph in numpy
 (prune_arrays): a graph is bounded by its budget plus one interval's new edges.
@@ -203,17 +203,14 @@ def _unpack(blob: bytes) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def _split_by_bucket(src: np.ndarray, dst: np.ndarray, pairs: np.ndarray, closeness: np.ndarray,
-                     buckets: int) -> tuple[np.ndarray, np.ndarray]:
-    """Counts as one (4, n) array grouped by reduce bucket (_bucket's hash), keeping their order
-    within a bucket (a counting sort), and the bucket bounds: bucket b is [bounds[b], bounds[b+1])."""
+def _split_by_bucket(bucket: np.ndarray, src: np.ndarray, dst: np.ndarray, pairs: np.ndarray,
+                     closeness: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray]:
+    """Counts as one (4, n) array grouped by their reduce bucket, keeping their order within a
+    bucket (a counting sort), and the bucket bounds: bucket b is [bounds[b], bounds[b + 1])."""
     n = len(src)
-    bucket = np.empty(n, np.int64)
     bounds = np.zeros(buckets + 1, np.int64)
     for i in range(n):
-        b = ((np.uint64(src[i]) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) % np.uint64(buckets)
-        bucket[i] = b
-        bounds[b + 1] += 1
+        bounds[bucket[i] + 1] += 1
     for b in range(buckets):
         bounds[b + 1] += bounds[b]
     at = bounds[:-1].copy()
@@ -231,7 +228,7 @@ def _partials(device: str, interval: int, counts: tuple[np.ndarray, ...], ends: 
     (src, dst, pairs, closeness, sorted by (src, dst)) as a packed (4, n) array still so sorted,
     and in every bucket the same packed ends (from _chunk_ends)."""
     buckets = len(routes)
-    stacked, bounds = _split_by_bucket(*counts, buckets)
+    stacked, bounds = _split_by_bucket(_bucket(counts[0], buckets).astype(np.int64), *counts, buckets)
     return pa.RecordBatch.from_arrays(
         [pa.array([device] * buckets, pa.string()), pa.array([interval] * buckets, pa.int64()),
          pa.array(np.arange(buckets, dtype=np.int64)), pa.array(routes, pa.int64()),

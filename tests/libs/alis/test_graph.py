@@ -106,15 +106,15 @@ def test_bucket_routes_follow_sparks_hash_partitioning(spark):
         assert {r.bucket: r.p for r in placed} == {b: b for b in range(n)}
 
 
-def test_task_chunks_and_buckets_agree_with_the_partitioning(spark):
-    # The task recomputes the chunk Spark partitioned by (SQL div, truncating) and splits its counts
-    # by the same bucket hash the reducer filters crossing pairs with.
+def test_task_chunks_agree_with_the_partitioning_and_buckets_keep_order(spark):
+    # The task recomputes the chunk Spark partitioned by (SQL div, truncating); its counts split by
+    # bucket keep their (src, dst) order inside each bucket.
     ts = [-2001, -2000, -1999, -1, 0, 1, 999, 1000, 2**50 + 7]
     div = spark.createDataFrame([(t,) for t in ts], "t long").select("t", F.expr("t div 1000").alias("c")).collect()
     assert {r.t: r.c for r in div} == dict(zip(ts, _chunk_of(np.array(ts), 1000).tolist(), strict=True))
     src = np.random.default_rng(3).integers(-(2**62), 2**62, 5000)
     zeros = np.zeros(5000, np.int64)
-    split, bounds = _split_by_bucket(src, src + 1, zeros, zeros, 7)
+    split, bounds = _split_by_bucket(_bucket(src, 7).astype(np.int64), src, src + 1, zeros, zeros, 7)
     for b in range(7):
         assert split[0, bounds[b]:bounds[b + 1]].tolist() == src[_bucket(src, 7) == b].tolist()
     np.testing.assert_array_equal(split[1], split[0] + 1)
