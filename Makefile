@@ -24,7 +24,7 @@ demo: $(STAMP)
 	$(VENV)/bin/blockheat report hplajw
 
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile   # two workers, whole files each: the suite is at the 20-minute line on one
 
 bench-ingest: $(STAMP)
 	$(PY) bench/ingest.py --millions 5
