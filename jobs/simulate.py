@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from libs.partitioning import partition_keys
 from libs.sim_grid import Grid, Part, load_grid, plan_parts
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, replace_rows, table_path, trace_info
@@ -117,7 +118,7 @@ def simulate_frame(spark: SparkSession, requests: DataFrame, parts: Sequence[Par
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    keys = _partition_keys(spark, len(parts))
+    keys = partition_keys(len(parts))
     by_key = dict(zip(keys, parts, strict=True))
     members = spark.createDataFrame([(p.trace_id, d, k) for k, p in by_key.items() for d in p.devices],
                                     "trace_id string, device string, part_key long")
@@ -130,27 +131,6 @@ def simulate_frame(spark: SparkSession, requests: DataFrame, parts: Sequence[Par
         .repartition(len(parts), "part_key")
     )
     return work.groupBy("part_key").applyInArrow(_simulator(by_key), from_arrow_schema(OUTPUT_ARROW_SCHEMA))
-
-
-def _partition_keys(spark: SparkSession, n: int) -> list[int]:
-    """n grouping keys that hash to the n different partitions of repartition(n, key).
-
-    With keys 0..n-1, Spark's hash partitioning puts some parts together (about a third of the partitions
-    stay empty), and a task holding two parts takes twice as long while cores idle. Spark's own hash picks
-    the first key for each partition from a small range (a driver-side query on a few hundred numbers).
-    """
-    from pyspark.sql import functions as F
-
-    if n == 1:
-        return [0]
-    rows = (spark.range(0, 64 * n, numPartitions=1)
-            .select("id", F.pmod(F.hash("id"), F.lit(n)).alias("partition")).collect())
-    first: dict[int, int] = {}
-    for r in rows:
-        first.setdefault(int(r.partition), int(r.id))
-    if len(first) < n:      # not reached for any n tried; correct anyway, only less evenly spread
-        return list(range(n))
-    return [first[i] for i in range(n)]
 
 
 def _simulator(parts: dict[int, Part]) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:

@@ -9,7 +9,7 @@ Scale: a device's ordered reads are cut into time chunks (chunk_us, default 60 s
 hash-partition over all tasks; each task counts the pairs inside its chunks (numba + a radix sort
 of packed keys) and keeps the first and last tau reads of every chunk (the overlap). It passes
 both on packed in a few binary rows per group and reduce bucket (a hash of src); one reduce task
-per bucket (routed by bucket_routes) finds, for every group, the pairs across chunk edges from the
+per bucket (routed by libs.partitioning.partition_keys) finds, for every group, the pairs across chunk edges from the
 group's overlaps and merges the sorted partial counts (numba). One hot device so spreads over
 every core, in both stages. Time chunks, not read counts, so that a chunk is a function of the
 row alone.
@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from libs.alis.units import REF_ORDER, idiv
+from libs.partitioning import partition_keys
 from libs.transforms.aging import age_values
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ COUNT_COLUMNS = ("device", "interval_id", "src_unit", "dst_unit", "pairs", "clos
 COUNT_DDL = "device string, interval_id long, src_unit long, dst_unit long, pairs long, closeness long"
 # What a task passes to the final sum, packed: one row per (task, group, reduce bucket) with the
 # bucket's share of the task's pair counts and all the task's chunk-end reads of the group; `route`
-# is a key that Spark's hash partitioning sends to partition `bucket` (bucket_routes).
+# is a key that Spark's hash partitioning sends to partition `bucket` (libs.partitioning.partition_keys).
 PARTIAL_DDL = "device string, interval_id long, bucket long, route long, counts binary, ends binary"
 WEIGHT_COLUMNS = ("device", "interval_id", "src_unit", "dst_unit", "weight")
 WEIGHT_DDL = "device string, interval_id long, src_unit long, dst_unit long, weight double"
@@ -237,8 +238,8 @@ def _partials(device: str, interval: int, counts: tuple[np.ndarray, ...], ends: 
         names=["device", "interval_id", "bucket", "route", "counts", "ends"])
 
 
-# One fixed signature (C-contiguous in and out), compiled at import: a lazily typed version compiled
-# a new variant in every Python worker the first time a merge tree met a sliced (non-contiguous) input.
+# One fixed signature (C-contiguous in and out): lazily typed, it compiled F- and A-layout variants
+# in the workers whenever numba's disk cache lacked them (as after any edit of this module).
 @numba.njit("int64[:, ::1](int64[:, ::1], int64[:, ::1])", cache=True)
 def _merge_counts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Sum of two (4, n) int64 count arrays (src, dst, pairs, closeness), each sorted by (src, dst)
@@ -288,7 +289,7 @@ def _reduce_bucket(tau: int, buckets: int):  # type: ignore[no-untyped-def]
         table = _table(batches)
         if table is None:
             return
-        # Normally one bucket per partition (bucket_routes); grouping by it keeps any routing correct.
+        # Normally one bucket per partition (partition_keys); grouping by it keeps any routing correct.
         keys = table.select([*GROUP, "bucket"]).group_by([*GROUP, "bucket"], use_threads=False).aggregate([])
         for device, interval, bucket in zip(*(keys.column(c).to_pylist() for c in (*GROUP, "bucket")), strict=True):
             rows = table.filter((pc.field("device") == device) & (pc.field("interval_id") == interval)
@@ -296,41 +297,6 @@ def _reduce_bucket(tau: int, buckets: int):  # type: ignore[no-untyped-def]
             yield group(rows, bucket)
 
     return run
-
-
-def _murmur3_long(value: int, seed: int = 42) -> int:
-    """Spark's Murmur3Hash of one bigint (Murmur3_x86_32.hashLong, the seed Spark's hash() and its hash
-    partitioning use), as a signed 32-bit int."""
-    mask = 0xFFFFFFFF
-
-    def rotl(x: int, r: int) -> int:
-        return ((x << r) | (x >> (32 - r))) & mask
-
-    h = seed & mask
-    for word in (value & mask, (value >> 32) & mask):
-        k = rotl((word * 0xCC9E2D51) & mask, 15) * 0x1B873593 & mask
-        h = (rotl(h ^ k, 13) * 5 + 0xE6546B64) & mask
-    h ^= 8
-    h = ((h ^ (h >> 16)) * 0x85EBCA6B) & mask
-    h = ((h ^ (h >> 13)) * 0xC2B2AE35) & mask
-    h ^= h >> 16
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def bucket_routes(buckets: int) -> np.ndarray:
-    """For each bucket b, the smallest non-negative bigint k with pmod(hash(k), buckets) == b: the
-    partition Spark's repartition(buckets, k) sends it to. Routing by these keys gives each reduce
-    task exactly one bucket of every group, so the final sum runs as `buckets` equal tasks (a
-    groupBy leaves the groups' share of the partitions to hashing and then to adaptive coalescing,
-    which at 5 M reads made 3 unequal tasks on 2 cores)."""
-    routes = np.full(buckets, -1, np.int64)
-    k = 0
-    while (routes < 0).any():
-        b = _murmur3_long(k) % buckets
-        if routes[b] < 0:
-            routes[b] = k
-        k += 1
-    return routes
 
 
 def _chunk_ends(chunk: np.ndarray, units: np.ndarray, tau: int) -> np.ndarray:
@@ -428,7 +394,7 @@ def build_edge_counts(refs: DataFrame, *, tau: int = 9, chunk_us: int = CHUNK_US
     # Each task's counts reach the final sum pre-reduced and packed, a few wide rows per group and
     # bucket, rather than as one row per edge through a Spark aggregation (several times slower).
     buckets = partitions or int(refs.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    return (spread.mapInArrow(_task_partials(tau, chunk_us, bucket_routes(buckets)), PARTIAL_DDL)
+    return (spread.mapInArrow(_task_partials(tau, chunk_us, np.array(partition_keys(buckets), np.int64)), PARTIAL_DDL)
             .repartition(buckets, "route").mapInArrow(_reduce_bucket(tau, buckets), COUNT_DDL))
 
 

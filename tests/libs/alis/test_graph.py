@@ -10,12 +10,10 @@ from pyspark.sql import functions as F
 from libs.alis.graph import (
     _bucket,
     _chunk_of,
-    _murmur3_long,
     _reduce_bucket,
     _split_by_bucket,
     _task_partials,
     age_graph,
-    bucket_routes,
     build_edge_counts,
     count_pairs,
     cross_chunk_pairs,
@@ -26,6 +24,7 @@ from libs.alis.graph import (
     prune_to_budget,
     with_weight,
 )
+from libs.partitioning import partition_keys, spark_hash_long
 from tests.libs.alis.refs import (
     counts_of,
     make_graph,
@@ -95,12 +94,12 @@ def test_chunked_build_equals_unchunked_and_reference(spark, tau):
     assert len(one_chunk) > 100
 
 
-def test_bucket_routes_follow_sparks_hash_partitioning(spark):
+def test_partition_keys_follow_sparks_hash_partitioning(spark):
     keys = [0, 1, -1, 42, 2**31, -(2**40), 2**62 + 12345]
     spark_hash = spark.createDataFrame([(k,) for k in keys], "k long").select("k", F.hash("k").alias("h")).collect()
-    assert {r.k: r.h for r in spark_hash} == {k: _murmur3_long(k) for k in keys}
+    assert {r.k: r.h for r in spark_hash} == {k: spark_hash_long(k) for k in keys}
     for n in (1, 2, 3, 8):
-        routes = bucket_routes(n)
+        routes = partition_keys(n)
         placed = (spark.createDataFrame([(int(r), b) for b, r in enumerate(routes)], "route long, bucket long")
                   .repartition(n, "route").select("bucket", F.spark_partition_id().alias("p")).collect())
         assert {r.bucket: r.p for r in placed} == {b: b for b in range(n)}
@@ -128,7 +127,7 @@ def test_reduce_is_right_when_buckets_share_a_partition():
                       "ts_us": [r[2] for r in rows], "seq": list(range(len(rows))), "sub": [0] * len(rows),
                       "unit_id": [r[3] for r in rows]})
     task = np.array([r[2] // chunk_us % 2 for r in rows])
-    partials = [b for t in (0, 1) for b in _task_partials(tau, chunk_us, bucket_routes(3))(
+    partials = [b for t in (0, 1) for b in _task_partials(tau, chunk_us, np.array(partition_keys(3)))(
         iter(table.filter(pa.array(task == t)).to_batches()))]
     out = pa.Table.from_batches(list(_reduce_bucket(tau, 3)(iter(partials))))
     got = {(d, i, s, t): (p, c) for d, i, s, t, p, c in zip(*(out.column(k).to_pylist() for k in out.column_names),
