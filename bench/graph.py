@@ -1,4 +1,4 @@
-"""ALIS graph benchmark: the access-graph edge aggregation (libs.alis.graph.build_edge_counts) on a
+"""ALIS graph benchmark: the access-graph edge aggregation (libs.alis.graph.write_edge_counts) on a
 generated trace of N million reads against a polars implementation of the same aggregation, in
 one process on local[2]; then run discovery (libs.alis.runs.discover_runs) on a graph of at least
 1 million edges.
@@ -10,7 +10,8 @@ give the same edges, and prints run discovery's edges per second (goal: under 60
 engines get a warm-up run on a small trace first, then --repeat runs each at full size, alternating
 (polars, Spark, polars, ...); the ratio is of the median times, and every run is printed (the
 first Spark run at full size is the slowest: the JVM is still compiling that plan's code). Both
-write their edges to Parquet.
+write their edges to Parquet: polars' sink, and in blockheat the reduce tasks themselves
+(write_edge_counts, as jobs/alis_graph.py; --writer spark for Spark's writer instead).
 """
 from __future__ import annotations
 
@@ -83,12 +84,19 @@ def polars_edges(refs: Path, out: Path, tau: int = TAU) -> float:
     return time.perf_counter() - start
 
 
-def spark_edges(spark, refs: Path, out: Path, reads: int, tau: int = TAU) -> float:  # type: ignore[no-untyped-def]
-    from libs.alis.graph import build_edge_counts, partitions_for
+def spark_edges(spark, refs: Path, out: Path, reads: int, tau: int = TAU, *,  # type: ignore[no-untyped-def]
+                writer: str = "task") -> float:
+    """writer "task": write_edge_counts, the reduce tasks write Parquet themselves (what alis_graph
+    runs); "spark": build_edge_counts and Spark's own Parquet writer."""
+    from libs.alis.graph import build_edge_counts, partitions_for, write_edge_counts
 
+    shutil.rmtree(out, ignore_errors=True)
     start = time.perf_counter()
-    counts = build_edge_counts(spark.read.parquet(str(refs)), tau=tau, partitions=partitions_for(reads, cores=2))
-    counts.write.mode("overwrite").parquet(str(out))
+    reads_df, tasks = spark.read.parquet(str(refs)), partitions_for(reads, cores=2)
+    if writer == "task":
+        write_edge_counts(reads_df, str(out), tau=tau, partitions=tasks)
+    else:
+        build_edge_counts(reads_df, tau=tau, partitions=tasks).write.mode("overwrite").parquet(str(out))
     return time.perf_counter() - start
 
 
@@ -125,6 +133,8 @@ def main() -> int:
     parser.add_argument("--millions", type=float, default=5.0, help="reads in the generated trace (millions)")
     parser.add_argument("--repeat", type=int, default=3, help="full-size runs of each engine (median taken)")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--writer", choices=("task", "spark"), default="task",
+                        help="who writes the edges' Parquet: the reduce tasks (default, as alis_graph) or Spark")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark setting for the blockheat side (repeatable)")
     args = parser.parse_args()
@@ -146,12 +156,12 @@ def main() -> int:
                       extra={"spark.ui.showConsoleProgress": "false", **dict(kv.split("=", 1) for kv in args.conf)})
     spark = build_session(cfg)
     polars_edges(warm, work / "warm-polars.parquet")                  # warm-ups
-    spark_edges(spark, warm, work / "warm-spark", 200_000)
+    spark_edges(spark, warm, work / "warm-spark", 200_000, writer=args.writer)
 
     refs_s, ours_s = [], []
     for _ in range(max(1, args.repeat)):
         refs_s.append(polars_edges(refs, work / "polars.parquet"))
-        ours_s.append(spark_edges(spark, refs, work / "spark", n))
+        ours_s.append(spark_edges(spark, refs, work / "spark", n, writer=args.writer))
     edges = same_edges(work / "polars.parquet", work / "spark")
     ref, ours = float(np.median(refs_s)), float(np.median(ours_s))
     import polars
@@ -159,7 +169,8 @@ def main() -> int:
     runs = lambda times: ", ".join(f"{t:.1f}" for t in times)  # noqa: E731
     print(f"polars {polars.__version__} edges   : {n / ref / 1e6:6.2f} M reads/s "
           f"(median {ref:.1f} s of {runs(refs_s)})")
-    print(f"blockheat edges (Spark) : {n / ours / 1e6:6.2f} M reads/s (median {ours:.1f} s of {runs(ours_s)})")
+    print(f"blockheat edges ({args.writer:5s}) : {n / ours / 1e6:6.2f} M reads/s "
+          f"(median {ours:.1f} s of {runs(ours_s)})")
     print(f"ratio blockheat / polars: {ref / ours:6.2f}  (goal >= 0.50; first runs only: {refs_s[0] / ours_s[0]:.2f}); "
           f"{edges:,} edges, identical")
     spark.stop()

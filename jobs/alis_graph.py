@@ -35,11 +35,13 @@ from libs.alis.graph import (
     prefilter_refs,
     prune_to_budget,
     with_weight,
+    write_edge_counts,
 )
 from libs.alis.runs import THRESHOLD, find_runs
 from libs.alis.units import compute_reorg_units, extend_reorg_units, storage_used, unit_refs
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, replace_rows, replace_trace, table_path
+from libs.task_parquet import scratch_dir
 from schemas import access_graph, alis_graphs, alis_runs, reorg_units, requests
 
 if TYPE_CHECKING:
@@ -174,9 +176,20 @@ def run(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions) -> GraphSumma
     log.info("alis graph %s: edges of intervals %d..%d", trace, opts.from_interval, last)
     # The task count follows the request count (a cheap upper bound for read references of request units).
     tasks = partitions_for(n_requests, cores=spark.sparkContext.defaultParallelism)
-    raw = with_weight(build_edge_counts(chosen, tau=opts.tau, chunk_us=opts.chunk_us, partitions=tasks),
-                      tau=opts.tau, f=opts.f).localCheckpoint()
+    # The counts go to scratch Parquet written by the reduce tasks themselves (faster than a
+    # localCheckpoint of tens of millions of edges), read once per interval below.
+    with scratch_dir(cfg.warehouse, f"alis-graph-{trace}") as scratch:
+        counts = write_edge_counts(chosen, str(scratch / "counts"), tau=opts.tau, chunk_us=opts.chunk_us,
+                                   partitions=tasks)
+        return _graphs_and_runs(spark, cfg, opts, with_weight(counts, tau=opts.tau, f=opts.f),
+                                units, chosen, budgets, last)
 
+
+def _graphs_and_runs(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, raw: DataFrame, units: DataFrame,
+                     chosen: DataFrame, budgets: DataFrame, last: int) -> GraphSummary:
+    """Age, prune and store the graphs of intervals from_interval..last from their raw weights, find
+    and store their runs, and the trace's alis_graphs row."""
+    trace = opts.trace_id
     previous = None
     if opts.from_interval:
         previous = read_table(spark, cfg.warehouse, access_graph.TABLE, trace).where(

@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 
 from libs.alis.units import REF_ORDER, idiv
 from libs.partitioning import partition_keys
+from libs.task_parquet import sink_parquet
 from libs.transforms.aging import age_values
 
 if TYPE_CHECKING:
@@ -371,6 +372,22 @@ def cross_chunk_pairs(chunk: np.ndarray, pos: np.ndarray, chunk_len: np.ndarray,
 # --- Spark transforms ------------------------------------------------------------------------
 
 
+def _routed_partials(refs: DataFrame, *, tau: int, chunk_us: int, partitions: int | None) -> tuple[DataFrame, int]:
+    """The first stage of the build: PARTIAL_DDL rows, partitioned so that bucket b is partition b;
+    and the number of buckets."""
+    check_context(tau, 1.0)
+    if chunk_us <= 0:
+        raise ValueError(f"chunk_us must be > 0, got {chunk_us}")
+    chunk = idiv(F.col("ts_us"), chunk_us)
+    reads = refs.select(*GROUP, *REF_ORDER, "unit_id")
+    spread = reads.repartition(partitions, *GROUP, chunk) if partitions else reads.repartition(*GROUP, chunk)
+    # Each task's counts reach the final sum pre-reduced and packed, a few wide rows per group and
+    # bucket, rather than as one row per edge through a Spark aggregation (several times slower).
+    buckets = partitions or int(refs.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    routes = np.array(partition_keys(buckets), np.int64)
+    return spread.mapInArrow(_task_partials(tau, chunk_us, routes), PARTIAL_DDL).repartition(buckets, "route"), buckets
+
+
 def build_edge_counts(refs: DataFrame, *, tau: int = 9, chunk_us: int = CHUNK_US,
                       partitions: int | None = None) -> DataFrame:
     """Pair counts of the access graph of every (device, interval) in `refs`.
@@ -385,17 +402,18 @@ def build_edge_counts(refs: DataFrame, *, tau: int = 9, chunk_us: int = CHUNK_US
     partitions: tasks that count the pairs (default spark.sql.shuffle.partitions), and the number
     of reduce buckets of each group.
     """
-    check_context(tau, 1.0)
-    if chunk_us <= 0:
-        raise ValueError(f"chunk_us must be > 0, got {chunk_us}")
-    chunk = idiv(F.col("ts_us"), chunk_us)
-    reads = refs.select(*GROUP, *REF_ORDER, "unit_id")
-    spread = reads.repartition(partitions, *GROUP, chunk) if partitions else reads.repartition(*GROUP, chunk)
-    # Each task's counts reach the final sum pre-reduced and packed, a few wide rows per group and
-    # bucket, rather than as one row per edge through a Spark aggregation (several times slower).
-    buckets = partitions or int(refs.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    return (spread.mapInArrow(_task_partials(tau, chunk_us, np.array(partition_keys(buckets), np.int64)), PARTIAL_DDL)
-            .repartition(buckets, "route").mapInArrow(_reduce_bucket(tau, buckets), COUNT_DDL))
+    partials, buckets = _routed_partials(refs, tau=tau, chunk_us=chunk_us, partitions=partitions)
+    return partials.mapInArrow(_reduce_bucket(tau, buckets), COUNT_DDL)
+
+
+def write_edge_counts(refs: DataFrame, directory: str, *, tau: int = 9, chunk_us: int = CHUNK_US,
+                      partitions: int | None = None) -> DataFrame:
+    """build_edge_counts, run now, with the reduce tasks writing their counts to Parquet under
+    `directory` themselves (libs.task_parquet: the graph has several times more edges than there
+    are reads, and Spark's own writer spent most of the final stage converting them); returns the
+    counts read back from there. The caller removes the directory when done with them."""
+    partials, buckets = _routed_partials(refs, tau=tau, chunk_us=chunk_us, partitions=partitions)
+    return sink_parquet(partials, _reduce_bucket(tau, buckets), COUNT_DDL, directory)
 
 
 def with_weight(counts: DataFrame, *, tau: int, f: float) -> DataFrame:

@@ -23,6 +23,7 @@ from libs.alis.graph import (
     prune_arrays,
     prune_to_budget,
     with_weight,
+    write_edge_counts,
 )
 from libs.partitioning import partition_keys, spark_hash_long
 from tests.libs.alis.refs import (
@@ -92,6 +93,14 @@ def test_chunked_build_equals_unchunked_and_reference(spark, tau):
     assert chunked == one_chunk
     assert one_chunk == reference_counts(rows, tau)
     assert len(one_chunk) > 100
+
+
+def test_counts_written_by_the_tasks_equal_the_reference(spark, tmp_path):
+    rows = _bursty_rows(seed=4)
+    counts = write_edge_counts(make_refs(spark, rows), str(tmp_path / "counts"), tau=9, chunk_us=1000, partitions=3)
+    assert counts_of(counts) == reference_counts(rows, 9)
+    assert counts.count() == len(reference_counts(rows, 9)) > 100        # one row per edge
+    assert sorted(p.suffix for p in (tmp_path / "counts").iterdir()) == [".parquet"] * 3   # one file a bucket
 
 
 def test_partition_keys_follow_sparks_hash_partitioning(spark):

@@ -50,6 +50,7 @@ def table(spark, spark_cfg, name):
 def test_graph_command_writes_units_graphs_and_runs(spark, spark_cfg, built):
     graph_code, out, _, _ = built
     assert graph_code == 0
+    assert not (spark_cfg.warehouse / "_scratch").exists()       # the edge counts' scratch Parquet is gone
     units = {r.unit_id: (r.offset_bytes // KIB4, r.size_bytes)
              for r in table(spark, spark_cfg, "reorg_units").collect()}
     assert units == {0: (0, KIB4), 1: (5, KIB4), 2: (9, KIB4), 3: (20, KIB4), 4: (39, KIB4)}
