@@ -29,7 +29,6 @@ from libs.alis.graph import (
     CHUNK_US,
     age_graph,
     budget_bytes,
-    build_edge_counts,
     graph_bytes,
     partitions_for,
     prefilter_refs,
@@ -247,8 +246,18 @@ def run_interval(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: i
                         prefilter_min_refs=opts.prefilter_min_refs).localCheckpoint()
     budgets = budget_bytes(storage_used(upto), share=opts.graph_share).localCheckpoint()
     tasks = partitions_for(n_requests, cores=spark.sparkContext.defaultParallelism)
-    raw = with_weight(build_edge_counts(chosen, tau=opts.tau, chunk_us=opts.chunk_us, partitions=tasks),
-                      tau=opts.tau, f=opts.f)
+    with scratch_dir(cfg.warehouse, f"alis-graph-{trace}-{n}") as scratch:     # as in run()
+        counts = write_edge_counts(chosen, str(scratch / "counts"), tau=opts.tau, chunk_us=opts.chunk_us,
+                                   partitions=tasks)
+        return _interval_graph(spark, cfg, opts, n, with_weight(counts, tau=opts.tau, f=opts.f), units, chosen,
+                               budgets, built_before)
+
+
+def _interval_graph(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: int, raw: DataFrame,
+                    units: DataFrame, chosen: DataFrame, budgets: DataFrame, built_before: int) -> GraphSummary:
+    """Interval n's graph from its raw weights and interval n-1's stored graph; stores it, its runs and the
+    alis_graphs row."""
+    trace = opts.trace_id
     previous = None
     if n:
         previous = read_table(spark, cfg.warehouse, access_graph.TABLE, trace).where(

@@ -459,6 +459,18 @@ def _nearest_rank(values: np.ndarray, share: float) -> float:
     return float(np.partition(values, k - 1)[k - 1])
 
 
+@numba.njit(cache=True)
+def _vertex_weights(s: np.ndarray, d: np.ndarray, w: np.ndarray, n_vertices: int) -> np.ndarray:
+    """Each vertex's heaviest edge weight, in or out; -inf for a vertex on no edge."""
+    out = np.full(n_vertices, -np.inf)
+    for i in range(len(w)):
+        if w[i] > out[s[i]]:
+            out[s[i]] = w[i]
+        if w[i] > out[d[i]]:
+            out[d[i]] = w[i]
+    return out
+
+
 def prune_arrays(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, budget: int, *,
                  share: float = PRUNE_SHARE) -> tuple[np.ndarray, int]:
     """The paper's bottom pruning of one graph until 19 V + 20 E <= budget bytes.
@@ -469,22 +481,28 @@ def prune_arrays(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, budget: i
     as the round finds it. When nothing lies below either percentile (the lightest weights are
     tied), the edges of the smallest weight go, all alike, so every round makes progress.
     Returns the indices of the edges kept and the number of rounds.
+
+    Vertices are numbered once (a hash); a round is then O(E + V) (compiled vertex weights,
+    np.partition for the percentiles): a random 7.9 M-edge graph, 15 rounds, went from 24.7 s
+    (np.unique and np.maximum.at every round) to 5 s.
     """
+    weight = np.asarray(weight, np.float64)
+    # Any numbering of the vertices will do (hashing, no sort): the cuts do not depend on it.
+    encoded = pa.array(np.concatenate([src, dst])).dictionary_encode()
+    inverse, n_vertices = encoded.indices.to_numpy().astype(np.int64), len(encoded.dictionary)
+    s_all, d_all = inverse[: len(src)], inverse[len(src):]
     keep = np.arange(len(src))
     rounds = 0
     while len(keep):
-        vocab, inverse = np.unique(np.concatenate([src[keep], dst[keep]]), return_inverse=True)
-        if VERTEX_BYTES * len(vocab) + EDGE_BYTES * len(keep) <= budget:
+        s, d, w = s_all[keep], d_all[keep], weight[keep]
+        vertex_weight = _vertex_weights(s, d, w, n_vertices)
+        present = vertex_weight[vertex_weight > -np.inf]          # the vertices of the graph as it is now
+        if VERTEX_BYTES * len(present) + EDGE_BYTES * len(keep) <= budget:
             break
-        w = weight[keep]
-        s, d = inverse[: len(keep)], inverse[len(keep):]
-        vertex_weight = np.full(len(vocab), -np.inf)
-        np.maximum.at(vertex_weight, s, w)
-        np.maximum.at(vertex_weight, d, w)
-        edge_cut, vertex_cut = _nearest_rank(w, share), _nearest_rank(vertex_weight, share)
+        edge_cut, vertex_cut = _nearest_rank(w, share), _nearest_rank(present, share)
         dropped = vertex_weight < vertex_cut
         goes = (w < edge_cut) | dropped[s] | dropped[d]
-        if edge_cut == w.min() and vertex_cut == vertex_weight.min():
+        if edge_cut == w.min() and vertex_cut == present.min():
             goes |= w <= edge_cut
         keep = keep[~goes]
         rounds += 1

@@ -8,6 +8,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from libs.alis.graph import (
+    EDGE_BYTES,
+    VERTEX_BYTES,
     _bucket,
     _chunk_of,
     _reduce_bucket,
@@ -26,6 +28,7 @@ from libs.alis.graph import (
     write_edge_counts,
 )
 from libs.partitioning import partition_keys, spark_hash_long
+from tests.libs.alis.prune_reference import prune_arrays_reference
 from tests.libs.alis.refs import (
     counts_of,
     make_graph,
@@ -234,3 +237,20 @@ def test_prefilter_drops_rarely_referenced_units(spark):
     assert [r.unit_id for r in kept.collect()] == units_of("A R A A R")
     assert prefilter_refs(refs, min_refs=0) is refs
     assert kept.where(F.col("unit_id") == units_of("U")[0]).count() == 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_prune_keeps_what_the_first_version_kept(seed):
+    # Random graphs with tied weights (few distinct values), vertex ids far apart, budgets from
+    # nothing to everything: the same edges kept after the same number of rounds as the first version.
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 5000))
+    ids = rng.choice(10**12, int(rng.integers(2, 600)), replace=False)
+    src, dst = ids[rng.integers(0, len(ids), m)], ids[rng.integers(0, len(ids), m)]
+    weight = rng.integers(1, int(rng.integers(2, 40)), m) / 9.0
+    full = VERTEX_BYTES * len(np.unique(np.concatenate([src, dst]))) + EDGE_BYTES * m
+    for budget in (0, full // 10, full // 2, full - 1, full):
+        keep, rounds = prune_arrays(src, dst, weight, budget)
+        ref_keep, ref_rounds = prune_arrays_reference(src, dst, weight, budget)
+        assert (keep.tolist(), rounds) == (ref_keep.tolist(), ref_rounds)
+        assert rounds > 0 or budget == full
