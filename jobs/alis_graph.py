@@ -32,9 +32,9 @@ from libs.alis.graph import (
     graph_bytes,
     partitions_for,
     prefilter_refs,
-    prune_to_budget,
     with_weight,
     write_edge_counts,
+    write_pruned,
 )
 from libs.alis.runs import THRESHOLD, find_runs
 from libs.alis.units import compute_reorg_units, extend_reorg_units, storage_used, unit_refs
@@ -44,6 +44,8 @@ from libs.task_parquet import scratch_dir
 from schemas import access_graph, alis_graphs, alis_runs, reorg_units, requests
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
@@ -181,13 +183,13 @@ def run(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions) -> GraphSumma
         counts = write_edge_counts(chosen, str(scratch / "counts"), tau=opts.tau, chunk_us=opts.chunk_us,
                                    partitions=tasks)
         return _graphs_and_runs(spark, cfg, opts, with_weight(counts, tau=opts.tau, f=opts.f),
-                                units, chosen, budgets, last)
+                                units, chosen, budgets, last, scratch)
 
 
 def _graphs_and_runs(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, raw: DataFrame, units: DataFrame,
-                     chosen: DataFrame, budgets: DataFrame, last: int) -> GraphSummary:
-    """Age, prune and store the graphs of intervals from_interval..last from their raw weights, find
-    and store their runs, and the trace's alis_graphs row."""
+                     chosen: DataFrame, budgets: DataFrame, last: int, scratch: Path) -> GraphSummary:
+    """Age, prune and store the graphs of intervals from_interval..last from their raw weights (each
+    pruned graph kept in scratch Parquet), find and store their runs, and the trace's alis_graphs row."""
     trace = opts.trace_id
     previous = None
     if opts.from_interval:
@@ -198,11 +200,11 @@ def _graphs_and_runs(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, 
         aged = age_graph(raw.where(F.col("interval_id") == interval_id), previous, beta=opts.beta)
         aged = aged.select("device", F.lit(interval_id).cast("long").alias("interval_id"), "src_unit", "dst_unit",
                            "weight")
-        pruned = prune_to_budget(aged, budgets).localCheckpoint()
+        pruned = write_pruned(aged, budgets, str(scratch / f"graph-{interval_id}"))
         log.info("alis graph %s: interval %d of %d aged and pruned", trace, interval_id, last)
         graphs.append(pruned)
         previous = pruned
-    built = reduce(lambda a, b: a.unionByName(b), graphs).localCheckpoint()
+    built = reduce(lambda a, b: a.unionByName(b), graphs)
     runs = find_runs(built, tau=opts.tau, f=opts.f, threshold=opts.threshold,
                      min_length=opts.min_length).localCheckpoint()
     intervals = list(range(opts.from_interval, last + 1))
@@ -250,13 +252,14 @@ def run_interval(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: i
         counts = write_edge_counts(chosen, str(scratch / "counts"), tau=opts.tau, chunk_us=opts.chunk_us,
                                    partitions=tasks)
         return _interval_graph(spark, cfg, opts, n, with_weight(counts, tau=opts.tau, f=opts.f), units, chosen,
-                               budgets, built_before)
+                               budgets, built_before, scratch)
 
 
 def _interval_graph(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: int, raw: DataFrame,
-                    units: DataFrame, chosen: DataFrame, budgets: DataFrame, built_before: int) -> GraphSummary:
-    """Interval n's graph from its raw weights and interval n-1's stored graph; stores it, its runs and the
-    alis_graphs row."""
+                    units: DataFrame, chosen: DataFrame, budgets: DataFrame, built_before: int,
+                    scratch: Path) -> GraphSummary:
+    """Interval n's graph from its raw weights and interval n-1's stored graph (the pruned graph kept in
+    scratch Parquet); stores it, its runs and the alis_graphs row."""
     trace = opts.trace_id
     previous = None
     if n:
@@ -264,7 +267,7 @@ def _interval_graph(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n
             F.col("interval_id") == n - 1).localCheckpoint()
     aged = age_graph(raw.where(F.col("interval_id") == n), previous, beta=opts.beta).select(
         "device", F.lit(n).cast("long").alias("interval_id"), "src_unit", "dst_unit", "weight")
-    built = prune_to_budget(aged, budgets).localCheckpoint()
+    built = write_pruned(aged, budgets, str(scratch / "graph"))
     runs = find_runs(built, tau=opts.tau, f=opts.f, threshold=opts.threshold,
                      min_length=opts.min_length).localCheckpoint()
     if n:

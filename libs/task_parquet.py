@@ -28,7 +28,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, GroupedData, SparkSession
 
 SINK_DDL = "name string, rows long"
 
@@ -53,43 +53,70 @@ def _filesystem(directory: str) -> tuple[pafs.FileSystem, str]:
     return pafs.LocalFileSystem(), os.path.abspath(directory)
 
 
+def _file_name() -> str:
+    """A file name no other task attempt can pick: the partition and a random part."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return f"part-{context.partitionId() if context is not None else 0:05d}-{uuid.uuid4().hex}.parquet"
+
+
+def _conform(batch: pa.RecordBatch | pa.Table, schema: pa.Schema) -> pa.RecordBatch | pa.Table:
+    if batch.schema == schema:
+        return batch
+    columns = [batch.column(f.name).cast(f.type) for f in schema]
+    if isinstance(batch, pa.Table):
+        return pa.Table.from_arrays(columns, schema=schema)
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _written(name: str, rows: int) -> pa.Table:
+    return pa.table({"name": pa.array([name]), "rows": pa.array([rows], pa.int64())})
+
+
 def _writing(fn: ArrowFn, directory: str, schema: pa.Schema) -> ArrowFn:
     """fn, with its output written to one Parquet file per task attempt; yields SINK_DDL rows."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        part = context.partitionId() if context is not None else 0
         fs, root = _filesystem(directory)
-        name = f"part-{part:05d}-{uuid.uuid4().hex}.parquet"
+        name = _file_name()
         writer, rows = None, 0
         try:
             for batch in fn(batches):
                 if not batch.num_rows:
                     continue
-                if batch.schema != schema:
-                    batch = pa.RecordBatch.from_arrays(
-                        [batch.column(f.name).cast(f.type) for f in schema], schema=schema)
                 if writer is None:
                     writer = pq.ParquetWriter(f"{root}/{name}", schema, filesystem=fs, compression="snappy")
-                writer.write_batch(batch)
+                writer.write_batch(_conform(batch, schema))
                 rows += batch.num_rows
         finally:
             if writer is not None:
                 writer.close()
         if rows:
-            yield pa.RecordBatch.from_arrays([pa.array([name]), pa.array([rows], pa.int64())],
-                                             names=["name", "rows"])
+            yield from _written(name, rows).to_batches()
 
     return run
 
 
-def sink_parquet(frame: DataFrame, fn: ArrowFn, ddl: str, directory: str) -> DataFrame:
-    """Run frame.mapInArrow(fn, ddl) with each task writing its output straight to Parquet under
-    `directory`; returns those files read back (schema `ddl`). The caller owns the directory and
-    removes it once the returned DataFrame is no longer needed."""
-    schema = arrow_schema(ddl)
+def _writing_groups(fn: Callable[[pa.Table], pa.Table], directory: str, schema: pa.Schema
+                    ) -> Callable[[pa.Table], pa.Table]:
+    """fn (one applyInArrow group in, a table out), with its output written to a Parquet file of its
+    own; returns a SINK_DDL row (none for an empty result)."""
+
+    def run(table: pa.Table) -> pa.Table:
+        out = fn(table)
+        if not out.num_rows:
+            return _written("", 0).slice(0, 0)
+        fs, root = _filesystem(directory)
+        name = _file_name()
+        pq.write_table(_conform(out, schema), f"{root}/{name}", filesystem=fs, compression="snappy")
+        return _written(name, out.num_rows)
+
+    return run
+
+
+def _prepare(directory: str) -> tuple[str, pafs.FileSystem, str]:
+    """The directory made absolute, created empty; its file system and path there."""
     directory = directory.rstrip("/") if "://" in directory else os.path.abspath(directory)
     fs, root = _filesystem(directory)
     info = fs.get_file_info(root)
@@ -99,15 +126,39 @@ def sink_parquet(frame: DataFrame, fn: ArrowFn, ddl: str, directory: str) -> Dat
     elif info.type != pafs.FileType.NotFound:
         raise FileExistsError(f"{directory}: exists and is not a directory")
     fs.create_dir(root)
-    written = frame.mapInArrow(_writing(fn, directory, schema), SINK_DDL).collect()
-    kept = {row["name"] for row in written}
+    return directory, fs, root
+
+
+def _read_kept(spark: SparkSession, written: DataFrame, ddl: str, directory: str, fs: pafs.FileSystem,
+               root: str) -> DataFrame:
+    """Run the writing job; delete every file it did not report; the reported files read back."""
+    kept = {row["name"] for row in written.collect()}
     for leftover in fs.get_file_info(pafs.FileSelector(root)):
         if leftover.base_name not in kept:            # a failed or duplicate task attempt's file
             fs.delete_file(leftover.path)
-    spark = frame.sparkSession
     if not kept:
         return spark.createDataFrame([], ddl)
     return spark.read.schema(ddl).parquet(*(f"{directory}/{name}" for name in sorted(kept)))
+
+
+def sink_parquet(frame: DataFrame, fn: ArrowFn, ddl: str, directory: str) -> DataFrame:
+    """Run frame.mapInArrow(fn, ddl) with each task writing its output straight to Parquet under
+    `directory`; returns those files read back (schema `ddl`). The caller owns the directory and
+    removes it once the returned DataFrame is no longer needed."""
+    schema = arrow_schema(ddl)
+    directory, fs, root = _prepare(directory)
+    written = frame.mapInArrow(_writing(fn, directory, schema), SINK_DDL)
+    return _read_kept(frame.sparkSession, written, ddl, directory, fs, root)
+
+
+def sink_parquet_groups(grouped: GroupedData, fn: Callable[[pa.Table], pa.Table], ddl: str,
+                        directory: str) -> DataFrame:
+    """The same for grouped.applyInArrow(fn, ddl): each group's output is written to a file of its
+    own (groups such as one access graph are large; many small groups make many small files)."""
+    schema = arrow_schema(ddl)
+    directory, fs, root = _prepare(directory)
+    written = grouped.applyInArrow(_writing_groups(fn, directory, schema), SINK_DDL)
+    return _read_kept(written.sparkSession, written, ddl, directory, fs, root)
 
 
 @contextlib.contextmanager

@@ -31,11 +31,11 @@ from pyspark.sql import functions as F
 
 from libs.alis.units import REF_ORDER, idiv
 from libs.partitioning import partition_keys
-from libs.task_parquet import sink_parquet
+from libs.task_parquet import sink_parquet, sink_parquet_groups
 from libs.transforms.aging import age_values
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, GroupedData
 
 GROUP = ("device", "interval_id")
 EDGE = ("device", "src_unit", "dst_unit")
@@ -519,6 +519,13 @@ def _prune_group(share: float):  # type: ignore[no-untyped-def]
     return run
 
 
+def _graphs_with_budgets(graph: DataFrame, budgets: DataFrame, share: float) -> GroupedData:
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"prune share must be in (0, 1), got {share}")
+    return (graph.select(*WEIGHT_COLUMNS).join(budgets.select("device", "budget_bytes"), on="device", how="inner")
+            .groupBy(*GROUP))
+
+
 def prune_to_budget(graph: DataFrame, budgets: DataFrame, *, share: float = PRUNE_SHARE) -> DataFrame:
     """Prune every (device, interval_id) graph until 19 V + 20 E <= its device's budget_bytes
     (prune_arrays), one graph per applyInArrow group: a graph is bounded by its budget plus one
@@ -526,10 +533,15 @@ def prune_to_budget(graph: DataFrame, budgets: DataFrame, *, share: float = PRUN
 
     Input: WEIGHT_COLUMNS and budgets (device, budget_bytes). Output: WEIGHT_COLUMNS.
     """
-    if not 0.0 < share < 1.0:
-        raise ValueError(f"prune share must be in (0, 1), got {share}")
-    return (graph.select(*WEIGHT_COLUMNS).join(budgets.select("device", "budget_bytes"), on="device", how="inner")
-            .groupBy(*GROUP).applyInArrow(_prune_group(share), WEIGHT_DDL))
+    return _graphs_with_budgets(graph, budgets, share).applyInArrow(_prune_group(share), WEIGHT_DDL)
+
+
+def write_pruned(graph: DataFrame, budgets: DataFrame, directory: str, *, share: float = PRUNE_SHARE) -> DataFrame:
+    """prune_to_budget, run now, each pruned graph written to Parquet under `directory` by its task
+    (libs.task_parquet; instead of a localCheckpoint of tens of millions of edges); returns them read
+    back. The caller removes the directory when done with them."""
+    return sink_parquet_groups(_graphs_with_budgets(graph, budgets, share), _prune_group(share), WEIGHT_DDL,
+                               directory)
 
 
 def prefilter_refs(refs: DataFrame, *, min_refs: int) -> DataFrame:

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from libs.task_parquet import scratch_dir, sink_parquet
+from libs.task_parquet import scratch_dir, sink_parquet, sink_parquet_groups
 
 DDL = "key long, label string, value double"
 
@@ -74,3 +74,17 @@ def test_scratch_dir_is_removed_even_on_error(tmp_path):
     assert seen[0].parent == tmp_path / "_scratch"
     assert seen[0].name.startswith("job-")
     assert not (tmp_path / "_scratch").exists()
+
+
+def _tally(table: pa.Table) -> pa.Table:
+    key = table.column("key")[0].as_py()
+    return pa.table({"key": [key] * 2, "label": [f"n{table.num_rows}", "again"], "value": [float(key)] * 2})
+
+
+def test_grouped_output_written_per_group(spark, tmp_path):
+    frame = spark.range(0, 60, numPartitions=3).selectExpr("id % 4 AS key")
+    got = sink_parquet_groups(frame.groupBy("key"), _tally, DDL, str(tmp_path / "out"))
+    assert sorted(got.collect()) == sorted(frame.groupBy("key").applyInArrow(_tally, DDL).collect())
+    assert sorted((r.key, r.label) for r in got.collect() if r.label != "again") == [
+        (0, "n15"), (1, "n15"), (2, "n15"), (3, "n15")]
+    assert len(list((tmp_path / "out").iterdir())) == 4                   # one file per group

@@ -26,6 +26,7 @@ from libs.alis.graph import (
     prune_to_budget,
     with_weight,
     write_edge_counts,
+    write_pruned,
 )
 from libs.partitioning import partition_keys, spark_hash_long
 from tests.libs.alis.prune_reference import prune_arrays_reference
@@ -229,6 +230,15 @@ def test_prune_to_budget_per_device_and_interval(spark):
                  for r in prune_to_budget(graph, budgets).collect())
     # d/0 loses its two lightest edges; d/1 is within d's budget; e/0 (58 bytes > 10) loses its only edge.
     assert got == [("d", 0, k, k + 1, float(k + 1)) for k in range(2, 20)] + [("d", 1, 1, 2, 1.0)]
+
+
+def test_pruned_graphs_written_by_the_tasks_equal_prune_to_budget(spark, tmp_path):
+    graph = make_graph(spark, [("d", 0, s, t, w) for s, t, w in CHAIN] + [("d", 1, 1, 2, 1.0), ("e", 0, 1, 2, 1.0)])
+    budgets = spark.createDataFrame([("d", 750), ("e", 10)], "device string, budget_bytes long")
+    written = write_pruned(graph, budgets, str(tmp_path / "pruned"))
+    assert sorted(written.collect()) == sorted(prune_to_budget(graph, budgets).collect())
+    assert written.count() == 19                                     # d/0 keeps 18 edges, d/1 one, e/0 none
+    assert len(list((tmp_path / "pruned").iterdir())) == 2          # a file per non-empty graph
 
 
 def test_prefilter_drops_rarely_referenced_units(spark):
