@@ -115,8 +115,8 @@ def _writing_groups(fn: Callable[[pa.Table], pa.Table], directory: str, schema: 
     return run
 
 
-def _prepare(directory: str) -> tuple[str, pafs.FileSystem, str]:
-    """The directory made absolute, created empty; its file system and path there."""
+def _prepare(directory: str) -> str:
+    """The directory made absolute (URIs kept), created empty."""
     directory = directory.rstrip("/") if "://" in directory else os.path.abspath(directory)
     fs, root = _filesystem(directory)
     info = fs.get_file_info(root)
@@ -126,12 +126,12 @@ def _prepare(directory: str) -> tuple[str, pafs.FileSystem, str]:
     elif info.type != pafs.FileType.NotFound:
         raise FileExistsError(f"{directory}: exists and is not a directory")
     fs.create_dir(root)
-    return directory, fs, root
+    return directory
 
 
-def _read_kept(spark: SparkSession, written: DataFrame, ddl: str, directory: str, fs: pafs.FileSystem,
-               root: str) -> DataFrame:
+def _read_kept(spark: SparkSession, written: DataFrame, ddl: str, directory: str) -> DataFrame:
     """Run the writing job; delete every file it did not report; the reported files read back."""
+    fs, root = _filesystem(directory)
     kept = {row["name"] for row in written.collect()}
     for leftover in fs.get_file_info(pafs.FileSelector(root)):
         if leftover.base_name not in kept:            # a failed or duplicate task attempt's file
@@ -146,9 +146,9 @@ def sink_parquet(frame: DataFrame, fn: ArrowFn, ddl: str, directory: str) -> Dat
     `directory`; returns those files read back (schema `ddl`). The caller owns the directory and
     removes it once the returned DataFrame is no longer needed."""
     schema = arrow_schema(ddl)
-    directory, fs, root = _prepare(directory)
+    directory = _prepare(directory)
     written = frame.mapInArrow(_writing(fn, directory, schema), SINK_DDL)
-    return _read_kept(frame.sparkSession, written, ddl, directory, fs, root)
+    return _read_kept(frame.sparkSession, written, ddl, directory)
 
 
 def sink_parquet_groups(grouped: GroupedData, fn: Callable[[pa.Table], pa.Table], ddl: str,
@@ -156,9 +156,9 @@ def sink_parquet_groups(grouped: GroupedData, fn: Callable[[pa.Table], pa.Table]
     """The same for grouped.applyInArrow(fn, ddl): each group's output is written to a file of its
     own (groups such as one access graph are large; many small groups make many small files)."""
     schema = arrow_schema(ddl)
-    directory, fs, root = _prepare(directory)
+    directory = _prepare(directory)
     written = grouped.applyInArrow(_writing_groups(fn, directory, schema), SINK_DDL)
-    return _read_kept(written.sparkSession, written, ddl, directory, fs, root)
+    return _read_kept(written.sparkSession, written, ddl, directory)
 
 
 @contextlib.contextmanager
