@@ -7,10 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from libs.ingest import FORMATS, IngestOptions, load_trace
+from libs.ingest import FORMATS, IngestOptions, load_trace, write_trace
 from libs.spark import SparkConfig, build_session
-from libs.tables import replace_trace
-from schemas import rejected_records, requests, traces
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,12 +29,7 @@ def run(spark: SparkSession, cfg: SparkConfig, opts: IngestOptions) -> IngestSum
     catalog row is written last, so a trace listed in `traces` has its rows in place."""
     result = load_trace(spark, opts)
     try:
-        log.info("writing %s", requests.TABLE)
-        replace_trace(result.requests, spark, cfg.warehouse, requests.TABLE, opts.trace_id)
-        log.info("writing %s", rejected_records.TABLE)
-        replace_trace(result.rejected, spark, cfg.warehouse, rejected_records.TABLE, opts.trace_id)
-        row = spark.createDataFrame([result.trace_row], traces.SPARK_SCHEMA)
-        replace_trace(row, spark, cfg.warehouse, traces.TABLE, opts.trace_id)
+        write_trace(spark, cfg.warehouse, result)
     finally:
         result.release()
     return IngestSummary(result.trace_row, result.per_device)

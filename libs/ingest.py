@@ -16,6 +16,7 @@ import logging
 import shutil
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,17 +84,44 @@ class IngestOptions:
 
 @dataclass
 class IngestResult:
-    """Lazy outputs over the classified records (a scratch Parquet copy); release() after writing."""
+    """The checked trace, ready to write (write_trace); release() afterwards.
 
-    requests: DataFrame
-    rejected: DataFrame
+    Either lazy `requests` and `rejected` frames over the classified records (a scratch Parquet copy),
+    or, for vSCSI, `write_direct`: the decoding tasks write both tables themselves (libs.ingest_direct).
+    """
+
+    requests: DataFrame | None
+    rejected: DataFrame | None
     trace_row: dict[str, Any]
     per_device: list[dict[str, Any]]
     _scratch: Path
     _staged: list[Path] = field(default_factory=list)
+    write_direct: Callable[[SparkSession, Path], None] | None = None
 
     def release(self) -> None:
         _remove_scratch(self._scratch, self._staged)
+
+
+def write_trace(spark: SparkSession, warehouse: Path, result: IngestResult) -> None:
+    """Replace the trace's rows of `requests` and `rejected_records`, then its `traces` row: each one
+    atomic Delta commit, the catalog row last, so a trace listed in `traces` has its rows in place."""
+    import pyarrow as pa
+
+    from libs.delta_files import replace_from_driver, table_target
+    from libs.tables import replace_trace
+    from schemas import rejected_records, requests, traces
+
+    trace_id = result.trace_row["trace_id"]
+    if result.write_direct is not None:
+        log.info("writing %s and %s", requests.TABLE, rejected_records.TABLE)
+        result.write_direct(spark, warehouse)
+    elif result.requests is not None and result.rejected is not None:
+        log.info("writing %s", requests.TABLE)
+        replace_trace(result.requests, spark, warehouse, requests.TABLE, trace_id)
+        log.info("writing %s", rejected_records.TABLE)
+        replace_trace(result.rejected, spark, warehouse, rejected_records.TABLE, trace_id)
+    row = pa.Table.from_pylist([result.trace_row], schema=traces.ARROW_SCHEMA)
+    replace_from_driver(spark, table_target(spark, warehouse, traces.TABLE), {"trace_id": trace_id}, row)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,6 +185,24 @@ def _device_name(f: InputFile) -> str:
 
 def _binary_pre(spark: SparkSession, files: list[InputFile], opts: IngestOptions,
                 geometry: list[dict[str, Any]], meta: dict[str, Any]) -> DataFrame:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    range_df, task, _ = _binary_ranges(spark, files, opts, geometry, meta)
+    return range_df.mapInArrow(task, from_arrow_schema(binary.RECORD_SCHEMA))
+
+
+def _balanced(size: int, target: int, slots: int) -> int:
+    """Range length near `target` that splits `size` bytes into a multiple of `slots` ranges, so every
+    core gets as many (400 MB on 2 cores: 8 ranges of 50 MB, not 7 of 64 MB with one core idle at the end)."""
+    count = -(-size // target)
+    count = -(-count // slots) * slots
+    return max(1, -(-size // count))
+
+
+def _binary_ranges(spark: SparkSession, files: list[InputFile], opts: IngestOptions,
+                   geometry: list[dict[str, Any]], meta: dict[str, Any]) -> tuple[DataFrame, Any, Any]:
+    """One row per byte range to decode (path, file_uri, start, length), the mapInArrow function that
+    decodes them into RECORD_SCHEMA rows, and (vSCSI) the one that summarizes them (ingest_direct)."""
     ranges: list[binary.ByteRange] = []
     schema = T.StructType([T.StructField(n, t) for n, t in (
         ("path", T.StringType()), ("file_uri", T.StringType()),
@@ -182,8 +228,12 @@ def _binary_pre(spark: SparkSession, files: list[InputFile], opts: IngestOptions
             uri = f.readable_path.as_uri()
             plan[uri] = binary.VscsiFile(_device_name(f), f.given, seq_base)
             seq_base += size // rs + (1 if size % rs else 0)  # a truncated tail is one rejected record
-            ranges += binary.vscsi_ranges(str(f.readable_path), uri, size, version, BINARY_RANGE_BYTES)
+            ranges += binary.vscsi_ranges(str(f.readable_path), uri, size, version,
+                                          _balanced(size, BINARY_RANGE_BYTES, spark.sparkContext.defaultParallelism))
         task = binary.vscsi_task(version, plan, opts.ts_tolerance_us)
+        from libs.ingest_direct import summary_task
+
+        summarize = summary_task(version, plan, opts.ts_tolerance_us)
     else:
         from libs.readers.srt import SrtFormatError, parse_srt_header, tracedate_to_iso
 
@@ -210,12 +260,11 @@ def _binary_pre(spark: SparkSession, files: list[InputFile], opts: IngestOptions
                     "seek_params": list(d.seek_params), "block_size": d.block_size, "raw": dict(d.raw),
                 })
         task = binary.srt_task(sector_sizes)
+        summarize = None
     rows = [(r.path, r.file_uri, r.start, r.length) for r in ranges]
     range_df = spark.createDataFrame(
         spark.sparkContext.parallelize(rows, max(1, len(rows))), schema)
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return range_df.mapInArrow(task, from_arrow_schema(binary.RECORD_SCHEMA))
+    return range_df, task, summarize
 
 
 # ---------------------------------------------------------------------------------------------
@@ -381,6 +430,14 @@ def load_trace(spark: SparkSession, opts: IngestOptions) -> IngestResult:
     # Parquet copy, a little faster end to end than Spark's in-memory cache (24.7 s against 25.6 s
     # for 5M MSR requests, docs/BENCHMARKS.md). It lives only until release().
     scratch = staging / "classified.parquet"
+    if opts.fmt == "vscsi":
+        try:
+            result = _load_vscsi(spark, files, opts, geometry, meta, scratch)
+        except Exception:
+            _remove_scratch(scratch, staged)
+            raise
+        result._staged = staged
+        return result
     try:
         pre = _binary_pre(spark, files, opts, geometry, meta) if is_binary else _text_pre(spark, files, opts)
         classify(spark, pre, files, opts, binary_positions=is_binary).write.mode("overwrite").parquet(str(scratch))
@@ -424,29 +481,41 @@ def _summarize(cached: DataFrame) -> list[Any]:
     )
 
 
+def _load_vscsi(spark: SparkSession, files: list[InputFile], opts: IngestOptions,
+                geometry: list[dict[str, Any]], meta: dict[str, Any], scratch: Path) -> IngestResult:
+    """vSCSI: the summary pass now, the tasks' own writes in write_trace (libs.ingest_direct)."""
+    from libs import ingest_direct as direct
+
+    range_df, decode, summarize = _binary_ranges(spark, files, opts, geometry, meta)
+    summary = direct.merge_summaries(range_df.mapInArrow(summarize, direct.SUMMARY_DDL).collect())
+    log.info("trace %s: %d records read", opts.trace_id, sum(r.n for r in summary))
+    first = {r.first_seq: r for r in summary}
+
+    def first_reject(seq: int) -> tuple[str, str]:
+        return first[seq].first_where or "", first[seq].first_message or ""
+
+    trace_row, per_device, ts_min = _describe(summary, files, opts, geometry, meta, first_reject)
+
+    def write_direct(spark: SparkSession, warehouse: Path) -> None:
+        from libs.delta_files import replace_tables_by_tasks, table_target
+        from schemas import rejected_records, requests
+
+        where = {"trace_id": opts.trace_id}
+        replace_tables_by_tasks(spark, {
+            requests.TABLE: (table_target(spark, warehouse, requests.TABLE), where),
+            rejected_records.TABLE: (table_target(spark, warehouse, rejected_records.TABLE), where),
+        }, range_df, direct.write_task(decode, opts.trace_id, ts_min))
+
+    return IngestResult(None, None, trace_row, per_device, scratch, write_direct=write_direct)
+
+
 def _finish(cached: DataFrame, summary: list[Any], files: list[InputFile], opts: IngestOptions,
             geometry: list[dict[str, Any]], meta: dict[str, Any], scratch: Path) -> IngestResult:
-    read = sum(r.n for r in summary)
-    by_reason = {r.reason: r.n for r in summary if r.reason is not None}
-    rejected = sum(by_reason.values())
-    errors = {k: v for k, v in by_reason.items() if k not in RJ.INFORMATIONAL_REASONS}
-    error_count = sum(errors.values())
-    if read and error_count / read > opts.max_reject_share:
-        # Most frequent error; on a tie the one seen first in the file (group order is arbitrary).
-        worst = max((r for r in summary if r.reason in errors), key=lambda r: (r.n, -r.first_seq))
-        first = cached.where(F.col("seq") == worst.first_seq).first()
-        where = f"{first.source_file} {first.position_kind} {first.position}"
-        raise IngestError(
-            f"{error_count} of {read} records rejected ({error_count / read:.2%}), above the limit of "
-            f"{opts.max_reject_share:.2%}; nothing written. Most common: {worst.reason} x{worst.n}, "
-            f"first at {where}: {first.message}"
-        )
-    devices = sorted((r for r in summary if r.reason is None), key=lambda r: r.device)
-    if not devices:
-        raise IngestError(f"no valid requests in {', '.join(f.given for f in files)}; nothing written")
-    ts_min = min(r.ts_min for r in devices)
-    ts_max = max(r.ts_max for r in devices)
-    start_utc, start_text = _start_time(opts.fmt, ts_min, meta, _layout(opts))
+    def first_reject(seq: int) -> tuple[str, str]:
+        first = cached.where(F.col("seq") == seq).first()
+        return f"{first.source_file} {first.position_kind} {first.position}", first.message
+
+    trace_row, per_device, ts_min = _describe(summary, files, opts, geometry, meta, first_reject)
     trace_id = F.lit(opts.trace_id)
     requests = cached.where(F.col("reason").isNull()).select(
         trace_id.alias("trace_id"), "device", "seq",
@@ -457,6 +526,35 @@ def _finish(cached: DataFrame, summary: list[Any], files: list[InputFile], opts:
         trace_id.alias("trace_id"), "source_file", "position", "position_kind", "reason",
         F.coalesce("message", F.lit("")).alias("message"), F.coalesce("raw", F.lit("")).alias("raw"),
     )
+    return IngestResult(requests, rejects, trace_row, per_device, scratch)
+
+
+def _describe(summary: list[Any], files: list[InputFile], opts: IngestOptions, geometry: list[dict[str, Any]],
+              meta: dict[str, Any], first_reject: Callable[[int], tuple[str, str]]
+              ) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    """Check the summary (reject share, any valid request at all: IngestError otherwise) and describe the
+    trace: its catalog row, per-device totals, and its first timestamp (ts_us = 0). `first_reject(seq)`
+    gives where the record `seq` is and its message, for the error."""
+    read = sum(r.n for r in summary)
+    by_reason = {r.reason: r.n for r in summary if r.reason is not None}
+    rejected = sum(by_reason.values())
+    errors = {k: v for k, v in by_reason.items() if k not in RJ.INFORMATIONAL_REASONS}
+    error_count = sum(errors.values())
+    if read and error_count / read > opts.max_reject_share:
+        # Most frequent error; on a tie the one seen first in the file (group order is arbitrary).
+        worst = max((r for r in summary if r.reason in errors), key=lambda r: (r.n, -r.first_seq))
+        where, message = first_reject(worst.first_seq)
+        raise IngestError(
+            f"{error_count} of {read} records rejected ({error_count / read:.2%}), above the limit of "
+            f"{opts.max_reject_share:.2%}; nothing written. Most common: {worst.reason} x{worst.n}, "
+            f"first at {where}: {message}"
+        )
+    devices = sorted((r for r in summary if r.reason is None), key=lambda r: r.device)
+    if not devices:
+        raise IngestError(f"no valid requests in {', '.join(f.given for f in files)}; nothing written")
+    ts_min = min(r.ts_min for r in devices)
+    ts_max = max(r.ts_max for r in devices)
+    start_utc, start_text = _start_time(opts.fmt, ts_min, meta, _layout(opts))
     per_device = [
         {"device": r.device, "records": r.n, "reads": r.reads, "writes": r.writes,
          "bytes": (r.bytes_read or 0) + (r.bytes_written or 0),
@@ -488,7 +586,7 @@ def _finish(cached: DataFrame, summary: list[Any], files: list[InputFile], opts:
         "options": options,
         "geometry": geometry,
     }
-    return IngestResult(requests, rejects, trace_row, per_device, scratch)
+    return trace_row, per_device, ts_min
 
 
-__all__ = ["FORMATS", "IngestError", "IngestOptions", "IngestResult", "InputError", "load_trace"]
+__all__ = ["FORMATS", "IngestError", "IngestOptions", "IngestResult", "InputError", "load_trace", "write_trace"]

@@ -121,7 +121,10 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
         # Delta rebuilds table state with this many tasks on every read (default 50): far too many
         # for the small logs of a local warehouse, where it dominated small ingests.
         "spark.databricks.delta.snapshotPartitions": "4",
-        # libs.tables.replace_trace stamps trace_id on every row it writes (see there).
+        # Each commit's checksum file also lists the table's files (small tables only): libs.delta_files
+        # finds the files a replace removes there instead of rebuilding the state with a Spark job.
+        "spark.databricks.delta.allFilesInCrc.enabled": "true",
+        # replaceWhere writes made outside libs.delta_files (spark-sql users) skip Delta's per-row re-check.
         "spark.databricks.delta.replaceWhere.constraintCheck.enabled": "false",
     }
     if cfg.driver_host != "auto":

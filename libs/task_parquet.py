@@ -53,12 +53,13 @@ def _filesystem(directory: str) -> tuple[pafs.FileSystem, str]:
     return pafs.LocalFileSystem(), os.path.abspath(directory)
 
 
-def _file_name() -> str:
-    """A file name no other task attempt can pick: the partition and a random part."""
+def task_file_name(tag: str = "") -> str:
+    """A file name no other task attempt can pick: the partition, the tag if any, and a random part."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
-    return f"part-{context.partitionId() if context is not None else 0:05d}-{uuid.uuid4().hex}.parquet"
+    tag = f"{tag}-" if tag else ""
+    return f"part-{context.partitionId() if context is not None else 0:05d}-{tag}{uuid.uuid4().hex}.parquet"
 
 
 def _conform(batch: pa.RecordBatch | pa.Table, schema: pa.Schema) -> pa.RecordBatch | pa.Table:
@@ -79,7 +80,7 @@ def _writing(fn: ArrowFn, directory: str, schema: pa.Schema) -> ArrowFn:
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         fs, root = _filesystem(directory)
-        name = _file_name()
+        name = task_file_name()
         writer, rows = None, 0
         try:
             for batch in fn(batches):
@@ -108,7 +109,7 @@ def _writing_groups(fn: Callable[[pa.Table], pa.Table], directory: str, schema: 
         if not out.num_rows:
             return _written("", 0).slice(0, 0)
         fs, root = _filesystem(directory)
-        name = _file_name()
+        name = task_file_name()
         pq.write_table(_conform(out, schema), f"{root}/{name}", filesystem=fs, compression="snappy")
         return _written(name, out.num_rows)
 

@@ -1,8 +1,9 @@
 """Binary trace formats (VMware vSCSI, HP SRT): numpy decoders over byte ranges, run in Spark tasks.
 
-Each decoder turns one byte range of one file into an Arrow batch of RECORD_SCHEMA rows; the
-Spark side fans ranges out with mapInArrow. Fixed-size vSCSI records split at record-aligned
-offsets; variable-length SRT records are walked with numba, then gathered vectorised.
+Each decoder turns one byte range of one file into an Arrow batch of RECORD_SCHEMA rows (vSCSI:
+VSCSI_RECORD_SCHEMA, for libs.ingest_direct); the Spark side fans ranges out with mapInArrow.
+Fixed-size vSCSI records split at record-aligned offsets; variable-length SRT records are walked
+with numba, then gathered vectorised.
 """
 from __future__ import annotations
 
@@ -32,6 +33,13 @@ RECORD_SCHEMA = pa.schema([
     # Final numbering, where the decoder knows it (vSCSI); null for formats numbered by the scan.
     pa.field("seq", pa.int64()),
     pa.field("source_file", pa.string()),
+])
+# vSCSI decodes to the same columns with the per-file constants (file_uri, device, source_file)
+# dictionary-encoded: one value each instead of a string per record (10 M records: 3 x 10 M strings).
+CONSTANT_COLUMNS = ("file_uri", "device", "source_file")
+VSCSI_RECORD_SCHEMA = pa.schema([
+    pa.field(f.name, pa.dictionary(pa.int32(), pa.string())) if f.name in CONSTANT_COLUMNS else f
+    for f in RECORD_SCHEMA
 ])
 RAW_HEX_LIMIT = 256  # bytes of a corrupt tail kept as hex in rejected_records
 
@@ -115,6 +123,11 @@ def _reasons(n: int, checks: list[tuple[np.ndarray, str, list[str] | str]]) -> t
     return _sparse_strings(n, where, reasons), _sparse_strings(n, where, messages)
 
 
+def constant_column(value: str, n: int) -> pa.Array:
+    """A length-n dictionary array holding `value` n times."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([value], pa.string()))
+
+
 def _op(is_read: np.ndarray, is_write: np.ndarray) -> pa.Array:
     return pc.if_else(pa.array(is_read), "R", pc.if_else(pa.array(is_write), "W", pa.scalar(None, pa.string())))
 
@@ -133,18 +146,29 @@ class VscsiFile:
     seq_base: int        # records in the trace's earlier files
 
 
-def decode_vscsi(data: bytes, rng: ByteRange, version: int, info: VscsiFile, *,
-                 tolerance_us: int | None = None, prev_ts: int | None = None) -> pa.RecordBatch:
-    """Decode the records of one range; non-data commands, bad versions, empty and truncated records,
-    and timestamps more than tolerance_us before the previous record's (prev_ts: the record just
-    before this range) become rejects with a reason. Fixed-size records make seq exact here."""
+@dataclass(frozen=True)
+class VscsiChecks:
+    """The decoded fields of one range's records and its reject checks, in order (the first match wins):
+    (mask, reason code, message of record i)."""
+
+    recs: np.ndarray
+    ts: np.ndarray
+    cmd: np.ndarray
+    size: np.ndarray
+    is_read: np.ndarray
+    is_write: np.ndarray
+    checks: list[tuple[np.ndarray, str, Callable[[int], str]]]
+
+
+def vscsi_checks(data: bytes, version: int, *, tolerance_us: int | None = None,
+                 prev_ts: int | None = None) -> VscsiChecks:
+    """Non-data commands, bad versions, empty records, and timestamps more than tolerance_us before the
+    previous record's (prev_ts: the record just before this range) of the whole records in `data`."""
     from libs.readers.scan import previous_valid
 
-    device = info.device
     dtype = VSCSI_DTYPES[version]
-    rs = dtype.itemsize
-    n = len(data) // rs
-    recs = np.frombuffer(data[: n * rs], dtype=dtype)
+    n = len(data) // dtype.itemsize
+    recs = np.frombuffer(data[: n * dtype.itemsize], dtype=dtype)
     ts = recs["ts"].astype(np.int64)
     if tolerance_us is None:
         back = np.zeros(n, dtype=bool)
@@ -156,26 +180,40 @@ def decode_vscsi(data: bytes, rng: ByteRange, version: int, info: VscsiFile, *,
     is_read = np.isin(cmd, VSCSI_READ_CMDS)
     is_write = np.isin(cmd, VSCSI_WRITE_CMDS)
     size = recs["len"].astype(np.int64)
-    bad_ver = (recs["ver"] >> 8) != version
-    non_data = ~(is_read | is_write)
-    reason, message = _reasons(n, [
-        (bad_ver, "bad_version",
-         [f"record version 0x{v:04x}, file is version {version}" for v in recs["ver"][bad_ver]]),
-        (non_data, "non_data_command", [f"SCSI opcode 0x{c:02x} carries no data" for c in cmd[non_data]]),
-        (size <= 0, "nonpositive_size", "data command with length 0"),
-        (back, "ts_backwards",
-         [f"timestamp goes back {p - t} us (tolerance {tolerance_us} us)" for p, t in zip(prev[back], ts[back],
-                                                                                          strict=True)]),
+    return VscsiChecks(recs, ts, cmd, size, is_read, is_write, [
+        ((recs["ver"] >> 8) != version, "bad_version",
+         lambda i: f"record version 0x{recs['ver'][i]:04x}, file is version {version}"),
+        (~(is_read | is_write), "non_data_command", lambda i: f"SCSI opcode 0x{cmd[i]:02x} carries no data"),
+        (size <= 0, "nonpositive_size", lambda i: "data command with length 0"),
+        (back, "ts_backwards", lambda i: f"timestamp goes back {prev[i] - ts[i]} us (tolerance {tolerance_us} us)"),
     ])
+
+
+def truncated_message(tail_bytes: int, record_bytes: int) -> str:
+    return f"{tail_bytes} trailing bytes, a record is {record_bytes}"
+
+
+def decode_vscsi(data: bytes, rng: ByteRange, version: int, info: VscsiFile, *,
+                 tolerance_us: int | None = None, prev_ts: int | None = None) -> pa.RecordBatch:
+    """Decode the records of one range (vscsi_checks' rejects get their reason; a truncated tail record
+    too). Fixed-size records make seq exact here."""
+    device = info.device
+    rs = VSCSI_DTYPES[version].itemsize
+    checked = vscsi_checks(data, version, tolerance_us=tolerance_us, prev_ts=prev_ts)
+    recs, ts, size = checked.recs, checked.ts, checked.size
+    is_read, is_write = checked.is_read, checked.is_write
+    n = len(recs)
+    reason, message = _reasons(n, [(mask, code, [text(i) for i in np.flatnonzero(mask)])
+                                   for mask, code, text in checked.checks])
     rejected = np.flatnonzero(~np.asarray(pc.is_null(reason)))
     seq0 = info.seq_base + rng.start // rs
     columns = {
-        "file_uri": pa.repeat(pa.scalar(rng.file_uri, pa.string()), n),
+        "file_uri": constant_column(rng.file_uri, n),
         "block_start": pa.array(np.full(n, rng.start, np.int64)),
         "m": pa.array(np.arange(n, dtype=np.int64)),
         "byte_pos": pa.array(rng.start + np.arange(n, dtype=np.int64) * rs),
         "raw": _sparse_strings(n, rejected, [data[i * rs:(i + 1) * rs].hex() for i in rejected]),
-        "device": pa.repeat(pa.scalar(device, pa.string()), n),
+        "device": constant_column(device, n),
         "ts_raw_us": pa.array(ts),
         "op": _op(is_read, is_write),
         "offset_bytes": pa.array(recs["lbn"].astype(np.int64) * SECTOR),
@@ -185,24 +223,26 @@ def decode_vscsi(data: bytes, rng: ByteRange, version: int, info: VscsiFile, *,
         "reason": reason,
         "message": message,
         "seq": pa.array(seq0 + np.arange(n, dtype=np.int64)),
-        "source_file": pa.repeat(pa.scalar(info.source_file, pa.string()), n),
+        "source_file": constant_column(info.source_file, n),
     }
-    batch = pa.RecordBatch.from_pydict(columns, schema=RECORD_SCHEMA)
+    batch = pa.RecordBatch.from_pydict(columns, schema=VSCSI_RECORD_SCHEMA)
     tail = data[n * rs:]
     if tail:
-        batch = pa.concat_batches([batch, _tail_reject(
+        batch = pa.Table.from_batches([batch, _tail_reject(
             rng, n, rng.start + n * rs, tail, device, "truncated_record",
-            f"{len(tail)} trailing bytes, a record is {rs}", seq=seq0 + n, source_file=info.source_file)])
+            truncated_message(len(tail), rs), seq=seq0 + n, source_file=info.source_file,
+            schema=VSCSI_RECORD_SCHEMA)]).unify_dictionaries().combine_chunks().to_batches()[0]
     return batch
 
 
 def _tail_reject(rng: ByteRange, m: int, pos: int, tail: bytes, device: str, reason: str,
-                 message: str, seq: int | None = None, source_file: str | None = None) -> pa.RecordBatch:
-    row: dict[str, list[object]] = {name: [None] for name in RECORD_SCHEMA.names}
+                 message: str, seq: int | None = None, source_file: str | None = None,
+                 schema: pa.Schema = RECORD_SCHEMA) -> pa.RecordBatch:
+    row: dict[str, list[object]] = {name: [None] for name in schema.names}
     row.update(file_uri=[rng.file_uri], block_start=[rng.start], m=[m], byte_pos=[pos],
                raw=[_hex(tail)], device=[device], reason=[reason], message=[message],
                seq=[seq], source_file=[source_file])
-    return pa.RecordBatch.from_pydict(row, schema=RECORD_SCHEMA)
+    return pa.RecordBatch.from_pydict(row, schema=schema)
 
 
 def range_task(decode: Callable[[bytes, ByteRange, bytes], pa.RecordBatch],

@@ -181,6 +181,20 @@ def test_vscsi_non_data_command_and_truncated_tail(spark, spark_cfg, tmp_path):
     assert raw == "01" * 10
 
 
+def test_vscsi_reject_share_above_limit_names_the_first_reject_and_writes_nothing(spark, spark_cfg, tmp_path):
+    good = [struct.pack("<IIIHHQQ", i, 4096, 1, 0x28, 0x0100, 8 * i, 10 * i) for i in range(97)]
+    path = tmp_path / "vm2.vscsi"
+    bad = struct.pack("<IIIHHQQ", 97, 0, 1, 0x2A, 0x0100, 0, 970)               # write of length 0
+    path.write_bytes(b"".join(good[:40]) + bad + b"".join(good[40:]) + bad + bad)
+    expected = (r"^3 of 100 records rejected \(3\.00%\), above the limit of 1\.00%; nothing written\. "
+                r"Most common: nonpositive_size x3, first at .*vm2\.vscsi byte 1280: data command with length 0$")
+    with pytest.raises(IngestError, match=expected):
+        ingest(spark, spark_cfg, "vscsi", "vscsi-refused", [path])
+    assert_nothing_written(spark, "vscsi-refused")
+    written = Path(spark_cfg.warehouse) / "requests" / "trace_id=vscsi-refused"
+    assert not written.exists() or not any(written.rglob("*.parquet"))          # no file, committed or not
+
+
 def test_srt_truncated_tail_is_rejected_at_its_byte_offset(spark, spark_cfg, tmp_path):
     data = (AGREE / "canonical.srt").read_bytes()
     path = tmp_path / "cut.srt"
@@ -268,13 +282,14 @@ def test_compressed_vscsi_is_decoded(spark, spark_cfg, tmp_path):
 def test_vscsi_seq_and_time_check_across_ranges(spark, spark_cfg, tmp_path, monkeypatch):
     import libs.ingest
 
-    monkeypatch.setattr(libs.ingest, "BINARY_RANGE_BYTES", 4 * 32)  # 4 v1 records per Spark task
+    # 4 v1 records per Spark task: a's 16 records make 4 ranges, a multiple of the 2 cores (libs.ingest._balanced).
+    monkeypatch.setattr(libs.ingest, "BINARY_RANGE_BYTES", 4 * 32)
 
     def rec(sn: int, ts_s: int) -> bytes:
         return struct.pack("<IIIHHQQ", sn, 4096, 1, 0x28, 0x0100, sn * 8, ts_s * 1_000_000)
 
-    times = [0, 1, 2, 3, 4, 1, 6, 7, 2, 9, 10, 11]   # record 5: back 3 s inside a range;
-    a = tmp_path / "a.vscsi"                          # record 8: back 5 s at a range's first record
+    times = [0, 1, 2, 3, 4, 1, 6, 7, 2, 9, 10, 11, 12, 13, 14, 15]   # record 5: back 3 s inside a range;
+    a = tmp_path / "a.vscsi"                                          # record 8: back 5 s at a range's first
     a.write_bytes(b"".join(rec(i, t) for i, t in enumerate(times)))
     b = tmp_path / "b.vscsi"
     b.write_bytes(b"".join(rec(i, 20 + i) for i in range(3)))
@@ -282,7 +297,7 @@ def test_vscsi_seq_and_time_check_across_ranges(spark, spark_cfg, tmp_path, monk
     assert rejects_of(spark, "vscsi-ranges") == [(5 * 32, "ts_backwards"), (8 * 32, "ts_backwards")]
     rows = requests_of(spark, "vscsi-ranges")
     assert [(r["seq"], r["device"]) for r in rows] == (
-        [(i, "a") for i in range(12) if i not in (5, 8)] + [(12, "b"), (13, "b"), (14, "b")])
+        [(i, "a") for i in range(16) if i not in (5, 8)] + [(16, "b"), (17, "b"), (18, "b")])
     msg = spark.sql("SELECT message FROM rejected_records WHERE trace_id = 'vscsi-ranges' "
                     "AND position = 256").first().message
     assert msg == "timestamp goes back 5000000 us (tolerance 1000000 us)"
