@@ -304,8 +304,8 @@ class _Jvm:
             metric.set(int(value))
             metrics.put(name, metric)
         scala_map = getattr(self.jvm.scala.collection.immutable, "Map$")
-        return getattr(scala_map, "MODULE$").__getattr__("from")(
-            self.jvm.scala.jdk.javaapi.CollectionConverters.asScala(metrics))
+        build = getattr(getattr(scala_map, "MODULE$"), "from")        # Map.from: `from` is a Python keyword
+        return build(self.jvm.scala.jdk.javaapi.CollectionConverters.asScala(metrics))
 
     def operation(self, partitions: tuple[str, ...], predicate: str) -> Any:
         """DeltaOperations.Write(Overwrite, partitionBy, predicate): what replaceWhere records."""
@@ -327,22 +327,22 @@ def _uniform(path: str, where: Mapping[str, Any]) -> bool | None:
     if meta.num_rows == 0:
         return False
     index = {meta.schema.column(i).name: i for i in range(meta.num_columns)}
-    answers = set()
+    verdicts = set()
     for g in range(meta.num_row_groups):
+        group: bool | None = True
         for column, value in where.items():
             stats = meta.row_group(g).column(index[column]).statistics
             if stats is None or not stats.has_min_max:
                 return None
-            if stats.min == value == stats.max and not stats.null_count:
-                answers.add(True)
-            elif value < stats.min or value > stats.max:
-                answers.add(False)
-                break                                  # no row of this group matches the whole predicate
-            else:
-                return None
-        else:
-            continue
-    return answers.pop() if len(answers) == 1 else None
+            if value < stats.min or value > stats.max:
+                group = False                          # no row of this group matches every term
+                break
+            if not (stats.min == value == stats.max and stats.null_count == 0):
+                group = None
+        if group is None:
+            return None
+        verdicts.add(group)
+    return verdicts.pop() if len(verdicts) == 1 else None
 
 
 def _rewrite_without(target: TableTarget, add: dict[str, Any], where: Mapping[str, Any]) -> dict[str, Any] | None:

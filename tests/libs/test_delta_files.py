@@ -187,3 +187,22 @@ def test_concurrent_replaces_of_one_trace_leave_one_of_them_whole(spark, tmp_pat
     assert sorted(versions) == [1, 2, 3, 4]                          # every replace committed, one at a time
     last = next(n for n, v in zip(frames, versions, strict=True) if v == 4)
     assert _rows(spark, root) == [("a", ("d0", "d1")[i % 2], i, i / 2) for i in range(last)]
+
+
+def test_the_footer_tells_uniform_excluded_and_mixed_files(tmp_path):
+    from libs.delta_files import _uniform
+
+    def file(name: str, w: list[int], k: list[int | None], row_group: int = 10) -> str:
+        path = str(tmp_path / name)
+        pq.write_table(pa.table({"w": pa.array(w, pa.int64()), "k": pa.array(k, pa.int64())}), path,
+                       row_group_size=row_group)
+        return path
+
+    where = {"w": 1, "k": 5}
+    assert _uniform(file("all.parquet", [1, 1], [5, 5]), where) is True
+    assert _uniform(file("some.parquet", [1, 1], [5, 6]), where) is None
+    assert _uniform(file("other_k.parquet", [1, 1], [7, 7]), where) is False     # w matches, k never does
+    assert _uniform(file("other_w.parquet", [2, 3], [5, 5]), where) is False
+    assert _uniform(file("null_k.parquet", [1, 1], [5, None]), where) is None
+    assert _uniform(file("groups.parquet", [1, 1, 1, 1], [5, 5, 9, 9], row_group=2), where) is None
+    assert _uniform(file("empty.parquet", [], []), where) is False
