@@ -63,11 +63,17 @@ def merge_java_options(*parts: str | None) -> str:
 
 def sample_workload(spark: Any, warehouse: Path) -> None:
     """What the archive is made from (and bench/jvm_start.py times): a 2,000-row partitioned Delta write, a
-    replaceWhere overwrite, a read with an aggregate, an Arrow UDF and a SQL query, in table `t` under
-    `warehouse`: the classes a nightly stage on one day's data loads, minus the data."""
+    replace of one partition as libs.tables.replace_rows makes it (libs.delta_files), a read with an
+    aggregate, an Arrow UDF and a SQL query, in table `t` under `warehouse`: the classes a nightly stage on
+    one day's data loads, minus the data."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from libs.delta_files import TableTarget, replace_by_tasks
+
     df = spark.range(2000).selectExpr("id", "id % 7 AS k", "cast(id AS double) / 3 AS x")
     df.write.format("delta").partitionBy("k").save(str(warehouse / "t"))
-    df.write.format("delta").mode("overwrite").option("replaceWhere", "k = 1").save(str(warehouse / "t"))
+    target = TableTarget("t", str((warehouse / "t").resolve()), to_arrow_schema(df.schema), ("k",), ("id",))
+    replace_by_tasks(spark, target, {"k": 1}, df.where("k = 1"))
     t = spark.read.format("delta").load(str(warehouse / "t"))
     t.groupBy("k").agg({"x": "sum"}).orderBy("k").collect()
     t.mapInArrow(lambda batches: batches, t.schema).count()
