@@ -115,6 +115,10 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
         "spark.driver.extraJavaOptions": driver_java,
         "spark.pyspark.python": python,
         "spark.sql.shuffle.partitions": "8",
+        # Our aggregations are mostly per extent, block or edge (10^5-10^7 groups a task): the small
+        # first-level hash map only misses there before every row goes on to the main one (extent heat,
+        # 5 M requests: 2.7 s against 3.2 s; docs/BENCHMARKS.md).
+        "spark.sql.codegen.aggregate.map.twolevel.enabled": "false",
         "spark.driver.memory": "4g",
         # Delta: keep schema strict, and let replaceWhere use arbitrary predicates on partitions.
         "spark.databricks.delta.schema.autoMerge.enabled": "false",

@@ -126,15 +126,12 @@ def replace_rows(df: DataFrame, spark: SparkSession, warehouse: Path, name: str,
     unknown = sorted(set(where) - set(schema.fieldNames()))
     if unknown:
         raise ValueError(f"replace of {name}: no column(s) {unknown}")
-    from pyspark.sql import functions as F
-
-    for column, value in where.items():
-        df = df.withColumn(column, F.lit(value).cast(schema[column].dataType))
     from libs.delta_files import replace_by_tasks, table_target
+    from libs.transforms.columns import to_schema
 
-    # The schema is the contract: columns in its order and types (e.g. row_number()'s int -> long).
-    frame = df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
-    replace_by_tasks(spark, table_target(spark, warehouse, name), where, frame)
+    # The schema is the contract: columns in its order and types (e.g. row_number()'s int -> long),
+    # the `where` values stamped, in one projection (each is an analysis of the whole plan).
+    replace_by_tasks(spark, table_target(spark, warehouse, name), where, to_schema(df, schema, where))
 
 
 def replace_trace(df: DataFrame, spark: SparkSession, warehouse: Path, name: str, trace_id: str) -> None:

@@ -9,7 +9,7 @@ from jobs.aged_heat import AgingConfig
 from jobs.aged_heat import run as run_aging
 from libs.tables import read_table
 from libs.transforms.aging import age_values
-from libs.transforms.columns import idiv
+from libs.transforms.columns import idiv, idiv_sql
 from libs.transforms.heat import compute_disk_heat, compute_extent_heat, split_at
 from schemas import disk_heat, extent_heat
 from tests.builders import ingest, make_requests, write_msr
@@ -127,6 +127,15 @@ def test_idiv_is_exact_beyond_double_precision(spark):
     big = (1 << 62) + 12345
     row = spark.range(1).select(idiv(F.lit(big), 1_000_003).alias("q"), idiv(F.lit(2**53 + 1), 3).alias("r")).first()
     assert (row.q, row.r) == (big // 1_000_003, (2**53 + 1) // 3)
+
+
+def test_idiv_floors_negative_and_extreme_longs(spark):
+    values = [0, 1, 511, 512, -1, -511, -512, -513, 2**63 - 1, -(2**63), -(2**63) + 1]
+    for divisor in (1, 3, 512, 1 << 20):
+        frame = spark.createDataFrame([(v,) for v in values], "v long")
+        rows = frame.select(idiv(F.col("v"), divisor), F.expr(idiv_sql("v", divisor))).collect()
+        assert [r[0] for r in rows] == [v // divisor for v in values], divisor
+        assert [r[1] for r in rows] == [v // divisor for v in values], divisor
 
 
 def test_age_values_three_intervals_by_formula(spark):
