@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from libs.transforms.columns import idiv, idiv_sql, to_schema, window_start
+from libs.transforms.columns import idiv_sql, to_schema, window_start
 from schemas import disk_heat as DH
 from schemas import extent_heat as EH
 
@@ -28,13 +28,8 @@ def _check_unit(name: str, value: int) -> None:
         raise ValueError(f"{name} must be a positive multiple of {BLOCK_BYTES}, got {value}")
 
 
-def _blocks(lo: Column, hi: Column) -> Column:
-    """512-byte blocks overlapped by the byte range [lo, hi)."""
-    return idiv(hi + (BLOCK_BYTES - 1), BLOCK_BYTES) - idiv(lo, BLOCK_BYTES)
-
-
 def _blocks_sql(lo: str, hi: str) -> str:
-    """_blocks as Spark SQL text."""
+    """512-byte blocks overlapped by the byte range [lo, hi), as Spark SQL text."""
     return f"({idiv_sql(f'{hi} + {BLOCK_BYTES - 1}L', BLOCK_BYTES)} - {idiv_sql(lo, BLOCK_BYTES)})"
 
 
@@ -64,19 +59,16 @@ def split_at(requests: DataFrame, unit_bytes: int, *, start: Column | None = Non
                              f"{_blocks_sql(piece_lo, piece_hi)} AS blocks")
 
 
-def _seconds(window_us: int, span_us: int) -> float:
-    """The window length in seconds; the whole-trace window (0) is the trace's span.
+def _per_second_sql(blocks: str, window_us: int, span_us: int) -> str:
+    """blocks / window length in seconds, as Spark SQL text; the whole-trace window (0) divides by the
+    trace's span, and a zero-length window gives null.
 
     A window is a time unit: the last (partial) window still divides by the full window length,
     so a trace ending early in a window shows less heat there rather than an inflated rate.
     """
-    return (window_us if window_us else span_us) / 1e6
-
-
-def _per_second(blocks: Column, window_us: int, span_us: int) -> Column:
-    """blocks / window length in seconds (see _seconds); null for a zero-length window."""
-    seconds = _seconds(window_us, span_us)
-    return (blocks / F.lit(seconds)) if seconds > 0 else F.lit(None).cast("double")
+    seconds = (window_us if window_us else span_us) / 1e6
+    # repr round-trips the float exactly; a bare 3600.0 would be a DECIMAL literal in Spark SQL.
+    return f"({blocks} / CAST('{seconds!r}' AS DOUBLE))" if seconds > 0 else "CAST(NULL AS DOUBLE)"
 
 
 def compute_extent_heat(requests: DataFrame, *, extent_bytes: int = 1 << 20, window_us: int = 3_600_000_000,
@@ -99,9 +91,7 @@ def compute_extent_heat(requests: DataFrame, *, extent_bytes: int = 1 << 20, win
              F.sum("blocks").alias("blocks"),
              F.sum("bytes").alias("bytes"))
     )
-    seconds = _seconds(window_us, span_us)
-    # repr round-trips the float exactly; a bare 3600.0 would be a DECIMAL literal in Spark SQL.
-    heat = f"(blocks / CAST('{seconds!r}' AS DOUBLE))" if seconds > 0 else "CAST(NULL AS DOUBLE)"
+    heat = _per_second_sql("blocks", window_us, span_us)
     return counted.selectExpr(
         "'' AS trace_id",  # stamped by libs.tables.replace_rows
         "device", f"{extent_bytes}L AS extent_bytes", "extent_id", "window_start_us", f"{window_us}L AS window_us",
@@ -136,7 +126,7 @@ def compute_disk_heat(requests: DataFrame, *, layout: str = "as-traced", window_
     """
     if layout == "as-traced":
         pieces = requests.select(F.col("device").alias("disk"), "ts_us",
-                                 _blocks(F.col("offset_bytes"), F.col("offset_bytes") + F.col("size_bytes"))
+                                 F.expr(_blocks_sql("offset_bytes", "offset_bytes + size_bytes"))
                                  .alias("blocks"))
         disk_names: Sequence[str] = sorted(r["device"] for r in requests.select("device").distinct().collect())
         params = ""
@@ -155,7 +145,7 @@ def compute_disk_heat(requests: DataFrame, *, layout: str = "as-traced", window_
             raise ValueError(f"disks must be > 0, got {disks}")
         pick = F.pmod(F.xxhash64(F.lit(seed), F.col("device"), F.col("seq")), F.lit(disks))
         pieces = requests.select(pick.cast("string").alias("disk"), "ts_us",
-                                 _blocks(F.col("offset_bytes"), F.col("offset_bytes") + F.col("size_bytes"))
+                                 F.expr(_blocks_sql("offset_bytes", "offset_bytes + size_bytes"))
                                  .alias("blocks"))
         disk_names = [str(d) for d in range(disks)]
         params = f"disks={disks},seed={seed}"
@@ -170,7 +160,7 @@ def compute_disk_heat(requests: DataFrame, *, layout: str = "as-traced", window_
     full = (grid.join(per_disk, on=["window_start_us", "disk"], how="left")
             .select("window_start_us", "disk", F.coalesce("requests", F.lit(0)).alias("requests"),
                     F.coalesce("blocks", F.lit(0)).alias("blocks")))
-    full = full.withColumn("heat", _per_second(F.col("blocks"), window_us, span_us))
+    full = full.withColumn("heat", F.expr(_per_second_sql("blocks", window_us, span_us)))
     stats = full.groupBy("window_start_us").agg(
         F.avg("heat").alias("mean_heat"), F.max("heat").alias("max_heat"),
         F.var_pop("heat").alias("heat_variance"))
