@@ -169,7 +169,10 @@ class FileWriter:
             relative = "/".join([*parts, task_file_name(self.target.write_id)])
             full = os.path.join(self.target.root, *relative.split("/"))
             os.makedirs(os.path.dirname(full), exist_ok=True)
-            writer = pq.ParquetWriter(full, self.data_schema, compression="snappy")
+            # Dictionary pages for the strings only: on numbers Parquet's writer tries one and gives it up
+            # at the page limit (seq, offsets, times), work thrown away.
+            dictionary = [f.name for f in self.data_schema if pa.types.is_dictionary(f.type)]
+            writer = pq.ParquetWriter(full, self.data_schema, compression="snappy", use_dictionary=dictionary)
             self._open[key] = (writer, relative, {})
         return self._open[key]
 
@@ -489,21 +492,65 @@ def replace_from_driver(spark: SparkSession, target: TableTarget, where: Mapping
     return commit_replace(spark, target, where, files)
 
 
-def replace_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[TableTarget, Mapping[str, Any]]],
-                            frame: DataFrame, fn: Callable[[Iterator[pa.RecordBatch]], Iterable[tuple[str, pa.Table]]]
-                            ) -> dict[str, int]:
-    """Several tables from one pass: fn yields (table name, rows) pairs; every task writes each table's
-    rows into that table; then one replace commit per table, in the order of `replaces` (name ->
-    (target, where)). Nothing is committed if the pass fails. Returns name -> new version."""
+SIDE = "_side"     # the table name under which write_tables_by_tasks's fn returns small rows to the driver
+
+
+@dataclass
+class PendingWrite:
+    """Files tasks wrote into several tables, not committed: invisible to every reader until commit(),
+    deleted by discard(). `side` holds the rows fn returned under the name SIDE (as dicts)."""
+
+    replaces: Mapping[str, tuple[TableTarget, Mapping[str, Any]]]   # name -> (target with its write id, where)
+    files: list[Any]
+    side: list[dict[str, Any]]
+    done: bool = False
+
+    def commit(self, spark: SparkSession) -> dict[str, int]:
+        """One replace commit per table, in the order of `replaces`. Returns name -> new version."""
+        versions: dict[str, int] = {}
+        try:
+            for name, (target, where) in self.replaces.items():
+                versions[name] = commit_replace(spark, target, where, [f for f in self.files if f.table == name])
+        except BaseException:
+            for name, (target, _) in self.replaces.items():
+                if name not in versions:
+                    discard(target)
+            raise
+        finally:
+            self.done = True
+        return versions
+
+    def discard(self) -> None:
+        if not self.done:
+            for target, _ in self.replaces.values():
+                discard(target)
+            self.done = True
+
+
+def write_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[TableTarget, Mapping[str, Any]]],
+                          frame: DataFrame, fn: Callable[[Iterator[pa.RecordBatch]], Iterable[tuple[str, pa.Table]]]
+                          ) -> PendingWrite:
+    """Several tables from one pass, not committed yet: fn yields (table name, rows) pairs, or (SIDE, rows)
+    for small rows the driver gets back; every task writes each table's rows into that table. If the
+    pass fails, its files are deleted."""
     targets = {name: target.for_write() for name, (target, _) in replaces.items()}
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         writers = {name: FileWriter(target) for name, target in targets.items()}
+        side: list[str] = []
         for name, rows in fn(batches):
-            writers[name].write(rows)
+            if name == SIDE:
+                side += [json.dumps(r) for r in rows.to_pylist()]
+            else:
+                writers[name].write(rows)
         for name, writer in writers.items():
             done = writer.close()
             yield from done.add_column(0, "table", pa.array([name] * done.num_rows, pa.string())).to_batches()
+        if side:
+            yield pa.RecordBatch.from_pydict({"table": [SIDE] * len(side), "path": [None] * len(side),
+                                              "size": [None] * len(side), "rows": [None] * len(side),
+                                              "partition": [None] * len(side), "stats": side},
+                                             schema=FILES_SCHEMA.insert(0, pa.field("table", pa.string())))
 
     try:
         written = frame.mapInArrow(run, f"table string, {FILES_DDL}").collect()
@@ -511,18 +558,19 @@ def replace_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[Ta
         for target in targets.values():
             discard(target)
         raise
-    versions: dict[str, int] = {}
-    try:
-        for name, (_, where) in replaces.items():
-            versions[name] = commit_replace(spark, targets[name], where, [f for f in written if f.table == name])
-    except BaseException:
-        for name, target in targets.items():
-            if name not in versions:
-                discard(target)
-        raise
-    return versions
+    return PendingWrite({name: (targets[name], where) for name, (_, where) in replaces.items()},
+                        [f for f in written if f.table != SIDE],
+                        [json.loads(f.stats) for f in written if f.table == SIDE])
 
 
-__all__ = ["FILES_DDL", "FileWriter", "TableTarget", "commit_replace", "discard", "replace_by_tasks",
-           "replace_from_driver", "replace_tables_by_tasks", "table_target",
-           "write_files"]
+def replace_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[TableTarget, Mapping[str, Any]]],
+                            frame: DataFrame, fn: Callable[[Iterator[pa.RecordBatch]], Iterable[tuple[str, pa.Table]]]
+                            ) -> dict[str, int]:
+    """write_tables_by_tasks, then one replace commit per table, in the order of `replaces` (name ->
+    (target, where)). Nothing is committed if the pass fails. Returns name -> new version."""
+    return write_tables_by_tasks(spark, replaces, frame, fn).commit(spark)
+
+
+__all__ = ["FILES_DDL", "SIDE", "FileWriter", "PendingWrite", "TableTarget", "commit_replace", "discard",
+           "replace_by_tasks", "replace_from_driver", "replace_tables_by_tasks", "table_target", "write_files",
+           "write_tables_by_tasks"]

@@ -1,11 +1,18 @@
 """Ingest: source files -> classified records -> `requests`, `rejected_records` and a `traces` row.
 
-load_trace() returns lazy DataFrames over one cached, fully classified record set, plus the
-catalog row; jobs/ingest_trace.py writes them. Every source record is either a request or a
-rejected record with a reason, and records_read = accepted + rejected holds by construction.
+load_trace() reads and checks a trace and returns what to write (refusing it, with nothing written, when
+it is not in the stated format or too many records are rejected); write_trace() commits it. Every
+source record is either a request or a rejected record with a reason, and records_read = accepted +
+rejected holds by construction. Three ways in:
+- delimited text with no bad line (MSR, SPC, Alibaba, Tencent, plain CSV layouts): readers.clean_text,
+  one pass of Spark tasks over line-aligned byte ranges that parse with pyarrow and write `requests`
+  themselves; the first sign of a line it does not take hands the trace to the general path;
+- vSCSI: two passes of tasks over record-aligned byte ranges (libs.ingest_direct);
+- the general path, every other format and any trace with a bad line: Spark's text reader (or a
+  binary decoder) into Spark expressions, classified into a scratch Parquet copy, then written.
 
-Numbering: Spark splits a big text file into blocks read in parallel. Within a block rows keep
-file order, and monotonically_increasing_id() counts them contiguously, so a narrow ordered first
+Numbering on the general path: Spark splits a big text file into blocks read in parallel. Within a block
+rows keep file order, and monotonically_increasing_id() counts them contiguously, so a narrow ordered first
 pass (readers.scan: counts per block, backwards timestamps) gives every line its exact line number
 and `seq` without funnelling the file through one task or shuffling it.
 """
@@ -68,6 +75,9 @@ class IngestOptions:
     # is rejected as ts_backwards; None disables the check.
     ts_tolerance_us: int | None = 1_000_000
     layout: CsvLayout | None = None          # for fmt == "csv"
+    # Clean delimited text through readers.clean_text; False: always the general text path (the tests
+    # compare the two).
+    fast_text: bool = True
     staging: Path = Path("warehouse/_staging")
 
     def __post_init__(self) -> None:
@@ -96,9 +106,12 @@ class IngestResult:
     per_device: list[dict[str, Any]]
     _scratch: Path
     _staged: list[Path] = field(default_factory=list)
-    write_direct: Callable[[SparkSession, Path], None] | None = None
+    write_direct: Callable[[SparkSession, Path], Any] | None = None
+    _pending: Any = None          # the clean-text path's uncommitted files (delta_files.PendingWrite)
 
     def release(self) -> None:
+        if self._pending is not None:
+            self._pending.discard()   # a no-op once committed
         _remove_scratch(self._scratch, self._staged)
 
 
@@ -410,11 +423,11 @@ def _start_time(fmt: str, start_raw_us: int | None, meta: dict[str, Any],
     return when, f"{when.isoformat()} ({epoch} timestamp of the first record)"
 
 
-def load_trace(spark: SparkSession, opts: IngestOptions) -> IngestResult:
+def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Path) -> IngestResult:
     """Read, number and classify a trace; refuse it (IngestError, nothing cached or written) when it
     is not in the stated format or too many records are rejected.
 
-    >>> result = load_trace(spark, IngestOptions("msr", "hm", ("hm_0.csv",)))
+    >>> result = load_trace(spark, IngestOptions("msr", "hm", ("hm_0.csv",)), Path("warehouse"))
     >>> write(result.requests); write(result.rejected); write_row(result.trace_row)
     """
     is_binary = opts.fmt in BINARY_FORMATS
@@ -439,6 +452,10 @@ def load_trace(spark: SparkSession, opts: IngestOptions) -> IngestResult:
         result._staged = staged
         return result
     try:
+        fast = None if is_binary else _load_clean_text(spark, files, opts, warehouse, scratch)
+        if fast is not None:
+            fast._staged = staged
+            return fast
         pre = _binary_pre(spark, files, opts, geometry, meta) if is_binary else _text_pre(spark, files, opts)
         classify(spark, pre, files, opts, binary_positions=is_binary).write.mode("overwrite").parquet(str(scratch))
         log.info("trace %s: parsed and checked every record", opts.trace_id)
@@ -507,6 +524,119 @@ def _load_vscsi(spark: SparkSession, files: list[InputFile], opts: IngestOptions
         }, range_df, direct.write_task(decode, opts.trace_id, ts_min))
 
     return IngestResult(None, None, trace_row, per_device, scratch, write_direct=write_direct)
+
+
+def _load_clean_text(spark: SparkSession, files: list[InputFile], opts: IngestOptions, warehouse: Path,
+                     scratch: Path) -> IngestResult | None:
+    """Delimited text with no bad line (readers.clean_text), in one pass of tasks that parse line-aligned
+    byte ranges and write `requests` (not committed: write_trace commits). The driver numbers the lines
+    first (newline counts) and takes the first line's timestamp as the time base; in the rare trace
+    whose earliest timestamp is not the first line of a file, the pass runs a second time with the
+    true one. None when the layout, an input or any range is not for this path (nothing written):
+    the general path then ingests the trace and gives every reject its reason and line."""
+    from libs import ingest_direct as direct
+    from libs.delta_files import table_target, write_tables_by_tasks
+    from libs.readers import clean_text
+    from schemas import rejected_records, requests
+
+    layout = _layout(opts)
+    if not opts.fast_text or not clean_text.eligible(layout) or any(f.compression and not f.is_staged for f in files):
+        return None
+    assert layout is not None
+    if any(text_problem(read_head(f, SNIFF_BYTES)) for f in files):
+        return None                                   # the general path refuses it with the reason
+    try:
+        ts_base = min(clean_text.first_timestamp(str(f.readable_path), layout) for f in files)
+    except clean_text.NotClean:
+        return None
+    rows, uris = [], {}
+    slots = spark.sparkContext.defaultParallelism
+    seq_base = 0
+    for f in files:                                   # files in the order given, ranges in file order
+        path, size = str(f.readable_path), f.readable_path.stat().st_size
+        uri = f.readable_path.as_uri()
+        uris[uri] = f.given
+        step = _balanced(size, BINARY_RANGE_BYTES, slots)
+        bounds = [(start, min(start + step, size)) for start in range(0, size, step)]
+        for (start, end), lines in zip(bounds, clean_text.lines_per_range(path, bounds), strict=True):
+            rows.append((path, uri, start, end - start, seq_base, lines))
+            seq_base += lines
+    range_df = spark.createDataFrame(spark.sparkContext.parallelize(rows, max(1, len(rows))), clean_text.RANGE_DDL)
+    where = {"trace_id": opts.trace_id}
+    replaces = {requests.TABLE: (table_target(spark, warehouse, requests.TABLE), where),
+                rejected_records.TABLE: (table_target(spark, warehouse, rejected_records.TABLE), where)}
+
+    def attempt(base: int) -> tuple[Any, list[direct.Summary] | None]:
+        task = clean_text.write_task(layout, opts.trace_id, base, opts.ts_tolerance_us, uris)
+        pending = write_tables_by_tasks(spark, replaces, range_df, task)
+        try:
+            return pending, _clean_summary(pending.side, rows, opts)
+        except BaseException:
+            pending.discard()
+            raise
+
+    pending, summary = attempt(ts_base)
+    if summary is not None and min(r.ts_min for r in summary) < ts_base:   # type: ignore[type-var]
+        pending.discard()
+        pending, summary = attempt(min(r.ts_min for r in summary))          # type: ignore[type-var]
+    if summary is None:
+        pending.discard()
+        return None
+    log.info("trace %s: %d records read, every one a clean request", opts.trace_id, seq_base)
+
+    def no_reject(seq: int) -> tuple[str, str]:
+        raise AssertionError(f"the clean path has no rejected record (asked for {seq})")
+
+    try:
+        trace_row, per_device, _ = _describe(summary, files, opts, [], {}, no_reject)
+    except BaseException:
+        pending.discard()
+        raise
+    return IngestResult(None, None, trace_row, per_device, scratch,
+                        write_direct=lambda spark, _warehouse: pending.commit(spark), _pending=pending)
+
+
+def _clean_summary(side: list[dict[str, Any]], rows: list[tuple], opts: IngestOptions) -> list[Any] | None:
+    """The clean pass's side rows -> per-device Summary rows, or None (with the reason logged) when a range
+    is not clean or a timestamp goes back across a range edge."""
+    from libs import ingest_direct as direct
+
+    dirty = [r for r in side if not r["clean"]]
+    if dirty:
+        log.info("trace %s: not clean text (%s, in the lines from byte %d of %s): the general path reads it",
+                 opts.trace_id, dirty[0]["why"], dirty[0]["start"], dirty[0]["file_uri"])
+        return None
+    ends = {(r["file_uri"], r["start"]): r for r in side}
+    prev: tuple[str, int] | None = None
+    tolerance = opts.ts_tolerance_us
+    for _, uri, start, _, _, lines in rows:
+        r = ends[(uri, start)]
+        if not lines:
+            continue
+        if (tolerance is not None and prev is not None and prev[0] == uri
+                and r["first_ts"] < prev[1] - tolerance):
+            log.info("trace %s: a timestamp goes back at the lines from byte %d of %s: the general path reads it",
+                     opts.trace_id, start, uri)
+            return None
+        prev = (uri, r["last_ts"])
+    base = {(uri, start): seq for _, uri, start, _, seq, _ in rows}
+    merged: dict[str, direct.Summary] = {}
+    for r in side:
+        if r["device"] is None:
+            continue
+        first = base[(r["file_uri"], r["start"])] + r["first_index"]
+        m = merged.get(r["device"])
+        if m is None:
+            merged[r["device"]] = direct.Summary(r["device"], None, r["n"], r["reads"], r["n"] - r["reads"],
+                                                 r["bytes_read"], r["bytes_written"], r["ts_min"], r["ts_max"],
+                                                 first, None, None)
+            continue
+        m.n, m.reads, m.writes = m.n + r["n"], m.reads + r["reads"], m.writes + r["n"] - r["reads"]
+        m.bytes_read = (m.bytes_read or 0) + r["bytes_read"]
+        m.bytes_written = (m.bytes_written or 0) + r["bytes_written"]
+        m.ts_min, m.ts_max = min(m.ts_min, r["ts_min"]), max(m.ts_max, r["ts_max"])  # type: ignore[type-var]
+        m.first_seq = min(m.first_seq, first)
+    return list(merged.values()) or None
 
 
 def _finish(cached: DataFrame, summary: list[Any], files: list[InputFile], opts: IngestOptions,
