@@ -173,17 +173,46 @@ def _unpack(blobs: Sequence[bytes], width: int) -> tuple[np.ndarray, np.ndarray]
 
 def _group_sums(keys: Sequence[np.ndarray], c: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
     """Distinct key tuples (sorted) and the sum of c per tuple."""
-    order = np.lexsort(tuple(reversed(keys)))
+    order = _lex_order(keys[:-1], keys[-1])
     keys = [k[order] for k in keys]
     at = _runs_of(*keys)
     return [k[at] for k in keys], np.add.reduceat(c[order], at) if len(at) else c[:0]
+
+
+def _dense(k: np.ndarray) -> tuple[np.ndarray, int]:
+    """Non-negative integers in k's order (equal for equal values) and their bound: k - min when the range
+    is small, divided by the values' common step (window starts), else ranks from a sort."""
+    lo = int(k.min())
+    shifted = k - lo
+    top = int(shifted.max())
+    if top >= 1 << 24:
+        step = int(np.gcd.reduce(shifted))
+        if step > 1 and top // step < 1 << 24:
+            return shifted // step, top // step + 1
+        distinct, ranks = np.unique(k, return_inverse=True)
+        return ranks.reshape(-1).astype(np.int64), len(distinct)
+    return shifted, top + 1
+
+
+def _lex_order(keys: Sequence[np.ndarray], v: np.ndarray) -> np.ndarray:
+    """np.lexsort((v, *reversed(keys))), the keys first: by one stable sort of a combined int64 key
+    when the values are non-negative integers and everything fits (2.5x faster), else by lexsort."""
+    if not len(v) or v.min() < 0 or v.max() >= 1 << 40 or (v.dtype.kind == "f" and not np.array_equal(v, np.floor(v))):
+        return np.lexsort((v, *reversed(keys)))
+    parts = [_dense(k) for k in keys] + [(v.astype(np.int64), int(v.max()) + 1)]   # v: whole numbers, >= 0
+    if math.prod(bound for _, bound in parts) >= 1 << 62:
+        return np.lexsort((v, *reversed(keys)))
+    combined = np.zeros(len(v), np.int64)
+    for ranks, bound in parts:
+        combined = combined * bound + ranks
+    return np.argsort(combined, kind="stable")
 
 
 def _cells(keys: Sequence[np.ndarray], v: np.ndarray, n: np.ndarray, s: np.ndarray, s2: np.ndarray,
            mx: np.ndarray) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Histogram cells: rows with equal (keys, v) merged (n, s, s2 summed, mx the maximum), sorted by
     (keys, v). Raw values come in as n = 1, s = value, s2 = value**2, mx = value."""
-    order = np.lexsort((v, *reversed(keys)))
+    order = _lex_order(keys, v)
     keys, v = [k[order] for k in keys], v[order]
     at = _runs_of(*keys, v)
     return ([k[at] for k in keys], v[at], np.add.reduceat(n[order], at), np.add.reduceat(s[order], at),
@@ -268,6 +297,9 @@ class _Partials:
         final=False: cells only, even for groups this task holds whole."""
         raw = values.astype(np.float64)
         v = raw if metric in EXACT else round_significant_np(raw)
+        # The finest cells, (device, window, value), once; every group's cells are merged from them
+        # (far fewer than the requests), so the requests are sorted once per metric, not once per group.
+        (code, w), v, n1, s1, s21, mx1 = _cells([code, w], v, np.ones(len(v), np.int64), raw, raw * raw, raw)
         for scope, group_code, span_w, window_us in self.groups(code, w):
             if scopes not in ("both", scope):
                 continue
@@ -276,8 +308,8 @@ class _Partials:
             for kind, mask in (("final", done), ("hist", ~done)):
                 if not mask.any():
                     continue
-                (c, gw), cv, n, s, s2, mx = _cells([group_code[mask], span_w[mask]], v[mask], np.ones(
-                    int(mask.sum()), np.int64), raw[mask], raw[mask] * raw[mask], raw[mask])
+                (c, gw), cv, n, s, s2, mx = _cells([group_code[mask], span_w[mask]], v[mask], n1[mask], s1[mask],
+                                                   s21[mask], mx1[mask])
                 starts = _runs_of(c, gw)
                 if kind == "hist":
                     ends = np.append(starts[1:], len(c))
@@ -523,7 +555,10 @@ def block_partials(table: pa.Table, *, region_bytes: int, window_us: int, extent
     row, extent = _unit_ids(lo // extent_bytes, (hi - 1) // extent_bytes)
     _extent_cells(out, code[row], _windows(ts[row], window_us), extent)
     row, block = _unit_ids(lo // FOOTPRINT_BLOCK, (hi - 1) // FOOTPRINT_BLOCK)
-    order = np.lexsort((seq[row], ts[row], block, code[row]))
+    # by device, block, then time: (ts, seq) as one rank, so a single int64 key can order all of it
+    in_time = np.empty(len(ts), np.int64)
+    in_time[np.lexsort((seq, ts))] = np.arange(len(ts))
+    order = _lex_order([code[row], block], in_time[row])
     row, block = row[order], block[order]
     code, ts = code[row], ts[row]
     w = _windows(ts, window_us)
@@ -534,7 +569,7 @@ def block_partials(table: pa.Table, *, region_bytes: int, window_us: int, extent
     first_in_window[1:] |= w[1:] != w[:-1]
     spans = [(np.zeros(len(w), np.int64), ~again, 0)] + ([(w, first_in_window, window_us)] if window_us else [])
     for span_w, new_block, span_us in spans:
-        order = np.lexsort((span_w, code))
+        order = _lex_order([code], span_w)
         c, sw = code[order], span_w[order]
         at = _runs_of(c, sw)
         if len(at):

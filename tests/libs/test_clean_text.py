@@ -81,7 +81,9 @@ def test_seconds_are_exact_decimals():
     (msr(0) + "\r", "carriage return"),
     ("\ufeff" + msr(0), "byte order mark"),
     (msr(0) + "\n" + msr(1).replace("srv", "sr\udcff"), "CSV conversion error|UTF8"),
-])
+], ids=["hex", "plus", "space", "negative", "zero-size", "op-case", "op-padded", "nan", "empty-response",
+        "padded-device", "empty-device", "extra-column", "short-line", "blank-line", "blank-first", "spaces-line",
+        "crlf", "bom", "bad-utf8"])
 def test_anything_the_general_path_could_read_differently_is_not_clean(text, why):
     data = (text + "\n" + msr(1) + "\n").encode("utf-8", errors="surrogateescape")
     with pytest.raises(NotClean, match=why):
@@ -168,7 +170,7 @@ def test_an_earliest_timestamp_after_the_first_line_reruns_the_pass(spark, spark
     ("hex", msr(150_000, offset="0x10"), "bad_offset", "not clean text (offset: not all plain digits"),
     # 1.249 s back, beyond the 1 s tolerance, on the first line of a range: found by the driver
     ("back", msr(150_000 - 1_100_000), "ts_backwards", "a timestamp goes back at the lines from byte"),
-])
+], ids=["hex", "back"])
 def test_a_bad_line_in_a_later_range_hands_the_trace_to_the_general_path(spark, spark_cfg, monkeypatch, tmp_path,
                                                                           caplog, name, bad, reason, found):
     lines = [msr(t * 1000) for t in range(200)]
