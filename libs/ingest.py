@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from pyspark.sql import Window
+from pyspark.sql import Row, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -620,23 +620,12 @@ def _clean_summary(side: list[dict[str, Any]], rows: list[tuple], opts: IngestOp
             return None
         prev = (uri, r["last_ts"])
     base = {(uri, start): seq for _, uri, start, _, seq, _ in rows}
-    merged: dict[str, direct.Summary] = {}
-    for r in side:
-        if r["device"] is None:
-            continue
-        first = base[(r["file_uri"], r["start"])] + r["first_index"]
-        m = merged.get(r["device"])
-        if m is None:
-            merged[r["device"]] = direct.Summary(r["device"], None, r["n"], r["reads"], r["n"] - r["reads"],
-                                                 r["bytes_read"], r["bytes_written"], r["ts_min"], r["ts_max"],
-                                                 first, None, None)
-            continue
-        m.n, m.reads, m.writes = m.n + r["n"], m.reads + r["reads"], m.writes + r["n"] - r["reads"]
-        m.bytes_read = (m.bytes_read or 0) + r["bytes_read"]
-        m.bytes_written = (m.bytes_written or 0) + r["bytes_written"]
-        m.ts_min, m.ts_max = min(m.ts_min, r["ts_min"]), max(m.ts_max, r["ts_max"])  # type: ignore[type-var]
-        m.first_seq = min(m.first_seq, first)
-    return list(merged.values()) or None
+    per_range = [Row(device=r["device"], reason=None, n=r["n"], reads=r["reads"], writes=r["n"] - r["reads"],
+                     bytes_read=r["bytes_read"], bytes_written=r["bytes_written"], ts_min=r["ts_min"],
+                     ts_max=r["ts_max"], first_seq=base[(r["file_uri"], r["start"])] + r["first_index"],
+                     first_where=None, first_message=None)
+                 for r in side if r["device"] is not None]
+    return direct.merge_summaries(per_range) or None
 
 
 def _finish(cached: DataFrame, summary: list[Any], files: list[InputFile], opts: IngestOptions,
