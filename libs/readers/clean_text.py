@@ -2,18 +2,19 @@
 
 Most real traces (MSR, Alibaba, Tencent, SPC exports) are machine-written and have no bad line at
 all. For those, this module gives exactly the rows the general text path (readers.text_formats,
-Spark expressions over Spark's text reader, plus the ordered scan) would give, about 4x faster:
-each task reads a byte range of the file (a range owns the lines that start in it, the rule of
-Spark's own line reader, so a 50 GB file still splits across tasks), parses it with pyarrow's CSV
-reader and checks it with pyarrow compute, in two passes like the vSCSI ingest (libs.ingest_direct):
-a summary pass (line counts, per-device totals, first and last timestamps) and a write pass.
+Spark expressions over Spark's text reader, plus the ordered scan) would give, about 7x faster
+(docs/BENCHMARKS.md): the driver numbers the lines of each byte range from its newlines (a range owns
+the lines that start in it, the rule of Spark's own line reader, so a 50 GB file still splits across
+tasks); then, in one pass, each task parses its range with pyarrow's CSV reader, checks it with
+pyarrow compute and numpy, writes its `requests` files and returns per-device totals and its first
+and last timestamps (libs.ingest commits).
 
 "Clean" is strict on purpose: a range is clean when every line is a request the general path
 accepts and every field is spelled so that both paths read the same value (digits only for
 integers, no padding spaces, finite numbers, no carriage returns, valid UTF-8) and timestamps
 never go back by more than the tolerance. When any range of a trace is not clean, the ingest
 falls back to the general path for the whole trace (so rejected records, their reasons and line
-positions come from one place); the cost is the summary pass, about a quarter of the fast ingest.
+positions come from one place); the cost is the fast pass, whose files are deleted uncommitted.
 """
 from __future__ import annotations
 
@@ -98,11 +99,6 @@ class Parsed:
 
     def __len__(self) -> int:
         return len(self.ts_raw_us)
-
-    @property
-    def device(self) -> pa.DictionaryArray:
-        return pa.DictionaryArray.from_arrays(pa.array(self.device_codes, pa.int32()),
-                                              pa.array(self.device_names, pa.string()))
 
 
 def _digits(column: pa.ChunkedArray, name: str, unit: int = 1) -> np.ndarray:
