@@ -6,6 +6,10 @@ device scope) on a generated trace of N million requests, local[2] (issue 3 item
 (The issue names it bench/profile.py; that name would shadow the standard library's `profile`,
 which pyspark imports through cProfile, for every script run from bench/.)
 
+The profile is read straight from the `requests` files (libs.transforms.profile_files, what the job
+runs); --spark-path times the DataFrame path (compute_trace_profile) on the same trace afterwards and
+checks both give the same rows.
+
 Prints requests per second against the goal of 1.3 million (a C trace analyzer reaches 1.31 million
 per second single-threaded on 20 million requests) and the peak resident memory of the whole
 process tree (this Python driver, the JVM and its Python workers), sampled every 50 ms, against
@@ -36,6 +40,7 @@ def main() -> int:
     parser.add_argument("--millions", type=float, default=5.0)
     parser.add_argument("--driver-memory", default="1g", help="Spark driver heap (local mode: the only JVM)")
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--spark-path", action="store_true", help="also time compute_trace_profile (slow)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     from heat import load, make_requests  # bench/heat.py
@@ -43,6 +48,7 @@ def main() -> int:
     from libs.spark import SparkConfig, build_session
     from libs.tables import read_table, replace_rows
     from libs.transforms.profile import compute_trace_profile
+    from libs.transforms.profile_files import profile_trace
 
     tmp = Path(args.workdir or tempfile.mkdtemp(prefix="bench-profile-"))
     tmp.mkdir(parents=True, exist_ok=True)
@@ -58,22 +64,35 @@ def main() -> int:
         del table
         with PeakMemory() as mem:
             t0 = time.perf_counter()
-            persisted: list = []
-            profile = compute_trace_profile(read_table(spark, cfg.warehouse, "requests", trace_id), span_us=span,
-                                            persisted=persisted)
-            eager = time.perf_counter() - t0  # the per-chunk table and the ordered pass run here
-            replace_rows(profile, spark, cfg.warehouse, "trace_profile", {"trace_id": trace_id})
-            for df in persisted:
-                df.unpersist()
+            rows = profile_trace(spark, cfg.warehouse, trace_id, span_us=span)
             elapsed = time.perf_counter() - t0
-        rows = read_table(spark, cfg.warehouse, "trace_profile", trace_id).count()
     print(f"requests: {n:,}; profile rows written: {rows:,}")
     print(f"blockheat profile : {n / elapsed / 1e6:6.3f} M req/s ({elapsed:.1f} s); "
           f"ratio to the 1.3 M req/s goal: {n / elapsed / GOAL_RPS:.2f}")
-    print(f"  of which the per-chunk table and the ordered pass {eager:.1f} s, the block pass, merges and "
-          f"Delta write {elapsed - eager:.1f} s")
     print(f"peak memory (driver + JVM + workers): {mem.peak / 2**30:.2f} GiB; "
           f"ratio to the 2 GiB goal: {mem.peak / GOAL_BYTES:.2f}")
+    if args.spark_path:
+        direct = {tuple(r[:5]): r[5] for r in read_table(spark, cfg.warehouse, "trace_profile", "bench").select(
+            "scope", "device", "window_start_us", "window_us", "metric", "value").collect()}
+        with PeakMemory() as mem:
+            t0 = time.perf_counter()
+            persisted: list = []
+            profile = compute_trace_profile(read_table(spark, cfg.warehouse, "requests", "bench"), span_us=span,
+                                            persisted=persisted)
+            replace_rows(profile, spark, cfg.warehouse, "trace_profile", {"trace_id": "bench"})
+            for df in persisted:
+                df.unpersist()
+            slow = time.perf_counter() - t0
+        other = {tuple(r[:5]): r[5] for r in read_table(spark, cfg.warehouse, "trace_profile", "bench").select(
+            "scope", "device", "window_start_us", "window_us", "metric", "value").collect()}
+        same = direct.keys() == other.keys() and all(
+            (a is None and other[k] is None) or (a is not None and other[k] is not None
+                                                 and abs(a - other[k]) <= 1e-9 * max(abs(a), abs(other[k])))
+            for k, a in direct.items())
+        print(f"DataFrame path    : {n / slow / 1e6:6.3f} M req/s ({slow:.1f} s, peak {mem.peak / 2**30:.2f} GiB); "
+              f"files path {slow / elapsed:.1f}x faster; same rows: {same}")
+        if not same:
+            raise SystemExit("the two profile paths disagree")
     spark.stop()
     if not args.workdir:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -7,12 +7,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from libs.spark import SparkConfig, build_session
-from libs.tables import read_table, replace_rows, trace_info
-from libs.transforms.profile import compute_trace_profile
-from schemas import trace_profile
+from libs.tables import trace_info
+from libs.transforms.profile_files import profile_trace
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -21,17 +20,9 @@ def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, window_us: int 
         extent_bytes: int = 1 << 20) -> int:
     """Replaces the trace's profile rows; returns how many were written."""
     span_us = int(trace_info(spark, cfg.warehouse, trace_id)["span_us"])
-    requests = read_table(spark, cfg.warehouse, "requests", trace_id)
     log.info("profile: %s (window %g s)", trace_id, window_us / 1e6)
-    persisted: list[DataFrame] = []
-    profile = compute_trace_profile(requests, span_us=span_us, window_us=window_us, extent_bytes=extent_bytes,
-                                    persisted=persisted)
-    try:
-        replace_rows(profile, spark, cfg.warehouse, trace_profile.TABLE, {"trace_id": trace_id})
-    finally:
-        for df in persisted:
-            df.unpersist()
-    return read_table(spark, cfg.warehouse, trace_profile.TABLE, trace_id).count()
+    return profile_trace(spark, cfg.warehouse, trace_id, span_us=span_us, window_us=window_us,
+                         extent_bytes=extent_bytes)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -70,8 +70,9 @@ MIN_ROWS_PER_TASK = 50_000  # below this, one task does the pass (and finishes e
 #   "count"      device, w, metric (a COUNTS name), n = the count or byte sum
 #   "final"      scope, device, w, window_us, metric (e.g. seek_bytes_p50), v = its value: a group whose
 #                values all were in the task
-#   "hist"       scope, device, w, window_us, metric; cells = the task's histogram of the group: per
-#                rounded value v, the n, s, s2, mx of the raw values (_pack(v, n, s, s2, mx))
+#   "hist"       scope, device, w, window_us, metric; n, s, s2, mx = count, sum, sum of squares and
+#                maximum of the group's raw values in the task; cells = the task's histogram of the
+#                group: per rounded value v, how many (_pack(v, count))
 #   "burst"      scope, device, w, window_us, metric ("1s", "1min"): over the bins inside the task's
 #                time span, n = sum of requests per bin, s = sum of their squares, mx = the largest
 #   "bin"        device, w, metric ("1s", "1min"), key = bin number (ts_us // bin), n = requests: a
@@ -237,8 +238,13 @@ def _group_stats(starts: np.ndarray, v: np.ndarray, n: np.ndarray, s: np.ndarray
     cell): percentiles exactly as Spark's `percentile` with frequencies computes them (position
     (count - 1) * p, linear interpolation between the two values around it), mean, max, count,
     total in seconds and the coefficient of variation (NaN where the mean is 0)."""
+    return _percentiles(starts, v, n) | _moments(np.add.reduceat(n, starts), np.add.reduceat(s, starts),
+                                                 np.add.reduceat(s2, starts), np.maximum.reduceat(mx, starts))
+
+
+def _percentiles(starts: np.ndarray, v: np.ndarray, n: np.ndarray) -> dict[str, np.ndarray]:
+    """The PS percentiles per group of (value, count) cells (see _group_stats)."""
     count = np.add.reduceat(n, starts)
-    total = np.add.reduceat(s, starts)
     cum = np.cumsum(n)
     before = cum[starts] - n[starts]
     out = {}
@@ -249,13 +255,16 @@ def _group_stats(starts: np.ndarray, v: np.ndarray, n: np.ndarray, s: np.ndarray
         hi = v[np.searchsorted(cum, before + higher.astype(np.int64) + 1)]
         out[f"p{round(p * 100):g}"] = np.where((lower == higher) | (lo == hi), lo,
                                                (higher - position) * lo + (position - lower) * hi)
+    return out
+
+
+def _moments(count: np.ndarray, total: np.ndarray, total2: np.ndarray, mx: np.ndarray) -> dict[str, np.ndarray]:
+    """Mean, max, count, total in seconds and coefficient of variation from the groups' sums."""
     mean = total / count
-    sd = np.sqrt(np.maximum(np.add.reduceat(s2, starts) / count - mean * mean, 0.0))
+    sd = np.sqrt(np.maximum(total2 / count - mean * mean, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         cv = np.where(mean > 0, sd / mean, np.nan)
-    out |= {"mean": mean, "max": np.maximum.reduceat(mx, starts), "count": count.astype(np.float64),
-            "total_s": total / 1e6, "cv": cv}
-    return out
+    return {"mean": mean, "max": mx, "count": count.astype(np.float64), "total_s": total / 1e6, "cv": cv}
 
 
 class _Partials:
@@ -267,11 +276,13 @@ class _Partials:
     """
 
     def __init__(self, names: list[str], *, window_us: int, final_whole: bool = False,
-                 final_window: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
+                 final_window: Callable[[np.ndarray], np.ndarray] | None = None,
+                 final_scopes: tuple[str, ...] = ("device", "trace")) -> None:
         self.names = np.array([*names, "*"], dtype=object)
         self.star = len(names)
         self.window_us = window_us
         self.final_whole = final_whole
+        self.final_scopes = final_scopes   # scopes whose groups this task may hold whole
         self.final_window = final_window or (lambda w: np.zeros(len(w), bool))
         self.cols: dict[str, list[np.ndarray]] = {f.name: [] for f in PARTIAL}
 
@@ -304,7 +315,7 @@ class _Partials:
             if scopes not in ("both", scope):
                 continue
             done = np.full(len(w), self.final_whole) if window_us == 0 else self.final_window(span_w)
-            done &= final
+            done &= final and scope in self.final_scopes
             for kind, mask in (("final", done), ("hist", ~done)):
                 if not mask.any():
                     continue
@@ -314,8 +325,9 @@ class _Partials:
                 if kind == "hist":
                     ends = np.append(starts[1:], len(c))
                     self.add("hist", c[starts], gw[starts], metric, scope=scope, window_us=window_us,
-                             cells=[_pack(cv[a:b], n[a:b], s[a:b], s2[a:b], mx[a:b])
-                                    for a, b in zip(starts, ends, strict=True)])
+                             n=np.add.reduceat(n, starts), s=np.add.reduceat(s, starts),
+                             s2=np.add.reduceat(s2, starts), mx=np.maximum.reduceat(mx, starts),
+                             cells=[_pack(cv[a:b], n[a:b]) for a, b in zip(starts, ends, strict=True)])
                 else:
                     stats = _group_stats(starts, cv, n, s, s2, mx)
                     for stat, name in _stat_names(metric):
@@ -330,9 +342,11 @@ class _Partials:
         spans = [(whole, 0)] + ([(w, self.window_us)] if self.window_us else [])
         return [(scope, gc, gw, wu) for scope, gc in (("device", code), ("trace", star)) for gw, wu in spans]
 
-    def bursts(self, code: np.ndarray, w: np.ndarray, ts: np.ndarray, span: tuple[int | None, int | None]) -> None:
+    def bursts(self, code: np.ndarray, w: np.ndarray, ts: np.ndarray, span: tuple[int | None, int | None],
+               scopes: tuple[str, ...] = ("device", "trace")) -> None:
         """Request counts per 1 s and 1 min bin: "burst" sums over the bins inside `span`, "bin"
-        rows for the bins that reach outside it (another task holds the rest of their requests)."""
+        rows for the bins that reach outside it (another task holds the rest of their requests).
+        Only the groups of `scopes`; "bin" rows name their scope ("" for both)."""
         start, stop = span
         for label, bin_us in BURST_BINS_US.items():
             b = ts // bin_us
@@ -341,8 +355,10 @@ class _Partials:
                 inside &= b * bin_us >= start
             if stop is not None:
                 inside &= (b + 1) * bin_us <= stop
-            self.counts("bin", label, code[~inside], w[~inside], b[~inside])
+            self.counts("bin", label, code[~inside], w[~inside], b[~inside], scope="" if len(scopes) > 1 else scopes[0])
             for scope, gc, gw, wu in self.groups(code[inside], w[inside]):
+                if scope not in scopes:
+                    continue
                 (gc, gw, _), c = _group_sums([gc, gw, b[inside]], np.ones(int(inside.sum()), np.int64))
                 at = _runs_of(gc, gw)
                 if len(at):
@@ -350,12 +366,14 @@ class _Partials:
                              s=np.add.reduceat(c * c, at).astype(np.float64),
                              mx=np.maximum.reduceat(c, at).astype(np.float64))
 
-    def counts(self, kind: str, metric: str, *keys: np.ndarray, weights: np.ndarray | None = None) -> None:
+    def counts(self, kind: str, metric: str, *keys: np.ndarray, weights: np.ndarray | None = None,
+               scope: str = "") -> None:
         """Per distinct (code, w[, key]) the row count (or sum of integer `weights`) as `n`."""
         ones = np.ones(len(keys[0]), np.int64)
         distinct, n = _group_sums(keys, ones if weights is None else weights.astype(np.int64))
         if len(n):
-            self.add(kind, distinct[0], distinct[1], metric, n=n, key=distinct[2] if len(keys) > 2 else None)
+            self.add(kind, distinct[0], distinct[1], metric, n=n, key=distinct[2] if len(keys) > 2 else None,
+                     scope=scope)
 
     def table(self) -> pa.Table:
         cols = {f.name: np.concatenate(self.cols[f.name]) if self.cols[f.name] else [] for f in PARTIAL}
@@ -372,6 +390,21 @@ def _by_group(table: pa.Table) -> dict[tuple, list[bytes]]:
     return groups
 
 
+def _sums_by_group(table: pa.Table) -> dict[tuple, tuple[int, float, float, float]]:
+    """The count, sum, sum of squares and maximum of "hist" rows by group."""
+    sums: dict[tuple, tuple[int, float, float, float]] = {}
+    names = ("scope", "device", "w", "window_us", "metric", "n", "s", "s2", "mx")
+    columns = (table.column(c).to_pylist() for c in names)
+    for *key, n, s, s2, mx in zip(*columns, strict=True):
+        key = tuple(key)
+        if key in sums:
+            a, b, c, d = sums[key]
+            sums[key] = (a + n, b + s, c + s2, max(d, mx))
+        else:
+            sums[key] = (n, s, s2, mx)
+    return sums
+
+
 def _final_table(rows: list[tuple]) -> pa.Table:
     return pa.table({f.name: pa.array([r[i] for r in rows], f.type, from_pandas=True) for i, f in enumerate(FINAL)},
                     schema=FINAL)
@@ -382,11 +415,15 @@ def merge_histograms(table: pa.Table) -> pa.Table:
     rows, every cell of a group in this table. Output: FINAL rows. One group at a time, so memory
     holds one group's cells."""
     rows = []
-    for (scope, device, w, window_us, metric), blobs in _by_group(table).items():
-        _, cells = _unpack(blobs, 5)
-        (_,), v, n, s, s2, mx = _cells([np.zeros(len(cells), np.int64)], cells[:, 0], cells[:, 1].astype(np.int64),
-                                       cells[:, 2], cells[:, 3], cells[:, 4])
-        stats = _group_stats(np.zeros(1, np.int64), v, n, s, s2, mx)
+    sums = _sums_by_group(table)
+    first = np.zeros(1, np.int64)
+    for key, blobs in _by_group(table).items():
+        scope, device, w, window_us, metric = key
+        _, cells = _unpack(blobs, 2)
+        order = np.argsort(cells[:, 0], kind="stable")
+        count, total, total2, mx = sums[key]
+        stats = _percentiles(first, cells[order, 0], cells[order, 1].astype(np.int64)) | _moments(
+            np.array([count]), np.array([total]), np.array([total2]), np.array([mx]))
         rows += [(scope, device, w, window_us, label, float(stats[stat][0])) for stat, label in _stat_names(metric)]
     return _final_table(rows)
 
@@ -428,13 +465,17 @@ def _device_codes(table: pa.Table) -> tuple[list[str], np.ndarray]:
 
 
 def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int, int]], before_ts: int | None,
-                     window_us: int, span: tuple[int | None, int | None] = (None, None)) -> pa.Table:
+                     window_us: int, span: tuple[int | None, int | None] = (None, None),
+                     merged: bool = True) -> pa.Table:
     """The ordered pass over one part (consecutive time chunks, every device's requests in them).
 
     Input columns device, seq, ts_us, op, offset_bytes, size_bytes; `before` maps a device to the
     (ts_us, end byte) of its last request before the part, `before_ts` is the last arrival before
     the part on any device; `span` the part's [start, end) in ts_us (None: open). Output: PARTIAL
     rows (counts, distributions, burst bins, run pieces).
+    merged=False: the part holds some devices only (libs.transforms.profile_files): no trace-scope
+    arrival metrics (interarrival, idle periods, bursts; merged_partials makes those), and no
+    trace-scope group finished here.
     """
     names, code = _device_codes(table)
     ts, seq = table.column("ts_us").to_numpy(), table.column("seq").to_numpy()
@@ -465,7 +506,8 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
             inside &= w + window_us <= stop
         return inside
 
-    out = _Partials(names, window_us=window_us, final_whole=start is None and stop is None, final_window=final_window)
+    out = _Partials(names, window_us=window_us, final_whole=start is None and stop is None, final_window=final_window,
+                    final_scopes=("device", "trace") if merged else ("device",))
     for metric, weights in (("requests", None), ("reads", is_read), ("writes", ~is_read),
                             ("bytes_read", np.where(is_read, size, 0)), ("bytes_written", np.where(is_read, 0, size)),
                             ("sequential", is_seq), ("runs", ~is_seq)):
@@ -473,18 +515,46 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
     out.distribution(code, w, "size_bytes", "both", size)
     out.distribution(code[has_prev], w[has_prev], "seek_bytes", "both", np.abs(offset - prev_end)[has_prev])
     gap = (ts - prev_ts)[has_prev]
+    gap_code, gap_w = code[has_prev], w[has_prev]
+    out.distribution(gap_code, gap_w, "interarrival_us", "device", gap)
+    for label, threshold in IDLE_THRESHOLDS_US.items():
+        dev = gap > threshold
+        out.distribution(gap_code[dev], gap_w[dev], f"idle_{label}_us", "device", gap[dev])
+    if merged:
+        _arrival_partials(out, ts, before_ts, window_us)
+    out.bursts(code, w, ts, span, scopes=("device", "trace") if merged else ("device",))
+    _run_partials(out, code, w, is_seq, part)
+    return out.table()
+
+
+def _arrival_partials(out: _Partials, ts: np.ndarray, before_ts: int | None, window_us: int) -> None:
+    """The trace scope's interarrival times and idle periods: every device's arrivals merged."""
     merged = np.sort(ts)
     merged_gap = np.diff(merged) if before_ts is None else np.diff(merged, prepend=before_ts)
     merged_w = _windows(merged[len(merged) - len(merged_gap):], window_us)
-    gap_code, gap_w, star = code[has_prev], w[has_prev], np.full(len(merged_gap), out.star)
-    out.distribution(gap_code, gap_w, "interarrival_us", "device", gap)
+    star = np.full(len(merged_gap), out.star)
     out.distribution(star, merged_w, "interarrival_us", "trace", merged_gap)
     for label, threshold in IDLE_THRESHOLDS_US.items():
-        dev, tr = gap > threshold, merged_gap > threshold
-        out.distribution(gap_code[dev], gap_w[dev], f"idle_{label}_us", "device", gap[dev])
+        tr = merged_gap > threshold
         out.distribution(star[tr], merged_w[tr], f"idle_{label}_us", "trace", merged_gap[tr])
-    out.bursts(code, w, ts, span)
-    _run_partials(out, code, w, is_seq, part)
+
+
+def merged_partials(ts: np.ndarray, *, before_ts: int | None, window_us: int,
+                    span: tuple[int | None, int | None] = (None, None)) -> pa.Table:
+    """The trace scope's arrival metrics over one time part [start, end) of every device's arrivals
+    (`ts`, any order): interarrival times, idle periods and burst bins. `before_ts` is the last
+    arrival before the part. Output: PARTIAL rows; windows inside the span are finished here."""
+    start, stop = span
+
+    def final_window(w: np.ndarray) -> np.ndarray:
+        return ((w >= start) if start is not None else np.ones(len(w), bool)) & (
+            (w + window_us <= stop) if stop is not None else True)
+
+    out = _Partials([], window_us=window_us, final_whole=start is None and stop is None, final_window=final_window,
+                    final_scopes=("trace",))
+    ts = np.asarray(ts, np.int64)
+    _arrival_partials(out, ts, before_ts, window_us)
+    out.bursts(np.zeros(len(ts), np.int64), _windows(ts, window_us), ts, span, scopes=("trace",))
     return out.table()
 
 
@@ -538,20 +608,22 @@ def _extent_cells(out: _Partials, code: np.ndarray, w: np.ndarray, extent: np.nd
 
 
 def block_partials(table: pa.Table, *, region_bytes: int, window_us: int, extent_bytes: int,
-                   final: bool = False) -> pa.Table:
+                   final: bool = False, final_scopes: tuple[str, ...] = ("device", "trace")) -> pa.Table:
     """The block pass over the requests touching a set of address regions (every request of the
     trace that touches one of them; a request crossing a region edge comes once per region).
 
     Input columns device, seq, ts_us, region, lo, hi (the request's byte range). Output: PARTIAL
     rows: reuse-time distribution, footprint per window and whole trace, accesses per extent.
-    With `final` (the task holds every request), the reuse-time groups are finished here.
+    With `final` (the task holds every request of the groups of `final_scopes`), the reuse-time
+    groups of those scopes are finished here.
     """
     names, code = _device_codes(table)
     ts, seq = table.column("ts_us").to_numpy(), table.column("seq").to_numpy()
     region = table.column("region").to_numpy()
     lo = np.maximum(table.column("lo").to_numpy(), region * region_bytes)
     hi = np.minimum(table.column("hi").to_numpy(), (region + 1) * region_bytes)
-    out = _Partials(names, window_us=window_us, final_whole=final, final_window=lambda w: np.full(len(w), final))
+    out = _Partials(names, window_us=window_us, final_whole=final, final_window=lambda w: np.full(len(w), final),
+                    final_scopes=final_scopes)
     row, extent = _unit_ids(lo // extent_bytes, (hi - 1) // extent_bytes)
     _extent_cells(out, code[row], _windows(ts[row], window_us), extent)
     row, block = _unit_ids(lo // FOOTPRINT_BLOCK, (hi - 1) // FOOTPRINT_BLOCK)
@@ -688,8 +760,8 @@ def _run_cells(stitched: Sequence[tuple[str, int, int]], window_us: int) -> list
     for device, w, n in stitched:
         groups = [("device", device), ("trace", "*")]
         spans = [(0, 0)] + ([(w, window_us)] if window_us else [])
-        cells = _pack(*(np.array([x], np.float64) for x in (n, 1, n, n * n, n)))
-        rows += [("hist", scope, dev, start, span, "run_length", 0, 0.0, 0, 0.0, 0.0, 0.0, cells)
+        cells = _pack(np.array([n], np.float64), np.ones(1))
+        rows += [("hist", scope, dev, start, span, "run_length", 0, 0.0, 1, float(n), float(n * n), float(n), cells)
                  for scope, dev in groups for start, span in spans]
     return rows
 

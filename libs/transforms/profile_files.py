@@ -1,0 +1,508 @@
+"""The trace profile straight from the `requests` table's Parquet files: no shuffle, one Spark job.
+
+libs.transforms.profile computes the profile from a DataFrame: two shuffles bring every request to
+the numpy passes (grouped by time part, then by address region), and Spark SQL merges what they
+leave. Here the passes read the table's files themselves, which `requests` makes cheap: it is
+partitioned by (trace_id, device), so every file holds one device, and its Parquet row groups carry
+the minimum and maximum timestamp. The driver plans from the Delta snapshot and the files' footers
+alone (no Spark job), runs one job of independent tasks, and finishes the profile from their small
+partials (one row per group, histogram cell or cut bin: it scales with groups, not requests):
+
+- ordered tasks: one device over one time span [start, stop), cut where the row-group statistics
+  put equal shares of the device's requests (an estimate: a span may hold more or fewer). The task
+  reads the row groups the span overlaps, and its predecessor (the device's last request before
+  `start`) from the few row groups that can hold it. Device-scope groups inside the span are
+  finished there; the rest leave histogram cells, run pieces and cut 1 s / 1 min bins.
+- block tasks: one device's requests whose address region (lcm(extent, 4 KiB) bytes) falls in one
+  of `buckets` buckets, read row group by row group (a request crossing a region edge is split), so
+  every access to a block and every touch of an extent is in one task.
+- arrival tasks: every device's timestamps over one time span, for the trace scope's interarrival
+  times, idle periods and bursts (arrivals merged across devices).
+The driver then sums counts, merges histograms (libs.transforms.profile.merge_histograms), extent
+counts (merge_skew), footprints and burst bins, joins the run pieces, and commits the rows.
+
+The result is the same rows as compute_trace_profile (tested on the hplajw week and on generated
+traces split many ways). Tables this reader cannot take (deletion vectors, no files) go through
+compute_trace_profile. Files are opened by path: on a cluster the warehouse must be on a file
+system every executor sees (as for the rest of the direct readers).
+
+    rows = profile_trace(spark, warehouse, "hplajw", span_us=span)
+"""
+from __future__ import annotations
+
+import io
+import itertools
+import logging
+import math
+import os
+import time
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from libs.transforms import profile as P
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+READ = ("seq", "ts_us", "op", "offset_bytes", "size_bytes")
+ARRIVAL_ROWS = 4   # an arrival task takes this many times rows_per_part (it holds one column)
+
+
+@dataclass(frozen=True)
+class RowGroup:
+    """One Parquet row group of a device's file: its rows and timestamp range (inclusive)."""
+
+    path: str
+    index: int
+    rows: int
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
+class Task:
+    kind: str                  # "ordered", "block" or "arrival"
+    device: str = ""
+    part: int = 0              # ordered: the span's index among the device's spans, in time order
+    start: int | None = None   # ordered and arrival: the span [start, stop); None = open
+    stop: int | None = None
+    bucket: int = 0            # block: this task's bucket of `buckets`
+    buckets: int = 1
+
+
+class Unsupported(Exception):
+    """The table's files cannot be read directly (the caller falls back to compute_trace_profile)."""
+
+
+def trace_files(spark: SparkSession, warehouse: Path, trace_id: str) -> dict[str, list[str]]:
+    """The trace's `requests` files by device (absolute paths), from the table's current snapshot."""
+    from libs.delta_files import _file_path, _files_matching, _Jvm, table_target
+
+    target = table_target(spark, warehouse, "requests")
+    jvm = _Jvm(spark)
+    txn = jvm.jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, target.root).startTransaction()
+    files: dict[str, list[str]] = {}
+    for _, add in _files_matching(spark, jvm, txn, {"trace_id": trace_id}, target.partition_columns):
+        if add.get("deletionVector"):
+            raise Unsupported(f"requests file {add['path']} has a deletion vector")
+        files.setdefault(add["partitionValues"]["device"], []).append(_file_path(target, add["path"]))
+    if not files:
+        raise Unsupported(f"no requests files for trace {trace_id!r}")
+    return files
+
+
+def row_groups(path: str) -> list[RowGroup]:
+    """The file's row groups with their ts_us range from the footer (a group without statistics
+    counts as spanning every time)."""
+    meta = pq.ParquetFile(path).metadata
+    column = meta.schema.to_arrow_schema().get_field_index("ts_us")
+    out = []
+    for i in range(meta.num_row_groups):
+        group = meta.row_group(i)
+        stats = group.column(column).statistics
+        known = stats is not None and stats.has_min_max
+        out.append(RowGroup(path, i, group.num_rows, int(stats.min) if known else -(1 << 62),
+                            int(stats.max) if known else 1 << 62))
+    return [g for g in out if g.rows]
+
+
+def cuts(groups: Sequence[RowGroup], parts: int) -> list[int]:
+    """Up to parts - 1 increasing timestamps that cut the groups' rows into about equal shares,
+    taking each group's rows as spread evenly over its timestamp range."""
+    if parts <= 1 or not groups:
+        return []
+    lo = np.array([g.lo for g in groups], np.float64)
+    width = np.array([g.hi for g in groups], np.float64) - lo + 1
+    rows = np.array([g.rows for g in groups], np.float64)
+    total = rows.sum()
+    first, last = min(g.lo for g in groups), max(g.hi for g in groups)
+    out: list[int] = []
+    for i in range(1, parts):
+        target = total * i / parts
+        a, b = first, last + 1
+        while a < b:                  # the first t with at least `target` rows estimated below it
+            t = (a + b) // 2
+            if float(np.sum(rows * np.clip((t - lo) / width, 0.0, 1.0))) < target:
+                a = t + 1
+            else:
+                b = t
+        if first < a <= last and (not out or a > out[-1]):
+            out.append(a)
+    return out
+
+
+class _Reader:
+    """Row groups of a task's files, read by column and time span (files opened once per task)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, pq.ParquetFile] = {}
+
+    def group(self, g: RowGroup, columns: Sequence[str]) -> pa.Table:
+        if g.path not in self.files:
+            self.files[g.path] = pq.ParquetFile(g.path)
+        table = self.files[g.path].read_row_group(g.index, columns=list(columns))
+        if "op" in columns and pa.types.is_dictionary(table.schema.field("op").type):
+            table = table.set_column(table.schema.get_field_index("op"), "op", table.column("op").cast(pa.string()))
+        return table
+
+    def span(self, groups: Sequence[RowGroup], columns: Sequence[str], start: int | None, stop: int | None
+             ) -> pa.Table:
+        """Rows with start <= ts_us < stop of the groups that can hold any."""
+        tables = []
+        for g in groups:
+            if (start is not None and g.hi < start) or (stop is not None and g.lo >= stop):
+                continue
+            table = self.group(g, columns)
+            ts = table.column("ts_us")
+            keep = None
+            if start is not None and g.lo < start:
+                keep = pc.greater_equal(ts, start)
+            if stop is not None and g.hi >= stop:
+                below = pc.less(ts, stop)
+                keep = below if keep is None else pc.and_(keep, below)
+            tables.append(table if keep is None else table.filter(keep))
+        return pa.concat_tables(tables) if tables else self.empty(columns)
+
+    def last_before(self, groups: Sequence[RowGroup], columns: Sequence[str], start: int) -> pa.Table:
+        """The rows with the greatest ts_us below `start` (empty if none): read from the groups whose
+        range reaches the largest minimum below `start` (every earlier group ends before it)."""
+        candidates = [g for g in groups if g.lo < start]
+        if not candidates:
+            return self.empty(columns)
+        floor = max(g.lo for g in candidates)
+        rows = self.span([g for g in candidates if min(g.hi, start - 1) >= floor], columns, floor, start)
+        if not rows.num_rows:
+            return rows
+        return rows.filter(pc.equal(rows.column("ts_us"), pc.max(rows.column("ts_us"))))
+
+    @staticmethod
+    def empty(columns: Sequence[str]) -> pa.Table:
+        types = {"op": pa.string()}
+        return pa.table({c: pa.array([], types.get(c, pa.int64())) for c in columns})
+
+
+def _with_device(table: pa.Table, device: str) -> pa.Table:
+    return table.append_column("device", pa.array([device] * table.num_rows, pa.string()))
+
+
+def run_task(task: Task, groups: Sequence[RowGroup], *, window_us: int, extent_bytes: int) -> pa.Table:
+    """One task's PARTIAL rows (libs.transforms.profile). `groups`: the device's row groups (arrival
+    tasks: every device's)."""
+    reader = _Reader()
+    if task.kind == "arrival":
+        ts = reader.span(groups, ["ts_us"], task.start, task.stop).column("ts_us").to_numpy()
+        before = None
+        if task.start is not None:
+            last = reader.last_before(groups, ["ts_us"], task.start)
+            before = int(last.column("ts_us")[0].as_py()) if last.num_rows else None
+        if not len(ts):
+            return P.PARTIAL.empty_table()
+        return P.merged_partials(ts, before_ts=before, window_us=window_us, span=(task.start, task.stop))
+    if task.kind == "ordered":
+        table = reader.span(groups, READ, task.start, task.stop)
+        if not table.num_rows:
+            return P.PARTIAL.empty_table()
+        before = {}
+        if task.start is not None:
+            last = reader.last_before(groups, READ, task.start)
+            if last.num_rows:
+                i = int(np.argmax(last.column("seq").to_numpy()))
+                end = last.column("offset_bytes")[i].as_py() + last.column("size_bytes")[i].as_py()
+                before[task.device] = (int(last.column("ts_us")[i].as_py()), int(end))
+        return P.ordered_partials(_with_device(table, task.device), part=task.part, before=before, before_ts=None,
+                                  window_us=window_us, span=(task.start, task.stop), merged=False)
+    if task.kind == "block":
+        pieces = _regions(reader, groups, task, extent_bytes)
+        if not pieces.num_rows:
+            return P.PARTIAL.empty_table()
+        return P.block_partials(_with_device(pieces, task.device),
+                                region_bytes=math.lcm(extent_bytes, P.FOOTPRINT_BLOCK), window_us=window_us,
+                                extent_bytes=extent_bytes, final=task.buckets == 1, final_scopes=("device",))
+    raise ValueError(f"unknown profile task kind {task.kind!r}")
+
+
+def _regions(reader: _Reader, groups: Sequence[RowGroup], task: Task, extent_bytes: int) -> pa.Table:
+    """The block pass's input for the task's bucket: (seq, ts_us, region, lo, hi) per request and
+    address region it touches, read one row group at a time (only the bucket's rows are kept)."""
+    region_bytes = math.lcm(extent_bytes, P.FOOTPRINT_BLOCK)
+    pieces = []
+    for g in groups:
+        table = reader.group(g, ["seq", "ts_us", "offset_bytes", "size_bytes"])
+        lo = table.column("offset_bytes").to_numpy()
+        hi = lo + table.column("size_bytes").to_numpy()
+        row, region = P._unit_ids(lo // region_bytes, (hi - 1) // region_bytes)
+        if task.buckets > 1:
+            keep = region % task.buckets == task.bucket
+            row, region = row[keep], region[keep]
+        pieces.append(pa.table({"seq": table.column("seq").to_numpy()[row],
+                                "ts_us": table.column("ts_us").to_numpy()[row],
+                                "region": region, "lo": lo[row], "hi": hi[row]}))
+    return pa.concat_tables(pieces)
+
+
+def plan(files: dict[str, list[str]], *, rows_per_part: int, parallelism: int
+         ) -> tuple[list[Task], dict[str, list[RowGroup]]]:
+    """The tasks for the trace's files (block tasks first: the longest), and each device's row groups."""
+    groups = {device: [g for path in sorted(paths) for g in row_groups(path)]
+              for device, paths in sorted(files.items())}
+    rows = {device: sum(g.rows for g in gs) for device, gs in groups.items()}
+    total = sum(rows.values())
+    wanted = P._tasks(total, rows_per_part, parallelism)
+    ordered, blocks = [], []
+    for device, gs in groups.items():
+        if not rows[device]:
+            continue
+        n = rows[device]
+        parts = max(math.ceil(n / rows_per_part), min(round(wanted * n / total), math.ceil(n / P.MIN_ROWS_PER_TASK)), 1)
+        edges = [None, *cuts(gs, parts), None]
+        ordered += [Task("ordered", device, part=i, start=a, stop=b)
+                    for i, (a, b) in enumerate(itertools.pairwise(edges))]
+        blocks += [Task("block", device, bucket=k, buckets=parts) for k in range(parts)]
+    every = [g for gs in groups.values() for g in gs]
+    spans = max(math.ceil(total / (ARRIVAL_ROWS * rows_per_part)),
+                min(2 * parallelism, math.ceil(total / (ARRIVAL_ROWS * P.MIN_ROWS_PER_TASK))), 1)
+    edges = [None, *cuts(every, spans), None]
+    arrivals = [Task("arrival", start=a, stop=b) for a, b in itertools.pairwise(edges)]
+    return blocks + ordered + arrivals, groups
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
+
+
+def _from_ipc(blobs: Sequence[bytes], schema: pa.Schema) -> pa.Table:
+    return pa.concat_tables([pa.ipc.open_stream(b).read_all() for b in blobs]) if blobs else schema.empty_table()
+
+
+def _buckets_of(table: pa.Table, buckets: int) -> np.ndarray:
+    """Each row's merge bucket: a stable hash of its group (scope, device, w, window_us, metric)."""
+    keys = zip(*(table.column(c).to_pylist() for c in ("scope", "device", "w", "window_us", "metric")), strict=True)
+    return np.array([zlib.crc32("\x1f".join(map(str, key)).encode()) % buckets for key in keys], np.int64)
+
+
+RESULT_DDL = "bucket int, name string, blob binary"   # a task's small rows (bucket -1) or a file it wrote
+
+
+def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, window_us: int, extent_bytes: int,
+               scratch: str, buckets: int):  # type: ignore[no-untyped-def]
+    """mapInArrow function of the first job: each task's histogram cells and extent counts written
+    to one Arrow file per merge bucket under `scratch`, everything else returned as one blob."""
+    every = [g for gs in groups.values() for g in gs]
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from libs.task_parquet import task_file_name
+
+        for batch in batches:
+            for i in batch.column("task").to_pylist():
+                task = tasks[i]
+                out = run_task(task, every if task.kind == "arrival" else groups[task.device], window_us=window_us,
+                               extent_bytes=extent_bytes)
+                merged = pc.is_in(out.column("kind"), pa.array(["hist", "extent"]))
+                cells = out.filter(merged)
+                bucket = _buckets_of(cells, buckets)
+                rows = [(-1, "", _ipc(out.filter(pc.invert(merged))))]
+                for k in np.unique(bucket):
+                    name = f"b{k:04d}/{task_file_name(f'task{i}')}".removesuffix(".parquet") + ".arrow"
+                    os.makedirs(os.path.join(scratch, f"b{k:04d}"), exist_ok=True)
+                    with pa.OSFile(os.path.join(scratch, name), "wb") as sink, \
+                            pa.ipc.new_file(sink, P.PARTIAL) as writer:
+                        writer.write_table(cells.filter(pa.array(bucket == k)))
+                    rows.append((int(k), name, b""))
+                yield pa.record_batch({"bucket": pa.array([r[0] for r in rows], pa.int32()),
+                                       "name": pa.array([r[1] for r in rows], pa.string()),
+                                       "blob": pa.array([r[2] for r in rows], pa.binary())})
+
+    return run
+
+
+def _stage_two(files: dict[int, list[str]], extra: dict[int, bytes], scratch: str):  # type: ignore[no-untyped-def]
+    """mapInArrow function of the second job: one merge bucket's cells from every first-job task
+    (only the files the successful attempts reported; `extra`: the driver's rows for the bucket)
+    merged into FINAL rows, returned as a blob."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for k in batch.column("task").to_pylist():
+                tables = [_from_ipc([extra[k]], P.PARTIAL)] if k in extra else []
+                for name in files[k]:
+                    with pa.memory_map(os.path.join(scratch, name)) as source:
+                        tables.append(pa.ipc.open_file(source).read_all())
+                cells = pa.concat_tables(tables)
+                kind = cells.column("kind")
+                final = pa.concat_tables([P.merge_histograms(cells.filter(pc.equal(kind, "hist"))),
+                                          P.merge_skew(cells.filter(pc.equal(kind, "extent")))])
+                yield pa.record_batch({"bucket": pa.array([k], pa.int32()), "name": pa.array([""]),
+                                       "blob": pa.array([_ipc(final)], pa.binary())})
+
+    return run
+
+
+def _job(spark: SparkSession, n: int, fn) -> list:  # type: ignore[no-untyped-def]
+    """fn over task ids 0..n-1, one Spark task each; the rows it returned."""
+    if not n:
+        return []
+    ids = spark.createDataFrame(spark.sparkContext.parallelize([(i,) for i in range(n)], n), "task long")
+    return ids.mapInArrow(fn, RESULT_DDL).collect()
+
+
+def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, window_us: int,
+              extent_bytes: int, scratch: str) -> tuple[pa.Table, pa.Table]:
+    """Both jobs: (every task's PARTIAL rows but histogram cells and extent counts, the FINAL rows
+    those merge into, with the runs joined across span edges). `scratch`: an empty directory every
+    executor reaches."""
+    parallelism = spark.sparkContext.defaultParallelism
+    buckets = max(1, min(len(tasks), 2 * parallelism))
+    started = time.perf_counter()
+    first = _job(spark, len(tasks), _stage_one(tasks, groups, window_us=window_us, extent_bytes=extent_bytes,
+                                                 scratch=scratch, buckets=buckets))
+    small = _from_ipc([r.blob for r in first if r.bucket < 0], P.PARTIAL)
+    runs = joined_runs(small, window_us)
+    files: dict[int, list[str]] = {}
+    for r in first:
+        if r.bucket >= 0:
+            files.setdefault(r.bucket, []).append(r.name)
+    run_bucket = _buckets_of(runs, buckets)
+    extra = {int(k): _ipc(runs.filter(pa.array(run_bucket == k))) for k in np.unique(run_bucket)}
+    keys = sorted(set(files) | set(extra))
+    log.info("profile: %d tasks in %.1f s; merging %d buckets", len(tasks), time.perf_counter() - started, len(keys))
+    second = _job(spark, len(keys), _stage_two({i: files.get(k, []) for i, k in enumerate(keys)},
+                                                {i: extra[k] for i, k in enumerate(keys) if k in extra}, scratch))
+    return small, _from_ipc([r.blob for r in second], P.FINAL)
+
+
+# --- the driver's merge ------------------------------------------------------------------------
+
+
+def _groups_of(scope: str, device: str, w: int, window_us: int) -> list[tuple[str, str, int, int]]:
+    """The (scope, device, window start, window_us) groups a (device, window) row counts in: `scope`
+    "" for both scopes; each for the whole trace and its window."""
+    scopes = ("device", "trace") if not scope else (scope,)
+    spans = [(0, 0)] + ([(w, window_us)] if window_us else [])
+    return [(s, device if s == "device" else "*", start, span) for s in scopes for start, span in spans]
+
+
+def _rows(table: pa.Table, kind: str, columns: Sequence[str]) -> list[tuple]:
+    picked = table.filter(pc.equal(table.column("kind"), kind)).select(list(columns))
+    return list(zip(*(picked.column(c).to_pylist() for c in columns), strict=True))
+
+
+def joined_runs(partials: pa.Table, window_us: int) -> pa.Table:
+    """PARTIAL "hist" rows of the runs that cross span edges, from the ordered tasks' run pieces."""
+    pieces = _rows(partials, "run_piece", ("device", "key", "v", "n", "w"))
+    runs = P._run_cells(P.stitch_runs([(d, k, int(v), n, w) for d, k, v, n, w in pieces]), window_us)
+    return pa.Table.from_pylist([dict(zip(P.PARTIAL.names, r, strict=True)) for r in runs], schema=P.PARTIAL)
+
+
+def finish(partials: pa.Table, merged: pa.Table, *, span_us: int, window_us: int) -> pa.Table:
+    """The profile (P.FINAL rows) from every task's small partials and the merged distributions."""
+    out: list[tuple] = []
+    counts: dict[tuple, dict[str, int]] = {}
+    for device, w, metric, n in _rows(partials, "count", ("device", "w", "metric", "n")):
+        for group in _groups_of("", device, w, window_us):
+            cell = counts.setdefault(group, dict.fromkeys(P.COUNTS, 0))
+            cell[metric] += n
+    for group, c in counts.items():
+        duration = (group[3] if group[3] > 0 else span_us) / 1e6
+        total_bytes = c["bytes_read"] + c["bytes_written"]
+        metrics: dict[str, Any] = {
+            "requests": c["requests"], "duration_s": duration,
+            "rate_per_s": c["requests"] / duration if duration else None,
+            "reads": c["reads"], "writes": c["writes"], "read_share_requests": c["reads"] / c["requests"],
+            "read_share_bytes": c["bytes_read"] / total_bytes if total_bytes > 0 else None,
+            "bytes_read": c["bytes_read"], "bytes_written": c["bytes_written"],
+            "seq_share": c["sequential"] / c["requests"], "runs": c["runs"]}
+        out += [(*group, m, None if v is None else float(v)) for m, v in metrics.items()]
+    out += _rows(partials, "final", ("scope", "device", "w", "window_us", "metric", "v"))
+    out += _footprint(partials) + _bursts(partials, span_us=span_us, window_us=window_us)
+    return pa.concat_tables([P._final_table(out), merged])
+
+
+def _footprint(partials: pa.Table) -> list[tuple]:
+    sums: dict[tuple, list[float]] = {}
+    for device, w, window_us, n, s, s2 in _rows(partials, "footprint", ("device", "w", "window_us", "n", "s", "s2")):
+        for group in (("device", device, w, window_us), ("trace", "*", w, window_us)):
+            cell = sums.setdefault(group, [0, 0.0, 0.0])
+            cell[0] += n
+            cell[1] += s
+            cell[2] += s2
+    return [(*group, metric, value) for group, (blocks, accesses, again) in sums.items()
+            for metric, value in (("footprint_blocks_4k", float(blocks)),
+                                  ("footprint_bytes", float(blocks * P.FOOTPRINT_BLOCK)),
+                                  ("reuse_share", again / accesses))]
+
+
+def _bursts(partials: pa.Table, *, span_us: int, window_us: int) -> list[tuple]:
+    """Peak-to-mean and index of dispersion per group from "burst" sums and cut "bin" rows (as
+    libs.transforms.profile._burstiness)."""
+    out = []
+    for label, bin_us in P.BURST_BINS_US.items():
+        bins: dict[tuple, dict[int, int]] = {}
+        for scope, device, w, key, n in _rows(partials.filter(pc.equal(partials.column("metric"), label)), "bin",
+                                             ("scope", "device", "w", "key", "n")):
+            for group in _groups_of(scope, device, w, window_us):
+                per_bin = bins.setdefault(group, {})
+                per_bin[key] = per_bin.get(key, 0) + n
+        sums: dict[tuple, list[int]] = {group: [sum(c.values()), sum(v * v for v in c.values()), max(c.values())]
+                                        for group, c in bins.items()}
+        for scope, device, w, wu, n, s, mx in _rows(partials.filter(pc.equal(partials.column("metric"), label)),
+                                                    "burst", ("scope", "device", "w", "window_us", "n", "s", "mx")):
+            cell = sums.setdefault((scope, device, w, wu), [0, 0, 0])
+            cell[0] += n
+            cell[1] += int(s)
+            cell[2] = max(cell[2], int(mx))
+        for group, (n, n2, peak) in sums.items():
+            length = group[3] if group[3] > 0 else max(span_us, 1)
+            bins_n = max(math.ceil(length / bin_us), 1)
+            mean = n / bins_n
+            var = n2 / bins_n - mean * mean
+            out += [(*group, f"peak_to_mean_{label}", peak / mean),
+                    (*group, f"dispersion_{label}", var / mean if mean > 0 else None)]
+    return out
+
+
+def profile_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, span_us: int,
+                  window_us: int = 3_600_000_000, extent_bytes: int = 1 << 20,
+                  rows_per_part: int = P.ROWS_PER_PART) -> int:
+    """Replaces the trace's `trace_profile` rows with its profile read from the `requests` files;
+    returns how many rows were written. Falls back to compute_trace_profile (Spark) for a table
+    this reader cannot take."""
+    from libs.delta_files import replace_from_driver, table_target
+    from libs.tables import read_table, replace_rows
+
+    if window_us < 0 or extent_bytes <= 0 or rows_per_part <= 0:
+        raise ValueError(f"window_us >= 0, extent_bytes > 0, rows_per_part > 0 required, got "
+                         f"{window_us}, {extent_bytes}, {rows_per_part}")
+    try:
+        files = trace_files(spark, warehouse, trace_id)
+    except Unsupported:
+        persisted: list = []
+        profile = P.compute_trace_profile(read_table(spark, warehouse, "requests", trace_id), span_us=span_us,
+                                          window_us=window_us, extent_bytes=extent_bytes, persisted=persisted)
+        try:
+            replace_rows(profile, spark, warehouse, "trace_profile", {"trace_id": trace_id})
+        finally:
+            for df in persisted:
+                df.unpersist()
+        return read_table(spark, warehouse, "trace_profile", trace_id).count()
+    from libs.task_parquet import scratch_dir
+
+    tasks, groups = plan(files, rows_per_part=rows_per_part, parallelism=spark.sparkContext.defaultParallelism)
+    with scratch_dir(warehouse, f"profile-{trace_id}") as scratch:
+        partials, merged = run_tasks(spark, tasks, groups, window_us=window_us, extent_bytes=extent_bytes,
+                                     scratch=str(scratch))
+    rows = finish(partials, merged, span_us=span_us, window_us=window_us)
+    replace_from_driver(spark, table_target(spark, warehouse, "trace_profile"), {"trace_id": trace_id}, rows)
+    return rows.num_rows
