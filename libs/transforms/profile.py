@@ -45,6 +45,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -110,6 +111,24 @@ def round_significant_np(values: np.ndarray) -> np.ndarray:
     v = values[nz]
     step = 10.0 ** np.maximum(np.floor(np.log10(np.abs(v))) - 3, 0)
     out[nz] = np.sign(v) * np.floor(np.abs(v) / step + 0.5) * step
+    return out
+
+
+@numba.njit(cache=True)
+def round_significant_int(values: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """round_significant_np for non-negative int64 values, in integers (exact, half up)."""
+    out = np.empty_like(values)
+    for i in range(len(values)):
+        v = values[i]
+        step = 1
+        x = v
+        while x >= 10_000:
+            x //= 10
+            step *= 10
+        r = v // step
+        if 2 * (v - r * step) >= step:
+            r += 1
+        out[i] = r * step
     return out
 
 
@@ -187,7 +206,9 @@ def _dense(k: np.ndarray) -> tuple[np.ndarray, int]:
     shifted = k - lo
     top = int(shifted.max())
     if top >= 1 << 24:
-        step = int(np.gcd.reduce(shifted))
+        step = int(np.gcd.reduce(shifted[:4096]))          # the common step of a sample, if all share it
+        if step <= 1 or (shifted % step).any():
+            step = int(np.gcd.reduce(shifted))
         if step > 1 and top // step < 1 << 24:
             return shifted // step, top // step + 1
         distinct, ranks = np.unique(k, return_inverse=True)
@@ -306,6 +327,9 @@ class _Partials:
         """A distribution metric's values of the requests at (device code, window start), counted
         in the device groups, the trace groups or both (`scopes`), whole trace and per window.
         final=False: cells only, even for groups this task holds whole."""
+        if values.dtype.kind in "iu" and len(values) and values.min() >= 0 and values.max() < 1 << 53 \
+                and self._int_distribution(code, w, metric, scopes, values.astype(np.int64), final=final):
+            return
         raw = values.astype(np.float64)
         v = raw if metric in EXACT else round_significant_np(raw)
         # The finest cells, (device, window, value), once; every group's cells are merged from them
@@ -333,6 +357,85 @@ class _Partials:
                     for stat, name in _stat_names(metric):
                         self.add("final", c[starts], gw[starts], name, scope=scope, window_us=window_us,
                                  v=stats[stat])
+
+    def _int_distribution(self, code: np.ndarray, w: np.ndarray, metric: str, scopes: str, raw: np.ndarray, *,
+                          final: bool) -> bool:
+        """distribution() of non-negative whole numbers, the same rows by cheaper steps: one np.sort of
+        (finest group, value) keys gives the finest cells, sums come per finest group by bincount,
+        and only cells are merged into coarser groups. False (nothing added) when the keys would not
+        fit an int64."""
+        v = raw if metric in EXACT else round_significant_int(raw)
+        dc, bc = _dense(code)
+        dw, bw = _dense(w)
+        combined = dc * bw + dw                         # (device, window) in their order
+        if bc * bw <= 4 * len(v) + 1024:
+            present = np.bincount(combined, minlength=bc * bw) > 0
+            gid = (np.cumsum(present) - 1)[combined]
+            groups = int(present.sum())
+        else:
+            _, gid = np.unique(combined, return_inverse=True)
+            gid = gid.reshape(-1)
+            groups = int(gid.max()) + 1
+        vmax = int(v.max()) + 1
+        if groups * vmax >= 1 << 62:
+            return False
+        del dc, dw, combined
+        row = np.empty(groups, np.int64)
+        row[gid] = np.arange(len(gid))
+        g_code, g_w = code[row], w[row]
+        rawf = raw.astype(np.float64)
+        g_n = np.bincount(gid, minlength=groups)
+        g_s = np.bincount(gid, rawf, groups)
+        g_s2 = np.bincount(gid, rawf * rawf, groups)
+        g_mx = np.full(groups, -np.inf)
+        np.maximum.at(g_mx, gid, rawf)
+        del rawf
+        keys = gid * vmax + v
+        del gid, v
+        keys.sort()
+        at = _runs_of(keys)
+        cell_gid, cell_v = keys[at] // vmax, keys[at] % vmax
+        cell_n = np.diff(np.append(at, len(keys)))
+        del keys, at
+        for scope, group_code, span_w, window_us in self.groups(g_code, g_w):
+            if scopes not in ("both", scope):
+                continue
+            done = np.full(groups, self.final_whole) if window_us == 0 else self.final_window(span_w)
+            done &= final and scope in self.final_scopes
+            for kind, mask in (("final", done), ("hist", ~done)):
+                if not mask.any():
+                    continue
+                picked = np.flatnonzero(mask)
+                order = picked[_lex_order([group_code[picked]], span_w[picked])]
+                c, gw = group_code[order], span_w[order]
+                starts = _runs_of(c, gw)
+                index = np.full(groups, -1, np.int64)     # finest group -> output group
+                first = np.zeros(len(order), np.int64)
+                first[starts] = 1
+                index[order] = np.cumsum(first) - 1
+                c, gw = c[starts], gw[starts]
+                n, s, s2 = (np.add.reduceat(x[order], starts) for x in (g_n, g_s, g_s2))
+                mx = np.maximum.reduceat(g_mx[order], starts)
+                keep = mask[cell_gid]
+                cg, cv, cn = index[cell_gid[keep]], cell_v[keep], cell_n[keep]
+                if len(starts) < len(order) or (len(cg) > 1 and (cg[1:] < cg[:-1]).any()):
+                    k2 = cg * vmax + cv                      # cells of several finest groups: merge
+                    by = np.argsort(k2)
+                    k2, cn = k2[by], cn[by]
+                    at2 = _runs_of(k2)
+                    cn = np.add.reduceat(cn, at2)
+                    cg, cv = k2[at2] // vmax, k2[at2] % vmax
+                cstarts = _runs_of(cg)
+                cvf = cv.astype(np.float64)
+                if kind == "hist":
+                    ends = np.append(cstarts[1:], len(cg))
+                    self.add("hist", c, gw, metric, scope=scope, window_us=window_us, n=n, s=s, s2=s2, mx=mx,
+                             cells=[_pack(cvf[a:b], cn[a:b]) for a, b in zip(cstarts, ends, strict=True)])
+                else:
+                    stats = _percentiles(cstarts, cvf, cn) | _moments(n, s, s2, mx)
+                    for stat, name in _stat_names(metric):
+                        self.add("final", c, gw, name, scope=scope, window_us=window_us, v=stats[stat])
+        return True
 
     def groups(self, code: np.ndarray, w: np.ndarray) -> list[tuple[str, np.ndarray, np.ndarray, int]]:
         """(scope, group device code, group window start, window_us) of rows at (code, w), for each
@@ -596,15 +699,81 @@ def stitch_runs(pieces: Sequence[tuple[str, int, int, int, int]]) -> list[tuple[
     return runs
 
 
+@numba.njit(cache=True)
+def _previous_access(code: np.ndarray, block: np.ndarray,
+                     ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """For accesses in time order: whether (code, block) was accessed before, and the time of its
+    previous access (an open-addressing table of the last access per block)."""
+    n = len(block)
+    bits = 1
+    while (1 << bits) < 2 * n:
+        bits += 1
+    size = 1 << bits
+    used = np.zeros(size, np.bool_)
+    key_block = np.empty(size, np.int64)
+    key_code = np.empty(size, np.int64)
+    last = np.empty(size, np.int64)
+    seen = np.zeros(n, np.bool_)
+    prev = np.zeros(n, np.int64)
+    shift = np.uint64(64 - bits)
+    for i in range(n):
+        h = np.uint64(block[i]) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(code[i]) * np.uint64(0xC2B2AE3D27D4EB4F)
+        j = np.int64(h >> shift)
+        while used[j] and (key_block[j] != block[i] or key_code[j] != code[i]):
+            j = (j + 1) & (size - 1)
+        if used[j]:
+            seen[i] = True
+            prev[i] = last[j]
+        else:
+            used[j] = True
+            key_block[j] = block[i]
+            key_code[j] = code[i]
+        last[j] = ts[i]
+    return seen, prev
+
+
 def _extent_cells(out: _Partials, code: np.ndarray, w: np.ndarray, extent: np.ndarray) -> None:
     """Per group, the requests touching each of its extents. An extent's touches all come to one
-    task (its region's), so another task never counts the same (device, extent)."""
-    for scope, gc, gw, wu in out.groups(code, w):
-        (gc, gw, _, _), c = _group_sums([gc, gw, code, extent], np.ones(len(extent), np.int64))
-        at = _runs_of(gc, gw)
-        ends = np.append(at[1:], len(c))
-        out.add("extent", gc[at], gw[at], "extent", scope=scope, window_us=wu,
-                cells=[_pack(c[a:b]) for a, b in zip(at, ends, strict=True)])
+    task (its region's), so another task never counts the same (device, extent). The touches are
+    counted once per (device, window, extent) and per (device, extent); each group's cells are cut
+    from those."""
+    if not len(extent):
+        return
+    dc, bc = _dense(code)
+    dw, bw = _dense(w)
+    de, be = _dense(extent)
+    if bc * bw * be >= 1 << 62 or bc * bw > 4 * len(extent) + 1024:
+        for scope, gc, gw, wu in out.groups(code, w):
+            (gc, gw, _, _), c = _group_sums([gc, gw, code, extent], np.ones(len(extent), np.int64))
+            _add_extent_rows(out, scope, wu, gc, gw, c)
+        return
+    star = out.star
+    fine = np.sort((dc * bw + dw) * be + de)
+    at = _runs_of(fine)
+    fine_n, fine = np.diff(np.append(at, len(fine))), fine[at]
+    fine_row = np.empty(bc * bw, np.int64)                   # dense (device, window) -> a request's row
+    fine_row[dc * bw + dw] = np.arange(len(dc))
+    f_code, f_w = code[fine_row[fine // be]], w[fine_row[fine // be]]
+    whole = (fine // be // bw) * be + fine % be              # (device, extent), windows summed
+    by = np.argsort(whole, kind="stable")
+    at = _runs_of(whole[by])
+    whole_n = np.add.reduceat(fine_n[by], at)
+    w_code = f_code[by][at]
+    zeros = np.zeros(len(whole_n), np.int64)
+    _add_extent_rows(out, "device", 0, w_code, zeros, whole_n)
+    _add_extent_rows(out, "trace", 0, np.full(len(whole_n), star), zeros, whole_n)
+    if out.window_us:
+        _add_extent_rows(out, "device", out.window_us, f_code, f_w, fine_n)
+        by = np.argsort(f_w, kind="stable")
+        _add_extent_rows(out, "trace", out.window_us, np.full(len(fine_n), star), f_w[by], fine_n[by])
+
+
+def _add_extent_rows(out: _Partials, scope: str, window_us: int, gc: np.ndarray, gw: np.ndarray, c: np.ndarray) -> None:
+    """"extent" rows: one per run of equal (gc, gw) in the given order, its counts packed."""
+    at = _runs_of(gc, gw)
+    ends = np.append(at[1:], len(c))
+    out.add("extent", gc[at], gw[at], "extent", scope=scope, window_us=window_us,
+            cells=[_pack(c[a:b]) for a, b in zip(at, ends, strict=True)])
 
 
 def block_partials(table: pa.Table, *, region_bytes: int, window_us: int, extent_bytes: int,
@@ -626,29 +795,43 @@ def block_partials(table: pa.Table, *, region_bytes: int, window_us: int, extent
                     final_scopes=final_scopes)
     row, extent = _unit_ids(lo // extent_bytes, (hi - 1) // extent_bytes)
     _extent_cells(out, code[row], _windows(ts[row], window_us), extent)
+    # every 4 KiB block access in (ts, seq) order; each one's previous access to the same block
+    in_time = np.arange(len(ts))
+    if len(ts) > 1 and not ((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (seq[1:] > seq[:-1]))).all():
+        in_time = np.lexsort((seq, ts))
+    lo, hi = lo[in_time], hi[in_time]
     row, block = _unit_ids(lo // FOOTPRINT_BLOCK, (hi - 1) // FOOTPRINT_BLOCK)
-    # by device, block, then time: (ts, seq) as one rank, so a single int64 key can order all of it
-    in_time = np.empty(len(ts), np.int64)
-    in_time[np.lexsort((seq, ts))] = np.arange(len(ts))
-    order = _lex_order([code[row], block], in_time[row])
-    row, block = row[order], block[order]
+    row = in_time[row]
     code, ts = code[row], ts[row]
+    del row, lo, hi, in_time
+    again, prev = _previous_access(code, block, ts)
+    del block
     w = _windows(ts, window_us)
-    again = np.zeros(len(row), bool)
-    again[1:] = (code[1:] == code[:-1]) & (block[1:] == block[:-1])
-    out.distribution(code[again], w[again], "reuse_time_us", "both", (ts - np.roll(ts, 1))[again])
-    first_in_window = ~again
-    first_in_window[1:] |= w[1:] != w[:-1]
+    out.distribution(code[again], w[again], "reuse_time_us", "both", (ts - prev)[again])
+    first_in_window = ~again | (_windows(prev, window_us) != w)
     spans = [(np.zeros(len(w), np.int64), ~again, 0)] + ([(w, first_in_window, window_us)] if window_us else [])
     for span_w, new_block, span_us in spans:
-        order = _lex_order([code], span_w)
-        c, sw = code[order], span_w[order]
-        at = _runs_of(c, sw)
-        if len(at):
+        if not len(code):
+            continue
+        dc, bc = _dense(code)
+        dw, bw = _dense(span_w)
+        if bc * bw > 4 * len(code) + 1024:            # sparse: sort instead of counting per cell
+            order = _lex_order([code], span_w)
+            c, sw = code[order], span_w[order]
+            at = _runs_of(c, sw)
             out.add("footprint", c[at], sw[at], "footprint", window_us=span_us,
                     n=np.add.reduceat(new_block[order].astype(np.int64), at),
                     s=np.diff(np.append(at, len(c))).astype(np.float64),
                     s2=np.add.reduceat(again[order].astype(np.float64), at))
+            continue
+        cell = dc * bw + dw
+        accesses = np.bincount(cell, minlength=bc * bw)
+        at = np.flatnonzero(accesses)
+        row = np.empty(bc * bw, np.int64)
+        row[cell] = np.arange(len(cell))
+        out.add("footprint", code[row[at]], span_w[row[at]], "footprint", window_us=span_us,
+                n=np.bincount(cell, new_block, bc * bw)[at].astype(np.int64), s=accesses[at].astype(np.float64),
+                s2=np.bincount(cell, again, bc * bw)[at])
     return out.table()
 
 

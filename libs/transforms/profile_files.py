@@ -56,6 +56,7 @@ log = logging.getLogger(__name__)
 
 READ = ("seq", "ts_us", "op", "offset_bytes", "size_bytes")
 ARRIVAL_ROWS = 4   # an arrival task takes this many times rows_per_part (it holds one column)
+BLOCK_TASKS_PER_SPAN = 2   # block tasks per ordered span: a request is several 4 KiB accesses (memory)
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,8 @@ def plan(files: dict[str, list[str]], *, rows_per_part: int, parallelism: int
         edges = [None, *cuts(gs, parts), None]
         ordered += [Task("ordered", device, part=i, start=a, stop=b)
                     for i, (a, b) in enumerate(itertools.pairwise(edges))]
-        blocks += [Task("block", device, bucket=k, buckets=parts) for k in range(parts)]
+        buckets = BLOCK_TASKS_PER_SPAN * parts
+        blocks += [Task("block", device, bucket=k, buckets=buckets) for k in range(buckets)]
     every = [g for gs in groups.values() for g in gs]
     spans = max(math.ceil(total / (ARRIVAL_ROWS * rows_per_part)),
                 min(2 * parallelism, math.ceil(total / (ARRIVAL_ROWS * P.MIN_ROWS_PER_TASK))), 1)

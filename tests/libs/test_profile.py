@@ -16,9 +16,14 @@ from libs.cli import main as cli_main
 from libs.tables import read_table, trace_info
 from libs.transforms.profile import (
     PS,
+    _extent_cells,
     _group_stats,
     _lex_order,
+    _Partials,
+    _previous_access,
+    _unpack,
     compute_trace_profile,
+    round_significant_int,
     round_significant_np,
     skew_stats,
     stitch_runs,
@@ -164,6 +169,80 @@ def test_profile_same_for_any_split(spark, spark_cfg, hplajw_profile):
 def test_round_significant_half_up():
     values = np.array([0, 7, 9_999, 12_345, 12_355, 123_456_789, 99_995])
     assert round_significant_np(values.astype(float)).tolist() == [0, 7, 9_999, 12_350, 12_360, 123_500_000, 100_000]
+
+
+def test_round_significant_int_equals_float_rounding():
+    rng = np.random.default_rng(11)
+    values = np.concatenate([np.array([0, 1, 9_999, 10_000, 10_005, 12_345, 99_995, 99_994, 999_999_999_999_995,
+                                       (1 << 53) - 1]),
+                             rng.integers(0, 10 ** rng.integers(1, 16, 5_000))])
+    assert np.array_equal(round_significant_int(values), round_significant_np(values.astype(float)).astype(np.int64))
+
+
+def _rows_by_key(table):
+    out = {}
+    for r in table.to_pylist():
+        cells = None if r["cells"] is None else np.frombuffer(r["cells"], np.float64).tolist()
+        out[(r["kind"], r["scope"], r["device"], r["w"], r["window_us"], r["metric"])] = (
+            r["v"], r["n"], r["s"], r["s2"], r["mx"], cells)
+    return out
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_whole_number_distribution_equals_general_path(case):
+    """distribution() of non-negative integers (sort of one int64 key, bincount sums) gives the rows of
+    the general float path: the same finished statistics, histogram cells and group sums."""
+    rng = np.random.default_rng(case)
+    n = int(rng.integers(1, 4_000))
+    code, w = rng.integers(0, 3, n), rng.integers(0, 6, n) * 1_000
+    metric = "size_bytes" if case % 3 == 0 else "reuse_time_us"
+    values = (rng.choice([512, 4096, 65536], n) if case % 3 == 0 else rng.integers(0, 10 ** (1 + case), n))
+    got = {}
+    for kind, data in (("int", values.astype(np.int64)), ("float", values.astype(np.float64))):
+        out = _Partials(["a", "b", "c"], window_us=1_000, final_whole=case % 4 == 1,
+                        final_window=(lambda w: w >= 2_000) if case % 2 else None)
+        out.distribution(code, w, metric, "both", data, final=case != 5)
+        got[kind] = _rows_by_key(out.table())
+    assert got["int"].keys() == got["float"].keys()
+    kinds = {k[0] for k in got["int"]}
+    assert kinds == ({"final", "hist"} if case % 2 and case != 5 else {"hist"})   # windows >= 2000 finish here
+    for key, a in got["int"].items():
+        b = got["float"][key]
+        assert a[5] == b[5], key                                   # cells: exactly the same values and counts
+        assert a[:5] == pytest.approx(b[:5], rel=1e-12, nan_ok=True), key
+
+
+def test_previous_access_matches_a_dictionary():
+    rng = np.random.default_rng(5)
+    n = 20_000
+    code, block = rng.integers(0, 3, n), rng.integers(0, 2_000, n) * 7919   # many repeats, clustered hashes
+    ts = np.cumsum(rng.integers(0, 50, n))
+    seen, prev = _previous_access(code, block, ts)
+    last, want_seen, want_prev = {}, [], []
+    for c, b, t in zip(code.tolist(), block.tolist(), ts.tolist(), strict=True):
+        want_seen.append((c, b) in last)
+        want_prev.append(last.get((c, b), 0))
+        last[(c, b)] = t
+    assert seen.tolist() == want_seen
+    assert prev[seen].tolist() == np.array(want_prev)[seen].tolist()
+    assert 0 < seen.sum() < n
+
+
+def test_extent_cells_count_touches_per_group():
+    rng = np.random.default_rng(9)
+    n = 3_000
+    code, w, extent = rng.integers(0, 3, n), rng.integers(0, 4, n) * 100, rng.integers(0, 50, n)
+    out = _Partials(["a", "b", "c"], window_us=100)
+    _extent_cells(out, code, w, extent)
+    got = {(r["scope"], r["device"], r["w"], r["window_us"]): sorted(_unpack([r["cells"]], 1)[1][:, 0].astype(int))
+           for r in out.table().to_pylist()}
+    want: dict = {}
+    for c, wi, e in zip(code.tolist(), w.tolist(), extent.tolist(), strict=True):
+        name = "abc"[c]
+        for group in (("device", name, 0, 0), ("device", name, wi, 100), ("trace", "*", 0, 0), ("trace", "*", wi, 100)):
+            want.setdefault(group, {}).setdefault((c, e), 0)
+            want[group][(c, e)] += 1
+    assert got == {g: sorted(counts.values()) for g, counts in want.items()}
 
 
 def test_group_stats_percentiles_match_linear_interpolation():

@@ -127,7 +127,7 @@ def test_plan_splits_devices_and_spans(tmp_path):
     assert PF.cuts(groups, 1) == []
     tasks, by_device = PF.plan({"x": [str(path)]}, rows_per_part=300, parallelism=2)
     kinds = [t.kind for t in tasks]
-    assert kinds == ["block"] * 4 + ["ordered"] * 4 + ["arrival"]
+    assert kinds == ["block"] * 4 * PF.BLOCK_TASKS_PER_SPAN + ["ordered"] * 4 + ["arrival"]
     spans = [(t.start, t.stop) for t in tasks if t.kind == "ordered"]
     assert spans == [(None, 250), (250, 500), (500, 750), (750, None)]
     assert len(by_device["x"]) == 10
