@@ -30,6 +30,7 @@ system every executor sees (as for the rest of the direct readers).
 """
 from __future__ import annotations
 
+import heapq
 import io
 import itertools
 import logging
@@ -79,6 +80,12 @@ class Task:
     stop: int | None = None
     bucket: int = 0            # block: this task's bucket of `buckets`
     buckets: int = 1
+    rows: int = 0              # about how many requests it reads (for spreading the work over Spark tasks)
+
+    @property
+    def cost(self) -> float:
+        """Relative time: per request, the block pass takes ~2.4x the ordered one (measured), an arrival ~0.4x."""
+        return self.rows * {"block": 2.4, "ordered": 1.0, "arrival": 0.4}[self.kind]
 
 
 class Unsupported(Exception):
@@ -266,15 +273,15 @@ def plan(files: dict[str, list[str]], *, rows_per_part: int, parallelism: int
         n = rows[device]
         parts = max(math.ceil(n / rows_per_part), min(round(wanted * n / total), math.ceil(n / P.MIN_ROWS_PER_TASK)), 1)
         edges = [None, *cuts(gs, parts), None]
-        ordered += [Task("ordered", device, part=i, start=a, stop=b)
+        ordered += [Task("ordered", device, part=i, start=a, stop=b, rows=n // (len(edges) - 1))
                     for i, (a, b) in enumerate(itertools.pairwise(edges))]
         buckets = BLOCK_TASKS_PER_SPAN * parts
-        blocks += [Task("block", device, bucket=k, buckets=buckets) for k in range(buckets)]
+        blocks += [Task("block", device, bucket=k, buckets=buckets, rows=n // buckets) for k in range(buckets)]
     every = [g for gs in groups.values() for g in gs]
     spans = max(math.ceil(total / (ARRIVAL_ROWS * rows_per_part)),
                 min(2 * parallelism, math.ceil(total / (ARRIVAL_ROWS * P.MIN_ROWS_PER_TASK))), 1)
     edges = [None, *cuts(every, spans), None]
-    arrivals = [Task("arrival", start=a, stop=b) for a, b in itertools.pairwise(edges)]
+    arrivals = [Task("arrival", start=a, stop=b, rows=total // (len(edges) - 1)) for a, b in itertools.pairwise(edges)]
     return blocks + ordered + arrivals, groups
 
 
@@ -298,17 +305,30 @@ def _buckets_of(table: pa.Table, buckets: int) -> np.ndarray:
 RESULT_DDL = "bucket int, name string, blob binary"   # a task's small rows (bucket -1) or a file it wrote
 
 
+def slots(tasks: Sequence[Task], n: int) -> list[list[int]]:
+    """The tasks spread over n Spark tasks of about equal cost (longest first, each to the least loaded):
+    a Spark task costs ~30-45 ms of its own in local mode, so many small ones are slow."""
+    loads = [(0.0, k) for k in range(n)]
+    out: list[list[int]] = [[] for _ in range(n)]
+    for i in sorted(range(len(tasks)), key=lambda i: -tasks[i].cost):
+        load, k = heapq.heappop(loads)
+        out[k].append(i)
+        heapq.heappush(loads, (load + tasks[i].cost, k))
+    return [s for s in out if s]
+
+
 def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, window_us: int, extent_bytes: int,
-               scratch: str, buckets: int):  # type: ignore[no-untyped-def]
-    """mapInArrow function of the first job: each task's histogram cells and extent counts written
-    to one Arrow file per merge bucket under `scratch`, everything else returned as one blob."""
+               scratch: str, buckets: int, assigned: list[list[int]]):  # type: ignore[no-untyped-def]
+    """mapInArrow function of the first job (one row per Spark task: its index into `assigned`): each
+    task's histogram cells and extent counts written to one Arrow file per merge bucket under
+    `scratch`, everything else returned as one blob."""
     every = [g for gs in groups.values() for g in gs]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from libs.task_parquet import task_file_name
 
         for batch in batches:
-            for i in batch.column("task").to_pylist():
+            for i in (i for slot in batch.column("task").to_pylist() for i in assigned[slot]):
                 task = tasks[i]
                 out = run_task(task, every if task.kind == "arrival" else groups[task.device], window_us=window_us,
                                extent_bytes=extent_bytes)
@@ -368,8 +388,9 @@ def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list
     parallelism = spark.sparkContext.defaultParallelism
     buckets = max(1, min(len(tasks), 2 * parallelism))
     started = time.perf_counter()
-    first = _job(spark, len(tasks), _stage_one(tasks, groups, window_us=window_us, extent_bytes=extent_bytes,
-                                                 scratch=scratch, buckets=buckets))
+    assigned = slots(tasks, min(len(tasks), 2 * parallelism))
+    first = _job(spark, len(assigned), _stage_one(tasks, groups, window_us=window_us, extent_bytes=extent_bytes,
+                                                    scratch=scratch, buckets=buckets, assigned=assigned))
     small = _from_ipc([r.blob for r in first if r.bucket < 0], P.PARTIAL)
     runs = joined_runs(small, window_us)
     files: dict[int, list[str]] = {}
@@ -379,9 +400,11 @@ def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list
     run_bucket = _buckets_of(runs, buckets)
     extra = {int(k): _ipc(runs.filter(pa.array(run_bucket == k))) for k in np.unique(run_bucket)}
     keys = sorted(set(files) | set(extra))
-    log.info("profile: %d tasks in %.1f s; merging %d buckets", len(tasks), time.perf_counter() - started, len(keys))
+    log.info("profile: %d tasks in %d Spark tasks, %.1f s", len(tasks), len(assigned), time.perf_counter() - started)
+    started = time.perf_counter()
     second = _job(spark, len(keys), _stage_two({i: files.get(k, []) for i, k in enumerate(keys)},
                                                 {i: extra[k] for i, k in enumerate(keys) if k in extra}, scratch))
+    log.info("profile: %d buckets merged in %.1f s", len(keys), time.perf_counter() - started)
     return small, _from_ipc([r.blob for r in second], P.FINAL)
 
 
@@ -505,6 +528,8 @@ def profile_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, span_u
     with scratch_dir(warehouse, f"profile-{trace_id}") as scratch:
         partials, merged = run_tasks(spark, tasks, groups, window_us=window_us, extent_bytes=extent_bytes,
                                      scratch=str(scratch))
+    merged_at = time.perf_counter()
     rows = finish(partials, merged, span_us=span_us, window_us=window_us)
     replace_from_driver(spark, table_target(spark, warehouse, "trace_profile"), {"trace_id": trace_id}, rows)
+    log.info("profile: %d rows finished and committed in %.1f s", rows.num_rows, time.perf_counter() - merged_at)
     return rows.num_rows

@@ -165,3 +165,15 @@ def test_buckets_are_stable():
     assert PF._buckets_of(table, 1_000_003).tolist() == [
         zlib.crc32(b"trace\x1f*\x1f0\x1f0\x1fsize_bytes") % 1_000_003,
         zlib.crc32(b"device\x1fa\x1f3600000000\x1f3600000000\x1freuse_time_us") % 1_000_003]
+
+
+def test_slots_spread_cost_evenly():
+    tasks = [PF.Task("block", "a", bucket=k, buckets=4, rows=1_000) for k in range(4)]      # cost 2,400 each
+    tasks += [PF.Task("ordered", "a", part=i, rows=1_000) for i in range(5)]               # 1,000 each
+    tasks += [PF.Task("arrival", rows=10_000)]                                             # 4,000
+    assigned = PF.slots(tasks, 4)
+    assert sorted(i for s in assigned for i in s) == list(range(len(tasks)))
+    loads = sorted(sum(tasks[i].cost for i in s) for s in assigned)
+    # longest first, each to the least loaded (17,600 in all; within 4/3 of the best split, 4,400 each)
+    assert loads == [4_400, 4_400, 4_800, 5_000]
+    assert PF.slots(tasks[:2], 4) == [[0], [1]]       # never an empty Spark task
