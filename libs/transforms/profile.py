@@ -132,6 +132,42 @@ def round_significant_int(values: np.ndarray) -> np.ndarray:  # pragma: no cover
     return out
 
 
+CODES = 10_000 + 13 * 9_000   # codes of the values round_significant_code gives for inputs below 2**53
+
+
+@numba.njit(cache=True)
+def round_significant_code(values: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """round_significant_int's values as small codes in the same order: v itself below 10,000, else
+    10,000 + 9,000 * (e - 1) + (m - 1,000) for the rounded value m * 10**e (1,000 <= m <= 9,999)."""
+    out = np.empty_like(values)
+    for i in range(len(values)):
+        v = values[i]
+        if v < 10_000:
+            out[i] = v
+            continue
+        step = 1
+        e = 0
+        x = v
+        while x >= 10_000:
+            x //= 10
+            step *= 10
+            e += 1
+        r = v // step
+        if 2 * (v - r * step) >= step:
+            r += 1
+        if r == 10_000:
+            r = 1_000
+            e += 1
+        out[i] = 10_000 + 9_000 * (e - 1) + (r - 1_000)
+    return out
+
+
+def value_of_code(codes: np.ndarray) -> np.ndarray:
+    """The values of round_significant_code's codes."""
+    rest = np.maximum(codes - 10_000, 0)
+    return np.where(codes < 10_000, codes, (rest % 9_000 + 1_000) * 10 ** (rest // 9_000 + 1))
+
+
 def chunked_lag(df: DataFrame, *, keys: Sequence[str], chunk_us: int, cols: Sequence[str],
                 prefix: str = "prev_") -> DataFrame:
     """Adds prefix+col = the value of the previous row in (keys; ts_us, seq) order.
@@ -363,8 +399,10 @@ class _Partials:
         """distribution() of non-negative whole numbers, the same rows by cheaper steps: one np.sort of
         (finest group, value) keys gives the finest cells, sums come per finest group by bincount,
         and only cells are merged into coarser groups. False (nothing added) when the keys would not
-        fit an int64."""
-        v = raw if metric in EXACT else round_significant_int(raw)
+        fit an int64. Rounded values are counted by their code (round_significant_code) with one
+        bincount instead of a sort, when the (group, code) table is small."""
+        coded = metric not in EXACT
+        v = round_significant_code(raw) if coded else raw
         dc, bc = _dense(code)
         dw, bw = _dense(w)
         combined = dc * bw + dw                         # (device, window) in their order
@@ -376,7 +414,7 @@ class _Partials:
             _, gid = np.unique(combined, return_inverse=True)
             gid = gid.reshape(-1)
             groups = int(gid.max()) + 1
-        vmax = int(v.max()) + 1
+        vmax = CODES if coded else int(v.max()) + 1
         if groups * vmax >= 1 << 62:
             return False
         del dc, dw, combined
@@ -392,10 +430,16 @@ class _Partials:
         del rawf
         keys = gid * vmax + v
         del gid, v
-        keys.sort()
-        at = _runs_of(keys)
-        cell_gid, cell_v = keys[at] // vmax, keys[at] % vmax
-        cell_n = np.diff(np.append(at, len(keys)))
+        if coded and groups * vmax <= 2 * len(keys) + (1 << 21):
+            counts = np.bincount(keys, minlength=groups * vmax)
+            at = np.flatnonzero(counts)
+            cell_gid, cell_v, cell_n = at // vmax, at % vmax, counts[at]
+            del counts
+        else:
+            keys.sort()
+            at = _runs_of(keys)
+            cell_gid, cell_v = keys[at] // vmax, keys[at] % vmax
+            cell_n = np.diff(np.append(at, len(keys)))
         del keys, at
         for scope, group_code, span_w, window_us in self.groups(g_code, g_w):
             if scopes not in ("both", scope):
@@ -426,7 +470,7 @@ class _Partials:
                     cn = np.add.reduceat(cn, at2)
                     cg, cv = k2[at2] // vmax, k2[at2] % vmax
                 cstarts = _runs_of(cg)
-                cvf = cv.astype(np.float64)
+                cvf = (value_of_code(cv) if coded else cv).astype(np.float64)
                 if kind == "hist":
                     ends = np.append(cstarts[1:], len(cg))
                     self.add("hist", c, gw, metric, scope=scope, window_us=window_us, n=n, s=s, s2=s2, mx=mx,

@@ -15,6 +15,7 @@ from jobs.trace_profile import run as run_profile
 from libs.cli import main as cli_main
 from libs.tables import read_table, trace_info
 from libs.transforms.profile import (
+    CODES,
     PS,
     _extent_cells,
     _group_stats,
@@ -23,8 +24,10 @@ from libs.transforms.profile import (
     _previous_access,
     _unpack,
     compute_trace_profile,
+    round_significant_code,
     round_significant_int,
     round_significant_np,
+    value_of_code,
     skew_stats,
     stitch_runs,
 )
@@ -177,6 +180,11 @@ def test_round_significant_int_equals_float_rounding():
                                        (1 << 53) - 1]),
                              rng.integers(0, 10 ** rng.integers(1, 16, 5_000))])
     assert np.array_equal(round_significant_int(values), round_significant_np(values.astype(float)).astype(np.int64))
+    codes = round_significant_code(values)             # the same values as small codes, in the same order
+    assert codes.max() < CODES
+    assert np.array_equal(value_of_code(codes), round_significant_int(values))
+    order = np.argsort(values, kind="stable")
+    assert (np.diff(codes[order]) >= 0).all()
 
 
 def _rows_by_key(table):
