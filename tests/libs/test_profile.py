@@ -27,9 +27,9 @@ from libs.transforms.profile import (
     round_significant_code,
     round_significant_int,
     round_significant_np,
-    value_of_code,
     skew_stats,
     stitch_runs,
+    value_of_code,
 )
 from schemas import trace_profile
 from tests.builders import ingest, make_requests, write_msr
