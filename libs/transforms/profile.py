@@ -22,8 +22,10 @@ Definitions (where the literature varies):
 - percentiles of continuous values are exact over values rounded to 4 significant digits (half
   up), interpolated as Spark's `percentile` does; sizes and run lengths are not rounded.
 
-How it runs: two numpy passes inside Spark tasks reduce the requests to small partials, and Spark
-merges those into the profile.
+How it runs (compute_trace_profile, the DataFrame path; the job reads the table's files itself through
+libs.transforms.profile_files, which runs the same numpy passes per device and gives the same rows):
+two numpy passes inside Spark tasks reduce the requests to small partials, and Spark merges those
+into the profile.
 - The ordered pass splits the trace into parts of consecutive time chunks (`chunk_us`) of about
   `rows_per_part` requests (a chunk is never split). Each part sorts its requests per device; the request before each
   device's first one in the part comes from a per-chunk table the driver collects first (one row
@@ -218,13 +220,6 @@ def _unit_ids(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarr
 def _pack(*cols: np.ndarray) -> bytes:
     """Equal-length numeric columns as one float64 blob (integers below 2**53 stay exact)."""
     return np.column_stack(cols).astype(np.float64).tobytes()
-
-
-def _unpack(blobs: Sequence[bytes], width: int) -> tuple[np.ndarray, np.ndarray]:
-    """(index of the blob each row came from, rows x width float64) of _pack blobs."""
-    arrays = [np.frombuffer(b, np.float64).reshape(-1, width) for b in blobs]
-    return (np.repeat(np.arange(len(arrays)), [len(a) for a in arrays]),
-            np.concatenate(arrays) if arrays else np.zeros((0, width)))
 
 
 def _group_sums(keys: Sequence[np.ndarray], c: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
@@ -528,28 +523,29 @@ class _Partials:
                         schema=PARTIAL)
 
 
-def _by_group(table: pa.Table) -> dict[tuple, list[bytes]]:
-    """The "cells" blobs of PARTIAL rows by group (scope, device, w, window_us, metric)."""
-    groups: dict[tuple, list[bytes]] = {}
-    columns = (table.column(c).to_pylist() for c in ("scope", "device", "w", "window_us", "metric", "cells"))
-    for *key, cells in zip(*columns, strict=True):
-        groups.setdefault(tuple(key), []).append(cells)
+def _by_group(table: pa.Table, kind: str) -> dict[tuple, list[int]]:
+    """The rows of `kind` by group (scope, device, w, window_us, metric)."""
+    groups: dict[tuple, list[int]] = {}
+    columns = (table.column(c).to_pylist() for c in ("kind", "scope", "device", "w", "window_us", "metric"))
+    for i, (k, *key) in enumerate(zip(*columns, strict=True)):
+        if k == kind:
+            groups.setdefault(tuple(key), []).append(i)
     return groups
 
 
-def _sums_by_group(table: pa.Table) -> dict[tuple, tuple[int, float, float, float]]:
-    """The count, sum, sum of squares and maximum of "hist" rows by group."""
-    sums: dict[tuple, tuple[int, float, float, float]] = {}
-    names = ("scope", "device", "w", "window_us", "metric", "n", "s", "s2", "mx")
-    columns = (table.column(c).to_pylist() for c in names)
-    for *key, n, s, s2, mx in zip(*columns, strict=True):
-        key = tuple(key)
-        if key in sums:
-            a, b, c, d = sums[key]
-            sums[key] = (a + n, b + s, c + s2, max(d, mx))
-        else:
-            sums[key] = (n, s, s2, mx)
-    return sums
+def _cell_views(table: pa.Table) -> list[np.ndarray]:
+    """Each row's "cells" as a float64 view of the column's buffer (no copy; empty for null)."""
+    views: list[np.ndarray] = []
+    for chunk in table.column("cells").chunks:
+        _, offsets_buffer, data = chunk.buffers()
+        offsets = np.frombuffer(offsets_buffer, np.int32, count=len(chunk) + 1, offset=chunk.offset * 4)
+        raw = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+        views += [raw[a:b].view(np.float64) for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)]
+    return views
+
+
+def _group_cells(views: list[np.ndarray], rows: list[int], width: int) -> np.ndarray:
+    return np.concatenate([views[i] for i in rows]).reshape(-1, width)
 
 
 def _final_table(rows: list[tuple]) -> pa.Table:
@@ -558,19 +554,19 @@ def _final_table(rows: list[tuple]) -> pa.Table:
 
 
 def merge_histograms(table: pa.Table) -> pa.Table:
-    """The distributions of the groups whose "hist" cells came from several tasks. Input: "hist"
-    rows, every cell of a group in this table. Output: FINAL rows. One group at a time, so memory
-    holds one group's cells."""
+    """The distributions of the groups whose "hist" cells came from several tasks. Input: PARTIAL
+    rows (only the "hist" ones are read), every cell of a group in this table. Output: FINAL rows.
+    One group at a time, read in place from the table's buffers, so memory holds one group's cells."""
     rows = []
-    sums = _sums_by_group(table)
     first = np.zeros(1, np.int64)
-    for key, blobs in _by_group(table).items():
-        scope, device, w, window_us, metric = key
-        _, cells = _unpack(blobs, 2)
+    views = _cell_views(table)
+    n, s, s2, mx = (table.column(c).to_numpy(zero_copy_only=False) for c in ("n", "s", "s2", "mx"))
+    for (scope, device, w, window_us, metric), picked in _by_group(table, "hist").items():
+        cells = _group_cells(views, picked, 2)
         order = np.argsort(cells[:, 0], kind="stable")
-        count, total, total2, mx = sums[key]
         stats = _percentiles(first, cells[order, 0], cells[order, 1].astype(np.int64)) | _moments(
-            np.array([count]), np.array([total]), np.array([total2]), np.array([mx]))
+            np.array([n[picked].sum()]), np.array([s[picked].sum()]), np.array([s2[picked].sum()]),
+            np.array([mx[picked].max()]))
         rows += [(scope, device, w, window_us, label, float(stats[stat][0])) for stat, label in _stat_names(metric)]
     return _final_table(rows)
 
@@ -599,11 +595,12 @@ def skew_stats(counts: np.ndarray) -> dict[str, float | None]:
 
 
 def merge_skew(table: pa.Table) -> pa.Table:
-    """The skew metrics of the groups in `table` ("extent" rows, every row of a group here).
+    """The skew metrics of the groups in `table` (its "extent" rows, every row of a group here).
     Output: FINAL rows."""
+    views = _cell_views(table)
     return _final_table([(scope, device, w, window_us, name, value)
-                         for (scope, device, w, window_us, _), blobs in _by_group(table).items()
-                         for name, value in skew_stats(_unpack(blobs, 1)[1][:, 0].astype(np.int64)).items()])
+                         for (scope, device, w, window_us, _), picked in _by_group(table, "extent").items()
+                         for name, value in skew_stats(_group_cells(views, picked, 1)[:, 0].astype(np.int64)).items()])
 
 
 def _device_codes(table: pa.Table) -> tuple[list[str], np.ndarray]:

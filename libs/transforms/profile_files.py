@@ -101,8 +101,8 @@ def trace_files(spark: SparkSession, warehouse: Path, trace_id: str) -> dict[str
     txn = jvm.jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, target.root).startTransaction()
     files: dict[str, list[str]] = {}
     for _, add in _files_matching(spark, jvm, txn, {"trace_id": trace_id}, target.partition_columns):
-        if add.get("deletionVector"):
-            raise Unsupported(f"requests file {add['path']} has a deletion vector")
+        if add.get("deletionVector") or "://" in add["path"] or add["path"].startswith("/"):
+            raise Unsupported(f"requests file {add['path']}: a deletion vector or a path outside the table")
         files.setdefault(add["partitionValues"]["device"], []).append(_file_path(target, add["path"]))
     if not files:
         raise Unsupported(f"no requests files for trace {trace_id!r}")
@@ -363,9 +363,7 @@ def _stage_two(files: dict[int, list[str]], extra: dict[int, bytes], scratch: st
                     with pa.memory_map(os.path.join(scratch, name)) as source:
                         tables.append(pa.ipc.open_file(source).read_all())
                 cells = pa.concat_tables(tables)
-                kind = cells.column("kind")
-                final = pa.concat_tables([P.merge_histograms(cells.filter(pc.equal(kind, "hist"))),
-                                          P.merge_skew(cells.filter(pc.equal(kind, "extent")))])
+                final = pa.concat_tables([P.merge_histograms(cells), P.merge_skew(cells)])
                 yield pa.record_batch({"bucket": pa.array([k], pa.int32()), "name": pa.array([""]),
                                        "blob": pa.array([_ipc(final)], pa.binary())})
 

@@ -9,6 +9,7 @@ import json
 import math
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from jobs.trace_profile import run as run_profile
@@ -17,12 +18,12 @@ from libs.tables import read_table, trace_info
 from libs.transforms.profile import (
     CODES,
     PS,
+    _cell_views,
     _extent_cells,
     _group_stats,
     _lex_order,
     _Partials,
     _previous_access,
-    _unpack,
     compute_trace_profile,
     round_significant_code,
     round_significant_int,
@@ -220,6 +221,22 @@ def test_whole_number_distribution_equals_general_path(case):
         assert a[:5] == pytest.approx(b[:5], rel=1e-12, nan_ok=True), key
 
 
+def test_cell_views_read_every_chunk_in_place():
+    """The merges read cells from the column's buffers: chunks, slices and null cells all line up."""
+    def part(seed):
+        out = _Partials(["a"], window_us=0)
+        rng = np.random.default_rng(seed)
+        out.distribution(np.zeros(50, np.int64), np.zeros(50, np.int64), "size_bytes", "both", rng.integers(1, 9, 50))
+        out.counts("count", "requests", np.zeros(3, np.int64), np.zeros(3, np.int64))    # rows without cells
+        return out.table()
+    table = pa.concat_tables([part(1), part(2), part(3)]).slice(1)
+    assert table.column("cells").num_chunks == 3
+    want = [np.zeros(0) if b is None else np.frombuffer(b, np.float64) for b in table.column("cells").to_pylist()]
+    got = _cell_views(table)
+    assert len(got) == len(want)
+    assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+
+
 def test_previous_access_matches_a_dictionary():
     rng = np.random.default_rng(5)
     n = 20_000
@@ -242,7 +259,7 @@ def test_extent_cells_count_touches_per_group():
     code, w, extent = rng.integers(0, 3, n), rng.integers(0, 4, n) * 100, rng.integers(0, 50, n)
     out = _Partials(["a", "b", "c"], window_us=100)
     _extent_cells(out, code, w, extent)
-    got = {(r["scope"], r["device"], r["w"], r["window_us"]): sorted(_unpack([r["cells"]], 1)[1][:, 0].astype(int))
+    got = {(r["scope"], r["device"], r["w"], r["window_us"]): sorted(np.frombuffer(r["cells"], np.float64).astype(int))
            for r in out.table().to_pylist()}
     want: dict = {}
     for c, wi, e in zip(code.tolist(), w.tolist(), extent.tolist(), strict=True):
