@@ -13,14 +13,18 @@ checks both give the same rows.
 Prints requests per second against the goal of 1.3 million (a C trace analyzer reaches 1.31 million
 per second single-threaded on 20 million requests) and the peak resident memory of the whole
 process tree (this Python driver, the JVM and its Python workers), sampled every 50 ms, against
-the 2 GiB goal. A warm-up run on 200,000 requests comes first.
+the 2 GiB goal. A warm-up run on 200,000 requests comes first. The traces are generated and loaded
+by a child process first, so the measured process tree is what a profile job runs (a fresh session
+reading the table), not the generator's leftovers.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +45,7 @@ def main() -> int:
     parser.add_argument("--driver-memory", default="1g", help="Spark driver heap (local mode: the only JVM)")
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--spark-path", action="store_true", help="also time compute_trace_profile (slow)")
+    parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)   # the child: load the traces
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     from heat import load, make_requests  # bench/heat.py
@@ -55,13 +60,24 @@ def main() -> int:
     cfg = SparkConfig(master="local[2]", warehouse=tmp / "warehouse", app_name="bench-profile",
                       extra={"spark.ui.showConsoleProgress": "false", "spark.driver.memory": args.driver_memory})
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = build_session(cfg)
     n = int(args.millions * 1_000_000)
-    for trace_id, count in (("warm", 200_000), ("bench", n)):
-        table = make_requests(count, trace_id)
-        load(spark, cfg, table, trace_id, tmp)
-        span = int(table["ts_us"][-1].as_py())
-        del table
+    traces = (("warm", 200_000), ("bench", n))
+    if args.prepare:
+        spark = build_session(cfg)
+        spans = {}
+        for trace_id, count in traces:
+            table = make_requests(count, trace_id)
+            load(spark, cfg, table, trace_id, tmp)
+            spans[trace_id] = int(table["ts_us"][-1].as_py())
+        (tmp / "spans.json").write_text(json.dumps(spans))
+        spark.stop()
+        return 0
+    subprocess.run([sys.executable, __file__, "--prepare", "--millions", str(args.millions), "--workdir", str(tmp),
+                    "--driver-memory", args.driver_memory], check=True)
+    spans = json.loads((tmp / "spans.json").read_text())
+    spark = build_session(cfg)
+    for trace_id, _ in traces:
+        span = spans[trace_id]
         with PeakMemory() as mem:
             t0 = time.perf_counter()
             rows = profile_trace(spark, cfg.warehouse, trace_id, span_us=span)

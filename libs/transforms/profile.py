@@ -47,7 +47,6 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -116,52 +115,7 @@ def round_significant_np(values: np.ndarray) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True)
-def round_significant_int(values: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """round_significant_np for non-negative int64 values, in integers (exact, half up)."""
-    out = np.empty_like(values)
-    for i in range(len(values)):
-        v = values[i]
-        step = 1
-        x = v
-        while x >= 10_000:
-            x //= 10
-            step *= 10
-        r = v // step
-        if 2 * (v - r * step) >= step:
-            r += 1
-        out[i] = r * step
-    return out
-
-
 CODES = 10_000 + 13 * 9_000   # codes of the values round_significant_code gives for inputs below 2**53
-
-
-@numba.njit(cache=True)
-def round_significant_code(values: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """round_significant_int's values as small codes in the same order: v itself below 10,000, else
-    10,000 + 9,000 * (e - 1) + (m - 1,000) for the rounded value m * 10**e (1,000 <= m <= 9,999)."""
-    out = np.empty_like(values)
-    for i in range(len(values)):
-        v = values[i]
-        if v < 10_000:
-            out[i] = v
-            continue
-        step = 1
-        e = 0
-        x = v
-        while x >= 10_000:
-            x //= 10
-            step *= 10
-            e += 1
-        r = v // step
-        if 2 * (v - r * step) >= step:
-            r += 1
-        if r == 10_000:
-            r = 1_000
-            e += 1
-        out[i] = 10_000 + 9_000 * (e - 1) + (r - 1_000)
-    return out
 
 
 def value_of_code(codes: np.ndarray) -> np.ndarray:
@@ -396,6 +350,8 @@ class _Partials:
         and only cells are merged into coarser groups. False (nothing added) when the keys would not
         fit an int64. Rounded values are counted by their code (round_significant_code) with one
         bincount instead of a sort, when the (group, code) table is small."""
+        from libs.transforms.profile_kernels import round_significant_code
+
         coded = metric not in EXACT
         v = round_significant_code(raw) if coded else raw
         dc, bc = _dense(code)
@@ -740,39 +696,6 @@ def stitch_runs(pieces: Sequence[tuple[str, int, int, int, int]]) -> list[tuple[
     return runs
 
 
-@numba.njit(cache=True)
-def _previous_access(code: np.ndarray, block: np.ndarray,
-                     ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
-    """For accesses in time order: whether (code, block) was accessed before, and the time of its
-    previous access (an open-addressing table of the last access per block)."""
-    n = len(block)
-    bits = 1
-    while (1 << bits) < 2 * n:
-        bits += 1
-    size = 1 << bits
-    used = np.zeros(size, np.bool_)
-    key_block = np.empty(size, np.int64)
-    key_code = np.empty(size, np.int64)
-    last = np.empty(size, np.int64)
-    seen = np.zeros(n, np.bool_)
-    prev = np.zeros(n, np.int64)
-    shift = np.uint64(64 - bits)
-    for i in range(n):
-        h = np.uint64(block[i]) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(code[i]) * np.uint64(0xC2B2AE3D27D4EB4F)
-        j = np.int64(h >> shift)
-        while used[j] and (key_block[j] != block[i] or key_code[j] != code[i]):
-            j = (j + 1) & (size - 1)
-        if used[j]:
-            seen[i] = True
-            prev[i] = last[j]
-        else:
-            used[j] = True
-            key_block[j] = block[i]
-            key_code[j] = code[i]
-        last[j] = ts[i]
-    return seen, prev
-
-
 def _extent_cells(out: _Partials, code: np.ndarray, w: np.ndarray, extent: np.ndarray) -> None:
     """Per group, the requests touching each of its extents. An extent's touches all come to one
     task (its region's), so another task never counts the same (device, extent). The touches are
@@ -845,7 +768,9 @@ def block_partials(table: pa.Table, *, region_bytes: int, window_us: int, extent
     row = in_time[row]
     code, ts = code[row], ts[row]
     del row, lo, hi, in_time
-    again, prev = _previous_access(code, block, ts)
+    from libs.transforms.profile_kernels import previous_access
+
+    again, prev = previous_access(code, block, ts)
     del block
     w = _windows(ts, window_us)
     out.distribution(code[again], w[again], "reuse_time_us", "both", (ts - prev)[again])

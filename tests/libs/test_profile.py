@@ -23,15 +23,13 @@ from libs.transforms.profile import (
     _group_stats,
     _lex_order,
     _Partials,
-    _previous_access,
     compute_trace_profile,
-    round_significant_code,
-    round_significant_int,
     round_significant_np,
     skew_stats,
     stitch_runs,
     value_of_code,
 )
+from libs.transforms.profile_kernels import previous_access, round_significant_code
 from schemas import trace_profile
 from tests.builders import ingest, make_requests, write_msr
 from tests.conftest import HPLAJW_TRACE_ID
@@ -175,15 +173,15 @@ def test_round_significant_half_up():
     assert round_significant_np(values.astype(float)).tolist() == [0, 7, 9_999, 12_350, 12_360, 123_500_000, 100_000]
 
 
-def test_round_significant_int_equals_float_rounding():
+def test_round_significant_code_equals_float_rounding():
+    """The workers' integer rounding, as order-preserving codes, gives round_significant_np's values."""
     rng = np.random.default_rng(11)
     values = np.concatenate([np.array([0, 1, 9_999, 10_000, 10_005, 12_345, 99_995, 99_994, 999_999_999_999_995,
                                        (1 << 53) - 1]),
-                             rng.integers(0, 10 ** rng.integers(1, 16, 5_000))])
-    assert np.array_equal(round_significant_int(values), round_significant_np(values.astype(float)).astype(np.int64))
-    codes = round_significant_code(values)             # the same values as small codes, in the same order
+                             rng.integers(0, 10 ** rng.integers(1, 16, 5_000))]).astype(np.int64)
+    codes = round_significant_code(values)
     assert codes.max() < CODES
-    assert np.array_equal(value_of_code(codes), round_significant_int(values))
+    assert np.array_equal(value_of_code(codes), round_significant_np(values.astype(float)).astype(np.int64))
     order = np.argsort(values, kind="stable")
     assert (np.diff(codes[order]) >= 0).all()
 
@@ -242,7 +240,7 @@ def test_previous_access_matches_a_dictionary():
     n = 20_000
     code, block = rng.integers(0, 3, n), rng.integers(0, 2_000, n) * 7919   # many repeats, clustered hashes
     ts = np.cumsum(rng.integers(0, 50, n))
-    seen, prev = _previous_access(code, block, ts)
+    seen, prev = previous_access(code, block, ts)
     last, want_seen, want_prev = {}, [], []
     for c, b, t in zip(code.tolist(), block.tolist(), ts.tolist(), strict=True):
         want_seen.append((c, b) in last)
