@@ -374,7 +374,7 @@ def _job(spark: SparkSession, n: int, fn) -> list:  # type: ignore[no-untyped-de
     """fn over task ids 0..n-1, one Spark task each; the rows it returned."""
     if not n:
         return []
-    ids = spark.createDataFrame(spark.sparkContext.parallelize([(i,) for i in range(n)], n), "task long")
+    ids = spark.range(0, n, 1, n).withColumnRenamed("id", "task")   # one id per partition, no Python to make it
     return ids.mapInArrow(fn, RESULT_DDL).collect()
 
 
