@@ -1,12 +1,13 @@
-"""The trace profile straight from the `requests` table's Parquet files: no shuffle, one Spark job.
+"""The trace profile straight from the `requests` table's Parquet files: no shuffle of requests.
 
 libs.transforms.profile computes the profile from a DataFrame: two shuffles bring every request to
 the numpy passes (grouped by time part, then by address region), and Spark SQL merges what they
 leave. Here the passes read the table's files themselves, which `requests` makes cheap: it is
 partitioned by (trace_id, device), so every file holds one device, and its Parquet row groups carry
-the minimum and maximum timestamp. The driver plans from the Delta snapshot and the files' footers
-alone (no Spark job), runs one job of independent tasks, and finishes the profile from their small
-partials (one row per group, histogram cell or cut bin: it scales with groups, not requests):
+the minimum and maximum timestamp. The driver plans units of work from the Delta snapshot and the
+files' footers alone (no Spark job), runs them in one job (spread by estimated cost over 2 x cores
+Spark tasks: a Spark task has a fixed cost of its own), and finishes the profile from their partials
+(rows per group, histogram cell or cut bin: they scale with groups, not requests). The units:
 
 - ordered tasks: one device over one time span [start, stop), cut where the row-group statistics
   put equal shares of the device's requests (an estimate: a span may hold more or fewer). The task
@@ -18,8 +19,10 @@ partials (one row per group, histogram cell or cut bin: it scales with groups, n
   every access to a block and every touch of an extent is in one task.
 - arrival tasks: every device's timestamps over one time span, for the trace scope's interarrival
   times, idle periods and bursts (arrivals merged across devices).
-The driver then sums counts, merges histograms (libs.transforms.profile.merge_histograms), extent
-counts (merge_skew), footprints and burst bins, joins the run pieces, and commits the rows.
+Histogram cells and extent counts go to scratch Arrow files by group bucket (a stable hash); a second
+small job merges each bucket (libs.transforms.profile.merge_histograms, merge_skew), reading only the
+files the successful attempts reported, with the cells of the runs the driver joined across span edges.
+The driver sums counts, footprints and burst bins, and commits the rows (~16,000 for a day in 1 h windows).
 
 The result is the same rows as compute_trace_profile (tested on the hplajw week and on generated
 traces split many ways). Tables this reader cannot take (deletion vectors, no files) go through
@@ -73,6 +76,8 @@ class RowGroup:
 
 @dataclass(frozen=True)
 class Task:
+    """One unit of work (several run in one Spark task, see slots())."""
+
     kind: str                  # "ordered", "block" or "arrival"
     device: str = ""
     part: int = 0              # ordered: the span's index among the device's spans, in time order
