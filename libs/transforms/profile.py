@@ -24,8 +24,9 @@ Definitions (where the literature varies):
 
 How it runs (compute_trace_profile, the DataFrame path; the job reads the table's files itself through
 libs.transforms.profile_files, which runs the same numpy passes per device and gives the same rows):
-two numpy passes inside Spark tasks reduce the requests to small partials, and Spark merges those
-into the profile.
+two numpy passes inside Spark tasks reduce the requests to small partials; Spark tasks merge the
+histogram cells and extent counts by group, and the driver finishes the rest (finish(): counts,
+footprints, burst bins, runs joined across part edges), as the files path does.
 - The ordered pass splits the trace into parts of consecutive time chunks (`chunk_us`) of about
   `rows_per_part` requests (a chunk is never split). Each part sorts its requests per device; the request before each
   device's first one in the part comes from a per-chunk table the driver collects first (one row
@@ -37,15 +38,14 @@ into the profile.
 A task finishes the distribution of every group whose values it holds entirely (a window inside
 its part; the whole trace when one task does the pass); other groups leave one histogram per
 group and task (cells of equal rounded value, packed in a binary column), merged by a last numpy
-step. So the result is the same however the work is split (tested), and what crosses between
+step (merge_histograms). So the result is the same however the work is split (tested), and what crosses between
 tasks scales with the number of groups, not requests.
 """
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -892,13 +892,15 @@ def _block_pass(base: DataFrame, *, window_us: int, extent_bytes: int, buckets: 
             .groupBy("bucket").applyInArrow(run, PARTIAL_DDL))
 
 
-def _merging(merge: Callable[[pa.Table], pa.Table]):  # type: ignore[no-untyped-def]
-    """mapInArrow function: `merge` over a partition's rows (whole groups, by partitioning)."""
+def _merging(*merges: Callable[[pa.Table], pa.Table]):  # type: ignore[no-untyped-def]
+    """mapInArrow function: each of `merges` over a partition's rows (whole groups, by partitioning)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         kept = [b for b in batches if b.num_rows]
         if kept:
-            yield from merge(pa.Table.from_batches(kept)).to_batches()
+            table = pa.Table.from_batches(kept)
+            for merge in merges:
+                yield from merge(table).to_batches()
 
     return run
 
@@ -939,91 +941,106 @@ def compute_trace_profile(requests: DataFrame, *, span_us: int, window_us: int =
     if persisted is not None:
         persisted += [ordered, blocks]
     kind = F.col("kind")
-    pieces = ordered.where(kind == "run_piece").select("device", "key", "v", "n", "w").collect()
-    runs = spark.createDataFrame(_run_cells(stitch_runs([(r.device, r.key, int(r.v), r.n, r.w) for r in pieces]),
-                                            window_us), PARTIAL_DDL)
-
-    duration_s = F.when(F.col("window_us") > 0, F.col("window_us")).otherwise(F.lit(span_us)) / 1e6
-    pre = ordered.where(kind == "count").groupBy("device", "w").agg(
-        *[F.sum(F.when(F.col("metric") == k, F.col("n")).otherwise(0)).alias(k) for k in COUNTS])
-    counts = _expand(pre, window_us).groupBy(*GROUP).agg(*[F.sum(k).alias(k) for k in COUNTS])
-    total_bytes = F.col("bytes_read") + F.col("bytes_written")
-    parts = [_long(counts, {
-        "requests": F.col("requests"), "duration_s": duration_s, "rate_per_s": F.col("requests") / duration_s,
-        "reads": F.col("reads"), "writes": F.col("writes"),
-        "read_share_requests": F.col("reads") / F.col("requests"),
-        "read_share_bytes": F.when(total_bytes > 0, F.col("bytes_read") / total_bytes),
-        "bytes_read": F.col("bytes_read"), "bytes_written": F.col("bytes_written"),
-        "seq_share": F.col("sequential") / F.col("requests"), "runs": F.col("runs"),
-    })]
-    passes = ordered.unionByName(blocks)
-    parts.append(passes.where(kind == "final").select(
-        "scope", "device", F.col("w").alias("window_start_us"), "window_us", "metric", F.col("v").alias("value")))
+    # Everything but histogram cells and extent counts is small (rows per group and part): the driver
+    # finishes it (finish()); the cells are merged by Spark tasks, one group per task at a time.
+    small = ordered.unionByName(blocks).where(kind.isin("count", "final", "burst", "bin", "footprint", "run_piece"))
+    small = small.toArrow()
+    runs = spark.createDataFrame(joined_runs(small, window_us).to_pylist(), PARTIAL_DDL)
     group = ("scope", "device", "w", "window_us", "metric")
-    parts.append(passes.unionByName(runs).where(kind == "hist").repartition(tasks, *group)
-                 .mapInArrow(_merging(merge_histograms), FINAL_DDL))
-    parts.append(blocks.where(kind == "extent").repartition(tasks, *group).mapInArrow(_merging(merge_skew), FINAL_DDL))
-    parts.append(_footprint(blocks.where(kind == "footprint")))
-    parts += [_burstiness(ordered.where(F.col("metric") == label), label, bin_us, span_us, window_us)
-              for label, bin_us in BURST_BINS_US.items()]
-    profile = functools.reduce(_union, parts)
+    cells = ordered.unionByName(blocks).unionByName(runs).where(kind.isin("hist", "extent"))
+    merged = cells.repartition(tasks, *group).mapInArrow(_merging(merge_histograms, merge_skew), FINAL_DDL).toArrow()
+    rows = finish(small, merged, span_us=span_us, window_us=window_us)
+    profile = spark.createDataFrame(rows)
     return to_schema(profile.select(F.lit("").alias("trace_id"), *GROUP, "metric", "value"), TP.SPARK_SCHEMA)
 
 
-def _union(a: DataFrame, b: DataFrame) -> DataFrame:
-    return a.unionByName(b)
+# --- the driver's merge (both paths) -----------------------------------------------------------
 
 
-def _expand(pre: DataFrame, window_us: int, *, scopes: Sequence[str] = ("trace", "device")) -> DataFrame:
-    """Each pre-aggregated row (columns device, w = its window start, payload) once per group it
-    belongs to: the scopes, each for the whole trace and for its window. Payloads must be additive
-    (counts, sums, maxima), since the group's rows are summed afterwards."""
-    spans = [(F.lit(0).cast("long"), 0)] + ([(F.col("w"), window_us)] if window_us else [])
-    groups = F.array(*[
-        F.struct(F.lit(scope).alias("scope"), (F.lit("*") if scope == "trace" else F.col("device")).alias("device"),
-                 start.alias("window_start_us"), F.lit(w).cast("long").alias("window_us"))
-        for scope in scopes for start, w in spans
-    ])
-    payload = [c for c in pre.columns if c not in ("device", "w")]
-    return pre.select(*payload, F.explode(groups).alias("_g")).select("_g.*", *payload)
+def _groups_of(scope: str, device: str, w: int, window_us: int) -> list[tuple[str, str, int, int]]:
+    """The (scope, device, window start, window_us) groups a (device, window) row counts in: `scope`
+    "" for both scopes; each for the whole trace and its window."""
+    scopes = ("device", "trace") if not scope else (scope,)
+    spans = [(0, 0)] + ([(w, window_us)] if window_us else [])
+    return [(s, device if s == "device" else "*", start, span) for s in scopes for start, span in spans]
 
 
-def _long(df: DataFrame, metrics: dict[str, Column]) -> DataFrame:
-    """Wide (GROUP + metric columns) -> long rows, one per metric."""
-    wide = df.select(*GROUP, *[v.cast("double").alias(k) for k, v in metrics.items()])
-    stacked = F.explode(F.array(*[F.struct(F.lit(k).alias("metric"), F.col(k).alias("value")) for k in metrics]))
-    return wide.select(*GROUP, stacked.alias("_m")).select(*GROUP, "_m.metric", "_m.value")
+def _rows(table: pa.Table, kind: str, columns: Sequence[str]) -> list[tuple]:
+    picked = table.filter(pc.equal(table.column("kind"), kind)).select(list(columns))
+    return list(zip(*(picked.column(c).to_pylist() for c in columns), strict=True))
 
 
-def _footprint(rows: DataFrame) -> DataFrame:
+def joined_runs(partials: pa.Table, window_us: int) -> pa.Table:
+    """PARTIAL "hist" rows of the runs that cross span edges, from the ordered tasks' run pieces."""
+    pieces = _rows(partials, "run_piece", ("device", "key", "v", "n", "w"))
+    runs = _run_cells(stitch_runs([(d, k, int(v), n, w) for d, k, v, n, w in pieces]), window_us)
+    return pa.Table.from_pylist([dict(zip(PARTIAL.names, r, strict=True)) for r in runs], schema=PARTIAL)
+
+
+def finish(partials: pa.Table, merged: pa.Table, *, span_us: int, window_us: int) -> pa.Table:
+    """The profile (FINAL rows) from every task's small partials and the merged distributions."""
+    out: list[tuple] = []
+    counts: dict[tuple, dict[str, int]] = {}
+    for device, w, metric, n in _rows(partials, "count", ("device", "w", "metric", "n")):
+        for group in _groups_of("", device, w, window_us):
+            cell = counts.setdefault(group, dict.fromkeys(COUNTS, 0))
+            cell[metric] += n
+    for group, c in counts.items():
+        duration = (group[3] if group[3] > 0 else span_us) / 1e6
+        total_bytes = c["bytes_read"] + c["bytes_written"]
+        metrics: dict[str, Any] = {
+            "requests": c["requests"], "duration_s": duration,
+            "rate_per_s": c["requests"] / duration if duration else None,
+            "reads": c["reads"], "writes": c["writes"], "read_share_requests": c["reads"] / c["requests"],
+            "read_share_bytes": c["bytes_read"] / total_bytes if total_bytes > 0 else None,
+            "bytes_read": c["bytes_read"], "bytes_written": c["bytes_written"],
+            "seq_share": c["sequential"] / c["requests"], "runs": c["runs"]}
+        out += [(*group, m, None if v is None else float(v)) for m, v in metrics.items()]
+    out += _rows(partials, "final", ("scope", "device", "w", "window_us", "metric", "v"))
+    out += _footprint(partials) + _bursts(partials, span_us=span_us, window_us=window_us)
+    return pa.concat_tables([_final_table(out), merged.select(FINAL.names).cast(FINAL)])
+
+
+def _footprint(partials: pa.Table) -> list[tuple]:
     """Distinct 4 KiB blocks and the re-access share per device and summed over devices (a block
     belongs to one device), from the block pass's "footprint" rows."""
-    per_device = rows.groupBy("device", F.col("w").alias("window_start_us"), "window_us").agg(
-        F.sum("n").alias("_blocks"), F.sum("s").alias("_a"), F.sum("s2").alias("_r"))
-    trace = per_device.groupBy("window_start_us", "window_us").agg(
-        F.sum("_blocks").alias("_blocks"), F.sum("_a").alias("_a"), F.sum("_r").alias("_r"))
-    both = per_device.select(F.lit("device").alias("scope"), "device", "window_start_us", "window_us",
-                             "_blocks", "_a", "_r").unionByName(
-        trace.select(F.lit("trace").alias("scope"), F.lit("*").alias("device"), "window_start_us", "window_us",
-                     "_blocks", "_a", "_r"))
-    return _long(both, {"footprint_blocks_4k": F.col("_blocks"), "footprint_bytes": F.col("_blocks") * FOOTPRINT_BLOCK,
-                        "reuse_share": F.col("_r") / F.col("_a")})
+    sums: dict[tuple, list[float]] = {}
+    for device, w, window_us, n, s, s2 in _rows(partials, "footprint", ("device", "w", "window_us", "n", "s", "s2")):
+        for group in (("device", device, w, window_us), ("trace", "*", w, window_us)):
+            cell = sums.setdefault(group, [0, 0.0, 0.0])
+            cell[0] += n
+            cell[1] += s
+            cell[2] += s2
+    return [(*group, metric, value) for group, (blocks, accesses, again) in sums.items()
+            for metric, value in (("footprint_blocks_4k", float(blocks)),
+                                  ("footprint_bytes", float(blocks * FOOTPRINT_BLOCK)),
+                                  ("reuse_share", again / accesses))]
 
 
-def _burstiness(rows: DataFrame, label: str, bin_us: int, span_us: int, window_us: int) -> DataFrame:
+def _bursts(partials: pa.Table, *, span_us: int, window_us: int) -> list[tuple]:
     """Peak-to-mean and index of dispersion of request counts per bin, empty bins included, from the
-    ordered pass's "burst" sums and its "bin" rows (bins cut by a part edge, joined here)."""
-    edge = rows.where(F.col("kind") == "bin").select("device", "w", F.col("key").alias("_bin"), F.col("n").alias("_c"))
-    per_bin = _expand(edge, window_us).groupBy(*GROUP, "_bin").agg(F.sum("_c").alias("_c"))
-    sums = per_bin.groupBy(*GROUP).agg(F.sum("_c").alias("_n"), F.sum(F.col("_c") * F.col("_c")).alias("_n2"),
-                                       F.max("_c").alias("_peak")).unionByName(
-        rows.where(F.col("kind") == "burst").select("scope", "device", F.col("w").alias("window_start_us"), "window_us",
-                                                    F.col("n").alias("_n"), F.col("s").cast("long").alias("_n2"),
-                                                    F.col("mx").cast("long").alias("_peak")))
-    agg = sums.groupBy(*GROUP).agg(F.sum("_n").alias("_n"), F.sum("_n2").alias("_n2"), F.max("_peak").alias("_peak"))
-    length_us = F.when(F.col("window_us") > 0, F.col("window_us")).otherwise(F.lit(max(span_us, 1)))
-    bins_n = F.greatest(F.ceil(length_us / F.lit(bin_us)), F.lit(1))
-    mean = F.col("_n") / bins_n
-    var = F.col("_n2") / bins_n - mean * mean
-    return _long(agg, {f"peak_to_mean_{label}": F.col("_peak") / mean,
-                       f"dispersion_{label}": F.when(mean > 0, var / mean)})
+    passes' "burst" sums and their "bin" rows (bins cut by a part edge, joined here)."""
+    out = []
+    for label, bin_us in BURST_BINS_US.items():
+        bins: dict[tuple, dict[int, int]] = {}
+        for scope, device, w, key, n in _rows(partials.filter(pc.equal(partials.column("metric"), label)), "bin",
+                                             ("scope", "device", "w", "key", "n")):
+            for group in _groups_of(scope, device, w, window_us):
+                per_bin = bins.setdefault(group, {})
+                per_bin[key] = per_bin.get(key, 0) + n
+        sums: dict[tuple, list[int]] = {group: [sum(c.values()), sum(v * v for v in c.values()), max(c.values())]
+                                        for group, c in bins.items()}
+        for scope, device, w, wu, n, s, mx in _rows(partials.filter(pc.equal(partials.column("metric"), label)),
+                                                    "burst", ("scope", "device", "w", "window_us", "n", "s", "mx")):
+            cell = sums.setdefault((scope, device, w, wu), [0, 0, 0])
+            cell[0] += n
+            cell[1] += int(s)
+            cell[2] = max(cell[2], int(mx))
+        for group, (n, n2, peak) in sums.items():
+            length = group[3] if group[3] > 0 else max(span_us, 1)
+            bins_n = max(math.ceil(length / bin_us), 1)
+            mean = n / bins_n
+            var = n2 / bins_n - mean * mean
+            out += [(*group, f"peak_to_mean_{label}", peak / mean),
+                    (*group, f"dispersion_{label}", var / mean if mean > 0 else None)]
+    return out

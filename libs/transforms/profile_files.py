@@ -44,7 +44,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -395,7 +395,7 @@ def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list
     first = _job(spark, len(assigned), _stage_one(tasks, groups, window_us=window_us, extent_bytes=extent_bytes,
                                                     scratch=scratch, buckets=buckets, assigned=assigned))
     small = _from_ipc([r.blob for r in first if r.bucket < 0], P.PARTIAL)
-    runs = joined_runs(small, window_us)
+    runs = P.joined_runs(small, window_us)
     files: dict[int, list[str]] = {}
     for r in first:
         if r.bucket >= 0:
@@ -409,96 +409,6 @@ def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list
                                                 {i: extra[k] for i, k in enumerate(keys) if k in extra}, scratch))
     log.info("profile: %d buckets merged in %.1f s", len(keys), time.perf_counter() - started)
     return small, _from_ipc([r.blob for r in second], P.FINAL)
-
-
-# --- the driver's merge ------------------------------------------------------------------------
-
-
-def _groups_of(scope: str, device: str, w: int, window_us: int) -> list[tuple[str, str, int, int]]:
-    """The (scope, device, window start, window_us) groups a (device, window) row counts in: `scope`
-    "" for both scopes; each for the whole trace and its window."""
-    scopes = ("device", "trace") if not scope else (scope,)
-    spans = [(0, 0)] + ([(w, window_us)] if window_us else [])
-    return [(s, device if s == "device" else "*", start, span) for s in scopes for start, span in spans]
-
-
-def _rows(table: pa.Table, kind: str, columns: Sequence[str]) -> list[tuple]:
-    picked = table.filter(pc.equal(table.column("kind"), kind)).select(list(columns))
-    return list(zip(*(picked.column(c).to_pylist() for c in columns), strict=True))
-
-
-def joined_runs(partials: pa.Table, window_us: int) -> pa.Table:
-    """PARTIAL "hist" rows of the runs that cross span edges, from the ordered tasks' run pieces."""
-    pieces = _rows(partials, "run_piece", ("device", "key", "v", "n", "w"))
-    runs = P._run_cells(P.stitch_runs([(d, k, int(v), n, w) for d, k, v, n, w in pieces]), window_us)
-    return pa.Table.from_pylist([dict(zip(P.PARTIAL.names, r, strict=True)) for r in runs], schema=P.PARTIAL)
-
-
-def finish(partials: pa.Table, merged: pa.Table, *, span_us: int, window_us: int) -> pa.Table:
-    """The profile (P.FINAL rows) from every task's small partials and the merged distributions."""
-    out: list[tuple] = []
-    counts: dict[tuple, dict[str, int]] = {}
-    for device, w, metric, n in _rows(partials, "count", ("device", "w", "metric", "n")):
-        for group in _groups_of("", device, w, window_us):
-            cell = counts.setdefault(group, dict.fromkeys(P.COUNTS, 0))
-            cell[metric] += n
-    for group, c in counts.items():
-        duration = (group[3] if group[3] > 0 else span_us) / 1e6
-        total_bytes = c["bytes_read"] + c["bytes_written"]
-        metrics: dict[str, Any] = {
-            "requests": c["requests"], "duration_s": duration,
-            "rate_per_s": c["requests"] / duration if duration else None,
-            "reads": c["reads"], "writes": c["writes"], "read_share_requests": c["reads"] / c["requests"],
-            "read_share_bytes": c["bytes_read"] / total_bytes if total_bytes > 0 else None,
-            "bytes_read": c["bytes_read"], "bytes_written": c["bytes_written"],
-            "seq_share": c["sequential"] / c["requests"], "runs": c["runs"]}
-        out += [(*group, m, None if v is None else float(v)) for m, v in metrics.items()]
-    out += _rows(partials, "final", ("scope", "device", "w", "window_us", "metric", "v"))
-    out += _footprint(partials) + _bursts(partials, span_us=span_us, window_us=window_us)
-    return pa.concat_tables([P._final_table(out), merged])
-
-
-def _footprint(partials: pa.Table) -> list[tuple]:
-    sums: dict[tuple, list[float]] = {}
-    for device, w, window_us, n, s, s2 in _rows(partials, "footprint", ("device", "w", "window_us", "n", "s", "s2")):
-        for group in (("device", device, w, window_us), ("trace", "*", w, window_us)):
-            cell = sums.setdefault(group, [0, 0.0, 0.0])
-            cell[0] += n
-            cell[1] += s
-            cell[2] += s2
-    return [(*group, metric, value) for group, (blocks, accesses, again) in sums.items()
-            for metric, value in (("footprint_blocks_4k", float(blocks)),
-                                  ("footprint_bytes", float(blocks * P.FOOTPRINT_BLOCK)),
-                                  ("reuse_share", again / accesses))]
-
-
-def _bursts(partials: pa.Table, *, span_us: int, window_us: int) -> list[tuple]:
-    """Peak-to-mean and index of dispersion per group from "burst" sums and cut "bin" rows (as
-    libs.transforms.profile._burstiness)."""
-    out = []
-    for label, bin_us in P.BURST_BINS_US.items():
-        bins: dict[tuple, dict[int, int]] = {}
-        for scope, device, w, key, n in _rows(partials.filter(pc.equal(partials.column("metric"), label)), "bin",
-                                             ("scope", "device", "w", "key", "n")):
-            for group in _groups_of(scope, device, w, window_us):
-                per_bin = bins.setdefault(group, {})
-                per_bin[key] = per_bin.get(key, 0) + n
-        sums: dict[tuple, list[int]] = {group: [sum(c.values()), sum(v * v for v in c.values()), max(c.values())]
-                                        for group, c in bins.items()}
-        for scope, device, w, wu, n, s, mx in _rows(partials.filter(pc.equal(partials.column("metric"), label)),
-                                                    "burst", ("scope", "device", "w", "window_us", "n", "s", "mx")):
-            cell = sums.setdefault((scope, device, w, wu), [0, 0, 0])
-            cell[0] += n
-            cell[1] += int(s)
-            cell[2] = max(cell[2], int(mx))
-        for group, (n, n2, peak) in sums.items():
-            length = group[3] if group[3] > 0 else max(span_us, 1)
-            bins_n = max(math.ceil(length / bin_us), 1)
-            mean = n / bins_n
-            var = n2 / bins_n - mean * mean
-            out += [(*group, f"peak_to_mean_{label}", peak / mean),
-                    (*group, f"dispersion_{label}", var / mean if mean > 0 else None)]
-    return out
 
 
 def profile_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, span_us: int,
@@ -532,7 +442,7 @@ def profile_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, span_u
         partials, merged = run_tasks(spark, tasks, groups, window_us=window_us, extent_bytes=extent_bytes,
                                      scratch=str(scratch))
     merged_at = time.perf_counter()
-    rows = finish(partials, merged, span_us=span_us, window_us=window_us)
+    rows = P.finish(partials, merged, span_us=span_us, window_us=window_us)
     replace_from_driver(spark, table_target(spark, warehouse, "trace_profile"), {"trace_id": trace_id}, rows)
     log.info("profile: %d rows finished and committed in %.1f s", rows.num_rows, time.perf_counter() - merged_at)
     return rows.num_rows
