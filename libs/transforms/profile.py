@@ -201,6 +201,25 @@ def _dense(k: np.ndarray) -> tuple[np.ndarray, int]:
     return shifted, top + 1
 
 
+def _cell_ids(code: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+    """Each row's (device, window) cell as 0..cells-1 in (device, window) order, the number of cells,
+    and one row of each cell: by a bincount over the dense pairs when they are few, else np.unique."""
+    dc, bc = _dense(code)
+    dw, bw = _dense(w)
+    combined = dc * bw + dw
+    if bc * bw <= 4 * len(combined) + 1024:
+        present = np.bincount(combined, minlength=bc * bw) > 0
+        cell = (np.cumsum(present) - 1)[combined]
+        cells = int(present.sum())
+    else:
+        _, cell = np.unique(combined, return_inverse=True)
+        cell = cell.reshape(-1)
+        cells = int(cell.max()) + 1
+    row = np.empty(cells, np.int64)
+    row[cell] = np.arange(len(cell))
+    return cell, cells, row
+
+
 def _lex_order(keys: Sequence[np.ndarray], v: np.ndarray) -> np.ndarray:
     """np.lexsort((v, *reversed(keys))), the keys first: by one stable sort of a combined int64 key
     when the values are non-negative integers and everything fits (2.5x faster), else by lexsort."""
@@ -354,23 +373,10 @@ class _Partials:
 
         coded = metric not in EXACT
         v = round_significant_code(raw) if coded else raw
-        dc, bc = _dense(code)
-        dw, bw = _dense(w)
-        combined = dc * bw + dw                         # (device, window) in their order
-        if bc * bw <= 4 * len(v) + 1024:
-            present = np.bincount(combined, minlength=bc * bw) > 0
-            gid = (np.cumsum(present) - 1)[combined]
-            groups = int(present.sum())
-        else:
-            _, gid = np.unique(combined, return_inverse=True)
-            gid = gid.reshape(-1)
-            groups = int(gid.max()) + 1
+        gid, groups, row = _cell_ids(code, w)
         vmax = CODES if coded else int(v.max()) + 1
         if groups * vmax >= 1 << 62:
             return False
-        del dc, dw, combined
-        row = np.empty(groups, np.int64)
-        row[gid] = np.arange(len(gid))
         g_code, g_w = code[row], w[row]
         rawf = raw.astype(np.float64)
         g_n = np.bincount(gid, minlength=groups)
@@ -597,16 +603,8 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
             has_prev[i] = True
     is_seq = has_prev & (offset == prev_end)
     start, stop = span
-
-    def final_window(w: np.ndarray) -> np.ndarray:
-        inside = np.ones(len(w), bool)
-        if start is not None:
-            inside &= w >= start
-        if stop is not None:
-            inside &= w + window_us <= stop
-        return inside
-
-    out = _Partials(names, window_us=window_us, final_whole=start is None and stop is None, final_window=final_window,
+    out = _Partials(names, window_us=window_us, final_whole=start is None and stop is None,
+                    final_window=_windows_inside(span, window_us),
                     final_scopes=("device", "trace") if merged else ("device",))
     for metric, weights in (("requests", None), ("reads", is_read), ("writes", ~is_read),
                             ("bytes_read", np.where(is_read, size, 0)), ("bytes_written", np.where(is_read, 0, size)),
@@ -627,6 +625,21 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
     return out.table()
 
 
+def _windows_inside(span: tuple[int | None, int | None], window_us: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Which window starts have their whole window inside the span [start, stop) (None: open)."""
+    start, stop = span
+
+    def inside(w: np.ndarray) -> np.ndarray:
+        ok = np.ones(len(w), bool)
+        if start is not None:
+            ok &= w >= start
+        if stop is not None:
+            ok &= w + window_us <= stop
+        return ok
+
+    return inside
+
+
 def _arrival_partials(out: _Partials, ts: np.ndarray, before_ts: int | None, window_us: int) -> None:
     """The trace scope's interarrival times and idle periods: every device's arrivals merged."""
     merged = np.sort(ts)
@@ -644,14 +657,8 @@ def merged_partials(ts: np.ndarray, *, before_ts: int | None, window_us: int,
     """The trace scope's arrival metrics over one time part [start, end) of every device's arrivals
     (`ts`, any order): interarrival times, idle periods and burst bins. `before_ts` is the last
     arrival before the part. Output: PARTIAL rows; windows inside the span are finished here."""
-    start, stop = span
-
-    def final_window(w: np.ndarray) -> np.ndarray:
-        return ((w >= start) if start is not None else np.ones(len(w), bool)) & (
-            (w + window_us <= stop) if stop is not None else True)
-
-    out = _Partials([], window_us=window_us, final_whole=start is None and stop is None, final_window=final_window,
-                    final_scopes=("trace",))
+    out = _Partials([], window_us=window_us, final_whole=span == (None, None),
+                    final_window=_windows_inside(span, window_us), final_scopes=("trace",))
     ts = np.asarray(ts, np.int64)
     _arrival_partials(out, ts, before_ts, window_us)
     out.bursts(np.zeros(len(ts), np.int64), _windows(ts, window_us), ts, span, scopes=("trace",))
@@ -779,25 +786,10 @@ def block_partials(table: pa.Table, *, region_bytes: int, window_us: int, extent
     for span_w, new_block, span_us in spans:
         if not len(code):
             continue
-        dc, bc = _dense(code)
-        dw, bw = _dense(span_w)
-        if bc * bw > 4 * len(code) + 1024:            # sparse: sort instead of counting per cell
-            order = _lex_order([code], span_w)
-            c, sw = code[order], span_w[order]
-            at = _runs_of(c, sw)
-            out.add("footprint", c[at], sw[at], "footprint", window_us=span_us,
-                    n=np.add.reduceat(new_block[order].astype(np.int64), at),
-                    s=np.diff(np.append(at, len(c))).astype(np.float64),
-                    s2=np.add.reduceat(again[order].astype(np.float64), at))
-            continue
-        cell = dc * bw + dw
-        accesses = np.bincount(cell, minlength=bc * bw)
-        at = np.flatnonzero(accesses)
-        row = np.empty(bc * bw, np.int64)
-        row[cell] = np.arange(len(cell))
-        out.add("footprint", code[row[at]], span_w[row[at]], "footprint", window_us=span_us,
-                n=np.bincount(cell, new_block, bc * bw)[at].astype(np.int64), s=accesses[at].astype(np.float64),
-                s2=np.bincount(cell, again, bc * bw)[at])
+        cell, cells, row = _cell_ids(code, span_w)
+        out.add("footprint", code[row], span_w[row], "footprint", window_us=span_us,
+                n=np.bincount(cell, new_block, cells).astype(np.int64),
+                s=np.bincount(cell, minlength=cells).astype(np.float64), s2=np.bincount(cell, again, cells))
     return out.table()
 
 
