@@ -178,10 +178,27 @@ def _pack(*cols: np.ndarray) -> bytes:
 
 def _group_sums(keys: Sequence[np.ndarray], c: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
     """Distinct key tuples (sorted) and the sum of c per tuple."""
-    order = _lex_order(keys[:-1], keys[-1])
-    keys = [k[order] for k in keys]
+    if not _is_sorted(keys):
+        order = _lex_order(keys[:-1], keys[-1])
+        keys, c = [k[order] for k in keys], c[order]
     at = _runs_of(*keys)
-    return [k[at] for k in keys], np.add.reduceat(c[order], at) if len(at) else c[:0]
+    return [k[at] for k in keys], np.add.reduceat(c, at) if len(at) else c[:0]
+
+
+def _is_sorted(keys: Sequence[np.ndarray]) -> bool:
+    """Whether the rows are in lexicographic order of the keys (the passes' rows mostly come so: one
+    device in time order), which saves a sort."""
+    if len(keys[0]) < 2:
+        return True
+    after = np.zeros(len(keys[0]) - 1, bool)      # strictly after the previous row on some earlier key
+    equal = np.ones(len(keys[0]) - 1, bool)
+    for k in keys:
+        a, b = k[:-1], k[1:]
+        if not (after | (b >= a)).all():
+            return False
+        after |= equal & (b > a)
+        equal &= b == a
+    return True
 
 
 def _dense(k: np.ndarray) -> tuple[np.ndarray, int]:
@@ -369,9 +386,21 @@ class _Partials:
         and only cells are merged into coarser groups. False (nothing added) when the keys would not
         fit an int64. Rounded values are counted by their code (round_significant_code) with one
         bincount instead of a sort, when the (group, code) table is small."""
-        from libs.transforms.profile_kernels import round_significant_code
+        from libs.transforms.profile_kernels import group_cells, round_significant_code
 
         coded = metric not in EXACT
+        if _is_sorted([code, w]):                  # rows by group already: one compiled loop
+            vmax = CODES if coded else int(raw.max()) + 1
+            starts = _runs_of(code, w)
+            if len(starts) * vmax >= 1 << 62:
+                return False
+            first = np.zeros(len(code), np.int64)
+            first[starts] = 1
+            g_n, g_s, g_s2, g_mx, cell_gid, cell_v, cell_n = group_cells(np.cumsum(first) - 1, raw, len(starts),
+                                                                         coded, CODES)
+            self.cells(code[starts], w[starts], g_n, g_s, g_s2, g_mx, cell_gid, cell_v, cell_n, metric=metric,
+                       scopes=scopes, vmax=vmax, coded=coded, final=final)
+            return True
         v = round_significant_code(raw) if coded else raw
         gid, groups, row = _cell_ids(code, w)
         vmax = CODES if coded else int(v.max()) + 1
@@ -398,6 +427,17 @@ class _Partials:
             cell_gid, cell_v = keys[at] // vmax, keys[at] % vmax
             cell_n = np.diff(np.append(at, len(keys)))
         del keys, at
+        self.cells(g_code, g_w, g_n, g_s, g_s2, g_mx, cell_gid, cell_v, cell_n, metric=metric, scopes=scopes,
+                   vmax=vmax, coded=coded, final=final)
+        return True
+
+    def cells(self, g_code: np.ndarray, g_w: np.ndarray, g_n: np.ndarray, g_s: np.ndarray, g_s2: np.ndarray,
+              g_mx: np.ndarray, cell_gid: np.ndarray, cell_v: np.ndarray, cell_n: np.ndarray, *, metric: str,
+              scopes: str, vmax: int, coded: bool, final: bool) -> None:
+        """A distribution's rows from its finest groups (device code g_code, window start g_w; count, sum,
+        sum of squares and maximum of the raw values) and their cells (finest group index, value or
+        value code below vmax, count), sorted by group and value."""
+        groups = len(g_code)
         for scope, group_code, span_w, window_us in self.groups(g_code, g_w):
             if scopes not in ("both", scope):
                 continue
@@ -421,11 +461,17 @@ class _Partials:
                 cg, cv, cn = index[cell_gid[keep]], cell_v[keep], cell_n[keep]
                 if len(starts) < len(order) or (len(cg) > 1 and (cg[1:] < cg[:-1]).any()):
                     k2 = cg * vmax + cv                      # cells of several finest groups: merge
-                    by = np.argsort(k2)
-                    k2, cn = k2[by], cn[by]
-                    at2 = _runs_of(k2)
-                    cn = np.add.reduceat(cn, at2)
-                    cg, cv = k2[at2] // vmax, k2[at2] % vmax
+                    if len(starts) * vmax <= 4 * len(k2) + (1 << 21):
+                        summed = np.bincount(k2, cn, len(starts) * vmax)    # float64: exact below 2**53
+                        at2 = np.flatnonzero(summed)
+                        cn = summed[at2].astype(np.int64)
+                        cg, cv = at2 // vmax, at2 % vmax
+                    else:
+                        by = np.argsort(k2)
+                        k2, cn = k2[by], cn[by]
+                        at2 = _runs_of(k2)
+                        cn = np.add.reduceat(cn, at2)
+                        cg, cv = k2[at2] // vmax, k2[at2] % vmax
                 cstarts = _runs_of(cg)
                 cvf = (value_of_code(cv) if coded else cv).astype(np.float64)
                 if kind == "hist":
@@ -436,7 +482,6 @@ class _Partials:
                     stats = _percentiles(cstarts, cvf, cn) | _moments(n, s, s2, mx)
                     for stat, name in _stat_names(metric):
                         self.add("final", c, gw, name, scope=scope, window_us=window_us, v=stats[stat])
-        return True
 
     def groups(self, code: np.ndarray, w: np.ndarray) -> list[tuple[str, np.ndarray, np.ndarray, int]]:
         """(scope, group device code, group window start, window_us) of rows at (code, w), for each
@@ -566,7 +611,8 @@ def merge_skew(table: pa.Table) -> pa.Table:
 
 
 def _device_codes(table: pa.Table) -> tuple[list[str], np.ndarray]:
-    encoded = table.column("device").combine_chunks().dictionary_encode()
+    column = table.column("device").combine_chunks()
+    encoded = column if pa.types.is_dictionary(column.type) else column.dictionary_encode()
     return encoded.dictionary.to_pylist(), encoded.indices.to_numpy().astype(np.int64)
 
 
@@ -642,7 +688,7 @@ def _windows_inside(span: tuple[int | None, int | None], window_us: int) -> Call
 
 def _arrival_partials(out: _Partials, ts: np.ndarray, before_ts: int | None, window_us: int) -> None:
     """The trace scope's interarrival times and idle periods: every device's arrivals merged."""
-    merged = np.sort(ts)
+    merged = ts if _is_sorted([ts]) else np.sort(ts, kind="stable")   # timsort: merges each device's sorted run
     merged_gap = np.diff(merged) if before_ts is None else np.diff(merged, prepend=before_ts)
     merged_w = _windows(merged[len(merged) - len(merged_gap):], window_us)
     star = np.full(len(merged_gap), out.star)
@@ -659,7 +705,7 @@ def merged_partials(ts: np.ndarray, *, before_ts: int | None, window_us: int,
     arrival before the part. Output: PARTIAL rows; windows inside the span are finished here."""
     out = _Partials([], window_us=window_us, final_whole=span == (None, None),
                     final_window=_windows_inside(span, window_us), final_scopes=("trace",))
-    ts = np.asarray(ts, np.int64)
+    ts = np.sort(np.asarray(ts, np.int64), kind="stable")
     _arrival_partials(out, ts, before_ts, window_us)
     out.bursts(np.zeros(len(ts), np.int64), _windows(ts, window_us), ts, span, scopes=("trace",))
     return out.table()
@@ -719,9 +765,15 @@ def _extent_cells(out: _Partials, code: np.ndarray, w: np.ndarray, extent: np.nd
             _add_extent_rows(out, scope, wu, gc, gw, c)
         return
     star = out.star
-    fine = np.sort((dc * bw + dw) * be + de)
-    at = _runs_of(fine)
-    fine_n, fine = np.diff(np.append(at, len(fine))), fine[at]
+    fine = (dc * bw + dw) * be + de
+    if bc * bw * be <= 4 * len(fine) + (1 << 21):
+        counted = np.bincount(fine, minlength=bc * bw * be)
+        fine = np.flatnonzero(counted)
+        fine_n = counted[fine]
+    else:
+        fine.sort()
+        at = _runs_of(fine)
+        fine_n, fine = np.diff(np.append(at, len(fine))), fine[at]
     fine_row = np.empty(bc * bw, np.int64)                   # dense (device, window) -> a request's row
     fine_row[dc * bw + dw] = np.arange(len(dc))
     f_code, f_w = code[fine_row[fine // be]], w[fine_row[fine // be]]
@@ -762,35 +814,76 @@ def block_partials(table: pa.Table, *, region_bytes: int, window_us: int, extent
     region = table.column("region").to_numpy()
     lo = np.maximum(table.column("lo").to_numpy(), region * region_bytes)
     hi = np.minimum(table.column("hi").to_numpy(), (region + 1) * region_bytes)
+    order = np.lexsort((seq, ts, code))        # each device's pieces in time order (a request's in region order)
+    code, ts, lo, hi = code[order], ts[order], lo[order], hi[order]
+    starts = _runs_of(code)
+    ends = np.append(starts[1:], len(code))
     out = _Partials(names, window_us=window_us, final_whole=final, final_window=lambda w: np.full(len(w), final),
                     final_scopes=final_scopes)
-    row, extent = _unit_ids(lo // extent_bytes, (hi - 1) // extent_bytes)
-    _extent_cells(out, code[row], _windows(ts[row], window_us), extent)
-    # every 4 KiB block access in (ts, seq) order; each one's previous access to the same block
-    in_time = np.arange(len(ts))
-    if len(ts) > 1 and not ((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (seq[1:] > seq[:-1]))).all():
-        in_time = np.lexsort((seq, ts))
-    lo, hi = lo[in_time], hi[in_time]
-    row, block = _unit_ids(lo // FOOTPRINT_BLOCK, (hi - 1) // FOOTPRINT_BLOCK)
-    row = in_time[row]
-    code, ts = code[row], ts[row]
-    del row, lo, hi, in_time
-    from libs.transforms.profile_kernels import previous_access
-
-    again, prev = previous_access(code, block, ts)
-    del block
-    w = _windows(ts, window_us)
-    out.distribution(code[again], w[again], "reuse_time_us", "both", (ts - prev)[again])
-    first_in_window = ~again | (_windows(prev, window_us) != w)
-    spans = [(np.zeros(len(w), np.int64), ~again, 0)] + ([(w, first_in_window, window_us)] if window_us else [])
-    for span_w, new_block, span_us in spans:
-        if not len(code):
-            continue
-        cell, cells, row = _cell_ids(code, span_w)
-        out.add("footprint", code[row], span_w[row], "footprint", window_us=span_us,
-                n=np.bincount(cell, new_block, cells).astype(np.int64),
-                s=np.bincount(cell, minlength=cells).astype(np.float64), s2=np.bincount(cell, again, cells))
+    _block_rows(out, [(int(code[a]), ts[a:b], lo[a:b], hi[a:b]) for a, b in zip(starts, ends, strict=True)],
+                region_bytes=region_bytes, extent_bytes=extent_bytes)
     return out.table()
+
+
+def device_block_partials(device: str, ts: np.ndarray, seq: np.ndarray, lo: np.ndarray, hi: np.ndarray, *,
+                          window_us: int, extent_bytes: int, buckets: int, bucket: int) -> pa.Table:
+    """block_partials for one device's requests (byte ranges [lo, hi)), keeping the address regions
+    r with r % buckets == bucket (libs.transforms.profile_files: no region pieces are built). With one
+    bucket, the device's reuse-time groups are finished here."""
+    if len(ts) > 1 and not ((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (seq[1:] > seq[:-1]))).all():
+        order = np.lexsort((seq, ts))
+        ts, lo, hi = ts[order], lo[order], hi[order]
+    final = buckets == 1
+    out = _Partials([device], window_us=window_us, final_whole=final, final_window=lambda w: np.full(len(w), final),
+                    final_scopes=("device",))
+    _block_rows(out, [(0, ts, lo, hi)], region_bytes=math.lcm(extent_bytes, FOOTPRINT_BLOCK),
+                extent_bytes=extent_bytes, buckets=buckets, bucket=bucket)
+    return out.table()
+
+
+def _block_rows(out: _Partials, devices: Sequence[tuple[int, np.ndarray, np.ndarray, np.ndarray]], *,
+                region_bytes: int, extent_bytes: int, buckets: int = 1, bucket: int = 0) -> None:
+    """The block pass's rows for (device code, ts_us, lo, hi) of each device, in time order: one compiled
+    loop per device (profile_kernels.block_pass) gives the per-window sums and reuse-time cells."""
+    from libs.transforms.profile_kernels import block_pass
+
+    window_us = out.window_us
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("fc", "fw", "fnew", "facc", "fagain", "rc", "rw", "rn",
+                                                          "rs", "rs2", "rmx", "cg", "cv", "cn", "ec", "ew", "eid")}
+    whole: list[tuple[int, int, int, int]] = []
+    groups = 0
+    for code, ts, lo, hi in devices:
+        (win, rn, rs, rs2, rmx, fnew, facc, fagain, cell_win, cell_code, cell_n, distinct, total, again,
+         ext_w, ext_id) = block_pass(ts, lo, hi, window_us, FOOTPRINT_BLOCK, extent_bytes, region_bytes, buckets,
+                                     bucket, CODES)
+        if not total:
+            continue
+        whole.append((code, distinct, total, again))
+        used = facc > 0
+        for k, v in (("fc", np.full(int(used.sum()), code)), ("fw", win[used]), ("fnew", fnew[used]),
+                     ("facc", facc[used]), ("fagain", fagain[used])):
+            parts[k].append(v)
+        reused = rn > 0
+        index = np.cumsum(reused) - 1 + groups          # window -> reuse group
+        groups += int(reused.sum())
+        for k, v in (("rc", np.full(int(reused.sum()), code)), ("rw", win[reused]), ("rn", rn[reused]),
+                     ("rs", rs[reused]), ("rs2", rs2[reused]), ("rmx", rmx[reused]), ("cg", index[cell_win]),
+                     ("cv", cell_code), ("cn", cell_n), ("ec", np.full(len(ext_id), code)), ("ew", ext_w),
+                     ("eid", ext_id)):
+            parts[k].append(v)
+    if not whole:
+        return
+    p = {k: np.concatenate(v) for k, v in parts.items()}
+    _extent_cells(out, p["ec"], p["ew"], p["eid"])
+    if groups:
+        out.cells(p["rc"], p["rw"], p["rn"], p["rs"], p["rs2"], p["rmx"], p["cg"], p["cv"], p["cn"],
+                  metric="reuse_time_us", scopes="both", vmax=CODES, coded=True, final=True)
+    c, distinct, total, again = (np.array(x, np.int64) for x in zip(*whole, strict=True))
+    out.add("footprint", c, np.zeros(len(c), np.int64), "footprint", window_us=0, n=distinct,
+            s=total.astype(np.float64), s2=again.astype(np.float64))
+    if window_us:
+        out.add("footprint", p["fc"], p["fw"], "footprint", window_us=window_us, n=p["fnew"],
+                s=p["facc"].astype(np.float64), s2=p["fagain"].astype(np.float64))
 
 
 # --- Spark -------------------------------------------------------------------------------------

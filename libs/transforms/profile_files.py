@@ -60,7 +60,8 @@ log = logging.getLogger(__name__)
 
 READ = ("seq", "ts_us", "op", "offset_bytes", "size_bytes")
 ARRIVAL_ROWS = 4   # an arrival task takes this many times rows_per_part (it holds one column)
-BLOCK_TASKS_PER_SPAN = 2   # block tasks per ordered span: a request is several 4 KiB accesses (memory)
+BLOCK_ROWS_PER_PART = 4   # a block task takes up to this many times rows_per_part (the device's whole
+#                           address space when it fits: each bucket reads all the device's rows)
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,8 @@ class _Reader:
 
 
 def _with_device(table: pa.Table, device: str) -> pa.Table:
-    return table.append_column("device", pa.array([device] * table.num_rows, pa.string()))
+    return table.append_column("device", pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(table.num_rows, np.int32)), pa.array([device], pa.string())))
 
 
 def run_task(task: Task, groups: Sequence[RowGroup], *, window_us: int, extent_bytes: int) -> pa.Table:
@@ -235,32 +237,31 @@ def run_task(task: Task, groups: Sequence[RowGroup], *, window_us: int, extent_b
         return P.ordered_partials(_with_device(table, task.device), part=task.part, before=before, before_ts=None,
                                   window_us=window_us, span=(task.start, task.stop), merged=False)
     if task.kind == "block":
-        pieces = _regions(reader, groups, task, extent_bytes)
-        if not pieces.num_rows:
+        ts, seq, lo, hi = _bucket_rows(reader, groups, task, math.lcm(extent_bytes, P.FOOTPRINT_BLOCK))
+        if not len(ts):
             return P.PARTIAL.empty_table()
-        return P.block_partials(_with_device(pieces, task.device),
-                                region_bytes=math.lcm(extent_bytes, P.FOOTPRINT_BLOCK), window_us=window_us,
-                                extent_bytes=extent_bytes, final=task.buckets == 1, final_scopes=("device",))
+        return P.device_block_partials(task.device, ts, seq, lo, hi, window_us=window_us, extent_bytes=extent_bytes,
+                                       buckets=task.buckets, bucket=task.bucket)
     raise ValueError(f"unknown profile task kind {task.kind!r}")
 
 
-def _regions(reader: _Reader, groups: Sequence[RowGroup], task: Task, extent_bytes: int) -> pa.Table:
-    """The block pass's input for the task's bucket: (seq, ts_us, region, lo, hi) per request and
-    address region it touches, read one row group at a time (only the bucket's rows are kept)."""
-    region_bytes = math.lcm(extent_bytes, P.FOOTPRINT_BLOCK)
-    pieces = []
+def _bucket_rows(reader: _Reader, groups: Sequence[RowGroup], task: Task, region_bytes: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(ts_us, seq, lo, hi) of the device's requests touching an address region r with
+    r % buckets == bucket, read one row group at a time (only those rows are kept)."""
+    cols: list[list[np.ndarray]] = [[], [], [], []]
     for g in groups:
         table = reader.group(g, ["seq", "ts_us", "offset_bytes", "size_bytes"])
         lo = table.column("offset_bytes").to_numpy()
         hi = lo + table.column("size_bytes").to_numpy()
-        row, region = P._unit_ids(lo // region_bytes, (hi - 1) // region_bytes)
+        ts, seq = table.column("ts_us").to_numpy(), table.column("seq").to_numpy()
         if task.buckets > 1:
-            keep = region % task.buckets == task.bucket
-            row, region = row[keep], region[keep]
-        pieces.append(pa.table({"seq": table.column("seq").to_numpy()[row],
-                                "ts_us": table.column("ts_us").to_numpy()[row],
-                                "region": region, "lo": lo[row], "hi": hi[row]}))
-    return pa.concat_tables(pieces)
+            first, last = lo // region_bytes, (hi - 1) // region_bytes
+            keep = ((task.bucket - first) % task.buckets <= last - first)    # some r in [first, last] is ours
+            ts, seq, lo, hi = ts[keep], seq[keep], lo[keep], hi[keep]
+        for c, v in zip(cols, (ts, seq, lo, hi), strict=True):
+            c.append(v)
+    return tuple(np.concatenate(c) if c else np.zeros(0, np.int64) for c in cols)  # type: ignore[return-value]
 
 
 def plan(files: dict[str, list[str]], *, rows_per_part: int, parallelism: int
@@ -280,7 +281,7 @@ def plan(files: dict[str, list[str]], *, rows_per_part: int, parallelism: int
         edges = [None, *cuts(gs, parts), None]
         ordered += [Task("ordered", device, part=i, start=a, stop=b, rows=n // (len(edges) - 1))
                     for i, (a, b) in enumerate(itertools.pairwise(edges))]
-        buckets = BLOCK_TASKS_PER_SPAN * parts
+        buckets = math.ceil(n / (BLOCK_ROWS_PER_PART * rows_per_part))
         blocks += [Task("block", device, bucket=k, buckets=buckets, rows=n // buckets) for k in range(buckets)]
     every = [g for gs in groups.values() for g in gs]
     spans = max(math.ceil(total / (ARRIVAL_ROWS * rows_per_part)),

@@ -7,6 +7,36 @@ import numba
 import numpy as np
 
 
+@numba.njit(cache=True, inline="always")
+def _code_of(v: int) -> int:  # pragma: no cover - compiled
+    """round_significant_code of one value."""
+    if v < 10_000:
+        return v
+    step = 1
+    e = 0
+    limit = 10_000
+    while v >= limit:                  # multiplications, not divisions
+        step *= 10
+        e += 1
+        if limit > 100_000_000_000_000_000:
+            break                      # the next limit would overflow: v < 2**63 < 10 * limit
+        limit *= 10
+    r = np.int64(np.float64(v) / np.float64(step))   # a float division (an int64 one costs 40-90 cycles),
+    rest = v - r * step                                  # corrected to the exact quotient
+    if rest < 0:
+        r -= 1
+        rest += step
+    elif rest >= step:
+        r += 1
+        rest -= step
+    if 2 * rest >= step:
+        r += 1
+    if r == 10_000:
+        r = 1_000
+        e += 1
+    return 10_000 + 9_000 * (e - 1) + (r - 1_000)
+
+
 @numba.njit(cache=True)
 def round_significant_code(values: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """Non-negative int64 values rounded as libs.transforms.profile.round_significant_np rounds them
@@ -14,55 +44,273 @@ def round_significant_code(values: np.ndarray) -> np.ndarray:  # pragma: no cove
     10,000 + 9,000 * (e - 1) + (m - 1,000) for the rounded value m * 10**e (1,000 <= m <= 9,999)."""
     out = np.empty_like(values)
     for i in range(len(values)):
-        v = values[i]
-        if v < 10_000:
-            out[i] = v
-            continue
-        step = 1
-        e = 0
-        x = v
-        while x >= 10_000:
-            x //= 10
-            step *= 10
-            e += 1
-        r = v // step
-        if 2 * (v - r * step) >= step:
-            r += 1
-        if r == 10_000:
-            r = 1_000
-            e += 1
-        out[i] = 10_000 + 9_000 * (e - 1) + (r - 1_000)
+        out[i] = _code_of(values[i])
+    return out
+
+
+CHUNK = 8                      # blocks per hash-table entry: a request's blocks share one or two entries
+NEVER = np.iinfo(np.int64).min
+
+
+@numba.njit(cache=True)
+def _grown(keys: np.ndarray, last: np.ndarray):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The table at twice the size, every entry placed again."""
+    size = 2 * len(keys)
+    bits = 0
+    while (1 << bits) < size:
+        bits += 1
+    new_keys = np.zeros(size, np.int64)
+    new_last = np.empty((size, last.shape[1]), np.int64)
+    for i in range(len(keys)):
+        if keys[i] != 0:
+            j = np.int64((np.uint64(keys[i] - 1) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+            while new_keys[j] != 0:
+                j = (j + 1) & (size - 1)
+            new_keys[j] = keys[i]
+            new_last[j, :] = last[i, :]
+    return new_keys, new_last
+
+
+@numba.njit(cache=True)
+def _flush(cells: np.ndarray, nc: int, k: int, counts: np.ndarray, touched: np.ndarray,
+           nt: int):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Appends window k's (k, code, count) cells in code order to cells[:nc] (grown when full) and
+    clears its counts."""
+    if nc + nt > len(cells):
+        grown = np.empty((max(2 * len(cells), nc + nt), 3), np.int64)
+        grown[:nc] = cells[:nc]
+        cells = grown
+    if 16 * nt < len(counts):
+        for c in np.sort(touched[:nt]):
+            cells[nc, 0] = k
+            cells[nc, 1] = c
+            cells[nc, 2] = counts[c]
+            counts[c] = 0
+            nc += 1
+    else:                                  # many codes: a scan of the counts beats a sort
+        for c in range(len(counts)):
+            if counts[c]:
+                cells[nc, 0] = k
+                cells[nc, 1] = c
+                cells[nc, 2] = counts[c]
+                counts[c] = 0
+                nc += 1
+    return cells, nc
+
+
+@numba.njit(cache=True, inline="always")
+def _shift_of(d: int) -> int:  # pragma: no cover - compiled
+    """log2(d) when d is a power of two, else -1."""
+    if d <= 0 or d & (d - 1):
+        return -1
+    s = 0
+    while (1 << s) < d:
+        s += 1
+    return s
+
+
+@numba.njit(cache=True, inline="always")
+def _div(x: int, d: int, shift: int) -> int:  # pragma: no cover - compiled
+    """x // d (x >= 0), by a shift when d is a power of two (a division costs ~30 cycles)."""
+    return x >> shift if shift >= 0 else x // d
+
+
+@numba.njit(cache=True)
+def _grow(a: np.ndarray, need: int) -> np.ndarray:  # pragma: no cover - compiled
+    if need <= len(a):
+        return a
+    out = np.empty(max(2 * len(a), need), a.dtype)
+    out[:len(a)] = a
     return out
 
 
 @numba.njit(cache=True)
-def previous_access(code: np.ndarray, block: np.ndarray,
-                     ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
-    """For accesses in time order: whether (code, block) was accessed before, and the time of its
-    previous access (an open-addressing table of the last access per block)."""
-    n = len(block)
-    bits = 1
-    while (1 << bits) < 2 * n:
-        bits += 1
-    size = 1 << bits
-    used = np.zeros(size, np.bool_)
-    key_block = np.empty(size, np.int64)
-    key_code = np.empty(size, np.int64)
-    last = np.empty(size, np.int64)
-    seen = np.zeros(n, np.bool_)
-    prev = np.zeros(n, np.int64)
-    shift = np.uint64(64 - bits)
+def _grown_zeros(a: np.ndarray, size: int) -> np.ndarray:  # pragma: no cover - compiled
+    out = np.zeros(size, a.dtype)
+    out[:len(a)] = a
+    return out
+
+
+@numba.njit(cache=True)
+def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, block_bytes: int,
+               extent_bytes: int, region_bytes: int, buckets: int, bucket: int,
+               codes: int):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The block pass over one device's requests in time order (byte ranges [lo, hi)), keeping the blocks
+    and extents of the address regions r (region_bytes, a multiple of both block_bytes and
+    extent_bytes) with r % buckets == bucket, in one loop: every block access's previous access to
+    the same block comes from an open-addressing table of the last access per block (CHUNK blocks
+    per entry).
+
+    Returns per window (starts `win`, in time order): the reuse times' count, sum, sum of squares and
+    maximum, footprint (blocks first accessed in the window), accesses and re-accesses; the reuse
+    times' (window index, value code, count) cells sorted by window and code; the whole trace's
+    distinct blocks, accesses and re-accesses; and one (window start, extent) per request and extent
+    it touches."""
+    n = len(ts)
+    bshift, eshift, rshift = _shift_of(block_bytes), _shift_of(extent_bytes), _shift_of(region_bytes)
+    bits = 12
+    keys = np.zeros(1 << bits, np.int64)              # chunk of CHUNK blocks + 1; 0: empty
+    last = np.empty((1 << bits, CHUNK), np.int64)     # last access per block of the chunk; NEVER: none
+    used = 0
+    m = 64                                            # per-window arrays, grown
+    win = np.empty(m, np.int64)
+    rn = np.zeros(m, np.int64)
+    rs = np.zeros(m, np.float64)
+    rs2 = np.zeros(m, np.float64)
+    rmx = np.full(m, -np.inf)
+    fnew = np.zeros(m, np.int64)
+    facc = np.zeros(m, np.int64)
+    fagain = np.zeros(m, np.int64)
+    ext_w = np.empty(max(n, 16), np.int64)
+    ext_id = np.empty(max(n, 16), np.int64)
+    counts = np.zeros(codes, np.int64)
+    touched = np.empty(codes, np.int64)
+    cells = np.empty((1 << 12, 3), np.int64)          # (window index, code, count), grown
+    nc = 0
+    nt = 0
+    k = -1
+    w = 0
+    w_end = 0
+    t_ext = 0
+    distinct = 0
+    total = 0
+    again_all = 0
     for i in range(n):
-        h = np.uint64(block[i]) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(code[i]) * np.uint64(0xC2B2AE3D27D4EB4F)
-        j = np.int64(h >> shift)
-        while used[j] and (key_block[j] != block[i] or key_code[j] != code[i]):
-            j = (j + 1) & (size - 1)
-        if used[j]:
-            seen[i] = True
-            prev[i] = last[j]
+        t = ts[i]
+        if k < 0 or t >= w_end:                       # a new window (requests come in time order)
+            if nt:
+                cells, nc = _flush(cells, nc, k, counts, touched, nt)
+                nt = 0
+            if window_us > 0:
+                w = (t // window_us) * window_us
+                w_end = w + window_us
+            else:
+                w_end = np.iinfo(np.int64).max
+            k += 1
+            if k == m:
+                m *= 2
+                win, rn, fnew, facc, fagain = (_grow(win, m), _grown_zeros(rn, m), _grown_zeros(fnew, m),
+                                               _grown_zeros(facc, m), _grown_zeros(fagain, m))
+                rs, rs2 = _grown_zeros(rs, m), _grown_zeros(rs2, m)
+                rmx = _grow(rmx, m)
+                rmx[k:] = -np.inf
+            win[k] = w
+        first, final = lo[i], hi[i] - 1
+        for r in range(_div(first, region_bytes, rshift), _div(final, region_bytes, rshift) + 1):
+            if buckets > 1 and r % buckets != bucket:
+                continue
+            a = max(first, r * region_bytes)
+            z = min(final, (r + 1) * region_bytes - 1)
+            e0, e1 = _div(a, extent_bytes, eshift), _div(z, extent_bytes, eshift)
+            if t_ext + e1 - e0 + 1 > len(ext_id):
+                ext_w = _grow(ext_w, t_ext + e1 - e0 + 1)
+                ext_id = _grow(ext_id, t_ext + e1 - e0 + 1)
+            for e in range(e0, e1 + 1):
+                ext_w[t_ext] = w
+                ext_id[t_ext] = e
+                t_ext += 1
+            chunk = -1
+            j = 0
+            for b in range(_div(a, block_bytes, bshift), _div(z, block_bytes, bshift) + 1):
+                if b // CHUNK != chunk:
+                    chunk = b // CHUNK
+                    if 2 * (used + 1) > len(keys):
+                        keys, last = _grown(keys, last)
+                        bits += 1
+                    mask = len(keys) - 1
+                    j = np.int64((np.uint64(chunk) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+                    while keys[j] != 0 and keys[j] != chunk + 1:
+                        j = (j + 1) & mask
+                    if keys[j] == 0:
+                        keys[j] = chunk + 1
+                        last[j, :] = NEVER
+                        used += 1
+                total += 1
+                facc[k] += 1
+                p = last[j, b % CHUNK]
+                if p == NEVER:
+                    fnew[k] += 1
+                    distinct += 1
+                else:
+                    d = t - p
+                    c = _code_of(d)
+                    if counts[c] == 0:
+                        touched[nt] = c
+                        nt += 1
+                    counts[c] += 1
+                    rn[k] += 1
+                    df = np.float64(d)
+                    rs[k] += df
+                    rs2[k] += df * df
+                    if df > rmx[k]:
+                        rmx[k] = df
+                    fagain[k] += 1
+                    again_all += 1
+                    if window_us > 0 and p < w:         # last accessed in an earlier window
+                        fnew[k] += 1
+                last[j, b % CHUNK] = t
+    if nt:
+        cells, nc = _flush(cells, nc, k, counts, touched, nt)
+    m = k + 1
+    return (win[:m], rn[:m], rs[:m], rs2[:m], rmx[:m], fnew[:m], facc[:m], fagain[:m],
+            cells[:nc, 0].copy(), cells[:nc, 1].copy(), cells[:nc, 2].copy(),
+            distinct, total, again_all, ext_w[:t_ext].copy(), ext_id[:t_ext].copy())
+
+
+@numba.njit(cache=True)
+def group_cells(gid: np.ndarray, values: np.ndarray, groups: int, coded: bool,
+                codes: int):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """A distribution's finest groups and cells from rows sorted by group (gid nondecreasing, 0..groups-1)
+    with non-negative int64 values: per group the count, sum, sum of squares and maximum, and the
+    (group, value, count) cells sorted by group and value, the value as round_significant_code's code
+    when `coded` (counted in a table of `codes` entries), else exact (sorted per group)."""
+    n = len(gid)
+    g_n = np.zeros(groups, np.int64)
+    g_s = np.zeros(groups, np.float64)
+    g_s2 = np.zeros(groups, np.float64)
+    g_mx = np.full(groups, -np.inf)
+    cells = np.empty((1 << 12, 3), np.int64)
+    nc = 0
+    counts = np.zeros(codes if coded else 1, np.int64)
+    touched = np.empty(codes if coded else 1, np.int64)
+    nt = 0
+    a = 0
+    while a < n:
+        g = gid[a]
+        b = a
+        while b < n and gid[b] == g:
+            v = values[b]
+            f = np.float64(v)
+            g_n[g] += 1
+            g_s[g] += f
+            g_s2[g] += f * f
+            if f > g_mx[g]:
+                g_mx[g] = f
+            if coded:
+                c = _code_of(v)
+                if counts[c] == 0:
+                    touched[nt] = c
+                    nt += 1
+                counts[c] += 1
+            b += 1
+        if coded:
+            cells, nc = _flush(cells, nc, g, counts, touched, nt)
+            nt = 0
         else:
-            used[j] = True
-            key_block[j] = block[i]
-            key_code[j] = code[i]
-        last[j] = ts[i]
-    return seen, prev
+            run = np.sort(values[a:b])
+            if nc + len(run) > len(cells):
+                grown = np.empty((max(2 * len(cells), nc + len(run)), 3), np.int64)
+                grown[:nc] = cells[:nc]
+                cells = grown
+            i = 0
+            while i < len(run):
+                j = i
+                while j < len(run) and run[j] == run[i]:
+                    j += 1
+                cells[nc, 0] = g
+                cells[nc, 1] = run[i]
+                cells[nc, 2] = j - i
+                nc += 1
+                i = j
+        a = b
+    return g_n, g_s, g_s2, g_mx, cells[:nc, 0].copy(), cells[:nc, 1].copy(), cells[:nc, 2].copy()

@@ -29,7 +29,7 @@ from libs.transforms.profile import (
     stitch_runs,
     value_of_code,
 )
-from libs.transforms.profile_kernels import previous_access, round_significant_code
+from libs.transforms.profile_kernels import block_pass, round_significant_code
 from schemas import trace_profile
 from tests.builders import ingest, make_requests, write_msr
 from tests.conftest import HPLAJW_TRACE_ID
@@ -235,20 +235,64 @@ def test_cell_views_read_every_chunk_in_place():
     assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
 
 
-def test_previous_access_matches_a_dictionary():
+def _block_pass_by_hand(ts, lo, hi, window_us, extent_bytes, region_bytes, buckets, bucket):
+    """block_pass's results by dictionaries, one 4 KiB block at a time."""
+    last, wins, cells, ext = {}, {}, {}, []
+    distinct = total = again = 0
+    for t, a, z in zip(ts.tolist(), lo.tolist(), (hi - 1).tolist(), strict=True):
+        w = t // window_us * window_us if window_us else 0
+        sums = wins.setdefault(w, [0, 0.0, 0.0, -np.inf, 0, 0, 0])   # rn, rs, rs2, rmx, fnew, facc, fagain
+        ext += [(w, e) for e in range(a // extent_bytes, z // extent_bytes + 1)
+                if e * extent_bytes // region_bytes % buckets == bucket]
+        for b in range(a // 4096, z // 4096 + 1):
+            if b * 4096 // region_bytes % buckets != bucket:
+                continue
+            total += 1
+            sums[5] += 1
+            if b in last:
+                d = t - last[b]
+                again += 1
+                sums[0] += 1
+                sums[1] += d
+                sums[2] += float(d) * float(d)
+                sums[3] = max(sums[3], d)
+                sums[6] += 1
+                sums[4] += last[b] // window_us * window_us != w if window_us else 0
+                code = int(round_significant_code(np.array([d]))[0])
+                cells[(w, code)] = cells.get((w, code), 0) + 1
+            else:
+                distinct += 1
+                sums[4] += 1
+            last[b] = t
+    return wins, cells, ext, (distinct, total, again)
+
+
+@pytest.mark.parametrize(("window_us", "extent_bytes", "buckets", "bucket"),
+                         [(10_000, MIB, 1, 0), (0, MIB, 1, 0), (7_000, 3 * 4096, 3, 1), (10_000, 64 * 1024, 4, 0)])
+def test_block_pass_matches_a_direct_computation(window_us, extent_bytes, buckets, bucket):
     rng = np.random.default_rng(5)
-    n = 20_000
-    code, block = rng.integers(0, 3, n), rng.integers(0, 2_000, n) * 7919   # many repeats, clustered hashes
-    ts = np.cumsum(rng.integers(0, 50, n))
-    seen, prev = previous_access(code, block, ts)
-    last, want_seen, want_prev = {}, [], []
-    for c, b, t in zip(code.tolist(), block.tolist(), ts.tolist(), strict=True):
-        want_seen.append((c, b) in last)
-        want_prev.append(last.get((c, b), 0))
-        last[(c, b)] = t
-    assert seen.tolist() == want_seen
-    assert prev[seen].tolist() == np.array(want_prev)[seen].tolist()
-    assert 0 < seen.sum() < n
+    n = 6_000
+    ts = np.cumsum(rng.integers(0, 40, n))
+    lo = rng.integers(0, 3_000, n) * 4096 * 3 + rng.integers(0, 4096, n)       # unaligned, many repeats
+    hi = lo + rng.choice([512, 4096, 20_000, 300_000, 3 * MIB], n)             # across blocks, extents, regions
+    region_bytes = math.lcm(extent_bytes, 4096)
+    (win, rn, rs, rs2, rmx, fnew, facc, fagain, cell_win, cell_code, cell_n, distinct, total, again,
+     ext_w, ext_id) = block_pass(ts, lo, hi, window_us, 4096, extent_bytes, region_bytes, buckets, bucket, CODES)
+    wins, cells, ext, whole = _block_pass_by_hand(ts, lo, hi, window_us, extent_bytes, region_bytes, buckets, bucket)
+    assert (distinct, total, again) == whole
+    assert 1_000 < again < total                     # re-accesses, within and across windows
+    used = facc > 0
+    assert sorted(wins) == win[used].tolist()
+    for i in np.flatnonzero(used):
+        want = wins[int(win[i])]
+        assert [int(rn[i]), int(fnew[i]), int(facc[i]), int(fagain[i])] == [want[0], want[4], want[5], want[6]]
+        assert rs[i] == want[1] and rs2[i] == pytest.approx(want[2], rel=1e-12)
+        assert (rmx[i] == want[3]) if want[0] else rmx[i] == -np.inf
+    assert {(int(win[k]), c): m for k, c, m in zip(cell_win.tolist(), cell_code.tolist(), cell_n.tolist(),
+                                                   strict=True)} == cells
+    keys = list(zip(cell_win.tolist(), cell_code.tolist(), strict=True))
+    assert keys == sorted(keys)                      # by window, then value code
+    assert list(zip(ext_w.tolist(), ext_id.tolist(), strict=True)) == ext
 
 
 def test_extent_cells_count_touches_per_group():

@@ -127,7 +127,9 @@ def test_plan_splits_devices_and_spans(tmp_path):
     assert PF.cuts(groups, 1) == []
     tasks, by_device = PF.plan({"x": [str(path)]}, rows_per_part=300, parallelism=2)
     kinds = [t.kind for t in tasks]
-    assert kinds == ["block"] * 4 * PF.BLOCK_TASKS_PER_SPAN + ["ordered"] * 4 + ["arrival"]
+    assert kinds == ["block"] + ["ordered"] * 4 + ["arrival"]      # one block task: up to 4 x 300 rows
+    assert [(t.bucket, t.buckets) for t in PF.plan({"x": [str(path)]}, rows_per_part=100, parallelism=2)[0]
+            if t.kind == "block"] == [(0, 3), (1, 3), (2, 3)]
     spans = [(t.start, t.stop) for t in tasks if t.kind == "ordered"]
     assert spans == [(None, 250), (250, 500), (500, 750), (750, None)]
     assert len(by_device["x"]) == 10
