@@ -286,7 +286,8 @@ def test_block_pass_matches_a_direct_computation(window_us, extent_bytes, bucket
     for i in np.flatnonzero(used):
         want = wins[int(win[i])]
         assert [int(rn[i]), int(fnew[i]), int(facc[i]), int(fagain[i])] == [want[0], want[4], want[5], want[6]]
-        assert rs[i] == want[1] and rs2[i] == pytest.approx(want[2], rel=1e-12)
+        assert rs[i] == want[1]
+        assert rs2[i] == pytest.approx(want[2], rel=1e-12)
         assert (rmx[i] == want[3]) if want[0] else rmx[i] == -np.inf
     assert {(int(win[k]), c): m for k, c, m in zip(cell_win.tolist(), cell_code.tolist(), cell_n.tolist(),
                                                    strict=True)} == cells
