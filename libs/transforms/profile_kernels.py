@@ -175,9 +175,13 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     distinct = 0
     total = 0
     again_all = 0
+    c_n, c_s, c_s2, c_mx, c_new, c_acc = 0, 0.0, 0.0, -np.inf, 0, 0
     for i in range(n):
         t = ts[i]
         if k < 0 or t >= w_end:                       # a new window (requests come in time order)
+            if k >= 0:                                # the last one's sums, kept in locals meanwhile
+                rn[k], rs[k], rs2[k], rmx[k], fnew[k], facc[k], fagain[k] = c_n, c_s, c_s2, c_mx, c_new, c_acc, c_n
+            c_n, c_s, c_s2, c_mx, c_new, c_acc = 0, 0.0, 0.0, -np.inf, 0, 0
             if nt:
                 cells, nc = _flush(cells, nc, k, counts, touched, nt)
                 nt = 0
@@ -226,10 +230,10 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
                         last[j, :] = NEVER
                         used += 1
                 total += 1
-                facc[k] += 1
+                c_acc += 1
                 p = last[j, b % CHUNK]
                 if p == NEVER:
-                    fnew[k] += 1
+                    c_new += 1
                     distinct += 1
                 else:
                     d = t - p
@@ -238,17 +242,18 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
                         touched[nt] = c
                         nt += 1
                     counts[c] += 1
-                    rn[k] += 1
+                    c_n += 1
                     df = np.float64(d)
-                    rs[k] += df
-                    rs2[k] += df * df
-                    if df > rmx[k]:
-                        rmx[k] = df
-                    fagain[k] += 1
+                    c_s += df
+                    c_s2 += df * df
+                    if df > c_mx:
+                        c_mx = df
                     again_all += 1
                     if window_us > 0 and p < w:         # last accessed in an earlier window
-                        fnew[k] += 1
+                        c_new += 1
                 last[j, b % CHUNK] = t
+    if k >= 0:
+        rn[k], rs[k], rs2[k], rmx[k], fnew[k], facc[k], fagain[k] = c_n, c_s, c_s2, c_mx, c_new, c_acc, c_n
     if nt:
         cells, nc = _flush(cells, nc, k, counts, touched, nt)
     m = k + 1

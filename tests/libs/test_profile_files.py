@@ -92,7 +92,7 @@ def gen_expected(spark, spark_cfg):
 
 
 @pytest.mark.parametrize(("group_rows", "seed", "rows_per_part"), [
-    (1 << 20, None, 250_000),   # one row group per device; one task of each kind per device
+    (1 << 20, None, 250_000),   # one row group per device; one "device" task (both passes) per device
     (97, None, 300),            # many row groups in time order; devices cut into time spans and address buckets
     (97, 3, 300),               # shuffled rows: every row group spans the whole trace
     (1_000, 5, 120),            # row groups of 1,000 shuffled rows; ~10 spans and buckets per device
@@ -127,9 +127,11 @@ def test_plan_splits_devices_and_spans(tmp_path):
     assert PF.cuts(groups, 1) == []
     tasks, by_device = PF.plan({"x": [str(path)]}, rows_per_part=300, parallelism=2)
     kinds = [t.kind for t in tasks]
-    assert kinds == ["block"] + ["ordered"] * 4 + ["arrival"]      # one block task: up to 4 x 300 rows
-    assert [(t.bucket, t.buckets) for t in PF.plan({"x": [str(path)]}, rows_per_part=100, parallelism=2)[0]
-            if t.kind == "block"] == [(0, 3), (1, 3), (2, 3)]
+    assert kinds == ["block"] * 4 + ["ordered"] * 4 + ["arrival"]      # at most 300 rows per task
+    assert [(t.bucket, t.buckets) for t in PF.plan({"x": [str(path)]}, rows_per_part=500, parallelism=2)[0]
+            if t.kind == "block"] == [(0, 2), (1, 2)]
+    # a device that fits one task: both passes in one "device" task (its rows read once)
+    assert [t.kind for t in PF.plan({"x": [str(path)]}, rows_per_part=1_000, parallelism=1)[0]] == ["device", "arrival"]
     spans = [(t.start, t.stop) for t in tasks if t.kind == "ordered"]
     assert spans == [(None, 250), (250, 500), (500, 750), (750, None)]
     assert len(by_device["x"]) == 10
@@ -170,12 +172,12 @@ def test_buckets_are_stable():
 
 
 def test_slots_spread_cost_evenly():
-    tasks = [PF.Task("block", "a", bucket=k, buckets=4, rows=1_000) for k in range(4)]      # cost 2,400 each
+    tasks = [PF.Task("block", "a", bucket=k, buckets=4, rows=1_000) for k in range(4)]      # cost 1,100 each
     tasks += [PF.Task("ordered", "a", part=i, rows=1_000) for i in range(5)]               # 1,000 each
     tasks += [PF.Task("arrival", rows=10_000)]                                             # 4,000
     assigned = PF.slots(tasks, 4)
     assert sorted(i for s in assigned for i in s) == list(range(len(tasks)))
     loads = sorted(sum(tasks[i].cost for i in s) for s in assigned)
-    # longest first, each to the least loaded (17,600 in all; within 4/3 of the best split, 4,400 each)
-    assert loads == [4_400, 4_400, 4_800, 5_000]
+    # longest first, each to the least loaded (13,400 in all; within 4/3 of the best split, 3,350 each)
+    assert loads == [3_100, 3_100, 3_200, 4_000]
     assert PF.slots(tasks[:2], 4) == [[0], [1]]       # never an empty Spark task
