@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m pip install --quiet --upgrade pip==26.3
 	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,bench,airflow]'
 	$(VENV)/bin/blockheat jvm-archive
+	$(PY) -m libs.transforms.profile_kernels   # the profile's numba loops, compiled into their cache once
 	@touch $(STAMP)
 
 demo: $(STAMP)

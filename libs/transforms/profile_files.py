@@ -5,18 +5,21 @@ the numpy passes (grouped by time part, then by address region), and Spark SQL m
 leave. Here the passes read the table's files themselves, which `requests` makes cheap: it is
 partitioned by (trace_id, device), so every file holds one device, and its Parquet row groups carry
 the minimum and maximum timestamp. The driver plans units of work from the Delta snapshot and the
-files' footers alone (no Spark job), runs them in one job (spread by estimated cost over 2 x cores
-Spark tasks: a Spark task has a fixed cost of its own), and finishes the profile from their partials
-(rows per group, histogram cell or cut bin: they scale with groups, not requests). The units:
+files' footers alone (no Spark job), runs them in one RDD job (spread by estimated cost over
+2 x cores Spark tasks: a Spark task has a fixed cost of its own, and an RDD job about half a DataFrame
+job's), and finishes the profile from their partials (rows per group, histogram cell or cut bin: they
+scale with groups, not requests). The units, each at most `rows_per_part` (ROWS_PER_TASK, 1 M) requests:
 
 - ordered tasks: one device over one time span [start, stop), cut where the row-group statistics
   put equal shares of the device's requests (an estimate: a span may hold more or fewer). The task
   reads the row groups the span overlaps, and its predecessor (the device's last request before
   `start`) from the few row groups that can hold it. Device-scope groups inside the span are
   finished there; the rest leave histogram cells, run pieces and cut 1 s / 1 min bins.
-- block tasks: one device's requests whose address region (lcm(extent, 4 KiB) bytes) falls in one
-  of `buckets` buckets, read row group by row group (a request crossing a region edge is split), so
-  every access to a block and every touch of an extent is in one task.
+- block tasks: one device's requests touching an address region (lcm(extent, 4 KiB) bytes) of one
+  of `buckets` buckets, read row group by row group, so every access to a block and every touch of an
+  extent is in one task: one compiled loop (profile_kernels.block_pass) over the requests in time
+  order, with a table of each block's last access.
+- device tasks: both of the above for a device that fits one task, on one read of its rows.
 - arrival tasks: every device's timestamps over one time span, for the trace scope's interarrival
   times, idle periods and bursts (arrivals merged across devices).
 Histogram cells and extent counts go to scratch Arrow files by group bucket (a stable hash); a second
