@@ -64,7 +64,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 READ = ("seq", "ts_us", "op", "offset_bytes", "size_bytes")
-ARRIVAL_ROWS = 4   # an arrival task takes this many times rows_per_part (it holds one column)
+ARRIVAL_ROWS = 2   # an arrival task takes this many times rows_per_part (it holds one column, and ~8 arrays of it)
+MERGE_ROWS = 2_500_000   # a merge bucket per this many requests at least (the histogram cells grow with them)
 ROWS_PER_TASK = 1_000_000   # the most requests an ordered or block task holds (~100 bytes each in the compiled
 #                             passes); a block task's bucket reads all its device's rows, keeps its share
 
@@ -415,7 +416,8 @@ def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list
     those merge into, with the runs joined across span edges). `scratch`: an empty directory every
     executor reaches."""
     parallelism = spark.sparkContext.defaultParallelism
-    buckets = max(1, min(len(tasks), parallelism))
+    requests = sum(t.rows for t in tasks if t.kind in ("ordered", "device"))
+    buckets = max(1, min(len(tasks), max(parallelism, math.ceil(requests / MERGE_ROWS))))
     started = time.perf_counter()
     assigned = slots(tasks, min(len(tasks), 2 * parallelism))
     first = _job(spark, len(assigned), _stage_one(tasks, groups, window_us=window_us, extent_bytes=extent_bytes,
