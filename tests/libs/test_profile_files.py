@@ -127,7 +127,7 @@ def test_plan_splits_devices_and_spans(tmp_path):
     assert PF.cuts(groups, 1) == []
     tasks, by_device = PF.plan({"x": [str(path)]}, rows_per_part=300, parallelism=2)
     kinds = [t.kind for t in tasks]
-    assert kinds == ["block"] * 4 + ["ordered"] * 4 + ["arrival"]      # at most 300 rows per task
+    assert kinds == ["block"] * 4 + ["ordered"] * 4 + ["arrival"] * 2   # 300 rows a task, 600 an arrival task
     assert [(t.bucket, t.buckets) for t in PF.plan({"x": [str(path)]}, rows_per_part=500, parallelism=2)[0]
             if t.kind == "block"] == [(0, 2), (1, 2)]
     # a device that fits one task: both passes in one "device" task (its rows read once)
