@@ -71,6 +71,17 @@ def _grown(keys: np.ndarray, last: np.ndarray):  # type: ignore[no-untyped-def] 
     return new_keys, new_last
 
 
+@numba.njit(cache=True, inline="always")
+def _count(counts: np.ndarray, touched: np.ndarray, nt: int, v: int) -> int:  # pragma: no cover - compiled
+    """Counts v under its value code; a code's first count appends it to touched[:nt]. The new nt."""
+    c = _code_of(v)
+    if counts[c] == 0:
+        touched[nt] = c
+        nt += 1
+    counts[c] += 1
+    return nt
+
+
 @numba.njit(cache=True)
 def _flush(cells: np.ndarray, nc: int, k: int, counts: np.ndarray, touched: np.ndarray,
            nt: int):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
@@ -237,11 +248,7 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
                     distinct += 1
                 else:
                     d = t - p
-                    c = _code_of(d)
-                    if counts[c] == 0:
-                        touched[nt] = c
-                        nt += 1
-                    counts[c] += 1
+                    nt = _count(counts, touched, nt, d)
                     c_n += 1
                     df = np.float64(d)
                     c_s += df
@@ -292,11 +299,7 @@ def group_cells(gid: np.ndarray, values: np.ndarray, groups: int, coded: bool,
             if f > g_mx[g]:
                 g_mx[g] = f
             if coded:
-                c = _code_of(v)
-                if counts[c] == 0:
-                    touched[nt] = c
-                    nt += 1
-                counts[c] += 1
+                nt = _count(counts, touched, nt, v)
             b += 1
         if coded:
             cells, nc = _flush(cells, nc, g, counts, touched, nt)
