@@ -864,7 +864,7 @@ def _block_rows(out: _Partials, devices: Sequence[tuple[int, np.ndarray, np.ndar
     whole: list[tuple[int, int, int, int]] = []
     groups = 0
     for code, ts, lo, hi in devices:
-        (win, rn, rs, rs2, rmx, fnew, facc, fagain, cell_win, cell_code, cell_n, distinct, total, again,
+        (win, rn, rs, rs2, rmx, fnew, facc, cell_win, cell_code, cell_n, distinct, total, again,
          ext_w, ext_id) = block_pass(ts, lo, hi, window_us, FOOTPRINT_BLOCK, extent_bytes, region_bytes, buckets,
                                      bucket, CODES)
         if not total:
@@ -872,7 +872,7 @@ def _block_rows(out: _Partials, devices: Sequence[tuple[int, np.ndarray, np.ndar
         whole.append((code, distinct, total, again))
         used = facc > 0
         for k, v in (("fc", np.full(int(used.sum()), code)), ("fw", win[used]), ("fnew", fnew[used]),
-                     ("facc", facc[used]), ("fagain", fagain[used])):
+                     ("facc", facc[used]), ("fagain", rn[used])):               # re-accesses
             parts[k].append(v)
         reused = rn > 0
         index = np.cumsum(reused) - 1 + groups          # window -> reuse group

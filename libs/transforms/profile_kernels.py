@@ -127,17 +127,11 @@ def _div(x: int, d: int, shift: int) -> int:  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _grow(a: np.ndarray, need: int) -> np.ndarray:  # pragma: no cover - compiled
-    if need <= len(a):
+def _grow(a: np.ndarray, size: int, fill: float = 0) -> np.ndarray:  # pragma: no cover - compiled
+    """a in an array of at least `size` (twice a's length or more), the new part `fill`."""
+    if size <= len(a):
         return a
-    out = np.empty(max(2 * len(a), need), a.dtype)
-    out[:len(a)] = a
-    return out
-
-
-@numba.njit(cache=True)
-def _grown_zeros(a: np.ndarray, size: int) -> np.ndarray:  # pragma: no cover - compiled
-    out = np.zeros(size, a.dtype)
+    out = np.full(max(2 * len(a), size), fill, a.dtype)
     out[:len(a)] = a
     return out
 
@@ -152,8 +146,8 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     the same block comes from an open-addressing table of the last access per block (CHUNK blocks
     per entry).
 
-    Returns per window (starts `win`, in time order): the reuse times' count, sum, sum of squares and
-    maximum, footprint (blocks first accessed in the window), accesses and re-accesses; the reuse
+    Returns per window (starts `win`, in time order): the reuse times' count (= re-accesses), sum, sum of
+    squares and maximum, footprint (blocks first accessed in the window) and accesses; the reuse
     times' (window index, value code, count) cells sorted by window and code; the whole trace's
     distinct blocks, accesses and re-accesses; and one (window start, extent) per request and extent
     it touches."""
@@ -171,7 +165,6 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     rmx = np.full(m, -np.inf)
     fnew = np.zeros(m, np.int64)
     facc = np.zeros(m, np.int64)
-    fagain = np.zeros(m, np.int64)
     ext_w = np.empty(max(n, 16), np.int64)
     ext_id = np.empty(max(n, 16), np.int64)
     counts = np.zeros(codes, np.int64)
@@ -191,7 +184,7 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
         t = ts[i]
         if k < 0 or t >= w_end:                       # a new window (requests come in time order)
             if k >= 0:                                # the last one's sums, kept in locals meanwhile
-                rn[k], rs[k], rs2[k], rmx[k], fnew[k], facc[k], fagain[k] = c_n, c_s, c_s2, c_mx, c_new, c_acc, c_n
+                rn[k], rs[k], rs2[k], rmx[k], fnew[k], facc[k] = c_n, c_s, c_s2, c_mx, c_new, c_acc
             c_n, c_s, c_s2, c_mx, c_new, c_acc = 0, 0.0, 0.0, -np.inf, 0, 0
             if nt:
                 cells, nc = _flush(cells, nc, k, counts, touched, nt)
@@ -204,11 +197,8 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
             k += 1
             if k == m:
                 m *= 2
-                win, rn, fnew, facc, fagain = (_grow(win, m), _grown_zeros(rn, m), _grown_zeros(fnew, m),
-                                               _grown_zeros(facc, m), _grown_zeros(fagain, m))
-                rs, rs2 = _grown_zeros(rs, m), _grown_zeros(rs2, m)
-                rmx = _grow(rmx, m)
-                rmx[k:] = -np.inf
+                win, rn, fnew, facc = _grow(win, m), _grow(rn, m), _grow(fnew, m), _grow(facc, m)
+                rs, rs2, rmx = _grow(rs, m), _grow(rs2, m), _grow(rmx, m, -np.inf)
             win[k] = w
         first, final = lo[i], hi[i] - 1
         for r in range(_div(first, region_bytes, rshift), _div(final, region_bytes, rshift) + 1):
@@ -260,11 +250,11 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
                         c_new += 1
                 last[j, b % CHUNK] = t
     if k >= 0:
-        rn[k], rs[k], rs2[k], rmx[k], fnew[k], facc[k], fagain[k] = c_n, c_s, c_s2, c_mx, c_new, c_acc, c_n
+        rn[k], rs[k], rs2[k], rmx[k], fnew[k], facc[k] = c_n, c_s, c_s2, c_mx, c_new, c_acc
     if nt:
         cells, nc = _flush(cells, nc, k, counts, touched, nt)
     m = k + 1
-    return (win[:m], rn[:m], rs[:m], rs2[:m], rmx[:m], fnew[:m], facc[:m], fagain[:m],
+    return (win[:m], rn[:m], rs[:m], rs2[:m], rmx[:m], fnew[:m], facc[:m],
             cells[:nc, 0].copy(), cells[:nc, 1].copy(), cells[:nc, 2].copy(),
             distinct, total, again_all, ext_w[:t_ext].copy(), ext_id[:t_ext].copy())
 

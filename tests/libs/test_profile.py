@@ -268,7 +268,8 @@ def _block_pass_by_hand(ts, lo, hi, window_us, extent_bytes, region_bytes, bucke
 
 
 @pytest.mark.parametrize(("window_us", "extent_bytes", "buckets", "bucket"),
-                         [(10_000, MIB, 1, 0), (0, MIB, 1, 0), (7_000, 3 * 4096, 3, 1), (10_000, 64 * 1024, 4, 0)])
+                         [(10_000, MIB, 1, 0), (0, MIB, 1, 0), (7_000, 3 * 4096, 3, 1), (10_000, 64 * 1024, 4, 0),
+                          (1_000, MIB, 2, 1)])      # ~120 windows: the per-window arrays grow past 64
 def test_block_pass_matches_a_direct_computation(window_us, extent_bytes, buckets, bucket):
     rng = np.random.default_rng(5)
     n = 6_000
@@ -276,16 +277,19 @@ def test_block_pass_matches_a_direct_computation(window_us, extent_bytes, bucket
     lo = rng.integers(0, 3_000, n) * 4096 * 3 + rng.integers(0, 4096, n)       # unaligned, many repeats
     hi = lo + rng.choice([512, 4096, 20_000, 300_000, 3 * MIB], n)             # across blocks, extents, regions
     region_bytes = math.lcm(extent_bytes, 4096)
-    (win, rn, rs, rs2, rmx, fnew, facc, fagain, cell_win, cell_code, cell_n, distinct, total, again,
+    (win, rn, rs, rs2, rmx, fnew, facc, cell_win, cell_code, cell_n, distinct, total, again,
      ext_w, ext_id) = block_pass(ts, lo, hi, window_us, 4096, extent_bytes, region_bytes, buckets, bucket, CODES)
     wins, cells, ext, whole = _block_pass_by_hand(ts, lo, hi, window_us, extent_bytes, region_bytes, buckets, bucket)
     assert (distinct, total, again) == whole
     assert 1_000 < again < total                     # re-accesses, within and across windows
     used = facc > 0
     assert sorted(wins) == win[used].tolist()
+    if window_us == 1_000:
+        assert len(win) > 64                         # the per-window arrays grew
     for i in np.flatnonzero(used):
         want = wins[int(win[i])]
-        assert [int(rn[i]), int(fnew[i]), int(facc[i]), int(fagain[i])] == [want[0], want[4], want[5], want[6]]
+        assert [int(rn[i]), int(fnew[i]), int(facc[i])] == [want[0], want[4], want[5]]
+        assert want[6] == want[0]                    # re-accesses: the reuse times' count
         assert rs[i] == want[1]
         assert rs2[i] == pytest.approx(want[2], rel=1e-12)
         assert (rmx[i] == want[3]) if want[0] else rmx[i] == -np.inf
