@@ -171,13 +171,6 @@ def _runs_of(*keys: np.ndarray) -> np.ndarray:
     return np.flatnonzero(new)
 
 
-def _unit_ids(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(row index, unit id) for every unit first[i]..last[i] of every row i."""
-    k = last - first + 1
-    row = np.repeat(np.arange(len(first)), k)
-    return row, first[row] + np.arange(len(row)) - np.repeat(np.cumsum(k) - k, k)
-
-
 def _pack(*cols: np.ndarray) -> bytes:
     """Equal-length numeric columns as one float64 blob (integers below 2**53 stay exact)."""
     return np.column_stack(cols).astype(np.float64).tobytes()
