@@ -407,7 +407,7 @@ def _job(spark: SparkSession, n: int, fn) -> list:  # type: ignore[no-untyped-de
     fixed cost of a DataFrame one (no plan to analyse, no Arrow stream), ~0.1 s a job here."""
     if not n:
         return []
-    return [Result(*r) for r in spark.sparkContext.parallelize(range(n), n).mapPartitions(fn).collect()]
+    return spark.sparkContext.parallelize(range(n), n).mapPartitions(fn).collect()
 
 
 def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, window_us: int,

@@ -83,14 +83,21 @@ def _count(counts: np.ndarray, touched: np.ndarray, nt: int, v: int) -> int:  # 
 
 
 @numba.njit(cache=True)
+def _room(cells: np.ndarray, nc: int, more: int) -> np.ndarray:  # pragma: no cover - compiled
+    """cells (rows of (group, value, count), nc used), grown to take `more` rows."""
+    if nc + more <= len(cells):
+        return cells
+    grown = np.empty((max(2 * len(cells), nc + more), 3), np.int64)
+    grown[:nc] = cells[:nc]
+    return grown
+
+
+@numba.njit(cache=True)
 def _flush(cells: np.ndarray, nc: int, k: int, counts: np.ndarray, touched: np.ndarray,
            nt: int):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Appends window k's (k, code, count) cells in code order to cells[:nc] (grown when full) and
     clears its counts."""
-    if nc + nt > len(cells):
-        grown = np.empty((max(2 * len(cells), nc + nt), 3), np.int64)
-        grown[:nc] = cells[:nc]
-        cells = grown
+    cells = _room(cells, nc, nt)
     if 16 * nt < len(counts):
         for c in np.sort(touched[:nt]):
             cells[nc, 0] = k
@@ -296,10 +303,7 @@ def group_cells(gid: np.ndarray, values: np.ndarray, groups: int, coded: bool,
             nt = 0
         else:
             run = np.sort(values[a:b])
-            if nc + len(run) > len(cells):
-                grown = np.empty((max(2 * len(cells), nc + len(run)), 3), np.int64)
-                grown[:nc] = cells[:nc]
-                cells = grown
+            cells = _room(cells, nc, len(run))
             i = 0
             while i < len(run):
                 j = i
