@@ -30,7 +30,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,24 +56,29 @@ SCORECARD_SPEC = "ibm_ultrastar_73lzx"
 CLUSTER_SCRIPT = REPO / "infra" / "spark" / "local-cluster.sh"
 
 
-def make_trace(path: Path, n: int, seed: int = 8) -> None:
-    """n MSR requests over one day on 4 disks, time-ordered, written 1M rows at a time."""
+def trace_chunks(n: int, seed: int = 8) -> Iterator[pa.Table]:
+    """n generated MSR requests over one day on 4 disks, time-ordered, 1M rows at a time (MSR CSV columns)."""
     rng = np.random.default_rng(seed)
     chunks = max(1, -(-n // CHUNK))
+    for c in range(chunks):
+        k = min(CHUNK, n - c * CHUNK)
+        lo, hi = c * DAY_TICKS // chunks, (c + 1) * DAY_TICKS // chunks
+        hot = rng.zipf(1.3, k) % 32_768                      # extent popularity, 32 GiB per disk
+        yield pa.table({
+            "ts": FILETIME_T0 + np.sort(rng.integers(lo, hi, k)),
+            "host": pa.array(["gen"] * k),
+            "disk": rng.integers(0, 4, k),
+            "type": np.where(rng.random(k) < 0.35, "Read", "Write"),
+            "offset": hot * (1 << 20) + rng.integers(0, 2048, k) * 512,
+            "size": rng.choice(np.array([512, 4096, 8192, 16384, 65536]), k),
+            "rt": rng.integers(50, 20_000, k),
+        })
+
+
+def make_trace(path: Path, n: int, seed: int = 8) -> None:
+    """n MSR requests over one day on 4 disks, time-ordered, written 1M rows at a time."""
     with path.open("wb") as out:
-        for c in range(chunks):
-            k = min(CHUNK, n - c * CHUNK)
-            lo, hi = c * DAY_TICKS // chunks, (c + 1) * DAY_TICKS // chunks
-            hot = rng.zipf(1.3, k) % 32_768                      # extent popularity, 32 GiB per disk
-            table = pa.table({
-                "ts": FILETIME_T0 + np.sort(rng.integers(lo, hi, k)),
-                "host": pa.array(["gen"] * k),
-                "disk": rng.integers(0, 4, k),
-                "type": np.where(rng.random(k) < 0.35, "Read", "Write"),
-                "offset": hot * (1 << 20) + rng.integers(0, 2048, k) * 512,
-                "size": rng.choice(np.array([512, 4096, 8192, 16384, 65536]), k),
-                "rt": rng.integers(50, 20_000, k),
-            })
+        for table in trace_chunks(n, seed):
             pacsv.write_csv(table, out, pacsv.WriteOptions(include_header=False, quoting_style="none"))
 
 

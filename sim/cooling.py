@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pyarrow as pa
+from numba import njit
 
-from sim.array import Extent, ExtentMap, RemapEvent
+from sim.array import Extent, ExtentMap, LayoutArrays, RemapEvent
 from sim.engine import PolicyBase, Window
 from sim.tracker import InterarrivalTracker, split_into_units
 
@@ -147,20 +148,58 @@ def cooling_step(disk_heat: np.ndarray, unit_heat: np.ndarray, unit_sectors: np.
             break
     if target < 0:
         return Step("no_target", -1, source, -1)
-    if queue_len[source] > 0:                                                # step 5
+    return _decide(disk_heat, float(unit_heat[chosen]), int(unit_sectors[chosen]), chosen, source, target, queue_len,
+                   objective=objective, copy_span_s=copy_span_s)
+
+
+def _decide(disk_heat: np.ndarray, h_e: float, sectors_e: int, chosen: int, source: int, target: int,
+            queue_len: np.ndarray, *, objective: str, copy_span_s: float | None) -> Step:
+    """Figure 5's step 5 for the (extent, target) pair found: the source's queue, then the objective."""
+    if queue_len[source] > 0:
         return Step("source_queue", chosen, source, target)
-    h_e = unit_heat[chosen]
     if objective == "max":
         if disk_heat[target] + h_e > disk_heat[source] - h_e:
             return Step("target_hotter", chosen, source, target)
         return Step("move", chosen, source, target)
-    copy_heat = 0.0 if copy_span_s is None else float(unit_sectors[chosen]) / copy_span_s
+    copy_heat = 0.0 if copy_span_s is None else float(sectors_e) / copy_span_s
     after = disk_heat.astype(np.float64).copy()
     after[source] += copy_heat - h_e
     after[target] += copy_heat + h_e
     if not after.var() < disk_heat.var():
         return Step("no_gain", chosen, source, target)
     return Step("move", chosen, source, target)
+
+
+@njit(cache=True, nogil=True)
+def _scan(listed: np.ndarray, work: np.ndarray, unaged: np.ndarray, aging_from: np.ndarray, at_us: float,
+          aging: bool, unit_disk: np.ndarray, unit_sectors: np.ndarray, n_disks: int,
+          by_temperature: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    """One pass over the units in index order: the disks' heats (each unit's tracked heat, aged at at_us when
+    asked, summed in index order as np.bincount does) and per disk its first candidate, the unit of highest
+    rank (temperature, or heat for fragments) among those with heat > 0, ties to the lowest index
+    (-1: none), with that unit's heat."""
+    disk_heat = np.zeros(n_disks)
+    best = np.full(n_disks, -1, dtype=np.int64)
+    best_rank = np.zeros(n_disks)
+    best_heat = np.zeros(n_disks)
+    for u in range(unit_disk.shape[0]):
+        if not listed[u]:
+            continue
+        h = unaged[u]
+        if aging:
+            gap = at_us - aging_from[u]
+            aged = work[u] / (gap if gap > 1.0 else 1.0)
+            if aged < h:
+                h = aged
+        d = unit_disk[u]
+        disk_heat[d] += h
+        if h > 0.0:
+            r = h / unit_sectors[u] if by_temperature else h
+            if best[d] < 0 or r > best_rank[d]:
+                best[d] = u
+                best_rank[d] = r
+                best_heat[d] = h
+    return disk_heat, best, best_heat
 
 
 def _descending(units: np.ndarray, rank: np.ndarray) -> Iterator[int]:
@@ -235,11 +274,18 @@ class DiskCooling(PolicyBase):
         self.interval_us = self.config.every_s * 1e6 if self.config.every_s is not None else 1_000_000.0
         self._tracker: InterarrivalTracker | None = None
         self._files = np.zeros(0, dtype=np.int64)
+        self._file_ids = np.zeros(0, dtype=np.int64)       # the files numbered 0.. (rows of _holding)
         self._prev_us = 0.0
-        # Free space per disk, kept for the placement it was computed on (recomputed per changed disk).
-        self._free: list[tuple[np.ndarray, np.ndarray]] = []
+        # The placement the demon works on: the live map as of the last call with that call's moves applied
+        # (a copy kept across calls; units only change by remap events, so each call compares the remapped
+        # units alone); per disk its free ranges, and per (file, disk) how many units of the file it holds.
         self._seen_disk = np.zeros(0, dtype=np.int64)
         self._seen_pstart = np.zeros(0, dtype=np.int64)
+        self._free: list[tuple[np.ndarray, np.ndarray]] = []
+        self._largest = np.zeros(0, dtype=np.int64)        # per disk its largest free range (sectors)
+        self._holding = np.zeros((0, 0), dtype=np.int64)
+        self._watched = np.zeros(0, dtype=np.int64)        # units named by any remap event so far
+        self._watched_events = -1
 
     def start(self, sim: Simulation) -> None:
         if not isinstance(sim.array.layout, ExtentMap):
@@ -257,7 +303,9 @@ class DiskCooling(PolicyBase):
             if files.shape != (n,):
                 raise ValueError(f"unit_file needs one file per unit ({n}), got shape {files.shape}")
             self._files = files
+        self._file_ids = np.unique(self._files, return_inverse=True)[1].astype(np.int64).reshape(-1)
         self._prev_us = sim.now_us
+        self._seen_disk = np.zeros(0, dtype=np.int64)
 
     @property
     def unit_files(self) -> np.ndarray:
@@ -276,6 +324,9 @@ class DiskCooling(PolicyBase):
         return float(arrivals[idx]) if idx < len(arrivals) else math.inf
 
     def on_interval(self, sim: Simulation, window: Window) -> Sequence[RemapEvent]:
+        """One demon call. Its cost is one compiled pass over the units (the disks' heats and each disk's
+        first candidate) plus work per remapped unit; Figure 5 on whole arrays (cooling_step) runs only when
+        the first candidate finds no target or for the second and later moves of a call (max_moves > 1)."""
         assert self._tracker is not None, "start() runs first"
         cfg = self.config
         lay = sim.layout
@@ -284,31 +335,37 @@ class DiskCooling(PolicyBase):
                                               window.first_request, window.end_request)
         self._tracker.observe(unit, t_us, blocks)
         now = sim.now_us
-        heat = self._tracker.heat(at_us=now if cfg.aging else None)
         n_disks = sim.array.n_disks
-        unit_disk = lay.ext_disk.copy()
-        unit_pstart = lay.ext_pstart.copy()
+        capacity = sim.spec.capacity_sectors
         unit_len = lay.ext_len
-        disk_heat = np.bincount(unit_disk, weights=heat, minlength=n_disks).astype(np.float64)
+        self._sync(lay, n_disks, capacity)
+        unit_disk, unit_pstart = self._seen_disk, self._seen_pstart
+        at_us = now if cfg.aging else None
+        listed, work, unaged, aging_from = self._tracker.estimates()
+        disk_heat, best, best_heat = _scan(listed, work, unaged, aging_from, float(now), cfg.aging, unit_disk,
+                                           unit_len, n_disks, cfg.unit == "extent")
         queue = sim.disk_queue_lengths()
         span_s = max(now - self._prev_us, 1.0) / 1e6
         self._prev_us = now
-        capacity = sim.spec.capacity_sectors
-        self._refresh_free(unit_disk, unit_pstart, unit_len, n_disks, capacity)
+        copy_span_s = span_s if cfg.dhv_copy_cost else None
         free = self._free
         events: list[RemapEvent] = []
-        for _ in range(cfg.max_moves):
-            largest = np.array([int(lengths.max()) if len(lengths) else 0 for _, lengths in free], dtype=np.int64)
-            step = cooling_step(disk_heat, heat, unit_len, unit_disk, self._files, queue, largest, delta=cfg.delta,
-                                objective=cfg.objective, unit=cfg.unit,
-                                copy_span_s=span_s if cfg.dhv_copy_cost else None)
+        heat = None                                    # every unit's heat, made only when cooling_step needs it
+        for i in range(cfg.max_moves):
+            largest = self._largest
+            step = None if i else self._first_step(disk_heat, best, best_heat, unit_len, queue, largest, copy_span_s)
+            if step is None:
+                if heat is None:
+                    heat = self._tracker.heat(at_us=at_us)
+                step = cooling_step(disk_heat, heat, unit_len, unit_disk, self._files, queue, largest, delta=cfg.delta,
+                                    objective=cfg.objective, unit=cfg.unit, copy_span_s=copy_span_s)
             self.outcomes[step.outcome] = self.outcomes.get(step.outcome, 0) + 1
             if step.outcome != "move":
                 break
             e, s, t = step.unit, step.source, step.target
             starts, lengths = free[t]
             pstart = int(starts[np.flatnonzero(lengths >= unit_len[e])[0]])
-            h_e = float(heat[e])
+            h_e = float(heat[e]) if heat is not None else float(best_heat[s])
             self.moves.append(CoolingMove(
                 now, e, cfg.unit, int(self._files[e]), int(lay.ext_lstart[e]), int(unit_len[e]),
                 int(unit_len[e]) * sim.spec.sector_size, s, t, int(unit_pstart[e]), pstart, h_e,
@@ -317,22 +374,67 @@ class DiskCooling(PolicyBase):
             events.append(RemapEvent(now, e, t, pstart, migrate=cfg.migrate))
             disk_heat[s] -= h_e
             disk_heat[t] += h_e
-            unit_disk[e] = t
-            unit_pstart[e] = pstart
+            self._place(np.array([e]), np.array([t]), np.array([pstart]))
             for d in (s, t):
-                free[d] = _disk_free(unit_disk, unit_pstart, unit_len, d, capacity)
-        self._seen_disk, self._seen_pstart = unit_disk, unit_pstart
+                self._set_free(d, _disk_free(unit_disk, unit_pstart, unit_len, d, capacity))
         return events
 
-    def _refresh_free(self, unit_disk: np.ndarray, unit_pstart: np.ndarray, unit_len: np.ndarray, n_disks: int,
-                      capacity: int) -> None:
-        """Free ranges for the current placement: all disks the first time, then the disks whose units changed."""
-        if len(self._seen_disk) != len(unit_disk):
-            self._free = free_ranges(unit_disk, unit_pstart, unit_len, n_disks, capacity)
+    def _first_step(self, disk_heat: np.ndarray, best: np.ndarray, best_heat: np.ndarray, unit_len: np.ndarray,
+                    queue: np.ndarray, largest: np.ndarray, copy_span_s: float | None) -> Step | None:
+        """cooling_step's answer when the trigger is not met or the source's first candidate (best[source])
+        finds a target; None when cooling_step has to walk the further candidates."""
+        cfg = self.config
+        n_disks = len(disk_heat)
+        source = int(np.argmax(disk_heat))
+        if not disk_heat[source] > disk_heat.mean() * (1.0 + cfg.delta):
+            return Step("balanced", -1, source, -1)
+        e = int(best[source])
+        if e < 0:
+            return Step("no_target", -1, source, -1)
+        holding = (self._holding[self._file_ids[e]] > 0).tolist() if cfg.unit == "extent" else \
+            [d == source for d in range(n_disks)]
+        heats, room, size = disk_heat.tolist(), largest.tolist(), int(unit_len[e])
+        for t in sorted(range(n_disks), key=heats.__getitem__):     # ascending heat, ties by index (stable)
+            if not holding[t] and room[t] >= size:
+                return _decide(disk_heat, float(best_heat[source]), size, e, source, t, queue,
+                               objective=cfg.objective, copy_span_s=copy_span_s)
+        return None
+
+    def _sync(self, lay: LayoutArrays, n_disks: int, capacity: int) -> None:
+        """Bring the demon's placement up to the live map: everything the first time, then the units remap
+        events named (only they can have moved), with the free ranges of the disks they left or joined."""
+        if len(self._seen_disk) != len(lay.ext_disk):
+            self._seen_disk = lay.ext_disk.copy()
+            self._seen_pstart = lay.ext_pstart.copy()
+            self._free = free_ranges(self._seen_disk, self._seen_pstart, lay.ext_len, n_disks, capacity)
+            self._largest = np.array([int(n.max()) if len(n) else 0 for _, n in self._free], dtype=np.int64)
+            self._holding = np.zeros((int(self._file_ids.max(initial=0)) + 1, n_disks), dtype=np.int64)
+            np.add.at(self._holding, (self._file_ids, self._seen_disk), 1)
             return
-        moved = np.flatnonzero((unit_disk != self._seen_disk) | (unit_pstart != self._seen_pstart))
-        for d in sorted(set(self._seen_disk[moved].tolist()) | set(unit_disk[moved].tolist())):
-            self._free[d] = _disk_free(unit_disk, unit_pstart, unit_len, d, capacity)
+        if len(lay.rm_ext) != self._watched_events:
+            self._watched = np.unique(lay.rm_ext)
+            self._watched_events = len(lay.rm_ext)
+        w = self._watched
+        if not len(w):
+            return
+        changed = w[(lay.ext_disk[w] != self._seen_disk[w]) | (lay.ext_pstart[w] != self._seen_pstart[w])]
+        if not len(changed):
+            return
+        disks = set(self._seen_disk[changed].tolist()) | set(lay.ext_disk[changed].tolist())
+        self._place(changed, lay.ext_disk[changed], lay.ext_pstart[changed])
+        for d in sorted(disks):
+            self._set_free(d, _disk_free(self._seen_disk, self._seen_pstart, lay.ext_len, d, capacity))
+
+    def _set_free(self, disk: int, ranges: tuple[np.ndarray, np.ndarray]) -> None:
+        self._free[disk] = ranges
+        self._largest[disk] = int(ranges[1].max()) if len(ranges[1]) else 0
+
+    def _place(self, units: np.ndarray, disks: np.ndarray, pstarts: np.ndarray) -> None:
+        """Set units' disks and starts in the demon's placement, keeping the per-(file, disk) counts."""
+        np.subtract.at(self._holding, (self._file_ids[units], self._seen_disk[units]), 1)
+        np.add.at(self._holding, (self._file_ids[units], disks), 1)
+        self._seen_disk[units] = disks
+        self._seen_pstart[units] = pstarts
 
     def moves_table(self) -> pa.Table:
         """The executed moves as COOLING_MOVES_SCHEMA rows."""

@@ -107,13 +107,20 @@ class InterarrivalTracker:
                  np.ascontiguousarray(t_us, dtype=np.float64), np.ascontiguousarray(blocks, dtype=np.float64))
         self._changed.append(unit)
 
-    def heat(self, at_us: float | None = None) -> np.ndarray:
-        """Estimated heat of every unit (blocks/s; 0 before a unit's second request). With at_us, each
-        estimate is aged by a pseudo request at that time (selective: only a lower value is taken)."""
+    def estimates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The cached history-only terms, brought up to date: per unit, whether it has an estimate (2+
+        requests), m R x 1e6, the unaged estimate and t_(n-m+2); a unit's heat at t' is the unaged estimate,
+        or with aging min(unaged, m R x 1e6 / max(t' - t_(n-m+2), 1)) (what heat() computes for every unit)."""
         if self._changed:
             self._n_known = _estimates(self.times, self.blocks, self.count, np.concatenate(self._changed), self._work,
                                        self._unaged, self._aging_from, self._known, self._n_known, self._listed)
             self._changed = []
+        return self._listed, self._work, self._unaged, self._aging_from
+
+    def heat(self, at_us: float | None = None) -> np.ndarray:
+        """Estimated heat of every unit (blocks/s; 0 before a unit's second request). With at_us, each
+        estimate is aged by a pseudo request at that time (selective: only a lower value is taken)."""
+        self.estimates()
         return _heat(len(self.count), self._known[:self._n_known], self._work, self._unaged, self._aging_from,
                      -1.0 if at_us is None else float(at_us), at_us is not None)
 
