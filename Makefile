@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,bench,airflow]'
 	$(VENV)/bin/blockheat jvm-archive
 	$(PY) -m libs.transforms.profile_kernels   # the profile's numba loops, compiled into their cache once
+	$(PY) -m libs.transforms.tracking_kernels  # heat tracking's, likewise
 	@touch $(STAMP)
 
 demo: $(STAMP)

@@ -19,10 +19,11 @@ from libs.heat_eval import (
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, replace_rows, trace_info
 from libs.transforms.tracking import compute_heat_tracking
+from libs.transforms.tracking_files import Unsupported, track_trace
 from schemas import heat_tracking, tracking_eval
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -35,18 +36,39 @@ class TrackConfig:
     extent_bytes: int = 1 << 20
 
 
+def track_ks(spark: SparkSession, cfg: SparkConfig, trace_id: str, ks: Sequence[int], *,
+             aging_period_us: int = 3_600_000_000, extent_bytes: int = 1 << 20) -> dict[int, int]:
+    """Writes the trace's heat_tracking rows of every k (extent size, aging period); returns k -> rows.
+    Read from the requests files in one pass for all k (libs.transforms.tracking_files); the window
+    functions (libs.transforms.tracking), one pass per k, when the files cannot be read directly."""
+    span_us = int(trace_info(spark, cfg.warehouse, trace_id)["span_us"])
+    log.info("heat tracking: %s, k in %s, aging every %g s", trace_id, list(ks), aging_period_us / 1e6)
+    try:
+        return track_trace(spark, cfg.warehouse, trace_id, ks=ks, span_us=span_us, extent_bytes=extent_bytes,
+                           aging_period_us=aging_period_us)
+    except Unsupported as exc:
+        log.info("heat tracking %s: window functions (%s)", trace_id, exc)
+    requests = read_table(spark, cfg.warehouse, "requests", trace_id)
+    rows = {}
+    for k in ks:
+        tracked = compute_heat_tracking(requests, extent_bytes=extent_bytes, k=k, aging_period_us=aging_period_us,
+                                        span_us=span_us)
+        where = {"trace_id": trace_id, "k": k, "extent_bytes": extent_bytes, "aging_period_us": aging_period_us}
+        replace_rows(tracked, spark, cfg.warehouse, heat_tracking.TABLE, where)
+        rows[k] = _tracked(spark, cfg, trace_id, k, extent_bytes, aging_period_us).count()
+    return rows
+
+
+def _tracked(spark: SparkSession, cfg: SparkConfig, trace_id: str, k: int, extent_bytes: int,
+             aging_period_us: int) -> DataFrame:
+    return read_table(spark, cfg.warehouse, heat_tracking.TABLE, trace_id).where(
+        f"k = {k} AND extent_bytes = {extent_bytes} AND aging_period_us = {aging_period_us}")
+
+
 def run_track(spark: SparkSession, cfg: SparkConfig, job: TrackConfig) -> int:
     """Writes the trace's heat_tracking rows for (k, extent size, aging period); returns the row count."""
-    span_us = int(trace_info(spark, cfg.warehouse, job.trace_id)["span_us"])
-    requests = read_table(spark, cfg.warehouse, "requests", job.trace_id)
-    log.info("heat tracking: %s, k=%d, aging every %g s", job.trace_id, job.k, job.aging_period_us / 1e6)
-    tracked = compute_heat_tracking(requests, extent_bytes=job.extent_bytes, k=job.k,
-                                    aging_period_us=job.aging_period_us, span_us=span_us)
-    where = {"trace_id": job.trace_id, "k": job.k, "extent_bytes": job.extent_bytes,
-             "aging_period_us": job.aging_period_us}
-    replace_rows(tracked, spark, cfg.warehouse, heat_tracking.TABLE, where)
-    return read_table(spark, cfg.warehouse, heat_tracking.TABLE, job.trace_id).where(
-        f"k = {job.k} AND extent_bytes = {job.extent_bytes} AND aging_period_us = {job.aging_period_us}").count()
+    return track_ks(spark, cfg, job.trace_id, [job.k], aging_period_us=job.aging_period_us,
+                    extent_bytes=job.extent_bytes)[job.k]
 
 
 def run_eval(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, ks: Sequence[int] = KS,
@@ -56,12 +78,10 @@ def run_eval(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, ks: Sequen
     generated traces. Writes and returns the tracking_eval rows."""
     step = spark.createDataFrame(generated_trace("step", spec).to_pandas()).cache()
     drop = spark.createDataFrame(generated_trace("drop", spec).to_pandas()).cache()
+    track_ks(spark, cfg, trace_id, ks, aging_period_us=aging_period_us, extent_bytes=extent_bytes)
     rows = []
     for k in ks:
-        run_track(spark, cfg, TrackConfig(trace_id, k, aging_period_us, extent_bytes))
-        tracked = read_table(spark, cfg.warehouse, heat_tracking.TABLE, trace_id).where(
-            f"k = {k} AND extent_bytes = {extent_bytes} AND aging_period_us = {aging_period_us}")
-        errors = relative_errors(tracked)
+        errors = relative_errors(_tracked(spark, cfg, trace_id, k, extent_bytes, aging_period_us))
         log.info("tracking eval k=%d: generated step and drop traces", k)
         rows.append({
             "trace_id": trace_id, "k": k, "aging_period_us": aging_period_us, "extent_bytes": extent_bytes,

@@ -3,10 +3,12 @@ a literal step-by-step simulation of the paper's rules in numpy."""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from libs.heat_eval import StepSpec, generated_trace, paper_claims, requests_to_reach, stale_seconds
 from libs.transforms.tracking import compute_heat_tracking
+from libs.transforms.tracking_files import device_rows
 from schemas import heat_tracking
 from tests.builders import make_requests
 
@@ -14,41 +16,85 @@ MIB = 1 << 20
 S = 1_000_000
 
 
-def test_tracking_by_hand_with_selective_aging(spark):
-    rows = [
-        # extent 0: k = 3 window over 8, 8, 16, 8, 8 blocks
-        ("d", 0, 1 * S, "R", 0, 4096), ("d", 1, 2 * S, "R", 0, 4096), ("d", 2, 4 * S, "R", 0, 8192),
-        ("d", 3, 5 * S, "R", 0, 4096), ("d", 5, 23 * S, "R", 0, 4096),
-        # extent 1: one request only -> known, but no estimate
-        ("d", 6, 25 * S, "R", MIB, 4096),
-        # extent 2: a request exactly at a checkpoint is not seen by it
-        ("d", 4, 10 * S, "R", 2 * MIB, 4096), ("d", 7, 30 * S, "R", 2 * MIB, 4096),
-    ]
-    tracked = compute_heat_tracking(make_requests(spark, rows), extent_bytes=MIB, k=3, aging_period_us=10 * S,
-                                    span_us=60 * S)
-    heat_tracking.validate_heat_tracking(tracked)
-    got = {(r.extent_id, r.checkpoint_us // S): (r.requests_seen, r.heat, r.heat_no_aging, r.true_heat)
-           for r in tracked.collect()}
-    r4 = 3 * (32 / 3) / 3          # after request 4: k*R/(t4 - t2) = 32/3 blocks/s
-    r5 = 3 * (32 / 3) / (23 - 4)   # after request 5: k*R/(t5 - t3)
-    expected = {
-        # checkpoints see requests strictly before them; aging: k*R/(t' - t_(n-k+2)), only if lower
-        (0, 10): (4, min(r4, 32 / (10 - 4)), r4, 0.0),
-        (0, 20): (4, 32 / (20 - 4), r4, 0.8),          # true: 8 blocks in [20 s, 30 s)
-        (0, 30): (5, min(r5, 32 / (30 - 5)), r5, 0.0),
-        (0, 40): (5, 32 / (40 - 5), r5, 0.0),
-        (0, 50): (5, 32 / (50 - 5), r5, 0.0),
-        (1, 30): (1, None, None, 0.0), (1, 40): (1, None, None, 0.0), (1, 50): (1, None, None, 0.0),
-        (2, 20): (1, None, None, 0.0),
-        (2, 30): (1, None, None, 0.8),
-        # n = 2 < k: 2*R/(t2 - t1) = 16/20; aging from t_2 = 30 s never lowers it here
-        (2, 40): (2, 0.8, 0.8, 0.0), (2, 50): (2, 0.8, 0.8, 0.0),
-    }
-    assert sorted(got) == sorted(expected)
-    for key, want in expected.items():
+BY_HAND_ROWS = [
+    # extent 0: k = 3 window over 8, 8, 16, 8, 8 blocks
+    ("d", 0, 1 * S, "R", 0, 4096), ("d", 1, 2 * S, "R", 0, 4096), ("d", 2, 4 * S, "R", 0, 8192),
+    ("d", 3, 5 * S, "R", 0, 4096), ("d", 5, 23 * S, "R", 0, 4096),
+    # extent 1: one request only -> known, but no estimate
+    ("d", 6, 25 * S, "R", MIB, 4096),
+    # extent 2: a request exactly at a checkpoint is not seen by it
+    ("d", 4, 10 * S, "R", 2 * MIB, 4096), ("d", 7, 30 * S, "R", 2 * MIB, 4096),
+]
+R4 = 3 * (32 / 3) / 3          # after request 4: k*R/(t4 - t2) = 32/3 blocks/s
+R5 = 3 * (32 / 3) / (23 - 4)   # after request 5: k*R/(t5 - t3)
+BY_HAND = {
+    # checkpoints see requests strictly before them; aging: k*R/(t' - t_(n-k+2)), only if lower
+    (0, 10): (4, min(R4, 32 / (10 - 4)), R4, 0.0),
+    (0, 20): (4, 32 / (20 - 4), R4, 0.8),          # true: 8 blocks in [20 s, 30 s)
+    (0, 30): (5, min(R5, 32 / (30 - 5)), R5, 0.0),
+    (0, 40): (5, 32 / (40 - 5), R5, 0.0),
+    (0, 50): (5, 32 / (50 - 5), R5, 0.0),
+    (1, 30): (1, None, None, 0.0), (1, 40): (1, None, None, 0.0), (1, 50): (1, None, None, 0.0),
+    (2, 20): (1, None, None, 0.0),
+    (2, 30): (1, None, None, 0.8),
+    # n = 2 < k: 2*R/(t2 - t1) = 16/20; aging from t_2 = 30 s never lowers it here
+    (2, 40): (2, 0.8, 0.8, 0.0), (2, 50): (2, 0.8, 0.8, 0.0),
+}
+
+
+def _assert_by_hand(rows: list[dict]) -> None:
+    got = {(r["extent_id"], r["checkpoint_us"] // S): (r["requests_seen"], r["heat"], r["heat_no_aging"],
+                                                       r["true_heat"]) for r in rows}
+    assert sorted(got) == sorted(BY_HAND)
+    for key, want in BY_HAND.items():
         assert got[key][0] == want[0], key
         for have, exp in zip(got[key][1:], want[1:], strict=True):
             assert have == (None if exp is None else pytest.approx(exp, rel=1e-12)), key
+
+
+def test_tracking_by_hand_with_selective_aging(spark):
+    tracked = compute_heat_tracking(make_requests(spark, BY_HAND_ROWS), extent_bytes=MIB, k=3, aging_period_us=10 * S,
+                                    span_us=60 * S)
+    heat_tracking.validate_heat_tracking(tracked)
+    _assert_by_hand([r.asDict() for r in tracked.collect()])
+
+
+def test_compiled_tracking_by_hand_for_several_k_at_once():
+    # The files path's loops (one device's requests in any order), with k = 3 among others: the same rows.
+    order = [7, 2, 0, 5, 1, 6, 3, 4]
+    requests = pa.table({"ts_us": [BY_HAND_ROWS[i][2] for i in order], "seq": [BY_HAND_ROWS[i][1] for i in order],
+                         "offset_bytes": [BY_HAND_ROWS[i][4] for i in order],
+                         "size_bytes": [BY_HAND_ROWS[i][5] for i in order]})
+    per_k = device_rows(requests, ks=(2, 3, 50), extent_bytes=MIB, aging_period_us=10 * S, span_us=60 * S)
+    assert sorted(per_k) == [2, 3, 50]
+    _assert_by_hand(per_k[3].to_pylist())
+    assert {r["k"] for r in per_k[3].to_pylist()} == {3}
+    # k = 2 after request 4 of extent 0 (16 and 8 blocks at 4 s and 5 s): 2 x 12 / 1 s; aged at 10 s from t_4.
+    row = next(r for r in per_k[2].to_pylist() if (r["extent_id"], r["checkpoint_us"]) == (0, 10 * S))
+    assert (row["heat_no_aging"], row["heat"]) == (pytest.approx(24.0), pytest.approx(24 / (10 - 5)))
+
+
+def test_files_path_equals_the_window_functions_on_the_real_trace(spark, spark_cfg, hplajw):
+    """Every row, bit for bit, on the bundled HP trace (two devices): three k with hourly checkpoints, k = 10
+    with checkpoints every 10 minutes (all three written in one pass each time)."""
+    from libs.tables import read_table, trace_info
+    from libs.transforms.tracking_files import track_trace
+    from tests.conftest import HPLAJW_TRACE_ID as TID
+
+    span = int(trace_info(spark, spark_cfg.warehouse, TID)["span_us"])
+    requests = read_table(spark, spark_cfg.warehouse, "requests", TID)
+    cols = [c for c in heat_tracking.COLUMNS if c != "trace_id"]
+    key = ["device", "extent_id", "checkpoint_us"]
+    for period, rows, compared in ((3600 * S, 26_548, (2, 10, 50)), (600 * S, 161_026, (10,))):
+        written = track_trace(spark, spark_cfg.warehouse, TID, ks=(2, 10, 50), span_us=span, aging_period_us=period)
+        assert written == {2: rows, 10: rows, 50: rows}
+        for k in compared:
+            want = compute_heat_tracking(requests, k=k, aging_period_us=period, span_us=span).select(cols).toPandas()
+            got = read_table(spark, spark_cfg.warehouse, "heat_tracking", TID).where(
+                f"k = {k} AND aging_period_us = {period} AND extent_bytes = {MIB}").select(cols).toPandas()
+            assert len(got) == rows
+            want, got = (t.sort_values(key).reset_index(drop=True) for t in (want, got))
+            assert got.equals(want), (k, period)          # NaN (no estimate) equals NaN here, nothing else
 
 
 def test_tracking_rejects_k_below_two(spark):
@@ -113,3 +159,38 @@ def test_paper_claims_verdicts():
     verdicts = {claim.split(" (")[0]: holds for claim, holds, _ in paper_claims(rows)}
     assert verdicts == {"estimate fairly insensitive to k": False, "quick to follow a rise": False,
                         "aging needed for a sudden drop": True}
+
+
+def test_eval_job_on_the_real_trace_and_its_window_function_fallback(spark, spark_cfg, hplajw, monkeypatch):
+    """jobs.heat_tracking --eval: heat_tracking rows of every k from one pass, tracking_eval rows from them and
+    the generated traces; with files it cannot read, the window functions write the same rows."""
+    import libs.transforms.tracking_files as TF
+    from jobs.heat_tracking import run_eval, track_ks
+    from libs.tables import read_table
+    from tests.conftest import HPLAJW_TRACE_ID as TID
+
+    def table(k):
+        return read_table(spark, spark_cfg.warehouse, "heat_tracking", TID).where(
+            f"k = {k} AND aging_period_us = {3600 * S} AND extent_bytes = {MIB}")
+
+    spec = StepSpec(extents=6, change_s=60.0, end_s=75.0, seed=3)
+    rows = run_eval(spark, spark_cfg, TID, ks=(5, 10), spec=spec)
+    assert [r["k"] for r in rows] == [5, 10]
+    step = spark.createDataFrame(generated_trace("step", spec).to_pandas())
+    for r in rows:
+        assert table(r["k"]).count() == 26_548
+        assert r["checkpoints"] == table(r["k"]).where("heat IS NOT NULL AND true_heat > 0").count() > 0
+        assert r["requests_to_90pct"] == requests_to_reach(step, k=r["k"], spec=spec)
+    stored = read_table(spark, spark_cfg.warehouse, "tracking_eval", TID).orderBy("k").collect()
+    assert [(s.k, s.checkpoints) for s in stored] == [(r["k"], r["checkpoints"]) for r in rows]
+
+    key = ["device", "extent_id", "checkpoint_us"]
+    before = table(5).drop("trace_id").toPandas().sort_values(key).reset_index(drop=True)
+
+    def unreadable(*args, **kwargs):
+        raise TF.Unsupported("test: a deletion vector")
+
+    monkeypatch.setattr(TF, "trace_files", unreadable)
+    assert track_ks(spark, spark_cfg, TID, [5]) == {5: 26_548}
+    after = table(5).drop("trace_id").toPandas().sort_values(key).reset_index(drop=True)
+    assert after[before.columns].equals(before)

@@ -1,0 +1,124 @@
+"""Interarrival heat tracking read from the `requests` files (the path `heat_tracking` takes; the window
+functions of libs.transforms.tracking stay the definition and the fallback).
+
+One Spark task per device reads that device's Parquet files of the trace (the Delta snapshot's list),
+cuts the requests into extent pieces, sorts them by (extent, ts_us, seq) and walks them once for every
+k asked (libs.transforms.tracking_kernels), then writes the heat_tracking rows of each k into the table
+itself (libs.delta_files); the driver commits one replace per k. Against the window functions, which
+sort and shuffle the pieces once per k and join the true heat back, this reads the trace once.
+
+    rows = track_trace(spark, warehouse, "t1", ks=(5, 10), span_us=span)   # {5: rows, 10: rows}
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from libs.transforms.profile_files import Unsupported, trace_files
+from schemas import heat_tracking as HT
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from libs.delta_files import TableTarget
+
+log = logging.getLogger(__name__)
+
+COLUMNS = ["ts_us", "seq", "offset_bytes", "size_bytes"]
+
+__all__ = ["Unsupported", "device_rows", "track_trace"]
+
+
+def device_rows(requests: pa.Table, *, ks: Sequence[int], extent_bytes: int, aging_period_us: int,
+                span_us: int) -> dict[int, pa.Table]:
+    """One device's heat_tracking rows per k (trace_id and device left out) from its requests (ts_us, seq,
+    offset_bytes, size_bytes, any order)."""
+    from libs.transforms.tracking_kernels import checkpoint_rows, extent_pieces, track
+
+    p = aging_period_us
+    last_j = span_us // p - 1
+    col = {c: np.ascontiguousarray(requests.column(c).to_numpy(), dtype=np.int64) for c in COLUMNS}
+    ext, ts, seq, blocks = extent_pieces(col["ts_us"], col["seq"], col["offset_bytes"], col["size_bytes"],
+                                         extent_bytes)
+    order = np.lexsort((seq, ts, ext))
+    ext, ts, blocks = ext[order], ts[order], blocks[order]
+    starts = checkpoint_rows(ext, ts, last_j, p)
+    extent_id, checkpoint, seen, true_heat, heat, known, unaged = track(ext, ts, blocks, starts,
+                                                                         np.array(ks, np.int64), last_j, p)
+    n = len(extent_id)
+    base = {"extent_bytes": pa.array(np.full(n, extent_bytes, np.int64)), "extent_id": pa.array(extent_id),
+            "aging_period_us": pa.array(np.full(n, p, np.int64)), "checkpoint_us": pa.array(checkpoint),
+            "requests_seen": pa.array(seen), "true_heat": pa.array(true_heat)}
+    out = {}
+    for q, k in enumerate(ks):
+        missing = ~known[q]
+        out[k] = pa.table({**base, "k": pa.array(np.full(n, k, np.int32)),
+                           "heat": pa.array(heat[q], mask=missing), "heat_no_aging": pa.array(unaged[q], mask=missing)})
+    return out
+
+
+def _read(paths: Sequence[str]) -> pa.Table:
+    return pa.concat_tables([pq.read_table(p, columns=COLUMNS) for p in paths])
+
+
+def _task(devices: list[tuple[str, list[str]]], targets: dict[int, TableTarget], trace_id: str, ks: Sequence[int],
+          extent_bytes: int, aging_period_us: int, span_us: int):  # type: ignore[no-untyped-def]
+    """The function each task runs: its device's rows written per k; yields FILES rows (dicts) with "k"."""
+    from libs.delta_files import FileWriter
+
+    def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
+        for i in ids:
+            device, paths = devices[i]
+            per_k = device_rows(_read(paths), ks=ks, extent_bytes=extent_bytes, aging_period_us=aging_period_us,
+                                span_us=span_us)
+            for k, rows in per_k.items():
+                n = rows.num_rows
+                rows = rows.append_column("trace_id", pa.array([trace_id] * n, pa.string())) if n else rows
+                rows = rows.append_column("device", pa.array([device] * n, pa.string())) if n else rows
+                writer = FileWriter(targets[k])
+                if n:
+                    writer.write(rows.select(list(HT.COLUMNS)))
+                for f in writer.close().to_pylist():
+                    yield {**f, "k": k}
+
+    return run
+
+
+def track_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, ks: Sequence[int], span_us: int,
+                extent_bytes: int = 1 << 20, aging_period_us: int = 3_600_000_000) -> dict[int, int]:
+    """Replaces the trace's heat_tracking rows of each k (for this extent size and aging period), one commit
+    per k; returns k -> rows written. Unsupported when the requests files cannot be read directly."""
+    from libs.delta_files import commit_replace, discard, table_target
+    from libs.transforms.tracking import _check
+
+    ks = tuple(dict.fromkeys(int(k) for k in ks))
+    for k in ks:
+        _check(k, aging_period_us)
+    files = sorted(trace_files(spark, warehouse, trace_id).items())
+    target = table_target(spark, warehouse, HT.TABLE)
+    targets = {k: target.for_write() for k in ks}
+    started = time.perf_counter()
+    rows: dict[int, int] = {}
+    try:
+        fn = _task(files, targets, trace_id, ks, extent_bytes, aging_period_us, span_us)
+        written = spark.sparkContext.parallelize(range(len(files)), len(files)).mapPartitions(fn).collect()
+        log.info("heat tracking %s: %d devices, k in %s, tracked in %.1f s", trace_id, len(files), list(ks),
+                 time.perf_counter() - started)
+        for k in ks:
+            mine = [f for f in written if f["k"] == k]
+            where = {"trace_id": trace_id, "k": k, "extent_bytes": extent_bytes, "aging_period_us": aging_period_us}
+            commit_replace(spark, targets[k], where, mine)       # deletes this k's files itself if it fails
+            rows[k] = sum(int(f["rows"]) for f in mine)
+    except BaseException:
+        for k, t in targets.items():
+            if k not in rows:                                    # committed files stay
+                discard(t)
+        raise
+    return rows
