@@ -108,23 +108,27 @@ def run(spark: SparkSession, cfg: SparkConfig, opts: LayoutOptions) -> list[dict
     plan = plan_layouts(runs, heat, units, area, mode=opts.mode, layout=opts.layout,
                         extent_bytes=opts.extent_bytes).localCheckpoint()
 
-    log.info("alis %s: lookahead plans (each interval's own references)", trace)
-    la_runs = None
-    if use_runs:
-        chosen = graph_refs(refs, include_writes=bool(params["include_writes"]),
-                            prefilter_min_refs=int(params["prefilter_min_refs"]))
-        tasks = partitions_for(n_requests, cores=spark.sparkContext.defaultParallelism)
-        raw = with_weight(build_edge_counts(chosen, tau=tau, chunk_us=int(params["chunk_us"]), partitions=tasks),
-                          tau=tau, f=f)
-        pruned = prune_to_budget(raw, budget_bytes(storage, share=float(params["graph_share"])))
-        la_runs = find_runs(pruned, tau=tau, f=f, threshold=threshold, min_length=int(params["min_run_length"]))
-    la_plan = plan_layouts(la_runs, counts.withColumnRenamed("count", "heat"), units, area, mode=opts.mode,
-                           layout=opts.layout, extent_bytes=opts.extent_bytes)
-
     realizable = area_hits(plan, reads, shift=1).select(
         "device", "interval_id", F.col("reads").alias("next_reads"), F.col("hits").alias("realizable_reads"))
-    lookahead = area_hits(la_plan, reads, shift=0).select(
-        "device", (F.col("interval_id") - 1).alias("interval_id"), F.col("hits").alias("lookahead_reads"))
+    # Interval N's lookahead plan scores the row of N - 1: interval 0's would score none, so the lookahead
+    # starts at interval 1 (a one-interval trace has none; its only row is not evaluated either).
+    lookahead = None
+    if last >= 1:
+        log.info("alis %s: lookahead plans (each interval's own references, intervals 1..%d)", trace, last)
+        later = F.col("interval_id") >= 1
+        la_runs = None
+        if use_runs:
+            chosen = graph_refs(refs.where(later), include_writes=bool(params["include_writes"]),
+                                prefilter_min_refs=int(params["prefilter_min_refs"]))
+            tasks = partitions_for(n_requests, cores=spark.sparkContext.defaultParallelism)
+            raw = with_weight(build_edge_counts(chosen, tau=tau, chunk_us=int(params["chunk_us"]), partitions=tasks),
+                              tau=tau, f=f)
+            pruned = prune_to_budget(raw, budget_bytes(storage, share=float(params["graph_share"])))
+            la_runs = find_runs(pruned, tau=tau, f=f, threshold=threshold, min_length=int(params["min_run_length"]))
+        la_plan = plan_layouts(la_runs, counts.where(later).withColumnRenamed("count", "heat"), units, area,
+                               mode=opts.mode, layout=opts.layout, extent_bytes=opts.extent_bytes)
+        lookahead = area_hits(la_plan, reads, shift=0).select(
+            "device", (F.col("interval_id") - 1).alias("interval_id"), F.col("hits").alias("lookahead_reads"))
     summary = _summary(spark, trace, opts, plan, area, realizable, lookahead, last).localCheckpoint()
 
     replace_trace(plan, spark, cfg.warehouse, alis_layout.TABLE, trace)
@@ -135,7 +139,7 @@ def run(spark: SparkSession, cfg: SparkConfig, opts: LayoutOptions) -> list[dict
 
 
 def _summary(spark: SparkSession, trace: str, opts: LayoutOptions, plan: DataFrame, area: DataFrame,
-             realizable: DataFrame, lookahead: DataFrame, last: int) -> DataFrame:
+             realizable: DataFrame, lookahead: DataFrame | None, last: int) -> DataFrame:
     grid = area.crossJoin(spark.range(last + 1).withColumnRenamed("id", "interval_id"))
     placed = plan.groupBy("device", "interval_id").agg(
         F.countDistinct(F.when(F.col("region") == "run", F.col("run_id"))).alias("runs_placed"),
@@ -143,8 +147,9 @@ def _summary(spark: SparkSession, trace: str, opts: LayoutOptions, plan: DataFra
         F.count_if(F.col("region") == "heat").alias("heat_copies"),
         F.sum("size_bytes").alias("bytes_placed"))
     keys = ["device", "interval_id"]
-    rows = (grid.join(placed, on=keys, how="left").join(realizable, on=keys, how="left")
-            .join(lookahead, on=keys, how="left"))
+    rows = grid.join(placed, on=keys, how="left").join(realizable, on=keys, how="left")
+    rows = (rows.join(lookahead, on=keys, how="left") if lookahead is not None
+            else rows.withColumn("lookahead_reads", F.lit(None).cast("long")))
     evaluated = F.col("interval_id") < last
     next_reads = F.when(evaluated, F.coalesce("next_reads", F.lit(0)))
     share = lambda hits: F.when(next_reads > 0, F.coalesce(hits, F.lit(0)) / next_reads)  # noqa: E731

@@ -135,6 +135,25 @@ def test_plan_checks_groups_and_trace_geometry():
         plan_parts(wide, no_geometry)
 
 
+def test_partitions_start_heaviest_first():
+    from jobs.simulate import longest_first
+
+    grid = parse_grid({"traces": ["small", "big"], "base": {"spec": "hp_c2247a", "device_sectors": [4096, 4096]},
+                       "scenarios": [
+                           {"scenario_id": "plain"},
+                           {"scenario_id": "striped", "layout": {"kind": "striped", "unit_sectors": 8}},
+                           {"scenario_id": "cooling", "layout": {"kind": "extents", "extent_sectors": 512},
+                            "policy": {"name": "cooling"}},
+                           {"scenario_id": "greedy", "policy": {"name": "greedy-allocation", "extent_sectors": 512}}]},
+                      source="g.json", default_id="g")
+    catalog = {"small": {"devices": ["a", "b"], "geometry": [], "records_accepted": 1_000},
+               "big": {"devices": ["a", "b"], "geometry": [], "records_accepted": 5_000}}
+    order = [(p.trace_id, p.scenario_id) for p in longest_first(plan_parts(grid, catalog), catalog)]
+    # Requests x 6 (cooling), 1.8 (striped), 1.3 (greedy), 1 (plain): 30,000, 9,000, 6,500, 6,000, 5,000, ...
+    assert order == [("big", "cooling"), ("big", "striped"), ("big", "greedy"), ("small", "cooling"),
+                     ("big", "plain"), ("small", "striped"), ("small", "greedy"), ("small", "plain")]
+
+
 def test_cli_rejects_a_bad_grid_in_one_line(tmp_path, capsys):
     path = write_grid(tmp_path, {"traces": ["t"], "base": {"spec": "hp_c2247a", "schedular": "sstf"}})
     assert main(["simulate", str(path)]) == 2
