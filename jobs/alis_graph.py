@@ -29,14 +29,12 @@ from libs.alis.graph import (
     CHUNK_US,
     age_graph,
     budget_bytes,
-    graph_bytes,
     partitions_for,
     prefilter_refs,
     with_weight,
     write_edge_counts,
-    write_pruned,
 )
-from libs.alis.runs import THRESHOLD, find_runs
+from libs.alis.runs import THRESHOLD, write_graphs_and_runs
 from libs.alis.units import compute_reorg_units, extend_reorg_units, storage_used, unit_refs
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, replace_rows, replace_trace, table_path
@@ -195,18 +193,18 @@ def _graphs_and_runs(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, 
     if opts.from_interval:
         previous = read_table(spark, cfg.warehouse, access_graph.TABLE, trace).where(
             F.col("interval_id") == opts.from_interval - 1)
-    graphs = []
+    graphs, found, sizes = [], [], None
     for interval_id in range(opts.from_interval, last + 1):
         aged = age_graph(raw.where(F.col("interval_id") == interval_id), previous, beta=opts.beta)
         aged = aged.select("device", F.lit(interval_id).cast("long").alias("interval_id"), "src_unit", "dst_unit",
                            "weight")
-        pruned = write_pruned(aged, budgets, str(scratch / f"graph-{interval_id}"))
-        log.info("alis graph %s: interval %d of %d aged and pruned", trace, interval_id, last)
+        pruned, runs, sizes = _prune_and_find_runs(opts, aged, budgets, scratch / f"graph-{interval_id}")
+        log.info("alis graph %s: interval %d of %d aged, pruned and its runs found", trace, interval_id, last)
         graphs.append(pruned)
+        found.append(runs)
         previous = pruned
     built = reduce(lambda a, b: a.unionByName(b), graphs)
-    runs = find_runs(built, tau=opts.tau, f=opts.f, threshold=opts.threshold,
-                     min_length=opts.min_length).localCheckpoint()
+    runs = reduce(lambda a, b: a.unionByName(b), found)
     intervals = list(range(opts.from_interval, last + 1))
     if opts.from_interval:
         for interval_id in intervals:
@@ -219,7 +217,15 @@ def _graphs_and_runs(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, 
         replace_trace(runs, spark, cfg.warehouse, alis_runs.TABLE, trace)
     params = spark.createDataFrame([opts.params_row(last + 1)], alis_graphs.SPARK_SCHEMA)
     replace_trace(params, spark, cfg.warehouse, alis_graphs.TABLE, trace)
-    return GraphSummary(asdict(opts), intervals, _per_device(units, chosen, built, runs, budgets, last))
+    return GraphSummary(asdict(opts), intervals, _per_device(units, chosen, sizes, runs, budgets, last))
+
+
+def _prune_and_find_runs(opts: GraphOptions, aged: DataFrame, budgets: DataFrame,
+                         directory: Path) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """The aged graphs pruned to their budgets, their runs and sizes, from one pass (scratch Parquet under
+    `directory`, kept until the caller's scratch directory goes)."""
+    return write_graphs_and_runs(aged, budgets, str(directory), tau=opts.tau, f=opts.f, threshold=opts.threshold,
+                                 min_length=opts.min_length)
 
 
 def run_interval(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: int) -> GraphSummary:
@@ -267,9 +273,7 @@ def _interval_graph(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n
             F.col("interval_id") == n - 1).localCheckpoint()
     aged = age_graph(raw.where(F.col("interval_id") == n), previous, beta=opts.beta).select(
         "device", F.lit(n).cast("long").alias("interval_id"), "src_unit", "dst_unit", "weight")
-    built = write_pruned(aged, budgets, str(scratch / "graph"))
-    runs = find_runs(built, tau=opts.tau, f=opts.f, threshold=opts.threshold,
-                     min_length=opts.min_length).localCheckpoint()
+    built, runs, sizes = _prune_and_find_runs(opts, aged, budgets, scratch / "graph")
     if n:
         where = {"trace_id": trace, "interval_id": n}
         replace_rows(built, spark, cfg.warehouse, access_graph.TABLE, where)
@@ -279,15 +283,16 @@ def _interval_graph(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n
         replace_trace(runs, spark, cfg.warehouse, alis_runs.TABLE, trace)
     params = spark.createDataFrame([opts.params_row(max(built_before, n + 1))], alis_graphs.SPARK_SCHEMA)
     replace_trace(params, spark, cfg.warehouse, alis_graphs.TABLE, trace)
-    return GraphSummary(asdict(opts), [n], _per_device(units, chosen, built, runs, budgets, n))
+    return GraphSummary(asdict(opts), [n], _per_device(units, chosen, sizes, runs, budgets, n))
 
 
-def _per_device(units: DataFrame, refs: DataFrame, graphs: DataFrame, runs: DataFrame, budgets: DataFrame,
+def _per_device(units: DataFrame, refs: DataFrame, sizes: DataFrame, runs: DataFrame, budgets: DataFrame,
                 last: int) -> list[dict[str, Any]]:
+    """sizes: the last interval's graph sizes (libs.alis.graph.GRAPH_BYTES_DDL rows)."""
     by_device = [
         units.groupBy("device").agg(F.count(F.lit(1)).alias("units")),
         refs.groupBy("device").agg(F.count(F.lit(1)).alias("graph_refs")),
-        graph_bytes(graphs.where(F.col("interval_id") == last)).select(
+        sizes.where(F.col("interval_id") == last).select(
             "device", F.col("edges").alias("last_edges"), F.col("graph_bytes").alias("last_graph_bytes")),
         budgets,
         runs.groupBy("device").agg(

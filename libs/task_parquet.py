@@ -19,7 +19,7 @@ import contextlib
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -160,6 +160,41 @@ def sink_parquet_groups(grouped: GroupedData, fn: Callable[[pa.Table], pa.Table]
     directory = _prepare(directory)
     written = grouped.applyInArrow(_writing_groups(fn, directory, schema), SINK_DDL)
     return _read_kept(written.sparkSession, written, ddl, directory)
+
+
+def sink_parquet_groups_multi(grouped: GroupedData, fn: Callable[[pa.Table], Mapping[str, pa.Table]],
+                              ddls: Mapping[str, str], directory: str) -> dict[str, DataFrame]:
+    """sink_parquet_groups for a function with several outputs: fn returns {name: table} (the names of
+    `ddls`) and each group's table of each name is written under `directory`/name; returns {name: those
+    files read back}. One pass for results that come from the same held data (e.g. a pruned graph and
+    its runs), where separate jobs would each shuffle the data again."""
+    schemas = {n: arrow_schema(ddl) for n, ddl in ddls.items()}
+    directory = _prepare(directory)
+    fs, root = _filesystem(directory)
+    for n in ddls:
+        fs.create_dir(f"{root}/{n}")
+
+    def run(table: pa.Table) -> pa.Table:
+        outs = fn(table)
+        name = task_file_name()
+        written = [(n, out.num_rows) for n, out in outs.items() if out.num_rows]
+        for n, _ in written:
+            pq.write_table(_conform(outs[n], schemas[n]), f"{root}/{n}/{name}", filesystem=fs, compression="snappy")
+        return pa.table({"name": pa.array([f"{n}/{name}" for n, _ in written], pa.string()),
+                         "rows": pa.array([r for _, r in written], pa.int64())})
+
+    written = grouped.applyInArrow(run, SINK_DDL)
+    kept = {row["name"] for row in written.collect()}
+    spark = written.sparkSession
+    out = {}
+    for n, ddl in ddls.items():
+        for leftover in fs.get_file_info(pafs.FileSelector(f"{root}/{n}")):
+            if f"{n}/{leftover.base_name}" not in kept:     # a failed or duplicate task attempt's file
+                fs.delete_file(leftover.path)
+        files = sorted(k for k in kept if k.startswith(f"{n}/"))
+        out[n] = (spark.read.schema(ddl).parquet(*(f"{directory}/{f}" for f in files)) if files
+                  else spark.createDataFrame([], ddl))
+    return out
 
 
 @contextlib.contextmanager
