@@ -12,9 +12,9 @@ from libs.heat_eval import (
     KS,
     StepSpec,
     generated_trace,
-    relative_errors,
-    requests_to_reach,
-    stale_seconds,
+    relative_errors_by_k,
+    requests_to_reach_arrays,
+    stale_seconds_arrays,
 )
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, replace_rows, trace_info
@@ -76,23 +76,24 @@ def run_eval(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, ks: Sequen
              spec: StepSpec = DEFAULT_SPEC) -> list[dict[str, Any]]:
     """For each k: tracking error on the real trace (via heat_tracking) and step/drop behaviour on
     generated traces. Writes and returns the tracking_eval rows."""
-    step = spark.createDataFrame(generated_trace("step", spec).to_pandas()).cache()
-    drop = spark.createDataFrame(generated_trace("drop", spec).to_pandas()).cache()
     track_ks(spark, cfg, trace_id, ks, aging_period_us=aging_period_us, extent_bytes=extent_bytes)
+    tracked = read_table(spark, cfg.warehouse, heat_tracking.TABLE, trace_id).where(
+        f"extent_bytes = {int(extent_bytes)} AND aging_period_us = {int(aging_period_us)} "
+        f"AND k IN ({', '.join(str(int(k)) for k in ks)})")
+    errors = relative_errors_by_k(tracked)
+    none = {"checkpoints": 0, "mean": None, "median": None}
+    step, drop = generated_trace("step", spec), generated_trace("drop", spec)
     rows = []
     for k in ks:
-        errors = relative_errors(_tracked(spark, cfg, trace_id, k, extent_bytes, aging_period_us))
         log.info("tracking eval k=%d: generated step and drop traces", k)
+        e = errors.get(k, none)
         rows.append({
             "trace_id": trace_id, "k": k, "aging_period_us": aging_period_us, "extent_bytes": extent_bytes,
-            "checkpoints": errors["checkpoints"], "mean_relative_error": errors["mean"],
-            "median_relative_error": errors["median"],
-            "requests_to_90pct": requests_to_reach(step, k=k, spec=spec),
-            "stale_s_aging": stale_seconds(drop, k=k, aging=True, spec=spec),
-            "stale_s_no_aging": stale_seconds(drop, k=k, aging=False, spec=spec),
+            "checkpoints": e["checkpoints"], "mean_relative_error": e["mean"], "median_relative_error": e["median"],
+            "requests_to_90pct": requests_to_reach_arrays(step, k=k, spec=spec),
+            "stale_s_aging": stale_seconds_arrays(drop, k=k, aging=True, spec=spec),
+            "stale_s_no_aging": stale_seconds_arrays(drop, k=k, aging=False, spec=spec),
         })
-    step.unpersist()
-    drop.unpersist()
     df = spark.createDataFrame(rows, tracking_eval.SPARK_SCHEMA)
     replace_rows(df, spark, cfg.warehouse, tracking_eval.TABLE,
                  {"trace_id": trace_id, "aging_period_us": aging_period_us, "extent_bytes": extent_bytes})

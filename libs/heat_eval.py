@@ -119,6 +119,81 @@ def stale_seconds(requests: DataFrame, *, k: int, aging: bool, spec: StepSpec = 
     return float(values.agg(F.avg("_s")).first()[0])
 
 
+@dataclass(frozen=True)
+class Tracked:
+    """with_tracked_heat's columns as arrays, one entry per extent piece in (extent, ts_us, seq) order: the
+    extent's first piece index (`start`), n, m, m R x 1e6 (`work`), heat (NaN: NULL), t_(n-m+2) (`age_from`,
+    -1 for n = 1), whether a later piece of the extent follows (`has_next`)."""
+
+    ext: np.ndarray
+    ts: np.ndarray
+    start: np.ndarray
+    n: np.ndarray
+    m: np.ndarray
+    work: np.ndarray
+    heat: np.ndarray
+    age_from: np.ndarray
+    has_next: np.ndarray
+
+
+def tracked_arrays(requests: pa.Table, k: int) -> Tracked:
+    """with_tracked_heat(split_at(requests, EXTENT_BYTES), k) of one device's requests, in numpy with the
+    same floating-point operations in the same order (heat = (m x (sum / m)) x 1e6 / max(span, 1))."""
+    from libs.transforms.tracking_kernels import extent_pieces
+
+    col = {c: np.ascontiguousarray(requests.column(c).to_numpy(), np.int64)
+           for c in ("ts_us", "seq", "offset_bytes", "size_bytes")}
+    ext, ts, seq, blocks = extent_pieces(col["ts_us"], col["seq"], col["offset_bytes"], col["size_bytes"],
+                                         EXTENT_BYTES)
+    order = np.lexsort((seq, ts, ext))
+    ext, ts, blocks = ext[order], ts[order], blocks[order]
+    i = np.arange(len(ext))
+    first = np.r_[True, ext[1:] != ext[:-1]] if len(ext) else np.zeros(0, bool)
+    start = np.maximum.accumulate(np.where(first, i, 0))
+    n = i - start + 1
+    m = np.minimum(n, k)
+    total = np.r_[0, np.cumsum(blocks)]
+    sums = total[i + 1] - total[i + 1 - m]
+    work = m * (sums / m) * 1e6
+    span = ts - ts[i - m + 1]
+    heat = np.where(n >= 2, work / np.maximum(span, 1), np.nan)
+    age_from = np.where(n >= 2, ts[np.maximum(i - m + 2, 0)], -1)
+    has_next = np.r_[~first[1:], False] if len(ext) else np.zeros(0, bool)
+    return Tracked(ext, ts, start, n, m, work, heat, age_from, has_next)
+
+
+def requests_to_reach_arrays(requests: pa.Table, *, k: int, spec: StepSpec = DEFAULT_SPEC,
+                             fraction: float = 0.9) -> float | None:
+    """requests_to_reach on an Arrow table (tracked_arrays; no Spark job)."""
+    t = tracked_arrays(requests, k)
+    target = fraction * spec.rate_after * BLOCKS_PER_REQUEST
+    after = t.ts >= round(spec.change_s * 1e6)
+    reached = after & (t.heat >= target)                       # NaN (no estimate) compares False, as NULL
+    extents = np.unique(t.ext[after])
+    first_n = {e: n for e, n in zip(t.ext[after][::-1], t.n[after][::-1], strict=True)}   # the smallest n
+    reach_n = {e: n for e, n in zip(t.ext[reached][::-1], t.n[reached][::-1], strict=True)}
+    counts = [int(reach_n[e]) - int(first_n[e]) + 1 for e in extents if e in reach_n]
+    return float(np.sum(counts, dtype=np.float64) / len(counts)) if counts else None
+
+
+def stale_seconds_arrays(requests: pa.Table, *, k: int, aging: bool, spec: StepSpec = DEFAULT_SPEC,
+                         aging_period_us: int = EVAL_AGING_PERIOD_US, fraction: float = 0.1) -> float | None:
+    """stale_seconds on an Arrow table (tracked_arrays; no Spark job)."""
+    t = tracked_arrays(requests, k)
+    threshold = fraction * spec.rate_after * BLOCKS_PER_REQUEST
+    last = ~t.has_next
+    heat, ts = t.heat[last], t.ts[last]
+    below = heat < threshold                                   # NaN: not below, as NULL
+    if not aging:
+        return 0.0 if below.all() and len(heat) else None
+    if np.isnan(heat).any():                                   # one request only: no estimate, no bound
+        return None
+    bound = np.floor(t.age_from[last] + t.work[last] / threshold).astype(np.int64)
+    first_pseudo = (np.maximum(bound, ts) // aging_period_us + 1) * aging_period_us
+    stale = np.where(below, 0.0, (first_pseudo - ts) / 1e6)
+    return float(stale.mean()) if len(stale) else None
+
+
 def relative_errors(tracking: DataFrame) -> dict[str, float | int | None]:
     """Mean and median |heat - true| / true over heat_tracking rows with an estimate and true > 0."""
     rows = tracking.where(F.col("heat").isNotNull() & (F.col("true_heat") > 0)).select(
@@ -126,6 +201,15 @@ def relative_errors(tracking: DataFrame) -> dict[str, float | int | None]:
     agg = rows.agg(F.count(F.lit(1)).alias("n"), F.avg("_e").alias("mean"),
                    F.percentile("_e", 0.5).alias("median")).first()
     return {"checkpoints": int(agg["n"]), "mean": agg["mean"], "median": agg["median"]}
+
+
+def relative_errors_by_k(tracking: DataFrame) -> dict[int, dict[str, float | int | None]]:
+    """relative_errors of every k in the rows, in one job: k -> {checkpoints, mean, median}."""
+    rows = tracking.where(F.col("heat").isNotNull() & (F.col("true_heat") > 0)).select(
+        "k", (F.abs(F.col("heat") - F.col("true_heat")) / F.col("true_heat")).alias("_e"))
+    agg = rows.groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.avg("_e").alias("mean"),
+                                F.percentile("_e", 0.5).alias("median")).collect()
+    return {int(r["k"]): {"checkpoints": int(r["n"]), "mean": r["mean"], "median": r["median"]} for r in agg}
 
 
 def paper_claims(rows: list[dict[str, Any]]) -> list[tuple[str, bool | None, str]]:

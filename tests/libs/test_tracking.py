@@ -6,7 +6,16 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from libs.heat_eval import StepSpec, generated_trace, paper_claims, requests_to_reach, stale_seconds
+from libs.heat_eval import (
+    StepSpec,
+    generated_trace,
+    paper_claims,
+    relative_errors,
+    requests_to_reach,
+    requests_to_reach_arrays,
+    stale_seconds,
+    stale_seconds_arrays,
+)
 from libs.transforms.tracking import compute_heat_tracking
 from libs.transforms.tracking_files import device_rows
 from schemas import heat_tracking
@@ -130,6 +139,9 @@ def test_requests_to_reach_matches_a_literal_count(spark):
                 break
     df = spark.createDataFrame(generated_trace("step", SPEC).to_pandas())
     assert requests_to_reach(df, k=k, spec=SPEC) == pytest.approx(np.mean(counts), rel=1e-12)
+    for kk in (2, k, 20):           # the numpy version (what the eval job runs) equals the window functions
+        assert requests_to_reach_arrays(generated_trace("step", SPEC), k=kk, spec=SPEC) == requests_to_reach(
+            df, k=kk, spec=SPEC)
     assert 4 <= np.mean(counts) <= 7   # about k, as FIVE section 3.3 says
 
 
@@ -147,6 +159,13 @@ def test_stale_seconds_matches_stepping_pseudo_requests(spark):
     df = spark.createDataFrame(generated_trace("drop", SPEC).to_pandas())
     assert stale_seconds(df, k=k, aging=True, spec=SPEC, aging_period_us=period) == pytest.approx(np.mean(stale))
     assert stale_seconds(df, k=k, aging=False, spec=SPEC) is None   # without aging: stale forever
+    table = generated_trace("drop", SPEC)
+    for kk in (2, k, 20):           # the numpy version (what the eval job runs) against the window functions
+        assert stale_seconds_arrays(table, k=kk, aging=True, spec=SPEC, aging_period_us=period) == pytest.approx(
+            stale_seconds(df, k=kk, aging=True, spec=SPEC, aging_period_us=period), rel=1e-12)
+        assert stale_seconds_arrays(table, k=kk, aging=False, spec=SPEC) is None
+    assert stale_seconds_arrays(table, k=k, aging=True, spec=SPEC, aging_period_us=period) == pytest.approx(
+        np.mean(stale), rel=1e-12)
     # Analytic expectation at 10 requests/s: about (9k + 2) / rate + P / 2 = 5.2 s.
     assert 3.5 < np.mean(stale) < 7.0
 
@@ -181,6 +200,9 @@ def test_eval_job_on_the_real_trace_and_its_window_function_fallback(spark, spar
         assert table(r["k"]).count() == 26_548
         assert r["checkpoints"] == table(r["k"]).where("heat IS NOT NULL AND true_heat > 0").count() > 0
         assert r["requests_to_90pct"] == requests_to_reach(step, k=r["k"], spec=spec)
+        errors = relative_errors(table(r["k"]))
+        assert (r["mean_relative_error"], r["median_relative_error"]) == (
+            pytest.approx(errors["mean"], rel=1e-12), pytest.approx(errors["median"], rel=1e-12))
     stored = read_table(spark, spark_cfg.warehouse, "tracking_eval", TID).orderBy("k").collect()
     assert [(s.k, s.checkpoints) for s in stored] == [(r["k"], r["checkpoints"]) for r in rows]
 
