@@ -25,12 +25,12 @@ from libs.alis.layout import (
     plan_layouts,
     reorganized_area,
 )
-from libs.alis.runs import THRESHOLD, THRESHOLD_COMBINED, find_runs
+from libs.alis.runs import THRESHOLD, THRESHOLD_COMBINED, find_runs, find_stored_runs
 from libs.alis.units import storage_used, unit_refs
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, replace_trace
 from libs.transforms.aging import age_values
-from schemas import access_graph, alis_layout, alis_runs, alis_summary, reorg_units, requests
+from schemas import alis_layout, alis_runs, alis_summary, reorg_units, requests
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -102,9 +102,8 @@ def run(spark: SparkSession, cfg: SparkConfig, opts: LayoutOptions) -> list[dict
     heat = aged_heat(counts, last=last, alpha=opts.alpha)
     runs = None
     if use_runs:
-        graphs = read_table(spark, cfg.warehouse, access_graph.TABLE, trace)
-        runs = find_runs(graphs, tau=tau, f=f, threshold=threshold, min_length=int(params["min_run_length"]))
-        runs = runs.localCheckpoint()
+        runs = find_stored_runs(spark, cfg.warehouse, trace, tau=tau, f=f, threshold=threshold,
+                                min_length=int(params["min_run_length"])).localCheckpoint()
     plan = plan_layouts(runs, heat, units, area, mode=opts.mode, layout=opts.layout,
                         extent_bytes=opts.extent_bytes).localCheckpoint()
 

@@ -23,6 +23,8 @@ intervals run in parallel without passing through the driver.
 """
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numba
@@ -43,7 +45,9 @@ from libs.alis.graph import (
 from libs.task_parquet import sink_parquet_groups_multi
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pathlib import Path
+
+    from pyspark.sql import DataFrame, SparkSession
 
 THRESHOLD = 0.1           # run clustering alone
 THRESHOLD_COMBINED = 0.4  # runs plus heat clustering (the paper's section 5.3 default)
@@ -330,3 +334,53 @@ def write_graphs_and_runs(graph: DataFrame, budgets: DataFrame, directory: str, 
     out = sink_parquet_groups_multi(_graphs_with_budgets(graph, budgets, share), run,
                                     {"graph": WEIGHT_DDL, "runs": RUN_DDL, "sizes": GRAPH_BYTES_DDL}, directory)
     return out["graph"], out["runs"], out["sizes"]
+
+
+def _device_runs(files: list[tuple[str, list[str]]], tau: int, f: float, threshold: float,
+                 min_length: int | None):  # type: ignore[no-untyped-def]
+    """What each task of find_stored_runs runs: its devices' graphs read from their files, the runs of
+    every interval's graph, returned as Arrow IPC bytes."""
+    def run(ids: Iterator[int]) -> Iterator[bytes]:
+        import pyarrow.parquet as pq
+
+        runs = _runs_of_group(tau, f, threshold, min_length)
+        for i in ids:
+            device, paths = files[i]
+            graph = pa.concat_tables([pq.read_table(p, columns=["interval_id", "src_unit", "dst_unit", "weight"])
+                                      for p in paths])
+            interval = graph.column("interval_id").to_numpy()
+            order = np.argsort(interval, kind="stable")
+            bounds = np.flatnonzero(np.r_[True, np.diff(interval[order]) != 0, True])
+            out = []
+            for a, b in itertools.pairwise(bounds):
+                part = graph.take(pa.array(order[a:b]))
+                out.append(runs(part.append_column("device", pa.array([device] * part.num_rows, pa.string()))))
+            table = pa.concat_tables(out) if out else pa.table(
+                {c: pa.array([], pa.string() if c == "device" else pa.int64()) for c in RUN_COLUMNS})
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, table.schema) as writer:
+                writer.write_table(table)
+            yield sink.getvalue().to_pybytes()
+
+    return run
+
+
+def find_stored_runs(spark: SparkSession, warehouse: Path, trace_id: str, *, tau: int = 9, f: float = 1.0,
+                     threshold: float = THRESHOLD, min_length: int | None = None) -> DataFrame:
+    """find_runs of the trace's stored access graphs (every interval), read from the table's files: one task
+    per device reads its graphs (the table is partitioned by device) instead of a shuffle of every edge into
+    groups; the runs come back through the driver (far fewer rows than edges). Falls back to find_runs on
+    the table when its files cannot be read directly."""
+    from libs.tables import read_table
+    from libs.transforms.profile_files import Unsupported, trace_files
+
+    check_context(tau, f)
+    try:
+        files = sorted(trace_files(spark, warehouse, trace_id, "access_graph").items())
+    except Unsupported:
+        return find_runs(read_table(spark, warehouse, "access_graph", trace_id), tau=tau, f=f, threshold=threshold,
+                         min_length=min_length)
+    blobs = spark.sparkContext.parallelize(range(len(files)), len(files)).mapPartitions(
+        _device_runs(files, tau, f, threshold, min_length)).collect()
+    table = pa.concat_tables([pa.ipc.open_stream(b).read_all() for b in blobs]).select(list(RUN_COLUMNS))
+    return spark.createDataFrame(table, RUN_DDL)

@@ -104,20 +104,21 @@ class Unsupported(Exception):
     """The table's files cannot be read directly (the caller falls back to compute_trace_profile)."""
 
 
-def trace_files(spark: SparkSession, warehouse: Path, trace_id: str) -> dict[str, list[str]]:
-    """The trace's `requests` files by device (absolute paths), from the table's current snapshot."""
+def trace_files(spark: SparkSession, warehouse: Path, trace_id: str, table: str = "requests") -> dict[str, list[str]]:
+    """The trace's files of `table` (partitioned by trace_id and device) by device (absolute paths), from
+    the table's current snapshot."""
     from libs.delta_files import _file_path, _files_matching, _Jvm, table_target
 
-    target = table_target(spark, warehouse, "requests")
+    target = table_target(spark, warehouse, table)
     jvm = _Jvm(spark)
     txn = jvm.jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, target.root).startTransaction()
     files: dict[str, list[str]] = {}
     for _, add in _files_matching(spark, jvm, txn, {"trace_id": trace_id}, target.partition_columns):
         if add.get("deletionVector") or "://" in add["path"] or add["path"].startswith("/"):
-            raise Unsupported(f"requests file {add['path']}: a deletion vector or a path outside the table")
+            raise Unsupported(f"{table} file {add['path']}: a deletion vector or a path outside the table")
         files.setdefault(add["partitionValues"]["device"], []).append(_file_path(target, add["path"]))
     if not files:
-        raise Unsupported(f"no requests files for trace {trace_id!r}")
+        raise Unsupported(f"no {table} files for trace {trace_id!r}")
     return files
 
 

@@ -122,3 +122,24 @@ def test_incremental_build_refuses_other_parameters(spark, spark_cfg, built):
 def test_argument_errors_are_one_line(spark, capsys, argv, message):
     assert main(argv) in (1, 2)
     assert capsys.readouterr().err.strip() == f"blockheat: error: {message}"
+
+
+def test_stored_runs_read_from_the_graph_files_equal_find_runs(spark, spark_cfg, built, monkeypatch):
+    """alis_layout's runs of the stored graphs: one task per device reading its files, the same rows as
+    find_runs over the table (and find_runs itself when the files cannot be read directly)."""
+    import libs.transforms.profile_files as PF
+    from libs.alis.runs import THRESHOLD_COMBINED, find_runs, find_stored_runs
+
+    def rows(df):
+        return sorted(tuple(r) for r in df.select("device", "interval_id", "run_id", "rank", "position",
+                                                 "unit_id").collect())
+
+    want = rows(find_runs(table(spark, spark_cfg, "access_graph"), tau=2, threshold=THRESHOLD_COMBINED))
+    assert {r[1] for r in want} == {0, 1, 2}
+    assert rows(find_stored_runs(spark, spark_cfg.warehouse, TRACE, tau=2, threshold=THRESHOLD_COMBINED)) == want
+
+    def unreadable(*args, **kwargs):
+        raise PF.Unsupported("test: a deletion vector")
+
+    monkeypatch.setattr(PF, "trace_files", unreadable)
+    assert rows(find_stored_runs(spark, spark_cfg.warehouse, TRACE, tau=2, threshold=THRESHOLD_COMBINED)) == want
