@@ -7,9 +7,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pyspark.sql import functions as F
+
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, replace_rows, trace_info
-from libs.transforms.heat import compute_disk_heat, compute_extent_heat
+from libs.transforms.heat import (
+    compute_disk_heat,
+    compute_extent_heat,
+    whole_trace_disk_heat,
+    whole_trace_extent_heat,
+)
 from schemas import disk_heat, extent_heat
 
 if TYPE_CHECKING:
@@ -41,16 +48,28 @@ def run(spark: SparkSession, cfg: SparkConfig, job: HeatConfig) -> dict[str, int
     disks = max(2, len(info["devices"]))
     written = {}
     for window_us in dict.fromkeys((job.window_us, 0)):
-        log.info("extent heat: %s, extent %d B, window %s", job.trace_id, job.extent_bytes,
-                 f"{window_us / 1e6:g} s" if window_us else "whole trace")
-        heat = compute_extent_heat(requests, extent_bytes=job.extent_bytes, window_us=window_us, span_us=span_us)
+        # The whole trace's counts are the windows' counts summed: after the windows, from their stored rows.
+        derived = window_us == 0 and job.window_us != 0
+        log.info("extent heat: %s, extent %d B, window %s%s", job.trace_id, job.extent_bytes,
+                 f"{window_us / 1e6:g} s" if window_us else "whole trace", " (from the windows)" if derived else "")
+        if derived:
+            windows = read_table(spark, cfg.warehouse, extent_heat.TABLE, job.trace_id).where(
+                f"extent_bytes = {job.extent_bytes} AND window_us = {job.window_us}")
+            heat = whole_trace_extent_heat(windows, extent_bytes=job.extent_bytes, span_us=span_us)
+        else:
+            heat = compute_extent_heat(requests, extent_bytes=job.extent_bytes, window_us=window_us,
+                                       span_us=span_us)
         replace_rows(heat, spark, cfg.warehouse, extent_heat.TABLE,
                      {"trace_id": job.trace_id, "extent_bytes": job.extent_bytes, "window_us": window_us})
         for layout in ("as-traced", "striped", "random"):
             log.info("disk heat: %s layout", layout)
-            dh = compute_disk_heat(requests, layout=layout, window_us=window_us, span_us=span_us,
-                                   stripe_unit_bytes=job.stripe_unit_bytes, width=job.stripe_width or disks,
-                                   disks=job.random_disks or disks, seed=job.seed)
+            if derived:
+                dh = whole_trace_disk_heat(read_table(spark, cfg.warehouse, disk_heat.TABLE, job.trace_id).where(
+                    (F.col("layout") == layout) & (F.col("window_us") == job.window_us)), span_us=span_us)
+            else:
+                dh = compute_disk_heat(requests, layout=layout, window_us=window_us, span_us=span_us,
+                                       stripe_unit_bytes=job.stripe_unit_bytes, width=job.stripe_width or disks,
+                                       disks=job.random_disks or disks, seed=job.seed)
             replace_rows(dh, spark, cfg.warehouse, disk_heat.TABLE,
                          {"trace_id": job.trace_id, "layout": layout, "window_us": window_us})
     for window_us in dict.fromkeys((job.window_us, 0)):

@@ -91,6 +91,20 @@ def compute_extent_heat(requests: DataFrame, *, extent_bytes: int = 1 << 20, win
              F.sum("blocks").alias("blocks"),
              F.sum("bytes").alias("bytes"))
     )
+    return _extent_heat_rows(counted, extent_bytes=extent_bytes, window_us=window_us, span_us=span_us)
+
+
+def whole_trace_extent_heat(windows: DataFrame, *, extent_bytes: int, span_us: int) -> DataFrame:
+    """compute_extent_heat(window_us=0) from the extent_heat rows of any other window length of the same
+    trace and extent size (the stored table's): the whole trace's counts are the windows' counts summed
+    (integers, so the same rows), without reading the requests again."""
+    counted = windows.groupBy("device", "extent_id").agg(
+        F.lit(0).cast("long").alias("window_start_us"), F.sum("requests").alias("requests"),
+        F.sum("reads").alias("reads"), F.sum("blocks").alias("blocks"), F.sum("bytes").alias("bytes"))
+    return _extent_heat_rows(counted, extent_bytes=extent_bytes, window_us=0, span_us=span_us)
+
+
+def _extent_heat_rows(counted: DataFrame, *, extent_bytes: int, window_us: int, span_us: int) -> DataFrame:
     heat = _per_second_sql("blocks", window_us, span_us)
     return counted.selectExpr(
         "'' AS trace_id",  # stamped by libs.tables.replace_rows
@@ -154,7 +168,26 @@ def compute_disk_heat(requests: DataFrame, *, layout: str = "as-traced", window_
 
     per_disk = (pieces.groupBy(window_start(window_us).alias("window_start_us"), "disk")
                 .agg(F.count(F.lit(1)).alias("requests"), F.sum("blocks").alias("blocks")))
-    spark = requests.sparkSession
+    return _disk_heat_rows(per_disk, disk_names, layout=layout, params=params, window_us=window_us, span_us=span_us)
+
+
+def whole_trace_disk_heat(windows: DataFrame, *, span_us: int) -> DataFrame:
+    """compute_disk_heat(window_us=0) of one layout from its disk_heat rows of any other window length (the
+    stored table's, every disk in every window): the disks' counts summed over the windows (integers, the
+    same rows), without reading the requests again. Empty for empty input."""
+    first = windows.select("layout", "layout_params").first()
+    if first is None:
+        return windows
+    per_disk = windows.groupBy("disk").agg(F.lit(0).cast("long").alias("window_start_us"),
+                                           F.sum("requests").alias("requests"), F.sum("blocks").alias("blocks"))
+    disk_names = sorted(r["disk"] for r in per_disk.select("disk").collect())
+    return _disk_heat_rows(per_disk, disk_names, layout=first["layout"], params=first["layout_params"], window_us=0,
+                           span_us=span_us)
+
+
+def _disk_heat_rows(per_disk: DataFrame, disk_names: Sequence[str], *, layout: str, params: str, window_us: int,
+                    span_us: int) -> DataFrame:
+    spark = per_disk.sparkSession
     grid = (per_disk.select("window_start_us").distinct()
             .crossJoin(spark.createDataFrame([(d,) for d in disk_names], "disk string")))
     full = (grid.join(per_disk, on=["window_start_us", "disk"], how="left")

@@ -173,3 +173,27 @@ def test_aged_heat_job_incremental_equals_from_scratch(spark, spark_cfg, tmp_pat
     assert run_aging(spark, spark_cfg, AgingConfig("aging-t", MIB, day, 0.8, from_scratch=True)) == [0, 1, 2]
     rebuilt = read_table(spark, spark_cfg.warehouse, "aged_heat", "aging-t").collect()
     assert {(r.interval_id, r.extent_id): (r["count"], r.aged_count) for r in rebuilt} == incremental
+
+
+def test_whole_trace_heat_from_the_hourly_rows_equals_a_pass_over_the_requests(spark, spark_cfg, hplajw):
+    """extent_heat's whole-trace rows are the hourly rows' counts summed (the job no longer reads the requests
+    again for them): the same rows on the bundled HP trace, for extents and the three layouts (counts exactly;
+    floating values to 1e-12: the disks' variance is an aggregate whose last bits follow Spark's summing order)."""
+    from libs.tables import trace_info
+    from libs.transforms.heat import whole_trace_disk_heat, whole_trace_extent_heat
+    from tests.conftest import HPLAJW_TRACE_ID as TID
+
+    span = int(trace_info(spark, spark_cfg.warehouse, TID)["span_us"])
+    requests = read_table(spark, spark_cfg.warehouse, "requests", TID)
+    hourly = compute_extent_heat(requests, extent_bytes=MIB, window_us=3_600_000_000, span_us=span).cache()
+    whole = compute_extent_heat(requests, extent_bytes=MIB, window_us=0, span_us=span)
+    derived = whole_trace_extent_heat(hourly, extent_bytes=MIB, span_us=span)
+    assert derived.count() == whole.count() == 257          # extents of 1 MiB the week touched
+    assertDataFrameEqual(derived, whole, checkRowOrder=False, rtol=1e-12, atol=0.0)
+    for layout in ("as-traced", "striped", "random"):
+        kw = {"layout": layout, "span_us": span, "width": 3, "disks": 3, "seed": 5}
+        hourly_disks = compute_disk_heat(requests, window_us=3_600_000_000, **kw)
+        whole_disks = compute_disk_heat(requests, window_us=0, **kw)
+        assertDataFrameEqual(whole_trace_disk_heat(hourly_disks, span_us=span), whole_disks, checkRowOrder=False,
+                             rtol=1e-12, atol=0.0)
+    hourly.unpersist()
