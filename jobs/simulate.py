@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import re
 import threading
 import time
@@ -14,12 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from libs.partitioning import partition_keys
+from libs.delta_files import replace_from_driver, table_target
 from libs.sim_grid import Grid, Part, load_grid, plan_parts
 from libs.spark import SparkConfig, build_session
-from libs.tables import read_table, replace_rows, table_path, trace_info
+from libs.tables import read_table, table_path, trace_info
 from schemas import cooling_moves, sim_results, sim_timeseries
 from sim.cooling import COOLING_MOVES_SCHEMA
 from sim.glue import CoolingPolicy, simulate_scenario
@@ -37,7 +40,6 @@ OUTPUT_ARROW_SCHEMA = pa.schema([
     pa.field("timeseries", pa.list_(pa.struct(list(sim_timeseries.INTERVAL_SCHEMA))), False),
     pa.field("cooling_moves", pa.list_(pa.struct(list(COOLING_MOVES_SCHEMA))), False),
 ])
-SERIES_ROWS_PER_FILE = 2_000_000
 SUMMARY_COLUMNS = ("trace_id", "array_group", "scenario_id", "layout", "speedup", "requests", "mean_response_ms",
                    "p95_response_ms", "hottest_utilization", "saturated")
 
@@ -63,8 +65,9 @@ def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: 
     cooling_moves is written when a scenario has the cooling policy or the table already exists, so a rerun
     without cooling clears the grid's old moves). requests: the `requests` rows to replay (default: the
     table's), e.g. one time window of a trace read at a known Delta version."""
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
+
+    from libs.task_parquet import scratch_dir
 
     started = time.perf_counter()
     catalog = {t.trace_id: trace_info(spark, cfg.warehouse, t.trace_id) for t in grid.traces}
@@ -73,37 +76,47 @@ def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: 
              grid.grid_id, grid.source, len(parts), len(grid.traces), len(grid.scenarios))
     source = requests if requests is not None else read_table(spark, cfg.warehouse, "requests")
     requests = source.where(F.col("trace_id").isin(list(catalog)))
-    out = simulate_frame(spark, requests, longest_first(parts, catalog)).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        with _Progress(spark, f"simulate {grid.grid_id}", len(parts), progress_every_s), _executor_errors():
-            # The one action that runs the simulations; the writes below read the cached rows.
-            rows = [r.asDict() for r in out.select(*SUMMARY_COLUMNS, F.size("timeseries").alias("n"),
-                                                   F.size("cooling_moves").alias("moves")).collect()]
-        by_key = {(r["trace_id"], r["array_group"], r["scenario_id"]): r for r in rows}
-        missing = [p.key for p in parts if p.key not in by_key]
+    with scratch_dir(cfg.warehouse, f"simulate-{grid.grid_id[:40]}") as scratch:
+        staged = stage_requests(requests, str(scratch))
+        missing = [p.key for p in parts if not any((p.trace_id, d) in staged for d in p.devices)]
         if missing:
             raise SimulationError(f"no requests for {len(missing)} partition(s) (trace, array group, scenario), "
                                   f"e.g. {missing[:3]}")
-        n_series = sum(r.pop("n") for r in rows)
-        n_moves = sum(r.pop("moves") for r in rows)
-        where = {"grid_id": grid.grid_id}
-        # Few files: one task per scenario would write one tiny file each (and pay a task's overhead).
-        replace_rows(out.drop("timeseries", "cooling_moves").coalesce(1), spark, cfg.warehouse, sim_results.TABLE,
-                     where)
-        series = out.coalesce(max(1, min(len(parts), n_series // SERIES_ROWS_PER_FILE))).select(
-            "trace_id", "array_group", "scenario_id", F.inline("timeseries"))
-        replace_rows(series, spark, cfg.warehouse, sim_timeseries.TABLE, where)
-        cooling = any(isinstance(p.config.policy, CoolingPolicy) for p in parts)
-        if cooling or (table_path(cfg.warehouse, cooling_moves.TABLE) / "_delta_log").is_dir():
-            moves = out.coalesce(1).select("trace_id", "array_group", "scenario_id", F.inline("cooling_moves"))
-            replace_rows(moves, spark, cfg.warehouse, cooling_moves.TABLE, where)
-    finally:
-        out.unpersist()
-    results = [by_key[p.key] for p in parts]
+        with _Progress(spark, f"simulate {grid.grid_id}", len(parts), progress_every_s), _executor_errors():
+            out = simulate_parts(spark, staged, longest_first(parts, catalog))
+    by_key = {key: i for i, key in enumerate(zip(*(out.column(c).to_pylist() for c in
+                                                   ("trace_id", "array_group", "scenario_id")), strict=True))}
+    out = out.take(pa.array([by_key[p.key] for p in parts], pa.int64()))       # grid order
+    n_series = sum(len(v) for v in out.column("timeseries").to_pylist()) if out.num_rows else 0
+    n_moves = int(pc.sum(pc.list_value_length(out.column("cooling_moves"))).as_py() or 0)
+    where = {"grid_id": grid.grid_id}
+    keys = ["trace_id", "array_group", "scenario_id"]
+    replace_from_driver(spark, table_target(spark, cfg.warehouse, sim_results.TABLE), where,
+                        out.drop_columns(["timeseries", "cooling_moves"]))
+    replace_from_driver(spark, table_target(spark, cfg.warehouse, sim_timeseries.TABLE), where,
+                        _unnested(out, keys, "timeseries"))
+    cooling = any(isinstance(p.config.policy, CoolingPolicy) for p in parts)
+    if cooling or (table_path(cfg.warehouse, cooling_moves.TABLE) / "_delta_log").is_dir():
+        replace_from_driver(spark, table_target(spark, cfg.warehouse, cooling_moves.TABLE), where,
+                            _unnested(out, keys, "cooling_moves"))
+    results = [dict(zip(SUMMARY_COLUMNS, values, strict=True))
+               for values in zip(*(out.column(c).to_pylist() for c in SUMMARY_COLUMNS), strict=True)]
     seconds = time.perf_counter() - started
     log.info("simulate grid %s: %d results, %d time-series rows, %d cooling moves in %.1f s", grid.grid_id,
              len(results), n_series, n_moves, seconds)
     return SimulateSummary(grid.grid_id, len(parts), results, n_series, seconds, n_moves)
+
+
+def _unnested(out: pa.Table, keys: Sequence[str], column: str) -> pa.Table:
+    """One row per element of the list column `column`, its struct fields next to the row's `keys`."""
+    lists = out.column(column).combine_chunks()
+    lengths = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False)
+    rows = np.repeat(np.arange(out.num_rows), lengths)
+    items = pc.list_flatten(lists)
+    columns = {k: out.column(k).take(pa.array(rows, pa.int64())) for k in keys}
+    for i, f in enumerate(items.type):
+        columns[f.name] = items.field(i)
+    return pa.table(columns)
 
 
 #: A scenario's simulation time per request relative to the as-traced replay, by what it adds (the 10 M
@@ -136,45 +149,93 @@ def longest_first(parts: Sequence[Part], catalog: dict[str, dict[str, Any]]) -> 
     return sorted(parts, key=cost, reverse=True)
 
 
-def simulate_frame(spark: SparkSession, requests: DataFrame, parts: Sequence[Part]) -> DataFrame:
-    """The simulation stage: OUTPUT_ARROW_SCHEMA rows, one per part, each part in its own Spark partition.
-
-    The trace's requests are joined to the (small, broadcast) list of (trace, device, part) rows, so every
-    part gets exactly its array group's requests, once per scenario; the trace never reaches the driver.
-    One grouped applyInArrow over all parts (rather than one per trace) puts every trace, group and scenario
-    of the grid in one stage, so they all run in parallel. Within a partition, sim.workloads.from_arrow
-    orders the requests by (ts_us, seq) before simulating (Spark's shuffle order is arbitrary).
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    keys = partition_keys(len(parts))
-    by_key = dict(zip(keys, parts, strict=True))
-    members = spark.createDataFrame([(p.trace_id, d, k) for k, p in by_key.items() for d in p.devices],
-                                    "trace_id string, device string, part_key long")
-    work = (
-        requests.select("trace_id", *REQUEST_COLUMNS)
-        .join(F.broadcast(members), on=["trace_id", "device"], how="inner")
-        .select("part_key", *REQUEST_COLUMNS)
-        # An explicit count keeps adaptive execution from coalescing the (small, CPU-heavy) partitions into
-        # a few tasks; groupBy then reuses this partitioning instead of shuffling again.
-        .repartition(len(parts), "part_key")
-    )
-    return work.groupBy("part_key").applyInArrow(_simulator(by_key), from_arrow_schema(OUTPUT_ARROW_SCHEMA))
+STAGED_DDL = "trace_id string, device string, path string, rows long"
 
 
-def _simulator(parts: dict[int, Part]) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:
-    """The function each partition runs: simulate its part, return one OUTPUT_ARROW_SCHEMA row."""
+def _stage(directory: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """mapInArrow function: the task's rows written to Parquet under `directory`, one file per (trace,
+    device) it holds; yields STAGED_DDL rows."""
 
-    def simulate(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
-        part = parts[key[0].as_py()]
-        t0 = time.perf_counter()
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet as pq
+
+        from libs.task_parquet import task_file_name
+
+        writers: dict[tuple[str, str], list[Any]] = {}
         try:
-            out = simulate_scenario(table.drop_columns(["part_key"]), part.config)
-        except Exception as exc:
-            raise SimulationError(f"trace {part.trace_id!r}, array group {part.array_group!r}, scenario "
-                                  f"{part.scenario_id!r}: {type(exc).__name__}: {exc}") from exc
-        return _output_row(part, out.result, out.series, time.perf_counter() - t0, out.moves)
+            for batch in batches:
+                table = pa.Table.from_batches([batch])
+                keys = table.group_by(["trace_id", "device"], use_threads=False).aggregate([]).to_pylist()
+                for key in keys:
+                    rows = table if len(keys) == 1 else table.filter(
+                        pc.and_(pc.equal(table.column("trace_id"), key["trace_id"]),
+                                pc.equal(table.column("device"), key["device"])))
+                    rows = rows.select(list(REQUEST_COLUMNS))
+                    k = (key["trace_id"], key["device"])
+                    if k not in writers:
+                        path = f"{directory}/{task_file_name()}"
+                        writers[k] = [pq.ParquetWriter(path, rows.schema, compression="snappy"), path, 0]
+                    writers[k][0].write_table(rows)
+                    writers[k][2] += rows.num_rows
+        finally:
+            for writer, _, _ in writers.values():
+                writer.close()
+        if writers:
+            yield pa.RecordBatch.from_pydict({"trace_id": [k[0] for k in writers], "device": [k[1] for k in writers],
+                                              "path": [w[1] for w in writers.values()],
+                                              "rows": [w[2] for w in writers.values()]})
+
+    return run
+
+
+def stage_requests(requests: DataFrame, directory: str) -> dict[tuple[str, str], list[str]]:
+    """The requests to replay, written once to Parquet under `directory` (an empty directory every
+    executor reaches) by the tasks that read them, one file per (trace, device) and task: (trace,
+    device) -> files. Each part's task then reads its array group's files: the requests are not
+    shuffled once per scenario (10 M requests x 8 scenarios were 80 M rows through a shuffle)."""
+    written = requests.select("trace_id", *REQUEST_COLUMNS).mapInArrow(_stage(directory), STAGED_DDL).collect()
+    kept = {os.path.basename(r["path"]) for r in written}
+    for name in os.listdir(directory):
+        if name not in kept:                            # a failed or duplicate task attempt's file
+            os.unlink(os.path.join(directory, name))
+    staged: dict[tuple[str, str], list[str]] = {}
+    for r in written:
+        staged.setdefault((r["trace_id"], r["device"]), []).append(r["path"])
+    return staged
+
+
+def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]], parts: Sequence[Part]) -> pa.Table:
+    """The simulation stage: one Spark task per part, in the given order (Spark starts them in index
+    order), each reading its array group's staged requests and simulating its scenario; returns the
+    OUTPUT_ARROW_SCHEMA rows, one per part. Within a part, sim.workloads.from_arrow orders the requests by
+    (ts_us, seq) (the staged files come in no particular order)."""
+    files = [[f for d in p.devices for f in staged.get((p.trace_id, d), [])] for p in parts]
+    blobs = spark.sparkContext.parallelize(range(len(parts)), len(parts)).mapPartitions(
+        _simulator(list(parts), files)).collect()
+    tables = [pa.ipc.open_stream(b).read_all() for b in blobs]
+    return pa.concat_tables(tables) if tables else OUTPUT_ARROW_SCHEMA.empty_table()
+
+
+def _simulator(parts: list[Part], files: list[list[str]]) -> Callable[[Iterator[int]], Iterator[bytes]]:
+    """The function each task runs: simulate its part, yield one OUTPUT_ARROW_SCHEMA row as Arrow IPC."""
+
+    def simulate(ids: Iterator[int]) -> Iterator[bytes]:
+        import pyarrow.parquet as pq
+
+        for i in ids:
+            part = parts[i]
+            t0 = time.perf_counter()
+            try:
+                table = pa.concat_tables([pq.read_table(f) for f in files[i]])
+                out = simulate_scenario(table, part.config)
+            except Exception as exc:
+                raise SimulationError(f"trace {part.trace_id!r}, array group {part.array_group!r}, scenario "
+                                      f"{part.scenario_id!r}: {type(exc).__name__}: {exc}") from exc
+            row = _output_row(part, out.result, out.series, time.perf_counter() - t0, out.moves)
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, row.schema) as writer:
+                writer.write_table(row)
+            yield sink.getvalue().to_pybytes()
 
     return simulate
 
@@ -209,13 +270,14 @@ def _output_row(part: Part, row: pa.Table, series: pa.Table, wall_s: float, move
 
 @contextmanager
 def _executor_errors() -> Iterator[None]:
-    """A partition's SimulationError arrives as a PythonException whose first line says only that the Python
-    worker failed: raise the partition's own message instead (the worker's traceback stays chained)."""
-    from pyspark.errors import PythonException
-
+    """A partition's SimulationError arrives inside the job's error (a Py4JJavaError holding the Python
+    worker's traceback) whose first line says only that the task failed: raise the partition's own
+    message instead (the job's error stays chained)."""
     try:
         yield
-    except PythonException as exc:
+    except SimulationError:
+        raise
+    except Exception as exc:
         found = re.search(rf"{SimulationError.__name__}: (.*)", str(exc))
         if found is None:
             raise

@@ -6,14 +6,15 @@ disk spec built from its header."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from jobs.simulate import SimulationError, run, simulate_frame
+from jobs.simulate import SimulationError, run, simulate_parts, stage_requests
 from libs.cli import main
 from libs.sim_grid import GridError, load_grid, parse_grid, plan_parts
 from schemas import cooling_moves, sim_results, sim_timeseries
@@ -203,7 +204,7 @@ def test_simulate_constant_service_is_analytic(spark, analytic, analytic_run):
     assert by_id.keys() == got.keys()
 
 
-def test_spark_result_equals_direct_call_one_part_per_partition(spark, analytic, analytic_run):
+def test_spark_result_equals_direct_call_one_part_per_partition(spark, spark_cfg, analytic, analytic_run):
     grid, _ = analytic_run
     table = spark.sql(f"SELECT * FROM requests WHERE trace_id = '{analytic}'").toArrow()
     table = table.take(pa.array(range(table.num_rows - 1, -1, -1)))       # any order: the glue sorts
@@ -225,11 +226,12 @@ def test_spark_result_equals_direct_call_one_part_per_partition(spark, analytic,
     assert len(stored) == 5                                   # 2.01 s in 500 ms intervals
 
     parts = plan_parts(grid, {analytic: {"devices": ["fix_0"], "geometry": []}})
-    located = simulate_frame(spark, spark.sql("SELECT * FROM requests"), parts).select(
-        "scenario_id", "requests", F.spark_partition_id().alias("partition")).collect()
-    assert sorted(r.scenario_id for r in located) == sorted(got)
-    assert {r.requests for r in located} == {4}              # each partition had exactly its own trace's requests
-    assert len({r.partition for r in located}) == len(located)   # and every scenario a partition of its own
+    with tempfile.TemporaryDirectory(dir=spark_cfg.warehouse) as scratch:
+        staged = stage_requests(spark.sql("SELECT * FROM requests"), scratch)
+        assert sum(pq.read_metadata(f).num_rows for f in staged[(analytic, "fix_0")]) == 4
+        located = simulate_parts(spark, staged, parts)
+    assert located.column("scenario_id").to_pylist() == [p.scenario_id for p in parts]   # one task each, in order
+    assert set(located.column("requests").to_pylist()) == {4}       # each had exactly its own trace's requests
 
 
 def test_rerun_replaces_the_grid(spark, spark_cfg, analytic, tmp_path):
