@@ -38,7 +38,7 @@ from numba import njit
 
 from sim.array import Extent, ExtentMap, LayoutArrays, RemapEvent
 from sim.engine import PolicyBase, Window
-from sim.tracker import InterarrivalTracker, split_into_units
+from sim.tracker import InterarrivalTracker, split_into_units, unit_heat
 
 if TYPE_CHECKING:
     from sim.engine import Simulation
@@ -185,12 +185,7 @@ def _scan(listed: np.ndarray, work: np.ndarray, unaged: np.ndarray, aging_from: 
     for u in range(unit_disk.shape[0]):
         if not listed[u]:
             continue
-        h = unaged[u]
-        if aging:
-            gap = at_us - aging_from[u]
-            aged = work[u] / (gap if gap > 1.0 else 1.0)
-            if aged < h:
-                h = aged
+        h = unit_heat(u, work, unaged, aging_from, at_us, aging)
         d = unit_disk[u]
         disk_heat[d] += h
         if h > 0.0:

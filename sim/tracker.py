@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["InterarrivalTracker", "split_into_units"]
+__all__ = ["InterarrivalTracker", "split_into_units", "unit_heat"]
 
 
 @njit(cache=True, nogil=True)
@@ -152,17 +152,24 @@ def _estimates(times: np.ndarray, blocks: np.ndarray, count: np.ndarray, units: 
     return n_known
 
 
+@njit(cache=True, nogil=True, inline="always")
+def unit_heat(u: int, work: np.ndarray, unaged: np.ndarray, aging_from: np.ndarray, at_us: float,
+              aging: bool) -> float:  # pragma: no cover
+    """Unit u's estimate from its cached terms (estimates()), aged by a pseudo request at at_us when asked."""
+    h = unaged[u]
+    if aging:
+        gap = at_us - aging_from[u]
+        aged = work[u] / (gap if gap > 1.0 else 1.0)
+        if aged < h:
+            h = aged
+    return h
+
+
 @njit(cache=True, nogil=True)
 def _heat(n_units: int, known: np.ndarray, work: np.ndarray, unaged: np.ndarray, aging_from: np.ndarray,
           at_us: float, aging: bool) -> np.ndarray:  # pragma: no cover
     """Every unit's estimate (0 where unknown), aged at at_us when asked; visits the known units only."""
     out = np.zeros(n_units)
     for u in known:
-        h = unaged[u]
-        if aging:
-            gap = at_us - aging_from[u]
-            aged = work[u] / (gap if gap > 1.0 else 1.0)
-            if aged < h:
-                h = aged
-        out[u] = h
+        out[u] = unit_heat(u, work, unaged, aging_from, at_us, aging)
     return out
