@@ -23,6 +23,7 @@ from libs.delta_files import replace_from_driver, table_target
 from libs.sim_grid import Grid, Part, load_grid, plan_parts
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, table_path, trace_info
+from libs.task_parquet import from_ipc, to_ipc
 from schemas import cooling_moves, sim_results, sim_timeseries
 from sim.cooling import COOLING_MOVES_SCHEMA
 from sim.glue import CoolingPolicy, simulate_scenario
@@ -212,8 +213,7 @@ def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]]
     files = [[f for d in p.devices for f in staged.get((p.trace_id, d), [])] for p in parts]
     blobs = spark.sparkContext.parallelize(range(len(parts)), len(parts)).mapPartitions(
         _simulator(list(parts), files)).collect()
-    tables = [pa.ipc.open_stream(b).read_all() for b in blobs]
-    return pa.concat_tables(tables) if tables else OUTPUT_ARROW_SCHEMA.empty_table()
+    return from_ipc(blobs, OUTPUT_ARROW_SCHEMA)
 
 
 def _simulator(parts: list[Part], files: list[list[str]]) -> Callable[[Iterator[int]], Iterator[bytes]]:
@@ -231,11 +231,7 @@ def _simulator(parts: list[Part], files: list[list[str]]) -> Callable[[Iterator[
             except Exception as exc:
                 raise SimulationError(f"trace {part.trace_id!r}, array group {part.array_group!r}, scenario "
                                       f"{part.scenario_id!r}: {type(exc).__name__}: {exc}") from exc
-            row = _output_row(part, out.result, out.series, time.perf_counter() - t0, out.moves)
-            sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, row.schema) as writer:
-                writer.write_table(row)
-            yield sink.getvalue().to_pybytes()
+            yield to_ipc(_output_row(part, out.result, out.series, time.perf_counter() - t0, out.moves))
 
     return simulate
 

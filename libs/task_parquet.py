@@ -19,7 +19,7 @@ import contextlib
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +44,19 @@ def arrow_schema(ddl: str) -> pa.Schema:
     if not isinstance(schema, StructType):
         raise ValueError(f"expected a struct schema like 'a long, b string', got {ddl!r}")
     return to_arrow_schema(schema)
+
+
+def to_ipc(table: pa.Table) -> bytes:
+    """A table as Arrow IPC stream bytes: how a task hands a small result back through collect()."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def from_ipc(blobs: Sequence[bytes], schema: pa.Schema) -> pa.Table:
+    """The tables of to_ipc blobs concatenated (an empty table of `schema` for none)."""
+    return pa.concat_tables([pa.ipc.open_stream(b).read_all() for b in blobs]) if blobs else schema.empty_table()
 
 
 def _filesystem(directory: str) -> tuple[pafs.FileSystem, str]:

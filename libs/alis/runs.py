@@ -42,7 +42,7 @@ from libs.alis.graph import (
     check_context,
     edge_weight,
 )
-from libs.task_parquet import sink_parquet_groups_multi
+from libs.task_parquet import arrow_schema, from_ipc, sink_parquet_groups_multi, to_ipc
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -355,12 +355,8 @@ def _device_runs(files: list[tuple[str, list[str]]], tau: int, f: float, thresho
             for a, b in itertools.pairwise(bounds):
                 part = graph.take(pa.array(order[a:b]))
                 out.append(runs(part.append_column("device", pa.array([device] * part.num_rows, pa.string()))))
-            table = pa.concat_tables(out) if out else pa.table(
-                {c: pa.array([], pa.string() if c == "device" else pa.int64()) for c in RUN_COLUMNS})
-            sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, table.schema) as writer:
-                writer.write_table(table)
-            yield sink.getvalue().to_pybytes()
+            if out:
+                yield to_ipc(pa.concat_tables(out))
 
     return run
 
@@ -382,5 +378,4 @@ def find_stored_runs(spark: SparkSession, warehouse: Path, trace_id: str, *, tau
                          min_length=min_length)
     blobs = spark.sparkContext.parallelize(range(len(files)), len(files)).mapPartitions(
         _device_runs(files, tau, f, threshold, min_length)).collect()
-    table = pa.concat_tables([pa.ipc.open_stream(b).read_all() for b in blobs]).select(list(RUN_COLUMNS))
-    return spark.createDataFrame(table, RUN_DDL)
+    return spark.createDataFrame(from_ipc(blobs, arrow_schema(RUN_DDL)).select(list(RUN_COLUMNS)), RUN_DDL)

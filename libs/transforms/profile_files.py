@@ -39,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import heapq
-import io
 import itertools
 import logging
 import math
@@ -56,6 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from libs.task_parquet import from_ipc, to_ipc
 from libs.transforms import profile as P
 
 if TYPE_CHECKING:
@@ -308,17 +308,6 @@ def plan(files: dict[str, list[str]], *, rows_per_part: int, parallelism: int
     return blocks + ordered + arrivals, groups
 
 
-def _ipc(table: pa.Table) -> bytes:
-    sink = io.BytesIO()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue()
-
-
-def _from_ipc(blobs: Sequence[bytes], schema: pa.Schema) -> pa.Table:
-    return pa.concat_tables([pa.ipc.open_stream(b).read_all() for b in blobs]) if blobs else schema.empty_table()
-
-
 def _buckets_of(table: pa.Table, buckets: int) -> np.ndarray:
     """Each row's merge bucket: a stable hash of its group (scope, device, w, window_us, metric)."""
     keys = zip(*(table.column(c).to_pylist() for c in ("scope", "device", "w", "window_us", "metric")), strict=True)
@@ -362,7 +351,7 @@ def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, wind
                 merged = pc.is_in(out.column("kind"), pa.array(["hist", "extent"]))
                 cells = out.filter(merged)
                 bucket = _buckets_of(cells, buckets)
-                yield Result(-1, "", _ipc(out.filter(pc.invert(merged))))
+                yield Result(-1, "", to_ipc(out.filter(pc.invert(merged))))
                 for k in np.unique(bucket):
                     name = f"b{k:04d}/{task_file_name(f'task{i}')}".removesuffix(".parquet") + ".arrow"
                     os.makedirs(os.path.join(scratch, f"b{k:04d}"), exist_ok=True)
@@ -392,13 +381,13 @@ def _stage_two(files: dict[int, list[str]], extra: dict[int, bytes], scratch: st
 
     def run(ids: Iterator[int]) -> Iterator[Result]:
         for k in ids:
-            tables = [_from_ipc([extra[k]], P.PARTIAL)] if k in extra else []
+            tables = [from_ipc([extra[k]], P.PARTIAL)] if k in extra else []
             for name in files[k]:
                 with pa.memory_map(os.path.join(scratch, name)) as source:
                     tables.append(pa.ipc.open_file(source).read_all())
             cells = pa.concat_tables(tables)
             final = pa.concat_tables([P.merge_histograms(cells), P.merge_skew(cells)])
-            yield Result(k, "", _ipc(final))
+            yield Result(k, "", to_ipc(final))
 
     return run
 
@@ -423,21 +412,21 @@ def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list
     assigned = slots(tasks, min(len(tasks), 2 * parallelism))
     first = _job(spark, len(assigned), _stage_one(tasks, groups, window_us=window_us, extent_bytes=extent_bytes,
                                                     scratch=scratch, buckets=buckets, assigned=assigned))
-    small = _from_ipc([r.blob for r in first if r.bucket < 0], P.PARTIAL)
+    small = from_ipc([r.blob for r in first if r.bucket < 0], P.PARTIAL)
     runs = P.joined_runs(small, window_us)
     files: dict[int, list[str]] = {}
     for r in first:
         if r.bucket >= 0:
             files.setdefault(r.bucket, []).append(r.name)
     run_bucket = _buckets_of(runs, buckets)
-    extra = {int(k): _ipc(runs.filter(pa.array(run_bucket == k))) for k in np.unique(run_bucket)}
+    extra = {int(k): to_ipc(runs.filter(pa.array(run_bucket == k))) for k in np.unique(run_bucket)}
     keys = sorted(set(files) | set(extra))
     log.info("profile: %d tasks in %d Spark tasks, %.1f s", len(tasks), len(assigned), time.perf_counter() - started)
     started = time.perf_counter()
     second = _job(spark, len(keys), _stage_two({i: files.get(k, []) for i, k in enumerate(keys)},
                                                 {i: extra[k] for i, k in enumerate(keys) if k in extra}, scratch))
     log.info("profile: %d buckets merged in %.1f s", len(keys), time.perf_counter() - started)
-    return small, _from_ipc([r.blob for r in second], P.FINAL)
+    return small, from_ipc([r.blob for r in second], P.FINAL)
 
 
 def profile_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, span_us: int,
