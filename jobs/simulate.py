@@ -88,8 +88,8 @@ def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: 
     by_key = {key: i for i, key in enumerate(zip(*(out.column(c).to_pylist() for c in
                                                    ("trace_id", "array_group", "scenario_id")), strict=True))}
     out = out.take(pa.array([by_key[p.key] for p in parts], pa.int64()))       # grid order
-    n_series = sum(len(v) for v in out.column("timeseries").to_pylist()) if out.num_rows else 0
-    n_moves = int(pc.sum(pc.list_value_length(out.column("cooling_moves"))).as_py() or 0)
+    n_series, n_moves = (int(pc.sum(pc.list_value_length(out.column(c))).as_py() or 0)
+                         for c in ("timeseries", "cooling_moves"))
     where = {"grid_id": grid.grid_id}
     keys = ["trace_id", "array_group", "scenario_id"]
     replace_from_driver(spark, table_target(spark, cfg.warehouse, sim_results.TABLE), where,
