@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
+from libs.alis import graph_files
 from libs.alis.graph import (
     CHUNK_US,
     age_graph,
@@ -39,6 +40,7 @@ from libs.alis.units import compute_reorg_units, extend_reorg_units, storage_use
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, replace_rows, replace_trace, table_path
 from libs.task_parquet import scratch_dir
+from libs.transforms.profile_files import Unsupported
 from schemas import access_graph, alis_graphs, alis_runs, reorg_units, requests
 
 if TYPE_CHECKING:
@@ -157,6 +159,11 @@ def run(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions) -> GraphSumma
     from_interval > 0)."""
     if opts.interval_index is not None:
         return run_interval(spark, cfg, opts, opts.interval_index)
+    if not opts.from_interval and not opts.unit_bytes:
+        try:
+            return _run_files(spark, cfg, opts, None)
+        except Unsupported as e:
+            log.info("alis graph %s: built through Spark (%s)", opts.trace_id, e)
     trace = opts.trace_id
     reqs, n_requests, last = _requests_and_last_interval(spark, cfg, trace, opts.interval_us)
     if opts.from_interval > last:
@@ -231,21 +238,18 @@ def _prune_and_find_runs(opts: GraphOptions, aged: DataFrame, budgets: DataFrame
 def run_interval(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: int) -> GraphSummary:
     """Build exactly interval n from the stored interval n-1 (see the module docstring); replaces interval
     n's rows of access_graph and alis_runs, the trace's reorg_units (extended) and its alis_graphs row."""
+    if not opts.unit_bytes:
+        try:
+            return _run_files(spark, cfg, opts, n)
+        except Unsupported as e:
+            log.info("alis graph %s: built through Spark (%s)", opts.trace_id, e)
     trace = opts.trace_id
     reqs, n_requests, data_last = _requests_and_last_interval(spark, cfg, trace, opts.interval_us)
-    if n > data_last:
-        raise ValueError(f"--interval-index {n}: the requests of {trace} end in interval {data_last}; "
-                         "ingest the later files first")
+    built_before = _interval_checks(spark, cfg, opts, n, data_last)
     end_us = (n + 1) * opts.interval_us
     upto = reqs.where(F.col("ts_us") < end_us)
     during = upto.where(F.col("ts_us") >= n * opts.interval_us)
-    known, built_before = None, 0
-    if n:
-        built_before = int(_check_incremental(spark, cfg, opts)["intervals"])
-        if built_before < n:
-            raise LookupError(f"--interval-index {n}: the stored graphs of {trace} end at interval "
-                              f"{built_before - 1}; build interval {n - 1} first")
-        known = read_table(spark, cfg.warehouse, reorg_units.TABLE, trace)
+    known = read_table(spark, cfg.warehouse, reorg_units.TABLE, trace) if n else None
     log.info("alis graph %s: units, edges and runs of interval %d", trace, n)
     units = extend_reorg_units(known, during, unit_bytes=opts.unit_bytes).localCheckpoint()
     replace_trace(units, spark, cfg.warehouse, reorg_units.TABLE, trace)
@@ -259,6 +263,40 @@ def run_interval(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: i
                                    partitions=tasks)
         return _interval_graph(spark, cfg, opts, n, with_weight(counts, tau=opts.tau, f=opts.f), units, chosen,
                                budgets, built_before, scratch)
+
+
+def _interval_checks(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: int, data_last: int) -> int:
+    """run_interval's checks (the data reaches interval n; interval n-1 was built with these parameters);
+    returns the number of intervals stored before."""
+    if n > data_last:
+        raise ValueError(f"--interval-index {n}: the requests of {opts.trace_id} end in interval {data_last}; "
+                         "ingest the later files first")
+    if not n:
+        return 0
+    built_before = int(_check_incremental(spark, cfg, opts)["intervals"])
+    if built_before < n:
+        raise LookupError(f"--interval-index {n}: the stored graphs of {opts.trace_id} end at interval "
+                          f"{built_before - 1}; build interval {n - 1} first")
+    return built_before
+
+
+def _run_files(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: int | None) -> GraphSummary:
+    """run (n None: from interval 0) or run_interval(n) by one task per device reading the requests files
+    (libs.alis.graph_files); Unsupported, before anything is written, when they cannot be read directly."""
+    trace = opts.trace_id
+    files, _, last_us = graph_files.request_files(spark, cfg.warehouse, trace)
+    data_last = last_us // opts.interval_us
+    if n is None:
+        build, intervals = graph_files.Build(trace, 0, data_last, opts.interval_us), data_last + 1
+    else:
+        built_before = _interval_checks(spark, cfg, opts, n, data_last)
+        build, intervals = graph_files.Build(trace, n, n, opts.interval_us, nightly=True), max(built_before, n + 1)
+    log.info("alis graph %s: units, edges and runs of intervals %d..%d, one task per device", trace, build.first,
+             build.last)
+    per_device = graph_files.build(spark, cfg.warehouse, build, graph_files.params_of(opts), files)
+    params = spark.createDataFrame([opts.params_row(intervals)], alis_graphs.SPARK_SCHEMA)
+    replace_trace(params, spark, cfg.warehouse, alis_graphs.TABLE, trace)
+    return GraphSummary(asdict(opts), list(range(build.first, build.last + 1)), per_device)
 
 
 def _interval_graph(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: int, raw: DataFrame,

@@ -1,0 +1,354 @@
+"""ALIS units, access graphs and runs built from the `requests` files, one task per device: the path
+jobs.alis_graph takes for request-sized units. The Spark transforms of libs.alis.units, graph and runs stay
+the definition and the fallback (fixed-size units, --from-interval, files that cannot be read directly, a
+device too large for one task).
+
+A task reads its device's requests (for a nightly interval N > 0 also its stored units and interval N-1's
+graph), numbers the units, counts the pairs of each interval's reads (libs.alis.graph.count_pairs over the
+whole interval: the sum the chunked Spark build arrives at), weighs and ages them as with_weight and
+age_graph do, and prunes and finds runs with the functions the Spark path's groups call (prune_arrays,
+discover_run_arrays). It writes its reorg_units, access_graph and alis_runs files itself
+(libs.delta_files); the driver commits one replace per table. The Spark path numbers the units with a
+window and joins them back (two shuffles of the trace), counts the pairs through two more and groups the
+graph through another; at 10 M requests that was about 130 of the stage's 160 s.
+
+    built = build(spark, warehouse, Build("t1", first=0, last=6, interval_us=DAY_US), graph_options)
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from libs.alis.graph import EDGE_BYTES, PRUNE_SHARE, VERTEX_BYTES, count_pairs, prune_arrays
+from libs.alis.runs import discover_run_arrays
+from libs.transforms.profile_files import Unsupported, row_groups, trace_files
+from schemas import access_graph, alis_runs, reorg_units
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+REQUEST_COLUMNS = ["ts_us", "seq", "op", "offset_bytes", "size_bytes"]
+# One task holds a device's requests (5 columns) and its reads' pair keys (tau per read, and a sort buffer):
+# about 100 bytes a request at tau 9. A larger device goes the Spark way, which spreads it over every task.
+MAX_DEVICE_REQUESTS = 60_000_000
+TABLES = (reorg_units.TABLE, access_graph.TABLE, alis_runs.TABLE)
+STATS = "_stats"
+
+__all__ = ["Build", "GraphParams", "Unsupported", "build", "device_build", "request_files"]
+
+
+@dataclass(frozen=True)
+class GraphParams:
+    """The graph parameters the tasks need (jobs.alis_graph.GraphOptions' numeric ones)."""
+
+    tau: int = 9
+    f: float = 1.0
+    beta: float = 0.8
+    include_writes: bool = False
+    graph_share: float = 0.005
+    prefilter_min_refs: int = 0
+    threshold: float = 0.1
+    min_length: int = 9
+
+
+@dataclass(frozen=True)
+class Build:
+    """Intervals first..last of a trace (interval id: ts_us div interval_us, as the Spark path's idiv).
+
+    nightly=False: the whole-trace build from interval 0 (units of all requests numbered in address order,
+    budget from all requests). nightly=True (first == last == N): exactly interval N, as run_interval: the
+    stored units extended with those of N's requests, the budget from the requests before the end of N,
+    interval N-1's stored graph aged in."""
+
+    trace_id: str
+    first: int
+    last: int
+    interval_us: int
+    nightly: bool = False
+
+
+@dataclass(frozen=True)
+class DeviceFiles:
+    device: str
+    requests: list[str]
+    rows: int
+    units: list[str]            # stored reorg_units files (nightly N > 0)
+    graph: list[str]            # stored access_graph files (nightly N > 0; filtered to interval N-1)
+
+
+def request_files(spark: SparkSession, warehouse: Path, trace_id: str) -> tuple[dict[str, list[str]], int, int]:
+    """The trace's requests files by device, the request count and the largest ts_us, from the snapshot and
+    the files' footers; Unsupported when a footer lacks ts_us statistics or a device is too large."""
+    files = trace_files(spark, warehouse, trace_id)
+    rows, highest = 0, []
+    for device, paths in files.items():
+        groups = [g for p in paths for g in row_groups(p)]
+        if any(g.hi == 1 << 62 for g in groups):
+            raise Unsupported(f"requests of {trace_id}/{device}: a row group without ts_us statistics")
+        n = sum(g.rows for g in groups)
+        if n > MAX_DEVICE_REQUESTS:
+            raise Unsupported(f"requests of {trace_id}/{device}: {n:,} rows, more than one task holds")
+        rows += n
+        highest += [g.hi for g in groups]
+    if not highest:
+        raise Unsupported(f"no requests rows for trace {trace_id!r}")
+    return files, rows, int(max(highest))
+
+
+# --- one device ------------------------------------------------------------------------------
+
+
+def _idiv(values: np.ndarray, divisor: int) -> np.ndarray:
+    """SQL `div` (truncation toward zero), as libs.alis.units.idiv."""
+    out = np.abs(values) // divisor
+    return np.where(values < 0, -out, out)
+
+
+def _unit_keys(offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """int64 keys ordered as (offset_bytes, size_bytes): both packed in one integer when they fit, else the
+    dense rank of the pair."""
+    if len(offsets) and offsets.min() >= 0 and sizes.min() >= 0:
+        size_bits = int(sizes.max()).bit_length()
+        if int(offsets.max()).bit_length() + size_bits <= 62:
+            return (offsets << size_bits) | sizes
+    order = np.lexsort((sizes, offsets))
+    new = np.ones(len(order), bool)
+    new[1:] = (offsets[order][1:] != offsets[order][:-1]) | (sizes[order][1:] != sizes[order][:-1])
+    keys = np.empty(len(order), np.int64)
+    keys[order] = np.cumsum(new) - 1
+    return keys
+
+
+def number_units(offsets: np.ndarray, sizes: np.ndarray, counted: np.ndarray, known: pa.Table | None
+                 ) -> tuple[np.ndarray, pa.Table]:
+    """Unit id of every request, and the units (unit_id, offset_bytes, size_bytes): the `known` ones as they
+    are, then the extents of the `counted` requests not known, numbered after the known ids in (offset,
+    size) order (compute_reorg_units / extend_reorg_units). Requests outside `counted` whose extent is no
+    unit get -1."""
+    k_ids = np.zeros(0, np.int64) if known is None else known.column("unit_id").to_numpy().astype(np.int64)
+    k_off = np.zeros(0, np.int64) if known is None else known.column("offset_bytes").to_numpy().astype(np.int64)
+    k_size = np.zeros(0, np.int64) if known is None else known.column("size_bytes").to_numpy().astype(np.int64)
+    keys = _unit_keys(np.concatenate([offsets, k_off]), np.concatenate([sizes, k_size]))
+    req_keys, known_keys = keys[: len(offsets)], keys[len(offsets):]
+    fresh, first = np.unique(req_keys[counted], return_index=True)
+    new = ~np.isin(fresh, known_keys)
+    fresh, first = fresh[new], np.flatnonzero(counted)[first[new]]
+    base = int(k_ids.max()) + 1 if len(k_ids) else 0
+    all_keys = np.concatenate([known_keys, fresh])
+    all_ids = np.concatenate([k_ids, base + np.arange(len(fresh), dtype=np.int64)])
+    order = np.argsort(all_keys, kind="stable")
+    sorted_keys, sorted_ids = all_keys[order], all_ids[order]
+    ids = np.full(len(req_keys), -1, np.int64)
+    if len(sorted_keys):
+        at = np.minimum(np.searchsorted(sorted_keys, req_keys), len(sorted_keys) - 1)
+        ids = np.where(sorted_keys[at] == req_keys, sorted_ids[at], -1)
+    units = pa.table({"unit_id": pa.array(all_ids),
+                      "offset_bytes": pa.array(np.concatenate([k_off, offsets[first]])),
+                      "size_bytes": pa.array(np.concatenate([k_size, sizes[first]]))})
+    return ids, units
+
+
+def _age(cur: tuple[np.ndarray, ...], previous: tuple[np.ndarray, ...] | None, beta: float
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """age_graph on arrays: beta * current + (1 - beta) * previous per (src, dst), the union of both, rows
+    whose aged weight is not above 0 dropped (the same float operations as the Spark expression)."""
+    src, dst, weight = cur
+    if previous is None:
+        aged = beta * weight
+    else:
+        p_src, p_dst, p_weight = previous
+        n = len(src)
+        src, dst = np.concatenate([src, p_src]), np.concatenate([dst, p_dst])
+        now = np.concatenate([weight, np.zeros(len(p_src))])
+        old = np.concatenate([np.zeros(n), p_weight])
+        order = np.lexsort((dst, src))
+        src, dst, now, old = src[order], dst[order], now[order], old[order]
+        starts = np.flatnonzero(np.r_[True, (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])]) if len(src) else \
+            np.zeros(0, np.int64)
+        src, dst = src[starts], dst[starts]
+        # At most one current and one previous row per edge: a sum with the other side's 0.0 is exact.
+        now = np.add.reduceat(now, starts) if len(starts) else now[:0]
+        old = np.add.reduceat(old, starts) if len(starts) else old[:0]
+        aged = beta * now + (1.0 - beta) * old
+    keep = aged > 0.0
+    return src[keep], dst[keep], aged[keep]
+
+
+def device_build(requests: pa.Table, known: pa.Table | None, previous: pa.Table | None, b: Build,
+                 p: GraphParams) -> dict[str, Any]:
+    """One device: {"units": (unit_id, offset_bytes, size_bytes), "graph": (interval_id, src_unit, dst_unit,
+    weight), "runs": (interval_id, run_id, rank, position, unit_id), "stats": per-device figures}.
+    previous: interval first-1's stored graph (src_unit, dst_unit, weight) or None."""
+    col = {c: np.ascontiguousarray(requests.column(c).to_numpy(), dtype=np.int64)
+           for c in ("ts_us", "seq", "offset_bytes", "size_bytes")}
+    ts = col["ts_us"]
+    lo_us, hi_us = b.first * b.interval_us, (b.last + 1) * b.interval_us
+    counted = (ts >= lo_us) & (ts < hi_us) if b.nightly else np.ones(len(ts), bool)
+    unit, units = number_units(col["offset_bytes"], col["size_bytes"], counted, known)
+    before = ts < hi_us if b.nightly else np.ones(len(ts), bool)
+    used = int((col["offset_bytes"][before] + col["size_bytes"][before]).max()) if before.any() else None
+    budget = None if used is None else math.floor(used * p.graph_share)
+
+    interval = _idiv(ts, b.interval_us)
+    chosen = counted & (interval >= b.first) & (interval <= b.last)
+    if not p.include_writes:
+        op = requests.column("op")
+        op = op.cast(pa.string()) if pa.types.is_dictionary(op.type) else op
+        chosen &= pc.equal(op, "R").to_numpy(zero_copy_only=False)
+    picked = np.flatnonzero(chosen)
+    order = picked[np.lexsort((col["seq"][picked], ts[picked], interval[picked]))]
+    ref_interval, ref_unit = interval[order], unit[order]
+
+    graphs, runs = [], []
+    prev = None if previous is None else tuple(np.asarray(previous.column(c).to_numpy(), t) for c, t in
+                                               (("src_unit", np.int64), ("dst_unit", np.int64),
+                                                ("weight", np.float64)))
+    bounds = np.searchsorted(ref_interval, np.arange(b.first, b.last + 2))
+    graph_refs, last_sizes = 0, (0, 0)
+    for i in range(b.first, b.last + 1):
+        refs = ref_unit[bounds[i - b.first]:bounds[i - b.first + 1]]
+        if p.prefilter_min_refs > 1 and len(refs):
+            _, inverse, counts = np.unique(refs, return_inverse=True, return_counts=True)
+            refs = refs[counts[inverse] >= p.prefilter_min_refs]
+        graph_refs += len(refs)
+        src, dst, pairs, closeness = count_pairs(np.zeros(len(refs), np.int64), refs, p.tau)
+        weight = pairs.astype(np.float64) * (1.0 - p.f) + (p.f / p.tau) * closeness.astype(np.float64)
+        src, dst, weight = _age((src, dst, weight), prev, p.beta)
+        if len(src) and budget is not None:
+            keep, _ = prune_arrays(src, dst, weight, budget, share=PRUNE_SHARE)
+            src, dst, weight = src[keep], dst[keep], weight[keep]
+        prev = (src, dst, weight)
+        graphs.append(pa.table({"interval_id": pa.array(np.full(len(src), i, np.int64)), "src_unit": pa.array(src),
+                                "dst_unit": pa.array(dst), "weight": pa.array(weight)}))
+        run_ids, offsets, members = discover_run_arrays(src, dst, weight, tau=p.tau, f=p.f, threshold=p.threshold,
+                                                        min_length=p.min_length)
+        lengths = np.diff(offsets)
+        runs.append(pa.table({
+            "interval_id": pa.array(np.full(len(members), i, np.int64)),
+            "run_id": pa.array(np.repeat(run_ids, lengths).astype(np.int64)),
+            "rank": pa.array(np.repeat(np.arange(len(run_ids), dtype=np.int64), lengths)),
+            "position": pa.array(np.arange(len(members), dtype=np.int64) - np.repeat(offsets[:-1], lengths)),
+            "unit_id": pa.array(np.asarray(members, np.int64))}))
+        if i == b.last:
+            vertices = pc.count_distinct(pa.array(np.concatenate([src, dst]))).as_py()   # a hash: no sort
+            last_sizes = (len(src), vertices * VERTEX_BYTES + len(src) * EDGE_BYTES) if len(src) else (0, 0)
+    graph, found = pa.concat_tables(graphs), pa.concat_tables(runs)
+    last_runs = found.filter(pc.equal(found.column("interval_id"), b.last))
+    stats = {"units": units.num_rows, "graph_refs": graph_refs, "last_edges": last_sizes[0],
+             "last_graph_bytes": last_sizes[1], "budget_bytes": budget,
+             "runs": found.group_by(["interval_id", "run_id"], use_threads=False).aggregate([]).num_rows,
+             "last_run_units": last_runs.num_rows, "last_runs": len(pc.unique(last_runs.column("run_id")))}
+    return {"units": units, "graph": graph, "runs": found, "stats": stats}
+
+
+# --- the tasks and the commits ---------------------------------------------------------------------
+
+
+def _read(paths: Sequence[str], columns: Sequence[str], where: Any = None) -> pa.Table | None:
+    if not paths:
+        return None
+    return pa.concat_tables([pq.read_table(p, columns=list(columns), filters=where) for p in paths])
+
+
+def _task(devices: list[DeviceFiles], targets: dict[str, Any], b: Build, p: GraphParams):  # type: ignore[no-untyped-def]
+    """What each task runs: its devices built and written; yields FILES rows with "table", and one STATS row
+    per device."""
+    from libs.delta_files import FileWriter
+
+    def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
+        for i in ids:
+            d = devices[i]
+            started = time.perf_counter()
+            known = _read(d.units, ["unit_id", "offset_bytes", "size_bytes"])
+            previous = _read(d.graph, ["src_unit", "dst_unit", "weight"], [("interval_id", "=", b.first - 1)])
+            out = device_build(_read(d.requests, REQUEST_COLUMNS), known, previous, b, p)
+            for name, key in ((reorg_units.TABLE, "units"), (access_graph.TABLE, "graph"), (alis_runs.TABLE, "runs")):
+                rows = out[key]
+                n = rows.num_rows
+                rows = rows.append_column("trace_id", pa.array([b.trace_id] * n, pa.string()))
+                rows = rows.append_column("device", pa.array([d.device] * n, pa.string()))
+                if name == reorg_units.TABLE:
+                    rows = rows.append_column("unit_bytes", pa.array(np.zeros(n, np.int64)))
+                writer = FileWriter(targets[name])
+                writer.write(rows)
+                for f in writer.close().to_pylist():
+                    yield {**f, "table": name}
+            yield {"table": STATS, "device": d.device, **out["stats"], "seconds": time.perf_counter() - started}
+
+    return run
+
+
+def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
+          files: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
+    """Build, write and commit (reorg_units, access_graph, alis_runs: one replace each, in that order; the
+    graph and runs of interval N only for a nightly N > 0). Returns the per-device figures of
+    jobs.alis_graph's summary, by device. Unsupported (nothing written) when the files cannot be read
+    directly."""
+    from libs.delta_files import commit_replace, discard, table_target
+
+    files = files if files is not None else request_files(spark, warehouse, b.trace_id)[0]
+    stored_units: dict[str, list[str]] = {}
+    stored_graph: dict[str, list[str]] = {}
+    if b.nightly and b.first:
+        stored_units = _stored(spark, warehouse, b.trace_id, reorg_units.TABLE)
+        stored_graph = _stored(spark, warehouse, b.trace_id, access_graph.TABLE)
+    devices = [DeviceFiles(dev, paths, sum(pq.ParquetFile(x).metadata.num_rows for x in paths),
+                           stored_units.get(dev, []), stored_graph.get(dev, [])) for dev, paths in files.items()]
+    devices.sort(key=lambda d: (-d.rows, d.device))        # the largest first: they set the stage's length
+    targets = {name: table_target(spark, warehouse, name).for_write() for name in TABLES}
+    where = {"trace_id": b.trace_id}
+    graph_where = {**where, "interval_id": b.first} if b.nightly and b.first else where
+    started = time.perf_counter()
+    committed: set[str] = set()
+    try:
+        fn = _task(devices, targets, b, p)
+        out = spark.sparkContext.parallelize(range(len(devices)), len(devices)).mapPartitions(fn).collect()
+        stats = sorted((r for r in out if r["table"] == STATS), key=lambda r: r["device"])
+        log.info("alis graph %s: %d devices built by their tasks in %.1f s (slowest task %.1f s)", b.trace_id,
+                 len(devices), time.perf_counter() - started, max((r["seconds"] for r in stats), default=0.0))
+        for name in TABLES:
+            mine = [{k: v for k, v in r.items() if k != "table"} for r in out if r["table"] == name]
+            commit_replace(spark, targets[name], where if name == reorg_units.TABLE else graph_where, mine)
+            committed.add(name)
+    except BaseException:
+        for name, t in targets.items():
+            if name not in committed:
+                discard(t)
+        raise
+    keys = ("units", "graph_refs", "last_edges", "last_graph_bytes", "budget_bytes", "runs", "last_run_units",
+            "last_runs")
+    return [{"device": r["device"], **{k: r[k] for k in keys}} for r in stats if r["units"]]
+
+
+def _stored(spark: SparkSession, warehouse: Path, trace_id: str, table: str) -> dict[str, list[str]]:
+    """The trace's files of a stored table by device; none is an empty dict (a table with no rows for the
+    trace yet), a file that cannot be read directly Unsupported."""
+    from libs.tables import table_path
+
+    if not (table_path(warehouse, table) / "_delta_log").is_dir():
+        return {}
+    try:
+        return trace_files(spark, warehouse, trace_id, table)
+    except Unsupported as e:
+        if str(e).startswith(f"no {table} files"):
+            return {}
+        raise
+
+
+def params_of(opts: Any) -> GraphParams:
+    """GraphParams from jobs.alis_graph.GraphOptions."""
+    names = {f.name for f in dataclasses.fields(GraphParams)}
+    return GraphParams(**{n: getattr(opts, n) for n in names})

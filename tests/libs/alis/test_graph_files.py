@@ -1,0 +1,121 @@
+"""The per-device build of units, graphs and runs from the requests files (libs.alis.graph_files) against the
+Spark transforms it replaces, on the bundled real trace; and its pieces on hand-made arrays. The default
+settings are pinned through it elsewhere (test_hplajw, test_jobs, tests/libs/test_nightly_jobs.py were
+pinned by the Spark build)."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from pyspark.sql import functions as F
+
+import libs.alis.graph_files as GF
+from jobs import alis_graph
+from libs.tables import read_table, replace_trace
+from tests.builders import rows_digest
+from tests.conftest import HPLAJW_TRACE_ID
+
+TRACE = "hplajw-graph-files"
+TABLES = ("reorg_units", "access_graph", "alis_runs", "alis_graphs")
+
+
+def test_units_are_numbered_after_the_known_ones_in_address_order():
+    offsets = np.array([40, 10, 10, 30, 10, 50, 20], np.int64)
+    sizes = np.array([8, 8, 4, 8, 8, 8, 8], np.int64)
+    counted = np.array([True, True, True, True, True, False, True])
+    known = pa.table({"unit_id": [0, 1], "offset_bytes": [30, 40], "size_bytes": [8, 8]})
+    ids, units = GF.number_units(offsets, sizes, counted, known)
+    # Known: (30,8) 0, (40,8) 1; new in (offset, size) order from 2: (10,4) 2, (10,8) 3, (20,8) 4; (50,8) is not
+    # counted and no unit: -1.
+    assert ids.tolist() == [1, 3, 2, 0, 3, -1, 4]
+    assert units.to_pydict() == {"unit_id": [0, 1, 2, 3, 4], "offset_bytes": [30, 40, 10, 10, 20],
+                                 "size_bytes": [8, 8, 4, 8, 8]}
+    fresh, _ = GF.number_units(offsets, sizes, np.ones(7, bool), None)
+    assert fresh.tolist() == [4, 1, 0, 3, 1, 5, 2]
+    # Offsets too large to pack with the sizes: the dense-rank keys give the same numbering.
+    big = offsets << 50
+    assert GF.number_units(big, sizes, np.ones(7, bool), None)[0].tolist() == fresh.tolist()
+
+
+def test_aging_on_arrays_is_eq_2_over_the_union_of_edges():
+    cur = (np.array([1, 1, 2]), np.array([2, 3, 1]), np.array([2.0, 1.0, 0.5]))
+    prev = (np.array([1, 5]), np.array([2, 6]), np.array([4.0, 1.0]))
+    beta = 0.8
+    src, dst, w = GF._age(cur, prev, beta)
+    got = {(int(s), int(d)): float(x) for s, d, x in zip(src, dst, w, strict=True)}
+    # Exactly the Spark expression's operations: beta * current + (1 - beta) * previous, 0.0 for a missing side.
+    assert got == {(1, 2): beta * 2.0 + (1 - beta) * 4.0, (1, 3): beta * 1.0 + (1 - beta) * 0.0,
+                   (2, 1): beta * 0.5 + (1 - beta) * 0.0, (5, 6): beta * 0.0 + (1 - beta) * 1.0}
+    assert GF._age(cur, None, 1.0)[2].tolist() == [2.0, 1.0, 0.5]
+    assert len(GF._age(cur, prev, 0.0)[0]) == 2                   # beta 0: only the previous edges stay above 0
+
+
+@pytest.fixture(scope="module")
+def trace(spark, spark_cfg, hplajw):
+    """The session's hplajw requests under a trace id of this module's own (its graphs are rebuilt here)."""
+    rows = read_table(spark, spark_cfg.warehouse, "requests", HPLAJW_TRACE_ID).withColumn("trace_id", F.lit(TRACE))
+    replace_trace(rows, spark, spark_cfg.warehouse, "requests", TRACE)
+    return TRACE
+
+
+def _through_spark(monkeypatch):
+    def refuse(*_args, **_kwargs):
+        raise GF.Unsupported("test: the Spark build")
+
+    monkeypatch.setattr(GF, "request_files", refuse)
+
+
+def _build(spark, spark_cfg, opts, monkeypatch, caplog, *, files: bool):
+    """alis_graph.run through the files (asserted) or through Spark (the fallback, asserted by its log line)."""
+    calls = []
+    caplog.set_level("INFO", logger="jobs.alis_graph")
+    caplog.clear()
+    with monkeypatch.context() as m:
+        if files:
+            real = GF.build
+            m.setattr(GF, "build", lambda *a, **k: calls.append(1) or real(*a, **k))
+        else:
+            _through_spark(m)
+        summary = alis_graph.run(spark, spark_cfg, opts)
+    assert len(calls) == (1 if files else 0)
+    assert ("built through Spark (test: the Spark build)" in caplog.text) == (not files)
+    return summary, {t: rows_digest(read_table(spark, spark_cfg.warehouse, t, opts.trace_id)) for t in TABLES}
+
+
+def test_whole_trace_build_equals_the_spark_build(spark, spark_cfg, trace, monkeypatch, caplog):
+    """Writes counted, the reference-count prefilter on, a budget that prunes from day 0, other tau, f,
+    beta: every table row for row, and the summary."""
+    opts = alis_graph.GraphOptions(trace, tau=4, f=0.5, beta=0.5, include_writes=True, prefilter_min_refs=2,
+                                   graph_share=0.0005, threshold=0.2, min_run_length=3)
+    spark_summary, spark_tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=False)
+    files_summary, files_tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=True)
+    assert files_tables == spark_tables
+    assert files_summary == spark_summary
+    assert spark_summary.intervals == list(range(7))
+    graphs = read_table(spark, spark_cfg.warehouse, "access_graph", trace)
+    per_day = {r[0]: r[1] for r in graphs.groupBy("interval_id").count().collect()}
+    assert len(per_day) == 7
+    assert min(per_day.values()) > 0
+    runs = read_table(spark, spark_cfg.warehouse, "alis_runs", trace).select("interval_id", "run_id").distinct()
+    assert runs.count() > 0
+    # The budget bites: device 0's last graph, built again in process with a budget that keeps everything,
+    # has more edges.
+    requests = read_table(spark, spark_cfg.warehouse, "requests", trace).where("device = '0'").toArrow()
+    params = GF.params_of(opts)
+    unpruned = GF.device_build(requests, None, None, GF.Build(trace, 0, 6, opts.interval_us),
+                               GF.GraphParams(**{**vars(params), "graph_share": 1.0}))
+    pruned = next(d for d in files_summary.per_device if d["device"] == "0")
+    assert unpruned["stats"]["last_edges"] > pruned["last_edges"] > 0
+
+
+def test_nightly_intervals_equal_the_spark_build(spark, spark_cfg, trace, monkeypatch, caplog):
+    """--interval-index 0 then 1: units extended by first use, interval N-1's stored graph aged in."""
+    got = {}
+    for files in (False, True):
+        for n in range(2):
+            opts = alis_graph.GraphOptions(trace, interval_index=n, graph_share=0.0005, prefilter_min_refs=2)
+            summary, tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=files)
+        got[files] = (summary, tables)
+    assert got[True] == got[False]
+    assert got[True][0].intervals == [1]
+
