@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from jobs.alis_graph import graph_params, graph_refs
+from libs.alis import layout_files
 from libs.alis.graph import budget_bytes, build_edge_counts, partitions_for, prune_to_budget, with_weight
 from libs.alis.layout import (
     area_hits,
@@ -30,6 +31,7 @@ from libs.alis.units import storage_used, unit_refs
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, replace_trace
 from libs.transforms.aging import age_values
+from libs.transforms.profile_files import Unsupported
 from schemas import alis_layout, alis_runs, alis_summary, reorg_units, requests
 
 if TYPE_CHECKING:
@@ -86,6 +88,11 @@ def run(spark: SparkSession, cfg: SparkConfig, opts: LayoutOptions) -> list[dict
     trace = opts.trace_id
     params = graph_params(spark, cfg.warehouse, trace)
     tau, f, last = int(params["tau"]), float(params["f"]), int(params["intervals"]) - 1
+    if not int(params["unit_bytes"]):
+        try:
+            return _run_files(spark, cfg, opts, params)
+        except Unsupported as e:
+            log.info("alis %s: planned through Spark (%s)", trace, e)
     reqs = read_table(spark, cfg.warehouse, requests.TABLE, trace)
     n_requests = reqs.count()
     units = read_table(spark, cfg.warehouse, reorg_units.TABLE, trace)
@@ -135,6 +142,19 @@ def run(spark: SparkSession, cfg: SparkConfig, opts: LayoutOptions) -> list[dict
         replace_trace(runs, spark, cfg.warehouse, alis_runs.TABLE, trace)
     replace_trace(summary, spark, cfg.warehouse, alis_summary.TABLE, trace)
     return [r.asDict() for r in summary.orderBy("device", "interval_id").collect()]
+
+
+def _run_files(spark: SparkSession, cfg: SparkConfig, opts: LayoutOptions, params: dict[str, Any]
+               ) -> list[dict[str, Any]]:
+    """run by one task per device reading the table files (libs.alis.layout_files)."""
+    log.info("alis %s: plans and scores of every interval, one task per device", opts.trace_id)
+    p = layout_files.LayoutParams(
+        interval_us=int(params["interval_us"]), last=int(params["intervals"]) - 1, tau=int(params["tau"]),
+        f=float(params["f"]), min_length=int(params["min_run_length"]), include_writes=bool(params["include_writes"]),
+        prefilter_min_refs=int(params["prefilter_min_refs"]), graph_share=float(params["graph_share"]),
+        threshold=opts.run_threshold, mode=opts.mode, layout=opts.layout, extent_bytes=opts.extent_bytes,
+        ra_share=opts.ra_share, ra_offset=opts.ra_offset, alpha=opts.alpha, heat_writes=opts.heat_writes)
+    return layout_files.layout(spark, cfg.warehouse, opts.trace_id, p)
 
 
 def _summary(spark: SparkSession, trace: str, opts: LayoutOptions, plan: DataFrame, area: DataFrame,

@@ -1,5 +1,7 @@
-"""The per-device build of units, graphs and runs from the requests files (libs.alis.graph_files) against the
-Spark transforms it replaces, on the bundled real trace; and its pieces on hand-made arrays. The default
+"""The per-device build of units, graphs and runs from the requests files (libs.alis.graph_files), and of the
+layout job's plans and scores (libs.alis.layout_files), against the Spark transforms they replace, on the
+bundled real trace (the tests run in file order: the layout plans the whole-trace build's graphs); and the
+pieces on hand-made arrays. The default
 settings are pinned through it elsewhere (test_hplajw, test_jobs, tests/libs/test_nightly_jobs.py were
 pinned by the Spark build)."""
 from __future__ import annotations
@@ -106,6 +108,32 @@ def test_whole_trace_build_equals_the_spark_build(spark, spark_cfg, trace, monke
                                GF.GraphParams(**{**vars(params), "graph_share": 1.0}))
     pruned = next(d for d in files_summary.per_device if d["device"] == "0")
     assert unpruned["stats"]["last_edges"] > pruned["last_edges"] > 0
+
+
+@pytest.mark.parametrize(("mode", "layout", "heat_writes"), [("combined", "sequential", True), ("run", "packed", False)])
+def test_layout_from_the_files_equals_the_spark_layout(spark, spark_cfg, trace, monkeypatch, caplog, mode, layout,
+                                                       heat_writes):
+    """alis_layout over the week's graphs of the test above (tau 4, writes counted, prefilter 2, a budget that
+    prunes): plans, runs and summary row for row, both ways (libs.alis.layout_files against the Spark job)."""
+    from jobs import alis_layout
+
+    opts = alis_layout.LayoutOptions(trace, mode=mode, layout=layout, heat_writes=heat_writes)
+    caplog.set_level("INFO", logger="jobs.alis_layout")
+    got = {}
+    for files in (False, True):
+        caplog.clear()
+        with monkeypatch.context() as m:
+            if not files:
+                _through_spark(m)
+            rows = alis_layout.run(spark, spark_cfg, opts)
+        assert ("planned through Spark (test: the Spark build)" in caplog.text) == (not files)
+        got[files] = (rows, {t: rows_digest(read_table(spark, spark_cfg.warehouse, t, trace))
+                             for t in ("alis_layout", "alis_runs", "alis_summary")})
+    assert got[True] == got[False]
+    rows = got[True][0]
+    assert [r["interval_id"] for r in rows if r["device"] == "0"] == list(range(7))
+    assert sum(r["realizable_reads"] or 0 for r in rows) > 0
+    assert sum(r["lookahead_reads"] or 0 for r in rows) > 0
 
 
 def test_nightly_intervals_equal_the_spark_build(spark, spark_cfg, trace, monkeypatch, caplog):

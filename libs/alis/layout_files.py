@@ -1,0 +1,317 @@
+"""The ALIS layout job's plans and scores from the table files, one task per device: the path jobs.alis_layout
+takes for request-sized units (its Spark transforms stay the definition and the fallback).
+
+A task reads its device's requests, stored units and stored access graphs, gives every request its unit,
+counts the references per interval, ages them (eq. 1), finds the runs of each stored graph, plans each
+interval's reorganized area with libs.alis.layout.plan_area and scores it on the next interval's reads
+(realizable); for the lookahead it builds each interval's own unaged graph (pairs, weights, pruning and runs
+as libs.alis.graph_files does) and plans and scores it on the same interval. It writes its alis_layout and
+alis_runs files; the summary rows come back to the driver, which writes them and commits the three tables.
+The Spark path joins every request to its unit (10 M rows) and scores the plans through more joins.
+
+    rows = layout(spark, warehouse, "t1", LayoutParams(...), graph)   # the alis_summary rows
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from libs.alis import graph_files as GF
+from libs.alis.graph import PRUNE_SHARE, count_pairs, prune_arrays
+from libs.alis.layout import plan_area
+from libs.alis.runs import discover_run_arrays
+from schemas import alis_layout, alis_runs, alis_summary
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+TABLES = (alis_layout.TABLE, alis_runs.TABLE)
+
+
+@dataclass(frozen=True)
+class LayoutParams:
+    """jobs.alis_layout's options and the stored graphs' parameters (alis_graphs)."""
+
+    interval_us: int
+    last: int                    # the last interval with a stored graph
+    tau: int
+    f: float
+    min_length: int
+    include_writes: bool
+    prefilter_min_refs: int
+    graph_share: float
+    threshold: float             # the runs' threshold of the mode
+    mode: str
+    layout: str
+    extent_bytes: int
+    ra_share: float
+    ra_offset: float
+    alpha: float
+    heat_writes: bool
+
+
+def _grouped(interval: np.ndarray, unit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(interval, unit, count) per distinct pair, sorted by (interval, unit)."""
+    order = np.lexsort((unit, interval))
+    i, u = interval[order], unit[order]
+    starts = np.flatnonzero(np.r_[True, (i[1:] != i[:-1]) | (u[1:] != u[:-1])]) if len(i) else np.zeros(0, np.int64)
+    return i[starts], u[starts], np.diff(np.append(starts, len(i))).astype(np.int64)
+
+
+def _runs(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, p: LayoutParams) -> dict[str, np.ndarray]:
+    run_ids, offsets, members = discover_run_arrays(src, dst, weight, tau=p.tau, f=p.f, threshold=p.threshold,
+                                                    min_length=p.min_length)
+    lengths = np.diff(offsets)
+    return {"run_id": np.repeat(run_ids, lengths).astype(np.int64),
+            "rank": np.repeat(np.arange(len(run_ids), dtype=np.int64), lengths),
+            "position": np.arange(len(members), dtype=np.int64) - np.repeat(offsets[:-1], lengths),
+            "unit_id": np.asarray(members, np.int64)}
+
+
+def _plan(runs: dict[str, np.ndarray] | None, heat: tuple[np.ndarray, np.ndarray] | None, units: dict[str, Any],
+          ra_bytes: int, p: LayoutParams) -> dict[str, np.ndarray] | None:
+    """plan_layouts' group for one interval: the runs' and the hot units' homes looked up (units dict: sorted
+    ids and their offsets and sizes); None when neither side has a row."""
+    def home(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Which ids are units (the Spark path's inner join), and their offsets and sizes."""
+        if not len(units["unit_id"]):
+            return np.zeros(len(ids), bool), ids[:0], ids[:0]
+        at = np.minimum(np.searchsorted(units["unit_id"], ids), len(units["unit_id"]) - 1)
+        known = units["unit_id"][at] == ids
+        return known, units["offset_bytes"][at[known]], units["size_bytes"][at[known]]
+
+    run_side = {k: np.zeros(0, np.int64) for k in ("run_id", "rank", "position", "unit_id", "offset_bytes",
+                                                    "size_bytes")}
+    if runs is not None and p.mode != "heat" and len(runs["unit_id"]):
+        known, offsets, sizes = home(runs["unit_id"])
+        run_side = {k: v[known] for k, v in runs.items()}
+        run_side["offset_bytes"], run_side["size_bytes"] = offsets, sizes
+    hot = {"unit_id": np.zeros(0, np.int64), "heat": np.zeros(0), "offset_bytes": np.zeros(0, np.int64),
+           "size_bytes": np.zeros(0, np.int64)}
+    if heat is not None and p.mode != "run":
+        ids, values = heat
+        keep = values > 0
+        known, offsets, sizes = home(ids[keep])
+        hot = {"unit_id": ids[keep][known], "heat": values[keep][known], "offset_bytes": offsets,
+               "size_bytes": sizes}
+    if not len(run_side["unit_id"]) and not len(hot["unit_id"]):
+        return None
+    return plan_area(run_side, hot, ra_bytes=ra_bytes, mode=p.mode, layout=p.layout, extent_bytes=p.extent_bytes)
+
+
+def _hits(plan: dict[str, np.ndarray] | None, read_units: np.ndarray) -> int:
+    """Reads (their units) whose unit has a copy in the plan."""
+    if plan is None or not len(read_units):
+        return 0
+    return int(np.isin(read_units, plan["unit_id"]).sum())
+
+
+def device_layout(requests: pa.Table, units: pa.Table | None, graph: pa.Table | None,
+                  p: LayoutParams) -> dict[str, Any]:
+    """One device: {"plan": alis_layout rows, "runs": alis_runs rows (trace_id, device left out), "summary":
+    alis_summary rows as dicts (trace_id, device, mode and layout left out)}."""
+    col = {c: np.ascontiguousarray(requests.column(c).to_numpy(), dtype=np.int64)
+           for c in ("ts_us", "seq", "offset_bytes", "size_bytes")}
+    op = requests.column("op")
+    op = op.cast(pa.string()) if pa.types.is_dictionary(op.type) else op
+    is_read = pc.equal(op, "R").to_numpy(zero_copy_only=False)
+    n = len(col["ts_us"])
+    unit, _ = GF.number_units(col["offset_bytes"], col["size_bytes"], np.zeros(n, bool), units)
+    unit_table = {c: np.zeros(0, np.int64) for c in ("unit_id", "offset_bytes", "size_bytes")}
+    if units is not None:
+        order = np.argsort(units.column("unit_id").to_numpy())
+        unit_table = {c: np.asarray(units.column(c).to_numpy(), np.int64)[order] for c in unit_table}
+    used = int((col["offset_bytes"] + col["size_bytes"]).max())
+    ra_bytes, ra_start = math.floor(used * p.ra_share), math.floor(used * p.ra_offset)
+    interval = GF._idiv(col["ts_us"], p.interval_us)
+    valid = unit >= 0                                     # unit_refs joins the requests to their units
+    reads = valid & is_read
+    c_int, c_unit, c_count = _grouped(interval[valid if p.heat_writes else reads],
+                                      unit[valid if p.heat_writes else reads])
+    bounds = {int(i): (a, b) for i, a, b in zip(*_bounds(c_int), strict=True)}
+
+    def counts_of(i: int) -> tuple[np.ndarray, np.ndarray]:
+        a, b = bounds.get(i, (0, 0))
+        return c_unit[a:b], c_count[a:b]
+
+    read_order = np.flatnonzero(reads)
+    read_order = read_order[np.lexsort((col["seq"][read_order], col["ts_us"][read_order], interval[read_order]))]
+    r_int, r_unit = interval[read_order], unit[read_order]
+    r_bounds = {int(i): (a, b) for i, a, b in zip(*_bounds(r_int), strict=True)}
+
+    def reads_of(i: int) -> np.ndarray:
+        a, b = r_bounds.get(i, (0, 0))
+        return r_unit[a:b]
+
+    # Realizable: aged heat up to each interval, the stored graph's runs, scored on the next interval's reads.
+    plans, found, summary = [], [], []
+    use_runs = p.mode != "heat"
+    stored: dict[int, tuple[np.ndarray, ...]] = {}
+    if graph is not None and graph.num_rows:
+        g_int = graph.column("interval_id").to_numpy()
+        g_order = np.argsort(g_int, kind="stable")
+        for i, a, b in zip(*_bounds(g_int[g_order]), strict=True):
+            rows = g_order[a:b]
+            stored[int(i)] = tuple(np.asarray(graph.column(c).to_numpy())[rows]
+                                   for c in ("src_unit", "dst_unit", "weight"))
+    run_sets = {i: _runs(*edges, p) for i, edges in stored.items()} if use_runs else {}
+    for i, r in sorted(run_sets.items()):
+        found.append(_table({"interval_id": np.full(len(r["unit_id"]), i, np.int64), **r}))
+    previous = None
+    heat_by_interval = {}
+    for i in range(p.last + 1):
+        ids, counts = counts_of(i)
+        src, _, aged = GF._age((ids, np.zeros(len(ids), np.int64), counts.astype(np.float64)), previous, p.alpha)
+        previous = (src, np.zeros(len(src), np.int64), aged)
+        heat_by_interval[i] = (src, aged)
+    plan_by_interval = {}
+    for i in sorted(set(heat_by_interval) | set(run_sets)):
+        plan = _plan(run_sets.get(i), heat_by_interval.get(i), unit_table, ra_bytes, p)
+        if plan is not None:
+            plan_by_interval[i] = plan
+            m = len(plan["unit_id"])
+            plans.append(pa.table({
+                "interval_id": pa.array(np.full(m, i, np.int64)),
+                "region": pa.array(plan["region"].tolist(), pa.string()),
+                "run_id": pa.array(plan["run_id"], pa.int64(), mask=plan["run_id"] < 0),
+                "unit_id": pa.array(plan["unit_id"], pa.int64()),
+                "home_offset_bytes": pa.array(plan["home_offset_bytes"], pa.int64()),
+                "size_bytes": pa.array(plan["size_bytes"], pa.int64()),
+                "ra_offset_bytes": pa.array(plan["ra_offset_bytes"], pa.int64()),
+                "ra_address_bytes": pa.array(plan["ra_offset_bytes"] + ra_start, pa.int64())}))
+
+    # Lookahead: interval N + 1's own raw counts and unaged graph, scored on its own reads (row N).
+    budget = math.floor(used * p.graph_share)
+    graph_refs = valid if p.include_writes else reads
+    lookahead = {}
+    for i in range(1, p.last + 1):
+        la_runs = None
+        if use_runs:
+            refs = _ordered_refs(graph_refs & (interval == i), col, unit)
+            if p.prefilter_min_refs > 1 and len(refs):
+                _, inverse, counts = np.unique(refs, return_inverse=True, return_counts=True)
+                refs = refs[counts[inverse] >= p.prefilter_min_refs]
+            src, dst, pairs, closeness = count_pairs(np.zeros(len(refs), np.int64), refs, p.tau)
+            weight = pairs.astype(np.float64) * (1.0 - p.f) + (p.f / p.tau) * closeness.astype(np.float64)
+            if len(src):
+                keep, _ = prune_arrays(src, dst, weight, budget, share=PRUNE_SHARE)
+                src, dst, weight = src[keep], dst[keep], weight[keep]
+            la_runs = _runs(src, dst, weight, p)
+        ids, counts = counts_of(i)
+        lookahead[i - 1] = _hits(_plan(la_runs, (ids, counts), unit_table, ra_bytes, p), reads_of(i))
+
+    for i in range(p.last + 1):
+        plan = plan_by_interval.get(i)
+        run_rows = plan["region"] == "run" if plan is not None else np.zeros(0, bool)
+        row = {"interval_id": i, "storage_used_bytes": used, "ra_start_bytes": ra_start, "ra_bytes": ra_bytes,
+               "runs_placed": len(np.unique(plan["run_id"][run_rows])) if plan is not None else 0,
+               "run_copies": int(run_rows.sum()), "heat_copies": int((~run_rows).sum()),
+               "bytes_placed": int(plan["size_bytes"].sum()) if plan is not None else 0,
+               "next_reads": None, "realizable_reads": None, "lookahead_reads": None,
+               "realizable_share": None, "lookahead_share": None}
+        if i < p.last:
+            nxt = reads_of(i + 1)
+            row["next_reads"] = len(nxt)
+            row["realizable_reads"] = _hits(plan, nxt)
+            row["lookahead_reads"] = lookahead.get(i, 0)
+            if len(nxt):
+                row["realizable_share"] = row["realizable_reads"] / len(nxt)
+                row["lookahead_share"] = row["lookahead_reads"] / len(nxt)
+        summary.append(row)
+    empty_plan = pa.schema([f for f in alis_layout.ARROW_SCHEMA if f.name not in ("trace_id", "device")])
+    empty_runs = pa.schema([f for f in alis_runs.ARROW_SCHEMA if f.name not in ("trace_id", "device")])
+    return {"plan": pa.concat_tables(plans) if plans else empty_plan.empty_table(),
+            "runs": pa.concat_tables(found) if found else empty_runs.empty_table(), "summary": summary}
+
+
+def _bounds(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(value, start, end) of each run of equal values in a sorted array."""
+    if not len(sorted_values):
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
+    return sorted_values[starts], starts, np.append(starts[1:], len(sorted_values))
+
+
+def _ordered_refs(mask: np.ndarray, col: dict[str, np.ndarray], unit: np.ndarray) -> np.ndarray:
+    """The units of the masked requests in reference order (ts_us, seq)."""
+    picked = np.flatnonzero(mask)
+    return unit[picked[np.lexsort((col["seq"][picked], col["ts_us"][picked]))]]
+
+
+def _table(columns: dict[str, np.ndarray]) -> pa.Table:
+    return pa.table({k: pa.array(np.asarray(v, np.int64)) for k, v in columns.items()})
+
+
+def _task(devices: list[tuple[str, list[str], list[str], list[str]]], targets: dict[str, Any], trace_id: str,
+          p: LayoutParams):  # type: ignore[no-untyped-def]
+    from libs.delta_files import FileWriter
+
+    def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
+        for i in ids:
+            device, req_paths, unit_paths, graph_paths = devices[i]
+            started = time.perf_counter()
+            units = GF._read(unit_paths, ["unit_id", "offset_bytes", "size_bytes"])
+            graph = GF._read(graph_paths, ["interval_id", "src_unit", "dst_unit", "weight"])
+            out = device_layout(GF._read(req_paths, GF.REQUEST_COLUMNS), units, graph, p)
+            for name, key in ((alis_layout.TABLE, "plan"), (alis_runs.TABLE, "runs")):
+                if key == "runs" and p.mode == "heat":
+                    continue
+                rows = out[key]
+                m = rows.num_rows
+                rows = rows.append_column("trace_id", pa.array([trace_id] * m, pa.string()))
+                rows = rows.append_column("device", pa.array([device] * m, pa.string()))
+                writer = FileWriter(targets[name])
+                writer.write(rows)
+                for f in writer.close().to_pylist():
+                    yield {**f, "table": name}
+            for row in out["summary"]:
+                yield {"table": GF.STATS, "device": device, **row}
+            yield {"table": "_seconds", "device": device, "seconds": time.perf_counter() - started}
+
+    return run
+
+
+def layout(spark: SparkSession, warehouse: Path, trace_id: str, p: LayoutParams) -> list[dict[str, Any]]:
+    """Plan and score every interval, write alis_layout, alis_runs (not for mode heat) and alis_summary (one
+    replace of the trace each). Returns the alis_summary rows by (device, interval_id). Unsupported (nothing
+    written) when the files cannot be read directly."""
+    from libs.delta_files import commit_replace, discard, replace_from_driver, table_target
+
+    files, _, _ = GF.request_files(spark, warehouse, trace_id)
+    units = GF._stored(spark, warehouse, trace_id, "reorg_units")
+    graphs = GF._stored(spark, warehouse, trace_id, "access_graph")
+    devices = sorted(((d, paths, units.get(d, []), graphs.get(d, [])) for d, paths in files.items()),
+                     key=lambda d: (-sum(pq.ParquetFile(x).metadata.num_rows for x in d[1]), d[0]))
+    names = TABLES if p.mode != "heat" else (alis_layout.TABLE,)
+    targets = {name: table_target(spark, warehouse, name).for_write() for name in names}
+    where = {"trace_id": trace_id}
+    committed: set[str] = set()
+    try:
+        out = spark.sparkContext.parallelize(range(len(devices)), len(devices)).mapPartitions(
+            _task(devices, targets, trace_id, p)).collect()
+        for name in names:
+            commit_replace(spark, targets[name], where,
+                           [{k: v for k, v in r.items() if k != "table"} for r in out if r["table"] == name])
+            committed.add(name)
+    except BaseException:
+        for name, t in targets.items():
+            if name not in committed:
+                discard(t)
+        raise
+    rows = sorted(({"trace_id": trace_id, "device": r["device"], "mode": p.mode, "layout": p.layout,
+                    **{k: v for k, v in r.items() if k not in ("table", "device")}}
+                   for r in out if r["table"] == GF.STATS), key=lambda r: (r["device"], r["interval_id"]))
+    rows = [{c: r[c] for c in alis_summary.COLUMNS} for r in rows]
+    table = pa.Table.from_pylist(rows, schema=alis_summary.ARROW_SCHEMA)
+    replace_from_driver(spark, table_target(spark, warehouse, alis_summary.TABLE), where, table)
+    return rows
