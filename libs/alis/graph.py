@@ -122,6 +122,30 @@ def _packing(n_vertices: int, tau: int) -> tuple[int, int]:
     return vertex_bits, closeness_bits
 
 
+@numba.njit(cache=True)
+def _sum_sorted(keys: np.ndarray, closeness_bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted packed keys -> (pair key, pairs, closeness) per distinct pair key, in one pass (numpy's
+    version made about ten arrays of the keys' length: 6 GB at the 79 M pairs of one 25 M-request device)."""
+    n = len(keys)
+    distinct = 0
+    for i in range(n):
+        if i == 0 or (keys[i] >> closeness_bits) != (keys[i - 1] >> closeness_bits):
+            distinct += 1
+    pair = np.empty(distinct, np.int64)
+    pairs = np.zeros(distinct, np.int64)
+    closeness = np.zeros(distinct, np.int64)
+    mask = (1 << closeness_bits) - 1
+    k = -1
+    for i in range(n):
+        p = keys[i] >> closeness_bits
+        if k < 0 or p != pair[k]:
+            k += 1
+            pair[k] = p
+        pairs[k] += 1
+        closeness[k] += keys[i] & mask
+    return pair, pairs, closeness
+
+
 def _sum_keys(keys: np.ndarray, vocab: np.ndarray, vertex_bits: int, closeness_bits: int) -> tuple[np.ndarray, ...]:
     """Packed (src, dst, closeness) keys -> (src, dst, pairs, closeness) per distinct (src, dst),
     sorted by (src, dst) (vocab is sorted)."""
@@ -129,13 +153,9 @@ def _sum_keys(keys: np.ndarray, vocab: np.ndarray, vertex_bits: int, closeness_b
         empty = np.zeros(0, np.int64)
         return empty, empty, empty, empty
     keys = _radix_sort(keys, 2 * vertex_bits + closeness_bits)
-    pair = keys >> closeness_bits
-    starts = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
-    pairs = np.diff(np.append(starts, len(keys)))
-    closeness = np.add.reduceat(keys & ((1 << closeness_bits) - 1), starts)
-    first = pair[starts]
-    return (vocab[first >> vertex_bits], vocab[first & ((1 << vertex_bits) - 1)], pairs.astype(np.int64),
-            closeness.astype(np.int64))
+    first, pairs, closeness = _sum_sorted(keys, closeness_bits)
+    del keys
+    return vocab[first >> vertex_bits], vocab[first & ((1 << vertex_bits) - 1)], pairs, closeness
 
 
 def count_pairs(seg: np.ndarray, units: np.ndarray, tau: int) -> tuple[np.ndarray, ...]:
@@ -146,8 +166,9 @@ def count_pairs(seg: np.ndarray, units: np.ndarray, tau: int) -> tuple[np.ndarra
     """
     vocab, vertex = np.unique(units, return_inverse=True)
     vertex_bits, closeness_bits = _packing(len(vocab), tau)
-    keys = _pair_keys(np.asarray(seg, np.int64), vertex.astype(np.int64), tau, vertex_bits, closeness_bits)
-    return _sum_keys(keys, vocab, vertex_bits, closeness_bits)
+    # No name holds the keys here: _sum_keys keeps only the sorted copy (79 M keys are 630 MB).
+    return _sum_keys(_pair_keys(np.asarray(seg, np.int64), vertex.astype(np.int64), tau, vertex_bits, closeness_bits),
+                     vocab, vertex_bits, closeness_bits)
 
 
 def sum_pairs(src: np.ndarray, dst: np.ndarray, closeness: np.ndarray, tau: int) -> tuple[np.ndarray, ...]:
@@ -487,26 +508,40 @@ def prune_arrays(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, budget: i
     (np.unique and np.maximum.at every round) to 5 s.
     """
     weight = np.asarray(weight, np.float64)
-    # Any numbering of the vertices will do (hashing, no sort): the cuts do not depend on it.
+    # Any numbering of the vertices will do (hashing, no sort): the cuts do not depend on it. The surviving
+    # edges are compacted every round (their original indices in `keep`), in int32 vertex numbers.
     encoded = pa.array(np.concatenate([src, dst])).dictionary_encode()
-    inverse, n_vertices = encoded.indices.to_numpy().astype(np.int64), len(encoded.dictionary)
-    s_all, d_all = inverse[: len(src)], inverse[len(src):]
+    n_vertices = len(encoded.dictionary)
+    inverse = encoded.indices.to_numpy().copy()         # writable: the rounds compact it in place
+    del encoded
+    s, d, w = inverse[: len(src)], inverse[len(src):], weight.copy()
     keep = np.arange(len(src))
     rounds = 0
     while len(keep):
-        s, d, w = s_all[keep], d_all[keep], weight[keep]
         vertex_weight = _vertex_weights(s, d, w, n_vertices)
         present = vertex_weight[vertex_weight > -np.inf]          # the vertices of the graph as it is now
         if VERTEX_BYTES * len(present) + EDGE_BYTES * len(keep) <= budget:
             break
         edge_cut, vertex_cut = _nearest_rank(w, share), _nearest_rank(present, share)
-        dropped = vertex_weight < vertex_cut
-        goes = (w < edge_cut) | dropped[s] | dropped[d]
-        if edge_cut == w.min() and vertex_cut == present.min():
-            goes |= w <= edge_cut
-        keep = keep[~goes]
+        tied = edge_cut == w.min() and vertex_cut == present.min()
+        m = _cut(keep, s, d, w, vertex_weight < vertex_cut, edge_cut, tied)
+        keep, s, d, w = keep[:m], s[:m], d[:m], w[:m]
         rounds += 1
     return keep, rounds
+
+
+@numba.njit(cache=True)
+def _cut(keep: np.ndarray, s: np.ndarray, d: np.ndarray, w: np.ndarray, dropped: np.ndarray, edge_cut: float,
+         tied: bool) -> int:
+    """One pruning round, in place: the edges that stay (weight not below the cut, neither end dropped; with
+    `tied`, weight above it) moved to the front of all four arrays in their order; returns their count."""
+    m = 0
+    for i in range(len(w)):
+        goes = w[i] < edge_cut or dropped[s[i]] or dropped[d[i]] or (tied and w[i] <= edge_cut)
+        if not goes:
+            keep[m], s[m], d[m], w[m] = keep[i], s[i], d[i], w[i]
+            m += 1
+    return m
 
 
 def _prune_group(share: float):  # type: ignore[no-untyped-def]

@@ -47,7 +47,8 @@ MAX_DEVICE_REQUESTS = 60_000_000
 TABLES = (reorg_units.TABLE, access_graph.TABLE, alis_runs.TABLE)
 STATS = "_stats"
 
-__all__ = ["Build", "GraphParams", "Unsupported", "build", "device_build", "request_files"]
+__all__ = ["Build", "GraphParams", "Unsupported", "build", "device_build", "request_files", "run_and_commit",
+           "write_rows"]
 
 
 @dataclass(frozen=True)
@@ -143,22 +144,33 @@ def number_units(offsets: np.ndarray, sizes: np.ndarray, counted: np.ndarray, kn
     k_size = np.zeros(0, np.int64) if known is None else known.column("size_bytes").to_numpy().astype(np.int64)
     keys = _unit_keys(np.concatenate([offsets, k_off]), np.concatenate([sizes, k_size]))
     req_keys, known_keys = keys[: len(offsets)], keys[len(offsets):]
-    fresh, first = np.unique(req_keys[counted], return_index=True)
-    new = ~np.isin(fresh, known_keys)
-    fresh, first = fresh[new], np.flatnonzero(counted)[first[new]]
+    # One sort of the requests' keys: the distinct extents (in (offset, size) order), where each first
+    # occurs, and each request's extent.
+    extents, first, inverse = np.unique(req_keys, return_index=True, return_inverse=True)
+    del keys, req_keys
+    extent_id = np.full(len(extents), -1, np.int64)
+    if len(k_ids) and len(extents):
+        at = np.minimum(np.searchsorted(extents, known_keys), len(extents) - 1)
+        hit = extents[at] == known_keys
+        extent_id[at[hit]] = k_ids[hit]
+    counted_extent = np.zeros(len(extents), bool)
+    counted_extent[inverse[counted]] = True
+    new = np.flatnonzero(counted_extent & (extent_id < 0))
     base = int(k_ids.max()) + 1 if len(k_ids) else 0
-    all_keys = np.concatenate([known_keys, fresh])
-    all_ids = np.concatenate([k_ids, base + np.arange(len(fresh), dtype=np.int64)])
-    order = np.argsort(all_keys, kind="stable")
-    sorted_keys, sorted_ids = all_keys[order], all_ids[order]
-    ids = np.full(len(req_keys), -1, np.int64)
-    if len(sorted_keys):
-        at = np.minimum(np.searchsorted(sorted_keys, req_keys), len(sorted_keys) - 1)
-        ids = np.where(sorted_keys[at] == req_keys, sorted_ids[at], -1)
-    units = pa.table({"unit_id": pa.array(all_ids),
-                      "offset_bytes": pa.array(np.concatenate([k_off, offsets[first]])),
-                      "size_bytes": pa.array(np.concatenate([k_size, sizes[first]]))})
+    extent_id[new] = base + np.arange(len(new), dtype=np.int64)
+    ids = extent_id[inverse]
+    units = pa.table({"unit_id": pa.array(np.concatenate([k_ids, extent_id[new]])),
+                      "offset_bytes": pa.array(np.concatenate([k_off, offsets[first[new]]])),
+                      "size_bytes": pa.array(np.concatenate([k_size, sizes[first[new]]]))})
     return ids, units
+
+
+def weigh(pairs: np.ndarray, closeness: np.ndarray, tau: int, f: float) -> np.ndarray:
+    """with_weight on arrays: pairs * (1 - f) + f / tau * closeness, the Spark expression's operations."""
+    weight = pairs.astype(np.float64)
+    weight *= 1.0 - f
+    weight += (f / tau) * closeness.astype(np.float64)
+    return weight
 
 
 def _age(cur: tuple[np.ndarray, ...], previous: tuple[np.ndarray, ...] | None, beta: float
@@ -168,6 +180,8 @@ def _age(cur: tuple[np.ndarray, ...], previous: tuple[np.ndarray, ...] | None, b
     src, dst, weight = cur
     if previous is None:
         aged = beta * weight
+        if beta > 0.0 and (weight > 0.0).all():             # the usual case: every edge stays, no copies
+            return src, dst, aged
     else:
         p_src, p_dst, p_weight = previous
         n = len(src)
@@ -211,6 +225,9 @@ def device_build(requests: pa.Table, known: pa.Table | None, previous: pa.Table 
     picked = np.flatnonzero(chosen)
     order = picked[np.lexsort((col["seq"][picked], ts[picked], interval[picked]))]
     ref_interval, ref_unit = interval[order], unit[order]
+    # The graphs need only the references: the requests' columns go before the pairs are counted (a task
+    # holds at most one device's requests or its pair keys, not both).
+    del requests, col, ts, counted, unit, before, interval, chosen, picked, order
 
     graphs, runs = [], []
     prev = None if previous is None else tuple(np.asarray(previous.column(c).to_numpy(), t) for c, t in
@@ -225,7 +242,8 @@ def device_build(requests: pa.Table, known: pa.Table | None, previous: pa.Table 
             refs = refs[counts[inverse] >= p.prefilter_min_refs]
         graph_refs += len(refs)
         src, dst, pairs, closeness = count_pairs(np.zeros(len(refs), np.int64), refs, p.tau)
-        weight = pairs.astype(np.float64) * (1.0 - p.f) + (p.f / p.tau) * closeness.astype(np.float64)
+        weight = weigh(pairs, closeness, p.tau, p.f)
+        del pairs, closeness
         src, dst, weight = _age((src, dst, weight), prev, p.beta)
         if len(src) and budget is not None:
             keep, _ = prune_arrays(src, dst, weight, budget, share=PRUNE_SHARE)
@@ -263,11 +281,48 @@ def _read(paths: Sequence[str], columns: Sequence[str], where: Any = None) -> pa
     return pa.concat_tables([pq.read_table(p, columns=list(columns), filters=where) for p in paths])
 
 
+def write_rows(target: Any, name: str, rows: pa.Table, trace_id: str, device: str,
+               **constants: int) -> Iterator[dict[str, Any]]:
+    """Task side: one device's rows of table `name` (trace_id, device and the constant columns added) written
+    into the table; yields the FILES rows with "table"."""
+    from libs.delta_files import FileWriter
+
+    n = rows.num_rows
+    rows = rows.append_column("trace_id", pa.array([trace_id] * n, pa.string()))
+    rows = rows.append_column("device", pa.array([device] * n, pa.string()))
+    for column, value in constants.items():
+        rows = rows.append_column(column, pa.array(np.full(n, value, np.int64)))
+    writer = FileWriter(target)
+    writer.write(rows)
+    for f in writer.close().to_pylist():
+        yield {**f, "table": name}
+
+
+def run_and_commit(spark: SparkSession, tasks: int, fn: Any, targets: dict[str, Any],
+                   wheres: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run fn (a mapPartitions function over task numbers; yields write_rows' rows and rows of its own with
+    another "table") as one Spark task per number, then one replace commit per table in the order of
+    `targets`; returns fn's other rows. On failure the uncommitted tables' files are deleted."""
+    from libs.delta_files import commit_replace, discard
+
+    committed: set[str] = set()
+    try:
+        out = spark.sparkContext.parallelize(range(tasks), tasks).mapPartitions(fn).collect()
+        for name, target in targets.items():
+            commit_replace(spark, target, wheres[name],
+                           [{k: v for k, v in r.items() if k != "table"} for r in out if r["table"] == name])
+            committed.add(name)
+    except BaseException:
+        for name, t in targets.items():
+            if name not in committed:
+                discard(t)
+        raise
+    return [r for r in out if r["table"] not in targets]
+
+
 def _task(devices: list[DeviceFiles], targets: dict[str, Any], b: Build, p: GraphParams):  # type: ignore[no-untyped-def]
     """What each task runs: its devices built and written; yields FILES rows with "table", and one STATS row
     per device."""
-    from libs.delta_files import FileWriter
-
     def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
         for i in ids:
             d = devices[i]
@@ -275,17 +330,10 @@ def _task(devices: list[DeviceFiles], targets: dict[str, Any], b: Build, p: Grap
             known = _read(d.units, ["unit_id", "offset_bytes", "size_bytes"])
             previous = _read(d.graph, ["src_unit", "dst_unit", "weight"], [("interval_id", "=", b.first - 1)])
             out = device_build(_read(d.requests, REQUEST_COLUMNS), known, previous, b, p)
-            for name, key in ((reorg_units.TABLE, "units"), (access_graph.TABLE, "graph"), (alis_runs.TABLE, "runs")):
-                rows = out[key]
-                n = rows.num_rows
-                rows = rows.append_column("trace_id", pa.array([b.trace_id] * n, pa.string()))
-                rows = rows.append_column("device", pa.array([d.device] * n, pa.string()))
-                if name == reorg_units.TABLE:
-                    rows = rows.append_column("unit_bytes", pa.array(np.zeros(n, np.int64)))
-                writer = FileWriter(targets[name])
-                writer.write(rows)
-                for f in writer.close().to_pylist():
-                    yield {**f, "table": name}
+            yield from write_rows(targets[reorg_units.TABLE], reorg_units.TABLE, out["units"], b.trace_id, d.device,
+                                  unit_bytes=0)
+            yield from write_rows(targets[access_graph.TABLE], access_graph.TABLE, out["graph"], b.trace_id, d.device)
+            yield from write_rows(targets[alis_runs.TABLE], alis_runs.TABLE, out["runs"], b.trace_id, d.device)
             yield {"table": STATS, "device": d.device, **out["stats"], "seconds": time.perf_counter() - started}
 
     return run
@@ -297,7 +345,7 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
     graph and runs of interval N only for a nightly N > 0). Returns the per-device figures of
     jobs.alis_graph's summary, by device. Unsupported (nothing written) when the files cannot be read
     directly."""
-    from libs.delta_files import commit_replace, discard, table_target
+    from libs.delta_files import table_target
 
     files = files if files is not None else request_files(spark, warehouse, b.trace_id)[0]
     stored_units: dict[str, list[str]] = {}
@@ -312,22 +360,11 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
     where = {"trace_id": b.trace_id}
     graph_where = {**where, "interval_id": b.first} if b.nightly and b.first else where
     started = time.perf_counter()
-    committed: set[str] = set()
-    try:
-        fn = _task(devices, targets, b, p)
-        out = spark.sparkContext.parallelize(range(len(devices)), len(devices)).mapPartitions(fn).collect()
-        stats = sorted((r for r in out if r["table"] == STATS), key=lambda r: r["device"])
-        log.info("alis graph %s: %d devices built by their tasks in %.1f s (slowest task %.1f s)", b.trace_id,
-                 len(devices), time.perf_counter() - started, max((r["seconds"] for r in stats), default=0.0))
-        for name in TABLES:
-            mine = [{k: v for k, v in r.items() if k != "table"} for r in out if r["table"] == name]
-            commit_replace(spark, targets[name], where if name == reorg_units.TABLE else graph_where, mine)
-            committed.add(name)
-    except BaseException:
-        for name, t in targets.items():
-            if name not in committed:
-                discard(t)
-        raise
+    out = run_and_commit(spark, len(devices), _task(devices, targets, b, p), targets,
+                         {reorg_units.TABLE: where, access_graph.TABLE: graph_where, alis_runs.TABLE: graph_where})
+    stats = sorted(out, key=lambda r: r["device"])
+    log.info("alis graph %s: %d devices built and committed in %.1f s (slowest task %.1f s)", b.trace_id,
+             len(devices), time.perf_counter() - started, max((r["seconds"] for r in stats), default=0.0))
     keys = ("units", "graph_refs", "last_edges", "last_graph_bytes", "budget_bytes", "runs", "last_run_units",
             "last_runs")
     return [{"device": r["device"], **{k: r[k] for k in keys}} for r in stats if r["units"]]

@@ -14,7 +14,6 @@ The Spark path joins every request to its unit (10 M rows) and scores the plans 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,7 +200,7 @@ def device_layout(requests: pa.Table, units: pa.Table | None, graph: pa.Table | 
                 _, inverse, counts = np.unique(refs, return_inverse=True, return_counts=True)
                 refs = refs[counts[inverse] >= p.prefilter_min_refs]
             src, dst, pairs, closeness = count_pairs(np.zeros(len(refs), np.int64), refs, p.tau)
-            weight = pairs.astype(np.float64) * (1.0 - p.f) + (p.f / p.tau) * closeness.astype(np.float64)
+            weight = GF.weigh(pairs, closeness, p.tau, p.f)
             if len(src):
                 keep, _ = prune_arrays(src, dst, weight, budget, share=PRUNE_SHARE)
                 src, dst, weight = src[keep], dst[keep], weight[keep]
@@ -254,29 +253,17 @@ def _table(columns: dict[str, np.ndarray]) -> pa.Table:
 
 def _task(devices: list[tuple[str, list[str], list[str], list[str]]], targets: dict[str, Any], trace_id: str,
           p: LayoutParams):  # type: ignore[no-untyped-def]
-    from libs.delta_files import FileWriter
-
     def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
         for i in ids:
             device, req_paths, unit_paths, graph_paths = devices[i]
-            started = time.perf_counter()
             units = GF._read(unit_paths, ["unit_id", "offset_bytes", "size_bytes"])
             graph = GF._read(graph_paths, ["interval_id", "src_unit", "dst_unit", "weight"])
             out = device_layout(GF._read(req_paths, GF.REQUEST_COLUMNS), units, graph, p)
-            for name, key in ((alis_layout.TABLE, "plan"), (alis_runs.TABLE, "runs")):
-                if key == "runs" and p.mode == "heat":
-                    continue
-                rows = out[key]
-                m = rows.num_rows
-                rows = rows.append_column("trace_id", pa.array([trace_id] * m, pa.string()))
-                rows = rows.append_column("device", pa.array([device] * m, pa.string()))
-                writer = FileWriter(targets[name])
-                writer.write(rows)
-                for f in writer.close().to_pylist():
-                    yield {**f, "table": name}
+            yield from GF.write_rows(targets[alis_layout.TABLE], alis_layout.TABLE, out["plan"], trace_id, device)
+            if alis_runs.TABLE in targets:
+                yield from GF.write_rows(targets[alis_runs.TABLE], alis_runs.TABLE, out["runs"], trace_id, device)
             for row in out["summary"]:
                 yield {"table": GF.STATS, "device": device, **row}
-            yield {"table": "_seconds", "device": device, "seconds": time.perf_counter() - started}
 
     return run
 
@@ -285,7 +272,7 @@ def layout(spark: SparkSession, warehouse: Path, trace_id: str, p: LayoutParams)
     """Plan and score every interval, write alis_layout, alis_runs (not for mode heat) and alis_summary (one
     replace of the trace each). Returns the alis_summary rows by (device, interval_id). Unsupported (nothing
     written) when the files cannot be read directly."""
-    from libs.delta_files import commit_replace, discard, replace_from_driver, table_target
+    from libs.delta_files import replace_from_driver, table_target
 
     files, _, _ = GF.request_files(spark, warehouse, trace_id)
     units = GF._stored(spark, warehouse, trace_id, "reorg_units")
@@ -295,22 +282,11 @@ def layout(spark: SparkSession, warehouse: Path, trace_id: str, p: LayoutParams)
     names = TABLES if p.mode != "heat" else (alis_layout.TABLE,)
     targets = {name: table_target(spark, warehouse, name).for_write() for name in names}
     where = {"trace_id": trace_id}
-    committed: set[str] = set()
-    try:
-        out = spark.sparkContext.parallelize(range(len(devices)), len(devices)).mapPartitions(
-            _task(devices, targets, trace_id, p)).collect()
-        for name in names:
-            commit_replace(spark, targets[name], where,
-                           [{k: v for k, v in r.items() if k != "table"} for r in out if r["table"] == name])
-            committed.add(name)
-    except BaseException:
-        for name, t in targets.items():
-            if name not in committed:
-                discard(t)
-        raise
+    out = GF.run_and_commit(spark, len(devices), _task(devices, targets, trace_id, p), targets,
+                            {name: where for name in targets})
     rows = sorted(({"trace_id": trace_id, "device": r["device"], "mode": p.mode, "layout": p.layout,
                     **{k: v for k, v in r.items() if k not in ("table", "device")}}
-                   for r in out if r["table"] == GF.STATS), key=lambda r: (r["device"], r["interval_id"]))
+                   for r in out), key=lambda r: (r["device"], r["interval_id"]))
     rows = [{c: r[c] for c in alis_summary.COLUMNS} for r in rows]
     table = pa.Table.from_pylist(rows, schema=alis_summary.ARROW_SCHEMA)
     replace_from_driver(spark, table_target(spark, warehouse, alis_summary.TABLE), where, table)

@@ -8,7 +8,8 @@ the minimum and maximum timestamp. The driver plans units of work from the Delta
 files' footers alone (no Spark job), runs them in one RDD job (spread by estimated cost over
 2 x cores Spark tasks: a Spark task has a fixed cost of its own, and an RDD job about half a DataFrame
 job's), and finishes the profile from their partials (rows per group, histogram cell or cut bin: they
-scale with groups, not requests). The units, each at most `rows_per_part` (ROWS_PER_TASK, 1 M) requests:
+scale with groups, not requests). The units, each at most `rows_per_part` (ROWS_PER_TASK, 1 M) requests
+(a block task: BLOCK_ROWS, 8 M):
 
 - ordered tasks: one device over one time span [start, stop), cut where the row-group statistics
   put equal shares of the device's requests (an estimate: a span may hold more or fewer). The task
@@ -66,8 +67,11 @@ log = logging.getLogger(__name__)
 READ = ("seq", "ts_us", "op", "offset_bytes", "size_bytes")
 ARRIVAL_ROWS = 2   # an arrival task takes this many times rows_per_part (it holds one column, and ~8 arrays of it)
 MERGE_ROWS = 2_500_000   # a merge bucket per this many requests at least (the histogram cells grow with them)
-ROWS_PER_TASK = 1_000_000   # the most requests an ordered or block task holds (~100 bytes each in the compiled
-#                             passes); a block task's bucket reads all its device's rows, keeps its share
+ROWS_PER_TASK = 1_000_000   # the most requests an ordered task holds (~100 bytes each in the compiled passes)
+# The most requests a block task holds: its bucket reads all its device's rows and keeps its share, so a device's
+# rows are read once per bucket (quadratic in rows / bucket size: at 1 M a bucket, 25 M requests on one device
+# were read 25 times, most of a 100 M profile); 8 M (~800 MB in the compiled pass) read them 4 times.
+BLOCK_ROWS = 8_000_000
 
 
 @dataclass(frozen=True)
@@ -278,9 +282,11 @@ def _bucket_rows(reader: _Reader, groups: Sequence[RowGroup], task: Task, region
     return tuple(np.concatenate(c) if c else np.zeros(0, np.int64) for c in cols)  # type: ignore[return-value]
 
 
-def plan(files: dict[str, list[str]], *, rows_per_part: int, parallelism: int
+def plan(files: dict[str, list[str]], *, rows_per_part: int, parallelism: int, block_rows: int | None = None
          ) -> tuple[list[Task], dict[str, list[RowGroup]]]:
-    """The tasks for the trace's files (block tasks first: the longest), and each device's row groups."""
+    """The tasks for the trace's files (block tasks first: the longest), and each device's row groups.
+    block_rows: the most requests of a block task (default the larger of BLOCK_ROWS and rows_per_part)."""
+    block_rows = block_rows or max(BLOCK_ROWS, rows_per_part)
     groups = {device: [g for path in sorted(paths) for g in row_groups(path)]
               for device, paths in sorted(files.items())}
     rows = {device: sum(g.rows for g in gs) for device, gs in groups.items()}
@@ -293,7 +299,7 @@ def plan(files: dict[str, list[str]], *, rows_per_part: int, parallelism: int
         n = rows[device]
         parts = max(math.ceil(n / rows_per_part), min(round(wanted * n / total), math.ceil(n / P.MIN_ROWS_PER_TASK)), 1)
         edges = [None, *cuts(gs, parts), None]
-        buckets = math.ceil(n / rows_per_part)
+        buckets = math.ceil(n / block_rows)
         if parts == buckets == 1:                 # both passes in one task: the device's rows read once
             blocks.append(Task("device", device, rows=n))
             continue
@@ -431,10 +437,10 @@ def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list
 
 def profile_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, span_us: int,
                   window_us: int = 3_600_000_000, extent_bytes: int = 1 << 20,
-                  rows_per_part: int = ROWS_PER_TASK) -> int:
+                  rows_per_part: int = ROWS_PER_TASK, block_rows: int | None = None) -> int:
     """Replaces the trace's `trace_profile` rows with its profile read from the `requests` files;
     returns how many rows were written. Falls back to compute_trace_profile (Spark) for a table
-    this reader cannot take."""
+    this reader cannot take. rows_per_part, block_rows: plan()'s task sizes."""
     from libs.delta_files import replace_from_driver, table_target
     from libs.tables import read_table, replace_rows
 
@@ -455,7 +461,8 @@ def profile_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, span_u
         return read_table(spark, warehouse, "trace_profile", trace_id).count()
     from libs.task_parquet import scratch_dir
 
-    tasks, groups = plan(files, rows_per_part=rows_per_part, parallelism=spark.sparkContext.defaultParallelism)
+    tasks, groups = plan(files, rows_per_part=rows_per_part, parallelism=spark.sparkContext.defaultParallelism,
+                         block_rows=block_rows)
     with scratch_dir(warehouse, f"profile-{trace_id}") as scratch:
         partials, merged = run_tasks(spark, tasks, groups, window_us=window_us, extent_bytes=extent_bytes,
                                      scratch=str(scratch))

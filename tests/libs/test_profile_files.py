@@ -101,7 +101,7 @@ def test_direct_profile_equals_spark_path(spark, spark_cfg, gen_expected, group_
     rows, span, expected = gen_expected
     trace_id = f"pf-gen-{group_rows}-{seed}-{rows_per_part}"
     write_requests(spark, spark_cfg, trace_id, rows, group_rows=group_rows, seed=seed)
-    got = direct(spark, spark_cfg, trace_id, span, WINDOW_US, rows_per_part=rows_per_part)
+    got = direct(spark, spark_cfg, trace_id, span, WINDOW_US, rows_per_part=rows_per_part, block_rows=rows_per_part)
     assert len(got) > 1_000
     assert got[("trace", "*", 0, 0, "requests")] == len(rows)
     assert_same(got, expected)
@@ -111,7 +111,7 @@ def test_direct_profile_tiny_trace_by_hand(spark, spark_cfg):
     """The hand-checked tiny trace (tests/libs/test_profile.py), one request per span: the same rows."""
     write_requests(spark, spark_cfg, "pf-tiny", TINY, group_rows=1)
     want = spark_path(spark, spark_cfg, "pf-tiny", 2_025_000, 1_000_000, chunk_us=10_000, rows_per_part=1)
-    got = direct(spark, spark_cfg, "pf-tiny", 2_025_000, 1_000_000, rows_per_part=1)
+    got = direct(spark, spark_cfg, "pf-tiny", 2_025_000, 1_000_000, rows_per_part=1, block_rows=1)
     assert_same(got, want)
     assert got[("device", "d", 0, 0, "seek_bytes_max")] == 16_384
     assert got[("trace", "*", 0, 0, "interarrival_us_max")] == 1_025_000
@@ -125,11 +125,16 @@ def test_plan_splits_devices_and_spans(tmp_path):
     # even rows in time: equal shares at the quarters
     assert PF.cuts(groups, 4) == [250, 500, 750]
     assert PF.cuts(groups, 1) == []
-    tasks, by_device = PF.plan({"x": [str(path)]}, rows_per_part=300, parallelism=2)
+    tasks, by_device = PF.plan({"x": [str(path)]}, rows_per_part=300, parallelism=2, block_rows=300)
     kinds = [t.kind for t in tasks]
     assert kinds == ["block"] * 4 + ["ordered"] * 4 + ["arrival"] * 2   # 300 rows a task, 600 an arrival task
-    assert [(t.bucket, t.buckets) for t in PF.plan({"x": [str(path)]}, rows_per_part=500, parallelism=2)[0]
-            if t.kind == "block"] == [(0, 2), (1, 2)]
+    assert [(t.bucket, t.buckets) for t in PF.plan({"x": [str(path)]}, rows_per_part=500, parallelism=2,
+                                                   block_rows=500)[0] if t.kind == "block"] == [(0, 2), (1, 2)]
+    # block tasks by default hold up to BLOCK_ROWS (or rows_per_part if larger): one bucket here, 4 ordered spans
+    assert [t.kind for t in PF.plan({"x": [str(path)]}, rows_per_part=300, parallelism=2)[0]] == \
+        ["block"] + ["ordered"] * 4 + ["arrival"] * 2
+    assert [(t.bucket, t.buckets) for t in PF.plan({"x": [str(path)]}, rows_per_part=300, parallelism=2,
+                                                   block_rows=450)[0] if t.kind == "block"] == [(0, 3), (1, 3), (2, 3)]
     # a device that fits one task: both passes in one "device" task (its rows read once)
     assert [t.kind for t in PF.plan({"x": [str(path)]}, rows_per_part=1_000, parallelism=1)[0]] == ["device", "arrival"]
     spans = [(t.start, t.stop) for t in tasks if t.kind == "ordered"]

@@ -110,7 +110,8 @@ def test_whole_trace_build_equals_the_spark_build(spark, spark_cfg, trace, monke
     assert unpruned["stats"]["last_edges"] > pruned["last_edges"] > 0
 
 
-@pytest.mark.parametrize(("mode", "layout", "heat_writes"), [("combined", "sequential", True), ("run", "packed", False)])
+@pytest.mark.parametrize(("mode", "layout", "heat_writes"),
+                         [("combined", "sequential", True), ("run", "packed", False)])
 def test_layout_from_the_files_equals_the_spark_layout(spark, spark_cfg, trace, monkeypatch, caplog, mode, layout,
                                                        heat_writes):
     """alis_layout over the week's graphs of the test above (tau 4, writes counted, prefilter 2, a budget that
