@@ -205,24 +205,80 @@ def stage_requests(requests: DataFrame, directory: str) -> dict[tuple[str, str],
     return staged
 
 
-def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]], parts: Sequence[Part]) -> pa.Table:
+#: Memory a part holds while it simulates, per request it replays: its staged Arrow table (~45 B) and the
+#: simulator's arrays (~100 B above it: /tmp probe of sim.glue.simulate_scenario on the scale trace at 1 M and
+#: 4 M requests, no policy), with room for the policies' and I/O shapes' extra pieces.
+PART_BYTES_PER_REQUEST = 250
+#: The share of the machine's memory the simulating parts may hold at once (BLOCKHEAT_SIM_MEMORY_BYTES sets the
+#: bytes instead; the driver's machine stands for the executors', as in local mode).
+SIM_MEMORY_SHARE = 0.6
+
+
+def sim_memory_bytes() -> int:
+    """The memory the parts simulating at once may hold (see SIM_MEMORY_SHARE)."""
+    if env := os.environ.get("BLOCKHEAT_SIM_MEMORY_BYTES"):
+        return int(env)
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * SIM_MEMORY_SHARE)
+
+
+def lanes_for(part_requests: Sequence[int], cores: int, memory_bytes: int) -> int:
+    """How many parts simulate at once: one per core, fewer while the largest parts at that many would hold
+    more than memory_bytes (PART_BYTES_PER_REQUEST); at least one."""
+    largest = sorted(part_requests, reverse=True)
+    lanes = max(1, min(cores, len(largest)))
+    while lanes > 1 and sum(largest[:lanes]) * PART_BYTES_PER_REQUEST > memory_bytes:
+        lanes -= 1
+    return lanes
+
+
+def lane_assignment(costs: Sequence[float], lanes: int) -> list[list[int]]:
+    """Parts (indices, in the given order: heaviest first) dealt to `lanes` lanes, each to the lane with the
+    least cost so far (longest processing time first)."""
+    load, out = [0.0] * lanes, [[] for _ in range(lanes)]
+    for i, cost in enumerate(costs):
+        lane = min(range(lanes), key=lambda k: (load[k], k))
+        out[lane].append(i)
+        load[lane] += cost
+    return out
+
+
+def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]], parts: Sequence[Part], *,
+                   memory_bytes: int | None = None) -> pa.Table:
     """The simulation stage: one Spark task per part, in the given order (Spark starts them in index
     order), each reading its array group's staged requests and simulating its scenario; returns the
     OUTPUT_ARROW_SCHEMA rows, one per part. Within a part, sim.workloads.from_arrow orders the requests by
-    (ts_us, seq) (the staged files come in no particular order)."""
+    (ts_us, seq) (the staged files come in no particular order).
+
+    When the largest parts simulating on every core at once would hold more than memory_bytes (default
+    sim_memory_bytes()), fewer tasks ("lanes") each simulate their share of the parts one after another (a
+    100 M-request part holds ~15-25 GB: two at once were killed for memory on a 24 GB machine)."""
+    import pyarrow.parquet as pq
+
     files = [[f for d in p.devices for f in staged.get((p.trace_id, d), [])] for p in parts]
-    blobs = spark.sparkContext.parallelize(range(len(parts)), len(parts)).mapPartitions(
-        _simulator(list(parts), files)).collect()
+    requests = [sum(pq.read_metadata(f).num_rows for f in fs) for fs in files]
+    cores = spark.sparkContext.defaultParallelism
+    lanes = lanes_for(requests, cores, sim_memory_bytes() if memory_bytes is None else memory_bytes)
+    if lanes >= min(cores, len(parts)):
+        groups = [[i] for i in range(len(parts))]
+    else:
+        groups = lane_assignment([float(r) for r in requests], lanes)
+        log.warning("simulate: %d parts in %d lane(s), not %d at once: the largest parts (%s requests) would "
+                    "hold more than %.1f GiB", len(parts), lanes, min(cores, len(parts)),
+                    f"{max(requests):,}", (sim_memory_bytes() if memory_bytes is None else memory_bytes) / 2**30)
+    blobs = spark.sparkContext.parallelize(range(len(groups)), len(groups)).mapPartitions(
+        _simulator(list(parts), files, groups)).collect()
     return from_ipc(blobs, OUTPUT_ARROW_SCHEMA)
 
 
-def _simulator(parts: list[Part], files: list[list[str]]) -> Callable[[Iterator[int]], Iterator[bytes]]:
-    """The function each task runs: simulate its part, yield one OUTPUT_ARROW_SCHEMA row as Arrow IPC."""
+def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]]
+               ) -> Callable[[Iterator[int]], Iterator[bytes]]:
+    """The function each task runs: simulate its group's parts one after another, yield one
+    OUTPUT_ARROW_SCHEMA row as Arrow IPC for each."""
 
-    def simulate(ids: Iterator[int]) -> Iterator[bytes]:
+    def simulate(lanes: Iterator[int]) -> Iterator[bytes]:
         import pyarrow.parquet as pq
 
-        for i in ids:
+        for i in (i for lane in lanes for i in groups[lane]):
             part = parts[i]
             t0 = time.perf_counter()
             try:

@@ -41,9 +41,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REQUEST_COLUMNS = ["ts_us", "seq", "op", "offset_bytes", "size_bytes"]
-# One task holds a device's requests (5 columns) and its reads' pair keys (tau per read, and a sort buffer):
-# about 100 bytes a request at tau 9. A larger device goes the Spark way, which spreads it over every task.
-MAX_DEVICE_REQUESTS = 60_000_000
+# One task holds a device's requests, then its reads' pair keys (tau per read) and counted edges: a 25 M-request
+# device of the scale trace peaked at 6.6 GB (two such tasks run at once on 2 cores). A larger device goes the
+# Spark way, which spreads its pair counting over every task (its pruning still holds the device's graph whole).
+MAX_DEVICE_REQUESTS = 30_000_000
 TABLES = (reorg_units.TABLE, access_graph.TABLE, alis_runs.TABLE)
 STATS = "_stats"
 
