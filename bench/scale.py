@@ -2,6 +2,7 @@
 of two sizes, and ingest + extent heat on a 2-worker standalone cluster against a 1-worker one.
 
     .venv/bin/python bench/scale.py --millions 10 100 --cluster-millions 10
+    .venv/bin/python bench/scale.py --millions 100 --cluster-millions 0 --workdir W --stages alis_graph,alis_layout
 
 Pipeline: the Spark stages of dags/nightly_trace_analysis.py for a newly landed trace, trace day 0, each as
 its own process with the arguments libs.nightly.stage_args gives them (as the DAG's spark-submits do, JVM
@@ -83,9 +84,12 @@ def make_trace(path: Path, n: int, seed: int = 8) -> None:
 
 
 def landing_for(root: Path, trace_id: str, n: int) -> Path:
-    """A landing folder as the nightly DAG expects it: <root>/<trace_id>/ with manifest.json and the file."""
+    """A landing folder as the nightly DAG expects it: <root>/<trace_id>/ with manifest.json and the file (kept
+    from an earlier run in the same work directory: the trace is the same for the same n)."""
     folder = root / trace_id
-    folder.mkdir(parents=True)
+    if (folder / "manifest.json").is_file() and (folder / f"{trace_id}.csv").is_file():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "manifest.json").write_text(json.dumps({"format": "msr", "start_date": "2007-02-22"}))
     make_trace(folder / f"{trace_id}.csv", n)
     return folder
@@ -148,10 +152,12 @@ def stage_env(warehouse: Path, master: str, conf_dir: Path) -> dict[str, str]:
             "SPARK_CONF_DIR": str(conf_dir)}
 
 
-def pipeline(work: Path, n: int, conf_dir: Path) -> PipelineRun:
+def pipeline(work: Path, n: int, conf_dir: Path, only: Sequence[str] | None = None) -> PipelineRun:
+    """The pipeline's stages on an n-request trace; only: just these stages, on the warehouse an earlier run in
+    the same work directory kept (it is kept then, for the next call)."""
     from libs.nightly import STAGES
 
-    stages = STAGES[: STAGES.index(PIPELINE_END) + 1]
+    stages = [s for s in STAGES[: STAGES.index(PIPELINE_END) + 1] if only is None or s in only]
     trace_id = f"scale{n}"
     landing = landing_for(work / "landing", trace_id, n)
     warehouse = work / f"warehouse-{trace_id}"
@@ -161,7 +167,8 @@ def pipeline(work: Path, n: int, conf_dir: Path) -> PipelineRun:
         result.stages.append(run_stage(stage, argv, env, work / f"{trace_id}.log"))
         log.info("%s requests: %s %.1f s, peak %.2f GiB", f"{n:,}", stage, result.stages[-1].seconds,
                  result.stages[-1].peak_rss_bytes / 2**30)
-    shutil.rmtree(warehouse, ignore_errors=True)
+    if only is None:
+        shutil.rmtree(warehouse, ignore_errors=True)
     return result
 
 
@@ -209,8 +216,10 @@ class _Load:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--millions", type=float, nargs=2, default=[10.0, 100.0], metavar=("SMALL", "LARGE"),
-                        help="pipeline trace sizes in millions of requests (default 10 100)")
+    parser.add_argument("--millions", type=float, nargs="+", default=[10.0, 100.0], metavar="M",
+                        help="pipeline trace sizes in millions of requests: SMALL LARGE (default 10 100), or one size")
+    parser.add_argument("--stages", help="only these stages (comma-separated), resuming on the warehouse an earlier "
+                                         "--stages run kept in --workdir (kept again); one --millions size")
     parser.add_argument("--cluster-millions", type=float, default=10.0,
                         help="trace size of the 2- vs 1-worker comparison (0: skip it)")
     parser.add_argument("--worker-memory", default="4g", help="memory of each standalone worker (default 4g)")
@@ -219,7 +228,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    small, large = (round(m * 1e6) for m in args.millions)
+    sizes = [round(m * 1e6) for m in args.millions]
+    only = [s.strip() for s in args.stages.split(",")] if args.stages else None
+    if len(sizes) > 2 or (only is not None and (len(sizes) != 1 or args.workdir is None)):
+        parser.error("--millions takes SMALL LARGE or one size; --stages needs one size and --workdir")
     work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     conf_dir = work / "spark-conf"                # spark-defaults for every stage process (read by spark-submit)
@@ -227,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     (conf_dir / "spark-defaults.conf").write_text(f"spark.executor.memory {args.executor_memory}\n"
                                                   "spark.ui.showConsoleProgress false\n")
     with _Load() as load:
-        runs = [pipeline(work, n, conf_dir) for n in (small, large)]
+        runs = [pipeline(work, n, conf_dir, only) for n in sizes]
         cluster = {}
         if args.cluster_millions > 0:
             n = round(args.cluster_millions * 1e6)
@@ -236,16 +248,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = sys.stdout
     stages = [s.stage for s in runs[0].stages]
     out.write(f"\nnightly pipeline (ingest .. {PIPELINE_END}), local[2], seconds per stage:\n\n")
-    out.write("| stage | " + " | ".join(f"{r.requests / 1e6:g}M" for r in runs) + " |\n|---|---|---|\n")
+    out.write("| stage | " + " | ".join(f"{r.requests / 1e6:g}M" for r in runs) + " |\n|---|" + "---|" * len(runs)
+              + "\n")
     for i, stage in enumerate(stages):
         out.write(f"| {stage} | " + " | ".join(f"{r.stages[i].seconds:.1f}" for r in runs) + " |\n")
     out.write("| **total** | " + " | ".join(f"**{r.seconds:.1f}**" for r in runs) + " |\n")
     out.write("| peak memory (GiB) | " + " | ".join(f"{r.peak_rss_bytes / 2**30:.2f}" for r in runs) + " |\n")
-    factor = runs[1].requests / runs[0].requests
-    ratio = runs[1].seconds / runs[0].seconds
-    out.write(f"\n{factor:g}x the requests cost {ratio:.2f}x the time (goal <= {1.1 * factor:g}x); "
-              f"{runs[1].requests / 1e6:g}M took {runs[1].seconds / 60:.1f} min (goal <= 30 min); "
-              f"memory {runs[1].peak_rss_bytes / runs[0].peak_rss_bytes:.2f}x\n")
+    if len(runs) == 2:
+        factor = runs[1].requests / runs[0].requests
+        ratio = runs[1].seconds / runs[0].seconds
+        out.write(f"\n{factor:g}x the requests cost {ratio:.2f}x the time (goal <= {1.1 * factor:g}x); "
+                  f"{runs[1].requests / 1e6:g}M took {runs[1].seconds / 60:.1f} min (goal <= 30 min); "
+                  f"memory {runs[1].peak_rss_bytes / runs[0].peak_rss_bytes:.2f}x\n")
     if cluster:
         out.write(f"ingest + extent heat of {args.cluster_millions:g}M on the standalone cluster: 1 worker "
                   f"{cluster[1]:.1f} s, 2 workers {cluster[2]:.1f} s: {cluster[1] / cluster[2]:.2f}x "

@@ -158,10 +158,9 @@ def device_layout(requests: pa.Table, units: pa.Table | None, graph: pa.Table | 
     if graph is not None and graph.num_rows:
         g_int = graph.column("interval_id").to_numpy()
         g_order = np.argsort(g_int, kind="stable")
+        edges = [np.asarray(graph.column(c).to_numpy())[g_order] for c in ("src_unit", "dst_unit", "weight")]
         for i, a, b in zip(*_bounds(g_int[g_order]), strict=True):
-            rows = g_order[a:b]
-            stored[int(i)] = tuple(np.asarray(graph.column(c).to_numpy())[rows]
-                                   for c in ("src_unit", "dst_unit", "weight"))
+            stored[int(i)] = tuple(e[a:b] for e in edges)
     run_sets = {i: _runs(*edges, p) for i, edges in stored.items()} if use_runs else {}
     for i, r in sorted(run_sets.items()):
         found.append(_table({"interval_id": np.full(len(r["unit_id"]), i, np.int64), **r}))
