@@ -284,8 +284,8 @@ def _run_files(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: int
     """run (n None: from interval 0) or run_interval(n) by one task per device reading the requests files
     (libs.alis.graph_files); Unsupported, before anything is written, when they cannot be read directly."""
     trace = opts.trace_id
-    files, _, last_us = graph_files.request_files(spark, cfg.warehouse, trace)
-    data_last = last_us // opts.interval_us
+    files = graph_files.request_files(spark, cfg.warehouse, trace)
+    data_last = files.last_us // opts.interval_us
     if n is None:
         build, intervals = graph_files.Build(trace, 0, data_last, opts.interval_us), data_last + 1
     else:

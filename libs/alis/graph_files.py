@@ -48,8 +48,8 @@ MAX_DEVICE_REQUESTS = 30_000_000
 TABLES = (reorg_units.TABLE, access_graph.TABLE, alis_runs.TABLE)
 STATS = "_stats"
 
-__all__ = ["Build", "GraphParams", "Unsupported", "build", "device_build", "request_files", "run_and_commit",
-           "write_rows"]
+__all__ = ["Build", "GraphParams", "RequestFiles", "Unsupported", "build", "device_build", "request_files",
+           "run_and_commit", "write_rows"]
 
 
 @dataclass(frozen=True)
@@ -86,28 +86,39 @@ class Build:
 class DeviceFiles:
     device: str
     requests: list[str]
-    rows: int
     units: list[str]            # stored reorg_units files (nightly N > 0)
     graph: list[str]            # stored access_graph files (nightly N > 0; filtered to interval N-1)
 
 
-def request_files(spark: SparkSession, warehouse: Path, trace_id: str) -> tuple[dict[str, list[str]], int, int]:
-    """The trace's requests files by device, the request count and the largest ts_us, from the snapshot and
-    the files' footers; Unsupported when a footer lacks ts_us statistics or a device is too large."""
+@dataclass(frozen=True)
+class RequestFiles:
+    """A trace's requests files by device (absolute paths), their rows by device and the largest ts_us."""
+
+    files: dict[str, list[str]]
+    rows: dict[str, int]
+    last_us: int
+
+    def by_size(self) -> list[str]:
+        """The devices, the most requests first (the longest tasks start first)."""
+        return sorted(self.files, key=lambda d: (-self.rows[d], d))
+
+
+def request_files(spark: SparkSession, warehouse: Path, trace_id: str) -> RequestFiles:
+    """The trace's requests files, from the snapshot and the files' footers; Unsupported when a footer lacks
+    ts_us statistics or a device is too large for one task."""
     files = trace_files(spark, warehouse, trace_id)
-    rows, highest = 0, []
+    rows, highest = {}, []
     for device, paths in files.items():
         groups = [g for p in paths for g in row_groups(p)]
         if any(g.hi == 1 << 62 for g in groups):
             raise Unsupported(f"requests of {trace_id}/{device}: a row group without ts_us statistics")
-        n = sum(g.rows for g in groups)
-        if n > MAX_DEVICE_REQUESTS:
-            raise Unsupported(f"requests of {trace_id}/{device}: {n:,} rows, more than one task holds")
-        rows += n
+        rows[device] = sum(g.rows for g in groups)
+        if rows[device] > MAX_DEVICE_REQUESTS:
+            raise Unsupported(f"requests of {trace_id}/{device}: {rows[device]:,} rows, more than one task holds")
         highest += [g.hi for g in groups]
     if not highest:
         raise Unsupported(f"no requests rows for trace {trace_id!r}")
-    return files, rows, int(max(highest))
+    return RequestFiles(files, rows, int(max(highest)))
 
 
 # --- one device ------------------------------------------------------------------------------
@@ -341,22 +352,21 @@ def _task(devices: list[DeviceFiles], targets: dict[str, Any], b: Build, p: Grap
 
 
 def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
-          files: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
+          requests: RequestFiles | None = None) -> list[dict[str, Any]]:
     """Build, write and commit (reorg_units, access_graph, alis_runs: one replace each, in that order; the
     graph and runs of interval N only for a nightly N > 0). Returns the per-device figures of
     jobs.alis_graph's summary, by device. Unsupported (nothing written) when the files cannot be read
     directly."""
     from libs.delta_files import table_target
 
-    files = files if files is not None else request_files(spark, warehouse, b.trace_id)[0]
+    requests = requests if requests is not None else request_files(spark, warehouse, b.trace_id)
     stored_units: dict[str, list[str]] = {}
     stored_graph: dict[str, list[str]] = {}
     if b.nightly and b.first:
         stored_units = _stored(spark, warehouse, b.trace_id, reorg_units.TABLE)
         stored_graph = _stored(spark, warehouse, b.trace_id, access_graph.TABLE)
-    devices = [DeviceFiles(dev, paths, sum(pq.ParquetFile(x).metadata.num_rows for x in paths),
-                           stored_units.get(dev, []), stored_graph.get(dev, [])) for dev, paths in files.items()]
-    devices.sort(key=lambda d: (-d.rows, d.device))        # the largest first: they set the stage's length
+    devices = [DeviceFiles(dev, requests.files[dev], stored_units.get(dev, []), stored_graph.get(dev, []))
+               for dev in requests.by_size()]
     targets = {name: table_target(spark, warehouse, name).for_write() for name in TABLES}
     where = {"trace_id": b.trace_id}
     graph_where = {**where, "interval_id": b.first} if b.nightly and b.first else where

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from libs.alis import graph_files as GF
 from libs.alis.graph import PRUNE_SHARE, count_pairs, prune_arrays
@@ -273,11 +272,10 @@ def layout(spark: SparkSession, warehouse: Path, trace_id: str, p: LayoutParams)
     written) when the files cannot be read directly."""
     from libs.delta_files import replace_from_driver, table_target
 
-    files, _, _ = GF.request_files(spark, warehouse, trace_id)
+    requests = GF.request_files(spark, warehouse, trace_id)
     units = GF._stored(spark, warehouse, trace_id, "reorg_units")
     graphs = GF._stored(spark, warehouse, trace_id, "access_graph")
-    devices = sorted(((d, paths, units.get(d, []), graphs.get(d, [])) for d, paths in files.items()),
-                     key=lambda d: (-sum(pq.ParquetFile(x).metadata.num_rows for x in d[1]), d[0]))
+    devices = [(d, requests.files[d], units.get(d, []), graphs.get(d, [])) for d in requests.by_size()]
     names = TABLES if p.mode != "heat" else (alis_layout.TABLE,)
     targets = {name: table_target(spark, warehouse, name).for_write() for name in names}
     where = {"trace_id": trace_id}
