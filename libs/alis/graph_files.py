@@ -177,6 +177,18 @@ def number_units(offsets: np.ndarray, sizes: np.ndarray, counted: np.ndarray, kn
     return ids, units
 
 
+def run_members(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, p: Any) -> dict[str, np.ndarray]:
+    """The runs of one graph (discover_run_arrays with p's tau, f, threshold and min_length) as alis_runs
+    columns: run_id, rank, position, unit_id, one entry per member."""
+    run_ids, offsets, members = discover_run_arrays(src, dst, weight, tau=p.tau, f=p.f, threshold=p.threshold,
+                                                    min_length=p.min_length)
+    lengths = np.diff(offsets)
+    return {"run_id": np.repeat(run_ids, lengths).astype(np.int64),
+            "rank": np.repeat(np.arange(len(run_ids), dtype=np.int64), lengths),
+            "position": np.arange(len(members), dtype=np.int64) - np.repeat(offsets[:-1], lengths),
+            "unit_id": np.asarray(members, np.int64)}
+
+
 def weigh(pairs: np.ndarray, closeness: np.ndarray, tau: int, f: float) -> np.ndarray:
     """with_weight on arrays: pairs * (1 - f) + f / tau * closeness, the Spark expression's operations."""
     weight = pairs.astype(np.float64)
@@ -263,15 +275,8 @@ def device_build(requests: pa.Table, known: pa.Table | None, previous: pa.Table 
         prev = (src, dst, weight)
         graphs.append(pa.table({"interval_id": pa.array(np.full(len(src), i, np.int64)), "src_unit": pa.array(src),
                                 "dst_unit": pa.array(dst), "weight": pa.array(weight)}))
-        run_ids, offsets, members = discover_run_arrays(src, dst, weight, tau=p.tau, f=p.f, threshold=p.threshold,
-                                                        min_length=p.min_length)
-        lengths = np.diff(offsets)
-        runs.append(pa.table({
-            "interval_id": pa.array(np.full(len(members), i, np.int64)),
-            "run_id": pa.array(np.repeat(run_ids, lengths).astype(np.int64)),
-            "rank": pa.array(np.repeat(np.arange(len(run_ids), dtype=np.int64), lengths)),
-            "position": pa.array(np.arange(len(members), dtype=np.int64) - np.repeat(offsets[:-1], lengths)),
-            "unit_id": pa.array(np.asarray(members, np.int64))}))
+        members = run_members(src, dst, weight, p)
+        runs.append(pa.table({"interval_id": np.full(len(members["unit_id"]), i, np.int64), **members}))
         if i == b.last:
             vertices = pc.count_distinct(pa.array(np.concatenate([src, dst]))).as_py()   # a hash: no sort
             last_sizes = (len(src), vertices * VERTEX_BYTES + len(src) * EDGE_BYTES) if len(src) else (0, 0)

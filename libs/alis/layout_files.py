@@ -26,7 +26,6 @@ import pyarrow.compute as pc
 from libs.alis import graph_files as GF
 from libs.alis.graph import PRUNE_SHARE, count_pairs, prune_arrays
 from libs.alis.layout import plan_area
-from libs.alis.runs import discover_run_arrays
 from schemas import alis_layout, alis_runs, alis_summary
 
 if TYPE_CHECKING:
@@ -63,16 +62,6 @@ def _grouped(interval: np.ndarray, unit: np.ndarray) -> tuple[np.ndarray, np.nda
     i, u = interval[order], unit[order]
     starts = np.flatnonzero(np.r_[True, (i[1:] != i[:-1]) | (u[1:] != u[:-1])]) if len(i) else np.zeros(0, np.int64)
     return i[starts], u[starts], np.diff(np.append(starts, len(i))).astype(np.int64)
-
-
-def _runs(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, p: LayoutParams) -> dict[str, np.ndarray]:
-    run_ids, offsets, members = discover_run_arrays(src, dst, weight, tau=p.tau, f=p.f, threshold=p.threshold,
-                                                    min_length=p.min_length)
-    lengths = np.diff(offsets)
-    return {"run_id": np.repeat(run_ids, lengths).astype(np.int64),
-            "rank": np.repeat(np.arange(len(run_ids), dtype=np.int64), lengths),
-            "position": np.arange(len(members), dtype=np.int64) - np.repeat(offsets[:-1], lengths),
-            "unit_id": np.asarray(members, np.int64)}
 
 
 def _plan(runs: dict[str, np.ndarray] | None, heat: tuple[np.ndarray, np.ndarray] | None, units: dict[str, Any],
@@ -160,7 +149,7 @@ def device_layout(requests: pa.Table, units: pa.Table | None, graph: pa.Table | 
         edges = [np.asarray(graph.column(c).to_numpy())[g_order] for c in ("src_unit", "dst_unit", "weight")]
         for i, a, b in zip(*_bounds(g_int[g_order]), strict=True):
             stored[int(i)] = tuple(e[a:b] for e in edges)
-    run_sets = {i: _runs(*edges, p) for i, edges in stored.items()} if use_runs else {}
+    run_sets = {i: GF.run_members(*edges, p) for i, edges in stored.items()} if use_runs else {}
     for i, r in sorted(run_sets.items()):
         found.append(_table({"interval_id": np.full(len(r["unit_id"]), i, np.int64), **r}))
     previous = None
@@ -202,7 +191,7 @@ def device_layout(requests: pa.Table, units: pa.Table | None, graph: pa.Table | 
             if len(src):
                 keep, _ = prune_arrays(src, dst, weight, budget, share=PRUNE_SHARE)
                 src, dst, weight = src[keep], dst[keep], weight[keep]
-            la_runs = _runs(src, dst, weight, p)
+            la_runs = GF.run_members(src, dst, weight, p)
         ids, counts = counts_of(i)
         lookahead[i - 1] = _hits(_plan(la_runs, (ids, counts), unit_table, ra_bytes, p), reads_of(i))
 
