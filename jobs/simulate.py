@@ -23,10 +23,10 @@ from libs.delta_files import replace_from_driver, table_target
 from libs.sim_grid import Grid, Part, load_grid, plan_parts
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, table_path, trace_info
-from libs.task_parquet import from_ipc, to_ipc
+from libs.task_parquet import from_ipc, release_memory, to_ipc
 from schemas import cooling_moves, sim_results, sim_timeseries
 from sim.cooling import COOLING_MOVES_SCHEMA
-from sim.glue import CoolingPolicy, simulate_scenario
+from sim.glue import CoolingPolicy, simulate_requests
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -129,15 +129,20 @@ COST_FACTORS = {"cooling": 6.0, "alis": 3.0, "io": 2.7, "striped": 1.8, "greedy"
 def expected_cost(part: Part, trace_requests: int, trace_devices: int) -> float:
     """The part's expected simulation time in as-traced requests: its share of the trace's requests (by
     devices) times the largest COST_FACTORS entry that applies."""
+
+    factor = max([COST_FACTORS[k] for k, applies in _part_kinds(part).items() if applies], default=1.0)
+    return trace_requests * len(part.devices) / max(trace_devices, 1) * factor
+
+
+def _part_kinds(part: Part) -> dict[str, bool]:
+    """Which of COST_FACTORS' kinds of work the part's scenario does."""
     from sim.array import Striped
     from sim.glue import AlisPolicy, GreedyAllocation, RoundRobinExtents
 
     cfg = part.config
-    kinds = {"cooling": isinstance(cfg.policy, CoolingPolicy), "alis": isinstance(cfg.policy, AlisPolicy),
-             "io": cfg.io is not None, "striped": isinstance(cfg.layout, Striped | RoundRobinExtents),
-             "greedy": isinstance(cfg.policy, GreedyAllocation)}
-    factor = max([COST_FACTORS[k] for k, applies in kinds.items() if applies], default=1.0)
-    return trace_requests * len(part.devices) / max(trace_devices, 1) * factor
+    return {"cooling": isinstance(cfg.policy, CoolingPolicy), "alis": isinstance(cfg.policy, AlisPolicy),
+            "io": cfg.io is not None, "striped": isinstance(cfg.layout, Striped | RoundRobinExtents),
+            "greedy": isinstance(cfg.policy, GreedyAllocation)}
 
 
 def longest_first(parts: Sequence[Part], catalog: dict[str, dict[str, Any]]) -> list[Part]:
@@ -205,28 +210,39 @@ def stage_requests(requests: DataFrame, directory: str) -> dict[tuple[str, str],
     return staged
 
 
-#: Memory a part holds while it simulates, per request it replays: its staged Arrow table (~45 B) and the
-#: simulator's arrays (~100 B above it: /tmp probe of sim.glue.simulate_scenario on the scale trace at 1 M and
-#: 4 M requests, no policy), with room for the policies' and I/O shapes' extra pieces.
-PART_BYTES_PER_REQUEST = 250
-#: The share of the machine's memory the simulating parts may hold at once (BLOCKHEAT_SIM_MEMORY_BYTES sets the
+#: Memory per replayed request (bytes) a simulating lane holds, measured on the 100 M scale trace (2026-11-26,
+#: probes of sim.workloads.from_parquet_files and sim.glue.simulate_requests, docs/BENCHMARKS.md): a lane converts
+#: its parts' requests once (LANE_LOAD_BYTES at the conversion's peak, LANE_HELD_BYTES kept while its parts
+#: simulate), and a part adds PART_EXTRA_BYTES by what it simulates (the largest entry that applies; ALIS's
+#: plans were not measured at scale and are given room).
+LANE_LOAD_BYTES = 45
+LANE_HELD_BYTES = 27
+PART_EXTRA_BYTES = {"io": 90, "alis": 150, "cooling": 40, "other": 30}
+#: The share of the machine's memory the simulating lanes may hold at once (BLOCKHEAT_SIM_MEMORY_BYTES sets the
 #: bytes instead; the driver's machine stands for the executors', as in local mode).
-SIM_MEMORY_SHARE = 0.6
+SIM_MEMORY_SHARE = 0.75
 
 
 def sim_memory_bytes() -> int:
-    """The memory the parts simulating at once may hold (see SIM_MEMORY_SHARE)."""
+    """The memory the lanes simulating at once may hold (see SIM_MEMORY_SHARE)."""
     if env := os.environ.get("BLOCKHEAT_SIM_MEMORY_BYTES"):
         return int(env)
     return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * SIM_MEMORY_SHARE)
 
 
-def lanes_for(part_requests: Sequence[int], cores: int, memory_bytes: int) -> int:
-    """How many parts simulate at once: one per core, fewer while the largest parts at that many would hold
-    more than memory_bytes (PART_BYTES_PER_REQUEST); at least one."""
-    largest = sorted(part_requests, reverse=True)
+def part_memory(part: Part, requests: int) -> int:
+    """The most a lane holds while it converts `requests` requests or simulates this part over them."""
+    kinds = _part_kinds(part)
+    extra = max([PART_EXTRA_BYTES[k] for k in ("io", "alis", "cooling") if kinds[k]], default=PART_EXTRA_BYTES["other"])
+    return requests * max(LANE_LOAD_BYTES, LANE_HELD_BYTES + extra)
+
+
+def lanes_for(part_bytes: Sequence[int], cores: int, memory_bytes: int) -> int:
+    """How many parts simulate at once: one per core, fewer while the parts of largest part_memory at that many
+    would hold more than memory_bytes; at least one."""
+    largest = sorted(part_bytes, reverse=True)
     lanes = max(1, min(cores, len(largest)))
-    while lanes > 1 and sum(largest[:lanes]) * PART_BYTES_PER_REQUEST > memory_bytes:
+    while lanes > 1 and sum(largest[:lanes]) > memory_bytes:
         lanes -= 1
     return lanes
 
@@ -244,52 +260,68 @@ def lane_assignment(costs: Sequence[float], lanes: int) -> list[list[int]]:
 
 def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]], parts: Sequence[Part], *,
                    memory_bytes: int | None = None) -> pa.Table:
-    """The simulation stage: one Spark task per part, in the given order (Spark starts them in index
-    order), each reading its array group's staged requests and simulating its scenario; returns the
-    OUTPUT_ARROW_SCHEMA rows, one per part. Within a part, sim.workloads.from_arrow orders the requests by
-    (ts_us, seq) (the staged files come in no particular order).
+    """The simulation stage: the parts dealt to one Spark task ("lane") per core, heaviest first (expected_cost),
+    each lane converting its array group's staged requests once and simulating its parts one after another;
+    returns the OUTPUT_ARROW_SCHEMA rows, one per part in the given order. sim.workloads.from_parquet_files
+    orders a lane's requests by (ts_us, seq) (the staged files come in no particular order).
 
-    When the largest parts simulating on every core at once would hold more than memory_bytes (default
-    sim_memory_bytes()), fewer tasks ("lanes") each simulate their share of the parts one after another (a
-    100 M-request part holds ~15-25 GB: two at once were killed for memory on a 24 GB machine)."""
+    When the parts of largest part_memory simulating on every core at once would hold more than memory_bytes
+    (default sim_memory_bytes()), there are fewer lanes (a 100 M-request scorecard part held 15-25 GB before the
+    lanes shared their conversion: two at once were killed for memory on a 24 GB machine)."""
     import pyarrow.parquet as pq
 
     files = [[f for d in p.devices for f in staged.get((p.trace_id, d), [])] for p in parts]
     requests = [sum(pq.read_metadata(f).num_rows for f in fs) for fs in files]
     cores = spark.sparkContext.defaultParallelism
-    lanes = lanes_for(requests, cores, sim_memory_bytes() if memory_bytes is None else memory_bytes)
-    if lanes >= min(cores, len(parts)):
-        groups = [[i] for i in range(len(parts))]
-    else:
-        groups = lane_assignment([float(r) for r in requests], lanes)
-        log.warning("simulate: %d parts in %d lane(s), not %d at once: the largest parts (%s requests) would "
-                    "hold more than %.1f GiB", len(parts), lanes, min(cores, len(parts)),
-                    f"{max(requests):,}", (sim_memory_bytes() if memory_bytes is None else memory_bytes) / 2**30)
+    memory = sim_memory_bytes() if memory_bytes is None else memory_bytes
+    lanes = lanes_for([part_memory(p, r) for p, r in zip(parts, requests, strict=True)], cores, memory)
+    if lanes < min(cores, len(parts)):
+        log.warning("simulate: %d parts in %d lane(s), not %d: the largest parts (%s requests) would hold more "
+                    "than %.1f GiB at once", len(parts), lanes, min(cores, len(parts)), f"{max(requests):,}",
+                    memory / 2**30)
+    groups = lane_assignment([expected_cost(p, r, len(p.devices)) for p, r in zip(parts, requests, strict=True)],
+                             lanes)
     blobs = spark.sparkContext.parallelize(range(len(groups)), len(groups)).mapPartitions(
         _simulator(list(parts), files, groups)).collect()
-    return from_ipc(blobs, OUTPUT_ARROW_SCHEMA)
+    position = np.empty(len(parts), np.int64)                   # lane order -> the parts' order
+    position[[i for group in groups for i in group]] = np.arange(len(parts))
+    return from_ipc(blobs, OUTPUT_ARROW_SCHEMA).take(pa.array(position))
 
 
 def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]]
                ) -> Callable[[Iterator[int]], Iterator[bytes]]:
     """The function each task runs: simulate its group's parts one after another, yield one
-    OUTPUT_ARROW_SCHEMA row as Arrow IPC for each."""
+    OUTPUT_ARROW_SCHEMA row as Arrow IPC for each. Parts replaying the same files (a scorecard's scenarios
+    over one array group) share one conversion of the requests (sim.workloads.from_arrow_tables, one file
+    read at a time)."""
 
     def simulate(lanes: Iterator[int]) -> Iterator[bytes]:
-        import pyarrow.parquet as pq
-
+        loaded: tuple[Any, Any] | None = None
         for i in (i for lane in lanes for i in groups[lane]):
             part = parts[i]
             t0 = time.perf_counter()
             try:
-                table = pa.concat_tables([pq.read_table(f) for f in files[i]])
-                out = simulate_scenario(table, part.config)
+                key = (tuple(files[i]), part.config.spec.sector_size, part.config.devices)
+                if loaded is None or loaded[0] != key:
+                    loaded = None                       # the previous group's requests freed before reading
+                    loaded = (key, load_requests(files[i], part.config.spec.sector_size, part.config.devices))
+                out = simulate_requests(*loaded[1], part.trace_id, part.config)
             except Exception as exc:
                 raise SimulationError(f"trace {part.trace_id!r}, array group {part.array_group!r}, scenario "
                                       f"{part.scenario_id!r}: {type(exc).__name__}: {exc}") from exc
             yield to_ipc(_output_row(part, out.result, out.series, time.perf_counter() - t0, out.moves))
 
     return simulate
+
+
+def load_requests(files: Sequence[str], sector_size: int, devices: Sequence[str] | None) -> tuple[Any, Any]:
+    """(sim Requests, device names) from staged Parquet files (sim.workloads.from_parquet_files: one file's
+    Arrow columns in memory at a time), the memory the conversion freed handed back to the OS."""
+    from sim.workloads import from_parquet_files
+
+    out = from_parquet_files(files, sector_size=sector_size, devices=devices)
+    release_memory()
+    return out
 
 
 def _nested(table: pa.Table, fields: Sequence[pa.Field], list_type: pa.DataType) -> pa.Array:

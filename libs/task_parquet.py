@@ -16,6 +16,7 @@ under the same path (any local path in local mode; a shared file system on a clu
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 import uuid
@@ -222,3 +223,13 @@ def scratch_dir(warehouse: Path, label: str) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
         with contextlib.suppress(OSError):
             path.parent.rmdir()                       # only when no other job's scratch is there
+
+
+def release_memory() -> None:
+    """Hands the memory a task freed back to the OS: Arrow's allocator (mimalloc) and glibc's both keep
+    freed pages for reuse (~100-200 MB per Python worker after a profile unit of a million requests, more
+    after a simulation part's conversion), and the workers stay resident between tasks (measured: 595 MB per
+    profile worker at the peak without this)."""
+    pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):       # not glibc: nothing to trim
+        ctypes.CDLL("libc.so.6").malloc_trim(0)

@@ -39,7 +39,7 @@ from sim.cooling import COOLING_MOVES_SCHEMA, CoolingConfig, DiskCooling
 from sim.engine import ClosedLoop, SimConfig, Simulation, run_with_policy
 from sim.records import Requests
 from sim.spec import DiskSpec, SpecError
-from sim.stats import RESULT_SCHEMA, TIMESERIES_SCHEMA, per_request, timeseries
+from sim.stats import RESULT_SCHEMA, TIMESERIES_SCHEMA, timeseries
 from sim.stats import _order_stats as order_stats
 from sim.tracker import split_into_units
 from sim.tracks import IoShaping, IoShapingError, ShapedRequests, io_shaping_from_dict, original_responses
@@ -63,6 +63,7 @@ __all__ = [
     "policy_from_dict",
     "simulate_partition",
     "simulate_partition_with_timeseries",
+    "simulate_requests",
     "simulate_scenario",
 ]
 
@@ -354,6 +355,13 @@ def _build_traced(table: pa.Table, cfg: ScenarioConfig
     """_build, plus (the pieces of each traced request, the traced requests on the simulated clock) when the
     scenario reports per traced request (io report "requests")."""
     requests, devices = from_arrow(table, sector_size=cfg.spec.sector_size, devices=cfg.devices)
+    return _build_from_requests(requests, devices, cfg)
+
+
+def _build_from_requests(requests: Requests, devices: tuple[str, ...], cfg: ScenarioConfig
+                         ) -> tuple[Simulation, tuple[str, ...], tuple[ShapedRequests, Requests] | None]:
+    """_build_traced from requests already converted (sim.workloads.from_arrow, the scenario's sector size and
+    device order); the requests' arrays are only read, so several scenarios can share them."""
     traced: tuple[ShapedRequests, Requests] | None = None
     sim_cfg = cfg.sim
     if cfg.io is not None:
@@ -362,7 +370,8 @@ def _build_traced(table: pa.Table, cfg: ScenarioConfig
         except IoShapingError as exc:
             raise ScenarioError(f"io {cfg.io.kind!r}: {exc}") from exc
         if cfg.io.report == "requests":
-            traced = (shaped, replace(requests, arrival_us=requests.arrival_us / sim_cfg.speedup))
+            traced = (shaped, requests if sim_cfg.speedup == 1.0 else
+                      replace(requests, arrival_us=requests.arrival_us / sim_cfg.speedup))
             sim_cfg = replace(sim_cfg, per_request=True)
         requests = shaped.pieces
     rng = np.random.default_rng(cfg.seed)
@@ -459,8 +468,16 @@ class ScenarioOutput:
 
 def simulate_scenario(table: pa.Table, cfg: ScenarioConfig) -> ScenarioOutput:
     """Simulate one scenario over one partition of `requests` rows, its policy included."""
-    sim, devices, traced = _build_traced(table, cfg)
-    trace_id = _trace_id(table)
+    requests, devices = from_arrow(table, sector_size=cfg.spec.sector_size, devices=cfg.devices)
+    return simulate_requests(requests, devices, _trace_id(table), cfg)
+
+
+def simulate_requests(requests: Requests, devices: tuple[str, ...], trace_id: str | None,
+                      cfg: ScenarioConfig) -> ScenarioOutput:
+    """simulate_scenario on requests already converted with the scenario's sector size and device order
+    (sim.workloads.from_arrow / from_arrow_tables): a task simulating several scenarios of one array group
+    converts its requests once. The requests are not modified."""
+    sim, devices, traced = _build_from_requests(requests, devices, cfg)
     moves = COOLING_MOVES_SCHEMA.empty_table()
     if isinstance(cfg.policy, CoolingPolicy) and isinstance(sim.array.layout, ExtentMap):
         n_units = len(sim.array.layout.extents)
@@ -482,10 +499,9 @@ def _per_traced_request(sim: Simulation, shaped: ShapedRequests, originals: Requ
                         saturated: bool) -> dict[str, Any]:
     """The result row's request counts and response figures per traced request (io report "requests"):
     sim.tracks.original_responses over the foreground pieces; queue, service and I/O figures stay per piece."""
-    pieces = per_request(sim)
-    fg = ~pieces.column("background").to_numpy(zero_copy_only=False)
-    resp = original_responses(shaped, originals.arrival_us, pieces.column("arrival_ms").to_numpy()[fg] * 1000.0,
-                              pieces.column("response_ms").to_numpy()[fg] * 1000.0)
+    pieces = sim.requests                            # on the simulated clock, like the originals passed
+    fg = ~pieces.is_background
+    resp = original_responses(shaped, originals.arrival_us, pieces.arrival_us[fg], sim.out.resp[fg])
     done = ~np.isnan(resp)
     is_read = originals.is_read
     row: dict[str, Any] = {"requests": int(done.sum()), "reads": int((done & is_read).sum()),

@@ -21,12 +21,13 @@ Choices where the paper is open (one line each, tested in tests/sim/test_tracks.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from numba import njit
 
 from sim.records import Requests
 from sim.spec import DiskSpec
@@ -162,52 +163,127 @@ def merge_sequential(requests: Requests, *, max_gap_us: float) -> tuple[Requests
     flags that ends at its first sector, if it arrives at most max_gap_us after the run's latest request.
     Returns the runs (arrival of their first request, think time of their last) and how many input
     requests each run holds."""
-    runs, counts, _ = _merge(requests, max_gap_us)
-    return runs, counts
+    runs, run_of = _merge(requests, max_gap_us)
+    return runs, np.bincount(run_of, minlength=len(runs)).astype(np.int64)
 
 
-def _merge(requests: Requests, max_gap_us: float) -> tuple[Requests, np.ndarray, np.ndarray]:
-    """merge_sequential plus each input request's run."""
+def _merge(requests: Requests, max_gap_us: float) -> tuple[Requests, np.ndarray]:
+    """merge_sequential's runs and each input request's run."""
     if isinstance(max_gap_us, bool) or not isinstance(max_gap_us, int | float) or not max_gap_us >= 0:
         raise IoShapingError(f"merge gap must be >= 0 us, got {max_gap_us!r}")
-    n = len(requests)
-    run_of = np.empty(n, dtype=np.int64)
-    open_runs: dict[tuple[int, int, int], int] = {}     # (device, flags, end sector) -> run
-    last_t: list[float] = []
-    for i, (t, dev, lbn, sec, fl) in enumerate(zip(requests.arrival_us.tolist(), requests.device.tolist(),
-                                                   requests.lbn.tolist(), requests.sectors.tolist(),
-                                                   requests.flags.tolist(), strict=True)):
-        r = open_runs.pop((dev, fl, lbn), -1)
-        if r < 0 or t - last_t[r] > max_gap_us:
-            r = len(last_t)
-            last_t.append(t)
-        last_t[r] = t
-        run_of[i] = r
-        open_runs[(dev, fl, lbn + sec)] = r
-    # Runs are numbered in order of their first request, so a stable sort keeps each run's requests in order.
-    order = np.argsort(run_of, kind="stable")
-    starts = np.searchsorted(run_of[order], np.arange(len(last_t)))
-    counts = np.diff(np.r_[starts, n]).astype(np.int64)
-    total = np.add.reduceat(requests.sectors.astype(np.int64)[order], starts) if n else np.zeros(0, np.int64)
+    run_of, heads, total, last = _merge_runs(requests.arrival_us, requests.device, requests.lbn, requests.sectors,
+                                             requests.flags, float(max_gap_us))
     if total.size and total.max() > np.iinfo(np.int32).max:
         raise IoShapingError(f"a merged run of {int(total.max())} sectors is too long; lower merge_gap_ms")
-    heads = order[starts]
-    think = None if requests.think_us is None else requests.think_us[order[starts + counts - 1]]
+    think = None if requests.think_us is None else requests.think_us[last]
+    del last
     runs = Requests(requests.arrival_us[heads], requests.device[heads], requests.lbn[heads],
                     total.astype(np.int32), requests.flags[heads], think)
-    return runs, counts, run_of
+    return runs, run_of
 
 
-def _pieces(runs: Requests, cut_start: np.ndarray, cut_end: np.ndarray, counts: np.ndarray) -> Requests:
-    """The runs cut into counts[i] pieces each, piece j of run i spanning [cut_start, cut_end) (flat)."""
-    idx = np.repeat(np.arange(len(runs)), counts)
-    think = None
-    if runs.think_us is not None:
-        last = np.cumsum(counts) - 1
-        think = np.zeros(len(idx))
-        think[last] = runs.think_us
-    return Requests(runs.arrival_us[idx], runs.device[idx], cut_start.astype(np.int64),
-                    (cut_end - cut_start).astype(np.int32), runs.flags[idx], think)
+_H_DEV = np.int64(-4417276706812531889)      # 0xC2B2AE3D27D4EB4F as int64
+_H_FL = np.int64(0x165667B19E3779F9)
+_H_END = np.int64(-7046029254386353131)      # 0x9E3779B97F4A7C15 as int64
+
+
+@njit(cache=True, inline="always")
+def _slot(dev: int, fl: int, end: int, mask: int) -> int:  # pragma: no cover
+    return (end * _H_END + dev * _H_DEV + fl * _H_FL) & mask
+
+
+@njit(cache=True, nogil=True)
+def _merge_runs(arrival: np.ndarray, device: np.ndarray, lbn: np.ndarray, sectors: np.ndarray, flags: np.ndarray,
+                max_gap_us: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    """_merge's pass over the requests in arrival order: each request's run (numbered by first request), and
+    per run its first request, its sectors in all and its last request.
+    The open runs (device, flags, end sector) -> run live in an open-addressing table (linear probing,
+    deletion by backward shift); entries too old to be joined (their run's last request more than max_gap_us
+    before the current one: a lookup finding one starts a new run, as finding none does) are dropped when the
+    table fills, so it holds about the requests of one merge gap, not of the trace."""
+    n = arrival.shape[0]
+    run_of = np.empty(n, dtype=np.int64)
+    last_t = np.empty(max(n, 1))
+    heads = np.empty(n, dtype=np.int64)
+    total = np.empty(n, dtype=np.int64)
+    last = np.empty(n, dtype=np.int64)
+    cap = 1024
+    k_dev = np.full(cap, -1, dtype=np.int64)       # -1: empty slot
+    k_fl = np.zeros(cap, dtype=np.int64)
+    k_end = np.zeros(cap, dtype=np.int64)
+    v_run = np.zeros(cap, dtype=np.int64)
+    used = 0
+    runs = 0
+    for i in range(n):
+        t = arrival[i]
+        dev = np.int64(device[i])
+        fl = np.int64(flags[i])
+        start = np.int64(lbn[i])
+        mask = cap - 1
+        h = _slot(dev, fl, start, mask)             # pop (dev, fl, start)
+        r = -1
+        while k_dev[h] >= 0:
+            if k_dev[h] == dev and k_fl[h] == fl and k_end[h] == start:
+                r = v_run[h]
+                hole = h
+                k = h
+                while True:                         # backward-shift deletion
+                    k = (k + 1) & mask
+                    if k_dev[k] < 0:
+                        break
+                    home = _slot(k_dev[k], k_fl[k], k_end[k], mask)
+                    stays = (hole < home <= k) if hole < k else (home > hole or home <= k)
+                    if not stays:
+                        k_dev[hole], k_fl[hole], k_end[hole], v_run[hole] = k_dev[k], k_fl[k], k_end[k], v_run[k]
+                        hole = k
+                k_dev[hole] = -1
+                used -= 1
+                break
+            h = (h + 1) & mask
+        if r < 0 or t - last_t[r] > max_gap_us:
+            r = runs
+            runs += 1
+            heads[r] = i
+            total[r] = 0
+        last_t[r] = t
+        total[r] += sectors[i]
+        last[r] = i
+        run_of[i] = r
+        if 2 * (used + 1) > cap:                    # rebuild without the stale entries (grown if need be)
+            live = 0
+            for j in range(cap):
+                if k_dev[j] >= 0 and t - last_t[v_run[j]] <= max_gap_us:
+                    live += 1
+            new_cap = cap
+            while 4 * (live + 1) > new_cap:
+                new_cap *= 2
+            o_dev, o_fl, o_end, o_run = k_dev, k_fl, k_end, v_run
+            k_dev = np.full(new_cap, -1, dtype=np.int64)
+            k_fl = np.zeros(new_cap, dtype=np.int64)
+            k_end = np.zeros(new_cap, dtype=np.int64)
+            v_run = np.zeros(new_cap, dtype=np.int64)
+            mask = new_cap - 1
+            used = 0
+            for j in range(cap):
+                if o_dev[j] >= 0 and t - last_t[o_run[j]] <= max_gap_us:
+                    g = _slot(o_dev[j], o_fl[j], o_end[j], mask)
+                    while k_dev[g] >= 0:
+                        g = (g + 1) & mask
+                    k_dev[g], k_fl[g], k_end[g], v_run[g] = o_dev[j], o_fl[j], o_end[j], o_run[j]
+                    used += 1
+            cap = new_cap
+        end = start + sectors[i]                    # insert (dev, fl, end) -> r, overwriting
+        h = _slot(dev, fl, end, mask)
+        while k_dev[h] >= 0 and not (k_dev[h] == dev and k_fl[h] == fl and k_end[h] == end):
+            h = (h + 1) & mask
+        if k_dev[h] < 0:
+            used += 1
+        k_dev[h], k_fl[h], k_end[h], v_run[h] = dev, fl, end, r
+    return run_of, heads[:runs], total[:runs], last[:runs]
+
+
+#: Pieces cut per block: the cut's temporaries are a block's, the pieces' columns are filled in place.
+_BLOCK_PIECES = 1 << 20
 
 
 def _ranks(counts: np.ndarray) -> np.ndarray:
@@ -218,27 +294,51 @@ def _ranks(counts: np.ndarray) -> np.ndarray:
     return out
 
 
-def _split(runs: Requests, big: np.ndarray, first: np.ndarray, end: np.ndarray, counts: np.ndarray,
+def _run_blocks(counts: np.ndarray) -> Iterator[tuple[int, int, int, int]]:
+    """(first run, end run, first piece, end piece) of consecutive blocks of runs holding at most _BLOCK_PIECES
+    pieces each (or one run); every run has at least one piece."""
+    r0, p0 = 0, 0
+    while r0 < len(counts):
+        window = np.cumsum(counts[r0:r0 + _BLOCK_PIECES])
+        k = max(int(np.searchsorted(window, _BLOCK_PIECES, side="right")), 1)
+        p1 = p0 + int(window[k - 1])
+        yield r0, r0 + k, p0, p1
+        r0, p0 = r0 + k, p1
+
+
+def _split(runs: Requests, big: np.ndarray, counts: np.ndarray,
            starts_of: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]) -> _Cut:
-    """Cut each big run [first, end) into counts pieces, piece k of run r spanning starts_of(r, k) clipped to
-    the run; other runs stay whole."""
-    counts = np.where(big, counts, 1)
-    rank = _ranks(counts)
-    run = np.repeat(np.arange(len(runs)), counts)
-    lo = np.repeat(first, counts)
-    hi = np.repeat(end, counts)
-    s, e = starts_of(run, rank)
-    cut_start = np.where(np.repeat(big, counts), np.maximum(lo, s), lo)
-    cut_end = np.where(np.repeat(big, counts), np.minimum(hi, e), hi)
-    return _Cut(_pieces(runs, cut_start, cut_end, counts), runs, counts)
+    """Cut each big run (its sectors from runs.lbn on) into counts pieces, piece k of run r spanning
+    starts_of(r, k) clipped to the run; other runs stay whole. The pieces (in run order) arrive with their run,
+    the run's think time follows its last piece."""
+    counts = np.where(big, counts, 1).astype(np.int64)
+    total = int(counts.sum())
+    arrival, device = np.empty(total), np.empty(total, np.int32)
+    lbn, sectors, flags = np.empty(total, np.int64), np.empty(total, np.int32), np.empty(total, np.int8)
+    think = np.zeros(total) if runs.think_us is not None else None
+    for r0, r1, p0, p1 in _run_blocks(counts):
+        c = counts[r0:r1]
+        run = np.repeat(np.arange(r0, r1, dtype=np.int64), c)
+        s, e = starts_of(run, _ranks(c))
+        cut = np.repeat(big[r0:r1], c)
+        lo = runs.lbn[run]
+        hi = lo + runs.sectors[run]
+        cut_start = np.where(cut, np.maximum(lo, s), lo)
+        cut_end = np.where(cut, np.minimum(hi, e), hi)
+        arrival[p0:p1], device[p0:p1], flags[p0:p1] = runs.arrival_us[run], runs.device[run], runs.flags[run]
+        lbn[p0:p1], sectors[p0:p1] = cut_start, cut_end - cut_start
+        if think is not None and runs.think_us is not None:
+            think[p0 + np.cumsum(c) - 1] = runs.think_us[r0:r1]
+    return _Cut(Requests(arrival, device, lbn, sectors, flags, think), runs.lbn, counts)
 
 
 @dataclass(frozen=True, eq=False)
 class _Cut:
-    """Pieces, the runs they were cut from and how many pieces each run has (pieces in run order)."""
+    """Pieces, the first sector of the runs they were cut from and how many pieces each run has (pieces in run
+    order); only the runs' starts are kept, so the runs' other columns are freed once cut."""
 
     pieces: Requests
-    runs: Requests
+    run_start: np.ndarray       # int64 [runs]
     counts: np.ndarray
 
 
@@ -249,7 +349,7 @@ def _prepare(requests: Requests, spec: DiskSpec, merge: bool, merge_gap_ms: floa
                              f"the capacity {spec.capacity_sectors} of {spec.name}")
     if not merge:
         return requests, np.arange(len(requests), dtype=np.int64)
-    runs, _, run_of = _merge(requests, merge_gap_ms * 1000.0)
+    runs, run_of = _merge(requests, merge_gap_ms * 1000.0)
     return runs, run_of
 
 
@@ -270,20 +370,22 @@ def _align_to_tracks(requests: Requests, spec: DiskSpec, tracks: int, merge: boo
     _check_int("min_bytes", min_bytes, 0)
     runs, run_of = _prepare(requests, spec, merge, merge_gap_ms)
     if len(runs) == 0:
-        return _Cut(runs, runs, np.zeros(0, np.int64)), run_of
+        return _Cut(runs, runs.lbn, np.zeros(0, np.int64)), run_of
     m = track_map(spec)
     first = runs.lbn
-    end = runs.lbn + runs.sectors
-    unit0 = m.track_of(first) // tracks
-    unit1 = m.track_of(end - 1) // tracks
+    counts = np.empty(len(runs), np.int64)
+    for r0 in range(0, len(runs), _BLOCK_PIECES):           # in blocks: track_of's temporaries are a block's
+        lo = first[r0:r0 + _BLOCK_PIECES]
+        counts[r0:r0 + len(lo)] = (m.track_of(lo + (runs.sectors[r0:r0 + len(lo)] - 1)) // tracks
+                                   - m.track_of(lo) // tracks + 1)
     big = runs.sectors.astype(np.int64) * spec.sector_size >= min_bytes
 
     def starts_of(run: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        unit = unit0[run] + rank
+        unit = m.track_of(first[run]) // tracks + rank
         return m.start_of(np.minimum(unit * tracks, m.n_tracks)), m.start_of(np.minimum((unit + 1) * tracks,
                                                                                         m.n_tracks))
 
-    return _split(runs, big, first, end, unit1 - unit0 + 1, starts_of), run_of
+    return _split(runs, big, counts, starts_of), run_of
 
 
 def fixed_size_io(requests: Requests, spec: DiskSpec, *, io_bytes: int, merge: bool = True,
@@ -306,16 +408,15 @@ def _fixed_size_io(requests: Requests, spec: DiskSpec, io_bytes: int, merge: boo
     size = io_bytes // spec.sector_size
     runs, run_of = _prepare(requests, spec, merge, merge_gap_ms)
     if len(runs) == 0:
-        return _Cut(runs, runs, np.zeros(0, np.int64)), run_of
+        return _Cut(runs, runs.lbn, np.zeros(0, np.int64)), run_of
     first = runs.lbn
-    end = runs.lbn + runs.sectors
     big = runs.sectors.astype(np.int64) * spec.sector_size >= min_bytes
 
     def starts_of(run: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         s = first[run] + rank * size
         return s, s + size
 
-    return _split(runs, big, first, end, -(-runs.sectors.astype(np.int64) // size), starts_of), run_of
+    return _split(runs, big, -(-runs.sectors.astype(np.int64) // size), starts_of), run_of
 
 
 def _check_int(name: str, value: Any, least: int) -> None:
@@ -335,20 +436,27 @@ class ShapedRequests:
 
 def _origins(requests: Requests, cut: _Cut, run_of: np.ndarray) -> ShapedRequests:
     """Map each traced request to its pieces: within its run, the pieces ending after its first sector up
-    to the last one starting before its end (run-relative keys: run * 2^32 + offset, runs < 2^31 sectors)."""
-    if len(requests) == 0:
+    to the last one starting before its end (run-relative keys: run * 2^32 + offset, runs < 2^31 sectors).
+    Computed in blocks: the temporaries are a block's."""
+    n = len(requests)
+    if n == 0:
         return ShapedRequests(cut.pieces, np.zeros(0, np.int64), np.zeros(0, np.int64))
-    run_start = cut.runs.lbn.astype(np.int64)
-    piece_run = np.repeat(np.arange(len(cut.runs), dtype=np.int64), cut.counts)
-    base = piece_run << 32
-    piece_lo = base + (cut.pieces.lbn - run_start[piece_run])
-    piece_hi = piece_lo + cut.pieces.sectors.astype(np.int64)
-    key = run_of << 32
-    lo = key + (requests.lbn - run_start[run_of])
-    hi = lo + requests.sectors.astype(np.int64)
-    first = np.searchsorted(piece_hi, lo, side="right").astype(np.int64)
-    last = (np.searchsorted(piece_lo, hi, side="left") - 1).astype(np.int64)
-    return ShapedRequests(cut.pieces, first, last)
+    run_start = cut.run_start
+    pieces = cut.pieces
+    piece_lo, piece_hi = np.empty(len(pieces), np.int64), np.empty(len(pieces), np.int64)
+    for r0, r1, p0, p1 in _run_blocks(cut.counts):
+        piece_run = np.repeat(np.arange(r0, r1, dtype=np.int64), cut.counts[r0:r1])
+        piece_lo[p0:p1] = (piece_run << 32) + (pieces.lbn[p0:p1] - run_start[piece_run])
+        piece_hi[p0:p1] = piece_lo[p0:p1] + pieces.sectors[p0:p1]
+    first, last = np.empty(n, np.int64), np.empty(n, np.int64)
+    for q0 in range(0, n, _BLOCK_PIECES):
+        q1 = min(n, q0 + _BLOCK_PIECES)
+        runs = run_of[q0:q1]
+        lo = (runs << 32) + (requests.lbn[q0:q1] - run_start[runs])
+        first[q0:q1] = np.searchsorted(piece_hi, lo, side="right")
+        lo += requests.sectors[q0:q1]
+        last[q0:q1] = np.searchsorted(piece_lo, lo, side="left") - 1
+    return ShapedRequests(pieces, first, last)
 
 
 def shape_requests(requests: Requests, spec: DiskSpec, io: IoShaping) -> ShapedRequests:

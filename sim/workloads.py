@@ -4,14 +4,14 @@ numpy Generator the caller passes; same generator state, same workload."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sim.records import FLAG_BACKGROUND, Requests
+from sim.records import FLAG_BACKGROUND, FLAG_READ, Requests
 
 __all__ = [
     "FIVE_CLASSES",
@@ -19,6 +19,8 @@ __all__ = [
     "FiveWorkload",
     "five_synthetic",
     "from_arrow",
+    "from_arrow_tables",
+    "from_parquet_files",
     "mix",
     "poisson_background",
     "xy_skew_ranks",
@@ -141,23 +143,137 @@ def from_arrow(table: pa.Table, *, sector_size: int,
     """Requests from an Arrow table with the `requests` columns ts_us, device, op, offset_bytes, size_bytes
     (seq, when present, breaks timestamp ties). Devices get indices in the given order (default: sorted
     names); addresses become the spec's sectors. Returns the requests and the device names."""
+    return from_arrow_tables([table], sector_size=sector_size, devices=devices)
+
+
+def from_arrow_tables(tables: Iterable[pa.Table], *, sector_size: int,
+                      devices: Sequence[str] | None = None) -> tuple[Requests, tuple[str, ...]]:
+    """from_arrow over the rows of several tables (e.g. a generator reading one file at a time), each converted
+    to the compact columns as it comes, so only one table's Arrow columns are alive at once; the rows are then
+    ordered by (ts_us, seq) as from_arrow orders one table."""
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("ts", "seq", "code", "lbn", "sectors", "flags")}
+    names: list[list[str]] = []
+    has_seq: bool | None = None
+    for i, table in enumerate(tables):
+        has_seq = _check_columns(table, i, has_seq)
+        found, code, lbn, sectors, flags = _convert(table, sector_size)
+        names.append(found)
+        for key, values in (("code", code), ("lbn", lbn), ("sectors", sectors), ("flags", flags),
+                            ("ts", table.column("ts_us").to_numpy().astype(np.float64))):
+            parts[key].append(values)
+        if has_seq:
+            parts["seq"].append(table.column("seq").to_numpy().astype(np.int64))
+        del table
+    order = _device_order(names, devices)
+    for k, found in enumerate(names):                       # table-local codes -> indices in `order`
+        if found:
+            parts["code"][k] = _lookup(found, order)[parts["code"][k]]
+    cols = {key: np.concatenate(p) if p else np.zeros(0, dtype=_COLUMN_DTYPES[key]) for key, p in parts.items()}
+    parts.clear()
+    ts = cols.pop("ts")
+    rank = np.lexsort((cols.pop("seq"), ts)) if has_seq else np.argsort(ts, kind="stable")
+    arrival = ts[rank]
+    del ts
+    return Requests(arrival, *(cols.pop(key)[rank] for key in ("code", "lbn", "sectors", "flags"))), order
+
+
+def from_parquet_files(files: Sequence[str], *, sector_size: int,
+                       devices: Sequence[str] | None = None) -> tuple[Requests, tuple[str, ...]]:
+    """from_arrow_tables over Parquet files of `requests` rows, in two passes to keep the peak low (~45 bytes a
+    request instead of ~80; a 100 M-request array group is replayed by each of two tasks at once): the first
+    reads ts_us, seq and device alone and orders the rows; the second converts each file's other columns
+    straight into their sorted places."""
+    import pyarrow.parquet as pq
+
+    rows = [pq.read_metadata(f).num_rows for f in files]
+    bounds = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
+    n = int(bounds[-1])
+    ts, seq = np.empty(n), None
+    names: list[list[str]] = []
+    has_seq: bool | None = None
+    for i, f in enumerate(files):
+        table = _read_parquet(f, ("ts_us", "seq", "device"), optional=("seq",))
+        has_seq = "seq" in table.column_names if has_seq is None else has_seq
+        if has_seq != ("seq" in table.column_names) or table.num_rows != rows[i]:
+            raise ValueError(f"{f}: {table.num_rows} rows and columns {table.column_names}; expected {rows[i]} rows "
+                             f"{'with' if has_seq else 'without'} seq, like the files before it")
+        ts[bounds[i]:bounds[i + 1]] = table.column("ts_us").to_numpy()
+        if has_seq:
+            seq = np.empty(n, np.int64) if seq is None else seq
+            seq[bounds[i]:bounds[i + 1]] = table.column("seq").to_numpy()
+        names.append(pc.unique(pc.cast(table.column("device"), pa.string())).to_pylist())
+    order = _device_order(names, devices)
+    rank = np.lexsort((seq, ts)) if seq is not None else np.argsort(ts, kind="stable")
+    del seq
+    arrival = ts[rank]
+    del ts
+    place = np.empty(n, np.int64)                           # where each file row goes in arrival order
+    place[rank] = np.arange(n, dtype=np.int64)
+    del rank
+    code, lbn = np.empty(n, np.int32), np.empty(n, np.int64)
+    sectors, flags = np.empty(n, np.int32), np.empty(n, np.int8)
+    for i, f in enumerate(files):
+        table = _read_parquet(f, ("device", "op", "offset_bytes", "size_bytes"))
+        found, c, b, s, fl = _convert(table, sector_size)
+        at = place[bounds[i]:bounds[i + 1]]
+        code[at] = _lookup(found, order)[c] if found else c
+        lbn[at], sectors[at], flags[at] = b, s, fl
+        del table
+    return Requests(arrival, code, lbn, sectors, flags), order
+
+
+def _read_parquet(path: str, columns: Sequence[str], optional: Sequence[str] = ()) -> pa.Table:
+    """The file's columns (optional ones when present); an error names the file and the missing columns."""
+    import pyarrow.parquet as pq
+
+    names = set(pq.read_schema(path).names)
+    missing = [c for c in columns if c not in names and c not in optional]
+    if missing:
+        raise ValueError(f"requests file {path} lacks column(s) {', '.join(missing)}")
+    return pq.read_table(path, columns=[c for c in columns if c in names])
+
+
+_COLUMN_DTYPES = {"ts": np.float64, "seq": np.int64, "code": np.int32, "lbn": np.int64, "sectors": np.int32,
+                  "flags": np.int8}
+
+
+def _check_columns(table: pa.Table, i: int, has_seq: bool | None) -> bool:
+    """Whether the table has seq; errors name the missing columns or a seq column in some tables only."""
     missing = [c for c in ("ts_us", "device", "op", "offset_bytes", "size_bytes") if c not in table.column_names]
     if missing:
         raise ValueError(f"requests table lacks column(s) {', '.join(missing)}")
-    keys = [("ts_us", "ascending")] + ([("seq", "ascending")] if "seq" in table.column_names else [])
-    table = table.select([c for c in ("ts_us", "seq", "device", "op", "offset_bytes", "size_bytes")
-                          if c in table.column_names]).sort_by(keys)
-    names = pc.cast(table.column("device"), pa.string())
-    found = sorted(set(pc.unique(names).to_pylist()))
-    order = tuple(devices) if devices is not None else tuple(found)
-    unknown = sorted(set(found) - set(order))
+    if has_seq is not None and has_seq != ("seq" in table.column_names):
+        raise ValueError(f"requests table {i}: some tables have a seq column and some do not")
+    return "seq" in table.column_names
+
+
+def _convert(table: pa.Table, sector_size: int
+             ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One table's devices (in first-seen order) and its rows' device codes (into those), start sector,
+    sectors and flags."""
+    device = pc.cast(table.column("device"), pa.string())
+    found = pc.unique(device)
+    code = pc.index_in(device, value_set=found).to_numpy(zero_copy_only=False).astype(np.int32)
+    del device
+    offset = table.column("offset_bytes").to_numpy(zero_copy_only=False).astype(np.int64)
+    lbn = offset // sector_size
+    offset += table.column("size_bytes").to_numpy(zero_copy_only=False).astype(np.int64)
+    sectors = (-(-offset // sector_size) - lbn).astype(np.int32)
+    del offset
+    flags = np.where(pc.equal(table.column("op"), "R").to_numpy(zero_copy_only=False), FLAG_READ, 0).astype(np.int8)
+    return found.to_pylist(), code, lbn, sectors, flags
+
+
+def _device_order(names: list[list[str]], devices: Sequence[str] | None) -> tuple[str, ...]:
+    """The given device order (default: the names sorted); error when the tables hold other devices."""
+    seen = sorted({n for found in names for n in found})
+    order = tuple(devices) if devices is not None else tuple(seen)
+    unknown = sorted(set(seen) - set(order))
     if unknown:
         raise ValueError(f"devices {unknown} are not in the given device list {list(order)}")
-    index = pc.index_in(names, value_set=pa.array(order, pa.string())).to_numpy(zero_copy_only=False)
-    is_read = pc.equal(table.column("op"), "R").to_numpy(zero_copy_only=False)
-    offset = table.column("offset_bytes").to_numpy().astype(np.int64)
-    size = table.column("size_bytes").to_numpy().astype(np.int64)
-    lbn = offset // sector_size
-    sectors = -(-(offset + size) // sector_size) - lbn
-    ts = table.column("ts_us").to_numpy().astype(np.float64)
-    return Requests.build(ts, index, lbn, sectors, is_read), order
+    return order
+
+
+def _lookup(found: list[str], order: tuple[str, ...]) -> np.ndarray:
+    index = {name: k for k, name in enumerate(order)}
+    return np.array([index[n] for n in found], dtype=np.int32)

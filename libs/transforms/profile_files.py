@@ -37,8 +37,6 @@ system every executor sees (as for the rest of the direct readers).
 """
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import heapq
 import itertools
 import logging
@@ -56,7 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from libs.task_parquet import from_ipc, to_ipc
+from libs.task_parquet import from_ipc, release_memory, to_ipc
 from libs.transforms import profile as P
 
 if TYPE_CHECKING:
@@ -366,18 +364,9 @@ def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, wind
                         writer.write_table(cells.filter(pa.array(bucket == k)))
                     yield Result(int(k), name, b"")
                 del out, cells
-                _release_memory()
+                release_memory()
 
     return run
-
-
-def _release_memory() -> None:
-    """Hands the memory a unit freed back to the OS: Arrow's allocator (mimalloc) and glibc's both keep
-    freed pages for reuse, ~100-200 MB per Python worker after a unit of a million requests, and the
-    workers stay resident between tasks (measured: 595 MB per worker at the peak without this)."""
-    pa.default_memory_pool().release_unused()
-    with contextlib.suppress(OSError, AttributeError):       # not glibc: nothing to trim
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _stage_two(files: dict[int, list[str]], extra: dict[int, bytes], scratch: str):  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from jobs.simulate import PART_BYTES_PER_REQUEST, SimulationError, run, simulate_parts, stage_requests
+from jobs.simulate import SimulationError, part_memory, run, simulate_parts, stage_requests
 from libs.cli import main
 from libs.sim_grid import GridError, load_grid, parse_grid, plan_parts
 from schemas import cooling_moves, sim_results, sim_timeseries
@@ -230,21 +230,37 @@ def test_spark_result_equals_direct_call_one_part_per_partition(spark, spark_cfg
         staged = stage_requests(spark.sql("SELECT * FROM requests"), scratch)
         assert sum(pq.read_metadata(f).num_rows for f in staged[(analytic, "fix_0")]) == 4
         located = simulate_parts(spark, staged, parts)
-        # Memory for one part at a time (4 requests x PART_BYTES_PER_REQUEST): one lane simulates them all in turn.
-        one_lane = simulate_parts(spark, staged, parts, memory_bytes=4 * PART_BYTES_PER_REQUEST)
-    assert located.column("scenario_id").to_pylist() == [p.scenario_id for p in parts]   # one task each, in order
+        # Memory for one part at a time: one lane converts the 4 requests once and simulates every part in turn.
+        one_lane = simulate_parts(spark, staged, parts, memory_bytes=max(part_memory(p, 4) for p in parts))
+    assert located.column("scenario_id").to_pylist() == [p.scenario_id for p in parts]   # in the parts' order
     assert set(located.column("requests").to_pylist()) == {4}       # each had exactly its own trace's requests
     assert one_lane.drop_columns(["wall_s"]).equals(located.drop_columns(["wall_s"]))
 
 
 def test_memory_bounds_the_parts_simulating_at_once():
-    from jobs.simulate import lane_assignment, lanes_for
+    from jobs.simulate import LANE_HELD_BYTES, LANE_LOAD_BYTES, PART_EXTRA_BYTES, lane_assignment, lanes_for
+    from libs.sim_grid import Part
+    from sim.glue import ScenarioConfig
 
-    per_part = 10_000_000 * PART_BYTES_PER_REQUEST
-    assert lanes_for([10_000_000] * 8, 2, 2 * per_part) == 2
-    assert lanes_for([10_000_000] * 8, 2, 2 * per_part - 1) == 1
-    assert lanes_for([10_000_000, 1_000], 4, 10 * per_part) == 2          # no more lanes than parts
-    assert lanes_for([100], 2, 0) == 1                                    # always one
+    def part(**scenario) -> Part:
+        cfg = ScenarioConfig.from_dict({"scenario_id": "s", "spec": "hp_c2247a", **scenario})
+        return Part("t", "all", ("d0",), "s", cfg, "as_traced", "{}")
+
+    plain, cooling = part(), part(layout={"kind": "extents", "extent_sectors": 64}, policy={"name": "cooling"})
+    aligned = part(io={"kind": "track-aligned"})
+    assert part_memory(plain, 1000) == 1000 * (LANE_HELD_BYTES + PART_EXTRA_BYTES["other"])
+    assert part_memory(cooling, 1000) == 1000 * (LANE_HELD_BYTES + PART_EXTRA_BYTES["cooling"])
+    assert part_memory(aligned, 1000) == 1000 * (LANE_HELD_BYTES + PART_EXTRA_BYTES["io"])
+    assert LANE_HELD_BYTES + min(PART_EXTRA_BYTES.values()) >= LANE_LOAD_BYTES   # the simulation's peak is the larger
+    per_part = part_memory(plain, 10_000_000)
+    assert lanes_for([per_part] * 8, 2, 2 * per_part) == 2
+    assert lanes_for([per_part] * 8, 2, 2 * per_part - 1) == 1
+    assert lanes_for([per_part, 1_000], 4, 10 * per_part) == 2               # no more lanes than parts
+    assert lanes_for([100], 2, 0) == 1                                        # always one
+    # The two largest decide: a track-aligned part and a cooling part of 100 M requests fit 75% of 24 GB together.
+    big = [part_memory(p, 100_000_000) for p in (aligned, cooling, plain)]
+    assert lanes_for(big, 2, int(0.75 * 24 * 2**30)) == 2
+    assert lanes_for(big, 2, big[0] + big[1] - 1) == 1
     # Heaviest first, each to the least-loaded lane (ties: the first): 8 | 5, 4 -> 9 | 3 -> 11 | 2 -> 11
     assert lane_assignment([8.0, 5.0, 4.0, 3.0, 2.0], 2) == [[0, 3], [1, 2, 4]]
 

@@ -333,3 +333,67 @@ def test_empty_requests_pass() -> None:
     empty = Requests.build(np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool))
     assert len(align_to_tracks(empty, toy_spec())) == 0
     assert len(fixed_size_io(empty, toy_spec(), io_bytes=512)) == 0
+
+
+def _merge_by_dict(reqs: Requests, max_gap_us: float) -> list[int]:
+    """merge_sequential's rule written plainly (a dict of open runs, the definition the compiled pass keeps)."""
+    run_of, open_runs, last_t = [], {}, []
+    for t, dev, lbn, sec, fl in zip(reqs.arrival_us.tolist(), reqs.device.tolist(), reqs.lbn.tolist(),
+                                    reqs.sectors.tolist(), reqs.flags.tolist(), strict=True):
+        r = open_runs.pop((dev, fl, lbn), -1)
+        if r < 0 or t - last_t[r] > max_gap_us:
+            r = len(last_t)
+            last_t.append(t)
+        last_t[r] = t
+        run_of.append(r)
+        open_runs[(dev, fl, lbn + sec)] = r
+    return run_of
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_compiled_merge_equals_the_dict_rule(seed: int) -> None:
+    # Streams that collide on their keys (few addresses, two ops, three devices), gaps around the merge gap, and
+    # 20,000 requests: the open-run table fills and drops its stale entries many times over.
+    from sim.tracks import _merge
+
+    rng = np.random.default_rng(seed)
+    n = 20_000
+    t = np.cumsum(rng.exponential(rng.choice([10.0, 2000.0, 30_000.0]), n))
+    dev, sec, read = rng.integers(0, 3, n), rng.choice([1, 8, 16], n), rng.random(n) < 0.5
+    lbn = rng.integers(0, 64, n) * 8 if seed % 2 else rng.integers(0, 5000, n)
+    follow = rng.integers(1, 20, n)                     # half the requests continue one of the last 20
+    for i in np.flatnonzero(rng.random(n) < 0.5):
+        j = i - follow[i]
+        if j >= 0:
+            dev[i], read[i], lbn[i] = dev[j], read[j], lbn[j] + sec[j]
+    reqs = Requests.build(t, dev, lbn, sec, read)
+    runs, run_of = _merge(reqs, 10_000.0)
+    expected = np.array(_merge_by_dict(reqs, 10_000.0))
+    assert np.array_equal(run_of, expected)
+    heads = np.unique(expected, return_index=True)[1]
+    assert np.array_equal(runs.lbn, reqs.lbn[heads])
+    assert np.array_equal(runs.arrival_us, reqs.arrival_us[heads])
+    assert np.array_equal(runs.sectors, np.bincount(expected, weights=reqs.sectors).astype(np.int32))
+    assert len(np.unique(expected)) < n                                     # some requests did merge
+
+
+def test_shaping_in_blocks_gives_the_same_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The cut and the request-to-piece map work in blocks of _BLOCK_PIECES pieces; blocks of 7 pieces (a run
+    # of many pieces spans several) give what one block gives, on the hplajw week with think times.
+    import sim.tracks as T
+    from libs.experiments.placement import load_hplajw
+
+    w = load_hplajw()
+    r = Requests(w.requests.arrival_us, w.requests.device, w.requests.lbn, w.requests.sectors, w.requests.flags,
+                 np.arange(len(w.requests), dtype=np.float64))
+    whole = shape_requests(r, w.spec, IoShaping("track-aligned", merge_gap_ms=50.0))
+    fixed = shape_requests(r, w.spec, IoShaping("fixed", io_bytes=4096, merge_gap_ms=50.0))
+    monkeypatch.setattr(T, "_BLOCK_PIECES", 7)
+    for io, one in ((IoShaping("track-aligned", merge_gap_ms=50.0), whole),
+                    (IoShaping("fixed", io_bytes=4096, merge_gap_ms=50.0), fixed)):
+        blocks = shape_requests(r, w.spec, io)
+        for name in ("arrival_us", "device", "lbn", "sectors", "flags", "think_us"):
+            assert np.array_equal(getattr(blocks.pieces, name), getattr(one.pieces, name)), name
+        assert np.array_equal(blocks.first_piece, one.first_piece)
+        assert np.array_equal(blocks.last_piece, one.last_piece)
+    assert len(whole.pieces) > len(r) > int((whole.last_piece > whole.first_piece).sum()) > 0

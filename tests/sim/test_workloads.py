@@ -2,6 +2,8 @@
 `requests` conversion. Same generator seed, same workload."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -93,3 +95,46 @@ def test_requests_refuse_unsorted_or_bad_rows() -> None:
         Requests.build([2.0, 1.0], [0, 0], [0, 0], [1, 1], [True, True])
     with pytest.raises(ValueError, match="sectors must be > 0, request 0 has 0"):
         Requests.build([0.0], [0], [0], [0], [True])
+
+
+def _scattered_requests(n: int) -> pa.Table:
+    rng = np.random.default_rng(7)
+    return pa.table({"device": rng.choice(["sdb", "sda", "sdc"], n), "seq": rng.permutation(n),
+                     "ts_us": rng.integers(0, n // 4, n),                    # many equal times: seq decides
+                     "op": rng.choice(["R", "W"], n), "offset_bytes": rng.integers(0, 1 << 30, n),
+                     "size_bytes": rng.integers(1, 1 << 16, n)})
+
+
+def _same(a: Requests, b: Requests) -> bool:
+    return all(np.array_equal(getattr(a, k), getattr(b, k)) and getattr(a, k).dtype == getattr(b, k).dtype
+               for k in ("arrival_us", "device", "lbn", "sectors", "flags"))
+
+
+def test_from_parquet_files_and_tables_equal_from_arrow(tmp_path) -> None:
+    # One table cut into files of uneven sizes, in no particular order: the same requests, ordered by (ts, seq).
+    import pyarrow.parquet as pq
+
+    from sim.workloads import from_arrow_tables, from_parquet_files
+
+    table = _scattered_requests(5000)
+    want, devices = from_arrow(table, sector_size=512)
+    cuts = [0, 1, 700, 701, 2500, 5000]
+    files = []
+    for k, (a, b) in enumerate(itertools.pairwise(cuts)):
+        files.append(str(tmp_path / f"{k}.parquet"))
+        pq.write_table(table.slice(a, b - a), files[-1])
+    files.reverse()
+    got, got_devices = from_parquet_files(files, sector_size=512)
+    assert devices == got_devices == ("sda", "sdb", "sdc")
+    assert _same(got, want)
+    tables, tables_devices = from_arrow_tables((pq.read_table(f) for f in files), sector_size=512)
+    assert tables_devices == devices
+    assert _same(tables, want)
+    order = ("sdc", "sda", "sdb", "sdd")
+    assert _same(from_parquet_files(files, sector_size=4096, devices=order)[0],
+                 from_arrow(table, sector_size=4096, devices=order)[0])
+    with pytest.raises(ValueError, match=r"devices \['sdc'\] are not in the given device list"):
+        from_parquet_files(files, sector_size=512, devices=["sda", "sdb"])
+    pq.write_table(table.drop_columns(["op"]).slice(0, 10), tmp_path / "bad.parquet")
+    with pytest.raises(ValueError, match=r"requests file .*bad\.parquet lacks column\(s\) op"):
+        from_parquet_files([*files, str(tmp_path / "bad.parquet")], sector_size=512)
