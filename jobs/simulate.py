@@ -83,8 +83,9 @@ def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: 
         if missing:
             raise SimulationError(f"no requests for {len(missing)} partition(s) (trace, array group, scenario), "
                                   f"e.g. {missing[:3]}")
-        with _Progress(spark, f"simulate {grid.grid_id}", len(parts), progress_every_s), _executor_errors():
-            out = simulate_parts(spark, staged, longest_first(parts, catalog))
+        with _Progress(spark, f"simulate {grid.grid_id}", len(parts), progress_every_s) as progress, \
+                _executor_errors():
+            out = simulate_parts(spark, staged, longest_first(parts, catalog), progress=progress)
     by_key = {key: i for i, key in enumerate(zip(*(out.column(c).to_pylist() for c in
                                                    ("trace_id", "array_group", "scenario_id")), strict=True))}
     out = out.take(pa.array([by_key[p.key] for p in parts], pa.int64()))       # grid order
@@ -121,9 +122,10 @@ def _unnested(out: pa.Table, keys: Sequence[str], column: str) -> pa.Table:
 
 
 #: A scenario's simulation time per request relative to the as-traced replay, by what it adds (the 10 M
-#: scale trace's scorecard, 2026-11-26: as-traced 15 s, random 14, greedy 18-20, striped 27, track-aligned 41,
-#: cooling every 100 arrivals 92; ALIS, with a plan per interval, not measured there and put between).
-COST_FACTORS = {"cooling": 6.0, "alis": 3.0, "io": 2.7, "striped": 1.8, "greedy": 1.3}
+#: scale trace's scorecard parts in one process, 2026-11-26, after the compiled merge: as-traced 15.0 s,
+#: random 14.6, greedy 21.4, striped 21.4, track-aligned 21.6, cooling every 100 arrivals 92; ALIS, with a
+#: plan per interval, not measured there and put between).
+COST_FACTORS = {"cooling": 6.1, "alis": 3.0, "io": 1.45, "striped": 1.45, "greedy": 1.4}
 
 
 def expected_cost(part: Part, trace_requests: int, trace_devices: int) -> float:
@@ -259,7 +261,7 @@ def lane_assignment(costs: Sequence[float], lanes: int) -> list[list[int]]:
 
 
 def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]], parts: Sequence[Part], *,
-                   memory_bytes: int | None = None) -> pa.Table:
+                   memory_bytes: int | None = None, progress: _Progress | None = None) -> pa.Table:
     """The simulation stage: the parts dealt to one Spark task ("lane") per core, heaviest first (expected_cost),
     each lane converting its array group's staged requests once and simulating its parts one after another;
     returns the OUTPUT_ARROW_SCHEMA rows, one per part in the given order. sim.workloads.from_parquet_files
@@ -281,6 +283,8 @@ def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]]
                     memory / 2**30)
     groups = lane_assignment([expected_cost(p, r, len(p.devices)) for p, r in zip(parts, requests, strict=True)],
                              lanes)
+    if progress is not None:
+        progress.lanes_start(len(groups))
     blobs = spark.sparkContext.parallelize(range(len(groups)), len(groups)).mapPartitions(
         _simulator(list(parts), files, groups)).collect()
     position = np.empty(len(parts), np.int64)                   # lane order -> the parts' order
@@ -309,7 +313,10 @@ def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]
             except Exception as exc:
                 raise SimulationError(f"trace {part.trace_id!r}, array group {part.array_group!r}, scenario "
                                       f"{part.scenario_id!r}: {type(exc).__name__}: {exc}") from exc
-            yield to_ipc(_output_row(part, out.result, out.series, time.perf_counter() - t0, out.moves))
+            row = to_ipc(_output_row(part, out.result, out.series, time.perf_counter() - t0, out.moves))
+            del out
+            release_memory()               # the part's arrays, for the other lanes (glibc keeps freed pages)
+            yield row
 
     return simulate
 
@@ -369,8 +376,8 @@ def _executor_errors() -> Iterator[None]:
 
 
 class _Progress:
-    """Logs the simulation stage's finished partitions while the action runs: a daemon thread polls Spark's
-    status tracker for the stages of this job group (one task per partition, so tasks are scenarios)."""
+    """Logs the simulation's progress while the action runs: a daemon thread polls Spark's status tracker for
+    the stages of this job group (staging the requests, then one task per lane, each simulating its parts)."""
 
     def __init__(self, spark: SparkSession, group: str, total: int, every_s: float) -> None:
         self.sc = spark.sparkContext
@@ -379,6 +386,15 @@ class _Progress:
         self.thread = threading.Thread(target=self._poll, name="simulate-progress", daemon=True)
         self.started = time.perf_counter()
         self.previous: str | None = None
+        self.lanes = 0
+        self.first_lane_stage = -1       # stages from this id on, with one task per lane, simulate
+
+    def lanes_start(self, lanes: int) -> None:
+        """The simulation's job (one task per lane) is about to start."""
+        tracker = self.sc.statusTracker()
+        seen = [s for j in tracker.getJobIdsForGroup(self.group) if (info := tracker.getJobInfo(j))
+                for s in info.stageIds]
+        self.lanes, self.first_lane_stage = lanes, max(seen, default=-1) + 1
 
     def __enter__(self) -> _Progress:
         self.previous = self.sc.getLocalProperty("spark.jobGroup.id")
@@ -407,10 +423,12 @@ class _Progress:
         stages = [s for j in tracker.getJobIdsForGroup(self.group) if (info := tracker.getJobInfo(j))
                   for s in info.stageIds]
         infos = [i for s in sorted(stages) if (i := tracker.getStageInfo(s)) is not None and i.numTasks > 0]
-        simulating = [i for i in infos if i.numTasks == self.total]
+        simulating = [i for i in infos if self.lanes and i.stageId >= self.first_lane_stage
+                      and i.numTasks == self.lanes]
         if simulating:
             s = simulating[-1]
-            return f"{s.numCompletedTasks}/{self.total} partitions simulated, {s.numActiveTasks} running"
+            return (f"{s.numCompletedTasks}/{self.lanes} lanes done ({self.total} partitions in all), "
+                    f"{s.numActiveTasks} running")
         if infos:
             s = infos[-1]
             return f"reading requests: {s.numCompletedTasks}/{s.numTasks} tasks"

@@ -30,7 +30,8 @@ ARROW_SCHEMA = pa.schema([
     pa.field("layout", pa.string(), False),        # layout label: the sweep's label or kind:params
     pa.field("speedup", pa.float64(), False),      # open-loop speed-up alpha (arrivals at ts_us / alpha)
     pa.field("scenario_json", pa.string(), False),  # the scenario as the grid expands it (JSON, sorted keys)
-    pa.field("wall_s", pa.float64(), False),       # executor wall-clock time of the simulation
+    pa.field("wall_s", pa.float64(), False),       # executor wall-clock time of the simulation (the first part
+    #                                                a lane simulates also converts the lane's requests)
     *[f for f in SIM_RESULT_SCHEMA if f.name not in _GLUE_KEYS],
 ])
 SPARK_SCHEMA = from_arrow_schema(ARROW_SCHEMA)
