@@ -58,8 +58,8 @@ LOG_ARRIVE, LOG_START, LOG_PART_DONE, LOG_DONE, LOG_REMAP = range(5)
 (SI_NEXT_ARR, SI_NEXT_FG, SI_NEXT_RM, SI_SEQ, SI_HEAP_N, SI_FREE, SI_USED, SI_OUT, SI_DONE, SI_ARRIVED,
  SI_LOG_N, SI_EVENTS, SI_RNG, SI_STARTED,
  CI_MODE, CI_SCHED, CI_CLOSED, CI_MPL, CI_ZL, CI_PER_REQ, CI_LOG, CI_MAX_OUT, CI_CP_EVERY, CI_MARGIN,
- CI_SEED, CI_HAS_THINK, CI_CYLS, CI_FG_TOTAL, SI_ISSUES) = range(29)
-SI_COUNT = 29
+ CI_SEED, CI_HAS_THINK, CI_CYLS, CI_FG_TOTAL, SI_ISSUES, SI_QSEQ, CI_QSCAN) = range(31)
+SI_COUNT = 31
 # sf (float64): run scalars, configuration, then accumulators (A_x + 0 for reads, + 1 for writes).
 (SF_NOW, SF_T_FIRST, SF_T_LAST, SF_OUT_LAST, CF_CONST_US, CF_EXP_US, CF_THINK_US, CF_TS_W,
  A_N, _A_N_W, A_RESP, _A_RESP_W, A_QUEUE, _A_QUEUE_W, A_SVC, _A_SVC_W, A_PHYS, _A_PHYS_W, A_PARTS, _A_PARTS_W,
@@ -69,15 +69,25 @@ SI_COUNT = 29
 SF_COUNT = 38
 # A_MIG_IOS / A_MIG_SECTORS / A_MIG_BUSY count all migration I/O; the _R ones its reads (the rest are writes).
 # Slot pool (shared by sub-requests and their parent requests): int columns, float columns.
-S_DISK, S_LBN, S_N, S_PARENT, S_NEXT, S_KIND, S_CYL, S_FLAGS = range(8)
+# A queued sub-request: S_NEXT / S_QPREV link its disk's queue (arrival order), S_CNEXT the queue of its
+# cylinder (SSTF, C-LOOK, an indexed queue), S_QSEQ numbers the indexed slots in queue order (ties between
+# cylinders).
+S_DISK, S_LBN, S_N, S_PARENT, S_NEXT, S_KIND, S_CYL, S_FLAGS, S_QPREV, S_CNEXT, S_QSEQ = range(11)
 PA_REQ, PA_PENDING, PA_FLAGS, PA_MDISK, _PA_NEXT, PA_MLBN, PA_MN = range(7)
-SLOT_I = 8
+SLOT_I = 11
+#: SSTF and C-LOOK scan a queue of at most this many sub-requests (si[CI_QSCAN], set from it); a longer one is
+#: indexed by cylinder until it empties (Core.cyl_q / cyl_blk: per disk and cylinder its queue, per block of
+#: CYL_BLOCK cylinders how many hold one) and searched there, so a saturated disk's picks do not grow with its
+#: backlog, while short queues pay nothing for the index. Both give the same pick.
+QUEUE_SCAN_MAX = 256
+CYL_BLOCK = 64
 SB_ENQ, SB_START, SB_SVC = range(3)
 PF_ISSUE, PF_QUEUE, PF_SVC = range(3)
 SLOT_F = 3
 # Per-disk ints: columns 0-3 belong to the disk model (sim.disk DI_*), then the engine's.
-DK_BUSY, DK_QHEAD, DK_QTAIL, DK_QLEN, DK_DHEAD, DK_DTAIL, DK_NSYS, DK_IOS, DK_MAXQ, DK_NSYS_R = range(4, 14)
-DK_I = 14
+# DK_INDEXED: the disk's queue is also kept per cylinder (from when it outgrew CI_QSCAN until it empties).
+DK_BUSY, DK_QHEAD, DK_QTAIL, DK_QLEN, DK_DHEAD, DK_DTAIL, DK_NSYS, DK_IOS, DK_MAXQ, DK_NSYS_R, DK_INDEXED = range(4, 15)
+DK_I = 15
 # Per-disk floats: columns 0-3 belong to the disk model (sim.disk DF_*), then the engine's.
 DKF_LAST, DKF_AREA, DKF_BUSY = range(4, 7)
 DKF_PHASE, DKF_CLOCK = 7, 8     # sim.disk.DF_PHASE / DF_CLOCK: the disk's own clock
@@ -117,6 +127,8 @@ class Core(NamedTuple):
     dk_i: np.ndarray
     dk_f: np.ndarray
     seg: np.ndarray
+    cyl_q: np.ndarray       # int64 [disks, cylinders, 2]: each cylinder's queue (head, tail slot); [., 0, 2]: FCFS
+    cyl_blk: np.ndarray     # int64 [disks, blocks]: cylinders of the block with a queue
 
 
 class Out(NamedTuple):
@@ -301,8 +313,8 @@ def new_part(slot_i: np.ndarray, slot_f: np.ndarray, si: np.ndarray, zones: np.n
 
 @njit(cache=True, nogil=True)
 def enqueue(slot_i: np.ndarray, dk_i: np.ndarray, dk_f: np.ndarray, ts_disk: np.ndarray, w: float, d: int,
-            s: int, now: float) -> None:  # pragma: no cover
-    """Append slot s to disk d's queue (destages to its background queue)."""
+            s: int, now: float, si: np.ndarray, cyl_q: np.ndarray, cyl_blk: np.ndarray) -> None:  # pragma: no cover
+    """Append slot s to disk d's queue (destages to its background queue) and to its cylinder's."""
     if slot_i[s, S_KIND] == K_DESTAGE:
         tail = dk_i[d, DK_DTAIL]
         if tail < 0:
@@ -312,19 +324,80 @@ def enqueue(slot_i: np.ndarray, dk_i: np.ndarray, dk_f: np.ndarray, ts_disk: np.
         dk_i[d, DK_DTAIL] = s
         return
     tail = dk_i[d, DK_QTAIL]
+    slot_i[s, S_NEXT] = -1
+    slot_i[s, S_QPREV] = tail
     if tail < 0:
         dk_i[d, DK_QHEAD] = s
     else:
         slot_i[tail, S_NEXT] = s
     dk_i[d, DK_QTAIL] = s
     dk_i[d, DK_QLEN] += 1
+    if dk_i[d, DK_INDEXED] != 0:
+        _cyl_append(slot_i, cyl_q, cyl_blk, d, s, si)
     disk_count(dk_i, dk_f, ts_disk, w, d, now, 1, slot_i[s, S_KIND] in (K_READ, K_MIG_READ))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _cyl_append(slot_i: np.ndarray, cyl_q: np.ndarray, cyl_blk: np.ndarray, d: int, s: int,
+                si: np.ndarray) -> None:  # pragma: no cover
+    """Append queued slot s to its cylinder's queue on disk d, numbered after every slot indexed before it."""
+    slot_i[s, S_QSEQ] = si[SI_QSEQ]
+    si[SI_QSEQ] += 1
+    c = slot_i[s, S_CYL]
+    slot_i[s, S_CNEXT] = -1
+    ct = cyl_q[d, c, 1]
+    if ct < 0:
+        cyl_q[d, c, 0] = s
+        cyl_blk[d, c // CYL_BLOCK] += 1
+    else:
+        slot_i[ct, S_CNEXT] = s
+    cyl_q[d, c, 1] = s
+
+
 @njit(cache=True, nogil=True)
-def pick(slot_i: np.ndarray, dk_i: np.ndarray, sched: int, span: int, d: int) -> int:  # pragma: no cover
+def _cyl_at_or_after(cyl_q: np.ndarray, cyl_blk: np.ndarray, d: int, x: int) -> int:  # pragma: no cover
+    """The lowest cylinder >= x holding a queued sub-request on disk d, -1: none."""
+    ncyl = cyl_q.shape[1]
+    x = max(x, 0)
+    if x >= ncyl:
+        return -1
+    b = x // CYL_BLOCK
+    for c in range(x, min((b + 1) * CYL_BLOCK, ncyl)):
+        if cyl_q[d, c, 0] >= 0:
+            return c
+    for bb in range(b + 1, cyl_blk.shape[1]):
+        if cyl_blk[d, bb] > 0:
+            for c in range(bb * CYL_BLOCK, min((bb + 1) * CYL_BLOCK, ncyl)):
+                if cyl_q[d, c, 0] >= 0:
+                    return c
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _cyl_at_or_before(cyl_q: np.ndarray, cyl_blk: np.ndarray, d: int, x: int) -> int:  # pragma: no cover
+    """The highest cylinder <= x holding a queued sub-request on disk d, -1: none."""
+    x = min(x, cyl_q.shape[1] - 1)
+    if x < 0:
+        return -1
+    b = x // CYL_BLOCK
+    for c in range(x, b * CYL_BLOCK - 1, -1):
+        if cyl_q[d, c, 0] >= 0:
+            return c
+    for bb in range(b - 1, -1, -1):
+        if cyl_blk[d, bb] > 0:
+            for c in range((bb + 1) * CYL_BLOCK - 1, bb * CYL_BLOCK - 1, -1):
+                if cyl_q[d, c, 0] >= 0:
+                    return c
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def pick(slot_i: np.ndarray, dk_i: np.ndarray, sched: int, span: int, d: int, cyl_q: np.ndarray,
+         cyl_blk: np.ndarray, scan_max: int, si: np.ndarray) -> int:  # pragma: no cover
     """Remove and return disk d's next slot: FCFS (0), SSTF (1) or C-LOOK (2) over its queue (ties go to
-    the earliest queued); destages only when the queue is empty; -1 when there is nothing."""
+    the earliest queued); destages only when the queue is empty; -1 when there is nothing. A queue that grew
+    past scan_max is indexed by cylinder until it empties, and searched there instead of scanned (the same
+    slot)."""
     head = dk_i[d, DK_QHEAD]
     if head < 0:
         s = int(dk_i[d, DK_DHEAD])
@@ -335,11 +408,15 @@ def pick(slot_i: np.ndarray, dk_i: np.ndarray, sched: int, span: int, d: int) ->
             slot_i[s, S_NEXT] = -1
         return s
     best = head
-    best_prev = -1
-    if sched != 0:
-        cyl0 = dk_i[d, DI_CYL]
+    cyl0 = dk_i[d, DI_CYL]
+    if sched != 0 and dk_i[d, DK_INDEXED] == 0 and dk_i[d, DK_QLEN] > scan_max and cyl_q.shape[1] > 0:
+        cur = head                          # index the queue by cylinder, in queue order
+        while cur >= 0:
+            _cyl_append(slot_i, cyl_q, cyl_blk, d, cur, si)
+            cur = slot_i[cur, S_NEXT]
+        dk_i[d, DK_INDEXED] = 1
+    if sched != 0 and dk_i[d, DK_INDEXED] == 0:
         best_key = 1 << 62
-        prev = -1
         cur = head
         while cur >= 0:
             c = slot_i[cur, S_CYL]
@@ -348,18 +425,41 @@ def pick(slot_i: np.ndarray, dk_i: np.ndarray, sched: int, span: int, d: int) ->
             if key < best_key:
                 best_key = key
                 best = cur
-                best_prev = prev
-            prev = cur
             cur = slot_i[cur, S_NEXT]
+    elif sched != 0:
+        up = _cyl_at_or_after(cyl_q, cyl_blk, d, cyl0)
+        if sched == 2:
+            c = up if up >= 0 else _cyl_at_or_after(cyl_q, cyl_blk, d, 0)
+        else:
+            down = _cyl_at_or_before(cyl_q, cyl_blk, d, cyl0)
+            if up < 0 or (down >= 0 and cyl0 - down < up - cyl0):
+                c = down
+            elif down < 0 or up - cyl0 < cyl0 - down:
+                c = up
+            else:                           # as near below as above (or at cyl0): the earlier queued
+                c = down if slot_i[cyl_q[d, down, 0], S_QSEQ] <= slot_i[cyl_q[d, up, 0], S_QSEQ] else up
+        best = cyl_q[d, c, 0]
+    prev = slot_i[best, S_QPREV]
     nxt = slot_i[best, S_NEXT]
-    if best_prev < 0:
+    if prev < 0:
         dk_i[d, DK_QHEAD] = nxt
     else:
-        slot_i[best_prev, S_NEXT] = nxt
-    if dk_i[d, DK_QTAIL] == best:
-        dk_i[d, DK_QTAIL] = best_prev
+        slot_i[prev, S_NEXT] = nxt
+    if nxt < 0:
+        dk_i[d, DK_QTAIL] = prev
+    else:
+        slot_i[nxt, S_QPREV] = prev
     slot_i[best, S_NEXT] = -1
     dk_i[d, DK_QLEN] -= 1
+    if dk_i[d, DK_INDEXED] != 0:            # the earliest queued of its cylinder: its cylinder queue's head
+        c = slot_i[best, S_CYL]
+        cn = slot_i[best, S_CNEXT]
+        cyl_q[d, c, 0] = cn
+        if cn < 0:
+            cyl_q[d, c, 1] = -1
+            cyl_blk[d, c // CYL_BLOCK] -= 1
+        if dk_i[d, DK_QLEN] == 0:           # every cylinder queue is empty again
+            dk_i[d, DK_INDEXED] = 0
     return int(best)
 
 
@@ -412,6 +512,8 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
     dk_i = core.dk_i
     dk_f = core.dk_f
     seg = core.seg
+    cyl_q = core.cyl_q
+    cyl_blk = core.cyl_blk
     resp_out = out.resp
     out_queue = out.out_queue
     out_service = out.out_service
@@ -450,6 +552,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
     mode = si[CI_MODE]
     sched = si[CI_SCHED]
     span = si[CI_CYLS]
+    scan_max = si[CI_QSCAN]
     zero_latency = si[CI_ZL] != 0
     per_req = si[CI_PER_REQ] != 0
     has_think = si[CI_HAS_THINK] != 0
@@ -556,7 +659,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                         nd = slot_i[p, PA_MDISK]
                         ws = new_part(slot_i, slot_f, si, zones, surfaces, nd, slot_i[p, PA_MLBN],
                                       slot_i[p, PA_MN], p, K_MIG_WRITE, now)
-                        enqueue(slot_i, dk_i, dk_f, ts_disk, w, nd, ws, now)
+                        enqueue(slot_i, dk_i, dk_f, ts_disk, w, nd, ws, now, si, cyl_q, cyl_blk)
                         todo[ntodo] = nd
                         ntodo += 1
                     else:
@@ -637,7 +740,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                 slot_i[p, PA_MN] = ext_len[k]
                 slot_f[p, PF_ISSUE] = now
                 s = new_part(slot_i, slot_f, si, zones, surfaces, old_disk, old_p, ext_len[k], p, K_MIG_READ, now)
-                enqueue(slot_i, dk_i, dk_f, ts_disk, w, old_disk, s, now)
+                enqueue(slot_i, dk_i, dk_f, ts_disk, w, old_disk, s, now, si, cyl_q, cyl_blk)
                 todo[ntodo] = old_disk
                 ntodo += 1
         else:
@@ -704,7 +807,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                 slot_i[s, S_NEXT] = -1
                 d = slot_i[s, S_DISK]
                 open_part[d] = -1
-                enqueue(slot_i, dk_i, dk_f, ts_disk, w, d, s, now)
+                enqueue(slot_i, dk_i, dk_f, ts_disk, w, d, s, now, si, cyl_q, cyl_blk)
                 s = nxt
             si[SI_ARRIVED] += 1
             if si[SI_STARTED] == 0:
@@ -730,7 +833,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
             d = todo[q]
             if dk_i[d, DK_BUSY] >= 0:
                 continue
-            s = pick(slot_i, dk_i, sched, span, d)
+            s = pick(slot_i, dk_i, sched, span, d, cyl_q, cyl_blk, scan_max, si)
             if s < 0:
                 continue
             skind = slot_i[s, S_KIND]
@@ -753,7 +856,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                 dk_i[d, DI_CYL] = slot_i[s, S_CYL]
             if sflags & F_DESTAGE:
                 ds = new_part(slot_i, slot_f, si, zones, surfaces, d, lbn, n, -1, K_DESTAGE, now)
-                enqueue(slot_i, dk_i, dk_f, ts_disk, w, d, ds, now)
+                enqueue(slot_i, dk_i, dk_f, ts_disk, w, d, ds, now, si, cyl_q, cyl_blk)
             slot_i[s, S_FLAGS] = sflags
             slot_f[s, SB_START] = now
             slot_f[s, SB_SVC] = svc

@@ -231,6 +231,7 @@ class Simulation:
         si[K.CI_SEED] = int(rng.integers(0, 2**62))
         si[K.CI_HAS_THINK] = 1 if self.requests.think_us is not None else 0
         si[K.CI_CYLS] = self.spec.cylinders
+        si[K.CI_QSCAN] = K.QUEUE_SCAN_MAX
         si[K.SI_FREE] = -1
         si[K.CI_FG_TOTAL] = int(np.count_nonzero(~self.requests.is_background)) if n else 0
         sf = np.zeros(K.SF_COUNT)
@@ -248,9 +249,13 @@ class Simulation:
         seg = np.full((ndisk, nseg, 3), -1.0)
         seg[:, :, 2] = 0.0
         heap = ndisk + (cfg.closed_loop.outstanding if cfg.closed_loop is not None else 0) + 4
+        # SSTF and C-LOOK keep each cylinder's queue too (K.QUEUE_SCAN_MAX); FCFS needs none.
+        ncyl = self.spec.cylinders if si[K.CI_SCHED] != SCHEDULERS["fcfs"] else 0
         core = K.Core(si=si, sf=sf, heap_f=np.zeros(heap), heap_i=np.zeros((heap, 3), dtype=np.int64),
                       slot_i=np.zeros((0, K.SLOT_I), dtype=np.int64), slot_f=np.zeros((0, K.SLOT_F)),
-                      dk_i=dk_i, dk_f=np.zeros((ndisk, K.DK_F)), seg=seg)
+                      dk_i=dk_i, dk_f=np.zeros((ndisk, K.DK_F)), seg=seg,
+                      cyl_q=np.full((ndisk, ncyl, 2), -1, dtype=np.int64),
+                      cyl_blk=np.zeros((ndisk, -(-ncyl // K.CYL_BLOCK)), dtype=np.int64))
         core.dk_f[:, K.DKF_CLOCK] = 1.0
         if cfg.spindles == "independent":
             # Angles and speeds from a stream of their own (seeded from the run's seed, so the main random

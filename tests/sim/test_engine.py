@@ -352,3 +352,31 @@ def test_utilization_and_queue_length_split_by_read_and_write() -> None:
     assert r.mean_queue_length == pytest.approx(40 / 30)
     assert (r.mean_queue_length_read, r.mean_queue_length_write) == (pytest.approx(10 / 30), pytest.approx(1.0))
     assert r.disk_queue_length_write == (pytest.approx(1.0),)
+
+
+@pytest.mark.parametrize("scheduler", ["sstf", "clook"])
+def test_long_queues_are_searched_by_cylinder_with_the_same_picks(scheduler: str) -> None:
+    # An overloaded disk (rho 1.5 on the HP C2247A's 1981 cylinders, mixed sizes, ties at equal distance
+    # likely with 200 addresses) builds queues of thousands: searched by cylinder past K.QUEUE_SCAN_MAX, scanned
+    # below it. Forcing either way everywhere (0: always by cylinder; 2^62: always a scan) gives the same event
+    # log, response by response, and the default mixes both.
+    spec = load("hp_c2247a")
+    rng = np.random.default_rng(5)
+    n = 6000
+    reqs = Requests.build(np.cumsum(rng.exponential(1e6 / 150.0, n)), np.zeros(n),
+                          rng.integers(0, 200, n) * (spec.capacity_sectors // 200), rng.choice([1, 16, 64], n),
+                          rng.random(n) < 0.6)
+    logs = {}
+    for scan_max in (0, 1 << 62, None):
+        sim = Simulation(spec, DiskArray(1, scheduler=scheduler), reqs, SimConfig(event_log=True, per_request=True),
+                         np.random.default_rng(0))
+        if scan_max is not None:
+            sim.core.si[K.CI_QSCAN] = scan_max
+        sim.run()
+        logs[scan_max] = (*_log(sim), sim.out.resp.copy(), int(sim.core.dk_i[0, K.DK_MAXQ]))
+    scan, indexed, default = logs[1 << 62], logs[0], logs[None]
+    assert scan[3] > 8 * K.QUEUE_SCAN_MAX                                # the queue did grow long
+    for got in (indexed, default):
+        assert np.array_equal(got[0], scan[0])
+        assert np.array_equal(got[1], scan[1])
+        assert np.array_equal(got[2], scan[2], equal_nan=True)
