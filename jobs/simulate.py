@@ -217,6 +217,9 @@ def stage_requests(requests: DataFrame, directory: str) -> dict[tuple[str, str],
 #: its parts' requests once (LANE_LOAD_BYTES at the conversion's peak, LANE_HELD_BYTES kept while its parts
 #: simulate), and a part adds PART_EXTRA_BYTES by what it simulates (the largest entry that applies; ALIS's
 #: plans were not measured at scale and are given room).
+#: Parts this small (requests) run one task each when memory allows (Spark balances them as they finish);
+#: sharing one conversion in a lane pays from about here on (a million requests convert in ~0.3 s).
+LANE_MIN_REQUESTS = 1_000_000
 LANE_LOAD_BYTES = 45
 LANE_HELD_BYTES = 27
 PART_EXTRA_BYTES = {"io": 90, "alis": 150, "cooling": 40, "other": 30}
@@ -263,7 +266,8 @@ def lane_assignment(costs: Sequence[float], lanes: int) -> list[list[int]]:
 def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]], parts: Sequence[Part], *,
                    memory_bytes: int | None = None, progress: _Progress | None = None) -> pa.Table:
     """The simulation stage: the parts dealt to one Spark task ("lane") per core, heaviest first (expected_cost),
-    each lane converting its array group's staged requests once and simulating its parts one after another;
+    each lane converting its array group's staged requests once and simulating its parts one after another
+    (parts under LANE_MIN_REQUESTS run one task each instead, when memory allows);
     returns the OUTPUT_ARROW_SCHEMA rows, one per part in the given order. sim.workloads.from_parquet_files
     orders a lane's requests by (ts_us, seq) (the staged files come in no particular order).
 
@@ -281,8 +285,11 @@ def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]]
         log.warning("simulate: %d parts in %d lane(s), not %d: the largest parts (%s requests) would hold more "
                     "than %.1f GiB at once", len(parts), lanes, min(cores, len(parts)), f"{max(requests):,}",
                     memory / 2**30)
-    groups = lane_assignment([expected_cost(p, r, len(p.devices)) for p, r in zip(parts, requests, strict=True)],
-                             lanes)
+    if lanes >= min(cores, len(parts)) and max(requests, default=0) < LANE_MIN_REQUESTS:
+        groups = [[i] for i in range(len(parts))]       # small parts: one task each, Spark balances them
+    else:
+        groups = lane_assignment([expected_cost(p, r, len(p.devices)) for p, r in zip(parts, requests, strict=True)],
+                                 lanes)
     if progress is not None:
         progress.lanes_start(len(groups))
     blobs = spark.sparkContext.parallelize(range(len(groups)), len(groups)).mapPartitions(

@@ -31,8 +31,7 @@ from tests.drivers import (
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = REPO / "infra" / "spark" / "local-cluster.sh"
 GRID_ID = "cluster-slice"
-GRID_PARTS = 6                   # 2 scenarios x 3 speed-ups
-SIM_LANES = 2                    # the simulation stage's tasks: one lane per core of the 2 one-core workers
+GRID_PARTS = 6                   # 2 scenarios x 3 speed-ups: one task each in the simulation stage
 # Every table the pipeline writes, with the columns that legitimately differ between runs.
 PIPELINE_TABLES = {"requests": (), "rejected_records": (), "traces": ("ingested_at",), "extent_heat": (),
                    "disk_heat": (), "reorg_units": (), "access_graph": (), "alis_runs": (), "alis_graphs": (),
@@ -90,9 +89,8 @@ class Runs:
 
 def watch_and_kill(remote: subprocess.Popen[str], cluster: Cluster, lines: list[dict[str, object]],
                    killed: list[int]) -> None:
-    """Reads the driver's lines; once a stage of the simulation step has both executors busy on its tasks (the
-    lanes' stage: one task per lane; or, when it spans both workers, the stage staging the requests; each task
-    starts a Python worker: seconds), SIGKILLs worker 2's JVM (its executor exits with it)."""
+    """Reads the driver's lines; once the simulation step's stage has both executors on their first tasks
+    (each starts a Python worker: seconds), SIGKILLs worker 2's JVM (its executor exits with it)."""
     step = None
     for text in remote.stdout:
         if not text.startswith("{"):
@@ -101,7 +99,7 @@ def watch_and_kill(remote: subprocess.Popen[str], cluster: Cluster, lines: list[
         lines.append(line)
         step = line.get("step", step)
         # The tracker may count a task as active a moment after its executor has started the next one.
-        if (not killed and step == "simulate" and line.get("total") == SIM_LANES and line["active"] >= 2
+        if (not killed and step == "simulate" and line.get("total") == GRID_PARTS and line["active"] >= 2
                 and not line["done"]):
             os.kill(cluster.worker_pid(2), signal.SIGKILL)
             killed.append(len(lines) - 1)
@@ -144,8 +142,8 @@ def test_pipeline_on_the_cluster_equals_local_mode(runs, spark, spark_cfg):
 
 
 def test_a_worker_killed_during_the_simulation_costs_a_retry_not_the_result(runs):
-    """The kill landed while both executors ran tasks of the simulation step; the lost task was retried (and any
-    shuffle output lost with the executor recomputed) on the other worker. Same results: the test above."""
+    """The kill landed while both executors ran simulation tasks; the lost task was retried (and any shuffle
+    output lost with the executor recomputed) on the other worker. Same results: the test above."""
     assert runs.killed_at is not None, runs.lines
     assert any(line.get("failed", 0) >= 1 for line in runs.lines[runs.killed_at:]), runs.lines
     assert "Lost executor" in runs.log
