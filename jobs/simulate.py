@@ -303,8 +303,8 @@ def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]
                ) -> Callable[[Iterator[int]], Iterator[bytes]]:
     """The function each task runs: simulate its group's parts one after another, yield one
     OUTPUT_ARROW_SCHEMA row as Arrow IPC for each. Parts replaying the same files (a scorecard's scenarios
-    over one array group) share one conversion of the requests (sim.workloads.from_arrow_tables, one file
-    read at a time)."""
+    over one array group) share one conversion of the requests (load_requests: sim.workloads.from_parquet_files,
+    one file read at a time)."""
 
     def simulate(lanes: Iterator[int]) -> Iterator[bytes]:
         loaded: tuple[Any, Any] | None = None
