@@ -12,7 +12,12 @@ its JVM, Python workers). Goals: the larger size within 30 minutes, and its cost
 requests (11x for 10x).
 
 Cluster: infra/spark/local-cluster.sh starts 2 workers (1 core each), ingest and extent heat run against it
-(BLOCKHEAT_SPARK_MASTER), then the same on 1 worker; goal: 2 workers at least 1.6x faster.
+(BLOCKHEAT_SPARK_MASTER), then the same on 1 worker; goal: 2 workers at least 1.6x faster. A worker's one core
+only caps its task slots: its executor JVM and Python workers use every CPU of the machine. --pin-workers
+confines each worker to a CPU of its own (taskset), the stand-in for separate 1-core machines that a 2-core
+machine allows (the driver is not pinned). --cluster-only runs just this comparison:
+
+    .venv/bin/python bench/scale.py --cluster-only --cluster-millions 10 --pin-workers
 
 Generated trace: MSR CSV, N requests on 4 disks over exactly one day (sorted uniform arrival times, so both
 sizes fill trace day 0), Zipf-like hot 1 MiB extents over 32 GiB per disk, 35% reads, 0.5-64 KiB; the
@@ -36,6 +41,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import pyarrow as pa
@@ -181,13 +187,15 @@ def pipeline(work: Path, n: int, conf_dir: Path, only: Sequence[str] | None = No
     return result
 
 
-def cluster_run(work: Path, landing: Path, workers: int, worker_memory: str, conf_dir: Path) -> float:
+def cluster_run(work: Path, landing: Path, workers: int, worker_memory: str, conf_dir: Path,
+                pin: bool = False) -> float:
     """Seconds of ingest + extent heat of the landed trace on a fresh standalone cluster of `workers` 1-core
-    workers (a warehouse of its own)."""
+    workers (a warehouse of its own); pin: each worker and its executor on a CPU of its own."""
     state = work / f"cluster-{workers}"
     warehouse = work / f"warehouse-cluster-{workers}"
     start = subprocess.run([str(CLUSTER_SCRIPT), "start", "--workers", str(workers), "--cores", "1", "--memory",
-                            worker_memory, "--port", "0", "--webui-port", "0", "--dir", str(state)],
+                            worker_memory, "--port", "0", "--webui-port", "0", "--dir", str(state),
+                            *(["--pin"] if pin else [])],
                            env={**os.environ, "PYTHON": sys.executable}, capture_output=True, text=True, check=False)
     try:
         if start.returncode != 0:
@@ -223,6 +231,16 @@ class _Load:
         self.thread.join()
 
 
+def write_pipeline_table(out: TextIO, runs: Sequence[PipelineRun]) -> None:
+    out.write(f"\nnightly pipeline (ingest .. {PIPELINE_END}), local[2], seconds per stage:\n\n")
+    out.write("| stage | " + " | ".join(f"{r.requests / 1e6:g}M, {r.disks} disks" for r in runs) + " |\n|---|"
+              + "---|" * len(runs) + "\n")
+    for i, stage in enumerate(s.stage for s in runs[0].stages):
+        out.write(f"| {stage} | " + " | ".join(f"{r.stages[i].seconds:.1f}" for r in runs) + " |\n")
+    out.write("| **total** | " + " | ".join(f"**{r.seconds:.1f}**" for r in runs) + " |\n")
+    out.write("| peak memory (GiB) | " + " | ".join(f"{r.peak_rss_bytes / 2**30:.2f}" for r in runs) + " |\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--millions", type=float, nargs="+", default=[10.0, 100.0], metavar="M",
@@ -237,6 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     parser.add_argument("--scale-disks", action="store_true",
                         help="4 disks per 10 M requests (the same load per disk at every size) instead of 4")
+    parser.add_argument("--pin-workers", action="store_true",
+                        help="cluster: each worker on a CPU of its own (local-cluster.sh --pin), as 1-core machines")
+    parser.add_argument("--cluster-only", action="store_true", help="only the 2- vs 1-worker comparison")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     sizes = [round(m * 1e6) for m in args.millions]
@@ -250,21 +271,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     (conf_dir / "spark-defaults.conf").write_text(f"spark.executor.memory {args.executor_memory}\n"
                                                   "spark.ui.showConsoleProgress false\n")
     with _Load() as load:
-        runs = [pipeline(work, n, conf_dir, only, disks_for(n, args.scale_disks)) for n in sizes]
+        runs = [] if args.cluster_only else \
+            [pipeline(work, n, conf_dir, only, disks_for(n, args.scale_disks)) for n in sizes]
         cluster = {}
         if args.cluster_millions > 0:
             n = round(args.cluster_millions * 1e6)
             landing = landing_for(work / "landing", f"cluster{n}", n)
-            cluster = {w: cluster_run(work, landing, w, args.worker_memory, conf_dir) for w in (2, 1)}
+            cluster = {w: cluster_run(work, landing, w, args.worker_memory, conf_dir, args.pin_workers)
+                       for w in (2, 1)}
     out = sys.stdout
-    stages = [s.stage for s in runs[0].stages]
-    out.write(f"\nnightly pipeline (ingest .. {PIPELINE_END}), local[2], seconds per stage:\n\n")
-    out.write("| stage | " + " | ".join(f"{r.requests / 1e6:g}M, {r.disks} disks" for r in runs) + " |\n|---|"
-              + "---|" * len(runs) + "\n")
-    for i, stage in enumerate(stages):
-        out.write(f"| {stage} | " + " | ".join(f"{r.stages[i].seconds:.1f}" for r in runs) + " |\n")
-    out.write("| **total** | " + " | ".join(f"**{r.seconds:.1f}**" for r in runs) + " |\n")
-    out.write("| peak memory (GiB) | " + " | ".join(f"{r.peak_rss_bytes / 2**30:.2f}" for r in runs) + " |\n")
+    if runs:
+        write_pipeline_table(out, runs)
     if len(runs) == 2:
         factor = runs[1].requests / runs[0].requests
         ratio = runs[1].seconds / runs[0].seconds

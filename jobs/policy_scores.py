@@ -168,6 +168,7 @@ def config_from_args(trace_id: str, args: argparse.Namespace) -> ScoreConfig:
 
     sweep = SweepOptions(extent_bytes=tuple(k * 1024 for k in numbers(args.extent_kib, "--extent-kib", int)),
                          heat_fractions=numbers(args.heat_fractions, "--heat-fractions", float),
+                         cooling_every_s=args.cooling_every_s,
                          cooling_every_requests=args.cooling_every, cooling_delta=args.cooling_delta,
                          alis_interval_s=args.alis_interval,
                          alis_ra_offsets=numbers(args.alis_area_offsets, "--alis-area-offsets", float))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from libs.cli import UsageError, print_table, spark_session
+from libs.policies import COOLING_EVERY_S
 
 EXPORT_FORMATS = ("json", "csv", "parquet")       # libs.reorg_plan.EXPORT_FORMATS (kept light to import)
 PLAN_VERBS = ("export", "check", "schema")
@@ -54,7 +55,10 @@ def add_score_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument("--families", default=None, help="comma-separated policy families (default: all)")
     parser.add_argument("--extent-kib", default="1024", help="extent sizes for greedy and cooling, KiB (default 1024)")
     parser.add_argument("--heat-fractions", default="1,0.5", help="greedy's heat fractions (default 1,0.5)")
-    parser.add_argument("--cooling-every", type=int, default=100, help="cooling: every N arrivals (default 100)")
+    parser.add_argument("--cooling-every-s", type=float, default=COOLING_EVERY_S, metavar="S",
+                        help="cooling: the demon every S seconds of trace time (default 100, FIVE's trace experiment)")
+    parser.add_argument("--cooling-every", type=int, default=None, metavar="N",
+                        help="cooling: the demon every N arrivals instead")
     parser.add_argument("--cooling-delta", type=float, default=0.05, help="cooling: trigger delta (default 0.05)")
     parser.add_argument("--alis-interval", type=float, default=None, metavar="S",
                         help="ALIS reorganization interval, s (default: a quarter of the window, at most a day)")

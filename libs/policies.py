@@ -13,9 +13,11 @@ as-traced scenario is every variant's baseline. Choices where the papers leave t
 - the array's device sizes are the highest byte each device's requests address over the whole trace
   (all windows), rounded up to the spec's sectors: space beyond is taken as free (staging room);
 - cooling starts from the current layout (as-traced, cut into extents of extent_bytes) rather than FIVE's
-  round robin, so its moves are a plan from today's layout; greedy allocation is FIVE's static layout
-  from the window's own heats (heat_fraction 1: the whole window, a placement knowing the window) or
-  from the first part of the window (heat_fraction 0.5), the whole window replayed either way;
+  round robin, so its moves are a plan from today's layout; its demon runs every 100 s of trace time (FIVE
+  4.3's trace experiment; a period in time keeps its cost per day of trace, not per request); greedy
+  allocation is FIVE's static layout from the window's own heats (heat_fraction 1: the whole window, a
+  placement knowing the window) or from the first part of the window (heat_fraction 0.5), the whole window
+  replayed either way;
 - the striping methods are libs.striping's global rows (five, five_phase_a, eq1, mpl_slope) for the
   window's mean request size and rate, each its own variant (same unit and width: one simulation);
 - random (each request to a random disk) is a reference point only: it is not a data layout, so it
@@ -38,6 +40,7 @@ simulator cannot score yet (none now; the scorecard prints them).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -121,17 +124,22 @@ class WindowStats:
     device_mean_request_bytes: Mapping[str, float] = field(default_factory=dict)
 
 
+COOLING_EVERY_S = 100.0          # FIVE section 4.3: cooling invoked every 100 s of the trace's time
 ALIS_PAPER_RA_OFFSET = 0.30      # ALIS section 5: the reorganized area starts 30 % into the volume
 
 
 @dataclass(frozen=True)
 class SweepOptions:
     """The parameter grids: extent sizes for greedy and cooling, greedy's heat fractions, cooling's
-    trigger (every N arrivals, delta) and the striping methods."""
+    trigger (its period, delta) and the striping methods."""
 
     extent_bytes: tuple[int, ...] = (MIB,)
     heat_fractions: tuple[float, ...] = (1.0, 0.5)
-    cooling_every_requests: int = 100
+    # The cooling demon's period: every cooling_every_s seconds of trace time (FIVE 4.3's trace experiment: "every
+    # 100 seconds of the original time scale", so every 100 / speedup simulated seconds), or, when given, every
+    # cooling_every_requests arrivals instead.
+    cooling_every_s: float = COOLING_EVERY_S
+    cooling_every_requests: int | None = None
     cooling_delta: float = 0.05
     striping_methods: tuple[str, ...] = ("five", "five_phase_a", "eq1", "mpl_slope")
     alis_modes: tuple[str, ...] = ("heat", "run", "combined")
@@ -148,6 +156,10 @@ class SweepOptions:
             raise PolicyError(f"extent sizes must be positive, got {list(self.extent_bytes)}")
         if not self.heat_fractions or not all(0 < h <= 1 for h in self.heat_fractions):
             raise PolicyError(f"heat fractions must be in (0, 1], got {list(self.heat_fractions)}")
+        if not (self.cooling_every_s > 0 and math.isfinite(self.cooling_every_s)):
+            raise PolicyError(f"the cooling period must be a positive number of seconds, got {self.cooling_every_s}")
+        if self.cooling_every_requests is not None and self.cooling_every_requests <= 0:
+            raise PolicyError(f"cooling every N arrivals needs N > 0, got {self.cooling_every_requests}")
         if not self.alis_ra_offsets or not all(0.0 <= x <= 1.0 for x in self.alis_ra_offsets):
             raise PolicyError(f"ALIS area offsets must be in [0, 1], got {list(self.alis_ra_offsets)}")
         if not self.track_units or not all(isinstance(k, int) and k >= 1 for k in self.track_units):
@@ -315,12 +327,16 @@ def _cooling(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Var
     out = []
     for size in opts.extent_bytes:
         sectors = target.extent_sectors(size)
+        if opts.cooling_every_requests is not None:
+            period: dict[str, Any] = {"every_requests": opts.cooling_every_requests}
+            params: dict[str, Any] = dict(period)
+        else:                                   # trace seconds in params; the replay's seconds in the policy
+            period = {"every_s": opts.cooling_every_s / target.speedup}
+            params = {"every_s": opts.cooling_every_s}
         out.append(Variant(f"cooling:{size_label(size)}", "cooling",
-                           {"extent_bytes": size, "every_requests": opts.cooling_every_requests,
-                            "delta": opts.cooling_delta},
+                           {"extent_bytes": size, **params, "delta": opts.cooling_delta},
                            {"layout": {"kind": "extents", "extents": as_traced_extents(target, sectors)},
-                            "policy": {"name": "cooling", "every_requests": opts.cooling_every_requests,
-                                       "delta": opts.cooling_delta}}))
+                            "policy": {"name": "cooling", **period, "delta": opts.cooling_delta}}))
     return out
 
 

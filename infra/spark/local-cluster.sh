@@ -3,6 +3,7 @@
 # not the sbin start/stop scripts: one master and N workers, everything bound to 127.0.0.1.
 #
 #   infra/spark/local-cluster.sh start [--workers N] [--cores C] [--memory M] [--port P] [--webui-port P] [--dir DIR]
+#                                      [--pin]
 #   infra/spark/local-cluster.sh stop [--dir DIR]
 #   infra/spark/local-cluster.sh status [--dir DIR]
 #
@@ -10,17 +11,19 @@
 #   export BLOCKHEAT_SPARK_MASTER=$(infra/spark/local-cluster.sh start --workers 2)
 # Defaults: 2 workers of 1 core and 2g each, master on 7077, master web UI on 8080; a port of 0 picks a free
 # one. DIR (default $BLOCKHEAT_CLUSTER_DIR, else .spark-cluster) holds the pid files, the logs and the workers'
-# scratch space (executor logs under DIR/worker-I/work). PYTHON (default .venv/bin/python, else python3) is the
-# interpreter whose pyspark starts the JVMs; executors run the driver's interpreter (spark.pyspark.python,
-# set by libs/spark.py).
+# scratch space (executor logs under DIR/worker-I/work). PYTHON (default .venv/bin/python, else python3) is
+# the interpreter whose pyspark starts the JVMs; executors run the driver's interpreter (spark.pyspark.python,
+# set by libs/spark.py). --pin confines worker I, with the executors and Python workers it starts, to C CPUs
+# of its own ((I-1)*C .. I*C-1, modulo the machine's), standing in for separate machines of C cores (a
+# worker's --cores only caps its task slots, not the CPU its processes use); the driver is not pinned.
 set -euo pipefail
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 action=${1:-}
 [ -n "$action" ] || usage
 shift
-workers=2 cores=1 memory=2g port=7077 webui_port=8080 timeout_s=120
+workers=2 cores=1 memory=2g port=7077 webui_port=8080 timeout_s=120 pin=0
 dir=${BLOCKHEAT_CLUSTER_DIR:-.spark-cluster}
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -31,6 +34,7 @@ while [ $# -gt 0 ]; do
     --webui-port) webui_port=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
+    --pin) pin=1; shift ;;
     *) echo "local-cluster.sh: unknown option $1" >&2; usage ;;
   esac
 done
@@ -106,9 +110,21 @@ case "$action" in
       --host 127.0.0.1 --port "$port" --webui-port "$webui_port" >"$dir/master.log" 2>&1 </dev/null &
     echo $! >"$dir/master.pid"
     url=$(wait_for_line "$dir/master.log" 'spark://127\.0\.0\.1:[0-9]+' "the master")
+    # The CPUs this process may use (a container's cpuset need not start at 0), one per line.
+    allowed=()
+    IFS=, read -ra ranges <<<"$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)"
+    for r in "${ranges[@]}"; do
+      if [[ $r == *-* ]]; then mapfile -t -O "${#allowed[@]}" allowed < <(seq "${r%-*}" "${r#*-}"); else allowed+=("$r"); fi
+    done
     for i in $(seq 1 "$workers"); do
       mkdir -p "$dir/worker-$i/work"
-      setsid "$spark_home/bin/spark-class" org.apache.spark.deploy.worker.Worker \
+      pinned=()
+      if [ "$pin" = 1 ]; then
+        cpus=$(for c in $(seq $(((i - 1) * cores)) $((i * cores - 1))); do echo "${allowed[c % ${#allowed[@]}]}"; done \
+               | sort -un | paste -sd,)
+        pinned=(taskset -c "$cpus")
+      fi
+      setsid "${pinned[@]}" "$spark_home/bin/spark-class" org.apache.spark.deploy.worker.Worker \
         --host 127.0.0.1 --port 0 --webui-port 0 --cores "$cores" --memory "$memory" \
         --work-dir "$dir/worker-$i/work" "$url" >"$dir/worker-$i.log" 2>&1 </dev/null &
       echo $! >"$dir/worker-$i.pid"

@@ -69,7 +69,7 @@ def rows(spark: object, warehouse: Path, table: str, drop: tuple[str, ...]) -> l
 def cluster(tmp_path_factory):
     state = tmp_path_factory.mktemp("cluster")
     start = subprocess.run([str(CLUSTER_SCRIPT), "start", "--workers", "2", "--cores", "1", "--memory", "1g",
-                            "--port", "0", "--webui-port", "0", "--dir", str(state)],
+                            "--port", "0", "--webui-port", "0", "--dir", str(state), "--pin"],
                            env={**os.environ, "PYTHON": sys.executable}, capture_output=True, text=True,
                            timeout=300, check=False)
     try:
@@ -85,6 +85,18 @@ class Runs:
     lines: list[dict[str, object]]    # the cluster driver's step and stage lines, in order
     killed_at: int | None             # index in lines of the stage line the worker was killed at
     log: str                          # the cluster driver's stderr
+
+
+def allowed_cpus(pid: int) -> str:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return next(line.split()[1] for line in status.splitlines() if line.startswith("Cpus_allowed_list"))
+
+
+def test_pinned_workers_each_have_a_cpu_of_their_own(cluster):
+    """--pin: worker I on the (I-1)-th CPU this process may use (modulo their count), like 1-core machines."""
+    mine = allowed_cpus(os.getpid())
+    cpus = [c for part in mine.split(",") for c in (range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1))]
+    assert [allowed_cpus(cluster.worker_pid(i)) for i in (1, 2)] == [str(cpus[0]), str(cpus[1 % len(cpus)])]
 
 
 def watch_and_kill(remote: subprocess.Popen[str], cluster: Cluster, lines: list[dict[str, object]],

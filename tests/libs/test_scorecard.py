@@ -19,6 +19,8 @@ from libs.policies import (
     size_label,
 )
 from libs.scorecard import Window, parse_window, rank_rows, score_rows, sweep_scenarios
+from sim.cooling import CoolingConfig
+from sim.glue import ScenarioConfig
 from sim.specs import load
 
 SPEC = load("hp_c2247a")
@@ -73,6 +75,9 @@ def test_variants_and_their_scenarios():
     # Cooling starts from today's layout: a in extents of 4 sectors (the last one 4), then b (4 + 2) on disk 1.
     assert by_id["cooling:2KiB"].scenario["layout"] == {"kind": "extents", "extents": [
         [0, 4, 0, 0], [4, 4, 0, 4], [8, 4, 1, 0], [12, 2, 1, 4]]}
+    # Its demon every 100 s of trace time (FIVE 4.3's trace experiment), every 100 / speedup s of the replay.
+    assert by_id["cooling:2KiB"].scenario["policy"] == {"name": "cooling", "every_s": 100.0, "delta": 0.05}
+    assert by_id["cooling:2KiB"].params == {"extent_bytes": 2048, "every_s": 100.0, "delta": 0.05}
     assert {v.policy_id for v in variants if v.family == "striped"} == {
         "striped:five", "striped:five_phase_a", "striped:eq1", "striped:mpl_slope"}
     assert by_id["random"].plannable is False
@@ -82,6 +87,23 @@ def test_variants_and_their_scenarios():
                                           "layout": {"kind": "as_traced"}})
     assert len(scenarios) == len({s for s in scenario_of.values()})
     assert all(sid == scenario_of[sid] for sid, _ in scenarios)
+
+
+def test_the_cooling_period_is_in_trace_time_or_in_arrivals():
+    stats = WindowStats(10.0, 50, 2048.0, {"a": 2048.0, "b": 2048.0})
+    fast = Target("t", ("a", "b"), (8, 6), SPEC, "hp_c2247a", speedup=4.0)
+    (sped_up,) = families(["cooling"])[1].variants(fast, stats, SweepOptions(extent_bytes=(2048,), cooling_every_s=60))
+    assert (sped_up.params["every_s"], sped_up.scenario["policy"]["every_s"]) == (60.0, 15.0)
+    (by_arrivals,) = families(["cooling"])[1].variants(fast, stats, SweepOptions(extent_bytes=(2048,),
+                                                                                 cooling_every_requests=100))
+    assert by_arrivals.scenario["policy"] == {"name": "cooling", "every_requests": 100, "delta": 0.05}
+    assert ScenarioConfig.from_dict({"scenario_id": "c", "spec": "hp_c2247a", **sped_up.scenario}).policy.config \
+        == CoolingConfig(every_requests=None, every_s=15.0, delta=0.05)
+    for bad, match in (({"cooling_every_s": 0.0}, r"cooling period must be a positive number of seconds, got 0.0"),
+                       ({"cooling_every_s": math.inf}, r"positive number of seconds, got inf"),
+                       ({"cooling_every_requests": 0}, r"cooling every N arrivals needs N > 0, got 0")):
+        with pytest.raises(PolicyError, match=match):
+            SweepOptions(**bad)
 
 
 def result(mean, p95=10.0, saturated=False, spec="HP C2247A"):

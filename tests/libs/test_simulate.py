@@ -145,14 +145,18 @@ def test_partitions_start_heaviest_first():
                            {"scenario_id": "striped", "layout": {"kind": "striped", "unit_sectors": 8}},
                            {"scenario_id": "cooling", "layout": {"kind": "extents", "extent_sectors": 512},
                             "policy": {"name": "cooling"}},
-                           {"scenario_id": "greedy", "policy": {"name": "greedy-allocation", "extent_sectors": 512}}]},
+                           {"scenario_id": "greedy", "policy": {"name": "greedy-allocation", "extent_sectors": 512}},
+                           {"scenario_id": "timed", "layout": {"kind": "extents", "extent_sectors": 512},
+                            "policy": {"name": "cooling", "every_s": 100.0}}]},
                       source="g.json", default_id="g")
     catalog = {"small": {"devices": ["a", "b"], "geometry": [], "records_accepted": 1_000},
                "big": {"devices": ["a", "b"], "geometry": [], "records_accepted": 5_000}}
     order = [(p.trace_id, p.scenario_id) for p in longest_first(plan_parts(grid, catalog), catalog)]
-    # Requests x 6.1 (cooling), 1.45 (striped), 1.4 (greedy), 1 (plain): 30,500, 7,250, 7,000, 6,100, 5,000, ...
-    assert order == [("big", "cooling"), ("big", "striped"), ("big", "greedy"), ("small", "cooling"),
-                     ("big", "plain"), ("small", "striped"), ("small", "greedy"), ("small", "plain")]
+    # Requests x 6.1 (cooling every 100 arrivals), 1.5 (cooling every 100 s: its demon calls per second of trace,
+    # not per request), 1.45 (striped), 1.4 (greedy), 1 (plain): 30,500, 7,500, 7,250, 7,000, 6,100, 5,000, ...
+    assert order == [("big", "cooling"), ("big", "timed"), ("big", "striped"), ("big", "greedy"), ("small", "cooling"),
+                     ("big", "plain"), ("small", "timed"), ("small", "striped"), ("small", "greedy"),
+                     ("small", "plain")]
 
 
 def test_cli_rejects_a_bad_grid_in_one_line(tmp_path, capsys):
@@ -247,6 +251,8 @@ def test_memory_bounds_the_parts_simulating_at_once():
         return Part("t", "all", ("d0",), "s", cfg, "as_traced", "{}")
 
     plain, cooling = part(), part(layout={"kind": "extents", "extent_sectors": 64}, policy={"name": "cooling"})
+    timed = part(layout={"kind": "extents", "extent_sectors": 64}, policy={"name": "cooling", "every_s": 100.0})
+    assert part_memory(timed, 1000) == part_memory(cooling, 1000)
     aligned = part(io={"kind": "track-aligned"})
     assert part_memory(plain, 1000) == 1000 * (LANE_HELD_BYTES + PART_EXTRA_BYTES["other"])
     assert part_memory(cooling, 1000) == 1000 * (LANE_HELD_BYTES + PART_EXTRA_BYTES["cooling"])
