@@ -123,10 +123,10 @@ def _unnested(out: pa.Table, keys: Sequence[str], column: str) -> pa.Table:
 
 #: A scenario's simulation time per request relative to the as-traced replay, by what it adds (the 10 M
 #: scale trace's scorecard parts in one process, 2026-11-26, after the compiled merge: as-traced 15.0 s,
-#: random 14.6, greedy 21.4, striped 21.4, track-aligned 21.6, cooling every 100 arrivals 92 ("cooling": a
-#: demon call scans every extent), cooling every 100 s of trace time 1.5x as-traced (the scorecard's default,
-#: "cooling_timed"); ALIS, with a plan per interval, not measured there and put between).
-COST_FACTORS = {"cooling": 6.1, "alis": 3.0, "io": 1.45, "striped": 1.45, "cooling_timed": 1.5, "greedy": 1.4}
+#: random 14.6, greedy 21.4, striped 21.4, track-aligned 21.6, cooling every 100 s of trace time (the
+#: scorecard's period) about 1.5x as-traced, cooling every 100 arrivals 92 ("cooling_by_arrivals": each demon call
+#: scans every extent); ALIS, with a plan per interval, not measured there and put between).
+COST_FACTORS = {"cooling_by_arrivals": 6.1, "alis": 3.0, "cooling": 1.5, "io": 1.45, "striped": 1.45, "greedy": 1.4}
 
 
 def expected_cost(part: Part, trace_requests: int, trace_devices: int) -> float:
@@ -144,10 +144,10 @@ def _part_kinds(part: Part) -> dict[str, bool]:
 
     cfg = part.config
     cooling = isinstance(cfg.policy, CoolingPolicy)
-    by_arrivals = cooling and cfg.policy.config.every_requests is not None
-    return {"cooling": by_arrivals, "alis": isinstance(cfg.policy, AlisPolicy),
-            "io": cfg.io is not None, "striped": isinstance(cfg.layout, Striped | RoundRobinExtents),
-            "cooling_timed": cooling and not by_arrivals, "greedy": isinstance(cfg.policy, GreedyAllocation)}
+    return {"cooling_by_arrivals": cooling and cfg.policy.config.every_requests is not None,
+            "alis": isinstance(cfg.policy, AlisPolicy), "cooling": cooling, "io": cfg.io is not None,
+            "striped": isinstance(cfg.layout, Striped | RoundRobinExtents),
+            "greedy": isinstance(cfg.policy, GreedyAllocation)}
 
 
 def longest_first(parts: Sequence[Part], catalog: dict[str, dict[str, Any]]) -> list[Part]:
@@ -241,7 +241,6 @@ def sim_memory_bytes() -> int:
 def part_memory(part: Part, requests: int) -> int:
     """The most a lane holds while it converts `requests` requests or simulates this part over them."""
     kinds = _part_kinds(part)
-    kinds["cooling"] = kinds["cooling"] or kinds["cooling_timed"]          # the same memory either way
     extra = max([PART_EXTRA_BYTES[k] for k in ("io", "alis", "cooling") if kinds[k]], default=PART_EXTRA_BYTES["other"])
     return requests * max(LANE_LOAD_BYTES, LANE_HELD_BYTES + extra)
 

@@ -324,15 +324,15 @@ def as_traced_extents(target: Target, extent_sectors: int) -> list[list[int]]:
 
 
 def _cooling(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Variant]:
+    if opts.cooling_every_requests is not None:
+        period: dict[str, Any] = {"every_requests": opts.cooling_every_requests}
+        params: dict[str, Any] = dict(period)
+    else:                                       # trace seconds in params; the replay's seconds in the policy
+        period = {"every_s": opts.cooling_every_s / target.speedup}
+        params = {"every_s": opts.cooling_every_s}
     out = []
     for size in opts.extent_bytes:
         sectors = target.extent_sectors(size)
-        if opts.cooling_every_requests is not None:
-            period: dict[str, Any] = {"every_requests": opts.cooling_every_requests}
-            params: dict[str, Any] = dict(period)
-        else:                                   # trace seconds in params; the replay's seconds in the policy
-            period = {"every_s": opts.cooling_every_s / target.speedup}
-            params = {"every_s": opts.cooling_every_s}
         out.append(Variant(f"cooling:{size_label(size)}", "cooling",
                            {"extent_bytes": size, **params, "delta": opts.cooling_delta},
                            {"layout": {"kind": "extents", "extents": as_traced_extents(target, sectors)},
