@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
+from libs.delta_files import replace_from_driver, table_target
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, replace_rows, trace_info
 from libs.transforms.heat import (
-    compute_disk_heat,
+    LAYOUTS,
     compute_extent_heat,
-    whole_trace_disk_heat,
+    disk_heat_table,
+    whole_trace_disk_table,
     whole_trace_extent_heat,
 )
 from schemas import disk_heat, extent_heat
@@ -61,21 +63,22 @@ def run(spark: SparkSession, cfg: SparkConfig, job: HeatConfig) -> dict[str, int
                                        span_us=span_us)
         replace_rows(heat, spark, cfg.warehouse, extent_heat.TABLE,
                      {"trace_id": job.trace_id, "extent_bytes": job.extent_bytes, "window_us": window_us})
-        for layout in ("as-traced", "striped", "random"):
-            log.info("disk heat: %s layout", layout)
-            if derived:
-                dh = whole_trace_disk_heat(read_table(spark, cfg.warehouse, disk_heat.TABLE, job.trace_id).where(
-                    (F.col("layout") == layout) & (F.col("window_us") == job.window_us)), span_us=span_us)
-            else:
-                dh = compute_disk_heat(requests, layout=layout, window_us=window_us, span_us=span_us,
-                                       stripe_unit_bytes=job.stripe_unit_bytes, width=job.stripe_width or disks,
-                                       disks=job.random_disks or disks, seed=job.seed)
-            replace_rows(dh, spark, cfg.warehouse, disk_heat.TABLE,
-                         {"trace_id": job.trace_id, "layout": layout, "window_us": window_us})
+        # The counts per window and disk are small: the driver adds the statistics and writes the rows.
+        log.info("disk heat: %s layouts", ", ".join(LAYOUTS))
+        if derived:
+            dh = whole_trace_disk_table(read_table(spark, cfg.warehouse, disk_heat.TABLE, job.trace_id).where(
+                F.col("window_us") == job.window_us).toArrow(), span_us=span_us)
+        else:
+            dh = disk_heat_table(requests, layouts=LAYOUTS, window_us=window_us, span_us=span_us,
+                                 stripe_unit_bytes=job.stripe_unit_bytes, width=job.stripe_width or disks,
+                                 disks=job.random_disks or disks, seed=job.seed)
+        replace_from_driver(spark, table_target(spark, cfg.warehouse, disk_heat.TABLE),
+                            {"trace_id": job.trace_id, "window_us": window_us}, dh)
+    counts = (read_table(spark, cfg.warehouse, extent_heat.TABLE, job.trace_id)
+              .where(F.col("extent_bytes") == job.extent_bytes).groupBy("window_us").count().collect())
     for window_us in dict.fromkeys((job.window_us, 0)):
-        written[f"extent_heat window_us={window_us}"] = read_table(spark, cfg.warehouse, extent_heat.TABLE,
-                                                                   job.trace_id).where(
-            f"extent_bytes = {job.extent_bytes} AND window_us = {window_us}").count()
+        written[f"extent_heat window_us={window_us}"] = next((r["count"] for r in counts
+                                                              if r["window_us"] == window_us), 0)
     return written
 
 

@@ -1,6 +1,7 @@
 """Extent and disk heat on hand-built traces, checked against values computed by hand; aged counts."""
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
@@ -10,7 +11,14 @@ from jobs.aged_heat import run as run_aging
 from libs.tables import read_table
 from libs.transforms.aging import age_values
 from libs.transforms.columns import idiv, idiv_sql
-from libs.transforms.heat import compute_disk_heat, compute_extent_heat, split_at
+from libs.transforms.heat import (
+    LAYOUTS,
+    compute_disk_heat,
+    compute_disk_heats,
+    compute_extent_heat,
+    disk_heat_rows,
+    split_at,
+)
 from schemas import disk_heat, extent_heat
 from tests.builders import ingest, make_requests, write_msr
 
@@ -118,9 +126,50 @@ def test_disk_heat_random_is_seeded_whole_request_and_uniform(spark):
     assert other != counts
 
 
+def test_every_layout_in_one_query_gives_each_layouts_own_rows(tiny):
+    """The job computes the three layouts' disk heats in one pass: each layout's rows (its disks, windows, mean,
+    max and variance across its own disks only) are those of that layout computed alone."""
+    kw = {"window_us": 2_000_000, "span_us": TINY_SPAN_US, "stripe_unit_bytes": MIB, "width": 2, "disks": 3,
+          "seed": 7}
+    together = compute_disk_heats(tiny, layouts=LAYOUTS, **kw).collect()
+    assert sorted({(r.layout, r.disks) for r in together}) == [("as-traced", 2), ("random", 3), ("striped", 2)]
+    for layout in LAYOUTS:
+        alone = compute_disk_heat(tiny, layout=layout, **kw).collect()
+        assert sorted(r for r in together if r.layout == layout) == sorted(alone), layout
+    assert len(together) == 2 * (2 + 3 + 2)                 # 2 windows, every disk of each layout in each
+
+
+def test_disk_heat_rows_by_hand():
+    """The driver's part of disk heat (no Spark): idle disks filled in per layout and window, heat per second of
+    window, and the statistics across each layout's own disks; a zero-length trace has no heat (nulls)."""
+    per_disk = pa.table({"layout": ["striped", "striped", "random"], "window_start_us": [0, 10_000_000, 0],
+                         "disk": ["1", "0", "2"], "requests": [3, 1, 4], "blocks": [30, 5, 40]})
+    layouts = {"striped": ("unit_bytes=512,width=2", ["0", "1"]), "random": ("disks=3,seed=0", ["0", "1", "2"])}
+    rows = disk_heat_rows(per_disk, layouts, window_us=10_000_000, span_us=20_000_000)
+    assert rows.schema == disk_heat.ARROW_SCHEMA
+    got = {(r["layout"], r["window_start_us"], r["disk"]): (r["requests"], r["blocks"], r["heat"], r["disks"],
+                                                            r["mean_heat"], r["max_heat"], r["max_over_mean"],
+                                                            r["heat_variance"]) for r in rows.to_pylist()}
+    assert got == {
+        ("striped", 0, "0"): (0, 0, 0.0, 2, 1.5, 3.0, 2.0, 2.25),
+        ("striped", 0, "1"): (3, 30, 3.0, 2, 1.5, 3.0, 2.0, 2.25),
+        ("striped", 10_000_000, "0"): (1, 5, 0.5, 2, 0.25, 0.5, 2.0, 0.0625),
+        ("striped", 10_000_000, "1"): (0, 0, 0.0, 2, 0.25, 0.5, 2.0, 0.0625),
+        ("random", 0, "0"): (0, 0, 0.0, 3, 4 / 3, 4.0, 3.0, pytest.approx(32 / 9, rel=1e-15)),
+        ("random", 0, "1"): (0, 0, 0.0, 3, 4 / 3, 4.0, 3.0, pytest.approx(32 / 9, rel=1e-15)),
+        ("random", 0, "2"): (4, 40, 4.0, 3, 4 / 3, 4.0, 3.0, pytest.approx(32 / 9, rel=1e-15)),
+    }
+    empty = disk_heat_rows(per_disk, layouts, window_us=0, span_us=0)      # whole trace of zero length
+    assert empty.num_rows == 2 * 2 + 1 * 3                 # striped: 2 windows x 2 disks; random: 1 x 3
+    assert all(empty.column(c).null_count == empty.num_rows
+               for c in ("heat", "mean_heat", "max_heat", "max_over_mean", "heat_variance"))
+
+
 def test_unknown_layout(tiny):
     with pytest.raises(ValueError, match="layout 'raid5'"):
         compute_disk_heat(tiny, layout="raid5", span_us=1)
+    with pytest.raises(ValueError, match="layout 'raid5'"):
+        compute_disk_heats(tiny, layouts=("striped", "raid5"), span_us=1)
 
 
 def test_idiv_is_exact_beyond_double_precision(spark):
@@ -190,10 +239,10 @@ def test_whole_trace_heat_from_the_hourly_rows_equals_a_pass_over_the_requests(s
     derived = whole_trace_extent_heat(hourly, extent_bytes=MIB, span_us=span)
     assert derived.count() == whole.count() == 257          # extents of 1 MiB the week touched
     assertDataFrameEqual(derived, whole, checkRowOrder=False, rtol=1e-12, atol=0.0)
-    for layout in ("striped",):         # the derivation is the same for every layout; striped has zero rows
-        kw = {"layout": layout, "span_us": span, "width": 3, "disks": 3, "seed": 5}
-        hourly_disks = compute_disk_heat(requests, window_us=3_600_000_000, **kw)
-        whole_disks = compute_disk_heat(requests, window_us=0, **kw)
-        assertDataFrameEqual(whole_trace_disk_heat(hourly_disks, span_us=span), whole_disks, checkRowOrder=False,
-                             rtol=1e-12, atol=0.0)
+    kw = {"span_us": span, "width": 3, "disks": 5, "seed": 5}   # every layout at once; striped has idle hours
+    hourly_disks = compute_disk_heats(requests, window_us=3_600_000_000, **kw)
+    whole_disks = compute_disk_heats(requests, window_us=0, **kw)
+    assert whole_disks.count() == 2 + 3 + 5                 # hplajw's 2 devices, 3 striped and 5 random disks
+    assertDataFrameEqual(whole_trace_disk_heat(hourly_disks, span_us=span), whole_disks, checkRowOrder=False,
+                         rtol=1e-12, atol=0.0)
     hourly.unpersist()

@@ -1,0 +1,60 @@
+"""Compiles the simulator's numba loops into numba's on-disk cache (`make venv` runs it once).
+
+The loops are compiled lazily, on first call, for the argument types of that call; cold, that costs ~20 s of
+one CPU in every process that replays before the cache is written (the test workers and each Spark Python
+worker at once). One small replay per scenario shape the scorecard and the grids use (every layout kind, each
+policy, track-aligned I/O, both queue disciplines, the constant and the mechanical service) compiles them
+all once, with the same array types as a real replay.
+
+    python -m sim.warm
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from sim.glue import ScenarioConfig, simulate_scenario
+
+DEVICE_SECTORS = 1 << 18          # 128 MiB of 512-byte sectors per device
+SCENARIOS: tuple[dict[str, Any], ...] = (
+    {"layout": {"kind": "as_traced"}},
+    {"layout": {"kind": "as_traced"}, "scheduler": "fcfs", "service": "constant", "constant_ms": 5},
+    {"layout": {"kind": "random"}},
+    {"layout": {"kind": "striped", "unit_sectors": 128, "width": 2}},
+    {"layout": {"kind": "extents", "extent_sectors": 2048},
+     "policy": {"name": "greedy-allocation", "heat_fraction": 1.0}},
+    {"layout": {"kind": "extents", "extent_sectors": 2048}, "policy": {"name": "cooling", "every_s": 0.5}},
+    {"layout": {"kind": "extents", "extent_sectors": 2048}, "policy": {"name": "cooling", "every_requests": 50}},
+    {"layout": {"kind": "as_traced"}, "policy": {"name": "alis", "interval_s": 1.0}},
+    {"layout": {"kind": "as_traced"}, "io": {"kind": "track-aligned", "tracks": 1, "report": "requests"}},
+    {"layout": {"kind": "as_traced"}, "interval_ms": 500},
+)
+
+
+def trace(n: int = 2_000, seed: int = 3) -> pa.Table:
+    """n requests over 2 devices, 4 ms apart, a third of them writes, skewed to a few hot regions."""
+    rng = np.random.default_rng(seed)
+    hot = rng.integers(0, DEVICE_SECTORS // 2048, 8) * 2048
+    start = np.where(rng.random(n) < 0.7, hot[rng.integers(0, 8, n)] + rng.integers(0, 2000, n),
+                     rng.integers(0, DEVICE_SECTORS - 256, n))
+    return pa.table({"trace_id": ["warm"] * n, "device": [str(d) for d in rng.integers(0, 2, n)],
+                     "seq": np.arange(n, dtype=np.int64), "ts_us": np.arange(n, dtype=np.int64) * 4_000,
+                     "op": np.where(rng.random(n) < 0.33, "W", "R").tolist(),
+                     "offset_bytes": (start * 512).astype(np.int64),
+                     "size_bytes": (rng.integers(1, 33, n) * 4096).astype(np.int64)})
+
+
+def compile_all() -> int:
+    """Replays `trace()` under every scenario of SCENARIOS; returns the requests replayed."""
+    table, done = trace(), 0
+    for k, extra in enumerate(SCENARIOS):
+        cfg = ScenarioConfig.from_dict({"scenario_id": f"warm{k}", "spec": "hp_c2247a", "scheduler": "clook",
+                                        "devices": ["0", "1"], "device_sectors": [DEVICE_SECTORS] * 2, **extra})
+        done += int(simulate_scenario(table, cfg).result.column("requests")[0].as_py())
+    return done
+
+
+if __name__ == "__main__":
+    print(f"sim.warm: {compile_all():,} requests replayed, the simulator's loops are in numba's cache")
