@@ -118,6 +118,9 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
         # Scans split into pieces of at most 32 MB (default 128): a 10 M-request table (195 MB) is ~8 tasks, not 3,
         # so two cores or workers share a stage evenly (extent heat of 10 M: 51 -> 46 s in local[2]).
         "spark.sql.files.maxPartitionBytes": "32m",
+        # and a large shuffle is read by up to the 8 partitions above, not coalesced into 64 MB ones: extent heat's
+        # final aggregation of 100 M requests ran as 3 tasks, 12 s on one worker and 11 s on two.
+        "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16m",
         # Our aggregations are mostly per extent, block or edge (10^5-10^7 groups a task): the small
         # first-level hash map only misses there before every row goes on to the main one (extent heat,
         # 5 M requests: 2.7 s against 3.2 s; docs/BENCHMARKS.md).

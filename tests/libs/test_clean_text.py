@@ -3,6 +3,7 @@ strict parser refuses every spelling the general path could read differently, an
 writes exactly what the general path writes, or hands the trace to the general path (leaving no file)."""
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,22 @@ def test_every_split_gives_every_line_once(tmp_path, end):
         pieces = [read_lines(str(path), s, e - s) for s, e in bounds]
         assert b"".join(pieces) == data, step
         assert lines_per_range(str(path), bounds) == [len(p.splitlines()) for p in pieces], step
+
+
+def test_newlines_are_counted_across_chunk_edges(tmp_path):
+    """The driver's newline count reads the mapped file in chunks: every chunk size and range gives bytes.count's
+    answer (a newline on a chunk's first or last byte counted once)."""
+    import mmap
+
+    from libs.readers.clean_text import _newlines
+
+    data = bytes(random.Random(4).choice(b"ab\n") for _ in range(997))
+    path = tmp_path / "f.bin"
+    path.write_bytes(data)
+    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        for chunk in (1, 2, 3, 7, 64, 1000, 16 << 20):
+            for lo, hi in ((0, 997), (1, 996), (13, 500), (500, 501), (3, 3)):
+                assert _newlines(mm, lo, hi, chunk) == data[lo:hi].count(b"\n"), (chunk, lo, hi)
 
 
 # ---- the strict parser ----------------------------------------------------------------------------
