@@ -116,7 +116,7 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
         "spark.pyspark.python": python,
         "spark.sql.shuffle.partitions": "8",
         # Scans split into pieces of at most 32 MB (default 128): a 10 M-request table (195 MB) is ~8 tasks, not 3,
-        # so two cores or workers share a stage evenly (extent heat of 10 M: 51 -> 46 s in local[2]).
+        # so two cores or workers share a stage evenly (extent heat of 10 M: 51 -> 46 s in local[2], one run).
         "spark.sql.files.maxPartitionBytes": "32m",
         # and a large shuffle is read by up to the 8 partitions above, not coalesced into 64 MB ones: extent heat's
         # final aggregation of 100 M requests ran as 3 tasks, 12 s on one worker and 11 s on two.
