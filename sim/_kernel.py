@@ -5,6 +5,12 @@ pays for passing the state around (numba reference-counts each array argument of
 Shaped like SimPy: `now`, a binary heap of (time, priority, seq) events (disk completions and closed-loop
 issues), plus two time-sorted streams merged in (arrivals and remap events). Same-time events run in
 priority order completions < remaps < issues < arrivals, then by seq: runs are deterministic.
+
+Every function here and in sim.disk is compiled without numba's reference counting (`_nrt=False`): the
+caller's Core, Out, ReqArrays, LayoutArrays and DiskArrays own every array for the whole call, so nothing
+can be freed under the loop, while with it each helper call took and dropped a reference on each of its
+array arguments, two atomic updates per array per call (the loop was 2-5x slower, bench/sim.py). Nothing
+here may allocate (numba refuses to compile an allocation without it): scratch arrays live in Core.
 """
 from __future__ import annotations
 
@@ -129,6 +135,8 @@ class Core(NamedTuple):
     seg: np.ndarray
     cyl_q: np.ndarray       # int64 [disks, cylinders, 2]: each cylinder's queue (head, tail slot); [., 0, 2]: FCFS
     cyl_blk: np.ndarray     # int64 [disks, blocks]: cylinders of the block with a queue
+    todo: np.ndarray        # int64 [disks + 8]: scratch, the disks an event touched
+    open_part: np.ndarray   # int64 [disks]: scratch, -1 between arrivals (a request's latest part per disk)
 
 
 class Out(NamedTuple):
@@ -144,7 +152,7 @@ class Out(NamedTuple):
     log_i: np.ndarray
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def u01(seed: np.uint64, counter: np.int64) -> float:  # pragma: no cover
     """Counter-based uniform in [0, 1) (splitmix64 of seed + counter): no generator state to carry."""
     z = seed + np.uint64(counter) * np.uint64(0x9E3779B97F4A7C15)
@@ -154,7 +162,7 @@ def u01(seed: np.uint64, counter: np.int64) -> float:  # pragma: no cover
     return float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def heap_push(heap_f: np.ndarray, heap_i: np.ndarray, si: np.ndarray, t: float, prio: int, kind: int,
               arg: int) -> None:  # pragma: no cover
     i = si[SI_HEAP_N]
@@ -177,7 +185,7 @@ def heap_push(heap_f: np.ndarray, heap_i: np.ndarray, si: np.ndarray, t: float, 
     heap_i[i, HK_ARG] = arg
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def heap_pop(heap_f: np.ndarray, heap_i: np.ndarray, si: np.ndarray) -> None:  # pragma: no cover
     n = si[SI_HEAP_N] - 1
     si[SI_HEAP_N] = n
@@ -208,7 +216,7 @@ def heap_pop(heap_f: np.ndarray, heap_i: np.ndarray, si: np.ndarray) -> None:  #
     heap_i[i, HK_ARG] = arg
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def log_event(si: np.ndarray, log_t: np.ndarray, log_i: np.ndarray, t: float, kind: int, req: int,
               disk: int) -> None:  # pragma: no cover
     k = si[SI_LOG_N]
@@ -219,7 +227,7 @@ def log_event(si: np.ndarray, log_t: np.ndarray, log_i: np.ndarray, t: float, ki
     si[SI_LOG_N] = k + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def spread(ts: np.ndarray, col: int, w: float, t0: float, t1: float, rate: float) -> None:  # pragma: no cover
     """Add rate x overlap to column col of each interval [k w, (k+1) w) that [t0, t1) overlaps."""
     k = int(t0 / w)
@@ -231,7 +239,7 @@ def spread(ts: np.ndarray, col: int, w: float, t0: float, t1: float, rate: float
         k += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def spread_disk(ts_disk: np.ndarray, d: int, col: int, w: float, t0: float, t1: float,
                 rate: float) -> None:  # pragma: no cover
     k = int(t0 / w)
@@ -243,7 +251,7 @@ def spread_disk(ts_disk: np.ndarray, d: int, col: int, w: float, t0: float, t1: 
         k += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def disk_count(dk_i: np.ndarray, dk_f: np.ndarray, ts_disk: np.ndarray, w: float, d: int, now: float,
                delta: int, is_read: bool) -> None:  # pragma: no cover
     """Integrate disk d's number in system (queued + in service; and its reads) up to now, then change it by
@@ -264,7 +272,7 @@ def disk_count(dk_i: np.ndarray, dk_f: np.ndarray, ts_disk: np.ndarray, w: float
         dk_i[d, DK_MAXQ] = nsys
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def outstanding(si: np.ndarray, sf: np.ndarray, ts: np.ndarray, w: float, now: float,
                 delta: int) -> None:  # pragma: no cover
     last = sf[SF_OUT_LAST]
@@ -280,7 +288,7 @@ def outstanding(si: np.ndarray, sf: np.ndarray, ts: np.ndarray, w: float, now: f
         sf[A_MAX_OUT] = out
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def new_slot(slot_i: np.ndarray, si: np.ndarray) -> int:  # pragma: no cover
     s = int(si[SI_FREE])
     si[SI_FREE] = slot_i[s, S_NEXT]
@@ -289,14 +297,14 @@ def new_slot(slot_i: np.ndarray, si: np.ndarray) -> int:  # pragma: no cover
     return s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def free_slot(slot_i: np.ndarray, si: np.ndarray, s: int) -> None:  # pragma: no cover
     slot_i[s, S_NEXT] = si[SI_FREE]
     si[SI_FREE] = s
     si[SI_USED] -= 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def new_part(slot_i: np.ndarray, slot_f: np.ndarray, si: np.ndarray, zones: np.ndarray, surfaces: int, d: int,
              lbn: int, n: int, parent: int, kind: int, now: float) -> int:  # pragma: no cover
     s = new_slot(slot_i, si)
@@ -311,7 +319,7 @@ def new_part(slot_i: np.ndarray, slot_f: np.ndarray, si: np.ndarray, zones: np.n
     return int(s)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def enqueue(slot_i: np.ndarray, dk_i: np.ndarray, dk_f: np.ndarray, ts_disk: np.ndarray, w: float, d: int,
             s: int, now: float, si: np.ndarray, cyl_q: np.ndarray, cyl_blk: np.ndarray) -> None:  # pragma: no cover
     """Append slot s to disk d's queue (destages to its background queue) and to its cylinder's."""
@@ -337,7 +345,7 @@ def enqueue(slot_i: np.ndarray, dk_i: np.ndarray, dk_f: np.ndarray, ts_disk: np.
     disk_count(dk_i, dk_f, ts_disk, w, d, now, 1, slot_i[s, S_KIND] in (K_READ, K_MIG_READ))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _cyl_append(slot_i: np.ndarray, cyl_q: np.ndarray, cyl_blk: np.ndarray, d: int, s: int,
                 si: np.ndarray) -> None:  # pragma: no cover
     """Append queued slot s to its cylinder's queue on disk d, numbered after every slot indexed before it."""
@@ -354,7 +362,7 @@ def _cyl_append(slot_i: np.ndarray, cyl_q: np.ndarray, cyl_blk: np.ndarray, d: i
     cyl_q[d, c, 1] = s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _cyl_at_or_after(cyl_q: np.ndarray, cyl_blk: np.ndarray, d: int, x: int) -> int:  # pragma: no cover
     """The lowest cylinder >= x holding a queued sub-request on disk d, -1: none."""
     ncyl = cyl_q.shape[1]
@@ -373,7 +381,7 @@ def _cyl_at_or_after(cyl_q: np.ndarray, cyl_blk: np.ndarray, d: int, x: int) -> 
     return -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _cyl_at_or_before(cyl_q: np.ndarray, cyl_blk: np.ndarray, d: int, x: int) -> int:  # pragma: no cover
     """The highest cylinder <= x holding a queued sub-request on disk d, -1: none."""
     x = min(x, cyl_q.shape[1] - 1)
@@ -391,7 +399,7 @@ def _cyl_at_or_before(cyl_q: np.ndarray, cyl_blk: np.ndarray, d: int, x: int) ->
     return -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def pick(slot_i: np.ndarray, dk_i: np.ndarray, sched: int, span: int, d: int, cyl_q: np.ndarray,
          cyl_blk: np.ndarray, scan_max: int, si: np.ndarray) -> int:  # pragma: no cover
     """Remove and return disk d's next slot: FCFS (0), SSTF (1) or C-LOOK (2) over its queue (ties go to
@@ -463,7 +471,7 @@ def pick(slot_i: np.ndarray, dk_i: np.ndarray, sched: int, span: int, d: int, cy
     return int(best)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def map_unit(lp: np.ndarray, ext_lstart: np.ndarray, ext_len: np.ndarray, ext_disk: np.ndarray,
              ext_pstart: np.ndarray, dev: int, lbn: int, logical: int, req: int,
              seed: np.uint64) -> tuple[int, int, int]:  # pragma: no cover
@@ -498,7 +506,7 @@ def map_unit(lp: np.ndarray, ext_lstart: np.ndarray, ext_len: np.ndarray, ext_di
     return ext_disk[lo], ext_pstart[lo] + off, ext_len[lo] - off
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: DiskArrays, until: float,
              max_events: int) -> int:  # pragma: no cover
     """Process events in (time, priority, seq) order until the time `until`, max_events events (-1: no
@@ -559,8 +567,8 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
     seed = np.uint64(si[CI_SEED])
     max_out = si[CI_MAX_OUT]
     cp_every = si[CI_CP_EVERY]
-    todo = np.empty(n_disk + 8, dtype=np.int64)
-    open_part = np.full(n_disk, -1, dtype=np.int64)   # this request's latest part per disk
+    todo = core.todo
+    open_part = core.open_part
     events = 0
     while True:
         if max_events >= 0 and events >= max_events:

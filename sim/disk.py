@@ -2,7 +2,8 @@
 transfer with head and cylinder switches, overheads, bus transfer, and the segmented read-ahead cache.
 
 All functions take the arrays of a compiled spec (sim.spec.DiskArrays) and the per-disk state rows the
-engine owns; times are microseconds (float64) on the simulation clock.
+engine owns; times are microseconds (float64) on the simulation clock. Compiled without reference counting
+like the engine's loop that calls them (sim._kernel's docstring says why).
 """
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ SG_START, SG_END, SG_LRU = 0, 1, 2
 F_HIT, F_PHYSICAL, F_DESTAGE = 1, 2, 4
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def zone_of(zones: np.ndarray, lbn: int) -> int:  # pragma: no cover
     """Index of the zone holding logical block lbn (binary search over the zones' first blocks)."""
     lo = 0
@@ -68,7 +69,7 @@ def zone_of(zones: np.ndarray, lbn: int) -> int:  # pragma: no cover
     return lo
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def locate(zones: np.ndarray, surfaces: int, lbn: int) -> tuple[int, int, int, int, int]:  # pragma: no cover
     """Logical block -> (cylinder, head, sector in track, sectors per track, physical slot of sector 0).
 
@@ -87,12 +88,12 @@ def locate(zones: np.ndarray, surfaces: int, lbn: int) -> tuple[int, int, int, i
     return zones[z, Z_FIRST_CYL] + cz, head, s, spt, skew
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def cylinder_of(zones: np.ndarray, surfaces: int, lbn: int) -> int:  # pragma: no cover
     return locate(zones, surfaces, lbn)[0]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def stream_rate(zones: np.ndarray, params: np.ndarray, lbn: int) -> float:  # pragma: no cover
     """Sequential media rate (sectors per us) in the zone of lbn: each track costs a revolution plus its
     track skew (which the skew sizes to cover the head switch)."""
@@ -101,7 +102,7 @@ def stream_rate(zones: np.ndarray, params: np.ndarray, lbn: int) -> float:  # pr
     return float(spt / (params[P_ROT_US] * (spt + zones[z, Z_TSKEW]) / spt))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def media_access(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, cur_cyl: int, cur_head: int,
                  t: float, earliest: float, lbn: int, n: int, is_write: bool,
                  zero_latency: bool) -> tuple[float, float, int, int]:  # pragma: no cover
@@ -161,7 +162,7 @@ def media_access(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, cur
     return t_first, t, cyl, head
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def disk_access(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray, d: int,
                 t: float, earliest: float, lbn: int, n: int, is_write: bool,
                 zero_latency: bool) -> tuple[float, float]:  # pragma: no cover
@@ -176,7 +177,7 @@ def disk_access(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: 
     return (tf - ph) / c, (te - ph) / c
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def expected_service(zones: np.ndarray, params: np.ndarray, lbn: int, n: int,
                      is_write: bool) -> float:  # pragma: no cover
     """Expected-value mode: overhead + mean seek + half a rotation + n sectors at the zone's media rate."""
@@ -186,7 +187,7 @@ def expected_service(zones: np.ndarray, params: np.ndarray, lbn: int, n: int,
     return float(oh + params[P_AVG_SEEK_US] + 0.5 * rot + n * rot / spt)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _ra_progress(df: np.ndarray, d: int, now: float) -> float:  # pragma: no cover
     """First sector not yet read by disk d's read-ahead stream at time now."""
     t0 = df[d, DF_RA_T0]
@@ -196,7 +197,7 @@ def _ra_progress(df: np.ndarray, d: int, now: float) -> float:  # pragma: no cov
     return float(min(p, df[d, DF_RA_TARGET]))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def settle_read_ahead(zones: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray, seg: np.ndarray,
                       d: int, now: float, stop: bool) -> None:  # pragma: no cover
     """Bring disk d's read-ahead up to time now; with stop, abort it (the head stays where it got to)."""
@@ -214,13 +215,13 @@ def settle_read_ahead(zones: np.ndarray, params: np.ndarray, di: np.ndarray, df:
         di[d, DI_RA_SEG] = -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _touch(di: np.ndarray, seg: np.ndarray, d: int, s: int) -> None:  # pragma: no cover
     di[d, DI_LRU] += 1
     seg[d, s, SG_LRU] = di[d, DI_LRU]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _extend_read_ahead(params: np.ndarray, df: np.ndarray, seg: np.ndarray, d: int, s: int,
                        want_end: float) -> None:  # pragma: no cover
     """Push the active stream's target to want_end + read-ahead, sliding the segment window forward."""
@@ -232,7 +233,7 @@ def _extend_read_ahead(params: np.ndarray, df: np.ndarray, seg: np.ndarray, d: i
         seg[d, s, SG_START] = df[d, DF_RA_TARGET] - size
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _start_stream(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray,
                   d: int, s: int, t: float, l0: float) -> None:  # pragma: no cover
     """Start read-ahead into segment s at sector l0: position the head from where it is at time t."""
@@ -247,7 +248,7 @@ def _start_stream(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di
     df[d, DF_RA_RATE] = stream_rate(zones, params, first)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _stream_service(params: np.ndarray, df: np.ndarray, d: int, now: float, end: float, n: int,
                     oh: float) -> float:  # pragma: no cover
     """Service of a read fed by the active stream: bus transfer overlapped with the stream's arrival."""
@@ -256,7 +257,7 @@ def _stream_service(params: np.ndarray, df: np.ndarray, d: int, now: float, end:
     return float(max(oh + n * bus, t_data - now + bus))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray,
                      seg: np.ndarray, d: int, now: float, lbn: int, n: int, is_write: bool, destage: bool,
                      zero_latency: bool) -> tuple[float, int]:  # pragma: no cover

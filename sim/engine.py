@@ -255,7 +255,8 @@ class Simulation:
                       slot_i=np.zeros((0, K.SLOT_I), dtype=np.int64), slot_f=np.zeros((0, K.SLOT_F)),
                       dk_i=dk_i, dk_f=np.zeros((ndisk, K.DK_F)), seg=seg,
                       cyl_q=np.full((ndisk, ncyl, 2), -1, dtype=np.int64),
-                      cyl_blk=np.zeros((ndisk, -(-ncyl // K.CYL_BLOCK)), dtype=np.int64))
+                      cyl_blk=np.zeros((ndisk, -(-ncyl // K.CYL_BLOCK)), dtype=np.int64),
+                      todo=np.zeros(ndisk + 8, dtype=np.int64), open_part=np.full(ndisk, -1, dtype=np.int64))
         core.dk_f[:, K.DKF_CLOCK] = 1.0
         if cfg.spindles == "independent":
             # Angles and speeds from a stream of their own (seeded from the run's seed, so the main random
