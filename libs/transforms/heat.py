@@ -61,14 +61,18 @@ def split_at(requests: DataFrame, unit_bytes: int, *, start: Column | None = Non
                              f"{_blocks_sql(piece_lo, piece_hi)} AS blocks")
 
 
-def _per_second_sql(blocks: str, window_us: int, span_us: int) -> str:
-    """blocks / window length in seconds, as Spark SQL text; the whole-trace window (0) divides by the
-    trace's span, and a zero-length window gives null.
+def _window_seconds(window_us: int, span_us: int) -> float:
+    """The seconds a window's heat divides by: its length, the trace's span for the whole-trace window (0).
 
     A window is a time unit: the last (partial) window still divides by the full window length,
     so a trace ending early in a window shows less heat there rather than an inflated rate.
     """
-    seconds = (window_us if window_us else span_us) / 1e6
+    return (window_us if window_us else span_us) / 1e6
+
+
+def _per_second_sql(blocks: str, window_us: int, span_us: int) -> str:
+    """blocks / _window_seconds, as Spark SQL text; a zero-length window gives null."""
+    seconds = _window_seconds(window_us, span_us)
     # repr round-trips the float exactly; a bare 3600.0 would be a DECIMAL literal in Spark SQL.
     return f"({blocks} / CAST('{seconds!r}' AS DOUBLE))" if seconds > 0 else "CAST(NULL AS DOUBLE)"
 
@@ -232,7 +236,7 @@ def disk_heat_rows(per_disk: pa.Table, layouts: Mapping[str, tuple[str, Sequence
     window; null for a zero span), and across the layout's disks in each window the mean, max, max/mean (null
     when the mean is 0) and population variance of heat (numpy's, equal to Spark's avg and var_pop to the last
     bits or nearly: the order of the sums differs)."""
-    seconds = (window_us if window_us else span_us) / 1e6
+    seconds = _window_seconds(window_us, span_us)
     layout_col = per_disk.column("layout").to_pylist()
     window_col = per_disk.column("window_start_us").to_numpy()
     disk_col = per_disk.column("disk").to_pylist()
