@@ -29,6 +29,7 @@ from sim.array import (
     LP_DISKS,
     LP_FIRST,
     LP_KIND,
+    LP_SHIFT,
     LP_UNIT,
     LP_WIDTH,
     LayoutArrays,
@@ -473,7 +474,7 @@ def pick(slot_i: np.ndarray, dk_i: np.ndarray, sched: int, span: int, d: int, cy
 
 @njit(cache=True, nogil=True, _nrt=False)
 def map_unit(lp: np.ndarray, ext_lstart: np.ndarray, ext_len: np.ndarray, ext_disk: np.ndarray,
-             ext_pstart: np.ndarray, dev: int, lbn: int, logical: int, req: int,
+             ext_pstart: np.ndarray, ext_index: np.ndarray, dev: int, lbn: int, logical: int, req: int,
              seed: np.uint64) -> tuple[int, int, int]:  # pragma: no cover
     """(disk, physical sector, sectors left in this mapping unit) for one logical sector."""
     kind = lp[LP_KIND]
@@ -494,8 +495,10 @@ def map_unit(lp: np.ndarray, ext_lstart: np.ndarray, ext_len: np.ndarray, ext_di
         u = u01(seed, (np.int64(1) << 40) + req)
         disk = min(int(u * lp[LP_DISKS]), lp[LP_DISKS] - 1)
         return disk, logical % cap, 1 << 62
-    lo = 0
-    hi = ext_lstart.shape[0] - 1
+    b = logical >> lp[LP_SHIFT]             # the extent lies between the index's entries b and b + 1
+    last = ext_index.shape[0] - 1
+    lo = ext_index[min(b, last)]
+    hi = ext_index[min(b + 1, last)] if b < last else ext_lstart.shape[0] - 1
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if ext_lstart[mid] <= logical:
@@ -541,6 +544,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
     ext_len = lay.ext_len
     ext_disk = lay.ext_disk
     ext_pstart = lay.ext_pstart
+    ext_index = lay.ext_index
     rm_time = lay.rm_time
     dev_base = lay.dev_base
     zones = disk.zones
@@ -783,7 +787,8 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
             first = -1
             last = -1
             while n > 0:
-                d, pl, run = map_unit(lp, ext_lstart, ext_len, ext_disk, ext_pstart, dev, lbn, logical, i, seed)
+                d, pl, run = map_unit(lp, ext_lstart, ext_len, ext_disk, ext_pstart, ext_index, dev, lbn, logical, i,
+                                      seed)
                 if random_layout and pl + n > cap:
                     pl = cap - n
                 k = n if n < run else run

@@ -24,9 +24,23 @@ __all__ = [
 
 LAYOUT_AS_TRACED, LAYOUT_CONCAT, LAYOUT_STRIPED, LAYOUT_RANDOM, LAYOUT_EXTENTS = range(5)
 # LayoutArrays.params indices.
-LP_KIND, LP_DISKS, LP_UNIT, LP_WIDTH, LP_FIRST, LP_CAPACITY = range(6)
-LP_COUNT = 6
+LP_KIND, LP_DISKS, LP_UNIT, LP_WIDTH, LP_FIRST, LP_CAPACITY, LP_SHIFT = range(7)
+LP_COUNT = 7
 SCHEDULERS = {"fcfs": 0, "sstf": 1, "clook": 2}
+
+
+def extent_index(lstart: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, int]:
+    """(index, shift): index[b] is the extent holding logical sector b << shift, for b up to one past the
+    extents' end; shift makes a bucket about as long as an average extent. The extent holding a sector x lies
+    between index[x >> shift] and index[(x >> shift) + 1], so the loop's lookup searches one or two extents
+    where a binary search over all of them took ~20 dependent, cache-missing reads (1.3 M extents at 100 M
+    requests on 40 disks)."""
+    if len(lstart) == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    end = int(lstart[-1] + length[-1])
+    shift = max(0, (max(1, end // len(lstart))).bit_length() - 1)
+    starts = np.arange((end >> shift) + 2, dtype=np.int64) << shift
+    return np.searchsorted(lstart, starts, side="right").astype(np.int64) - 1, shift
 
 
 class LayoutArrays(NamedTuple):
@@ -43,6 +57,7 @@ class LayoutArrays(NamedTuple):
     rm_pstart: np.ndarray     # int64 [R]
     rm_migrate: np.ndarray    # int64 [R] 1 = copy the extent (read old, then write new) as extra I/O
     dev_base: np.ndarray      # int64 [devices] logical start of each traced device
+    ext_index: np.ndarray     # int64 [B] the extent holding logical sector b << params[LP_SHIFT] (extent_index)
 
 
 @dataclass(frozen=True)
@@ -209,6 +224,7 @@ class DiskArray:
             for col, attr in (("ext_lstart", "logical_start"), ("ext_len", "sectors"), ("ext_disk", "disk"),
                               ("ext_pstart", "physical_start")):
                 cols[col] = np.array([getattr(e, attr) for e in lay.extents], dtype=np.int64)
+            cols["ext_index"], params[LP_SHIFT] = extent_index(cols["ext_lstart"], cols["ext_len"])
             cols["rm_time"] = np.array([r.time_us for r in lay.remaps], dtype=np.float64)
             for col, attr in (("rm_ext", "extent"), ("rm_disk", "disk"), ("rm_pstart", "physical_start"),
                               ("rm_migrate", "migrate")):

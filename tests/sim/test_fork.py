@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sim import _kernel as K
-from sim.array import DiskArray, Extent, ExtentMap, Striped
+from sim.array import LAYOUT_EXTENTS, LP_COUNT, LP_KIND, LP_SHIFT, DiskArray, Extent, ExtentMap, Striped, extent_index
 from sim.engine import SimConfig, Simulation
 from sim.records import Requests
 from sim.specs import load
@@ -125,3 +125,40 @@ def test_a_piece_ending_where_the_open_part_begins_joins_it() -> None:
     assert _parts_in_service(sim) == {0: (0, 16), 1: (0, 8)}
     sim.run()
     assert sim.result().physical_ios == 2
+
+
+@pytest.mark.parametrize("lengths", [
+    [2048] * 50,                                    # uniform: one extent per bucket
+    [1, 1, 1, 5000, 3, 7, 1, 90_000, 2, 2, 2],      # skewed: buckets far longer and far shorter than extents
+    [12345],                                        # one extent
+])
+def test_the_extent_index_finds_the_extent_a_binary_search_finds(lengths: list[int]) -> None:
+    length = np.array(lengths, dtype=np.int64)
+    lstart = np.concatenate([[0], np.cumsum(length)[:-1]]).astype(np.int64)
+    index, shift = extent_index(lstart, length)
+    end = int(lstart[-1] + length[-1])
+    assert (index[0], index[-1]) == (0, len(lengths) - 1)
+    ext = np.arange(len(lengths), dtype=np.int64)
+    lay = np.zeros(LP_COUNT, dtype=np.int64)
+    lay[LP_KIND], lay[LP_SHIFT] = LAYOUT_EXTENTS, shift
+    sectors = np.unique(np.concatenate([lstart, lstart + length - 1, np.random.default_rng(4).integers(0, end, 500)]))
+    for x in sectors:
+        want = int(np.searchsorted(lstart, x, side="right") - 1)
+        d, p, left = K.map_unit(lay, lstart, length, ext, 1000 * ext, index, 0, 0, int(x), 0, np.uint64(1))
+        assert (d, p, left) == (want, 1000 * want + x - lstart[want], lstart[want] + length[want] - x)
+
+
+def test_an_extent_map_compiles_its_index_and_replays_through_it() -> None:
+    # 300 extents of 8 sectors, shuffled over 2 disks, the first 100 of the shuffle on disk 0: the index has one
+    # extent per 8-sector bucket (shift 3), 302 entries (the last two past the end point at the last extent), and
+    # one 8-sector read of each extent reaches the disk its extent is on.
+    rng = np.random.default_rng(7)
+    order = rng.permutation(300)
+    disk = (order >= 100).astype(int)
+    lay = ExtentMap(tuple(Extent(8 * i, 8, int(disk[i]), 8 * int(order[i])) for i in range(300)))
+    arrays = DiskArray(2, lay).compile(1 << 20, np.zeros(1, dtype=np.int64))
+    assert arrays.params[LP_SHIFT] == 3
+    assert arrays.ext_index.tolist() == [*range(300), 299, 299]
+    reqs = requests([(10.0 * i, 0, 8 * int(j), 8, "R") for i, j in enumerate(rng.permutation(300))])
+    res = run(toy_spec(), DiskArray(2, lay), reqs, service="constant", constant_ms=1.0).result()
+    assert res.disk_physical_ios == (100, 200)
