@@ -1,6 +1,8 @@
 """Static allocation of extents to disks (FIVE section 3.1, Figure 3): round-robin versus FIVE's greedy
 allocation (extents by descending heat, each onto the coolest disk not already holding an extent of the
-same file), with heats from `extent_heat`, and the result as a simulator extent map. Pure Python.
+same file), with heats from `extent_heat`, and the result as a simulator extent map. The greedy loop is
+compiled with numba (`greedy_disks`, over arrays: 1.3 M extents on 40 disks in well under a second, ~29 s
+as a Python loop); the rest is plain Python.
 
     units = units_from_extent_heat(rows, extent_bytes=1 << 20, device_bytes={"0": 8 << 30}, sector_bytes=512)
     placed = greedy_allocation(units, n_disks=8)
@@ -24,11 +26,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from numba import njit
+
 if TYPE_CHECKING:
     from sim.array import ExtentMap
 
-__all__ = ["AllocUnit", "Allocation", "AllocationError", "greedy_allocation", "round_robin_allocation",
-           "to_extent_map", "units_from_extent_heat"]
+__all__ = ["AllocUnit", "Allocation", "AllocationError", "greedy_allocation", "greedy_disks",
+           "round_robin_allocation", "to_extent_map", "units_from_extent_heat"]
 
 
 class AllocationError(ValueError):
@@ -104,24 +109,57 @@ def greedy_allocation(units: Sequence[AllocUnit], n_disks: int, *,
     """FIVE's greedy: units by descending heat, each onto the disk with the lowest accumulated heat among
     those holding the fewest units of its file (none, while the file has at most D units) and with room."""
     _check(units, n_disks)
-    order = sorted(range(len(units)), key=lambda i: (-units[i].heat, i))
-    heat = [0.0] * n_disks
-    used = [0] * n_disks
-    held: dict[str, list[int]] = {}
-    disk = [-1] * len(units)
+    files: dict[str, int] = {}
+    file_id = np.array([files.setdefault(u.file, len(files)) for u in units], dtype=np.int64)
+    heat = np.array([u.heat for u in units], dtype=np.float64)
+    sectors = np.array([u.sectors for u in units], dtype=np.int64)
+    disk, order = greedy_disks(file_id, heat, sectors, n_disks, capacity_sectors, file_names=list(files))
+    return _finish(units, disk.tolist(), n_disks, order.tolist())
+
+
+def greedy_disks(file_id: np.ndarray, heat: np.ndarray, sectors: np.ndarray, n_disks: int,
+                 capacity_sectors: int | None = None, *,
+                 file_names: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """greedy_allocation over arrays (file numbers 0..F-1, heats, sectors per unit): (disk per unit, the
+    allocation order). Raises AllocationError when no disk has room for a unit (naming its file by
+    file_names[number] when given)."""
+    order = np.argsort(-np.asarray(heat, dtype=np.float64), kind="stable").astype(np.int64)   # ties: input order
+    n_files = int(file_id.max()) + 1 if len(file_id) else 0
+    cap = -1 if capacity_sectors is None else int(capacity_sectors)
+    disk = np.full(len(order), -1, dtype=np.int64)
+    failed = _greedy(order, np.ascontiguousarray(file_id, dtype=np.int64), np.ascontiguousarray(heat, dtype=np.float64),
+                     np.ascontiguousarray(sectors, dtype=np.int64), n_files, n_disks, cap, disk)
+    if failed >= 0:
+        f = int(file_id[failed])
+        name = repr(file_names[f]) if file_names is not None else f"number {f}"
+        raise AllocationError(f"no disk has room for unit {failed} ({int(sectors[failed])} sectors) of file {name}")
+    return disk, order
+
+
+@njit(cache=True, nogil=True)
+def _greedy(order: np.ndarray, file_id: np.ndarray, heat: np.ndarray, sectors: np.ndarray, n_files: int,
+            n_disks: int, cap: int, disk: np.ndarray) -> int:  # pragma: no cover - compiled by numba
+    """greedy_disks' loop, filling disk; returns -1, or the unit no disk had room for (cap -1: no limit).
+    Among the disks with room: the fewest units of the unit's file, then the lowest heat, then the lowest index."""
+    disk_heat = np.zeros(n_disks)
+    used = np.zeros(n_disks, dtype=np.int64)
+    counts = np.zeros((n_files, n_disks), dtype=np.int64)
     for i in order:
-        u = units[i]
-        counts = held.setdefault(u.file, [0] * n_disks)
-        room = [d for d in range(n_disks) if capacity_sectors is None or used[d] + u.sectors <= capacity_sectors]
-        if not room:
-            raise AllocationError(f"no disk has room for unit {i} ({u.sectors} sectors) of file {u.file!r}")
-        fewest = min(counts[d] for d in room)
-        d = min((d for d in room if counts[d] == fewest), key=lambda d: (heat[d], d))
-        disk[i] = d
-        heat[d] += u.heat
-        used[d] += u.sectors
-        counts[d] += 1
-    return _finish(units, disk, n_disks, order)
+        f = file_id[i]
+        best = -1
+        for d in range(n_disks):
+            if cap >= 0 and used[d] + sectors[i] > cap:
+                continue
+            if best < 0 or counts[f, d] < counts[f, best] or (counts[f, d] == counts[f, best]
+                                                                and disk_heat[d] < disk_heat[best]):
+                best = d
+        if best < 0:
+            return i
+        disk[i] = best
+        disk_heat[best] += heat[i]
+        used[best] += sectors[i]
+        counts[f, best] += 1
+    return -1
 
 
 def units_from_extent_heat(rows: Iterable[Mapping[str, Any]], *, extent_bytes: int, device_bytes: Mapping[str, int],

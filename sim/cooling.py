@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from sim.array import Extent, ExtentMap, LayoutArrays, RemapEvent
+from sim.array import LP_SHIFT, Extent, ExtentMap, LayoutArrays, RemapEvent
 from sim.engine import PolicyBase, Window
 from sim.tracker import InterarrivalTracker, split_into_units
 
@@ -341,7 +341,8 @@ class DiskCooling(PolicyBase):
         lay = sim.layout
         r = sim.requests
         unit, t_us, blocks = split_into_units(lay.ext_lstart, sim.dev_base, r.arrival_us, r.device, r.lbn, r.sectors,
-                                              window.first_request, window.end_request)
+                                              window.first_request, window.end_request,
+                                              index=(lay.ext_index, int(lay.params[LP_SHIFT])))
         self._tracker.observe(unit, t_us, blocks)
         now = sim.now_us
         n_disks = sim.array.n_disks

@@ -416,7 +416,7 @@ def _partition_layout(cfg: ScenarioConfig, requests: Any, devices: tuple[str, ..
                       device_sectors: tuple[int, ...] | None) -> Layout:
     """The scenario's layout, with per-device extents (round robin, or greedy by the partition's heats)
     built now that the devices' sizes are known. An empty partition gets the as-traced layout."""
-    from libs.allocation import AllocationError, AllocUnit, greedy_allocation, round_robin_allocation, to_extent_map
+    from libs.allocation import AllocationError, AllocUnit, greedy_disks, round_robin_allocation, to_extent_map
 
     greedy = cfg.policy if isinstance(cfg.policy, GreedyAllocation) else None
     if not isinstance(cfg.layout, RoundRobinExtents) and greedy is None:
@@ -427,33 +427,48 @@ def _partition_layout(cfg: ScenarioConfig, requests: Any, devices: tuple[str, ..
         else cfg.layout.extent_sectors  # type: ignore[union-attr]
     dev_base, dev_sectors = Simulation._device_bases(requests, device_sectors)
     names = [*devices, *[str(k) for k in range(len(devices), len(dev_sectors))]]   # background-only devices
-    units = [AllocUnit(names[k], j, 0.0, min(size, int(total) - start))
-             for k, total in enumerate(dev_sectors) for j, start in enumerate(range(0, int(total), size))]
     cap = cfg.spec.capacity_sectors
     try:
         if greedy is None:
-            placed = round_robin_allocation(units, n_disks, capacity_sectors=cap)
-        else:
-            heat = _extent_heat(requests, dev_base, units, greedy.heat_fraction, cfg.spec.sector_size)
-            units = [replace(u, heat=float(h)) for u, h in zip(units, heat, strict=True)]
-            placed = greedy_allocation(units, n_disks, capacity_sectors=cap)
+            units = [AllocUnit(names[k], j, 0.0, min(size, int(total) - start))
+                     for k, total in enumerate(dev_sectors) for j, start in enumerate(range(0, int(total), size))]
+            return to_extent_map(units, round_robin_allocation(units, n_disks, capacity_sectors=cap))
+        # Greedy over arrays (1.3 M extents at 100 M requests on 40 disks): each device's extents in order.
+        counts = [-(-int(total) // size) for total in dev_sectors]
+        file_id = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        sectors = np.concatenate([np.minimum(size, int(total) - np.arange(0, int(total), size, dtype=np.int64))
+                                  for total in dev_sectors]).astype(np.int64)
+        heat = _extent_heat(requests, dev_base, sectors, greedy.heat_fraction, cfg.spec.sector_size)
+        disk, _ = greedy_disks(file_id, heat, sectors, n_disks, cap, file_names=names)
     except AllocationError as exc:
         raise ScenarioError(f"extents of {size} sectors do not fit {n_disks} disks of {cap} sectors: {exc}") from exc
-    return to_extent_map(units, placed)
+    return _extent_map(sectors, disk)
 
 
-def _extent_heat(requests: Any, dev_base: np.ndarray, units: list[Any], fraction: float,
+def _extent_map(sectors: np.ndarray, disk: np.ndarray) -> ExtentMap:
+    """Extents of these sizes tiling the logical space in order, each on its disk, back to back there in logical
+    order (libs.allocation.to_extent_map's placement)."""
+    lstart = np.concatenate([[0], np.cumsum(sectors)[:-1]]).astype(np.int64)
+    pstart = np.zeros(len(sectors), dtype=np.int64)
+    for d in np.unique(disk):
+        on = np.flatnonzero(disk == d)
+        pstart[on] = np.cumsum(sectors[on]) - sectors[on]
+    return ExtentMap(tuple(map(Extent, lstart.tolist(), sectors.tolist(), disk.tolist(), pstart.tolist())))
+
+
+def _extent_heat(requests: Any, dev_base: np.ndarray, sectors: np.ndarray, fraction: float,
                  sector_size: int) -> np.ndarray:
-    """extent_heat's heat per unit (512-byte blocks per second) from the requests arriving in the first
-    `fraction` of the span; the window is that part's length (1 s when it has none)."""
-    lstart = np.concatenate([[0], np.cumsum([u.sectors for u in units])[:-1]]).astype(np.int64)
+    """extent_heat's heat per unit (512-byte blocks per second; units of these sizes tiling the devices in
+    order) from the requests arriving in the first `fraction` of the span; the window is that part's length
+    (1 s when it has none)."""
+    lstart = np.concatenate([[0], np.cumsum(sectors)[:-1]]).astype(np.int64)
     t = requests.arrival_us
     t_end = t[0] + fraction * (t[-1] - t[0])
     end = int(np.searchsorted(t, t_end, side="right"))
     unit, _, blocks = split_into_units(lstart, dev_base, t, requests.device, requests.lbn, requests.sectors, 0, end)
-    sectors = np.bincount(unit, weights=blocks, minlength=len(units))
+    counted = np.bincount(unit, weights=blocks, minlength=len(sectors))
     window_s = (t_end - t[0]) / 1e6 if t_end > t[0] else 1.0
-    return sectors * (sector_size / 512.0) / window_s
+    return counted * (sector_size / 512.0) / window_s
 
 
 @dataclass(frozen=True, eq=False)

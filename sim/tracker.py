@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from sim.array import extent_index
+
 __all__ = ["InterarrivalTracker", "split_into_units", "unit_heat"]
 
 
@@ -27,9 +29,11 @@ def _observe(times: np.ndarray, blocks: np.ndarray, count: np.ndarray, unit: np.
 
 
 @njit(cache=True, nogil=True)
-def _split(lstart: np.ndarray, dev_base: np.ndarray, arrival: np.ndarray, device: np.ndarray, lbn: np.ndarray,
-           sectors: np.ndarray, first: int, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+def _split(lstart: np.ndarray, index: np.ndarray, shift: int, dev_base: np.ndarray, arrival: np.ndarray,
+           device: np.ndarray, lbn: np.ndarray, sectors: np.ndarray, first: int,
+           end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
     n_units = lstart.shape[0]
+    last = index.shape[0] - 1
     cap = 2 * (end - first) + 8
     unit = np.empty(cap, dtype=np.int64)
     t = np.empty(cap)
@@ -38,7 +42,15 @@ def _split(lstart: np.ndarray, dev_base: np.ndarray, arrival: np.ndarray, device
     for i in range(first, end):
         lo = dev_base[device[i]] + lbn[i]
         hi = lo + sectors[i]
-        u = np.searchsorted(lstart, lo, side="right") - 1
+        b = lo >> shift                     # the unit lies between the index's entries b and b + 1
+        u = index[min(b, last)]
+        top = index[b + 1] if b < last else n_units - 1
+        while u < top:
+            mid = (u + top + 1) // 2
+            if lstart[mid] <= lo:
+                u = mid
+            else:
+                top = mid - 1
         while u < n_units and lo < hi:
             u_end = lstart[u + 1] if u + 1 < n_units else hi
             piece_end = hi if hi < u_end else u_end
@@ -63,12 +75,18 @@ def _split(lstart: np.ndarray, dev_base: np.ndarray, arrival: np.ndarray, device
 
 
 def split_into_units(lstart: np.ndarray, dev_base: np.ndarray, arrival_us: np.ndarray, device: np.ndarray,
-                     lbn: np.ndarray, sectors: np.ndarray, first: int = 0,
-                     end: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                     lbn: np.ndarray, sectors: np.ndarray, first: int = 0, end: int | None = None, *,
+                     index: tuple[np.ndarray, int] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Requests [first, end) cut at the mapping units' logical starts (sorted, from 0): (unit, arrival
-    us, blocks in that unit) per piece, in request order."""
+    us, blocks in that unit) per piece, in request order. index: sim.array.extent_index of the units (built
+    here when not given; a caller splitting often, like the cooling demon, passes the layout's)."""
     stop = len(arrival_us) if end is None else end
-    return _split(np.ascontiguousarray(lstart, dtype=np.int64), np.ascontiguousarray(dev_base, dtype=np.int64),
+    lstart = np.ascontiguousarray(lstart, dtype=np.int64)
+    if len(lstart) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+    if index is None:
+        index = extent_index(lstart, np.diff(lstart, append=lstart[-1] + 1))
+    return _split(lstart, index[0], int(index[1]), np.ascontiguousarray(dev_base, dtype=np.int64),
                   arrival_us, device, lbn, sectors, first, stop)
 
 

@@ -2,12 +2,14 @@
 same-file rule and its generalization, capacities, and units built from `extent_heat` rows. No Spark."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from libs.allocation import (
     AllocationError,
     AllocUnit,
     greedy_allocation,
+    greedy_disks,
     round_robin_allocation,
     to_extent_map,
     units_from_extent_heat,
@@ -110,3 +112,33 @@ def test_fewest_extents_rule_applies_among_disks_with_room() -> None:
     # a fills disk 0; b and c (file f) both fit only on disk 1, so c joins b there despite the same-file rule.
     units = [AllocUnit("x", 0, 5.0, 8), AllocUnit("f", 0, 4.0, 4), AllocUnit("f", 1, 3.0, 4)]
     assert greedy_allocation(units, 2, capacity_sectors=8).disk == (0, 1, 1)
+
+
+def _greedy_by_the_rule(units: list[AllocUnit], n_disks: int, cap: int | None) -> list[int]:
+    """FIVE's greedy step by step in plain Python (the loop libs.allocation compiles), for comparison."""
+    order = sorted(range(len(units)), key=lambda i: (-units[i].heat, i))
+    heat, used, held, disk = [0.0] * n_disks, [0] * n_disks, {}, [-1] * len(units)
+    for i in order:
+        u = units[i]
+        counts = held.setdefault(u.file, [0] * n_disks)
+        room = [d for d in range(n_disks) if cap is None or used[d] + u.sectors <= cap]
+        fewest = min(counts[d] for d in room)
+        d = min((d for d in room if counts[d] == fewest), key=lambda d: (heat[d], d))
+        disk[i], heat[d], used[d] = d, heat[d] + u.heat, used[d] + u.sectors
+        counts[d] += 1
+    return disk
+
+
+@pytest.mark.parametrize(("n_disks", "cap"), [(3, None), (5, 110), (8, 70)])
+def test_the_compiled_greedy_places_every_unit_as_the_rule_does(n_disks: int, cap: int | None) -> None:
+    # 120 units of 4 files, sizes 1-8 sectors, heats with many ties (whole numbers 0-9): the same disk per unit.
+    # The capacities are tight (530 and 539 sectors in all): 4 and 14 units go elsewhere than without one.
+    rng = np.random.default_rng(n_disks)
+    units = [AllocUnit(f"f{rng.integers(4)}", i, float(rng.integers(10)), int(rng.integers(1, 9))) for i in range(120)]
+    placed = greedy_allocation(units, n_disks, capacity_sectors=cap)
+    assert list(placed.disk) == _greedy_by_the_rule(units, n_disks, cap)
+
+
+def test_greedy_disks_names_the_file_that_did_not_fit() -> None:
+    with pytest.raises(AllocationError, match=r"unit 1 \(8 sectors\) of file number 0"):
+        greedy_disks(np.array([0, 0]), np.array([2.0, 1.0]), np.array([8, 8]), 1, 8)

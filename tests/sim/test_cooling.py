@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from sim.array import DiskArray, Extent, ExtentMap, RemapEvent
+from sim.array import DiskArray, Extent, ExtentMap, RemapEvent, extent_index
 from sim.cooling import COOLING_MOVES_SCHEMA, CoolingConfig, CoolingMove, DiskCooling, cooling_step, fragment_map
 from sim.engine import SimConfig, Simulation, Window, run_with_policy
 from sim.records import Requests
@@ -187,6 +187,28 @@ def test_requests_split_at_unit_boundaries() -> None:
     assert unit.tolist() == [0, 1, 2]
     assert t.tolist() == [1.0, 1.0, 2.0]
     assert blocks.tolist() == [5.0, 5.0, 3.0]
+
+
+def test_requests_split_through_the_unit_index_as_sector_by_sector() -> None:
+    # Units of very uneven sizes (1 to 900 sectors) and 300 requests of 1-1,500 sectors, some past the last unit's
+    # start: each request's sectors counted one by one into the unit holding each give the same pieces, with the
+    # index built here or passed in (the cooling demon passes its layout's).
+    rng = np.random.default_rng(11)
+    length = rng.choice([1, 2, 7, 64, 900], 200).astype(np.int64)
+    lstart = np.concatenate([[0], np.cumsum(length)[:-1]]).astype(np.int64)
+    n = 300
+    lbn, size = rng.integers(0, int(lstart[-1]) + 500, n), rng.integers(1, 1500, n)
+    cols = (np.zeros(1, dtype=np.int64), np.arange(n, dtype=np.float64), np.zeros(n, dtype=np.int32), lbn, size)
+    expect: dict[tuple[int, int], int] = {}
+    for i in range(n):
+        for x in range(lbn[i], lbn[i] + size[i]):
+            key = (i, int(np.searchsorted(lstart, x, side="right") - 1))
+            expect[key] = expect.get(key, 0) + 1
+    for index in (None, extent_index(lstart, length)):
+        unit, t, blocks = split_into_units(lstart, *cols, index=index)
+        assert dict(zip(zip(t.astype(int).tolist(), unit.tolist(), strict=True), blocks.astype(int).tolist(),
+                        strict=True)) == expect
+        assert len(unit) == len(expect)
 
 
 # -- the policy in a run ------------------------------------------------------------------------------
