@@ -1,7 +1,9 @@
 """Spark application: the HTML report of one trace (heat map, disk heat, CDFs, tracking accuracy, profile).
 
 Runs the heat, profile and tracking-evaluation jobs first when their tables lack the trace, then
-gathers small binned inputs (never trace-sized data) and renders them with libs.report.
+gathers small binned inputs (never trace-sized data) and renders them with libs.report. The distributions
+come from the requests files in one pass (libs.transforms.report_files), through Spark SQL when the files
+cannot be read directly.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, table_path, trace_info
 from libs.transforms.columns import idiv
 from libs.transforms.profile import chunked_lag, round_significant
+from libs.transforms.report_files import Unsupported, report_cdfs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -74,6 +77,17 @@ def _cdf(values: DataFrame, column: str, *, rounded: bool) -> list[tuple[float, 
     return list(zip(row[0], CDF_POINTS, strict=True))
 
 
+def spark_cdfs(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> dict[str, list[tuple[float, float]]]:
+    """The report's distributions in Spark SQL (the definition; libs.transforms.report_files reads the files
+    in one pass instead): request size, per-device interarrival time, response time."""
+    requests = read_table(spark, cfg.warehouse, "requests", trace_id)
+    gaps = chunked_lag(requests.select("device", "seq", "ts_us"), keys=["device"], chunk_us=60_000_000,
+                       cols=["ts_us"]).select((F.col("ts_us") - F.col("prev_ts_us")).alias("interarrival_us"))
+    return {"size_bytes": _cdf(requests, "size_bytes", rounded=False),
+            "interarrival_us": _cdf(gaps, "interarrival_us", rounded=True),
+            "response_us": _cdf(requests, "response_us", rounded=True)}
+
+
 def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, out_dir: str | None = None,
         eval_ks: Sequence[int] = KS, eval_spec: StepSpec = DEFAULT_SPEC) -> Path:
     """Writes <out_dir>/report.html (figures embedded) and the PNG files; returns the HTML path.
@@ -89,12 +103,11 @@ def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, out_dir: str | 
     params = disk_rows.where(F.col("layout") == "striped").select("layout_params").first()
     if params:
         disk_heat[f"striped ({params[0]})"] = disk_heat.pop("striped")
-    requests = read_table(spark, cfg.warehouse, "requests", trace_id)
-    gaps = chunked_lag(requests.select("device", "seq", "ts_us"), keys=["device"], chunk_us=60_000_000,
-                       cols=["ts_us"]).select((F.col("ts_us") - F.col("prev_ts_us")).alias("interarrival_us"))
-    cdfs = {"size_bytes": _cdf(requests, "size_bytes", rounded=False),
-            "interarrival_us": _cdf(gaps, "interarrival_us", rounded=True),
-            "response_us": _cdf(requests, "response_us", rounded=True)}
+    try:
+        cdfs = report_cdfs(spark, cfg.warehouse, trace_id, CDF_POINTS)
+    except Unsupported as exc:
+        log.info("report %s: distributions through Spark SQL (%s)", trace_id, exc)
+        cdfs = spark_cdfs(spark, cfg, trace_id)
     tracking = [r.asDict() for r in read_table(spark, cfg.warehouse, "tracking_eval", trace_id)
                 .where(F.col("extent_bytes") == EXTENT_BYTES).orderBy("k").collect()]
     profile = [r.asDict() for r in read_table(spark, cfg.warehouse, "trace_profile", trace_id)

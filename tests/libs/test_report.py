@@ -5,13 +5,17 @@ from __future__ import annotations
 import base64
 import re
 
+import numpy as np
 import pytest
 
+from jobs.heat_report import CDF_POINTS, spark_cdfs
 from jobs.heat_report import run as run_report
 from libs import report
 from libs.cli import main as cli_main
 from libs.heat_eval import StepSpec
+from libs.transforms.report_files import METRICS, percentiles, report_cdfs
 from tests.builders import ingest, write_msr
+from tests.conftest import HPLAJW_TRACE_ID
 
 HOUR = 3_600_000_000
 
@@ -99,3 +103,33 @@ def test_cli_heat_prints_hottest_extents_and_balance(spark, spark_cfg, tmp_path,
     assert re.search(r"h_0\s+0\s+2\s+16\s+0\.0022\s", out), out
     assert re.search(r"as-traced\s+2\s+3\s", out), out
     assert "tables: extent_heat, disk_heat" in out
+
+
+def test_percentiles_weigh_each_value_by_its_count():
+    # Four values once each: p50 at position 1.5 lies halfway between 2 and 3. Values 10 (3 times) and 20 (once):
+    # p50 at position 1.5 has 10 on both sides; p90 at 2.7 is 0.3 x 10 + 0.7 x 20.
+    assert percentiles(np.array([4.0, 1.0, 3.0, 2.0]), np.array([1, 1, 1, 1]), [0, 0.5, 1]) == [1.0, 2.5, 4.0]
+    assert percentiles(np.array([20.0, 10.0]), np.array([1, 3]), [0.5, 0.9, 1]) == [10.0, 0.3 * 10 + 0.7 * 20, 20.0]
+
+
+def test_report_distributions_from_the_files_equal_spark_sql_on_hplajw(spark, spark_cfg, hplajw):
+    # The real week: 44,519 requests on 2 disks; every point of all three distributions to the last bit.
+    direct = report_cdfs(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID, CDF_POINTS)
+    assert direct == spark_cdfs(spark, spark_cfg, HPLAJW_TRACE_ID)
+    assert [len(direct[m]) for m in METRICS] == [201, 201, 201]
+    assert direct["size_bytes"][100] == (8192.0, 0.5)
+
+
+def test_report_distributions_from_the_files_equal_spark_sql_on_ties_and_many_devices(spark, spark_cfg, tmp_path):
+    # 3,000 requests on 5 disks with many equal timestamps (zero gaps), sizes from 512 B to 1 MiB, in two files of
+    # one trace; the same points as Spark SQL's, and the direct path reads each device's files.
+    rng = np.random.default_rng(5)
+    rows = [(int(rng.integers(0, 400)) * 1000, int(rng.integers(0, 5)), "R" if rng.random() < 0.6 else "W",
+             int(rng.integers(0, 1 << 20)) * 512, int(rng.choice([512, 4096, 8192, 65536, 1 << 20])))
+            for _ in range(3000)]
+    paths = [write_msr(tmp_path / "ties_0.csv", rows[:1500]), write_msr(tmp_path / "ties_1.csv", rows[1500:])]
+    ingest(spark, spark_cfg, "msr", "report-ties", paths)
+    direct = report_cdfs(spark, spark_cfg.warehouse, "report-ties", CDF_POINTS)
+    assert direct == spark_cdfs(spark, spark_cfg, "report-ties")
+    assert direct["interarrival_us"][0] == (0.0, 0.0)
+    assert direct["response_us"][0][0] == 10.0
