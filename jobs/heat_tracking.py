@@ -19,7 +19,7 @@ from libs.heat_eval import (
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, replace_rows, trace_info
 from libs.transforms.tracking import compute_heat_tracking
-from libs.transforms.tracking_files import Unsupported, track_trace
+from libs.transforms.tracking_files import Unsupported, relative_errors_files, track_trace
 from schemas import heat_tracking, tracking_eval
 
 if TYPE_CHECKING:
@@ -74,13 +74,19 @@ def run_track(spark: SparkSession, cfg: SparkConfig, job: TrackConfig) -> int:
 def run_eval(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, ks: Sequence[int] = KS,
              aging_period_us: int = 3_600_000_000, extent_bytes: int = 1 << 20,
              spec: StepSpec = DEFAULT_SPEC) -> list[dict[str, Any]]:
-    """For each k: tracking error on the real trace (via heat_tracking) and step/drop behaviour on
-    generated traces. Writes and returns the tracking_eval rows."""
+    """For each k: tracking error on the real trace (via heat_tracking; the relative errors read from its files,
+    libs.transforms.tracking_files.relative_errors_files, or through Spark SQL when they cannot be) and
+    step/drop behaviour on generated traces. Writes and returns the tracking_eval rows."""
     track_ks(spark, cfg, trace_id, ks, aging_period_us=aging_period_us, extent_bytes=extent_bytes)
-    tracked = read_table(spark, cfg.warehouse, heat_tracking.TABLE, trace_id).where(
-        f"extent_bytes = {int(extent_bytes)} AND aging_period_us = {int(aging_period_us)} "
-        f"AND k IN ({', '.join(str(int(k)) for k in ks)})")
-    errors = relative_errors_by_k(tracked)
+    try:
+        errors = relative_errors_files(spark, cfg.warehouse, trace_id, ks=ks, extent_bytes=extent_bytes,
+                                       aging_period_us=aging_period_us)
+    except Unsupported as exc:
+        log.info("tracking eval %s: relative errors through Spark SQL (%s)", trace_id, exc)
+        tracked = read_table(spark, cfg.warehouse, heat_tracking.TABLE, trace_id).where(
+            f"extent_bytes = {int(extent_bytes)} AND aging_period_us = {int(aging_period_us)} "
+            f"AND k IN ({', '.join(str(int(k)) for k in ks)})")
+        errors = relative_errors_by_k(tracked)
     none = {"checkpoints": 0, "mean": None, "median": None}
     step, drop = generated_trace("step", spec), generated_trace("drop", spec)
     rows = []

@@ -106,9 +106,10 @@ class Unsupported(Exception):
     """The table's files cannot be read directly (the caller falls back to compute_trace_profile)."""
 
 
-def trace_files(spark: SparkSession, warehouse: Path, trace_id: str, table: str = "requests") -> dict[str, list[str]]:
-    """The trace's files of `table` (partitioned by trace_id and device) by device (absolute paths), from
-    the table's current snapshot."""
+def trace_files(spark: SparkSession, warehouse: Path, trace_id: str, table: str = "requests",
+                by: str = "device") -> dict[str, list[str]]:
+    """The trace's files of `table` (partitioned by trace_id and `by`) by that partition value (absolute
+    paths), from the table's current snapshot."""
     from libs.delta_files import _file_path, _files_matching, _Jvm, table_target
 
     target = table_target(spark, warehouse, table)
@@ -118,7 +119,7 @@ def trace_files(spark: SparkSession, warehouse: Path, trace_id: str, table: str 
     for _, add in _files_matching(spark, jvm, txn, {"trace_id": trace_id}, target.partition_columns):
         if add.get("deletionVector") or "://" in add["path"] or add["path"].startswith("/"):
             raise Unsupported(f"{table} file {add['path']}: a deletion vector or a path outside the table")
-        files.setdefault(add["partitionValues"]["device"], []).append(_file_path(target, add["path"]))
+        files.setdefault(add["partitionValues"][by], []).append(_file_path(target, add["path"]))
     if not files:
         raise Unsupported(f"no {table} files for trace {trace_id!r}")
     return files

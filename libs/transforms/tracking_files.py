@@ -12,13 +12,15 @@ sort and shuffle the pieces once per k and join the true heat back, this reads t
 from __future__ import annotations
 
 import logging
+import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from libs.transforms.profile_files import Unsupported, trace_files
@@ -33,7 +35,7 @@ log = logging.getLogger(__name__)
 
 COLUMNS = ["ts_us", "seq", "offset_bytes", "size_bytes"]
 
-__all__ = ["Unsupported", "device_rows", "track_trace"]
+__all__ = ["Unsupported", "device_rows", "kth_smallest", "relative_errors_files", "track_trace"]
 
 
 def device_rows(requests: pa.Table, *, ks: Sequence[int], extent_bytes: int, aging_period_us: int,
@@ -122,3 +124,77 @@ def track_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, ks: Sequ
                 discard(t)
         raise
     return rows
+
+
+# --- the evaluation's relative errors from the heat_tracking files ------------------------------------------
+
+
+def _error_task(files: list[tuple[int, str]], scratch: str, extent_bytes: int,
+                aging_period_us: int) -> Callable[[Iterator[int]], Iterator[dict[str, Any]]]:
+    """The function each task runs: one heat_tracking file's relative errors |heat - true| / true (rows of this
+    extent size and aging period with an estimate and true heat > 0), sorted, saved as .npy under scratch."""
+
+    def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
+        for i in ids:
+            k, path = files[i]
+            t = pq.read_table(path, columns=["extent_bytes", "aging_period_us", "heat", "true_heat"])
+            keep = pc.and_(pc.and_(pc.equal(t.column("extent_bytes"), extent_bytes),
+                                   pc.equal(t.column("aging_period_us"), aging_period_us)),
+                           pc.and_(pc.is_valid(t.column("heat")), pc.greater(t.column("true_heat"), 0)))
+            t = t.filter(keep)
+            heat = t.column("heat").to_numpy().astype(np.float64)
+            true = t.column("true_heat").to_numpy().astype(np.float64)
+            e = np.sort(np.abs(heat - true) / true)
+            out = f"{scratch}/k{k}-{i}.npy"
+            np.save(out, e)
+            yield {"k": k, "path": out, "n": len(e), "sum": float(e.sum())}
+
+    return run
+
+
+def kth_smallest(arrays: Sequence[np.ndarray], rank: int) -> float:
+    """The value of 0-based rank `rank` among sorted arrays of non-negative floats, without merging them:
+    a binary search over the floats' bit patterns (ordered like the values when >= 0), counting the values at
+    or below each candidate with searchsorted (a few pages of each memory-mapped array per step)."""
+    lo, hi = 0, 0x7FF0000000000000                     # 0.0 and +inf as int64 bits
+    while lo < hi:
+        mid = (lo + hi) // 2
+        v = np.array(mid, np.int64).view(np.float64)
+        if sum(int(np.searchsorted(a, v, side="right")) for a in arrays) >= rank + 1:
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(np.array(lo, np.int64).view(np.float64))
+
+
+def relative_errors_files(spark: SparkSession, warehouse: Path, trace_id: str, *, ks: Sequence[int],
+                          extent_bytes: int, aging_period_us: int) -> dict[int, dict[str, float | int | None]]:
+    """libs.heat_eval.relative_errors_by_k (k -> {checkpoints, mean, median}) for the trace's heat_tracking rows of
+    this extent size and aging period, read from the table's files: one task per file sorts its errors to a
+    scratch file, the driver sums the counts and takes the median (Spark's percentile 0.5: the mean of the two
+    middle values for an even count) with kth_smallest over the memory-mapped files. The mean is the sum over
+    the count (the sums' order differs from Spark's avg: equal to ~1e-15). Unsupported when the files cannot
+    be read directly."""
+    from libs.task_parquet import scratch_dir
+
+    by_k = trace_files(spark, warehouse, trace_id, HT.TABLE, by="k")
+    files = [(int(k), f) for k, fs in sorted(by_k.items()) if int(k) in set(ks) for f in fs]
+    out: dict[int, dict[str, float | int | None]] = {}
+    with scratch_dir(warehouse, f"tracking-errors-{trace_id[:40]}") as scratch:
+        parts = spark.sparkContext.parallelize(range(len(files)), max(1, len(files))).mapPartitions(
+            _error_task(files, str(scratch), extent_bytes, aging_period_us)).collect()
+        for k in sorted({int(k) for k in ks}):
+            mine = [p for p in parts if p["k"] == k and p["n"]]
+            n = sum(p["n"] for p in mine)
+            if n == 0:
+                out[k] = {"checkpoints": 0, "mean": None, "median": None}
+                continue
+            arrays = [np.load(p["path"], mmap_mode="r") for p in mine]
+            position = (n - 1) * 0.5
+            lower, higher = math.floor(position), math.ceil(position)
+            lo = kth_smallest(arrays, lower)
+            hi = lo if higher == lower else kth_smallest(arrays, higher)
+            median = lo if lo == hi else (higher - position) * lo + (position - lower) * hi
+            out[k] = {"checkpoints": n, "mean": sum(p["sum"] for p in mine) / n, "median": median}
+            del arrays
+    return out

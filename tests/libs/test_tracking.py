@@ -17,7 +17,7 @@ from libs.heat_eval import (
     stale_seconds_arrays,
 )
 from libs.transforms.tracking import compute_heat_tracking
-from libs.transforms.tracking_files import device_rows
+from libs.transforms.tracking_files import device_rows, kth_smallest
 from schemas import heat_tracking
 from tests.builders import make_requests
 
@@ -216,3 +216,36 @@ def test_eval_job_on_the_real_trace_and_its_window_function_fallback(spark, spar
     assert track_ks(spark, spark_cfg, TID, [5]) == {5: 26_548}
     after = table(5).drop("trace_id").toPandas().sort_values(key).reset_index(drop=True)
     assert after[before.columns].equals(before)
+
+
+def test_kth_smallest_across_sorted_arrays_is_the_merged_order_statistic():
+    # Three sorted arrays with zeros, ties across arrays and one empty array: every rank of the merge.
+    rng = np.random.default_rng(2)
+    arrays = [np.sort(rng.choice([0.0, 0.25, 1.5, 1e-300, 7.0, 1e300], 40)), np.sort(rng.random(25)),
+              np.zeros(0), np.sort(np.concatenate([rng.random(10), [0.25, 0.25]]))]
+    merged = np.sort(np.concatenate(arrays))
+    assert [kth_smallest(arrays, r) for r in range(len(merged))] == merged.tolist()
+
+
+def test_relative_errors_from_the_files_equal_spark_sql_on_the_real_trace(spark, spark_cfg, hplajw, monkeypatch):
+    # The hplajw week tracked for k = 5 and 10: the files' checkpoints and median equal Spark SQL's exactly (an
+    # order statistic, the two middle values' mean for an even count); the mean to the last few bits. A k the
+    # table lacks has no checkpoints.
+    from jobs.heat_tracking import track_ks
+    from libs.heat_eval import relative_errors_by_k
+    from libs.tables import read_table
+    from libs.transforms.tracking_files import relative_errors_files
+    from tests.conftest import HPLAJW_TRACE_ID as TID
+
+    track_ks(spark, spark_cfg, TID, [5, 10])
+    direct = relative_errors_files(spark, spark_cfg.warehouse, TID, ks=(5, 10, 7), extent_bytes=MIB,
+                                   aging_period_us=3600 * S)
+    rows = read_table(spark, spark_cfg.warehouse, "heat_tracking", TID).where(
+        f"extent_bytes = {MIB} AND aging_period_us = {3600 * S} AND k IN (5, 10)")
+    sql = relative_errors_by_k(rows)
+    assert direct[7] == {"checkpoints": 0, "mean": None, "median": None}
+    for k in (5, 10):
+        assert (direct[k]["checkpoints"], direct[k]["median"]) == (sql[k]["checkpoints"], sql[k]["median"])
+        assert direct[k]["mean"] == pytest.approx(sql[k]["mean"], rel=1e-12)
+    # 4,196 checkpoints (even): the median interpolates between the two middle errors.
+    assert (direct[5]["checkpoints"], direct[10]["checkpoints"]) == (4196, 4196)
