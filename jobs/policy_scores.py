@@ -119,6 +119,7 @@ def run(spark: SparkSession, cfg: SparkConfig, job: ScoreConfig) -> ScoreSummary
     """Replaces the (trace, window) rows of policy_scores (and the sweep's grid in sim_results); returns them."""
     from pyspark.sql import functions as F
 
+    from jobs.simulate import TableFiles
     from jobs.simulate import run as simulate
     from libs.sim_grid import parse_grid
 
@@ -147,7 +148,8 @@ def run(spark: SparkSession, cfg: SparkConfig, job: ScoreConfig) -> ScoreSummary
                       source=f"policy sweep of trace {job.trace_id!r} window {window.window_id}")
     log.info("policy scores %s window %s: %d variants, %d scenarios on %d disks of %s", job.trace_id,
              window.window_id, len(variants), len(scenarios), target.n_disks, spec.name)
-    simulate(spark, cfg, grid, requests=windowed)
+    simulate(spark, cfg, grid, requests=windowed,
+             files=TableFiles(tables["requests"], (window.start_us, window.end_us)))
     results = {r["scenario_id"]: r.asDict(recursive=True) for r in read_table(spark, cfg.warehouse, "sim_results")
                .where((F.col("grid_id") == grid_id) & (F.col("trace_id") == job.trace_id)).collect()}
     rows = score_rows(variants, scenario_of, results, target=target, window=window, window_requests=stats.requests,

@@ -50,6 +50,16 @@ class SimulationError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class TableFiles:
+    """Replay the `requests` table's own Parquet files, each lane reading its array group's (no staging pass):
+    the rows of Delta version `version` (None: the current one), with start <= ts_us < end when window_us is
+    given. Staging (stage_requests) stands in when the files cannot be read directly or the table moved on."""
+
+    version: int | None = None
+    window_us: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
 class SimulateSummary:
     grid_id: str
     partitions: int
@@ -60,12 +70,14 @@ class SimulateSummary:
 
 
 def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: float = 10.0,
-        requests: DataFrame | None = None) -> SimulateSummary:
+        requests: DataFrame | None = None, files: TableFiles | None = None) -> SimulateSummary:
     """Simulates every (trace, array group, scenario) of the grid and replaces the grid's rows of sim_results,
     sim_timeseries and cooling_moves (one commit each, keyed by grid_id: a rerun replaces the whole grid;
     cooling_moves is written when a scenario has the cooling policy or the table already exists, so a rerun
-    without cooling clears the grid's old moves). requests: the `requests` rows to replay (default: the
-    table's), e.g. one time window of a trace read at a known Delta version."""
+    without cooling clears the grid's old moves). requests: the `requests` rows to replay, e.g. one time window
+    of a trace read at a known Delta version, staged to scratch files first; files: the same rows read from the
+    table's files by the lanes themselves (requests, when also given, stands in if they cannot be). Default:
+    the table's current files."""
     from pyspark.sql import functions as F
 
     from libs.task_parquet import scratch_dir
@@ -75,17 +87,24 @@ def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: 
     parts = plan_parts(grid, catalog)
     log.info("simulate grid %s (%s): %d partitions = %d trace(s) x array groups x %d scenario(s)",
              grid.grid_id, grid.source, len(parts), len(grid.traces), len(grid.scenarios))
-    source = requests if requests is not None else read_table(spark, cfg.warehouse, "requests")
-    requests = source.where(F.col("trace_id").isin(list(catalog)))
+    if files is None and requests is None:
+        files = TableFiles()
     with scratch_dir(cfg.warehouse, f"simulate-{grid.grid_id[:40]}") as scratch:
-        staged = stage_requests(requests, str(scratch))
+        direct = None if files is None else table_files(spark, cfg.warehouse, list(catalog), files.version)
+        if direct is not None:
+            staged, window = direct, files.window_us if files is not None else None
+        else:
+            source = requests if requests is not None else _windowed(read_table(spark, cfg.warehouse, "requests"),
+                                                                      files)
+            staged, window = stage_requests(source.where(F.col("trace_id").isin(list(catalog))), str(scratch)), None
         missing = [p.key for p in parts if not any((p.trace_id, d) in staged for d in p.devices)]
         if missing:
             raise SimulationError(f"no requests for {len(missing)} partition(s) (trace, array group, scenario), "
                                   f"e.g. {missing[:3]}")
         with _Progress(spark, f"simulate {grid.grid_id}", len(parts), progress_every_s) as progress, \
                 _executor_errors():
-            out = simulate_parts(spark, staged, longest_first(parts, catalog), progress=progress)
+            out = simulate_parts(spark, staged, longest_first(parts, catalog), progress=progress,
+                                 by_device=direct is not None, window_us=window)
     by_key = {key: i for i, key in enumerate(zip(*(out.column(c).to_pylist() for c in
                                                    ("trace_id", "array_group", "scenario_id")), strict=True))}
     out = out.take(pa.array([by_key[p.key] for p in parts], pa.int64()))       # grid order
@@ -199,6 +218,35 @@ def _stage(directory: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.R
     return run
 
 
+def _windowed(requests: DataFrame, files: TableFiles | None) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    if files is None or files.window_us is None:
+        return requests
+    return requests.where((F.col("ts_us") >= files.window_us[0]) & (F.col("ts_us") < files.window_us[1]))
+
+
+def table_files(spark: SparkSession, warehouse: Path, trace_ids: Sequence[str],
+                version: int | None) -> dict[tuple[str, str], list[str]] | None:
+    """(trace, device) -> the `requests` table's files holding them (device is a partition column, so the files
+    have no device column), or None when they cannot be read directly (deletion vectors, files outside the
+    table) or the table is no longer at `version`: the snapshot listed is `version` when the table's latest
+    version is that before and after the listing (files of a version are never rewritten)."""
+    from libs.tables import table_version
+    from libs.transforms.profile_files import Unsupported, trace_files
+
+    before = table_version(warehouse, "requests")
+    try:
+        listed = {t: trace_files(spark, warehouse, t) for t in trace_ids}
+    except Unsupported as exc:
+        log.info("simulate: the requests are staged (%s)", exc)
+        return None
+    if version is not None and not before == table_version(warehouse, "requests") == version:
+        log.info("simulate: the requests are staged (the table is at version %s, not %s)", before, version)
+        return None
+    return {(t, d): paths for t, by_device in listed.items() for d, paths in by_device.items()}
+
+
 def stage_requests(requests: DataFrame, directory: str) -> dict[tuple[str, str], list[str]]:
     """The requests to replay, written once to Parquet under `directory` (an empty directory every
     executor reaches) by the tasks that read them, one file per (trace, device) and task: (trace,
@@ -267,7 +315,8 @@ def lane_assignment(costs: Sequence[float], lanes: int) -> list[list[int]]:
 
 
 def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]], parts: Sequence[Part], *,
-                   memory_bytes: int | None = None, progress: _Progress | None = None) -> pa.Table:
+                   memory_bytes: int | None = None, progress: _Progress | None = None, by_device: bool = False,
+                   window_us: tuple[int, int] | None = None) -> pa.Table:
     """The simulation stage: the parts dealt to one Spark task ("lane") per core, heaviest first (expected_cost),
     each lane converting its array group's staged requests once and simulating its parts one after another
     (parts under LANE_MIN_REQUESTS run one task each instead, when memory allows);
@@ -276,11 +325,12 @@ def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]]
 
     When the parts of largest part_memory simulating on every core at once would hold more than memory_bytes
     (default sim_memory_bytes()), there are fewer lanes (a 100 M-request scorecard part held 15-25 GB before the
-    lanes shared their conversion: two at once were killed for memory on a 24 GB machine)."""
-    import pyarrow.parquet as pq
-
+    lanes shared their conversion: two at once were killed for memory on a 24 GB machine). by_device: the files
+    are the `requests` table's own, without a device column (their key's device is theirs); window_us: replay
+    only the rows with start <= ts_us < end."""
     files = [[f for d in p.devices for f in staged.get((p.trace_id, d), [])] for p in parts]
-    requests = [sum(pq.read_metadata(f).num_rows for f in fs) for fs in files]
+    devices = [[d for d in p.devices for _ in staged.get((p.trace_id, d), [])] if by_device else None for p in parts]
+    requests = [sum(_rows_in(f, window_us) for f in fs) for fs in files]
     cores = spark.sparkContext.defaultParallelism
     memory = sim_memory_bytes() if memory_bytes is None else memory_bytes
     lanes = lanes_for([part_memory(p, r) for p, r in zip(parts, requests, strict=True)], cores, memory)
@@ -296,13 +346,25 @@ def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]]
     if progress is not None:
         progress.lanes_start(len(groups))
     blobs = spark.sparkContext.parallelize(range(len(groups)), len(groups)).mapPartitions(
-        _simulator(list(parts), files, groups)).collect()
+        _simulator(list(parts), files, groups, devices, window_us)).collect()
     position = np.empty(len(parts), np.int64)                   # lane order -> the parts' order
     position[[i for group in groups for i in group]] = np.arange(len(parts))
     return from_ipc(blobs, OUTPUT_ARROW_SCHEMA).take(pa.array(position))
 
 
-def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]]
+def _rows_in(path: str, window_us: tuple[int, int] | None) -> int:
+    """The file's rows, or with a window those of its row groups whose ts_us range meets it (an upper bound)."""
+    import pyarrow.parquet as pq
+
+    from libs.transforms.profile_files import row_groups
+
+    if window_us is None:
+        return pq.read_metadata(path).num_rows
+    return sum(g.rows for g in row_groups(path) if g.hi >= window_us[0] and g.lo < window_us[1])
+
+
+def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]],
+               file_devices: list[list[str] | None] | None = None, window_us: tuple[int, int] | None = None
                ) -> Callable[[Iterator[int]], Iterator[bytes]]:
     """The function each task runs: simulate its group's parts one after another, yield one
     OUTPUT_ARROW_SCHEMA row as Arrow IPC for each. Parts replaying the same files (a scorecard's scenarios
@@ -318,7 +380,8 @@ def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]
                 key = (tuple(files[i]), part.config.spec.sector_size, part.config.devices)
                 if loaded is None or loaded[0] != key:
                     loaded = None                       # the previous group's requests freed before reading
-                    loaded = (key, load_requests(files[i], part.config.spec.sector_size, part.config.devices))
+                    loaded = (key, load_requests(files[i], part.config.spec.sector_size, part.config.devices,
+                                                 file_devices[i] if file_devices else None, window_us))
                 out = simulate_requests(*loaded[1], part.trace_id, part.config)
             except Exception as exc:
                 raise SimulationError(f"trace {part.trace_id!r}, array group {part.array_group!r}, scenario "
@@ -331,12 +394,15 @@ def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]
     return simulate
 
 
-def load_requests(files: Sequence[str], sector_size: int, devices: Sequence[str] | None) -> tuple[Any, Any]:
-    """(sim Requests, device names) from staged Parquet files (sim.workloads.from_parquet_files: one file's
-    Arrow columns in memory at a time), the memory the conversion freed handed back to the OS."""
+def load_requests(files: Sequence[str], sector_size: int, devices: Sequence[str] | None,
+                  file_devices: Sequence[str] | None = None,
+                  window_us: tuple[int, int] | None = None) -> tuple[Any, Any]:
+    """(sim Requests, device names) from staged or table Parquet files (sim.workloads.from_parquet_files: one
+    file's Arrow columns in memory at a time), the memory the conversion freed handed back to the OS."""
     from sim.workloads import from_parquet_files
 
-    out = from_parquet_files(files, sector_size=sector_size, devices=devices)
+    out = from_parquet_files(files, sector_size=sector_size, devices=devices, file_devices=file_devices,
+                             window_us=window_us)
     release_memory()
     return out
 

@@ -177,31 +177,51 @@ def from_arrow_tables(tables: Iterable[pa.Table], *, sector_size: int,
     return Requests(arrival, *(cols.pop(key)[rank] for key in ("code", "lbn", "sectors", "flags"))), order
 
 
-def from_parquet_files(files: Sequence[str], *, sector_size: int,
-                       devices: Sequence[str] | None = None) -> tuple[Requests, tuple[str, ...]]:
+def from_parquet_files(files: Sequence[str], *, sector_size: int, devices: Sequence[str] | None = None,
+                       file_devices: Sequence[str] | None = None,
+                       window_us: tuple[int, int] | None = None) -> tuple[Requests, tuple[str, ...]]:
     """from_arrow_tables over Parquet files of `requests` rows, in two passes to keep the peak low (~45 bytes a
     request instead of ~80; a 100 M-request array group is replayed by each of two tasks at once): the first
     reads ts_us, seq and device alone and orders the rows; the second converts each file's other columns
-    straight into their sorted places."""
+    straight into their sorted places. file_devices: each file's device, for files without a device column
+    (the `requests` table's own files: device is a partition column). window_us: only the rows with
+    start <= ts_us < end."""
     import pyarrow.parquet as pq
 
+    if file_devices is not None and len(file_devices) != len(files):
+        raise ValueError(f"{len(file_devices)} file devices for {len(files)} files")
+    first = ("ts_us", "seq") if file_devices is not None else ("ts_us", "seq", "device")
     rows = [pq.read_metadata(f).num_rows for f in files]
-    bounds = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
-    n = int(bounds[-1])
-    ts, seq = np.empty(n), None
+    n_all = int(sum(rows))
+    ts, seq = np.empty(n_all), None
     names: list[list[str]] = []
+    keep: list[np.ndarray | None] = []              # per file: the rows inside the window (None: all)
+    bounds = [0]
     has_seq: bool | None = None
     for i, f in enumerate(files):
-        table = _read_parquet(f, ("ts_us", "seq", "device"), optional=("seq",))
+        table = _read_parquet(f, first, optional=("seq",))
         has_seq = "seq" in table.column_names if has_seq is None else has_seq
         if has_seq != ("seq" in table.column_names) or table.num_rows != rows[i]:
             raise ValueError(f"{f}: {table.num_rows} rows and columns {table.column_names}; expected {rows[i]} rows "
                              f"{'with' if has_seq else 'without'} seq, like the files before it")
-        ts[bounds[i]:bounds[i + 1]] = table.column("ts_us").to_numpy()
+        t = table.column("ts_us").to_numpy()
+        inside = None if window_us is None else (t >= window_us[0]) & (t < window_us[1])
+        inside = None if inside is None or inside.all() else inside
+        keep.append(inside)
+        a = bounds[-1]
+        b = a + (len(t) if inside is None else int(inside.sum()))
+        ts[a:b] = t if inside is None else t[inside]
         if has_seq:
-            seq = np.empty(n, np.int64) if seq is None else seq
-            seq[bounds[i]:bounds[i + 1]] = table.column("seq").to_numpy()
-        names.append(pc.unique(pc.cast(table.column("device"), pa.string())).to_pylist())
+            seq = np.empty(n_all, np.int64) if seq is None else seq
+            s = table.column("seq").to_numpy()
+            seq[a:b] = s if inside is None else s[inside]
+        bounds.append(b)
+        names.append([file_devices[i]] if file_devices is not None else
+                     pc.unique(pc.cast(table.column("device"), pa.string())).to_pylist())
+    n = bounds[-1]
+    if n < n_all:
+        ts = ts[:n].copy()
+        seq = None if seq is None else seq[:n].copy()
     order = _device_order(names, devices)
     rank = np.lexsort((seq, ts)) if seq is not None else np.argsort(ts, kind="stable")
     del seq
@@ -212,9 +232,13 @@ def from_parquet_files(files: Sequence[str], *, sector_size: int,
     del rank
     code, lbn = np.empty(n, np.int32), np.empty(n, np.int64)
     sectors, flags = np.empty(n, np.int32), np.empty(n, np.int8)
+    second = ("op", "offset_bytes", "size_bytes") if file_devices is not None else \
+        ("device", "op", "offset_bytes", "size_bytes")
     for i, f in enumerate(files):
-        table = _read_parquet(f, ("device", "op", "offset_bytes", "size_bytes"))
-        found, c, b, s, fl = _convert(table, sector_size)
+        table = _read_parquet(f, second)
+        if keep[i] is not None:
+            table = table.filter(pa.array(keep[i]))
+        found, c, b, s, fl = _convert(table, sector_size, None if file_devices is None else file_devices[i])
         at = place[bounds[i]:bounds[i + 1]]
         code[at] = _lookup(found, order)[c] if found else c
         lbn[at], sectors[at], flags[at] = b, s, fl
@@ -247,21 +271,25 @@ def _check_columns(table: pa.Table, i: int, has_seq: bool | None) -> bool:
     return "seq" in table.column_names
 
 
-def _convert(table: pa.Table, sector_size: int
+def _convert(table: pa.Table, sector_size: int, device: str | None = None
              ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One table's devices (in first-seen order) and its rows' device codes (into those), start sector,
-    sectors and flags."""
-    device = pc.cast(table.column("device"), pa.string())
-    found = pc.unique(device)
-    code = pc.index_in(device, value_set=found).to_numpy(zero_copy_only=False).astype(np.int32)
-    del device
+    sectors and flags; device: every row's device, for a table without a device column."""
+    if device is not None:
+        found, code = ([device] if table.num_rows else []), np.zeros(table.num_rows, np.int32)
+    else:
+        names = pc.cast(table.column("device"), pa.string())
+        unique = pc.unique(names)
+        code = pc.index_in(names, value_set=unique).to_numpy(zero_copy_only=False).astype(np.int32)
+        found = unique.to_pylist()
+        del names
     offset = table.column("offset_bytes").to_numpy(zero_copy_only=False).astype(np.int64)
     lbn = offset // sector_size
     offset += table.column("size_bytes").to_numpy(zero_copy_only=False).astype(np.int64)
     sectors = (-(-offset // sector_size) - lbn).astype(np.int32)
     del offset
     flags = np.where(pc.equal(table.column("op"), "R").to_numpy(zero_copy_only=False), FLAG_READ, 0).astype(np.int8)
-    return found.to_pylist(), code, lbn, sectors, flags
+    return found, code, lbn, sectors, flags
 
 
 def _device_order(names: list[list[str]], devices: Sequence[str] | None) -> tuple[str, ...]:

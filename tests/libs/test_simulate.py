@@ -363,3 +363,39 @@ def test_policies_run_in_the_partition_and_cooling_moves_are_stored(spark, spark
            [(alternating, "all", "policy=cooling", 0, 0, 1, 16, 4096, 900_000.0)]
     run(spark, spark_cfg, grid([None]))                        # a rerun without cooling clears the grid's moves
     assert spark.sql("SELECT count(*) FROM cooling_moves WHERE grid_id = 'policies'").first()[0] == 0
+
+
+def test_the_table_files_replay_equals_the_staged_one(spark, spark_cfg, hplajw, caplog):
+    # hplajw's second day, both disks in one group: replayed from the requests table's own files (the lanes read
+    # them, no staging) and from a staged DataFrame of the same rows, the results are the same; at a version the
+    # table has moved past, the files are not used and the DataFrame is staged instead.
+    from pyspark.sql import functions as F
+
+    from jobs.simulate import TableFiles
+    from libs.tables import read_table, table_version
+
+    day = (86_400_000_000, 2 * 86_400_000_000)
+    grid = parse_grid({"grid_id": "files", "traces": [HPLAJW_TRACE_ID], "array_groups": "all",
+                       "base": {"spec": "hp_c2247a", "scheduler": "clook", "disks": 2},
+                       "scenarios": [{"scenario_id": "traced"}, {"scenario_id": "striped",
+                                                                 "layout": {"kind": "striped", "unit_sectors": 64}}]},
+                      source="test")
+    requests = read_table(spark, spark_cfg.warehouse, "requests", HPLAJW_TRACE_ID)
+    windowed = requests.where((F.col("ts_us") >= day[0]) & (F.col("ts_us") < day[1]))
+    version = table_version(spark_cfg.warehouse, "requests")
+
+    def results() -> list[dict]:
+        rows = spark.sql("SELECT * FROM sim_results WHERE grid_id = 'files' ORDER BY scenario_id").collect()
+        return [{k: v for k, v in r.asDict(recursive=True).items() if k != "wall_s"} for r in rows]
+
+    with caplog.at_level("INFO", logger="jobs.simulate"):
+        run(spark, spark_cfg, grid, requests=windowed, files=TableFiles(version, day))
+        assert "staged" not in caplog.text
+        from_files = results()
+        run(spark, spark_cfg, grid, requests=windowed)
+        assert results() == from_files
+        run(spark, spark_cfg, grid, requests=windowed, files=TableFiles(version - 1, day))
+        assert f"the requests are staged (the table is at version {version}, not {version - 1})" in caplog.text
+        assert results() == from_files
+    assert [r["requests"] for r in from_files] == [windowed.count()] * 2
+    assert 0 < from_files[0]["requests"] < requests.count()

@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from sim.records import FLAG_BACKGROUND, Requests
@@ -108,6 +109,34 @@ def _scattered_requests(n: int) -> pa.Table:
 def _same(a: Requests, b: Requests) -> bool:
     return all(np.array_equal(getattr(a, k), getattr(b, k)) and getattr(a, k).dtype == getattr(b, k).dtype
                for k in ("arrival_us", "device", "lbn", "sectors", "flags"))
+
+
+def test_from_parquet_files_of_a_partitioned_table_and_a_window(tmp_path) -> None:
+    # The requests table's own files hold no device column (a partition column): each file's device is given.
+    # With a window, only the rows with start <= ts_us < end are read, whatever file they are in.
+    import pyarrow.parquet as pq
+
+    from sim.workloads import from_parquet_files
+
+    table = _scattered_requests(4000)
+    files, devices = [], []
+    for d in ("sdc", "sda", "sdb"):
+        rows = table.filter(pc.equal(table.column("device"), d)).drop_columns(["device"])
+        for k, (a, b) in enumerate(itertools.pairwise([0, 5, 600, rows.num_rows])):
+            files.append(str(tmp_path / f"{d}-{k}.parquet"))
+            devices.append(d)
+            pq.write_table(rows.slice(a, b - a), files[-1])
+    got, got_devices = from_parquet_files(files, sector_size=512, file_devices=devices)
+    want, want_devices = from_arrow(table, sector_size=512)
+    assert got_devices == want_devices == ("sda", "sdb", "sdc")
+    assert _same(got, want)
+    inside = pc.and_(pc.greater_equal(table.column("ts_us"), 200), pc.less(table.column("ts_us"), 700))
+    windowed, _ = from_parquet_files(files, sector_size=512, file_devices=devices, window_us=(200, 700))
+    assert _same(windowed, from_arrow(table.filter(inside), sector_size=512)[0])
+    assert 0 < len(windowed) < len(want)
+    assert len(from_parquet_files(files, sector_size=512, file_devices=devices, window_us=(10**9, 10**9 + 1))[0]) == 0
+    with pytest.raises(ValueError, match="2 file devices for 9 files"):
+        from_parquet_files(files, sector_size=512, file_devices=devices[:2])
 
 
 def test_from_parquet_files_and_tables_equal_from_arrow(tmp_path) -> None:
