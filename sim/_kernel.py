@@ -33,6 +33,7 @@ from sim.array import (
     LP_UNIT,
     LP_WIDTH,
     LayoutArrays,
+    extent_at,
 )
 from sim.disk import (
     DI_CYL,
@@ -495,16 +496,7 @@ def map_unit(lp: np.ndarray, ext_lstart: np.ndarray, ext_len: np.ndarray, ext_di
         u = u01(seed, (np.int64(1) << 40) + req)
         disk = min(int(u * lp[LP_DISKS]), lp[LP_DISKS] - 1)
         return disk, logical % cap, 1 << 62
-    b = logical >> lp[LP_SHIFT]             # the extent lies between the index's entries b and b + 1
-    last = ext_index.shape[0] - 1
-    lo = ext_index[min(b, last)]
-    hi = ext_index[min(b + 1, last)] if b < last else ext_lstart.shape[0] - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ext_lstart[mid] <= logical:
-            lo = mid
-        else:
-            hi = mid - 1
+    lo = extent_at(ext_lstart, ext_index, lp[LP_SHIFT], logical)
     off = logical - ext_lstart[lo]
     return ext_disk[lo], ext_pstart[lo] + off, ext_len[lo] - off
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
+from numba import njit
 
 __all__ = [
     "SCHEDULERS",
@@ -41,6 +42,23 @@ def extent_index(lstart: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, in
     shift = max(0, (max(1, end // len(lstart))).bit_length() - 1)
     starts = np.arange((end >> shift) + 2, dtype=np.int64) << shift
     return np.searchsorted(lstart, starts, side="right").astype(np.int64) - 1, shift
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def extent_at(lstart: np.ndarray, index: np.ndarray, shift: int, x: int) -> int:  # pragma: no cover
+    """The extent holding logical sector x (the last one for x past the end), through extent_index's index: a
+    binary search between the index's entries x >> shift and the next (usually one or two extents apart)."""
+    b = x >> shift
+    last = index.shape[0] - 1
+    lo = index[min(b, last)]
+    hi = index[b + 1] if b < last else lstart.shape[0] - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if lstart[mid] <= x:
+            lo = mid
+        else:
+            hi = mid - 1
+    return int(lo)
 
 
 class LayoutArrays(NamedTuple):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sim.array import extent_index
+from sim.array import extent_at, extent_index
 
 __all__ = ["InterarrivalTracker", "split_into_units", "unit_heat"]
 
@@ -33,7 +33,6 @@ def _split(lstart: np.ndarray, index: np.ndarray, shift: int, dev_base: np.ndarr
            device: np.ndarray, lbn: np.ndarray, sectors: np.ndarray, first: int,
            end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
     n_units = lstart.shape[0]
-    last = index.shape[0] - 1
     cap = 2 * (end - first) + 8
     unit = np.empty(cap, dtype=np.int64)
     t = np.empty(cap)
@@ -42,15 +41,7 @@ def _split(lstart: np.ndarray, index: np.ndarray, shift: int, dev_base: np.ndarr
     for i in range(first, end):
         lo = dev_base[device[i]] + lbn[i]
         hi = lo + sectors[i]
-        b = lo >> shift                     # the unit lies between the index's entries b and b + 1
-        u = index[min(b, last)]
-        top = index[b + 1] if b < last else n_units - 1
-        while u < top:
-            mid = (u + top + 1) // 2
-            if lstart[mid] <= lo:
-                u = mid
-            else:
-                top = mid - 1
+        u = extent_at(lstart, index, shift, lo)
         while u < n_units and lo < hi:
             u_end = lstart[u + 1] if u + 1 < n_units else hi
             piece_end = hi if hi < u_end else u_end
