@@ -103,8 +103,9 @@ def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: 
                                   f"e.g. {missing[:3]}")
         with _Progress(spark, f"simulate {grid.grid_id}", len(parts), progress_every_s) as progress, \
                 _executor_errors():
+            (scratch / "claims").mkdir()
             out = simulate_parts(spark, staged, longest_first(parts, catalog), progress=progress,
-                                 by_device=direct is not None, window_us=window)
+                                 by_device=direct is not None, window_us=window, claims=str(scratch / "claims"))
     by_key = {key: i for i, key in enumerate(zip(*(out.column(c).to_pylist() for c in
                                                    ("trace_id", "array_group", "scenario_id")), strict=True))}
     out = out.take(pa.array([by_key[p.key] for p in parts], pa.int64()))       # grid order
@@ -316,7 +317,8 @@ def lane_assignment(costs: Sequence[float], lanes: int) -> list[list[int]]:
 
 def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]], parts: Sequence[Part], *,
                    memory_bytes: int | None = None, progress: _Progress | None = None, by_device: bool = False,
-                   window_us: tuple[int, int] | None = None) -> pa.Table:
+                   window_us: tuple[int, int] | None = None, claims: str | None = None,
+                   lane_min_requests: int = LANE_MIN_REQUESTS) -> pa.Table:
     """The simulation stage: the parts dealt to one Spark task ("lane") per core, heaviest first (expected_cost),
     each lane converting its array group's staged requests once and simulating its parts one after another
     (parts under LANE_MIN_REQUESTS run one task each instead, when memory allows);
@@ -327,7 +329,13 @@ def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]]
     (default sim_memory_bytes()), there are fewer lanes (a 100 M-request scorecard part held 15-25 GB before the
     lanes shared their conversion: two at once were killed for memory on a 24 GB machine). by_device: the files
     are the `requests` table's own, without a device column (their key's device is theirs); window_us: replay
-    only the rows with start <= ts_us < end."""
+    only the rows with start <= ts_us < end.
+
+    claims: a directory every lane can write (the run's scratch): the lanes then take their parts from one queue,
+    heaviest first, each claiming the next part not claimed yet when it is free (claimed_parts), in place of the
+    fixed lists of lane_assignment, whose costs are estimates (at 100 M requests the two lanes ended 130 s
+    apart). A part a failed lane had claimed is simulated again afterwards (its results were lost with the
+    task); a part simulated twice is kept once."""
     files = [[f for d in p.devices for f in staged.get((p.trace_id, d), [])] for p in parts]
     devices = [[d for d in p.devices for _ in staged.get((p.trace_id, d), [])] if by_device else None for p in parts]
     requests = [sum(_rows_in(f, window_us) for f in fs) for fs in files]
@@ -338,18 +346,60 @@ def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]]
         log.warning("simulate: %d parts in %d lane(s), not %d: the largest parts (%s requests) would hold more "
                     "than %.1f GiB at once", len(parts), lanes, min(cores, len(parts)), f"{max(requests):,}",
                     memory / 2**30)
-    if lanes >= min(cores, len(parts)) and max(requests, default=0) < LANE_MIN_REQUESTS:
+    queue = None
+    if lanes >= min(cores, len(parts)) and max(requests, default=0) < lane_min_requests:
         groups = [[i] for i in range(len(parts))]       # small parts: one task each, Spark balances them
     else:
-        groups = lane_assignment([expected_cost(p, r, len(p.devices)) for p, r in zip(parts, requests, strict=True)],
-                                 lanes)
+        costs = [expected_cost(p, r, len(p.devices)) for p, r in zip(parts, requests, strict=True)]
+        groups = lane_assignment(costs, lanes)
+        if claims is not None and lanes > 1:
+            order = sorted(range(len(parts)), key=lambda i: -costs[i])           # heaviest first, ties in order
+            queue = _Queue(claims, order, [_load_key(files[i], p) for i, p in enumerate(parts)])
     if progress is not None:
         progress.lanes_start(len(groups))
-    blobs = spark.sparkContext.parallelize(range(len(groups)), len(groups)).mapPartitions(
-        _simulator(list(parts), files, groups, devices, window_us)).collect()
-    position = np.empty(len(parts), np.int64)                   # lane order -> the parts' order
-    position[[i for group in groups for i in group]] = np.arange(len(parts))
-    return from_ipc(blobs, OUTPUT_ARROW_SCHEMA).take(pa.array(position))
+    done = dict(spark.sparkContext.parallelize(range(len(groups)), len(groups)).mapPartitions(
+        _simulator(list(parts), files, groups, devices, window_us, queue)).collect())
+    lost = [i for i in range(len(parts)) if i not in done]
+    if lost:                        # claimed by a lane whose task failed and was retried: one task each now
+        log.warning("simulate: %d part(s) claimed by a failed lane, simulated again", len(lost))
+        done.update(spark.sparkContext.parallelize(range(len(lost)), len(lost)).mapPartitions(
+            _simulator(list(parts), files, [[i] for i in lost], devices, window_us)).collect())
+    return from_ipc([done[i] for i in range(len(parts))], OUTPUT_ARROW_SCHEMA)
+
+
+@dataclass(frozen=True)
+class _Queue:
+    """The lanes' shared queue of parts: a claim is a file named after the part, created exclusively."""
+
+    directory: str
+    order: list[int]                 # the parts, heaviest first
+    keys: list[Any]                  # the requests each part replays (parts with one key share a conversion)
+
+
+def claimed_parts(queue: _Queue, loaded: Callable[[], Any]) -> Iterator[int]:
+    """The parts this lane claims, one at a time as it asks for the next: the first in queue order that no lane
+    has claimed, among those replaying the requests the lane holds (loaded()) if any is left, else among all."""
+    seen: set[int] = set()
+    while True:
+        key = loaded()
+        left = [i for i in queue.order if i not in seen]
+        if not left:
+            return
+        for i in sorted(left, key=lambda i: queue.keys[i] != key):               # stable: queue order within
+            seen.add(i)
+            try:
+                os.close(os.open(os.path.join(queue.directory, str(i)), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                continue
+            yield i
+            break
+        else:
+            return
+
+
+def _load_key(files: Sequence[str], part: Part) -> tuple[Any, ...]:
+    """What a lane's converted requests depend on: parts with the same key share one conversion."""
+    return tuple(files), part.config.spec.sector_size, part.config.devices
 
 
 def _rows_in(path: str, window_us: tuple[int, int] | None) -> int:
@@ -364,20 +414,24 @@ def _rows_in(path: str, window_us: tuple[int, int] | None) -> int:
 
 
 def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]],
-               file_devices: list[list[str] | None] | None = None, window_us: tuple[int, int] | None = None
-               ) -> Callable[[Iterator[int]], Iterator[bytes]]:
-    """The function each task runs: simulate its group's parts one after another, yield one
-    OUTPUT_ARROW_SCHEMA row as Arrow IPC for each. Parts replaying the same files (a scorecard's scenarios
-    over one array group) share one conversion of the requests (load_requests: sim.workloads.from_parquet_files,
-    one file read at a time)."""
+               file_devices: list[list[str] | None] | None = None, window_us: tuple[int, int] | None = None,
+               queue: _Queue | None = None) -> Callable[[Iterator[int]], Iterator[tuple[int, bytes]]]:
+    """The function each task runs: simulate its group's parts (with a queue: the parts it claims) one after
+    another, yield (part, one OUTPUT_ARROW_SCHEMA row as Arrow IPC) for each. Parts replaying the same files (a
+    scorecard's scenarios over one array group) share one conversion of the requests (load_requests:
+    sim.workloads.from_parquet_files, one file read at a time)."""
 
-    def simulate(lanes: Iterator[int]) -> Iterator[bytes]:
+    def simulate(lanes: Iterator[int]) -> Iterator[tuple[int, bytes]]:
         loaded: tuple[Any, Any] | None = None
-        for i in (i for lane in lanes for i in groups[lane]):
+        if queue is not None and os.path.isdir(queue.directory):
+            chosen: Iterator[int] = claimed_parts(queue, lambda: None if loaded is None else loaded[0])
+        else:                          # no queue, or an executor that cannot see it: the lane's own list
+            chosen = (i for lane in lanes for i in groups[lane])
+        for i in chosen:
             part = parts[i]
             t0 = time.perf_counter()
             try:
-                key = (tuple(files[i]), part.config.spec.sector_size, part.config.devices)
+                key = _load_key(files[i], part)
                 if loaded is None or loaded[0] != key:
                     loaded = None                       # the previous group's requests freed before reading
                     loaded = (key, load_requests(files[i], part.config.spec.sector_size, part.config.devices,
@@ -389,7 +443,7 @@ def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]
             row = to_ipc(_output_row(part, out.result, out.series, time.perf_counter() - t0, out.moves))
             del out
             release_memory()               # the part's arrays, for the other lanes (glibc keeps freed pages)
-            yield row
+            yield i, row
 
     return simulate
 

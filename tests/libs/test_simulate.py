@@ -236,9 +236,34 @@ def test_spark_result_equals_direct_call_one_part_per_partition(spark, spark_cfg
         located = simulate_parts(spark, staged, parts)
         # Memory for one part at a time: one lane converts the 4 requests once and simulates every part in turn.
         one_lane = simulate_parts(spark, staged, parts, memory_bytes=max(part_memory(p, 4) for p in parts))
+        # Two lanes taking parts from one queue; part 2 was claimed by a lane whose task failed: run again after.
+        claims = Path(scratch) / "claims"
+        claims.mkdir()
+        (claims / "2").touch()
+        queued = simulate_parts(spark, staged, parts, claims=str(claims), lane_min_requests=0)
+        assert sorted(int(f.name) for f in claims.iterdir()) == list(range(len(parts)))
     assert located.column("scenario_id").to_pylist() == [p.scenario_id for p in parts]   # in the parts' order
     assert set(located.column("requests").to_pylist()) == {4}       # each had exactly its own trace's requests
     assert one_lane.drop_columns(["wall_s"]).equals(located.drop_columns(["wall_s"]))
+    assert queued.drop_columns(["wall_s"]).equals(located.drop_columns(["wall_s"]))
+
+
+def test_lanes_claim_each_part_once_heaviest_first_keeping_their_requests(tmp_path):
+    from jobs.simulate import _Queue, claimed_parts
+
+    # Queue order 3, 0, 1, 2, 4 (heaviest first); parts 1 and 3 replay requests "b", the others "a".
+    queue = _Queue(str(tmp_path), [3, 0, 1, 2, 4], ["a", "b", "a", "b", "a"])
+    (tmp_path / "0").touch()                               # claimed by a lane that failed since
+    held = {"x": None, "y": None}
+    x, y = (claimed_parts(queue, lambda lane=lane: held[lane]) for lane in ("x", "y"))
+    assert next(x) == 3                                     # the heaviest
+    held["x"] = "b"
+    assert next(y) == 1                                     # 0 is taken: the next in queue order
+    held["y"] = "a"
+    assert next(y) == 2                                     # y holds "a": 2 before 4
+    assert next(x) == 4                                     # no "b" left: the first part left
+    assert next(x, None) is None and next(y, None) is None
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["0", "1", "2", "3", "4"]
 
 
 def test_memory_bounds_the_parts_simulating_at_once():
