@@ -19,6 +19,7 @@ from libs.transforms.heat import (
     whole_trace_disk_table,
     whole_trace_extent_heat,
 )
+from libs.transforms.heat_files import HeatParams, Unsupported, extent_and_disk_heat
 from schemas import disk_heat, extent_heat
 
 if TYPE_CHECKING:
@@ -46,8 +47,12 @@ def run(spark: SparkSession, cfg: SparkConfig, job: HeatConfig) -> dict[str, int
     Returns row counts per table and window."""
     info = trace_info(spark, cfg.warehouse, job.trace_id)
     span_us = int(info["span_us"])
-    requests = read_table(spark, cfg.warehouse, "requests", job.trace_id)
     disks = max(2, len(info["devices"]))
+    try:
+        return _run_files(spark, cfg, job, span_us, disks)
+    except Unsupported as e:
+        log.info("extent heat %s: through Spark SQL (%s)", job.trace_id, e)
+    requests = read_table(spark, cfg.warehouse, "requests", job.trace_id)
     written = {}
     for window_us in dict.fromkeys((job.window_us, 0)):
         # The whole trace's counts are the windows' counts summed: after the windows, from their stored rows.
@@ -80,6 +85,22 @@ def run(spark: SparkSession, cfg: SparkConfig, job: HeatConfig) -> dict[str, int
         written[f"extent_heat window_us={window_us}"] = next((r["count"] for r in counts
                                                               if r["window_us"] == window_us), 0)
     return written
+
+
+def _run_files(spark: SparkSession, cfg: SparkConfig, job: HeatConfig, span_us: int, disks: int) -> dict[str, int]:
+    """run's tables from one pass over the requests files (libs.transforms.heat_files); Unsupported, before
+    anything is written, when they cannot be read directly."""
+    params = HeatParams(span_us, job.extent_bytes, job.window_us, job.stripe_unit_bytes, job.stripe_width or disks,
+                        job.random_disks or disks, job.seed)
+    log.info("extent heat: %s, extent %d B, windows %s, one task per device", job.trace_id, job.extent_bytes,
+             ", ".join(f"{w / 1e6:g} s" if w else "whole trace" for w in params.windows))
+    written, dh = extent_and_disk_heat(spark, cfg.warehouse, job.trace_id, params)
+    target = table_target(spark, cfg.warehouse, disk_heat.TABLE)
+    replace_from_driver(spark, target, {"trace_id": job.trace_id, "window_us": job.window_us}, dh)
+    if job.window_us:
+        replace_from_driver(spark, target, {"trace_id": job.trace_id, "window_us": 0},
+                            whole_trace_disk_table(dh, span_us=span_us))
+    return {f"extent_heat window_us={w}": n for w, n in written.items()}
 
 
 def parse_args(argv: Sequence[str] | None) -> HeatConfig:

@@ -1,7 +1,8 @@
 """Compiled loops of interarrival heat tracking read from the files (libs.transforms.tracking_files): one
-device's requests cut into extent pieces, and the tracked heat of every extent at every checkpoint for
-several k in one walk. Imported only where they run (the Python workers); the rules are those of
-libs.transforms.tracking, whose window functions these loops reproduce value for value:
+device's requests cut into extent pieces (unit_pieces, which extent heat's files path uses too), and the
+tracked heat of every extent at every checkpoint for several k in one walk. Imported only where they run
+(the Python workers); the rules are those of libs.transforms.tracking, whose window functions these loops
+reproduce value for value:
 
 - after the n-th request to an extent (in (ts_us, seq) order), m = min(n, k), R the mean blocks of the
   last m requests, heat = (m R) 1e6 / max(t_n - t_(n-m+1), 1) blocks/s (NULL for n = 1), computed in that
@@ -22,30 +23,40 @@ BLOCK_BYTES = 512
 
 
 @njit(cache=True, nogil=True)
-def extent_pieces(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.ndarray,
-                  extent_bytes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
-    """Each request cut at extent boundaries (libs.transforms.heat.split_at): extent id, ts_us, seq and the
-    512-byte blocks the request overlaps inside that extent, per piece in request order."""
-    n = ts.shape[0]
+def unit_pieces(offset: np.ndarray, size: np.ndarray, unit_bytes: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    """Each request (size > 0) cut at multiples of unit_bytes (libs.transforms.heat.split_at), per piece in
+    request order: the request's row, the unit id (floor division), the request's bytes inside the unit and
+    the 512-byte blocks it overlaps there."""
+    n = offset.shape[0]
     total = 0
     for i in range(n):
-        total += (offset[i] + size[i] - 1) // extent_bytes - offset[i] // extent_bytes + 1
-    ext = np.empty(total, np.int64)
-    pts = np.empty(total, np.int64)
-    pseq = np.empty(total, np.int64)
+        total += (offset[i] + size[i] - 1) // unit_bytes - offset[i] // unit_bytes + 1
+    row = np.empty(total, np.int64)
+    uid = np.empty(total, np.int64)
+    nbytes = np.empty(total, np.int64)
     blocks = np.empty(total, np.int64)
     at = 0
     for i in range(n):
         lo, hi = offset[i], offset[i] + size[i]
-        for e in range(lo // extent_bytes, (hi - 1) // extent_bytes + 1):
-            a = max(lo, e * extent_bytes)
-            b = min(hi, (e + 1) * extent_bytes)
-            ext[at] = e
-            pts[at] = ts[i]
-            pseq[at] = seq[i]
+        for e in range(lo // unit_bytes, (hi - 1) // unit_bytes + 1):
+            a = max(lo, e * unit_bytes)
+            b = min(hi, (e + 1) * unit_bytes)
+            row[at] = i
+            uid[at] = e
+            nbytes[at] = b - a
             blocks[at] = (b + BLOCK_BYTES - 1) // BLOCK_BYTES - a // BLOCK_BYTES
             at += 1
-    return ext, pts, pseq, blocks
+    return row, uid, nbytes, blocks
+
+
+@njit(cache=True, nogil=True)
+def extent_pieces(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.ndarray,
+                  extent_bytes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    """Each request cut at extent boundaries (unit_pieces): extent id, ts_us, seq and the 512-byte blocks the
+    request overlaps inside that extent, per piece in request order."""
+    row, ext, _, blocks = unit_pieces(offset, size, extent_bytes)
+    return ext, ts[row], seq[row], blocks
 
 
 @njit(cache=True, nogil=True)
@@ -134,8 +145,9 @@ def track(ext: np.ndarray, ts: np.ndarray, blocks: np.ndarray, starts: np.ndarra
 
 
 def compile_all() -> None:
-    """Compile the loops into numba's cache (one tiny call each)."""
+    """Compile the loops into numba's cache (one tiny call each; unit_pieces also serves extent heat)."""
     one = np.array([0], np.int64)
+    unit_pieces(one, np.array([4096], np.int64), 65_536)
     ext, ts, _, blocks = extent_pieces(one, one, one, np.array([4096], np.int64), 1 << 20)
     starts = checkpoint_rows(ext, ts, 1, 10)
     track(ext, ts, blocks, starts, np.array([2], np.int64), 1, 10)

@@ -1,7 +1,9 @@
 """Extent and disk heat on hand-built traces, checked against values computed by hand; aged counts."""
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
@@ -245,4 +247,92 @@ def test_whole_trace_heat_from_the_hourly_rows_equals_a_pass_over_the_requests(s
     assert whole_disks.count() == 2 + 3 + 5                 # hplajw's 2 devices, 3 striped and 5 random disks
     assertDataFrameEqual(whole_trace_disk_heat(hourly_disks, span_us=span), whole_disks, checkRowOrder=False,
                          rtol=1e-12, atol=0.0)
+    # The files path's arrays (libs.transforms.heat_files, per device on the driver here): the same rows, every
+    # float to the last bit.
+    from libs.transforms.heat_files import HeatParams, device_heat, disk_counts
+
+    p = HeatParams(span, MIB, 3_600_000_000, 65_536, width=3, disks=5, seed=5)
+    table = requests.toArrow()
+    extents, counts = {}, {}
+    for device in sorted(set(table.column("device").to_pylist())):
+        rows, counts[device] = device_heat(table.filter(pc.equal(table.column("device"), device)), device, p)
+        for w, t in rows.items():
+            extents.setdefault(w, []).append(t)
+
+    def keyed(rows, keys):
+        return {tuple(r[k] for k in keys): r for r in rows}
+
+    for w, spark_rows in ((3_600_000_000, hourly), (0, whole)):
+        assert keyed(pa.concat_tables(extents[w]).drop_columns(["trace_id"]).to_pylist(), EH_KEYS) == \
+            keyed([r.asDict() for r in spark_rows.drop("trace_id").collect()], EH_KEYS)
+    per_disk, names = disk_counts(counts, p)
+    mine = disk_heat_rows(per_disk, names, window_us=3_600_000_000, span_us=span)
+    assert keyed(mine.to_pylist(), DH_KEYS) == keyed([r.asDict() for r in hourly_disks.collect()], DH_KEYS)
+    assert len(extents[0][0]) + len(extents[0][1]) == 257
     hourly.unpersist()
+
+
+def test_spark_xxhash64_disk_reproduces_spark_bit_for_bit(spark):
+    # The random layout's disk: devices of 0 to 45 UTF-8 bytes (the 4-lane path from 32 bytes on, the 8-, 4- and
+    # 1-byte tails), seqs across the int64 range, seeds as ints and beyond 32 bits (a long literal).
+    from libs.transforms.heat_files import spark_xxhash64_disk
+
+    rng = np.random.default_rng(3)
+    seqs = np.concatenate([rng.integers(-(1 << 62), 1 << 62, 300), [0, -1, (1 << 63) - 1, -(1 << 63)]])
+    devices = ["", "a", "h_0", "disk", "hplajw_c", "hplajw_c0t6d0", "é-ü", "x" * 31, "y" * 32, "z" * 45]
+    for seed, disks in ((0, 5), (5, 3), (-7, 40), (1 << 40, 7)):
+        df = spark.createDataFrame([(d, int(s)) for d in devices for s in seqs], "device string, seq long")
+        got = df.select(F.pmod(F.xxhash64(F.lit(seed), F.col("device"), F.col("seq")), F.lit(disks)).alias("k"))
+        want = np.array([r.k for r in got.collect()], np.int64)
+        mine = np.concatenate([spark_xxhash64_disk(seed, d, seqs, disks) for d in devices])
+        assert np.array_equal(mine, want), (seed, disks)
+
+
+def _table_rows(spark, cfg, name, trace_id, keys):
+    rows = read_table(spark, cfg.warehouse, name, trace_id).drop("trace_id").collect()
+    return {tuple(r[k] for k in keys): r.asDict() for r in rows}
+
+
+EH_KEYS = ("device", "extent_bytes", "window_us", "extent_id", "window_start_us")
+DH_KEYS = ("layout", "window_us", "window_start_us", "disk")
+
+
+def _heat_by_both_paths(spark, cfg, trace_id, monkeypatch, job):
+    """The extent_heat job's tables from the requests files, then from Spark SQL (the files refused)."""
+    import jobs.extent_heat as J
+    import libs.transforms.heat_files as HF
+
+    def refuse(*args, **kwargs):
+        raise HF.Unsupported("refused by the test")
+
+    with monkeypatch.context() as m:
+        m.setattr(J, "read_table", refuse)                 # the Spark path's first step: not taken
+        direct = J.run(spark, cfg, job)
+    tables = [_table_rows(spark, cfg, n, trace_id, k) for n, k in (("extent_heat", EH_KEYS), ("disk_heat", DH_KEYS))]
+    with monkeypatch.context() as m:
+        m.setattr(HF, "trace_files", refuse)
+        through_sql = J.run(spark, cfg, job)
+    return direct, through_sql, tables, [_table_rows(spark, cfg, n, trace_id, k)
+                                         for n, k in (("extent_heat", EH_KEYS), ("disk_heat", DH_KEYS))]
+
+
+def test_heat_from_the_files_equals_spark_sql_on_many_devices(spark, spark_cfg, tmp_path, monkeypatch):
+    # 4,000 requests on 6 disks over 3 hours in two files, sizes up to 2 MiB (requests crossing extents and stripe
+    # units), 64 KiB extents, 10-minute windows, 4 striped and 5 random disks, seed 9; both paths' tables equal.
+    from jobs.extent_heat import HeatConfig
+
+    rng = np.random.default_rng(11)
+    rows = [(int(rng.integers(0, 3 * 3_600_000_000)), int(rng.integers(0, 6)), "R" if rng.random() < 0.4 else "W",
+             int(rng.integers(0, 1 << 16)) * 512, int(rng.choice([512, 4096, 65536, 100_000, 1 << 21])))
+            for _ in range(4000)]
+    paths = [write_msr(tmp_path / "many_0.csv", rows[:2000]), write_msr(tmp_path / "many_1.csv", rows[2000:])]
+    ingest(spark, spark_cfg, "msr", "heat-many", paths)
+    job = HeatConfig("heat-many", extent_bytes=65_536, window_us=600_000_000, stripe_width=4, random_disks=5, seed=9)
+    direct, through_sql, files, sql = _heat_by_both_paths(spark, spark_cfg, "heat-many", monkeypatch, job)
+    assert direct == through_sql
+    assert files == sql
+    windowed = [v for k, v in files[0].items() if k[2] == 600_000_000]
+    assert sum(v["requests"] for v in windowed) > 4000                 # pieces: crossing requests count twice
+    assert {(k[0], k[1]) for k in files[1]} == {("as-traced", 600_000_000), ("striped", 600_000_000),
+                                               ("random", 600_000_000), ("as-traced", 0), ("striped", 0),
+                                               ("random", 0)}

@@ -1,0 +1,321 @@
+"""Extent heat and disk heat straight from the `requests` table's Parquet files, in one pass: the path
+`extent_heat` takes (libs.transforms.heat's Spark SQL stays the definition and the fallback).
+
+The Spark path explodes every request into its extent pieces and aggregates them in a shuffle, then scans the
+trace again for the device ends and once more for the three layouts' pieces per disk (226 s at 100 M
+requests on 2 cores). Here one Spark task per device reads that device's files (the Delta snapshot's list,
+libs.transforms.profile_files.trace_files) and, from the same arrays:
+
+- cuts the requests at extent boundaries (tracking_kernels.unit_pieces), counts each (extent, window) and each
+  extent over the whole trace, and writes both sets of extent_heat rows into the table itself (libs.delta_files);
+- counts per window its requests and blocks as traced, per random disk (Spark's xxhash64 of (seed, device, seq)
+  reproduced bit for bit, spark_xxhash64_disk), and its stripe-unit pieces per unit number modulo the stripe
+  width; with the device's end, the driver shifts those by where the device starts in the striped volume (a
+  stripe-unit multiple, so every piece keeps its blocks) and builds the disk_heat rows (heat.disk_heat_rows).
+
+The driver commits one replace per window length. Integer counts, so the rows equal the Spark path's, heat and
+temperature as the same double divisions.
+
+    written, disks = extent_and_disk_heat(spark, warehouse, "t1", HeatParams(span_us=span))
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from libs.transforms.heat import BLOCK_BYTES, LAYOUTS, _check_unit, _volume_bases, _window_seconds, disk_heat_rows
+from libs.transforms.profile_files import Unsupported, trace_files
+from schemas import extent_heat as EH
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from libs.delta_files import TableTarget
+
+log = logging.getLogger(__name__)
+
+COLUMNS = ["ts_us", "seq", "op", "offset_bytes", "size_bytes"]
+
+__all__ = ["HeatParams", "Unsupported", "device_heat", "extent_and_disk_heat", "spark_xxhash64_disk"]
+
+_M = (1 << 64) - 1
+_P1, _P2, _P3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+_P4, _P5 = 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5
+SPARK_HASH_SEED = 42                       # Spark's xxhash64 starts from this seed
+
+
+@dataclass(frozen=True)
+class HeatParams:
+    """What jobs.extent_heat computes (its HeatConfig with the stripe width and random disks resolved)."""
+
+    span_us: int
+    extent_bytes: int = 1 << 20
+    window_us: int = 3_600_000_000        # the windowed rows; 0: the whole trace only
+    stripe_unit_bytes: int = 65_536
+    width: int = 4
+    disks: int = 4
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        _check_unit("extent_bytes", self.extent_bytes)
+        _check_unit("stripe_unit_bytes", self.stripe_unit_bytes)
+        if self.window_us < 0 or self.width <= 0 or self.disks <= 0:
+            raise ValueError(f"window_us >= 0, width and disks > 0 expected, got {self.window_us}, {self.width}, "
+                             f"{self.disks}")
+
+    @property
+    def windows(self) -> tuple[int, ...]:
+        """The extent_heat window lengths written: the window, then the whole trace (0)."""
+        return tuple(dict.fromkeys((self.window_us, 0)))
+
+
+# --- Spark's xxhash64 (org.apache.spark.sql.catalyst.expressions.XxHash64, XXH64 of each value in turn) ---
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _M
+
+
+def _fmix(h: int) -> int:
+    h ^= h >> 33
+    h = (h * _P2) & _M
+    h ^= h >> 29
+    h = (h * _P3) & _M
+    return h ^ (h >> 32)
+
+
+def _round(acc: int, lane: int) -> int:
+    return (_rotl((acc + lane * _P2) & _M, 31) * _P1) & _M
+
+
+def _hash_int(value: int, seed: int) -> int:
+    """XXH64.hashInt: a 4-byte value."""
+    h = (seed + _P5 + 4) & _M
+    h ^= ((value & 0xFFFFFFFF) * _P1) & _M
+    return _fmix((_rotl(h, 23) * _P2 + _P3) & _M)
+
+
+def _hash_long(value: int, seed: int) -> int:
+    """XXH64.hashLong: an 8-byte value."""
+    h = (seed + _P5 + 8) & _M
+    h ^= (_rotl((value * _P2) & _M, 31) * _P1) & _M
+    return _fmix((_rotl(h, 27) * _P1 + _P4) & _M)
+
+
+def _hash_bytes(data: bytes, seed: int) -> int:
+    """XXH64.hashUnsafeBytes: a string's UTF-8 bytes (the reference XXH64)."""
+    n, at = len(data), 0
+    if n >= 32:
+        v = [(seed + _P1 + _P2) & _M, (seed + _P2) & _M, seed & _M, (seed - _P1) & _M]
+        while at + 32 <= n:
+            v = [_round(v[k], int.from_bytes(data[at + 8 * k:at + 8 * k + 8], "little")) for k in range(4)]
+            at += 32
+        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _M
+        for x in v:
+            h = (((h ^ _round(0, x)) * _P1) + _P4) & _M
+    else:
+        h = (seed + _P5) & _M
+    h = (h + n) & _M
+    while at + 8 <= n:
+        h ^= _round(0, int.from_bytes(data[at:at + 8], "little"))
+        h = (_rotl(h, 27) * _P1 + _P4) & _M
+        at += 8
+    if at + 4 <= n:
+        h ^= (int.from_bytes(data[at:at + 4], "little") * _P1) & _M
+        h = (_rotl(h, 23) * _P2 + _P3) & _M
+        at += 4
+    while at < n:
+        h ^= (data[at] * _P5) & _M
+        h = (_rotl(h, 11) * _P1) & _M
+        at += 1
+    return _fmix(h)
+
+
+def spark_xxhash64_disk(seed: int, device: str, seq: np.ndarray, disks: int) -> np.ndarray:
+    """pmod(xxhash64(seed, device, seq), disks) as Spark computes it (heat.compute_disk_heat's random layout):
+    the seed literal hashed as an int (a long beyond 32 bits, as py4j passes it), then the device's UTF-8 bytes,
+    then each seq as a long, on 64-bit words; pmod of the signed result."""
+    h = _hash_int(seed, SPARK_HASH_SEED) if -(1 << 31) <= seed < (1 << 31) else _hash_long(seed, SPARK_HASH_SEED)
+    h = _hash_bytes(device.encode(), h)
+    x = np.asarray(seq, np.int64).view(np.uint64)
+    u = np.uint64
+    k = x * u(_P2)
+    k = ((k << u(31)) | (k >> u(33))) * u(_P1)
+    acc = np.full(len(x), u((h + _P5 + 8) & _M)) ^ k
+    acc = ((acc << u(27)) | (acc >> u(37))) * u(_P1) + u(_P4)
+    acc ^= acc >> u(33)
+    acc *= u(_P2)
+    acc ^= acc >> u(29)
+    acc *= u(_P3)
+    acc ^= acc >> u(32)
+    out: np.ndarray = acc.view(np.int64) % disks          # floor modulo of the signed value: Spark's pmod
+    return out
+
+
+# --- one device ---------------------------------------------------------------------------------------------
+
+
+def _groups(keys: Sequence[np.ndarray], sums: Sequence[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray,
+                                                                              list[np.ndarray]]:
+    """Group rows by the key columns (sorted, the last key most significant): the distinct keys, the row count
+    and each of `sums` summed per group (int64, exact)."""
+    n = len(keys[0])
+    if n == 0:
+        return [k[:0] for k in keys], np.zeros(0, np.int64), [s[:0].astype(np.int64) for s in sums]
+    order = np.lexsort(keys) if len(keys) > 1 else np.argsort(keys[0], kind="stable")
+    ks = [k[order] for k in keys]
+    change = np.zeros(n, bool)
+    change[0] = True
+    for k in ks:
+        change[1:] |= k[1:] != k[:-1]
+    starts = np.flatnonzero(change)
+    counts = np.diff(np.append(starts, n)).astype(np.int64)
+    return ([k[starts] for k in ks], counts,
+            [np.add.reduceat(np.asarray(s, np.int64)[order], starts) for s in sums])
+
+
+def _window_start(ts: np.ndarray, window_us: int) -> np.ndarray:
+    """heat.window_start on arrays (floor division, as idiv)."""
+    return (ts // window_us) * window_us if window_us else np.zeros(len(ts), np.int64)
+
+
+def device_heat(requests: pa.Table, device: str, p: HeatParams) -> tuple[dict[int, pa.Table], dict[str, Any]]:
+    """One device's requests (COLUMNS, any order) -> (window_us -> its extent_heat rows (trace_id left ''),
+    the disk counts of window p.window_us: {"end", "as-traced", "striped", "random"}, each layout's
+    (window_start_us, disk or unit residue, requests, blocks) arrays)."""
+    from libs.transforms.tracking_kernels import unit_pieces
+
+    col = {c: np.ascontiguousarray(requests.column(c).to_numpy(), dtype=np.int64)
+           for c in ("ts_us", "seq", "offset_bytes", "size_bytes")}
+    op = requests.column("op")
+    op = op.cast(pa.string()) if pa.types.is_dictionary(op.type) else op
+    read = pc.equal(op, "R").to_numpy(zero_copy_only=False).astype(np.int64)
+    ts, off, size = col["ts_us"], col["offset_bytes"], col["size_bytes"]
+
+    row, ext, nbytes, blocks = unit_pieces(off, size, p.extent_bytes)
+    extent_rows = {}
+    for w in p.windows:
+        (start, ext_id), n, (reads, blk, byt) = _groups([_window_start(ts, w)[row], ext], [read[row], blocks, nbytes])
+        seconds = _window_seconds(w, p.span_us)
+        m = len(n)
+        heat = pa.array(blk / seconds) if seconds > 0 else pa.nulls(m, pa.float64())
+        temperature = (pa.array(blk / seconds / float(p.extent_bytes // BLOCK_BYTES)) if seconds > 0
+                       else pa.nulls(m, pa.float64()))
+        extent_rows[w] = pa.table({
+            "trace_id": pa.array([""] * m, pa.string()), "device": pa.array([device] * m, pa.string()),
+            "extent_bytes": pa.array(np.full(m, p.extent_bytes, np.int64)), "extent_id": pa.array(ext_id),
+            "window_start_us": pa.array(start), "window_us": pa.array(np.full(m, w, np.int64)),
+            "requests": pa.array(n), "reads": pa.array(reads), "writes": pa.array(n - reads),
+            "blocks": pa.array(blk), "bytes": pa.array(byt), "heat": heat, "temperature": temperature,
+        }, schema=EH.ARROW_SCHEMA)
+    del row, ext, nbytes, blocks
+
+    start = _window_start(ts, p.window_us)
+    whole = (off + size + BLOCK_BYTES - 1) // BLOCK_BYTES - off // BLOCK_BYTES
+    (w_t,), n_t, (b_t,) = _groups([start], [whole])
+    disk = spark_xxhash64_disk(p.seed, device, col["seq"], p.disks)
+    (d_r, w_r), n_r, (b_r,) = _groups([disk, start], [whole])
+    row, unit, _, blocks = unit_pieces(off, size, p.stripe_unit_bytes)
+    (d_s, w_s), n_s, (b_s,) = _groups([unit % p.width, start[row]], [blocks])
+    counts = {"end": int((off + size).max()) if len(off) else 0,
+              "as-traced": (w_t, np.zeros(len(w_t), np.int64), n_t, b_t),
+              "random": (w_r, d_r, n_r, b_r), "striped": (w_s, d_s, n_s, b_s)}
+    return extent_rows, counts
+
+
+# --- the tasks and the driver ---------------------------------------------------------------------------------
+
+
+def _task(devices: list[tuple[str, list[str]]], targets: dict[int, TableTarget], trace_id: str,
+          p: HeatParams) -> Callable[[Iterator[int]], Iterator[dict[str, Any]]]:
+    """The function each task runs: its device's extent_heat rows written per window length; yields FILES rows
+    (dicts) with "window_us", and one {"device", "counts"} row."""
+    from libs.delta_files import FileWriter
+
+    def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
+        for i in ids:
+            device, paths = devices[i]
+            table = pa.concat_tables([pq.read_table(f, columns=COLUMNS) for f in paths])
+            rows, counts = device_heat(table, device, p)
+            del table
+            for w, part in rows.items():
+                writer = FileWriter(targets[w])
+                writer.write(part.set_column(0, "trace_id", pa.array([trace_id] * part.num_rows, pa.string())))
+                for f in writer.close().to_pylist():
+                    yield {**f, "window_us": w}
+            yield {"device": device, "counts": counts}
+
+    return run
+
+
+def disk_counts(per_device: dict[str, dict[str, Any]], p: HeatParams
+                ) -> tuple[pa.Table, dict[str, tuple[str, list[str]]]]:
+    """The devices' counts (device_heat) -> heat.disk_heat_rows' input: (layout, window_start_us, disk,
+    requests, blocks) per layout, window and disk, and each layout's (layout_params, disks)."""
+    ends = {d: per_device[d]["end"] for d in sorted(per_device)}
+    bases = _volume_bases(ends, p.stripe_unit_bytes)
+    parts: list[pa.Table] = []
+    names: dict[str, tuple[str, list[str]]] = {}
+    for layout in LAYOUTS:
+        if layout == "as-traced":
+            names[layout] = ("", list(ends))
+            for d in ends:
+                w, _, n, b = per_device[d][layout]
+                parts.append(pa.table({"layout": [layout] * len(w), "window_start_us": w, "disk": [d] * len(w),
+                                       "requests": n, "blocks": b}))
+            continue
+        if layout == "striped":
+            names[layout] = (f"unit_bytes={p.stripe_unit_bytes},width={p.width}", [str(k) for k in range(p.width)])
+            shift = {d: (bases[d] // p.stripe_unit_bytes) % p.width for d in ends}
+        else:
+            names[layout] = (f"disks={p.disks},seed={p.seed}", [str(k) for k in range(p.disks)])
+            shift = dict.fromkeys(ends, 0)
+        modulus = p.width if layout == "striped" else p.disks
+        w = np.concatenate([per_device[d][layout][0] for d in ends])
+        disk = np.concatenate([(per_device[d][layout][1] + shift[d]) % modulus for d in ends])
+        (d_k, w_k), _, (n, b) = _groups([disk, w], [np.concatenate([per_device[d][layout][k] for d in ends])
+                                                    for k in (2, 3)])
+        parts.append(pa.table({"layout": [layout] * len(w_k), "window_start_us": w_k,
+                               "disk": pa.array([str(x) for x in d_k.tolist()], pa.string()), "requests": n,
+                               "blocks": b}))
+    return pa.concat_tables(parts), names
+
+
+def extent_and_disk_heat(spark: SparkSession, warehouse: Path, trace_id: str, p: HeatParams
+                         ) -> tuple[dict[int, int], pa.Table]:
+    """Replaces the trace's extent_heat rows of p.extent_bytes for each window length of p.windows (one commit
+    each) and returns (window_us -> rows written, the disk_heat rows of window p.window_us, not written).
+    Unsupported when the requests files cannot be read directly."""
+    from libs.delta_files import commit_replace, discard, table_target
+
+    files = sorted(trace_files(spark, warehouse, trace_id).items(),
+                   key=lambda kv: -sum(Path(f).stat().st_size for f in kv[1]))      # the largest first
+    target = table_target(spark, warehouse, EH.TABLE)
+    targets = {w: target.for_write() for w in p.windows}
+    started = time.perf_counter()
+    written: dict[int, int] = {}
+    try:
+        out = spark.sparkContext.parallelize(range(len(files)), len(files)).mapPartitions(
+            _task(files, targets, trace_id, p)).collect()
+        log.info("extent heat %s: %d devices counted in %.1f s", trace_id, len(files), time.perf_counter() - started)
+        for w in p.windows:
+            mine = [f for f in out if f.get("window_us") == w]
+            where = {"trace_id": trace_id, "extent_bytes": p.extent_bytes, "window_us": w}
+            commit_replace(spark, targets[w], where, mine)           # deletes this window's files if it fails
+            written[w] = sum(int(f["rows"]) for f in mine)
+    except BaseException:
+        for w, t in targets.items():
+            if w not in written:
+                discard(t)
+        raise
+    per_disk, names = disk_counts({r["device"]: r["counts"] for r in out if "counts" in r}, p)
+    return written, disk_heat_rows(per_disk, names, window_us=p.window_us, span_us=p.span_us)
