@@ -21,7 +21,7 @@ Choices where the paper is open (one line each, tested in tests/sim/test_tracks.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -282,54 +282,87 @@ def _merge_runs(arrival: np.ndarray, device: np.ndarray, lbn: np.ndarray, sector
     return run_of, heads[:runs], total[:runs], last[:runs]
 
 
-#: Pieces cut per block: the cut's temporaries are a block's, the pieces' columns are filled in place.
-_BLOCK_PIECES = 1 << 20
+#: How a run is cut (_cut_kernel's kind): at track boundaries, or in fixed-size pieces from its start.
+_CUT_TRACKS, _CUT_FIXED = 0, 1
 
 
-def _ranks(counts: np.ndarray) -> np.ndarray:
-    """0, 1, ..., counts[i] - 1 for each i, concatenated."""
-    total = int(counts.sum())
-    starts = np.repeat(np.cumsum(counts) - counts, counts)
-    out: np.ndarray = np.arange(total, dtype=np.int64) - starts
+@njit(cache=True, nogil=True, inline="always")
+def _track_of(x: int, first_lbn: np.ndarray, first_track: np.ndarray, spt: np.ndarray) -> int:  # pragma: no cover
+    z = np.searchsorted(first_lbn, x, side="right") - 1
+    return first_track[z] + (x - first_lbn[z]) // spt[z]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _start_of(t: int, first_lbn: np.ndarray, first_track: np.ndarray, spt: np.ndarray) -> int:  # pragma: no cover
+    z = min(np.searchsorted(first_track, t, side="right") - 1, len(spt) - 1)
+    return first_lbn[z] + (t - first_track[z]) * spt[z]
+
+
+@njit(cache=True, nogil=True)
+def _track_counts(lbn: np.ndarray, sectors: np.ndarray, tracks: int, first_lbn: np.ndarray, first_track: np.ndarray,
+                  spt: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """Units of `tracks` tracks (counted from track 0) each run [lbn, lbn + sectors) touches."""
+    out = np.empty(len(lbn), np.int64)
+    for r in range(len(lbn)):
+        lo = lbn[r]
+        out[r] = (_track_of(lo + sectors[r] - 1, first_lbn, first_track, spt) // tracks
+                  - _track_of(lo, first_lbn, first_track, spt) // tracks + 1)
     return out
 
 
-def _run_blocks(counts: np.ndarray) -> Iterator[tuple[int, int, int, int]]:
-    """(first run, end run, first piece, end piece) of consecutive blocks of runs holding at most _BLOCK_PIECES
-    pieces each (or one run); every run has at least one piece."""
-    r0, p0 = 0, 0
-    while r0 < len(counts):
-        window = np.cumsum(counts[r0:r0 + _BLOCK_PIECES])
-        k = max(int(np.searchsorted(window, _BLOCK_PIECES, side="right")), 1)
-        p1 = p0 + int(window[k - 1])
-        yield r0, r0 + k, p0, p1
-        r0, p0 = r0 + k, p1
+@njit(cache=True, nogil=True)
+def _cut_kernel(lbn: np.ndarray, sectors: np.ndarray, arrival: np.ndarray, device: np.ndarray, flags: np.ndarray,
+                think: np.ndarray, big: np.ndarray, counts: np.ndarray, kind: int, size: int, tracks: int,
+                first_lbn: np.ndarray, first_track: np.ndarray, spt: np.ndarray, n_tracks: int,
+                p_arrival: np.ndarray, p_device: np.ndarray, p_lbn: np.ndarray, p_sectors: np.ndarray,
+                p_flags: np.ndarray, p_think: np.ndarray) -> None:  # pragma: no cover
+    """_split's pieces written into the p_ arrays (think: empty when the runs have none)."""
+    with_think = len(think) > 0
+    p = 0
+    for r in range(len(lbn)):
+        lo = lbn[r]
+        hi = lo + sectors[r]
+        c = counts[r]
+        unit0 = _track_of(lo, first_lbn, first_track, spt) // tracks if kind == _CUT_TRACKS and big[r] else 0
+        for k in range(c):
+            a, b = lo, hi
+            if big[r]:
+                if kind == _CUT_TRACKS:
+                    unit = unit0 + k
+                    s = _start_of(min(unit * tracks, n_tracks), first_lbn, first_track, spt)
+                    e = _start_of(min((unit + 1) * tracks, n_tracks), first_lbn, first_track, spt)
+                else:
+                    s = lo + k * size
+                    e = s + size
+                a, b = max(lo, s), min(hi, e)
+            p_arrival[p] = arrival[r]
+            p_device[p] = device[r]
+            p_flags[p] = flags[r]
+            p_lbn[p] = a
+            p_sectors[p] = b - a
+            if with_think:
+                p_think[p] = think[r] if k == c - 1 else 0.0
+            p += 1
 
 
-def _split(runs: Requests, big: np.ndarray, counts: np.ndarray,
-           starts_of: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]) -> _Cut:
-    """Cut each big run (its sectors from runs.lbn on) into counts pieces, piece k of run r spanning
-    starts_of(r, k) clipped to the run; other runs stay whole. The pieces (in run order) arrive with their run,
-    the run's think time follows its last piece."""
+def _split(runs: Requests, big: np.ndarray, counts: np.ndarray, kind: int, size: int = 0, tracks: int = 1,
+           m: TrackMap | None = None) -> _Cut:
+    """Cut each big run (its sectors from runs.lbn on) into counts pieces: with kind _CUT_TRACKS piece k spans
+    the (k + 1)-th unit of `tracks` tracks the run touches, with _CUT_FIXED `size` sectors from the run's start +
+    k x size; clipped to the run. Other runs stay whole. The pieces (in run order) arrive with their run, the
+    run's think time follows its last piece."""
     counts = np.where(big, counts, 1).astype(np.int64)
     total = int(counts.sum())
     arrival, device = np.empty(total), np.empty(total, np.int32)
     lbn, sectors, flags = np.empty(total, np.int64), np.empty(total, np.int32), np.empty(total, np.int8)
-    think = np.zeros(total) if runs.think_us is not None else None
-    for r0, r1, p0, p1 in _run_blocks(counts):
-        c = counts[r0:r1]
-        run = np.repeat(np.arange(r0, r1, dtype=np.int64), c)
-        s, e = starts_of(run, _ranks(c))
-        cut = np.repeat(big[r0:r1], c)
-        lo = runs.lbn[run]
-        hi = lo + runs.sectors[run]
-        cut_start = np.where(cut, np.maximum(lo, s), lo)
-        cut_end = np.where(cut, np.minimum(hi, e), hi)
-        arrival[p0:p1], device[p0:p1], flags[p0:p1] = runs.arrival_us[run], runs.device[run], runs.flags[run]
-        lbn[p0:p1], sectors[p0:p1] = cut_start, cut_end - cut_start
-        if think is not None and runs.think_us is not None:
-            think[p0 + np.cumsum(c) - 1] = runs.think_us[r0:r1]
-    return _Cut(Requests(arrival, device, lbn, sectors, flags, think), runs.lbn, counts)
+    think = np.zeros(total) if runs.think_us is not None else np.zeros(0)
+    zones = (m.first_lbn, m.first_track, m.spt, m.n_tracks) if m is not None else \
+        (np.zeros(1, np.int64), np.zeros(1, np.int64), np.ones(1, np.int64), 0)
+    _cut_kernel(runs.lbn, runs.sectors, runs.arrival_us, runs.device, runs.flags,
+                runs.think_us if runs.think_us is not None else np.zeros(0), big, counts, kind, size, tracks,
+                zones[0], zones[1], zones[2], zones[3], arrival, device, lbn, sectors, flags, think)
+    return _Cut(Requests(arrival, device, lbn, sectors, flags, think if runs.think_us is not None else None),
+                runs.lbn, counts)
 
 
 @dataclass(frozen=True, eq=False)
@@ -372,20 +405,11 @@ def _align_to_tracks(requests: Requests, spec: DiskSpec, tracks: int, merge: boo
     if len(runs) == 0:
         return _Cut(runs, runs.lbn, np.zeros(0, np.int64)), run_of
     m = track_map(spec)
-    first = runs.lbn
-    counts = np.empty(len(runs), np.int64)
-    for r0 in range(0, len(runs), _BLOCK_PIECES):           # in blocks: track_of's temporaries are a block's
-        lo = first[r0:r0 + _BLOCK_PIECES]
-        counts[r0:r0 + len(lo)] = (m.track_of(lo + (runs.sectors[r0:r0 + len(lo)] - 1)) // tracks
-                                   - m.track_of(lo) // tracks + 1)
+    if int(runs.lbn.min()) < 0:
+        m.track_of(runs.lbn.min())                          # raises, naming the sector
+    counts = _track_counts(runs.lbn, runs.sectors, tracks, m.first_lbn, m.first_track, m.spt)
     big = runs.sectors.astype(np.int64) * spec.sector_size >= min_bytes
-
-    def starts_of(run: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        unit = m.track_of(first[run]) // tracks + rank
-        return m.start_of(np.minimum(unit * tracks, m.n_tracks)), m.start_of(np.minimum((unit + 1) * tracks,
-                                                                                        m.n_tracks))
-
-    return _split(runs, big, counts, starts_of), run_of
+    return _split(runs, big, counts, _CUT_TRACKS, tracks=tracks, m=m), run_of
 
 
 def fixed_size_io(requests: Requests, spec: DiskSpec, *, io_bytes: int, merge: bool = True,
@@ -409,14 +433,8 @@ def _fixed_size_io(requests: Requests, spec: DiskSpec, io_bytes: int, merge: boo
     runs, run_of = _prepare(requests, spec, merge, merge_gap_ms)
     if len(runs) == 0:
         return _Cut(runs, runs.lbn, np.zeros(0, np.int64)), run_of
-    first = runs.lbn
     big = runs.sectors.astype(np.int64) * spec.sector_size >= min_bytes
-
-    def starts_of(run: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        s = first[run] + rank * size
-        return s, s + size
-
-    return _split(runs, big, -(-runs.sectors.astype(np.int64) // size), starts_of), run_of
+    return _split(runs, big, -(-runs.sectors.astype(np.int64) // size), _CUT_FIXED, size=size), run_of
 
 
 def _check_int(name: str, value: Any, least: int) -> None:
@@ -434,29 +452,47 @@ class ShapedRequests:
     last_piece: np.ndarray      # int64 [originals]
 
 
+@njit(cache=True, nogil=True)
+def _origins_kernel(lbn: np.ndarray, sectors: np.ndarray, run_of: np.ndarray, run_start: np.ndarray,
+                    counts: np.ndarray, p_lbn: np.ndarray, p_sectors: np.ndarray, first: np.ndarray,
+                    last: np.ndarray) -> None:  # pragma: no cover
+    """_origins' first and last piece of each request: binary searches among its run's pieces (consecutive, in
+    address order, covering the run)."""
+    p_first = np.empty(len(counts) + 1, np.int64)
+    p_first[0] = 0
+    for r in range(len(counts)):
+        p_first[r + 1] = p_first[r] + counts[r]
+    for q in range(len(lbn)):
+        r = run_of[q]
+        lo_rel = lbn[q] - run_start[r]
+        end_rel = lo_rel + sectors[q]
+        a, b = p_first[r], p_first[r + 1]          # the first piece ending after lo_rel
+        while a < b:
+            mid = (a + b) // 2
+            if p_lbn[mid] - run_start[r] + p_sectors[mid] > lo_rel:
+                b = mid
+            else:
+                a = mid + 1
+        first[q] = a
+        a, b = p_first[r], p_first[r + 1]          # the last piece starting before end_rel
+        while a < b:
+            mid = (a + b) // 2
+            if p_lbn[mid] - run_start[r] < end_rel:
+                a = mid + 1
+            else:
+                b = mid
+        last[q] = a - 1
+
+
 def _origins(requests: Requests, cut: _Cut, run_of: np.ndarray) -> ShapedRequests:
     """Map each traced request to its pieces: within its run, the pieces ending after its first sector up
-    to the last one starting before its end (run-relative keys: run * 2^32 + offset, runs < 2^31 sectors).
-    Computed in blocks: the temporaries are a block's."""
+    to the last one starting before its end."""
     n = len(requests)
-    if n == 0:
-        return ShapedRequests(cut.pieces, np.zeros(0, np.int64), np.zeros(0, np.int64))
-    run_start = cut.run_start
-    pieces = cut.pieces
-    piece_lo, piece_hi = np.empty(len(pieces), np.int64), np.empty(len(pieces), np.int64)
-    for r0, r1, p0, p1 in _run_blocks(cut.counts):
-        piece_run = np.repeat(np.arange(r0, r1, dtype=np.int64), cut.counts[r0:r1])
-        piece_lo[p0:p1] = (piece_run << 32) + (pieces.lbn[p0:p1] - run_start[piece_run])
-        piece_hi[p0:p1] = piece_lo[p0:p1] + pieces.sectors[p0:p1]
     first, last = np.empty(n, np.int64), np.empty(n, np.int64)
-    for q0 in range(0, n, _BLOCK_PIECES):
-        q1 = min(n, q0 + _BLOCK_PIECES)
-        runs = run_of[q0:q1]
-        lo = (runs << 32) + (requests.lbn[q0:q1] - run_start[runs])
-        first[q0:q1] = np.searchsorted(piece_hi, lo, side="right")
-        lo += requests.sectors[q0:q1]
-        last[q0:q1] = np.searchsorted(piece_lo, lo, side="left") - 1
-    return ShapedRequests(pieces, first, last)
+    if n:
+        _origins_kernel(requests.lbn, requests.sectors, np.asarray(run_of, np.int64), cut.run_start, cut.counts,
+                        cut.pieces.lbn, cut.pieces.sectors, first, last)
+    return ShapedRequests(cut.pieces, first, last)
 
 
 def shape_requests(requests: Requests, spec: DiskSpec, io: IoShaping) -> ShapedRequests:

@@ -377,23 +377,60 @@ def test_compiled_merge_equals_the_dict_rule(seed: int) -> None:
     assert len(np.unique(expected)) < n                                     # some requests did merge
 
 
-def test_shaping_in_blocks_gives_the_same_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The cut and the request-to-piece map work in blocks of _BLOCK_PIECES pieces; blocks of 7 pieces (a run
-    # of many pieces spans several) give what one block gives, on the hplajw week with think times.
+def _shape_by_rule(requests: Requests, spec, io: IoShaping) -> tuple[list[tuple], list[int], list[int]]:
+    """The transform run by run in plain Python (TrackMap's scalar lookups): pieces as (arrival, device, lbn,
+    sectors, flags, think), and each request's first and last piece."""
     import sim.tracks as T
+
+    runs, run_of = T._prepare(requests, spec, io.merge, io.merge_gap_ms)
+    m = track_map(spec)
+    pieces, first_of_run = [], []
+    for r in range(len(runs)):
+        lo, hi = int(runs.lbn[r]), int(runs.lbn[r] + runs.sectors[r])
+        if hi - lo < -(-io.min_bytes // spec.sector_size):
+            cuts = [(lo, hi)]
+        elif io.kind == "track-aligned":
+            units = range(int(m.track_of(lo)) // io.tracks, int(m.track_of(hi - 1)) // io.tracks + 1)
+            cuts = [(max(lo, int(m.start_of(min(u * io.tracks, m.n_tracks)))),
+                     min(hi, int(m.start_of(min((u + 1) * io.tracks, m.n_tracks))))) for u in units]
+        else:
+            size = io.io_bytes // spec.sector_size
+            cuts = [(s, min(hi, s + size)) for s in range(lo, hi, size)]
+        first_of_run.append(len(pieces))
+        for k, (a, b) in enumerate(cuts):
+            think = 0.0 if runs.think_us is None else (float(runs.think_us[r]) if k == len(cuts) - 1 else 0.0)
+            pieces.append((float(runs.arrival_us[r]), int(runs.device[r]), a, b - a, int(runs.flags[r]), think))
+    first_of_run.append(len(pieces))
+    first, last = [], []
+    for q in range(len(requests)):
+        r = int(run_of[q])
+        lo, hi = int(requests.lbn[q]), int(requests.lbn[q] + requests.sectors[q])
+        mine = range(first_of_run[r], first_of_run[r + 1])
+        first.append(next(p for p in mine if pieces[p][2] + pieces[p][3] > lo))
+        last.append(max(p for p in mine if pieces[p][2] < hi))
+    return pieces, first, last
+
+
+@pytest.mark.parametrize("io", [IoShaping("track-aligned", merge_gap_ms=50.0),
+                                IoShaping("track-aligned", tracks=3, min_bytes=16384),
+                                IoShaping("fixed", io_bytes=4096, merge_gap_ms=50.0),
+                                IoShaping("fixed", io_bytes=2048, merge=False)])
+def test_compiled_cut_equals_the_rule_on_hplajw(io: IoShaping) -> None:
+    # The compiled cut and request-to-piece map against the rule run by run, on the first 8,000 requests of the
+    # hplajw week with think times (merged runs of many pieces, runs left whole under min_bytes).
     from libs.experiments.placement import load_hplajw
 
     w = load_hplajw()
-    r = Requests(w.requests.arrival_us, w.requests.device, w.requests.lbn, w.requests.sectors, w.requests.flags,
-                 np.arange(len(w.requests), dtype=np.float64))
-    whole = shape_requests(r, w.spec, IoShaping("track-aligned", merge_gap_ms=50.0))
-    fixed = shape_requests(r, w.spec, IoShaping("fixed", io_bytes=4096, merge_gap_ms=50.0))
-    monkeypatch.setattr(T, "_BLOCK_PIECES", 7)
-    for io, one in ((IoShaping("track-aligned", merge_gap_ms=50.0), whole),
-                    (IoShaping("fixed", io_bytes=4096, merge_gap_ms=50.0), fixed)):
-        blocks = shape_requests(r, w.spec, io)
-        for name in ("arrival_us", "device", "lbn", "sectors", "flags", "think_us"):
-            assert np.array_equal(getattr(blocks.pieces, name), getattr(one.pieces, name)), name
-        assert np.array_equal(blocks.first_piece, one.first_piece)
-        assert np.array_equal(blocks.last_piece, one.last_piece)
-    assert len(whole.pieces) > len(r) > int((whole.last_piece > whole.first_piece).sum()) > 0
+    n = 8000
+    r = Requests(w.requests.arrival_us[:n], w.requests.device[:n], w.requests.lbn[:n], w.requests.sectors[:n],
+                 w.requests.flags[:n], np.arange(n, dtype=np.float64))
+    shaped = shape_requests(r, w.spec, io)
+    pieces, first, last = _shape_by_rule(r, w.spec, io)
+    got = list(zip(shaped.pieces.arrival_us.tolist(), shaped.pieces.device.tolist(), shaped.pieces.lbn.tolist(),
+                   shaped.pieces.sectors.tolist(), shaped.pieces.flags.tolist(), shaped.pieces.think_us.tolist(),
+                   strict=True))
+    assert got == pieces
+    assert shaped.first_piece.tolist() == first
+    assert shaped.last_piece.tolist() == last
+    assert len(pieces) != n
+    assert int((shaped.last_piece > shaped.first_piece).sum()) > 0                 # requests of several pieces
