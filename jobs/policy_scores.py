@@ -93,17 +93,51 @@ def resolve_spec(param: Any) -> DiskSpec:
     return ScenarioConfig.from_dict({"scenario_id": "spec", "spec": param}).spec
 
 
-def sizes_and_stats(requests: DataFrame, window: Window, devices: Sequence[str], sector_bytes: int,
-                    span_us: int) -> tuple[tuple[int, ...], WindowStats]:
-    """One pass over the trace's requests: each device's size (the highest byte its requests address over the
-    whole trace, in the spec's sectors) and the window's statistics (requests, mean size overall and per
-    device; length: the window clipped to the trace)."""
+def device_figures(requests: DataFrame, window: Window) -> list[dict[str, Any]]:
+    """Per device of the trace's requests: {"device", "end": the highest byte its requests address, "n": its
+    requests in the window, "bytes": their bytes}, in one Spark pass."""
     from pyspark.sql import functions as F
 
     inside = (F.col("ts_us") >= window.start_us) & (F.col("ts_us") < window.end_us)
-    rows = requests.groupBy("device").agg(
+    return [r.asDict() for r in requests.groupBy("device").agg(
         F.max(F.col("offset_bytes") + F.col("size_bytes")).alias("end"), F.count_if(inside).alias("n"),
-        F.sum(F.when(inside, F.col("size_bytes")).otherwise(0)).alias("bytes")).collect()
+        F.sum(F.when(inside, F.col("size_bytes")).otherwise(0)).alias("bytes")).collect()]
+
+
+def _figures_task(files: list[tuple[str, list[str]]], window: Window) -> Any:
+    def run(ids: Any) -> Any:
+        import numpy as np
+        import pyarrow.parquet as pq
+
+        for i in ids:
+            device, paths = files[i]
+            end = n = size_sum = 0
+            for path in paths:
+                t = pq.read_table(path, columns=["ts_us", "offset_bytes", "size_bytes"])
+                ts, off, size = (t.column(c).to_numpy() for c in ("ts_us", "offset_bytes", "size_bytes"))
+                if len(ts):
+                    end = max(end, int((off + size).max()))
+                    inside = (ts >= window.start_us) & (ts < window.end_us)
+                    n += int(np.count_nonzero(inside))
+                    size_sum += int(size[inside].sum())
+            yield {"device": device, "end": end, "n": n, "bytes": size_sum}
+
+    return run
+
+
+def device_figures_files(spark: SparkSession, files: Mapping[str, list[str]], window: Window
+                         ) -> list[dict[str, Any]]:
+    """device_figures from the `requests` table's files (device -> its files): one task per device."""
+    listed = sorted(files.items())
+    return spark.sparkContext.parallelize(range(len(listed)), max(1, len(listed))).mapPartitions(
+        _figures_task(listed, window)).collect()
+
+
+def sizes_and_stats(rows: Sequence[Mapping[str, Any]], window: Window, devices: Sequence[str], sector_bytes: int,
+                    span_us: int) -> tuple[tuple[int, ...], WindowStats]:
+    """From device_figures' rows: each device's size (the highest byte its requests address over the whole
+    trace, in the spec's sectors) and the window's statistics (requests, mean size overall and per device;
+    length: the window clipped to the trace)."""
     ends = {str(r["device"]): int(r["end"]) for r in rows}
     sizes = tuple(max(1, -(-ends.get(d, 0) // sector_bytes)) for d in devices)
     used = [r for r in rows if r["n"]]
@@ -119,7 +153,7 @@ def run(spark: SparkSession, cfg: SparkConfig, job: ScoreConfig) -> ScoreSummary
     """Replaces the (trace, window) rows of policy_scores (and the sweep's grid in sim_results); returns them."""
     from pyspark.sql import functions as F
 
-    from jobs.simulate import TableFiles
+    from jobs.simulate import TableFiles, table_files
     from jobs.simulate import run as simulate
     from libs.sim_grid import parse_grid
 
@@ -131,7 +165,10 @@ def run(spark: SparkSession, cfg: SparkConfig, job: ScoreConfig) -> ScoreSummary
     spec = resolve_spec(param)
     requests = read_table(spark, cfg.warehouse, "requests", job.trace_id, version=tables["requests"])
     windowed = requests.where((F.col("ts_us") >= window.start_us) & (F.col("ts_us") < window.end_us))
-    sizes, stats = sizes_and_stats(requests, window, devices, spec.sector_size, int(info["span_us"]))
+    files = table_files(spark, cfg.warehouse, [job.trace_id], tables["requests"])
+    figures = (device_figures(requests, window) if files is None else
+               device_figures_files(spark, {d: paths for (_, d), paths in files.items()}, window))
+    sizes, stats = sizes_and_stats(figures, window, devices, spec.sector_size, int(info["span_us"]))
     target = Target(job.trace_id, devices, sizes, spec, param, job.scheduler, job.speedup, job.seed)
     variants, skipped = [], {}
     for family in families(job.families):

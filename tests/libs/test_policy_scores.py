@@ -300,3 +300,19 @@ def test_alis_is_scored_and_planned_where_its_area_fits(spark, spark_cfg, hplajw
     assert check(spark, cfg, doc, NOW) == []
     for fmt in ("json", "csv", "parquet"):
         assert read_plan(export(doc, fmt, tmp_path / f"alis.{fmt}")) == doc
+
+
+def test_device_figures_from_the_files_equal_spark(spark, spark_cfg, hplajw):
+    # The scorecard's pass over the requests (device sizes, the window's requests and bytes) from the table's files
+    # equals the Spark aggregation; the busiest hour holds 6,386 requests, 25 of them on the second device.
+    from jobs.policy_scores import device_figures, device_figures_files
+    from jobs.simulate import table_files
+    from libs.scorecard import parse_window
+    from libs.tables import trace_info
+
+    window = parse_window(WINDOW, span_us=int(trace_info(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID)["span_us"]))
+    files = table_files(spark, spark_cfg.warehouse, [HPLAJW_TRACE_ID], None)
+    direct = device_figures_files(spark, {d: paths for (_, d), paths in files.items()}, window)
+    by_spark = device_figures(read_table(spark, spark_cfg.warehouse, "requests", HPLAJW_TRACE_ID), window)
+    assert sorted(direct, key=lambda r: r["device"]) == sorted(by_spark, key=lambda r: r["device"])
+    assert sorted(r["n"] for r in direct) == [25, 6386 - 25]
