@@ -13,12 +13,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
+from libs.delta_files import replace_from_driver, table_target
 from libs.spark import SparkConfig, build_session
 from libs.tables import read_table, replace_rows, table_path, trace_info
 from libs.transforms.aging import age_values
 from libs.transforms.heat import compute_interval_counts
+from libs.transforms.heat_files import Unsupported, interval_counts
 from schemas import aged_heat
 
 if TYPE_CHECKING:
@@ -69,6 +74,12 @@ def run(spark: SparkSession, cfg: SparkConfig, job: AgingConfig) -> list[int]:
     computed = []
     for interval_id in range(done + 1, last + 1):
         log.info("aged heat: %s interval %d of %d", job.trace_id, interval_id, last)
+        try:
+            _interval_from_files(spark, cfg, job, interval_id)
+            computed.append(interval_id)
+            continue
+        except Unsupported as e:
+            log.info("aged heat: %s interval %d through Spark SQL (%s)", job.trace_id, interval_id, e)
         current = compute_interval_counts(requests, extent_bytes=job.extent_bytes, interval_us=job.interval_us,
                                           interval_id=interval_id)
         previous = None
@@ -88,6 +99,49 @@ def run(spark: SparkSession, cfg: SparkConfig, job: AgingConfig) -> list[int]:
                       "alpha": job.alpha, "interval_id": interval_id})
         computed.append(interval_id)
     return computed
+
+
+def aged_rows(current: pa.Table, previous: pa.Table | None, job: AgingConfig, interval_id: int) -> pa.Table:
+    """The aged_heat rows of one interval (trace_id '') from its counts (device, extent_id, count) and the previous
+    interval's (device, extent_id, aged_count), on the driver: age_values' blend with the same floating-point
+    operations (alpha x count, plus (1 - alpha) x the old value when there is a previous interval), keys on
+    either side, rows aged to 0 dropped."""
+    if previous is None:
+        count = current.column("count").to_numpy().astype(np.int64)
+        keys = current.select(list(KEYS))
+        aged = job.alpha * count.astype(np.float64)
+    else:
+        joined = current.join(previous, keys=list(KEYS), join_type="full outer")
+        keys = joined.select(list(KEYS))
+        count = pc.fill_null(joined.column("count"), 0).to_numpy().astype(np.int64)
+        old = pc.fill_null(joined.column("aged_count"), 0.0).to_numpy().astype(np.float64)
+        aged = job.alpha * count.astype(np.float64) + (1.0 - job.alpha) * old
+    keep = aged > 0.0
+    n = int(keep.sum())
+    out = {"trace_id": pa.array([""] * n, pa.string()),
+           "extent_bytes": pa.array(np.full(n, job.extent_bytes, np.int64)),
+           "interval_us": pa.array(np.full(n, job.interval_us, np.int64)),
+           "interval_id": pa.array(np.full(n, interval_id, np.int64)),
+           "alpha": pa.array(np.full(n, job.alpha, np.float64)),
+           "device": keys.column("device").filter(pa.array(keep)), "extent_id": keys.column("extent_id").filter(
+               pa.array(keep)), "count": pa.array(count[keep]), "aged_count": pa.array(aged[keep])}
+    return pa.table({c: out[c] for c in aged_heat.COLUMNS}, schema=aged_heat.ARROW_SCHEMA)
+
+
+def _interval_from_files(spark: SparkSession, cfg: SparkConfig, job: AgingConfig, interval_id: int) -> None:
+    """One interval's rows from the requests files (libs.transforms.heat_files.interval_counts) and the stored
+    previous interval, aged and written from the driver; Unsupported, before anything is written, when the files
+    cannot be read directly."""
+    current = interval_counts(spark, cfg.warehouse, job.trace_id, extent_bytes=job.extent_bytes,
+                              interval_us=job.interval_us, interval_id=interval_id)
+    previous = None
+    if interval_id > 0:
+        previous = _existing(spark, cfg, job).where(F.col("interval_id") == interval_id - 1).select(
+            *KEYS, "aged_count").toArrow()
+    replace_from_driver(spark, table_target(spark, cfg.warehouse, aged_heat.TABLE),
+                        {"trace_id": job.trace_id, "extent_bytes": job.extent_bytes, "interval_us": job.interval_us,
+                         "alpha": job.alpha, "interval_id": interval_id},
+                        aged_rows(current, previous, job, interval_id))
 
 
 def _one_interval(existing: DataFrame | None, job: AgingConfig, n: int, data_last: int) -> tuple[int, int]:

@@ -319,3 +319,44 @@ def extent_and_disk_heat(spark: SparkSession, warehouse: Path, trace_id: str, p:
         raise
     per_disk, names = disk_counts({r["device"]: r["counts"] for r in out if "counts" in r}, p)
     return written, disk_heat_rows(per_disk, names, window_us=p.window_us, span_us=p.span_us)
+
+
+# --- reference counts of one interval (aged_heat) -------------------------------------------------------------
+
+
+def _interval_task(devices: list[tuple[str, list[str]]], extent_bytes: int, lo_us: int, hi_us: int
+                   ) -> Callable[[Iterator[int]], Iterator[tuple[str, bytes, bytes]]]:
+    def run(ids: Iterator[int]) -> Iterator[tuple[str, bytes, bytes]]:
+        from libs.transforms.tracking_kernels import unit_pieces
+
+        for i in ids:
+            device, paths = devices[i]
+            where = [("ts_us", ">=", lo_us), ("ts_us", "<", hi_us)]
+            t = pa.concat_tables([pq.read_table(f, columns=["offset_bytes", "size_bytes"], filters=where)
+                                  for f in paths])
+            off, size = (np.ascontiguousarray(t.column(c).to_numpy(), np.int64) for c in ("offset_bytes", "size_bytes"))
+            _, ext, _, _ = unit_pieces(off, size, extent_bytes)
+            extent_id, count = np.unique(ext, return_counts=True)
+            if len(extent_id):
+                yield device, extent_id.astype(np.int64).tobytes(), count.astype(np.int64).tobytes()
+
+    return run
+
+
+def interval_counts(spark: SparkSession, warehouse: Path, trace_id: str, *, extent_bytes: int, interval_us: int,
+                    interval_id: int) -> pa.Table:
+    """heat.compute_interval_counts (device, extent_id, count: requests touching each extent in the interval)
+    from the requests files, one task per device, as an Arrow table on the driver. Unsupported when the files
+    cannot be read directly."""
+    _check_unit("extent_bytes", extent_bytes)
+    if interval_us <= 0:
+        raise ValueError(f"interval_us must be > 0, got {interval_us}")
+    files = sorted(trace_files(spark, warehouse, trace_id).items())
+    lo, hi = interval_id * interval_us, (interval_id + 1) * interval_us
+    out = spark.sparkContext.parallelize(range(len(files)), len(files)).mapPartitions(
+        _interval_task(files, extent_bytes, lo, hi)).collect()
+    ids = [np.frombuffer(e, np.int64) for _, e, _ in out]
+    return pa.table({"device": pa.array([d for d, e, _ in out for _ in range(len(e) // 8)], pa.string()),
+                     "extent_id": pa.array(np.concatenate(ids) if ids else np.zeros(0, np.int64)),
+                     "count": pa.array(np.concatenate([np.frombuffer(c, np.int64) for _, _, c in out]) if out
+                                       else np.zeros(0, np.int64))})

@@ -203,7 +203,7 @@ def test_age_values_three_intervals_by_formula(spark):
     assert {r.extent_id: r["count"] for r in a1.collect()} == pytest.approx({0: 1.6, 1: 4.0})
 
 
-def test_aged_heat_job_incremental_equals_from_scratch(spark, spark_cfg, tmp_path):
+def test_aged_heat_job_incremental_equals_from_scratch(spark, spark_cfg, tmp_path, monkeypatch):
     day = 10_000_000  # 10 s "days" keep the fixture small
     rows = [(t, 0, "R", 0, 4096) for t in range(0, day, day // 10)]                 # interval 0: extent 0 x10
     rows += [(day + t, 0, "W", MIB, 4096) for t in range(0, day, day // 5)]        # interval 1: extent 1 x5
@@ -221,9 +221,22 @@ def test_aged_heat_job_incremental_equals_from_scratch(spark, spark_cfg, tmp_pat
     for key, (count, aged) in expected.items():
         assert incremental[key][0] == count
         assert incremental[key][1] == pytest.approx(aged, rel=1e-12), key
-    assert run_aging(spark, spark_cfg, AgingConfig("aging-t", MIB, day, 0.8, from_scratch=True)) == [0, 1, 2]
+    import jobs.aged_heat as J
+    import libs.transforms.heat_files as HF
+
+    def refuse(*args, **kwargs):
+        raise HF.Unsupported("refused by the test")
+
+    with monkeypatch.context() as m:
+        m.setattr(J, "compute_interval_counts", refuse)        # the runs count from the requests files
+        assert run_aging(spark, spark_cfg, AgingConfig("aging-t", MIB, day, 0.8, from_scratch=True)) == [0, 1, 2]
     rebuilt = read_table(spark, spark_cfg.warehouse, "aged_heat", "aging-t").collect()
     assert {(r.interval_id, r.extent_id): (r["count"], r.aged_count) for r in rebuilt} == incremental
+    # Spark SQL (the files refused) gives the same rows exactly.
+    monkeypatch.setattr(HF, "trace_files", refuse)
+    assert run_aging(spark, spark_cfg, AgingConfig("aging-t", MIB, day, 0.8, from_scratch=True)) == [0, 1, 2]
+    through_sql = read_table(spark, spark_cfg.warehouse, "aged_heat", "aging-t").collect()
+    assert sorted(tuple(r) for r in through_sql) == sorted(tuple(r) for r in rebuilt)
 
 
 def test_whole_trace_heat_from_the_hourly_rows_equals_a_pass_over_the_requests(spark, spark_cfg, hplajw):
