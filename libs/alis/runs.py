@@ -236,13 +236,37 @@ def _csr(keys: np.ndarray, nbrs: np.ndarray, weights: np.ndarray, n: int) -> tup
 
 def _vertices(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(vocab, index): the distinct unit ids in increasing order and each unit's place among them, as
-    np.unique(return_inverse=True) but hashing first and sorting only the distinct ids (faster)."""
+    np.unique(return_inverse=True): through a presence array when the ids are dense (units are numbered from 0
+    per device), else by hashing first and sorting only the distinct ids."""
+    if len(units) and units.min() >= 0 and units.max() < 4 * len(units):
+        present = np.zeros(int(units.max()) + 1, bool)
+        present[units] = True
+        rank = np.cumsum(present) - 1
+        return np.flatnonzero(present), rank[units]
     encoded = pa.array(units).dictionary_encode()
     distinct = encoded.dictionary.to_numpy()
     order = np.argsort(distinct)
     rank = np.empty(len(distinct), np.int64)
     rank[order] = np.arange(len(distinct))
     return distinct[order], rank[encoded.indices.to_numpy()]
+
+
+def _seed_order(s: np.ndarray, d: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
+    """The seeds' order: heaviest first, then by (src, dst) (vertex order is unit-id order), as two stable sorts
+    (by pair, then by -weight). The pair sort is skipped when the edges come sorted (a graph's edges do); with
+    few distinct weights the weight sort is a stable radix sort of their ranks."""
+    key = s * n + d
+    by_pair = None if np.all(key[1:] > key[:-1]) else np.argsort(key, kind="stable")
+    w = weight if by_pair is None else weight[by_pair]
+    encoded = pa.array(w).dictionary_encode()
+    values = encoded.dictionary.to_numpy()
+    if len(values) < (1 << 15):
+        rank = np.empty(len(values), np.int16)
+        rank[np.argsort(-values, kind="stable")] = np.arange(len(values), dtype=np.int16)
+        order = np.argsort(rank[encoded.indices.to_numpy()], kind="stable")       # radix sort for int16
+    else:
+        order = np.argsort(-w, kind="stable")
+    return order if by_pair is None else by_pair[order]
 
 
 def discover_run_arrays(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *, tau: int = 9, f: float = 1.0,
@@ -256,15 +280,14 @@ def discover_run_arrays(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *,
     min_length = tau if min_length is None else min_length
     src, dst, weight = np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(weight, np.float64)
     loop = src == dst
-    src, dst, weight = src[~loop], dst[~loop], weight[~loop]
+    if loop.any():
+        src, dst, weight = src[~loop], dst[~loop], weight[~loop]
     if len(src) == 0:
         empty = np.zeros(0, np.int64)
         return empty, np.zeros(1, np.int64), empty
     vocab, inverse = _vertices(np.concatenate([src, dst]))
     s, d, n = inverse[: len(src)], inverse[len(src):], len(vocab)
-    # Seeds heaviest first, then by (src, dst) (vertex order is unit-id order): two stable sorts.
-    by_pair = np.argsort(s * n + d, kind="stable")
-    order = by_pair[np.argsort(-weight[by_pair], kind="stable")]
+    order = _seed_order(s, d, weight, n)
     limits = np.array([threshold * once_weight(m, tau=tau, f=f) * (1 - REL_TOLERANCE) for m in range(tau + 1)])
     run_ids, offsets, members = _discover(*_csr(s, d, weight, n), *_csr(d, s, weight, n), s[order], d[order],
                                           limits, tau, min_length)

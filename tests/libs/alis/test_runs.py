@@ -144,3 +144,25 @@ def test_compiled_discovery_matches_the_python_reference_on_random_graphs(seed):
     expected = reference(*graph, tau=tau, f=f, threshold=threshold, min_length=min_length)
     assert sum(len(m) for _, m in expected) > 0
     assert discover_runs(*graph, tau=tau, f=f, threshold=threshold, min_length=min_length) == expected
+
+
+@pytest.mark.parametrize(("ids", "distinct_weights", "sorted_edges"), [(50, 4, True), (50, 4, False),
+                                                                         (10**12, 40_000, True), (10**12, 3, False)])
+def test_seed_order_and_vertices_equal_the_plain_sorts(ids: int, distinct_weights: int, sorted_edges: bool) -> None:
+    # The shortcuts (presence array for dense unit ids, the pair sort skipped for sorted edges, a radix sort of
+    # the weights' ranks) give np.unique's vertices and the two stable sorts' seed order, ties included.
+    from libs.alis.runs import _seed_order, _vertices
+
+    rng = np.random.default_rng(ids % 97 + distinct_weights)
+    pairs = np.unique(rng.integers(0, ids, (60_000, 2)), axis=0)             # sorted by (src, dst), no duplicates
+    if not sorted_edges:
+        pairs = pairs[rng.permutation(len(pairs))]
+    src, dst = pairs[:, 0], pairs[:, 1]
+    weight = rng.integers(1, distinct_weights + 1, len(src)) / 7.0
+    vocab, inverse = _vertices(np.concatenate([src, dst]))
+    want_vocab, want_inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    assert np.array_equal(vocab, want_vocab)
+    assert np.array_equal(inverse, want_inverse)
+    s, d, n = inverse[: len(src)], inverse[len(src):], len(vocab)
+    by_pair = np.argsort(s * n + d, kind="stable")
+    assert np.array_equal(_seed_order(s, d, weight, n), by_pair[np.argsort(-weight[by_pair], kind="stable")])
