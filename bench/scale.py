@@ -176,6 +176,8 @@ def pipeline(work: Path, n: int, conf_dir: Path, only: Sequence[str] | None = No
     trace_id = f"scale{n}" if disks == 4 else f"scale{n}x{disks}"
     landing = landing_for(work / "landing", trace_id, n, disks)
     warehouse = work / f"warehouse-{trace_id}"
+    if only is None:
+        shutil.rmtree(warehouse, ignore_errors=True)    # a --stages run's kept tables: the trace would not ingest
     env = stage_env(warehouse, "local[2]", conf_dir)
     result = PipelineRun(n, disks)
     for stage, argv in stage_commands(landing, warehouse, stages):

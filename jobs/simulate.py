@@ -91,8 +91,8 @@ def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: 
         files = TableFiles()
     with scratch_dir(cfg.warehouse, f"simulate-{grid.grid_id[:40]}") as scratch:
         direct = None if files is None else table_files(spark, cfg.warehouse, list(catalog), files.version)
-        if direct is not None:
-            staged, window = direct, files.window_us if files is not None else None
+        if files is not None and direct is not None:
+            staged, window = direct, files.window_us
         else:
             source = requests if requests is not None else _windowed(read_table(spark, cfg.warehouse, "requests"),
                                                                       files)

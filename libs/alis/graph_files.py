@@ -28,11 +28,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from libs.alis.graph import EDGE_BYTES, PRUNE_SHARE, VERTEX_BYTES, count_pairs, prune_arrays
 from libs.alis.runs import discover_run_arrays
-from libs.transforms.profile_files import Unsupported, row_groups, trace_files
+from libs.transforms.profile_files import RequestFiles, Unsupported, read_files, request_files, trace_files
 from schemas import access_graph, alis_runs, reorg_units
 
 if TYPE_CHECKING:
@@ -41,10 +40,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REQUEST_COLUMNS = ["ts_us", "seq", "op", "offset_bytes", "size_bytes"]
-# One task holds a device's requests, then its reads' pair keys (tau per read) and counted edges: a 25 M-request
-# device of the scale trace peaked at 6.6 GB (two such tasks run at once on 2 cores). A larger device goes the
-# Spark way, which spreads its pair counting over every task (its pruning still holds the device's graph whole).
-MAX_DEVICE_REQUESTS = 30_000_000
 TABLES = (reorg_units.TABLE, access_graph.TABLE, alis_runs.TABLE)
 STATS = "_stats"
 
@@ -88,37 +83,6 @@ class DeviceFiles:
     requests: list[str]
     units: list[str]            # stored reorg_units files (nightly N > 0)
     graph: list[str]            # stored access_graph files (nightly N > 0; filtered to interval N-1)
-
-
-@dataclass(frozen=True)
-class RequestFiles:
-    """A trace's requests files by device (absolute paths), their rows by device and the largest ts_us."""
-
-    files: dict[str, list[str]]
-    rows: dict[str, int]
-    last_us: int
-
-    def by_size(self) -> list[str]:
-        """The devices, the most requests first (the longest tasks start first)."""
-        return sorted(self.files, key=lambda d: (-self.rows[d], d))
-
-
-def request_files(spark: SparkSession, warehouse: Path, trace_id: str) -> RequestFiles:
-    """The trace's requests files, from the snapshot and the files' footers; Unsupported when a footer lacks
-    ts_us statistics or a device is too large for one task."""
-    files = trace_files(spark, warehouse, trace_id)
-    rows, highest = {}, []
-    for device, paths in files.items():
-        groups = [g for p in paths for g in row_groups(p)]
-        if any(g.hi == 1 << 62 for g in groups):
-            raise Unsupported(f"requests of {trace_id}/{device}: a row group without ts_us statistics")
-        rows[device] = sum(g.rows for g in groups)
-        if rows[device] > MAX_DEVICE_REQUESTS:
-            raise Unsupported(f"requests of {trace_id}/{device}: {rows[device]:,} rows, more than one task holds")
-        highest += [g.hi for g in groups]
-    if not highest:
-        raise Unsupported(f"no requests rows for trace {trace_id!r}")
-    return RequestFiles(files, rows, int(max(highest)))
 
 
 # --- one device ------------------------------------------------------------------------------
@@ -293,9 +257,7 @@ def device_build(requests: pa.Table, known: pa.Table | None, previous: pa.Table 
 
 
 def _read(paths: Sequence[str], columns: Sequence[str], where: Any = None) -> pa.Table | None:
-    if not paths:
-        return None
-    return pa.concat_tables([pq.read_table(p, columns=list(columns), filters=where) for p in paths])
+    return read_files(paths, columns, where) if paths else None
 
 
 def write_rows(target: Any, name: str, rows: pa.Table, trace_id: str, device: str,

@@ -4,7 +4,8 @@
 The Spark path explodes every request into its extent pieces and aggregates them in a shuffle, then scans the
 trace again for the device ends and once more for the three layouts' pieces per disk (226 s at 100 M
 requests on 2 cores). Here one Spark task per device reads that device's files (the Delta snapshot's list,
-libs.transforms.profile_files.trace_files) and, from the same arrays:
+libs.transforms.profile_files.request_files: a device of more than MAX_DEVICE_REQUESTS goes the Spark way)
+and, from the same arrays:
 
 - cuts the requests at extent boundaries (tracking_kernels.unit_pieces), counts each (extent, window) and each
   extent over the whole trace, and writes both sets of extent_heat rows into the table itself (libs.delta_files);
@@ -30,10 +31,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from libs.transforms.heat import BLOCK_BYTES, LAYOUTS, _check_unit, _volume_bases, _window_seconds, disk_heat_rows
-from libs.transforms.profile_files import Unsupported, trace_files
+from libs.transforms.profile_files import Unsupported, read_files, request_files
 from schemas import extent_heat as EH
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ def _task(devices: list[tuple[str, list[str]]], targets: dict[int, TableTarget],
     def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
         for i in ids:
             device, paths = devices[i]
-            table = pa.concat_tables([pq.read_table(f, columns=COLUMNS) for f in paths])
+            table = read_files(paths, COLUMNS)
             rows, counts = device_heat(table, device, p)
             del table
             for w, part in rows.items():
@@ -297,8 +297,8 @@ def extent_and_disk_heat(spark: SparkSession, warehouse: Path, trace_id: str, p:
     Unsupported when the requests files cannot be read directly."""
     from libs.delta_files import commit_replace, discard, table_target
 
-    files = sorted(trace_files(spark, warehouse, trace_id).items(),
-                   key=lambda kv: -sum(Path(f).stat().st_size for f in kv[1]))      # the largest first
+    listed = request_files(spark, warehouse, trace_id)
+    files = [(d, listed.files[d]) for d in listed.by_size()]                   # the largest first
     target = table_target(spark, warehouse, EH.TABLE)
     targets = {w: target.for_write() for w in p.windows}
     started = time.perf_counter()
@@ -332,8 +332,7 @@ def _interval_task(devices: list[tuple[str, list[str]]], extent_bytes: int, lo_u
         for i in ids:
             device, paths = devices[i]
             where = [("ts_us", ">=", lo_us), ("ts_us", "<", hi_us)]
-            t = pa.concat_tables([pq.read_table(f, columns=["offset_bytes", "size_bytes"], filters=where)
-                                  for f in paths])
+            t = read_files(paths, ["offset_bytes", "size_bytes"], where)
             off, size = (np.ascontiguousarray(t.column(c).to_numpy(), np.int64) for c in ("offset_bytes", "size_bytes"))
             _, ext, _, _ = unit_pieces(off, size, extent_bytes)
             extent_id, count = np.unique(ext, return_counts=True)
@@ -351,7 +350,8 @@ def interval_counts(spark: SparkSession, warehouse: Path, trace_id: str, *, exte
     _check_unit("extent_bytes", extent_bytes)
     if interval_us <= 0:
         raise ValueError(f"interval_us must be > 0, got {interval_us}")
-    files = sorted(trace_files(spark, warehouse, trace_id).items())
+    listed = request_files(spark, warehouse, trace_id)
+    files = [(d, listed.files[d]) for d in listed.by_size()]
     lo, hi = interval_id * interval_us, (interval_id + 1) * interval_us
     out = spark.sparkContext.parallelize(range(len(files)), len(files)).mapPartitions(
         _interval_task(files, extent_bytes, lo, hi)).collect()

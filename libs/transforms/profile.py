@@ -288,20 +288,31 @@ def _group_stats(starts: np.ndarray, v: np.ndarray, n: np.ndarray, s: np.ndarray
                                                  np.add.reduceat(s2, starts), np.maximum.reduceat(mx, starts))
 
 
-def _percentiles(starts: np.ndarray, v: np.ndarray, n: np.ndarray) -> dict[str, np.ndarray]:
-    """The PS percentiles per group of (value, count) cells (see _group_stats)."""
+def interpolate(position: Any, lower: Any, higher: Any, lo: Any, hi: Any) -> Any:
+    """Spark's `percentile` between the values lo and hi at the floor and ceiling (lower, higher) of the rank
+    position: lo when they coincide, else the linear interpolation (scalars or arrays)."""
+    return np.where((lower == higher) | (lo == hi), lo, (higher - position) * lo + (position - lower) * hi)
+
+
+def percentile_cells(starts: np.ndarray, v: np.ndarray, n: np.ndarray, points: Sequence[float]) -> list[np.ndarray]:
+    """Spark's `percentile(value, p, count)` of each group of (value, count) cells (groups from `starts`, values
+    ascending within each), one array per point p: at rank position (count - 1) x p, interpolated."""
     count = np.add.reduceat(n, starts)
     cum = np.cumsum(n)
     before = cum[starts] - n[starts]
-    out = {}
-    for p in PS:
+    out = []
+    for p in points:
         position = (count - 1).astype(np.float64) * p
         lower, higher = np.floor(position), np.ceil(position)
         lo = v[np.searchsorted(cum, before + lower.astype(np.int64) + 1)]
         hi = v[np.searchsorted(cum, before + higher.astype(np.int64) + 1)]
-        out[f"p{round(p * 100):g}"] = np.where((lower == higher) | (lo == hi), lo,
-                                               (higher - position) * lo + (position - lower) * hi)
+        out.append(interpolate(position, lower, higher, lo, hi))
     return out
+
+
+def _percentiles(starts: np.ndarray, v: np.ndarray, n: np.ndarray) -> dict[str, np.ndarray]:
+    """The PS percentiles per group of (value, count) cells (see _group_stats)."""
+    return {f"p{round(p * 100):g}": x for p, x in zip(PS, percentile_cells(starts, v, n, PS), strict=True)}
 
 
 def _moments(count: np.ndarray, total: np.ndarray, total2: np.ndarray, mx: np.ndarray) -> dict[str, np.ndarray]:

@@ -47,7 +47,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -138,6 +138,49 @@ def row_groups(path: str) -> list[RowGroup]:
         out.append(RowGroup(path, i, group.num_rows, int(stats.min) if known else -(1 << 62),
                             int(stats.max) if known else 1 << 62))
     return [g for g in out if g.rows]
+
+
+# A per-device task (libs.alis.graph_files, libs.transforms.heat_files) holds a device's requests, then derived
+# arrays (the graph's pair keys, tau per read, and counted edges: a 25 M-request device of the scale trace
+# peaked at 6.6 GB, two such tasks at once on 2 cores). A larger device goes the Spark way.
+MAX_DEVICE_REQUESTS = 30_000_000
+
+
+@dataclass(frozen=True)
+class RequestFiles:
+    """A trace's requests files by device (absolute paths), their rows by device and the largest ts_us."""
+
+    files: dict[str, list[str]]
+    rows: dict[str, int]
+    last_us: int
+
+    def by_size(self) -> list[str]:
+        """The devices, the most requests first (the longest tasks start first)."""
+        return sorted(self.files, key=lambda d: (-self.rows[d], d))
+
+
+def request_files(spark: SparkSession, warehouse: Path, trace_id: str) -> RequestFiles:
+    """The trace's requests files, from the snapshot and the files' footers; Unsupported when a footer lacks
+    ts_us statistics or a device is too large for one task."""
+    files = trace_files(spark, warehouse, trace_id)
+    rows, highest = {}, []
+    for device, paths in files.items():
+        groups = [g for p in paths for g in row_groups(p)]
+        if any(g.hi == 1 << 62 for g in groups):
+            raise Unsupported(f"requests of {trace_id}/{device}: a row group without ts_us statistics")
+        rows[device] = sum(g.rows for g in groups)
+        if rows[device] > MAX_DEVICE_REQUESTS:
+            raise Unsupported(f"requests of {trace_id}/{device}: {rows[device]:,} rows, more than one task holds")
+        highest += [g.hi for g in groups]
+    if not highest:
+        raise Unsupported(f"no requests rows for trace {trace_id!r}")
+    return RequestFiles(files, rows, int(max(highest)))
+
+
+def read_files(paths: Sequence[str], columns: Sequence[str], where: Any = None) -> pa.Table:
+    """Task side: these Parquet files' (at least one) columns, the rows matching the pyarrow filter `where`, as
+    one table."""
+    return pa.concat_tables([pq.read_table(p, columns=list(columns), filters=where) for p in paths])
 
 
 def cuts(groups: Sequence[RowGroup], parts: int) -> list[int]:

@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from libs.transforms.profile import round_significant_np
-from libs.transforms.profile_files import Unsupported, trace_files
+from libs.transforms.profile import percentile_cells, round_significant_np
+from libs.transforms.profile_files import Unsupported, read_files, trace_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,17 +59,8 @@ def percentiles(values: np.ndarray, counts: np.ndarray, points: Sequence[float])
     """Spark's `percentile(value, points, count)` over (value, count) cells: at position (N - 1) x p, the value
     there, or the linear interpolation between the values at its floor and ceiling ranks."""
     order = np.argsort(values, kind="stable")
-    v, n = values[order], counts[order]
-    cum = np.cumsum(n)
-    total = int(cum[-1])
-    out = []
-    for p in points:
-        position = (total - 1) * float(p)
-        lower, higher = float(np.floor(position)), float(np.ceil(position))
-        lo = float(v[np.searchsorted(cum, int(lower) + 1)])
-        hi = float(v[np.searchsorted(cum, int(higher) + 1)])
-        out.append(lo if lower == higher or lo == hi else (higher - position) * lo + (position - lower) * hi)
-    return out
+    at = percentile_cells(np.zeros(1, np.int64), values[order], counts[order], points)
+    return [float(x[0]) for x in at]
 
 
 def _task(devices: list[tuple[str, list[str]]]) -> Callable[[Iterator[int]], Iterator[tuple[str, bytes, bytes]]]:
@@ -79,7 +69,7 @@ def _task(devices: list[tuple[str, list[str]]]) -> Callable[[Iterator[int]], Ite
     def run(indices: Iterator[int]) -> Iterator[tuple[str, bytes, bytes]]:
         for i in indices:
             _, paths = devices[i]
-            table = pa.concat_tables([pq.read_table(p, columns=COLUMNS) for p in paths])
+            table = read_files(paths, COLUMNS)
             for metric, (v, n) in device_cells(table).items():
                 yield metric, v.tobytes(), n.tobytes()
 

@@ -23,7 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from libs.transforms.profile_files import Unsupported, trace_files
+from libs.transforms.profile import interpolate
+from libs.transforms.profile_files import Unsupported, read_files, trace_files
 from schemas import heat_tracking as HT
 
 if TYPE_CHECKING:
@@ -66,10 +67,6 @@ def device_rows(requests: pa.Table, *, ks: Sequence[int], extent_bytes: int, agi
     return out
 
 
-def _read(paths: Sequence[str]) -> pa.Table:
-    return pa.concat_tables([pq.read_table(p, columns=COLUMNS) for p in paths])
-
-
 def _task(devices: list[tuple[str, list[str]]], targets: dict[int, TableTarget], trace_id: str, ks: Sequence[int],
           extent_bytes: int, aging_period_us: int, span_us: int):  # type: ignore[no-untyped-def]
     """The function each task runs: its device's rows written per k; yields FILES rows (dicts) with "k"."""
@@ -78,8 +75,8 @@ def _task(devices: list[tuple[str, list[str]]], targets: dict[int, TableTarget],
     def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
         for i in ids:
             device, paths = devices[i]
-            per_k = device_rows(_read(paths), ks=ks, extent_bytes=extent_bytes, aging_period_us=aging_period_us,
-                                span_us=span_us)
+            per_k = device_rows(read_files(paths, COLUMNS), ks=ks, extent_bytes=extent_bytes,
+                                aging_period_us=aging_period_us, span_us=span_us)
             for k, rows in per_k.items():
                 n = rows.num_rows
                 rows = rows.append_column("trace_id", pa.array([trace_id] * n, pa.string())) if n else rows
@@ -194,7 +191,7 @@ def relative_errors_files(spark: SparkSession, warehouse: Path, trace_id: str, *
             lower, higher = math.floor(position), math.ceil(position)
             lo = kth_smallest(arrays, lower)
             hi = lo if higher == lower else kth_smallest(arrays, higher)
-            median = lo if lo == hi else (higher - position) * lo + (position - lower) * hi
+            median = float(interpolate(position, lower, higher, lo, hi))
             out[k] = {"checkpoints": n, "mean": sum(p["sum"] for p in mine) / n, "median": median}
             del arrays
     return out

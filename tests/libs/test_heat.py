@@ -233,7 +233,7 @@ def test_aged_heat_job_incremental_equals_from_scratch(spark, spark_cfg, tmp_pat
     rebuilt = read_table(spark, spark_cfg.warehouse, "aged_heat", "aging-t").collect()
     assert {(r.interval_id, r.extent_id): (r["count"], r.aged_count) for r in rebuilt} == incremental
     # Spark SQL (the files refused) gives the same rows exactly.
-    monkeypatch.setattr(HF, "trace_files", refuse)
+    monkeypatch.setattr(HF, "request_files", refuse)
     assert run_aging(spark, spark_cfg, AgingConfig("aging-t", MIB, day, 0.8, from_scratch=True)) == [0, 1, 2]
     through_sql = read_table(spark, spark_cfg.warehouse, "aged_heat", "aging-t").collect()
     assert sorted(tuple(r) for r in through_sql) == sorted(tuple(r) for r in rebuilt)
@@ -323,7 +323,7 @@ def _heat_by_both_paths(spark, cfg, trace_id, monkeypatch, job):
         direct = J.run(spark, cfg, job)
     tables = [_table_rows(spark, cfg, n, trace_id, k) for n, k in (("extent_heat", EH_KEYS), ("disk_heat", DH_KEYS))]
     with monkeypatch.context() as m:
-        m.setattr(HF, "trace_files", refuse)
+        m.setattr(HF, "request_files", refuse)
         through_sql = J.run(spark, cfg, job)
     return direct, through_sql, tables, [_table_rows(spark, cfg, n, trace_id, k)
                                          for n, k in (("extent_heat", EH_KEYS), ("disk_heat", DH_KEYS))]

@@ -262,7 +262,8 @@ def test_lanes_claim_each_part_once_heaviest_first_keeping_their_requests(tmp_pa
     held["y"] = "a"
     assert next(y) == 2                                     # y holds "a": 2 before 4
     assert next(x) == 4                                     # no "b" left: the first part left
-    assert next(x, None) is None and next(y, None) is None
+    assert next(x, None) is None
+    assert next(y, None) is None
     assert sorted(f.name for f in tmp_path.iterdir()) == ["0", "1", "2", "3", "4"]
 
 
