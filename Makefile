@@ -28,7 +28,7 @@ demo: $(STAMP)
 	$(VENV)/bin/blockheat report hplajw
 
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadfile   # two workers, whole files each: the suite is at the 20-minute line on one
+	$(PY) -m pytest -n 2 --dist loadfile --durations=25   # two workers, whole files each; the 25 slowest listed
 
 bench-ingest: $(STAMP)
 	$(PY) bench/ingest.py --millions 5
