@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from libs.ingest import FORMATS, IngestOptions, load_trace, write_trace
+from libs.inputs import prefetch_digests
 from libs.spark import SparkConfig, build_session
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point (the CLI's `blockheat ingest` has the full option set)."""
     args = parse_args(argv)
+    prefetch_digests(args.paths)          # hashed while the session starts
     cfg = SparkConfig.from_env("ingest_trace")
     opts = IngestOptions(args.format, args.trace_id, tuple(args.paths),
                          staging=cfg.warehouse / "_staging")

@@ -2,10 +2,11 @@
 every blockheat table as an external Delta table by location, plus whatever views users create.
 
 Derby lets one JVM at a time open the metastore. The interactive entry points use it (`blockheat sql`,
-`blockheat sql-shell`, `blockheat serve-sql`); jobs keep a catalog in memory, registered from the warehouse
-on every start (libs.tables.register_tables), so they never wait for a lock. An entry point that finds the
-metastore in use (say, while `blockheat serve-sql` runs) falls back to that in-memory registration: every
-table is still visible by name, only the views saved in the metastore are not. The Delta logs stay the truth:
+`blockheat sql-shell`, `blockheat serve-sql`); jobs name no table (catalog "none" in libs.spark: they read
+and write by path), so they never wait for a lock. An entry point that finds the metastore in use (say, while
+`blockheat serve-sql` runs) falls back to an in-memory catalog registered from the warehouse on its start
+(libs.tables.register_tables): every table is still visible by name, only the views saved in the metastore
+are not. The Delta logs stay the truth:
 the metastore only maps names to locations, and sync_catalog re-derives those on every start.
 """
 from __future__ import annotations

@@ -10,6 +10,7 @@ import gzip
 import hashlib
 import os
 import shutil
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -61,12 +62,51 @@ def open_decompressed(path: Path, compression: str | None) -> BinaryIO:
     return open(path, "rb")
 
 
-def _sha256(path: Path) -> str:
+def _hash(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         while chunk := fh.read(1 << 22):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+# Digests started early (prefetch_digests), by the file's path, size and modification time.
+_PREFETCHED: dict[tuple[str, int, int], Future[str]] = {}
+
+
+def _stat_key(path: Path) -> tuple[str, int, int]:
+    st = os.stat(path)
+    return str(Path(path).absolute()), st.st_size, st.st_mtime_ns
+
+
+def prefetch_digests(given: list[str]) -> None:
+    """Start the files' SHA-256 on a background thread: hashlib releases the GIL, so the ingest job hashes
+    while its Spark session starts (a 5 GB file is ~9 s of one CPU, the JVM's start as long). A file that
+    cannot be read is skipped here and reported by prepare_inputs; one that changed is hashed again."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sha256")
+    for g in given:
+        path = Path(g).expanduser()
+        try:
+            key = _stat_key(path)
+        except OSError:
+            continue
+        if path.is_file() and key not in _PREFETCHED:
+            _PREFETCHED[key] = pool.submit(_hash, path)
+    pool.shutdown(wait=False)
+
+
+def _sha256(path: Path) -> str:
+    """The file's SHA-256 hex digest (the prefetched one when the file is unchanged since)."""
+    key = _stat_key(path)
+    for stale in [k for k in _PREFETCHED if k[0] == key[0] and k != key]:      # the file changed since
+        _PREFETCHED.pop(stale).cancel()
+    future = _PREFETCHED.pop(key, None)
+    if future is not None:
+        try:
+            return future.result()
+        except OSError:
+            pass
+    return _hash(path)
 
 
 def check_path(given: str) -> Path:

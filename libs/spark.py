@@ -17,6 +17,8 @@ log = logging.getLogger(__name__)
 DEFAULT_MASTER = "local[*]"
 DEFAULT_WAREHOUSE = "warehouse"
 DEFAULT_DRIVER_HOST = "127.0.0.1"
+# Set to "false" in a session built with catalog "none" (libs.tables.ensure_table names no table there).
+NAMES_CONF = "spark.blockheat.tableNames"
 # Delta Lake's SQL extension and catalog (with its jars, see delta_builder).
 DELTA_CONF = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
               "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
@@ -30,8 +32,9 @@ class SparkConfig:
     warehouse: Path = Path(DEFAULT_WAREHOUSE)
     app_name: str = "blockheat"
     extra: dict[str, str] = field(default_factory=dict)
-    # "in-memory": tables registered by name for this session only (jobs); "hive": the persistent metastore
-    # under the warehouse (libs.catalog), for the SQL entry points.
+    # "in-memory": tables registered by name for this session only; "hive": the persistent metastore under the
+    # warehouse (libs.catalog), for the SQL entry points; "none": tables by path only (the jobs, from_env: a
+    # name costs a Delta snapshot of its table, seconds of a job's start for tables the job never names).
     catalog: str = "in-memory"
     # The address the driver binds to and executors connect back to: loopback for local mode and a cluster on
     # this machine; a reachable address for one on other machines; "auto" leaves it to Spark (spark-submit's
@@ -43,6 +46,7 @@ class SparkConfig:
         """BLOCKHEAT_SPARK_MASTER (default local[*], or under spark-submit its --master),
         BLOCKHEAT_WAREHOUSE (default ./warehouse) and BLOCKHEAT_DRIVER_HOST (default 127.0.0.1)."""
         return cls(
+            catalog="none",
             master=os.environ.get("BLOCKHEAT_SPARK_MASTER", default_master()),
             warehouse=Path(os.environ.get("BLOCKHEAT_WAREHOUSE", DEFAULT_WAREHOUSE)).resolve(),
             app_name=app_name,
@@ -143,8 +147,8 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
         from libs.catalog import hive_conf
 
         conf.update(hive_conf(cfg.warehouse))
-    elif cfg.catalog != "in-memory":
-        raise ValueError(f"catalog must be 'in-memory' or 'hive', got {cfg.catalog!r}")
+    elif cfg.catalog not in ("in-memory", "none"):
+        raise ValueError(f"catalog must be 'in-memory', 'hive' or 'none', got {cfg.catalog!r}")
     if archive:
         conf["spark.executor.extraJavaOptions"] = archive
     for key, value in cfg.extra.items():        # java options add to ours; any other setting replaces
@@ -153,16 +157,17 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
 
 
 def _usable_catalog(cfg: SparkConfig) -> SparkConfig:
-    """`cfg`, or `cfg` with the in-memory catalog when it asks for the metastore but cannot have it: a session
-    already runs in this process (its catalog is fixed), or another process has the metastore open."""
+    """`cfg`, or `cfg` with the in-memory catalog when a session already runs in this process (getOrCreate
+    reuses it, with the catalog it started with, and its tables keep getting names) or when `cfg` asks for the
+    metastore and another process has it open."""
     from pyspark.sql import SparkSession
 
     from libs.catalog import metastore_in_use, metastore_path
 
+    if SparkSession.getActiveSession() is not None:
+        return replace(cfg, catalog="in-memory")
     if cfg.catalog != "hive":
         return cfg
-    if SparkSession.getActiveSession() is not None:
-        return replace(cfg, catalog="in-memory")      # getOrCreate reuses it, with the catalog it started with
     if metastore_in_use(cfg.warehouse):
         log.warning("metastore %s is in use by another process (blockheat serve-sql?): tables are registered "
                     "for this session only; views saved in the metastore are not visible",
@@ -199,10 +204,17 @@ def build_session(cfg: SparkConfig) -> SparkSession:
     spark.sparkContext.setLogLevel("ERROR")
     if session_catalog(spark) == "hive":
         sync_catalog(spark, cfg.warehouse)
+    elif cfg.catalog == "none":
+        spark.conf.set(NAMES_CONF, "false")
     else:
         register_tables(spark, cfg.warehouse)
     log.info("spark %s master=%s warehouse=%s", spark.version, spark.sparkContext.master, cfg.warehouse)
     return spark
+
+
+def registers_names(spark: SparkSession) -> bool:
+    """Whether tables this session creates get a name (not in a session built with catalog "none")."""
+    return spark.conf.get(NAMES_CONF, "true") != "false"
 
 
 def session_catalog(spark: SparkSession) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import schemas
+from libs.delta_log import LogUnreadable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -76,7 +77,9 @@ def ensure_table(spark: SparkSession, warehouse: Path, name: str) -> Path:
         if partitions:
             builder = builder.partitionedBy(*partitions)
         with_commit_retry(builder.execute, f"create {name}")
-    if not spark.catalog.tableExists(name):
+    from libs.spark import registers_names
+
+    if registers_names(spark) and not spark.catalog.tableExists(name):
         _register(spark, name, path)
     return path
 
@@ -267,8 +270,59 @@ def trace_info(spark: SparkSession, warehouse: Path, trace_id: str) -> dict[str,
     check_trace_id(trace_id)
     rows = []
     if (table_path(warehouse, "traces") / "_delta_log").is_dir():
-        rows = read_table(spark, warehouse, "traces").where(F.col("trace_id") == trace_id).collect()
+        try:
+            rows = _rows_from_log(warehouse, "traces", trace_id)
+        except LogUnreadable as exc:
+            log.info("traces read through Spark: %s", exc)
+            rows = [r.asDict(recursive=True) for r in
+                    read_table(spark, warehouse, "traces").where(F.col("trace_id") == trace_id).collect()]
     if not rows:
         raise UnknownTraceError(f"trace {trace_id!r} is not in the catalog under {warehouse} "
                                 "(ingest it first: blockheat ingest --format FMT --trace-id ID PATH...)")
-    return rows[0].asDict(recursive=True)
+    return rows[0]
+
+
+def _rows_from_log(warehouse: Path, name: str, trace_id: str) -> list[dict[str, Any]]:
+    """One trace's rows of a table as `collect()` gives them (Row.asDict(recursive=True): naive local
+    datetimes, dicts for maps and structs), from the files of its latest version read without Spark: a
+    job's first Spark read of a Delta table costs ~10 s of its start (libs.delta_log)."""
+    import pyarrow.parquet as pq
+    from pyspark.sql import types as T
+
+    from libs.delta_log import snapshot
+
+    schema, partitions = TABLES[name]
+    if any(not isinstance(schema[c].dataType, T.StringType) for c in partitions):
+        raise LogUnreadable(f"{name}: a partition column that is not a string")
+    snap = snapshot(table_path(warehouse, name))
+    rows = []
+    for add in snap.files:
+        if "trace_id" in partitions and add["partitionValues"].get("trace_id") != trace_id:
+            continue
+        columns = [f.name for f in schema.fields if f.name not in partitions]
+        table = pq.read_table(snap.path(add), columns=columns, filters=[("trace_id", "==", trace_id)]
+                              if "trace_id" not in partitions else None)
+        for row in table.to_pylist():
+            values = {**{c: add["partitionValues"].get(c) for c in partitions}, **row}
+            rows.append(schema.fromInternal(_internal(values, schema)).asDict(recursive=True))
+    return rows
+
+
+def _internal(value: Any, dtype: Any) -> Any:
+    """A value read by pyarrow in Spark's internal form for `dtype` (StructType.fromInternal's input)."""
+    import datetime as dt
+
+    from pyspark.sql import types as T
+
+    if value is None:
+        return None
+    if isinstance(dtype, T.StructType):
+        return tuple(_internal(value.get(f.name), f.dataType) for f in dtype.fields)
+    if isinstance(dtype, T.ArrayType):
+        return [_internal(v, dtype.elementType) for v in value]
+    if isinstance(dtype, T.MapType):
+        return {_internal(k, dtype.keyType): _internal(v, dtype.valueType) for k, v in value}
+    if isinstance(dtype, T.TimestampType):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+        return (aware - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1)
+    return value

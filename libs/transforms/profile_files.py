@@ -111,15 +111,25 @@ def trace_files(spark: SparkSession, warehouse: Path, trace_id: str, table: str 
     """The trace's files of `table` (partitioned by trace_id and `by`) by that partition value (absolute
     paths), from the table's current snapshot."""
     from libs.delta_files import _file_path, _files_matching, _Jvm, table_target
+    from libs.delta_log import LogUnreadable, snapshot
+    from libs.tables import table_path
 
-    target = table_target(spark, warehouse, table)
-    jvm = _Jvm(spark)
-    txn = jvm.jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, target.root).startTransaction()
+    root = str(table_path(warehouse, table).resolve())
+    try:                       # the log read here: Spark's first snapshot of a table is seconds of a job's start
+        snap = snapshot(root)
+        found = [(add, snap.path(add)) for add in snap.files if add["partitionValues"].get("trace_id") == trace_id]
+    except LogUnreadable as exc:
+        log.info("%s: files listed through Spark (%s)", table, exc)
+        target = table_target(spark, warehouse, table)
+        jvm = _Jvm(spark)
+        txn = jvm.jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, root).startTransaction()
+        found = [(add, _file_path(target, add["path"]))
+                 for _, add in _files_matching(spark, jvm, txn, {"trace_id": trace_id}, target.partition_columns)]
     files: dict[str, list[str]] = {}
-    for _, add in _files_matching(spark, jvm, txn, {"trace_id": trace_id}, target.partition_columns):
+    for add, path in found:
         if add.get("deletionVector") or "://" in add["path"] or add["path"].startswith("/"):
             raise Unsupported(f"{table} file {add['path']}: a deletion vector or a path outside the table")
-        files.setdefault(add["partitionValues"][by], []).append(_file_path(target, add["path"]))
+        files.setdefault(add["partitionValues"][by], []).append(path)
     if not files:
         raise Unsupported(f"no {table} files for trace {trace_id!r}")
     return files

@@ -38,7 +38,7 @@ def test_hive_catalog_settings_name_the_warehouse_metastore(tmp_path):
     assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"] == \
         f"jdbc:derby:;databaseName={tmp_path / 'wh' / 'metastore_db'};create=true"
     assert "spark.sql.catalogImplementation" not in session_conf(replace(cfg, catalog="in-memory"))
-    with pytest.raises(ValueError, match="catalog must be 'in-memory' or 'hive', got 'derby'"):
+    with pytest.raises(ValueError, match="catalog must be 'in-memory', 'hive' or 'none', got 'derby'"):
         session_conf(replace(cfg, catalog="derby"))
 
 

@@ -312,3 +312,24 @@ def test_crlf_line_endings_read_like_lf(spark, spark_cfg, tmp_path):
     assert [{k: v for k, v in r.items() if k not in strip} for r in requests_of(spark, "crlf")] == [
         {k: v for k, v in r.items() if k not in strip} for r in requests_of(spark, "lf")]
     assert trace_row(spark, "crlf")["records_read"] == 4
+
+
+def test_prefetched_digest_is_the_files_and_a_changed_file_is_hashed_again(tmp_path: Path) -> None:
+    import hashlib
+    import os
+
+    from libs import inputs
+
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_bytes(b"1,2,3\n" * 100_000)
+    b.write_bytes(b"4,5,6\n")
+    inputs.prefetch_digests([str(a), str(b), str(tmp_path / "missing.csv")])   # a missing file: left to the checks
+    assert len([k for k in inputs._PREFETCHED if k[0].startswith(str(tmp_path))]) == 2
+    b.write_bytes(b"7,8,9\n")                                        # changed after the prefetch
+    os.utime(b, ns=(1, 1))
+    files = inputs.prepare_inputs([str(a), str(b)], staging=tmp_path / "staging", binary=False)
+    assert [f.sha256 for f in files] == [hashlib.sha256(a.read_bytes()).hexdigest(),
+                                         hashlib.sha256(b"7,8,9\n").hexdigest()]
+    assert not [k for k in inputs._PREFETCHED if k[0].startswith(str(tmp_path))]   # the stale one is dropped too
+    with pytest.raises(InputError, match=r"missing\.csv: no such file"):
+        inputs.prepare_inputs([str(tmp_path / "missing.csv")], staging=tmp_path / "staging", binary=False)
