@@ -349,3 +349,35 @@ def test_heat_from_the_files_equals_spark_sql_on_many_devices(spark, spark_cfg, 
     assert {(k[0], k[1]) for k in files[1]} == {("as-traced", 600_000_000), ("striped", 600_000_000),
                                                ("random", 600_000_000), ("as-traced", 0), ("striped", 0),
                                                ("random", 0)}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_counting_groups_equal_the_sorting_ones(seed, monkeypatch):
+    """heat_files._groups counts into a dense key grid when it is small and sorts otherwise: the same groups,
+    counts and exact sums, keys on a stride (window starts) and negative ones included."""
+    import numpy as np
+
+    from libs.transforms import heat_files as HF
+
+    rng = np.random.default_rng(seed)
+    n = 50_000
+    hour = 3_600_000_000
+    window = rng.integers(0, 24, n) * hour + 5 * hour          # window starts: multiples of the hour
+    extent = rng.integers(-40, 3_000, n)
+    blocks = rng.integers(0, 129, n)
+    big = rng.integers(0, 1 << 40, n)                          # 2^40 x 50 k rows: past float64's exact 2^53
+    cases = [([window, extent], [blocks], [hour, 1], True), ([extent], [blocks, -blocks], None, True),
+             ([window, extent], [big], [hour, 1], False),           # a sum that could pass 2^53: sorted
+             ([extent * 7, window], [blocks], [1, hour], False)]    # 510 k cells for 50 k rows: sorted
+    for keys, sums, steps, counts in cases:
+        counted = HF._counted_groups(keys, sums, steps or [1] * len(keys))
+        monkeypatch.setattr(HF, "_COUNT_CELLS", 0)             # the sorting path
+        sorted_ = HF._groups(keys, sums, steps)
+        monkeypatch.undo()
+        got = HF._groups(keys, sums, steps)
+        for a, b in zip([*got[0], got[1], *got[2]], [*sorted_[0], sorted_[1], *sorted_[2]], strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert got[1].sum() == n
+        assert (counted is not None) == counts
+    assert HF._counted_groups([window + 1], [blocks], [hour]) is None      # off the stride: sorted
+    assert HF._counted_groups([rng.integers(0, 1 << 30, 10)], [blocks[:10]], [1]) is None   # grid too large
