@@ -1,6 +1,10 @@
 """Test helpers: run an ingest and read back what it wrote."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from jobs.ingest_trace import IngestSummary, run
@@ -78,3 +82,11 @@ def rows_digest(df: Any, drop: tuple[str, ...] = ("trace_id",)) -> str:
 
     rows = sorted(repr(tuple(r)) for r in df.drop(*drop).collect())
     return hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
+
+
+def python_child(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -c code args` in a fresh process from the repository root, Spark's Python workers on this
+    interpreter (a session of its own, apart from the tests' one)."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True,
+                          timeout=300, check=False, cwd=Path(__file__).resolve().parents[1])

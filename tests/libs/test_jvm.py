@@ -2,16 +2,14 @@
 maps it (with -Xshare:on a JVM that cannot use the archive refuses to start)."""
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import libs.jvm as J
 from libs import nightly as N
 from libs.spark import SparkConfig, session_conf
+from tests.builders import python_child
 
 
 def test_merge_keeps_order_and_drops_repeats():
@@ -79,8 +77,6 @@ def test_a_spark_jvm_maps_the_environments_archive(tmp_path):
     child = ("import sys; from pathlib import Path; from libs.spark import SparkConfig, build_session; "
              "s = build_session(SparkConfig(master='local[1]', warehouse=Path(sys.argv[1]), app_name='cds', "
              "extra={'spark.driver.extraJavaOptions': '-Xshare:on'})); print('rows', s.range(3).count())")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    done = subprocess.run([sys.executable, "-c", child, str(tmp_path / "wh")], env=env, capture_output=True,
-                          text=True, timeout=300, check=False, cwd=Path(__file__).resolve().parents[2])
+    done = python_child(child, str(tmp_path / "wh"))
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines()[-1] == "rows 3"

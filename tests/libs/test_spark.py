@@ -30,10 +30,7 @@ def test_a_job_session_names_no_table_and_a_reused_session_keeps_naming(spark, t
     """A session built from from_env() (a job's) gives no table a name: in a fresh process (a subprocess
     here), a table it creates is not in its catalog while the in-memory session names it; in a process
     whose session already runs (the tests'), from_env() reuses it and names stay on."""
-    import os
-    import subprocess
-    import sys
-
+    from tests.builders import python_child
 
     child = ("import sys; from dataclasses import replace; from pathlib import Path; "
              "from libs.spark import SparkConfig, build_session; from libs.tables import ensure_table; "
@@ -42,9 +39,7 @@ def test_a_job_session_names_no_table_and_a_reused_session_keeps_naming(spark, t
              "print('none', [t.name for t in s.catalog.listTables()]); s.stop(); "
              "s = build_session(replace(cfg, catalog='in-memory')); "
              "print('in-memory', [t.name for t in s.catalog.listTables()])")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    done = subprocess.run([sys.executable, "-c", child, str(tmp_path / "wh")], env=env, capture_output=True,
-                          text=True, timeout=300, check=False, cwd=Path(__file__).resolve().parents[2])
+    done = python_child(child, str(tmp_path / "wh"))
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines()[-2:] == ["none []", "in-memory ['traces']"]
     assert (tmp_path / "wh" / "traces" / "_delta_log").is_dir()
