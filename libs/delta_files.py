@@ -249,9 +249,9 @@ def write_files(target: TableTarget, fn: ArrowFn | None = None
 
 
 def _file_path(target: TableTarget, relative_uri: str) -> str:
-    from urllib.parse import unquote
+    from libs.delta_log import file_path
 
-    return os.path.join(target.root, *unquote(relative_uri).split("/"))
+    return file_path(target.root, relative_uri)
 
 
 def discard(target: TableTarget, keep: Iterable[Any] = ()) -> int:

@@ -38,9 +38,19 @@ class Snapshot:
     metadata: dict[str, Any]
 
     def path(self, add: dict[str, Any]) -> str:
-        from urllib.parse import unquote
+        return file_path(self.root, add["path"])
 
-        return os.path.join(self.root, *unquote(add["path"]).split("/"))
+
+def file_path(root: str, relative_uri: str) -> str:
+    """The local path of a file the log names by a URI relative to the table's root (URL-encoded)."""
+    from urllib.parse import unquote
+
+    return os.path.join(root, *unquote(relative_uri).split("/"))
+
+
+def commit_versions(log_dir: str | os.PathLike[str]) -> list[int]:
+    """The versions of the commits (<version, 20 digits>.json) in a table's _delta_log, in order."""
+    return sorted(int(m.group(1)) for n in os.listdir(log_dir) if (m := _COMMIT.match(n)))
 
 
 def _key(action: dict[str, Any]) -> tuple[str, str | None]:
@@ -95,7 +105,7 @@ def snapshot(root: str | os.PathLike[str], version: int | None = None) -> Snapsh
         names = os.listdir(log_dir)
     except FileNotFoundError:
         raise LogUnreadable(f"{root}: no Delta log") from None
-    commits = sorted(int(m.group(1)) for n in names if (m := _COMMIT.match(n)))
+    commits = commit_versions(log_dir)
     if not commits:
         raise LogUnreadable(f"{log_dir}: no commits")
     target = commits[-1] if version is None else version

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import schemas
-from libs.delta_log import LogUnreadable
+from libs.delta_log import LogUnreadable, commit_versions
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -42,7 +42,6 @@ TABLES, STATS_COLUMNS = _load_tables()
 
 TRACE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 COMMIT_RETRIES = 5
-_COMMIT_FILE = re.compile(r"^\d{20}\.json$")     # one per Delta commit: <version, 20 digits>.json
 
 
 class TraceIdError(ValueError):
@@ -166,8 +165,8 @@ def table_version(warehouse: Path, name: str) -> int | None:
     log_dir = table_path(warehouse, name) / "_delta_log"
     if not log_dir.is_dir():
         return None
-    versions = [int(p.name[:20]) for p in log_dir.iterdir() if _COMMIT_FILE.match(p.name)]
-    return max(versions) if versions else None
+    versions = commit_versions(log_dir)
+    return versions[-1] if versions else None
 
 
 _EQUALITY = re.compile(r"^\(?\s*(\w+)\s*=\s*('(?:[^']*)'|-?[\d.]+)\s*\)?$")
