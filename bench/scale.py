@@ -34,13 +34,14 @@ import datetime as dt
 import json
 import logging
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -163,13 +164,18 @@ class PipelineRun:
         return max(s.peak_rss_bytes for s in self.stages)
 
 
-def stage_env(warehouse: Path, master: str, conf_dir: Path) -> dict[str, str]:
+def stage_env(warehouse: Path, master: str, spark_conf: Mapping[str, str]) -> dict[str, str]:
+    """A stage process's environment; `spark_conf` reaches its driver as spark-submit --conf through
+    PYSPARK_SUBMIT_ARGS. Not through a SPARK_CONF_DIR: a non-empty directory on the driver's class path keeps
+    the JVM from mapping the environment's class archive (libs.jvm), 4-8 s more for every stage's start."""
+    submit = " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in spark_conf.items())
     return {**os.environ, "BLOCKHEAT_WAREHOUSE": str(warehouse), "BLOCKHEAT_SPARK_MASTER": master,
             "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-            "SPARK_CONF_DIR": str(conf_dir)}
+            "PYSPARK_SUBMIT_ARGS": f"{submit} pyspark-shell"}
 
 
-def pipeline(work: Path, n: int, conf_dir: Path, only: Sequence[str] | None = None, disks: int = 4) -> PipelineRun:
+def pipeline(work: Path, n: int, spark_conf: Mapping[str, str], only: Sequence[str] | None = None,
+             disks: int = 4) -> PipelineRun:
     """The pipeline's stages on an n-request trace; only: just these stages, on the warehouse an earlier run in
     the same work directory kept (it is kept then, for the next call)."""
     from libs.nightly import STAGES
@@ -180,7 +186,7 @@ def pipeline(work: Path, n: int, conf_dir: Path, only: Sequence[str] | None = No
     warehouse = work / f"warehouse-{trace_id}"
     if only is None:
         shutil.rmtree(warehouse, ignore_errors=True)    # a --stages run's kept tables: the trace would not ingest
-    env = stage_env(warehouse, "local[2]", conf_dir)
+    env = stage_env(warehouse, "local[2]", spark_conf)
     result = PipelineRun(n, disks)
     for stage, argv in stage_commands(landing, warehouse, stages):
         result.stages.append(run_stage(stage, argv, env, work / f"{trace_id}.log"))
@@ -191,7 +197,7 @@ def pipeline(work: Path, n: int, conf_dir: Path, only: Sequence[str] | None = No
     return result
 
 
-def cluster_run(work: Path, landing: Path, workers: int, worker_memory: str, conf_dir: Path,
+def cluster_run(work: Path, landing: Path, workers: int, worker_memory: str, spark_conf: Mapping[str, str],
                 pin: bool = False) -> float:
     """Seconds of ingest + extent heat of the landed trace on a fresh standalone cluster of `workers` 1-core
     workers (a warehouse of its own); pin: each worker and its executor on a CPU of its own."""
@@ -204,7 +210,7 @@ def cluster_run(work: Path, landing: Path, workers: int, worker_memory: str, con
     try:
         if start.returncode != 0:
             raise RuntimeError(f"cluster start failed: {start.stderr[-2000:]}")
-        env = stage_env(warehouse, start.stdout.strip(), conf_dir)
+        env = stage_env(warehouse, start.stdout.strip(), spark_conf)
         runs = [run_stage(stage, argv, env, work / f"cluster-{workers}.log")
                 for stage, argv in stage_commands(landing, warehouse, CLUSTER_STAGES)]
     finally:
@@ -273,13 +279,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--millions takes SMALL LARGE or one size; --stages needs one size and --workdir")
     work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-scale-"))
     work.mkdir(parents=True, exist_ok=True)
-    conf_dir = work / "spark-conf"                # spark-defaults for every stage process (read by spark-submit)
-    conf_dir.mkdir(exist_ok=True)
-    (conf_dir / "spark-defaults.conf").write_text(f"spark.executor.memory {args.executor_memory}\n"
-                                                  "spark.ui.showConsoleProgress false\n")
+    spark_conf = {"spark.executor.memory": args.executor_memory, "spark.ui.showConsoleProgress": "false"}
     with _Load() as load:
         runs = [] if args.cluster_only else \
-            [pipeline(work, n, conf_dir, only, disks_for(n, args.scale_disks)) for n in sizes]
+            [pipeline(work, n, spark_conf, only, disks_for(n, args.scale_disks)) for n in sizes]
         cluster: dict[int, float] = {}
         rounds: list[dict[int, float]] = []
         if args.cluster_millions > 0:
@@ -287,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             landing = landing_for(work / "landing", f"cluster{n}", n)
             for r in range(max(1, args.cluster_rounds)):
                 order = (2, 1) if r % 2 == 0 else (1, 2)
-                rounds.append({w: cluster_run(work, landing, w, args.worker_memory, conf_dir, args.pin_workers)
+                rounds.append({w: cluster_run(work, landing, w, args.worker_memory, spark_conf, args.pin_workers)
                                for w in order})
             cluster = {w: sum(r[w] for r in rounds) for w in (2, 1)}
     out = sys.stdout
