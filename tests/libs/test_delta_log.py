@@ -100,3 +100,82 @@ def test_what_the_log_reader_leaves_to_spark(protocol, configuration, reason) ->
         _check(protocol, {"configuration": configuration}, "t/_delta_log")
     _check({"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors", "timestampNtz"],
             "writerFeatures": ["deletionVectors", "invariants"]}, {"configuration": {}}, "t/_delta_log")
+
+
+def _version0(root: Path) -> tuple[dict, dict]:  # type: ignore[type-arg]
+    """Version 0's actions by kind and its checksum, without what differs by nature between two tables
+    (ids, times, the engine's name)."""
+    import json
+
+    actions = {}
+    for line in (root / "_delta_log" / f"{0:020d}.json").read_text().splitlines():
+        (kind, action), = json.loads(line).items()
+        actions[kind] = action
+    checksum = json.loads((root / "_delta_log" / f"{0:020d}.crc").read_text())
+    for meta in (actions["metaData"], checksum["metadata"]):
+        assert meta.pop("id")
+        assert meta.pop("createdTime")
+    for key in ("timestamp", "engineInfo", "txnId"):
+        assert actions["commitInfo"].pop(key)
+    assert checksum.pop("txnId")
+    return actions, checksum
+
+
+def test_a_created_table_is_the_one_deltas_create_table_makes(spark, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from libs import tables as T
+
+    monkeypatch.setattr("libs.spark.registers_names", lambda _s: False)   # the session's own names stay
+    ours = T.ensure_table(spark, tmp_path / "ours", "extent_heat")
+    with monkeypatch.context() as m:
+        m.setattr(T, "_plain_table_defaults", lambda _s: False)
+        theirs = T.ensure_table(spark, tmp_path / "theirs", "extent_heat")
+    assert _version0(ours) == _version0(theirs)
+    assert _version0(ours)[0]["metaData"]["partitionColumns"] == ["trace_id", "extent_bytes"]
+    assert T.ensure_table(spark, tmp_path / "ours", "extent_heat") == ours             # there already: kept
+
+    schema, _ = T.TABLES["extent_heat"]
+    row = {f.name: {"long": 7, "double": 0.5}.get(f.dataType.typeName(), "d0") for f in schema.fields}
+    where = {"trace_id": "t1", "extent_bytes": 1 << 20}
+    frame = spark.createDataFrame([{**row, **where}], schema)
+    for wh in ("ours", "theirs"):
+        T.replace_rows(frame, spark, tmp_path / wh, "extent_heat", where)
+    read = [spark.read.format("delta").load(str(p)).collect() for p in (ours, theirs)]
+    assert read[0] == read[1]
+    assert [r["requests"] for r in read[0]] == [7]
+    columns = ("partitionColumns", "properties", "minReaderVersion", "minWriterVersion", "numFiles")
+    detail = [spark.sql(f"DESCRIBE DETAIL delta.`{p}`").select(*columns).collect() for p in (ours, theirs)]
+    assert detail[0] == detail[1]
+    assert detail[0][0]["properties"] == {"delta.dataSkippingStatsColumns": T.STATS_COLUMNS["extent_heat"]}
+    after = json.loads((ours / "_delta_log" / f"{1:020d}.crc").read_text())   # the commit's checksum, from ours
+    assert len(after["allFiles"]) == after["numFiles"] == 1
+    assert sum(after["fileSizeHistogram"]["fileCounts"]) == 1                 # version 0's histogram, carried on
+
+
+def test_session_table_defaults_leave_creation_to_delta(spark, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from libs import tables as T
+
+    monkeypatch.setattr("libs.spark.registers_names", lambda _s: False)
+    key = "spark.databricks.delta.properties.defaults.checkpointInterval"
+    spark.conf.set(key, "7")
+    try:
+        assert not T._plain_table_defaults(spark)
+        path = T.ensure_table(spark, tmp_path, "traces")
+    finally:
+        spark.conf.unset(key)
+    assert T._plain_table_defaults(spark)
+    assert snapshot(path).metadata["configuration"] == {"delta.checkpointInterval": "7"}   # Delta's own create
+
+
+def test_create_table_writes_version_0_once(tmp_path: Path) -> None:
+    from libs.delta_log import create_table
+
+    schema = '{"type":"struct","fields":[{"name":"v","type":"long","nullable":true,"metadata":{}}]}'
+    assert create_table(tmp_path / "t", schema, [], {})
+    first = (tmp_path / "t" / "_delta_log" / f"{0:020d}.json").read_bytes()
+    assert not create_table(tmp_path / "t", schema.replace('"v"', '"w"'), [], {})     # another writer was first
+    assert (tmp_path / "t" / "_delta_log" / f"{0:020d}.json").read_bytes() == first
+    assert sorted(p.name for p in (tmp_path / "t" / "_delta_log").iterdir()) == [f"{0:020d}.crc", f"{0:020d}.json"]
+    snap = snapshot(tmp_path / "t")
+    assert (snap.version, snap.files, snap.metadata["schemaString"]) == (0, (), schema)
