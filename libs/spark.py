@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -80,15 +81,39 @@ def _jar_list_file() -> Path:
     return cache / "blockheat" / f"delta-spark-{version('delta-spark')}-jars.txt"
 
 
+def _artifact(jar_name: str, resolved: bool = False) -> str:
+    """A jar's artifact name: hadoop-client-api from Spark's hadoop-client-api-3.5.0.jar, or (`resolved`) from
+    org.apache.hadoop_hadoop-client-api-3.4.2.jar, as Spark's Maven resolver names its jars
+    (<organisation>_<artifact>-<revision>.jar)."""
+    return re.sub(r"-\d[\w.\-]*\.jar$", "", jar_name.split("_", 1)[-1] if resolved else jar_name)
+
+
+def spark_artifacts() -> set[str]:
+    """The artifacts of the jars Spark itself ships (SPARK_HOME's, else pyspark's jars/)."""
+    import pyspark
+
+    home = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
+    return {_artifact(p.name) for p in (home / "jars").glob("*.jar")}
+
+
+def without_spark_copies(jars: list[str], shipped: set[str]) -> list[str]:
+    """`jars` without the libraries Spark ships itself. Maven resolves delta-spark with its whole dependency
+    tree: 70 of its 86 MB are older copies of Spark's own libraries (hadoop-client 30 + 19 MB, zstd, parquet,
+    jackson, log4j). Spark's class loaders look in Spark's jars first, so the copies are never used, but
+    every executor fetched and copied them as it started."""
+    return [j for j in jars if _artifact(Path(urlparse(j).path).name, resolved=True) not in shipped]
+
+
 def cached_delta_jars() -> list[str] | None:
-    """The Delta jars resolved by an earlier session, if every one of them is still on disk."""
+    """The Delta jars resolved by an earlier session, if every one of them is still on disk (without the
+    libraries Spark ships)."""
     listing = _jar_list_file()
     if not listing.is_file():
         return None
     jars = [line.strip() for line in listing.read_text().splitlines() if line.strip()]
     if not jars or not all(Path(urlparse(j).path).is_file() for j in jars):
         return None
-    return jars
+    return without_spark_copies(jars, spark_artifacts())
 
 
 def remember_delta_jars(spark: SparkSession) -> None:

@@ -80,3 +80,24 @@ def test_jar_list_without_delta_is_not_remembered(monkeypatch, tmp_path):
     jar.write_bytes(b"PK")
     S.remember_delta_jars(_FakeSpark(jar.as_uri()))
     assert S.cached_delta_jars() is None
+
+
+def test_jars_spark_ships_are_not_shipped_again(monkeypatch, tmp_path):
+    home = tmp_path / "spark"
+    (home / "jars").mkdir(parents=True)
+    for name in ("hadoop-client-api-3.5.0.jar", "zstd-jni-1.5.7-7.jar", "spark-core_2.13-4.2.0.jar",
+                 "commons-pool-1.5.4.jar"):
+        (home / "jars" / name).write_bytes(b"PK")
+    monkeypatch.setenv("SPARK_HOME", str(home))
+    shipped = S.spark_artifacts()
+    assert shipped == {"hadoop-client-api", "zstd-jni", "spark-core_2.13", "commons-pool"}
+    resolved = [f"file:{tmp_path}/m/{n}" for n in (
+        "io.delta_delta-spark_4.2_2.13-4.4.0.jar", "org.apache.hadoop_hadoop-client-api-3.4.2.jar",
+        "com.github.luben_zstd-jni-1.5.7-3.jar", "commons-pool_commons-pool-1.6.jar",
+        "io.delta_delta-storage-4.4.0.jar", "org.roaringbitmap_shims-0.9.25.jar", "other.jar")]
+    assert [Path(j).name for j in S.without_spark_copies(resolved, shipped)] == [
+        "io.delta_delta-spark_4.2_2.13-4.4.0.jar", "io.delta_delta-storage-4.4.0.jar",
+        "org.roaringbitmap_shims-0.9.25.jar", "other.jar"]
+    monkeypatch.delenv("SPARK_HOME")
+    assert {"hadoop-client-api", "spark-core_2.13", "delta-spark_2.13"} & S.spark_artifacts() == \
+        {"hadoop-client-api", "spark-core_2.13"}                           # pyspark's own jars, without Delta's
