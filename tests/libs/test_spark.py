@@ -19,6 +19,14 @@ def test_config_from_env(monkeypatch, tmp_path):
     monkeypatch.setenv("BLOCKHEAT_WAREHOUSE", str(tmp_path / "wh"))
     cfg = S.SparkConfig.from_env("x")
     assert (cfg.master, cfg.warehouse, cfg.app_name) == ("spark://127.0.0.1:7077", tmp_path / "wh", "x")
+    # a job's driver on a cluster starts with the short-job JVM flags, on top of the session's own driver flags
+    assert cfg.extra == {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+    assert S.session_conf(cfg)["spark.driver.extraJavaOptions"].endswith(
+        "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+    assert S.SparkConfig.from_env("x", **{"spark.driver.extraJavaOptions": "-Da=1"}).extra == \
+        {"spark.driver.extraJavaOptions": "-Da=1"}                     # a caller's own choice wins
+    monkeypatch.setenv("BLOCKHEAT_SPARK_MASTER", "local[2]")
+    assert S.SparkConfig.from_env().extra == {}                         # the driver's JVM runs the tasks too
     monkeypatch.delenv("BLOCKHEAT_SPARK_MASTER")
     monkeypatch.delenv("BLOCKHEAT_WAREHOUSE")
     assert S.SparkConfig.from_env().master == "local[*]"
