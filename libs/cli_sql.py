@@ -50,7 +50,7 @@ def cmd_serve_sql(args: argparse.Namespace) -> int:
         job = ServeConfig(args.port, args.refresh)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    cfg = SparkConfig.from_env("serve-sql")
+    cfg = SparkConfig.from_env("serve-sql", short_driver=False)
 
     def ready(url: str) -> None:
         sys.stdout.write(f"serving Spark SQL on {url} (warehouse {cfg.warehouse}); Ctrl-C stops it\n")
@@ -95,7 +95,7 @@ def cmd_sql_shell(args: argparse.Namespace) -> int:
         if not Path(args.file).is_file():
             raise UsageError(f"-f {args.file}: no such file")
         rest = ["-f", args.file, *rest]
-    cfg = replace(SparkConfig.from_env(SHELL_APP), catalog="hive")
+    cfg = replace(SparkConfig.from_env(SHELL_APP, short_driver=False), catalog="hive")
     cfg.warehouse.mkdir(parents=True, exist_ok=True)
     if metastore_in_use(cfg.warehouse):
         sys.stderr.write(f"blockheat: metastore {metastore_path(cfg.warehouse)} is in use by another process "

@@ -6,15 +6,18 @@ message naming it, and nothing is written.
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import hashlib
 import os
 import shutil
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
 import zstandard
 
 MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\x28\xb5\x2f\xfd": "zstd"}
@@ -62,16 +65,49 @@ def open_decompressed(path: Path, compression: str | None) -> BinaryIO:
     return open(path, "rb")
 
 
-def _hash(path: Path) -> str:
+#: While a file is hashed, its newlines are counted per block of this many bytes: the index from which
+#: newlines_before tells the driver how many lines start before any byte (lines_per_range numbers the records of
+#: a text trace with it, without reading the file again).
+NEWLINE_BLOCK = 1 << 20
+
+
+@dataclass(frozen=True)
+class _Scan:
+    sha256: str
+    block: int
+    newlines: np.ndarray        # per block of the file (the last one partial)
+
+
+def _scan(path: Path) -> _Scan:
+    """One read of the file into a reused buffer: its SHA-256 and its newlines per NEWLINE_BLOCK bytes.
+    hashlib, numpy's comparison and sums and the reads release the GIL, so this runs beside the main thread."""
+    block = NEWLINE_BLOCK
+    size = block * 16
+    buf = bytearray(size)
+    view = memoryview(buf)
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
+    counts: list[np.ndarray] = []
+    with open(path, "rb", buffering=0) as fh:
+        while True:
+            n = 0
+            while n < size and (got := fh.readinto(view[n:])):
+                n += got
+            if not n:
+                break
+            digest.update(view[:n])
+            data = np.frombuffer(buf, np.uint8, n)
+            # block by block: each comparison's result stays in the cache (3.9 GB/s; one reshaped pass, 1.2)
+            counts.append(np.array([np.count_nonzero(data[at:at + block] == 10) for at in range(0, n, block)]))
+            del data
+            if n < size:
+                break
+    return _Scan(digest.hexdigest(), block, np.concatenate(counts) if counts else np.zeros(0, np.int64))
 
 
-# Digests started early (prefetch_digests), by the file's path, size and modification time.
-_PREFETCHED: dict[tuple[str, int, int], Future[str]] = {}
+# Scans started early (prefetch_digests), by the file's path, size and modification time.
+_PREFETCHED: dict[tuple[str, int, int], Future[_Scan]] = {}
+# The newline counts of the files hashed in this process, by the same key (a few KB for a GB).
+_NEWLINES: dict[tuple[str, int, int], _Scan] = {}
 
 
 def _stat_key(path: Path) -> tuple[str, int, int]:
@@ -80,9 +116,9 @@ def _stat_key(path: Path) -> tuple[str, int, int]:
 
 
 def prefetch_digests(given: list[str]) -> None:
-    """Start the files' SHA-256 on a background thread: hashlib releases the GIL, so the ingest job hashes
-    while its Spark session starts (a 5 GB file is ~9 s of one CPU, the JVM's start as long). A file that
-    cannot be read is skipped here and reported by prepare_inputs; one that changed is hashed again."""
+    """Start the files' SHA-256 (and newline counts) on a background thread, so the ingest job hashes while
+    its Spark session starts (a 5 GB file is ~6 s of one CPU, the JVM's start as long). A file that cannot be
+    read is skipped here and reported by prepare_inputs; one that changed is hashed again."""
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sha256")
     for g in given:
         path = Path(g).expanduser()
@@ -91,7 +127,7 @@ def prefetch_digests(given: list[str]) -> None:
         except OSError:
             continue
         if path.is_file() and key not in _PREFETCHED:
-            _PREFETCHED[key] = pool.submit(_hash, path)
+            _PREFETCHED[key] = pool.submit(_scan, path)
     pool.shutdown(wait=False)
 
 
@@ -101,12 +137,38 @@ def _sha256(path: Path) -> str:
     for stale in [k for k in _PREFETCHED if k[0] == key[0] and k != key]:      # the file changed since
         _PREFETCHED.pop(stale).cancel()
     future = _PREFETCHED.pop(key, None)
+    scan = None
     if future is not None:
-        try:
-            return future.result()
-        except OSError:
-            pass
-    return _hash(path)
+        with contextlib.suppress(OSError):
+            scan = future.result()
+    if scan is None:
+        scan = _scan(path)
+    _NEWLINES[key] = scan
+    return scan.sha256
+
+
+def newlines_before(path: str | Path) -> Callable[[int], int] | None:
+    """N(x): the newlines in the file's bytes [0, x), from the counts made when this process hashed it; None
+    when it did not (or the file changed since). Reads at most one block per call."""
+    path = Path(path)
+    try:
+        scan = _NEWLINES.get(_stat_key(path))
+    except OSError:
+        return None
+    if scan is None:
+        return None
+    cumulative = np.concatenate([[0], np.cumsum(scan.newlines)])
+
+    def before(x: int) -> int:
+        whole, rest = divmod(x, scan.block)
+        n = int(cumulative[whole])
+        if rest:
+            with open(path, "rb") as fh:
+                fh.seek(whole * scan.block)
+                n += fh.read(rest).count(b"\n")
+        return n
+
+    return before
 
 
 def check_path(given: str) -> Path:

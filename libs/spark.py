@@ -43,7 +43,7 @@ class SparkConfig:
     driver_host: str = DEFAULT_DRIVER_HOST
 
     @classmethod
-    def from_env(cls, app_name: str = "blockheat", **extra: str) -> SparkConfig:
+    def from_env(cls, app_name: str = "blockheat", short_driver: bool = True, **extra: str) -> SparkConfig:
         """BLOCKHEAT_SPARK_MASTER (default local[*], or under spark-submit its --master),
         BLOCKHEAT_WAREHOUSE (default ./warehouse) and BLOCKHEAT_DRIVER_HOST (default 127.0.0.1)."""
         from libs.jvm import SHORT_JOB_OPTIONS
@@ -52,8 +52,9 @@ class SparkConfig:
         # A job's driver on a cluster plans, schedules and commits; the executors do the work. The JIT's first tier
         # and the serial GC start it sooner and leave the CPU to them: ingest + extent heat of 100 M requests on
         # 2 workers sharing this 2-core machine, 162 -> 135 s (docs/BENCHMARKS.md). In local mode the driver's
-        # JVM is the executor too, and keeps the defaults.
-        driver = {} if not master or master.startswith("local") else \
+        # JVM is the executor too, and keeps the defaults; so do long-lived drivers (short_driver=False: the SQL
+        # server and shell, where the driver plans every query).
+        driver = {} if not short_driver or not master or master.startswith("local") else \
             {"spark.driver.extraJavaOptions": " ".join(SHORT_JOB_OPTIONS)}
         return cls(
             catalog="none",

@@ -250,9 +250,15 @@ def lines_per_range(path: str, bounds: list[tuple[int, int]]) -> list[int]:
     driver numbers the records before any task parses them."""
     import mmap
 
+    from libs.inputs import newlines_before
+
     size = os.path.getsize(path)
     if not size:
         return [0 for _ in bounds]
+    before = newlines_before(path)              # counted while the file was hashed, if it was
+    if before is not None:
+        spans = [(start, max(start - 1, 0), min(end - 1, size - 1)) for start, end in bounds]
+        return [(1 if start == 0 else 0) + (before(hi) - before(lo) if hi > lo else 0) for start, lo, hi in spans]
     counts = []
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         for start, end in bounds:

@@ -42,6 +42,33 @@ def test_every_split_gives_every_line_once(tmp_path, end):
         assert lines_per_range(str(path), bounds) == [len(p.splitlines()) for p in pieces], step
 
 
+@pytest.mark.parametrize("block", [1, 3, 7, 64, 1 << 20])
+def test_ranges_are_counted_from_the_index_made_while_hashing(tmp_path, monkeypatch, block):
+    """A file hashed in this process has its newlines counted per block as it is read (libs.inputs): every
+    prefix count N(x) is bytes.count's, and lines_per_range gives every split the same answer as without it."""
+    import hashlib
+    import os
+
+    from libs import inputs
+
+    monkeypatch.setattr(inputs, "NEWLINE_BLOCK", block)
+    data = bytes(random.Random(5).choice(b"ab\n") for _ in range(301)) + b"\n"
+    path = tmp_path / "f.txt"
+    path.write_bytes(data)
+    without = {step: lines_per_range(str(path), [(s, min(s + step, len(data))) for s in range(0, len(data), step)])
+               for step in (1, 2, 5, 64, 400)}
+    assert inputs.newlines_before(path) is None                       # not hashed yet
+    assert inputs._sha256(path) == hashlib.sha256(data).hexdigest()
+    before = inputs.newlines_before(path)
+    assert before is not None
+    assert [before(x) for x in range(len(data) + 1)] == [data[:x].count(b"\n") for x in range(len(data) + 1)]
+    for step, counts in without.items():
+        bounds = [(s, min(s + step, len(data))) for s in range(0, len(data), step)]
+        assert lines_per_range(str(path), bounds) == counts, step
+    os.utime(path, ns=(1, 1))                                          # changed since: no index
+    assert inputs.newlines_before(path) is None
+
+
 def test_newlines_are_counted_across_chunk_edges(tmp_path):
     """The driver's newline count reads the mapped file in chunks: every chunk size and range gives bytes.count's
     answer (a newline on a chunk's first or last byte counted once)."""

@@ -25,6 +25,7 @@ def test_config_from_env(monkeypatch, tmp_path):
         "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
     assert S.SparkConfig.from_env("x", **{"spark.driver.extraJavaOptions": "-Da=1"}).extra == \
         {"spark.driver.extraJavaOptions": "-Da=1"}                     # a caller's own choice wins
+    assert S.SparkConfig.from_env("serve-sql", short_driver=False).extra == {}     # a long-lived driver
     monkeypatch.setenv("BLOCKHEAT_SPARK_MASTER", "local[2]")
     assert S.SparkConfig.from_env().extra == {}                         # the driver's JVM runs the tasks too
     monkeypatch.delenv("BLOCKHEAT_SPARK_MASTER")
