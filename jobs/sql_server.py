@@ -148,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point; `blockheat serve-sql` is the same with one-line errors."""
     job = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="sql_server: %(message)s")
-    serve(SparkConfig.from_env("serve-sql"), job, lambda url: log.info("serving on %s", url))
+    serve(SparkConfig.from_env("serve-sql", short_driver=False), job, lambda url: log.info("serving on %s", url))
     return 0
 
 
