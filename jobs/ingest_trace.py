@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from libs.ingest import FORMATS, IngestOptions, load_trace, write_trace
+from libs.ingest import BINARY_FORMATS, FORMATS, IngestOptions, load_trace, write_trace
 from libs.inputs import prefetch_digests
 from libs.spark import SparkConfig, build_session
 
@@ -47,7 +47,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point (the CLI's `blockheat ingest` has the full option set)."""
     args = parse_args(argv)
-    prefetch_digests(args.paths)          # hashed while the session starts
+    prefetch_digests(args.paths, args.format not in BINARY_FORMATS)    # hashed while the session starts
     cfg = SparkConfig.from_env("ingest_trace")
     opts = IngestOptions(args.format, args.trace_id, tuple(args.paths),
                          staging=cfg.warehouse / "_staging")

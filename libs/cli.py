@@ -127,14 +127,14 @@ def _seconds(us: int) -> str:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from jobs.ingest_trace import run
-    from libs.ingest import IngestOptions
+    from libs.ingest import BINARY_FORMATS, IngestOptions
     from libs.inputs import prefetch_digests
 
     layout = csv_layout_from_args(args) if args.format == "csv" else None
     if args.format != "csv" and args.csv_columns:
         raise UsageError("--csv-* options apply only to --format csv")
     tolerance = None if args.ts_tolerance_us.lower() == "none" else int(args.ts_tolerance_us)
-    prefetch_digests(args.paths)          # hashed while the session starts
+    prefetch_digests(args.paths, args.format not in BINARY_FORMATS)    # hashed while the session starts
     spark, cfg = spark_session(args, f"ingest {args.trace_id}")
     opts = IngestOptions(args.format, args.trace_id, tuple(args.paths),
                          max_reject_share=args.max_reject_share, ts_tolerance_us=tolerance,

@@ -67,6 +67,8 @@ def test_ranges_are_counted_from_the_index_made_while_hashing(tmp_path, monkeypa
         assert lines_per_range(str(path), bounds) == counts, step
     os.utime(path, ns=(1, 1))                                          # changed since: no index
     assert inputs.newlines_before(path) is None
+    assert inputs._sha256(path, text=False) == hashlib.sha256(data).hexdigest()   # a binary format's input:
+    assert inputs.newlines_before(path) is None                                # hashed, no newlines counted
 
 
 def test_newlines_are_counted_across_chunk_edges(tmp_path):
