@@ -96,19 +96,15 @@ def _scan(path: Path, newlines: bool = True) -> _Scan:
             if not n:
                 break
             digest.update(view[:n])
-            if not newlines:
-                if n < size:
-                    break
-                continue
-            data = np.frombuffer(buf, np.uint8, n)
-            # block by block: each comparison's result stays in the cache (3.9 GB/s; one reshaped pass, 1.2)
-            counts.append(np.array([np.count_nonzero(data[at:at + block] == 10) for at in range(0, n, block)]))
-            del data
+            if newlines:
+                data = np.frombuffer(buf, np.uint8, n)
+                # block by block: each comparison's result stays in the cache (3.9 GB/s; one reshaped pass, 1.2)
+                counts.append(np.array([np.count_nonzero(data[at:at + block] == 10) for at in range(0, n, block)]))
+                del data
             if n < size:
                 break
-    if not newlines:
-        return _Scan(digest.hexdigest(), block, None)
-    return _Scan(digest.hexdigest(), block, np.concatenate(counts) if counts else np.zeros(0, np.int64))
+    per_block = (np.concatenate(counts) if counts else np.zeros(0, np.int64)) if newlines else None
+    return _Scan(digest.hexdigest(), block, per_block)
 
 
 # Scans started early (prefetch_digests), by the file's path, size and modification time.
