@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml requirements.lock
 	$(VENV)/bin/blockheat jvm-archive
 	$(PY) -m libs.transforms.profile_kernels   # the profile's numba loops, compiled into their cache once
 	$(PY) -m libs.transforms.tracking_kernels  # heat tracking's, likewise
+	$(PY) -m libs.transforms.heat_kernels      # extent heat's per-device pass
 	$(PY) -m sim.warm                          # the simulator's (~35 s cold in every replaying process)
 	$(PY) -m libs.alis.warm                    # ALIS's graph and run loops
 	@touch $(STAMP)

@@ -7,14 +7,16 @@ requests on 2 cores). Here one Spark task per device reads that device's files (
 libs.transforms.profile_files.request_files: a device of more than MAX_DEVICE_REQUESTS goes the Spark way)
 and, from the same arrays:
 
-- cuts the requests at extent boundaries (tracking_kernels.unit_pieces), counts each (extent, window) and each
-  extent over the whole trace, and writes both sets of extent_heat rows into the table itself (libs.delta_files);
+- cuts the requests at extent boundaries, counts each (extent, window) and each extent over the whole trace, and
+  writes both sets of extent_heat rows into the table itself (libs.delta_files);
 - counts per window its requests and blocks as traced, per random disk (Spark's xxhash64 of (seed, device, seq)
   reproduced bit for bit, spark_xxhash64_disk), and its stripe-unit pieces per unit number modulo the stripe
   width; with the device's end, the driver shifts those by where the device starts in the striped volume (a
   stripe-unit multiple, so every piece keeps its blocks) and builds the disk_heat rows (heat.disk_heat_rows).
 
-The driver commits one replace per window length. Integer counts, so the rows equal the Spark path's, heat and
+All of it in one compiled pass into dense grids (libs.transforms.heat_kernels) when they fit, else as arrays
+(tracking_kernels.unit_pieces, then each key set grouped by counting or sorting, _groups); the same arrays either
+way. The driver commits one replace per window length. Integer counts, so the rows equal the Spark path's, heat and
 temperature as the same double divisions.
 
     written, disks = extent_and_disk_heat(spark, warehouse, "t1", HeatParams(span_us=span))
@@ -141,17 +143,22 @@ def _hash_bytes(data: bytes, seed: int) -> int:
     return _fmix(h)
 
 
+def _device_state(seed: int, device: str) -> int:
+    """XXH64's state before each seq's 8 bytes: the seed literal hashed as an int (a long beyond 32 bits, as
+    py4j passes it), then the device's UTF-8 bytes, plus P5 + 8 (hashLong's start)."""
+    h = _hash_int(seed, SPARK_HASH_SEED) if -(1 << 31) <= seed < (1 << 31) else _hash_long(seed, SPARK_HASH_SEED)
+    return (_hash_bytes(device.encode(), h) + _P5 + 8) & _M
+
+
 def spark_xxhash64_disk(seed: int, device: str, seq: np.ndarray, disks: int) -> np.ndarray:
     """pmod(xxhash64(seed, device, seq), disks) as Spark computes it (heat.compute_disk_heat's random layout):
     the seed literal hashed as an int (a long beyond 32 bits, as py4j passes it), then the device's UTF-8 bytes,
     then each seq as a long, on 64-bit words; pmod of the signed result."""
-    h = _hash_int(seed, SPARK_HASH_SEED) if -(1 << 31) <= seed < (1 << 31) else _hash_long(seed, SPARK_HASH_SEED)
-    h = _hash_bytes(device.encode(), h)
     x = np.asarray(seq, np.int64).view(np.uint64)
     u = np.uint64
     k = x * u(_P2)
     k = ((k << u(31)) | (k >> u(33))) * u(_P1)
-    acc = np.full(len(x), u((h + _P5 + 8) & _M)) ^ k
+    acc = np.full(len(x), u(_device_state(seed, device))) ^ k
     acc = ((acc << u(27)) | (acc >> u(37))) * u(_P1) + u(_P4)
     acc ^= acc >> u(33)
     acc *= u(_P2)
@@ -230,10 +237,82 @@ def _window_start(ts: np.ndarray, window_us: int) -> np.ndarray:
     return (ts // window_us) * window_us if window_us else np.zeros(len(ts), np.int64)
 
 
-def device_heat(requests: pa.Table, device: str, p: HeatParams) -> tuple[dict[int, pa.Table], dict[str, Any]]:
+def _extent_table(device: str, p: HeatParams, w: int, start: np.ndarray, ext_id: np.ndarray, n: np.ndarray,
+                  reads: np.ndarray, blk: np.ndarray, byt: np.ndarray) -> pa.Table:
+    """extent_heat rows of window length w (trace_id left '') from the grouped arrays."""
+    seconds = _window_seconds(w, p.span_us)
+    m = len(n)
+    heat = pa.array(blk / seconds) if seconds > 0 else pa.nulls(m, pa.float64())
+    temperature = (pa.array(blk / seconds / float(p.extent_bytes // BLOCK_BYTES)) if seconds > 0
+                   else pa.nulls(m, pa.float64()))
+    return pa.table({
+        "trace_id": pa.array([""] * m, pa.string()), "device": pa.array([device] * m, pa.string()),
+        "extent_bytes": pa.array(np.full(m, p.extent_bytes, np.int64)), "extent_id": pa.array(ext_id),
+        "window_start_us": pa.array(start), "window_us": pa.array(np.full(m, w, np.int64)),
+        "requests": pa.array(n), "reads": pa.array(reads), "writes": pa.array(n - reads),
+        "blocks": pa.array(blk), "bytes": pa.array(byt), "heat": heat, "temperature": temperature,
+    }, schema=EH.ARROW_SCHEMA)
+
+
+# The compiled pass's limits: the span of extent ids it marks (16 M: 80 MB of marks and numbers), and its grids'
+# cells (4 M: 128 MB for the extents' four counts), at most 4 per request beyond a floor of 64 k.
+_EXTENT_SPAN = 1 << 24
+_GRID_CELLS = 1 << 22
+_GRID_FLOOR = 1 << 16
+
+
+def _grid_heat(col: dict[str, np.ndarray], read: np.ndarray, device: str, p: HeatParams
+               ) -> tuple[dict[int, pa.Table], dict[str, Any]] | None:
+    """device_heat by one compiled pass into dense grids (libs.transforms.heat_kernels); None when a grid
+    would pass the limits above (or no request has a piece), for the array path."""
+    from libs.transforms import heat_kernels as HK
+
+    ts, seq, off, size = col["ts_us"], col["seq"], col["offset_bytes"], col["size_bytes"]
+    if not len(ts):
+        return None
+    t_lo, t_hi, e_lo, e_hi = HK.extent_range(ts, off, size, p.extent_bytes)
+    w = p.window_us
+    w_lo, w_span = (t_lo // w, t_hi // w - t_lo // w + 1) if w else (0, 1)
+    limit = min(_GRID_CELLS, max(_CELLS_PER_ROW * len(ts), _GRID_FLOOR))
+    if e_lo > e_hi or e_hi - e_lo >= _EXTENT_SPAN or w_span * (1 + p.disks + p.width) > limit:
+        return None
+    number, ids = HK.touched_extents(off, size, p.extent_bytes, e_lo, e_hi - e_lo + 1)
+    if len(ids) * w_span + w_span * (1 + p.disks + p.width) > limit:
+        return None
+    ext, traced, rand, striped = HK.device_grids(
+        ts, seq, off, size, read, p.extent_bytes, number, e_lo, len(ids), w, w_lo, w_span, p.stripe_unit_bytes,
+        p.width, p.disks, np.uint64(_device_state(p.seed, device)))
+    del number
+
+    def starts(window: np.ndarray, length: int) -> np.ndarray:
+        return (w_lo + window) * length if length else np.zeros(len(window), np.int64)
+
+    extent_rows = {}
+    grid = ext.reshape(4, len(ids), w_span)
+    for length in p.windows:                         # the window, then the whole trace: the windows summed
+        g = grid if length == w else grid.sum(axis=2, keepdims=True)
+        n = g[0].ravel()
+        present = np.flatnonzero(n)
+        k, j = np.divmod(present, g.shape[2])
+        extent_rows[length] = _extent_table(device, p, length, starts(j, length), ids[k], n[present],
+                                            *(g[x].ravel()[present] for x in (1, 2, 3)))
+
+    def layout(cells: np.ndarray, per: int) -> tuple[np.ndarray, ...]:
+        present = np.flatnonzero(cells[0])
+        j, d = np.divmod(present, per)
+        return starts(j, w), d, cells[0][present], cells[1][present]
+
+    counts = {"end": int((off + size).max()), "as-traced": layout(traced, 1), "random": layout(rand, p.disks),
+              "striped": layout(striped, p.width)}
+    return extent_rows, counts
+
+
+def device_heat(requests: pa.Table, device: str, p: HeatParams, *, grids: bool = True
+                ) -> tuple[dict[int, pa.Table], dict[str, Any]]:
     """One device's requests (COLUMNS, any order) -> (window_us -> its extent_heat rows (trace_id left ''),
     the disk counts of window p.window_us: {"end", "as-traced", "striped", "random"}, each layout's
-    (window_start_us, disk or unit residue, requests, blocks) arrays)."""
+    (window_start_us, disk or unit residue, requests, blocks) arrays). grids: the compiled pass when its grids
+    fit (_grid_heat), else (and with False) the array path below; both give the same arrays."""
     from libs.transforms.tracking_kernels import unit_pieces
 
     col = {c: np.ascontiguousarray(requests.column(c).to_numpy(), dtype=np.int64)
@@ -241,6 +320,9 @@ def device_heat(requests: pa.Table, device: str, p: HeatParams) -> tuple[dict[in
     op = requests.column("op")
     op = op.cast(pa.string()) if pa.types.is_dictionary(op.type) else op
     read = pc.equal(op, "R").to_numpy(zero_copy_only=False).astype(np.int64)
+    counted = _grid_heat(col, read, device, p) if grids else None
+    if counted is not None:
+        return counted
     ts, off, size = col["ts_us"], col["offset_bytes"], col["size_bytes"]
 
     row, ext, nbytes, blocks = unit_pieces(off, size, p.extent_bytes)
@@ -248,18 +330,7 @@ def device_heat(requests: pa.Table, device: str, p: HeatParams) -> tuple[dict[in
     for w in p.windows:
         (start, ext_id), n, (reads, blk, byt) = _groups([_window_start(ts, w)[row], ext], [read[row], blocks, nbytes],
                                                         [w or 1, 1])
-        seconds = _window_seconds(w, p.span_us)
-        m = len(n)
-        heat = pa.array(blk / seconds) if seconds > 0 else pa.nulls(m, pa.float64())
-        temperature = (pa.array(blk / seconds / float(p.extent_bytes // BLOCK_BYTES)) if seconds > 0
-                       else pa.nulls(m, pa.float64()))
-        extent_rows[w] = pa.table({
-            "trace_id": pa.array([""] * m, pa.string()), "device": pa.array([device] * m, pa.string()),
-            "extent_bytes": pa.array(np.full(m, p.extent_bytes, np.int64)), "extent_id": pa.array(ext_id),
-            "window_start_us": pa.array(start), "window_us": pa.array(np.full(m, w, np.int64)),
-            "requests": pa.array(n), "reads": pa.array(reads), "writes": pa.array(n - reads),
-            "blocks": pa.array(blk), "bytes": pa.array(byt), "heat": heat, "temperature": temperature,
-        }, schema=EH.ARROW_SCHEMA)
+        extent_rows[w] = _extent_table(device, p, w, start, ext_id, n, reads, blk, byt)
     del row, ext, nbytes, blocks
 
     start = _window_start(ts, p.window_us)

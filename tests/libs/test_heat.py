@@ -381,3 +381,58 @@ def test_counting_groups_equal_the_sorting_ones(seed, monkeypatch):
         assert (counted is not None) == counts
     assert HF._counted_groups([window + 1], [blocks], [hour]) is None      # off the stride: sorted
     assert HF._counted_groups([rng.integers(0, 1 << 30, 10)], [blocks[:10]], [1]) is None   # grid too large
+
+
+def _grid_case(seed: int) -> pa.Table:
+    """2,000 requests of one device over 5 hours: sizes 0 to 3 MiB (empty ones on and off extent boundaries,
+    requests crossing several extents and stripe units), offsets from 0, seqs across the int64 range."""
+    rng = np.random.default_rng(seed)
+    n = 2000
+    size = rng.choice([0, 512, 4096, 65_536, 100_000, 3 << 20], n)
+    offset = rng.integers(0, 1 << 15, n) * 512 + rng.choice([0, 1 << 20], n)
+    offset[:50] = rng.integers(0, 64, 50) * (1 << 20)                 # empty requests on extent boundaries
+    size[:50] = 0
+    return pa.table({"ts_us": rng.integers(0, 5 * 3_600_000_000, n) + 7 * 3_600_000_000,
+                     "seq": rng.integers(-(1 << 63), (1 << 63) - 1, n, dtype=np.int64),
+                     "op": pa.array(np.where(rng.random(n) < 0.4, "R", "W")).dictionary_encode(),
+                     "offset_bytes": offset, "size_bytes": size})
+
+
+@pytest.mark.parametrize("params", [
+    {},                                                            # hourly windows, 1 MiB extents, 4 and 4 disks
+    {"window_us": 0, "width": 3, "disks": 5, "seed": 1 << 40},      # the whole trace only; a seed beyond 32 bits
+    {"window_us": 600_000_000, "extent_bytes": 65_536, "stripe_unit_bytes": 4096, "width": 7, "disks": 40,
+     "seed": -7}])
+def test_the_compiled_pass_equals_the_array_path(params, monkeypatch):
+    """device_heat's compiled pass into dense grids (heat_kernels) gives the array path's arrays exactly (every
+    extent_heat column, every layout's counts, the device's end), for an ASCII and a non-ASCII device; the
+    array path is taken when a grid would pass its limit."""
+    from libs.transforms import heat_files as HF
+
+    table = _grid_case(len(params))
+    p = HF.HeatParams(span_us=5 * 3_600_000_000, **params)
+    for device in ("d0", "é-ü disk"):
+        cols = {c: np.ascontiguousarray(table.column(c).to_numpy(), np.int64)
+                for c in ("ts_us", "seq", "offset_bytes", "size_bytes")}
+        read = np.zeros(table.num_rows, np.int64)
+        assert HF._grid_heat(cols, read, device, p) is not None           # the grids fit: the compiled pass
+        arrays, grids = HF.device_heat(table, device, p, grids=False), HF.device_heat(table, device, p)
+        assert arrays[0].keys() == grids[0].keys() == set(p.windows)
+        for w in p.windows:
+            assert grids[0][w].equals(arrays[0][w]), w
+            assert grids[0][w].num_rows > 0
+        assert grids[1]["end"] == arrays[1]["end"] == int(np.max(cols["offset_bytes"] + cols["size_bytes"]))
+        for layout in ("as-traced", "random", "striped"):
+            for a, b in zip(arrays[1][layout], grids[1][layout], strict=True):
+                assert a.dtype == b.dtype == np.int64
+                np.testing.assert_array_equal(a, b)
+        assert sum(grids[1]["random"][2]) == table.num_rows
+        assert set(grids[1]["random"][1]) == set(range(p.disks))
+        monkeypatch.setattr(HF, "_GRID_FLOOR", 16)
+        monkeypatch.setattr(HF, "_CELLS_PER_ROW", 0)                   # no grid fits: the array path
+        assert HF._grid_heat(cols, read, device, p) is None
+        monkeypatch.undo()
+    empty = pa.table({"ts_us": [5], "seq": [1], "op": ["R"], "offset_bytes": [1 << 20], "size_bytes": [0]})
+    assert HF._grid_heat({c: np.asarray(empty.column(c), np.int64) for c in ("ts_us", "seq", "offset_bytes",
+                                                                             "size_bytes")},
+                         np.ones(1, np.int64), "d0", p) is None        # no piece at all: the array path
