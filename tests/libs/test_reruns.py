@@ -6,6 +6,7 @@ from pathlib import Path
 
 from delta.tables import DeltaTable
 
+from libs.tables import table_version
 from tests.builders import ingest, requests_of, table_count, trace_row
 
 AGREE = Path(__file__).parents[1] / "data" / "agree"
@@ -17,6 +18,7 @@ def _values(rows: list[dict]) -> list[tuple]:
 
 def test_rerun_replaces_atomically_with_identical_values(spark, spark_cfg):
     requests_path = str(spark_cfg.warehouse / "requests")
+    first_seen = table_version(spark_cfg.warehouse, "requests")       # None: the table is made below
     ingest(spark, spark_cfg, "spc", "rerun-a", [AGREE / "spc.csv"])
     ingest(spark, spark_cfg, "alibaba", "rerun-b", [AGREE / "alibaba.csv"])
     first_a = requests_of(spark, "rerun-a")
@@ -29,8 +31,11 @@ def test_rerun_replaces_atomically_with_identical_values(spark, spark_cfg):
     assert requests_of(spark, "rerun-b") == b_before                       # other trace untouched
     history = DeltaTable.forPath(spark, requests_path).history().where(f"version > {version_before}").collect()
     assert [h.operation for h in history] == ["WRITE"], "one commit replaces the trace"
-    # Every version a concurrent reader could have seen holds either 0 or all 6 rows of rerun-a.
-    for version in range(version_before + 1):
+    # Every version a concurrent reader could have seen, from the one before rerun-a's first ingest to the
+    # rerun's own, holds either 0 or all 6 rows of rerun-a.
+    last = DeltaTable.forPath(spark, requests_path).history(1).first().version
+    assert last == version_before + 1
+    for version in range(0 if first_seen is None else first_seen, last + 1):
         n = (spark.read.format("delta").option("versionAsOf", version).load(requests_path)
              .where("trace_id = 'rerun-a'").count())
         assert n in (0, 6), (version, n)
