@@ -154,19 +154,9 @@ def spark_xxhash64_disk(seed: int, device: str, seq: np.ndarray, disks: int) -> 
     """pmod(xxhash64(seed, device, seq), disks) as Spark computes it (heat.compute_disk_heat's random layout):
     the seed literal hashed as an int (a long beyond 32 bits, as py4j passes it), then the device's UTF-8 bytes,
     then each seq as a long, on 64-bit words; pmod of the signed result."""
-    x = np.asarray(seq, np.int64).view(np.uint64)
-    u = np.uint64
-    k = x * u(_P2)
-    k = ((k << u(31)) | (k >> u(33))) * u(_P1)
-    acc = np.full(len(x), u(_device_state(seed, device))) ^ k
-    acc = ((acc << u(27)) | (acc >> u(37))) * u(_P1) + u(_P4)
-    acc ^= acc >> u(33)
-    acc *= u(_P2)
-    acc ^= acc >> u(29)
-    acc *= u(_P3)
-    acc ^= acc >> u(32)
-    out: np.ndarray = acc.view(np.int64) % disks          # floor modulo of the signed value: Spark's pmod
-    return out
+    from libs.transforms.heat_kernels import disks_of
+
+    return disks_of(np.uint64(_device_state(seed, device)), np.ascontiguousarray(seq, np.int64), disks)
 
 
 # --- one device ---------------------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ straight into small dense grids:
   running count), so a 16 TB volume with a day of scattered requests costs touched extents x windows cells,
   not its whole extent range;
 - per window: requests and blocks as traced, per random disk (Spark's xxhash64 of (seed, device, seq): the
-  device's part is hashed once on the driver side, `state`, the seq's 8 bytes here, as
-  heat_files.spark_xxhash64_disk does with arrays), and per stripe-unit number modulo the stripe width.
+  seed and the device hashed once, heat_files._device_state, each seq's 8 bytes here, _disk, which
+  heat_files.spark_xxhash64_disk runs too), and per stripe-unit number modulo the stripe width.
 
 The cuts, the 512-byte block counts and the window numbering are heat_files' (unit_pieces, _window_start),
 so the counts are equal to the array path's, cell for cell (tests/libs/test_heat.py).
@@ -71,8 +71,8 @@ def touched_extents(offset: np.ndarray, size: np.ndarray, extent_bytes: int, e_l
 
 @njit(cache=True, nogil=True)
 def _disk(state: uint64, seq: int, disks: int) -> int:  # pragma: no cover
-    """pmod(XXH64 of seq's 8 bytes continuing from `state`, disks): heat_files.spark_xxhash64_disk's per-row
-    step (state = the hash of the seed and the device, plus P5 + 8)."""
+    """pmod(XXH64 of seq's 8 bytes continuing from `state`, disks), Spark's pmod of the signed hash (state: the
+    seed and the device hashed, plus P5 + 8: heat_files._device_state)."""
     k = uint64(seq) * uint64(_P2)
     k = ((k << uint64(31)) | (k >> uint64(33))) * uint64(_P1)
     acc = state ^ k
@@ -84,6 +84,15 @@ def _disk(state: uint64, seq: int, disks: int) -> int:  # pragma: no cover
     acc ^= acc >> uint64(32)
     r = np.int64(acc) % disks
     return r + disks if r < 0 else r
+
+
+@njit(cache=True, nogil=True)
+def disks_of(state: uint64, seq: np.ndarray, disks: int) -> np.ndarray:  # pragma: no cover
+    """_disk of every seq (heat_files.spark_xxhash64_disk)."""
+    out = np.empty(seq.shape[0], np.int64)
+    for i in range(seq.shape[0]):
+        out[i] = _disk(state, seq[i], disks)
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -137,6 +146,7 @@ def compile_all() -> None:
     number, ids = touched_extents(one, size, 1 << 20, e_lo, e_hi - e_lo + 1)
     device_grids(one, one, one, size, one, 1 << 20, number, e_lo, len(ids), 3_600_000_000, 0, 1, 65_536, 4, 4,
                  np.uint64(1))
+    disks_of(np.uint64(1), one, 4)
 
 
 if __name__ == "__main__":
