@@ -259,6 +259,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                          "--stages run kept in --workdir (kept again); one --millions size")
     parser.add_argument("--cluster-millions", type=float, default=10.0,
                         help="trace size of the 2- vs 1-worker comparison (0: skip it)")
+    parser.add_argument("--cluster-disks", type=int, default=4,
+                        help="disks of the cluster comparison's trace (default 4); keep a device's requests within "
+                             "libs.transforms.profile_files.MAX_DEVICE_REQUESTS (30 M) for its per-device heat task, "
+                             "e.g. 12 for 300 M")
     parser.add_argument("--worker-memory", default="4g", help="memory of each standalone worker (default 4g)")
     parser.add_argument("--executor-memory", default="3g", help="spark.executor.memory on the cluster")
     parser.add_argument("--workdir", type=Path, help="keep generated files and logs here (default: a temp dir)")
@@ -287,7 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rounds: list[dict[int, float]] = []
         if args.cluster_millions > 0:
             n = round(args.cluster_millions * 1e6)
-            landing = landing_for(work / "landing", f"cluster{n}", n)
+            trace_id = f"cluster{n}" if args.cluster_disks == 4 else f"cluster{n}d{args.cluster_disks}"
+            landing = landing_for(work / "landing", trace_id, n, args.cluster_disks)
             for r in range(max(1, args.cluster_rounds)):
                 order = (2, 1) if r % 2 == 0 else (1, 2)
                 rounds.append({w: cluster_run(work, landing, w, args.worker_memory, spark_conf, args.pin_workers)
@@ -305,7 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cluster:
         each = "" if len(rounds) == 1 else " (rounds: " + ", ".join(
             f"{r[1]:.1f} / {r[2]:.1f} s {r[1] / r[2]:.2f}x" for r in rounds) + ")"
-        out.write(f"ingest + extent heat of {args.cluster_millions:g}M on the standalone cluster"
+        out.write(f"ingest + extent heat of {args.cluster_millions:g}M ({args.cluster_disks} disks) on the "
+                  f"standalone cluster"
                   f"{'' if len(rounds) == 1 else f', {len(rounds)} rounds summed'}: 1 worker {cluster[1]:.1f} s, "
                   f"2 workers {cluster[2]:.1f} s: {cluster[1] / cluster[2]:.2f}x (goal >= 1.6x){each}\n")
     out.write(f"load average (1 min) during the run: {min(load.samples):.1f}-{max(load.samples):.1f}\n")

@@ -56,6 +56,33 @@ def _existing(spark: SparkSession, cfg: SparkConfig, job: AgingConfig) -> DataFr
         & (F.col("alpha") == job.alpha))
 
 
+def _stored(spark: SparkSession, cfg: SparkConfig, job: AgingConfig, interval_id: int) -> pa.Table | None:
+    """The stored (device, extent_id, aged_count) rows of interval_id for this aging (extent size, interval
+    length, alpha); None when there is no table. Read from the current files the log lists (libs.delta_log):
+    the nightly run's chain check and previous values then cost no Spark read of the table (a job's first one
+    is seconds of Delta state and reader set-up); through Spark when the reader does not handle the log."""
+    import pyarrow.parquet as pq
+
+    from libs.delta_log import LogUnreadable, snapshot
+
+    root = table_path(cfg.warehouse, aged_heat.TABLE)
+    if not (root / "_delta_log").is_dir():
+        return None
+    columns = [*KEYS, "aged_count"]
+    try:
+        snap = snapshot(root)
+    except LogUnreadable as exc:
+        log.info("aged heat: %s read through Spark (%s)", aged_heat.TABLE, exc)
+        return _existing(spark, cfg, job).where(F.col("interval_id") == interval_id).select(*columns).toArrow()
+    parts = [pq.read_table(snap.path(add), columns=columns,
+                           filters=[("interval_us", "==", job.interval_us), ("alpha", "==", job.alpha),
+                                    ("interval_id", "==", interval_id)])
+             for add in snap.files if add["partitionValues"] == {"trace_id": job.trace_id,
+                                                                 "extent_bytes": str(job.extent_bytes)}]
+    schema = pa.schema([aged_heat.ARROW_SCHEMA.field(c) for c in columns])
+    return pa.concat_tables([t.cast(schema) for t in parts]) if parts else schema.empty_table()
+
+
 def run(spark: SparkSession, cfg: SparkConfig, job: AgingConfig) -> list[int]:
     """Computes the intervals not yet in the table (all of them with from_scratch; exactly interval_index
     when given); returns their ids."""
@@ -63,11 +90,10 @@ def run(spark: SparkSession, cfg: SparkConfig, job: AgingConfig) -> list[int]:
         raise ValueError(f"interval must be > 0, got {job.interval_us} us")
     span_us = int(trace_info(spark, cfg.warehouse, job.trace_id)["span_us"])
     last = span_us // job.interval_us if job.through is None else job.through
-    existing = _existing(spark, cfg, job)
     done = -1
     if job.interval_index is not None:
-        done, last = _one_interval(existing, job, job.interval_index, span_us // job.interval_us)
-    elif existing is not None and not job.from_scratch:
+        done, last = _one_interval(spark, cfg, job, job.interval_index, span_us // job.interval_us)
+    elif (existing := _existing(spark, cfg, job)) is not None and not job.from_scratch:
         found = existing.agg(F.max("interval_id")).first()[0]
         done = -1 if found is None else int(found)
     requests = read_table(spark, cfg.warehouse, "requests", job.trace_id)
@@ -134,17 +160,14 @@ def _interval_from_files(spark: SparkSession, cfg: SparkConfig, job: AgingConfig
     cannot be read directly."""
     current = interval_counts(spark, cfg.warehouse, job.trace_id, extent_bytes=job.extent_bytes,
                               interval_us=job.interval_us, interval_id=interval_id)
-    previous = None
-    if interval_id > 0:
-        previous = _existing(spark, cfg, job).where(F.col("interval_id") == interval_id - 1).select(
-            *KEYS, "aged_count").toArrow()
+    previous = _stored(spark, cfg, job, interval_id - 1) if interval_id > 0 else None
     replace_from_driver(spark, table_target(spark, cfg.warehouse, aged_heat.TABLE),
                         {"trace_id": job.trace_id, "extent_bytes": job.extent_bytes, "interval_us": job.interval_us,
                          "alpha": job.alpha, "interval_id": interval_id},
                         aged_rows(current, previous, job, interval_id))
 
 
-def _one_interval(existing: DataFrame | None, job: AgingConfig, n: int, data_last: int) -> tuple[int, int]:
+def _one_interval(spark: SparkSession, cfg: SparkConfig, job: AgingConfig, n: int, data_last: int) -> tuple[int, int]:
     """(done, last) that make run() compute exactly interval n. Interval 0 always has rows (the trace's
     first request is in it) and aged values stay > 0, so a computed interval n-1 has rows."""
     what = (f"aged_heat of trace {job.trace_id!r} (extent {job.extent_bytes} B, interval {job.interval_us} us, "
@@ -154,7 +177,7 @@ def _one_interval(existing: DataFrame | None, job: AgingConfig, n: int, data_las
     if n > data_last:
         raise AgingChainError(f"{what}: interval {n} is after the trace's data (its requests end in interval "
                               f"{data_last}); ingest the later files first")
-    if n > 0 and (existing is None or existing.where(F.col("interval_id") == n - 1).limit(1).count() == 0):
+    if n > 0 and ((stored := _stored(spark, cfg, job, n - 1)) is None or stored.num_rows == 0):
         raise AgingChainError(f"{what}: interval {n - 1} is not in the table; compute it first "
                               f"(--interval-index {n - 1})")
     return n - 1, n

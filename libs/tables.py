@@ -289,7 +289,7 @@ def trace_info(spark: SparkSession, warehouse: Path, trace_id: str) -> dict[str,
     rows = []
     if (table_path(warehouse, "traces") / "_delta_log").is_dir():
         try:
-            rows = _rows_from_log(warehouse, "traces", trace_id)
+            rows = rows_from_log(warehouse, "traces", trace_id)
         except LogUnreadable as exc:
             log.info("traces read through Spark: %s", exc)
             rows = [r.asDict(recursive=True) for r in
@@ -300,7 +300,7 @@ def trace_info(spark: SparkSession, warehouse: Path, trace_id: str) -> dict[str,
     return rows[0]
 
 
-def _rows_from_log(warehouse: Path, name: str, trace_id: str) -> list[dict[str, Any]]:
+def rows_from_log(warehouse: Path, name: str, trace_id: str) -> list[dict[str, Any]]:
     """One trace's rows of a table as `collect()` gives them (Row.asDict(recursive=True): naive local
     datetimes, dicts for maps and structs), from the files of its latest version read without Spark: a
     job's first Spark read of a Delta table costs ~10 s of its start (libs.delta_log)."""

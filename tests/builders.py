@@ -19,27 +19,44 @@ def ingest(spark: Any, cfg: SparkConfig, fmt: str, trace_id: str, paths: list[An
     return run(spark, cfg, opts)
 
 
+def _log_rows(spark: Any, table: str, trace_id: str) -> list[dict[str, Any]] | None:
+    """One trace's rows of a table of the session's warehouse as `collect()` gives them, read from the files
+    of its latest version by the log reader the jobs use (libs.tables.rows_from_log); None when the table
+    does not exist. Not a Spark query: Spark's first read after a commit rebuilds the table's state, 2-4 s
+    a read-back here, and most tests of ingest read back what they just wrote. tests/libs/test_delta_log.py
+    checks that reader's files equal Spark's at every version; the catalog, CLI and SQL tests keep querying
+    through Spark SQL. A log the reader does not handle is read through Spark."""
+    from libs.delta_log import LogUnreadable
+    from libs.tables import rows_from_log, table_path
+
+    warehouse = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+    if not (table_path(warehouse, table) / "_delta_log").is_dir():
+        return None
+    try:
+        return rows_from_log(warehouse, table, trace_id)
+    except LogUnreadable:
+        rows = spark.sql(f"SELECT * FROM {table} WHERE trace_id = '{trace_id}'").collect()
+        return [r.asDict(recursive=True) for r in rows]
+
+
 def requests_of(spark: Any, trace_id: str) -> list[dict[str, Any]]:
-    rows = spark.sql(f"SELECT * FROM requests WHERE trace_id = '{trace_id}' ORDER BY seq").collect()
-    return [r.asDict() for r in rows]
+    return sorted(_log_rows(spark, "requests", trace_id) or [], key=lambda r: r["seq"])
 
 
 def rejects_of(spark: Any, trace_id: str) -> list[tuple[int, str]]:
-    rows = spark.sql(f"SELECT position, reason FROM rejected_records WHERE trace_id = '{trace_id}' "
-                     "ORDER BY source_file, position").collect()
-    return [(r.position, r.reason) for r in rows]
+    rows = sorted(_log_rows(spark, "rejected_records", trace_id) or [],
+                  key=lambda r: (r["source_file"], r["position"]))
+    return [(r["position"], r["reason"]) for r in rows]
 
 
 def trace_row(spark: Any, trace_id: str) -> dict[str, Any] | None:
-    rows = spark.sql(f"SELECT * FROM traces WHERE trace_id = '{trace_id}'").collect()
+    rows = _log_rows(spark, "traces", trace_id) or []
     assert len(rows) <= 1
-    return rows[0].asDict(recursive=True) if rows else None
+    return rows[0] if rows else None
 
 
 def table_count(spark: Any, table: str, trace_id: str) -> int:
-    if not spark.catalog.tableExists(table):
-        return 0
-    return int(spark.sql(f"SELECT count(*) FROM {table} WHERE trace_id = '{trace_id}'").first()[0])
+    return len(_log_rows(spark, table, trace_id) or [])
 
 
 def make_requests(spark: Any, rows: list[tuple[str, int, int, str, int, int]], trace_id: str = "t") -> Any:

@@ -69,6 +69,12 @@ def touched_extents(offset: np.ndarray, size: np.ndarray, extent_bytes: int, e_l
     return number, ids
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _blocks(a: int, b: int) -> int:  # pragma: no cover
+    """512-byte blocks that bytes [a, b) touch (heat_files.unit_pieces' count)."""
+    return (b + BLOCK_BYTES - 1) // BLOCK_BYTES - a // BLOCK_BYTES
+
+
 @njit(cache=True, nogil=True)
 def _disk(state: uint64, seq: int, disks: int) -> int:  # pragma: no cover
     """pmod(XXH64 of seq's 8 bytes continuing from `state`, disks), Spark's pmod of the signed hash (state: the
@@ -120,9 +126,9 @@ def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.n
             c = number[e - e_lo] * w_span + w
             ext[0, c] += 1
             ext[1, c] += r
-            ext[2, c] += (b + BLOCK_BYTES - 1) // BLOCK_BYTES - a // BLOCK_BYTES
+            ext[2, c] += _blocks(a, b)
             ext[3, c] += b - a
-        whole = (hi + BLOCK_BYTES - 1) // BLOCK_BYTES - lo // BLOCK_BYTES
+        whole = _blocks(lo, hi)
         traced[0, w] += 1
         traced[1, w] += whole
         c = w * disks + _disk(state, seq[i], disks)
@@ -134,7 +140,7 @@ def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.n
             m = u % width
             c = w * width + (m + width if m < 0 else m)
             striped[0, c] += 1
-            striped[1, c] += (b + BLOCK_BYTES - 1) // BLOCK_BYTES - a // BLOCK_BYTES
+            striped[1, c] += _blocks(a, b)
     return ext, traced, rand, striped
 
 

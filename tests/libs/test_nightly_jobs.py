@@ -98,6 +98,28 @@ def test_interval_errors_name_the_missing_day(spark, spark_cfg, chain):
         alis_graph.GraphOptions(TRACE, from_interval=1, interval_index=1)
 
 
+def test_stored_intervals_read_from_the_log_equal_sparks(spark, spark_cfg, chain, monkeypatch):
+    """The chain check and the previous day's values come from the files the log lists; the same rows as
+    through Spark (the path taken when the reader does not handle a log)."""
+    from libs import delta_log
+
+    def rows(table):
+        return sorted(zip(*(table.column(c).to_pylist() for c in ("device", "extent_id", "aged_count")),
+                          strict=True))
+
+    jobs = (aged_heat.AgingConfig(TRACE), aged_heat.AgingConfig(TRACE, alpha=0.5))
+    from_log = [rows(aged_heat._stored(spark, spark_cfg, job, n)) for job in jobs for n in (0, 1, 2)]
+
+    def unreadable(root, version=None):
+        raise delta_log.LogUnreadable(f"{root}: refused by the test")
+
+    monkeypatch.setattr(delta_log, "snapshot", unreadable)
+    through_spark = [rows(aged_heat._stored(spark, spark_cfg, job, n)) for job in jobs for n in (0, 1, 2)]
+    assert from_log == through_spark
+    assert [len(r) for r in from_log] == [21, 27, 0, 0, 0, 0]
+    assert sum(a for *_, a in from_log[0]) == pytest.approx(0.8 * 398, rel=1e-12)   # day 0: alpha x count
+
+
 def test_delta_log_reading_matches_delta(spark, spark_cfg, chain):
     from delta.tables import DeltaTable
 
