@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from libs.policies import PENDING_FAMILIES, PolicyError, SweepOptions, Target, WindowStats, families
 from libs.scorecard import Window, parse_window, score_rows, sweep_scenarios
 from libs.spark import SparkConfig, build_session
-from libs.tables import read_table, replace_rows, table_version, trace_info
+from libs.tables import read_table, replace_rows, table_version, trace_info, trace_rows
 from schemas import policy_scores as PS
 
 if TYPE_CHECKING:
@@ -187,8 +187,8 @@ def run(spark: SparkSession, cfg: SparkConfig, job: ScoreConfig) -> ScoreSummary
              window.window_id, len(variants), len(scenarios), target.n_disks, spec.name)
     simulate(spark, cfg, grid, requests=windowed,
              files=TableFiles(tables["requests"], (window.start_us, window.end_us)))
-    results = {r["scenario_id"]: r.asDict(recursive=True) for r in read_table(spark, cfg.warehouse, "sim_results")
-               .where((F.col("grid_id") == grid_id) & (F.col("trace_id") == job.trace_id)).collect()}
+    results = {r["scenario_id"]: r for r in trace_rows(spark, cfg.warehouse, "sim_results", job.trace_id)
+               if r["grid_id"] == grid_id}
     rows = score_rows(variants, scenario_of, results, target=target, window=window, window_requests=stats.requests,
                       grid_id=grid_id, array_group=ARRAY_GROUP)
     df = spark.createDataFrame([tuple(r[c] for c in PS.COLUMNS) for r in rows], PS.SPARK_SCHEMA)

@@ -32,7 +32,7 @@ from libs.reorg_plan import (
 )
 from libs.scorecard import parse_window
 from libs.spark import SparkConfig, build_session
-from libs.tables import read_table, replace_rows, scoped_version, table_version, trace_info
+from libs.tables import read_table, replace_rows, scoped_version, table_version, trace_info, trace_rows
 from schemas import cooling_moves, policy_scores, reorg_plan_steps, reorg_plans, sim_results
 from schemas.reorg_plan_json import schema_errors
 
@@ -108,9 +108,8 @@ def run(spark: SparkSession, cfg: SparkConfig, job: PlanConfig) -> dict[str, Any
                                                             sim_results.TABLE)}
     if tables[policy_scores.TABLE] is None:
         raise PlanError(f"no scorecard yet: run blockheat score {job.trace_id} --window {job.window}")
-    scores = [r.asDict() for r in read_table(spark, cfg.warehouse, policy_scores.TABLE, job.trace_id,
-                                             version=tables[policy_scores.TABLE])
-              .where(F.col("window_id") == window.window_id).collect()]
+    scores = [r for r in trace_rows(spark, cfg.warehouse, policy_scores.TABLE, job.trace_id,
+                                    version=tables[policy_scores.TABLE]) if r["window_id"] == window.window_id]
     if not scores:
         raise PlanError(f"policy_scores has no rows for trace {job.trace_id!r} window {window.window_id}: run "
                         f"blockheat score {job.trace_id} --window {job.window}")
@@ -123,10 +122,9 @@ def run(spark: SparkSession, cfg: SparkConfig, job: PlanConfig) -> dict[str, Any
         raise PolicyError(f"policy family {row['family']!r} has no planner in this version")
     if family.needs == "moves":
         tables[cooling_moves.TABLE] = table_version(cfg.warehouse, cooling_moves.TABLE)
-    sims = {r["scenario_id"]: r.asDict(recursive=True) for r in read_table(
-        spark, cfg.warehouse, sim_results.TABLE, job.trace_id, version=tables[sim_results.TABLE])
-        .where((F.col("grid_id") == row["grid_id"]) & F.col("scenario_id").isin(row["scenario_id"],
-                                                                                base["scenario_id"])).collect()}
+    sims = {r["scenario_id"]: r for r in trace_rows(spark, cfg.warehouse, sim_results.TABLE, job.trace_id,
+                                                    version=tables[sim_results.TABLE])
+            if r["grid_id"] == row["grid_id"] and r["scenario_id"] in (row["scenario_id"], base["scenario_id"])}
     missing = [s for s in (row["scenario_id"], base["scenario_id"]) if s not in sims]
     if missing:
         raise PlanError(f"sim_results has no scenario {missing} of grid {row['grid_id']!r}: rescore the window")

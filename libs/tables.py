@@ -283,27 +283,34 @@ class UnknownTraceError(LookupError):
 
 def trace_info(spark: SparkSession, warehouse: Path, trace_id: str) -> dict[str, Any]:
     """The trace's catalog row (span_us, devices, geometry, ...); a clear error when it is missing."""
-    from pyspark.sql import functions as F
 
     check_trace_id(trace_id)
     rows = []
     if (table_path(warehouse, "traces") / "_delta_log").is_dir():
-        try:
-            rows = rows_from_log(warehouse, "traces", trace_id)
-        except LogUnreadable as exc:
-            log.info("traces read through Spark: %s", exc)
-            rows = [r.asDict(recursive=True) for r in
-                    read_table(spark, warehouse, "traces").where(F.col("trace_id") == trace_id).collect()]
+        rows = trace_rows(spark, warehouse, "traces", trace_id)
     if not rows:
         raise UnknownTraceError(f"trace {trace_id!r} is not in the catalog under {warehouse} "
                                 "(ingest it first: blockheat ingest --format FMT --trace-id ID PATH...)")
     return rows[0]
 
 
-def rows_from_log(warehouse: Path, name: str, trace_id: str) -> list[dict[str, Any]]:
+def trace_rows(spark: SparkSession, warehouse: Path, name: str, trace_id: str, *,
+               version: int | None = None) -> list[dict[str, Any]]:
+    """One trace's rows of a table (at `version`, default the latest) as `collect()` gives them
+    (Row.asDict(recursive=True)): for the small tables a job reads whole (scores, results, catalog rows), from
+    the files the log lists (rows_from_log), through Spark when the reader does not handle the log."""
+    try:
+        return rows_from_log(warehouse, name, trace_id, version)
+    except LogUnreadable as exc:
+        log.info("%s read through Spark: %s", name, exc)
+        return [r.asDict(recursive=True)
+                for r in read_table(spark, warehouse, name, trace_id, version=version).collect()]
+
+
+def rows_from_log(warehouse: Path, name: str, trace_id: str, version: int | None = None) -> list[dict[str, Any]]:
     """One trace's rows of a table as `collect()` gives them (Row.asDict(recursive=True): naive local
-    datetimes, dicts for maps and structs), from the files of its latest version read without Spark: a
-    job's first Spark read of a Delta table costs ~10 s of its start (libs.delta_log)."""
+    datetimes, dicts for maps and structs), from the files of its latest version (or `version`) read without
+    Spark: a job's first Spark read of a Delta table costs ~10 s of its start (libs.delta_log)."""
     import pyarrow.parquet as pq
     from pyspark.sql import types as T
 
@@ -312,7 +319,7 @@ def rows_from_log(warehouse: Path, name: str, trace_id: str) -> list[dict[str, A
     schema, partitions = TABLES[name]
     if any(not isinstance(schema[c].dataType, T.StringType) for c in partitions):
         raise LogUnreadable(f"{name}: a partition column that is not a string")
-    snap = snapshot(table_path(warehouse, name))
+    snap = snapshot(table_path(warehouse, name), version)
     rows = []
     for add in snap.files:
         if "trace_id" in partitions and add["partitionValues"].get("trace_id") != trace_id:
