@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from jobs import aged_heat, alis_graph
 from libs import nightly
-from libs.tables import read_table, table_version
+from libs.tables import read_table, table_version, trace_rows
 from tests.builders import ingest, rows_digest, write_srt_days
 
 TRACE = "nl-backfill"
@@ -118,6 +118,18 @@ def test_stored_intervals_read_from_the_log_equal_sparks(spark, spark_cfg, chain
     assert from_log == through_spark
     assert [len(r) for r in from_log] == [21, 27, 0, 0, 0, 0]
     assert sum(a for *_, a in from_log[0]) == pytest.approx(0.8 * 398, rel=1e-12)   # day 0: alpha x count
+
+
+def test_trace_rows_at_a_version_equal_sparks(spark, spark_cfg, chain):
+    """libs.tables.trace_rows: from the log at a version (requests: string partitions), through Spark where
+    the reader refuses (aged_heat: a long partition column), the rows Spark gives at that version."""
+    wh = spark_cfg.warehouse
+    for name, version, n in (("requests", table_version(wh, "requests"), 398 + 653), ("aged_heat", chain, 21),
+                             ("aged_heat", None, 21 + 27)):
+        got = trace_rows(spark, wh, name, TRACE, version=version)
+        want = [r.asDict(recursive=True) for r in read_table(spark, wh, name, TRACE, version=version).collect()]
+        assert len(got) == n
+        assert sorted(got, key=repr) == sorted(want, key=repr), name
 
 
 def test_delta_log_reading_matches_delta(spark, spark_cfg, chain):
