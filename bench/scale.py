@@ -21,6 +21,10 @@ R times, alternating which cluster goes first, and compares the summed times (si
 
     .venv/bin/python bench/scale.py --cluster-only --cluster-millions 100 --pin-workers --cluster-rounds 3
 
+--cluster-disks D gives the cluster trace D disks (default 4): past 120 M requests use more, so that no device
+exceeds extent heat's per-device task limit (libs.transforms.profile_files.MAX_DEVICE_REQUESTS, 30 M), e.g.
+--cluster-millions 300 --cluster-disks 12 (25 M a device, as 100 M on 4).
+
 Generated trace: MSR CSV, N requests on 4 disks over exactly one day (sorted uniform arrival times, so both
 sizes fill trace day 0), Zipf-like hot 1 MiB extents over 32 GiB per disk, 35% reads, 0.5-64 KiB; the
 scorecard replays them on the IBM Ultrastar 73LZX spec (MSR traces record no disk geometry). At 100 M requests

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from libs.delta_log import LogUnreadable, snapshot
-from libs.tables import _rows_from_log, read_table, trace_info
+from libs.tables import read_table, rows_from_log, trace_info
 from tests.conftest import HPLAJW_TRACE_ID
 
 
@@ -56,7 +56,7 @@ def test_deletion_vectors_are_left_to_spark(spark, tmp_path: Path) -> None:  # t
 
 def test_trace_info_from_the_log_equals_sparks_collect(spark, spark_cfg, hplajw, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     expected = read_table(spark, spark_cfg.warehouse, "traces", HPLAJW_TRACE_ID).collect()[0].asDict(recursive=True)
-    (row,) = _rows_from_log(spark_cfg.warehouse, "traces", HPLAJW_TRACE_ID)
+    (row,) = rows_from_log(spark_cfg.warehouse, "traces", HPLAJW_TRACE_ID)
     assert row == expected
     assert row["geometry"][0]["raw"]["ncyl"] == "1449"
     assert row["ingested_at"].tzinfo is None                # naive, as collect() gives
