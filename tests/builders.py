@@ -20,23 +20,18 @@ def ingest(spark: Any, cfg: SparkConfig, fmt: str, trace_id: str, paths: list[An
 
 
 def _log_rows(spark: Any, table: str, trace_id: str) -> list[dict[str, Any]] | None:
-    """One trace's rows of a table of the session's warehouse as `collect()` gives them, read from the files
-    of its latest version by the log reader the jobs use (libs.tables.rows_from_log); None when the table
-    does not exist. Not a Spark query: Spark's first read after a commit rebuilds the table's state, 2-4 s
-    a read-back here, and most tests of ingest read back what they just wrote. tests/libs/test_delta_log.py
+    """One trace's rows of a table of the session's warehouse as `collect()` gives them, by libs.tables.trace_rows
+    (the table's files as its log lists them; through Spark when the reader does not handle the log); None when
+    the table does not exist. Not a Spark query: Spark's first read after a commit rebuilds the table's state,
+    2-4 s a read-back here, and most tests of ingest read back what they just wrote. tests/libs/test_delta_log.py
     checks that reader's files equal Spark's at every version; the catalog, CLI and SQL tests keep querying
-    through Spark SQL. A log the reader does not handle is read through Spark."""
-    from libs.delta_log import LogUnreadable
-    from libs.tables import rows_from_log, table_path
+    through Spark SQL."""
+    from libs.tables import table_path, trace_rows
 
     warehouse = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
     if not (table_path(warehouse, table) / "_delta_log").is_dir():
         return None
-    try:
-        return rows_from_log(warehouse, table, trace_id)
-    except LogUnreadable:
-        rows = spark.sql(f"SELECT * FROM {table} WHERE trace_id = '{trace_id}'").collect()
-        return [r.asDict(recursive=True) for r in rows]
+    return trace_rows(spark, warehouse, table, trace_id)
 
 
 def requests_of(spark: Any, trace_id: str) -> list[dict[str, Any]]:
