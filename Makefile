@@ -29,7 +29,7 @@ demo: $(STAMP)
 	$(VENV)/bin/blockheat report hplajw
 
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadfile --durations=25   # two workers, whole files each; the 25 slowest listed
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=25   # two workers, whole files each, the longest first (tests/conftest.py); the 25 slowest listed
 
 bench-ingest: $(STAMP)
 	$(PY) bench/ingest.py --millions 5

@@ -9,6 +9,19 @@ import pytest
 
 from libs.spark import SparkConfig, build_session
 
+# The files that take minutes (a fresh clone's `make test`, 2 workers), started first: pytest-xdist's loadfile
+# hands whole files to the two workers in item order (with --no-loadscope-reorder; by default it orders files by
+# their number of tests, which started the nightly DAG's 6-8 minutes two thirds of the way through the run and left
+# one worker idle for minutes at the end). Every other file keeps its collection order.
+LONG_FILES = ("tests/dags/test_nightly_dag.py", "tests/libs/test_ingest_errors.py", "tests/libs/test_sql_catalog.py",
+              "tests/libs/test_clean_text.py", "tests/libs/alis/test_graph_files.py", "tests/libs/test_profile.py",
+              "tests/libs/test_cluster.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    first = {name: rank for rank, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: first.get(item.nodeid.split("::", 1)[0], len(first)))   # stable: the rest in order
+
 
 @pytest.fixture(scope="session")
 def spark_cfg(tmp_path_factory: pytest.TempPathFactory) -> SparkConfig:

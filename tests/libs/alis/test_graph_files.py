@@ -52,10 +52,15 @@ def test_aging_on_arrays_is_eq_2_over_the_union_of_edges():
     assert len(GF._age(cur, prev, 0.0)[0]) == 2                   # beta 0: only the previous edges stay above 0
 
 
+DAYS = 3      # the week's first three days: three daily graphs (each Spark build costs seconds per interval)
+
+
 @pytest.fixture(scope="module")
 def trace(spark, spark_cfg, hplajw):
-    """The session's hplajw requests under a trace id of this module's own (its graphs are rebuilt here)."""
-    rows = read_table(spark, spark_cfg.warehouse, "requests", HPLAJW_TRACE_ID).withColumn("trace_id", F.lit(TRACE))
+    """The session's hplajw requests of days 0-2 under a trace id of this module's own (its graphs are rebuilt
+    here)."""
+    rows = read_table(spark, spark_cfg.warehouse, "requests", HPLAJW_TRACE_ID).where(
+        F.col("ts_us") < DAYS * alis_graph.DAY_US).withColumn("trace_id", F.lit(TRACE))
     replace_trace(rows, spark, spark_cfg.warehouse, "requests", TRACE)
     return TRACE
 
@@ -85,18 +90,18 @@ def _build(spark, spark_cfg, opts, monkeypatch, caplog, *, files: bool):
 
 
 def test_whole_trace_build_equals_the_spark_build(spark, spark_cfg, trace, monkeypatch, caplog):
-    """Writes counted, the reference-count prefilter on, a budget that prunes from day 0, other tau, f,
+    """Writes counted, the reference-count prefilter on, a graph budget that prunes (asserted below), other tau, f,
     beta: every table row for row, and the summary."""
     opts = alis_graph.GraphOptions(trace, tau=4, f=0.5, beta=0.5, include_writes=True, prefilter_min_refs=2,
-                                   graph_share=0.0005, threshold=0.2, min_run_length=3)
+                                   graph_share=0.0002, threshold=0.2, min_run_length=3)
     spark_summary, spark_tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=False)
     files_summary, files_tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=True)
     assert files_tables == spark_tables
     assert files_summary == spark_summary
-    assert spark_summary.intervals == list(range(7))
+    assert spark_summary.intervals == list(range(DAYS))
     graphs = read_table(spark, spark_cfg.warehouse, "access_graph", trace)
     per_day = {r[0]: r[1] for r in graphs.groupBy("interval_id").count().collect()}
-    assert len(per_day) == 7
+    assert len(per_day) == DAYS
     assert min(per_day.values()) > 0
     runs = read_table(spark, spark_cfg.warehouse, "alis_runs", trace).select("interval_id", "run_id").distinct()
     assert runs.count() > 0
@@ -104,7 +109,7 @@ def test_whole_trace_build_equals_the_spark_build(spark, spark_cfg, trace, monke
     # has more edges.
     requests = read_table(spark, spark_cfg.warehouse, "requests", trace).where("device = '0'").toArrow()
     params = GF.params_of(opts)
-    unpruned = GF.device_build(requests, None, None, GF.Build(trace, 0, 6, opts.interval_us),
+    unpruned = GF.device_build(requests, None, None, GF.Build(trace, 0, DAYS - 1, opts.interval_us),
                                GF.GraphParams(**{**vars(params), "graph_share": 1.0}))
     pruned = next(d for d in files_summary.per_device if d["device"] == "0")
     assert unpruned["stats"]["last_edges"] > pruned["last_edges"] > 0
@@ -114,7 +119,7 @@ def test_whole_trace_build_equals_the_spark_build(spark, spark_cfg, trace, monke
                          [("combined", "sequential", True), ("run", "packed", False)])
 def test_layout_from_the_files_equals_the_spark_layout(spark, spark_cfg, trace, monkeypatch, caplog, mode, layout,
                                                        heat_writes):
-    """alis_layout over the week's graphs of the test above (tau 4, writes counted, prefilter 2, a budget that
+    """alis_layout over the three days' graphs of the test above (tau 4, writes counted, prefilter 2, a budget that
     prunes): plans, runs and summary row for row, both ways (libs.alis.layout_files against the Spark job)."""
     from jobs import alis_layout
 
@@ -132,7 +137,7 @@ def test_layout_from_the_files_equals_the_spark_layout(spark, spark_cfg, trace, 
                              for t in ("alis_layout", "alis_runs", "alis_summary")})
     assert got[True] == got[False]
     rows = got[True][0]
-    assert [r["interval_id"] for r in rows if r["device"] == "0"] == list(range(7))
+    assert [r["interval_id"] for r in rows if r["device"] == "0"] == list(range(DAYS))
     assert sum(r["realizable_reads"] or 0 for r in rows) > 0
     assert sum(r["lookahead_reads"] or 0 for r in rows) > 0
 
