@@ -91,8 +91,9 @@ def run(spark: SparkSession, cfg: SparkConfig, job: AgingConfig) -> list[int]:
     span_us = int(trace_info(spark, cfg.warehouse, job.trace_id)["span_us"])
     last = span_us // job.interval_us if job.through is None else job.through
     done = -1
+    stored_before = None        # the nightly run's interval N-1, read once for the chain check and the aging
     if job.interval_index is not None:
-        done, last = _one_interval(spark, cfg, job, job.interval_index, span_us // job.interval_us)
+        done, last, stored_before = _one_interval(spark, cfg, job, job.interval_index, span_us // job.interval_us)
     elif (existing := _existing(spark, cfg, job)) is not None and not job.from_scratch:
         found = existing.agg(F.max("interval_id")).first()[0]
         done = -1 if found is None else int(found)
@@ -101,7 +102,7 @@ def run(spark: SparkSession, cfg: SparkConfig, job: AgingConfig) -> list[int]:
     for interval_id in range(done + 1, last + 1):
         log.info("aged heat: %s interval %d of %d", job.trace_id, interval_id, last)
         try:
-            _interval_from_files(spark, cfg, job, interval_id)
+            _interval_from_files(spark, cfg, job, interval_id, stored_before if interval_id == done + 1 else None)
             computed.append(interval_id)
             continue
         except Unsupported as e:
@@ -154,22 +155,26 @@ def aged_rows(current: pa.Table, previous: pa.Table | None, job: AgingConfig, in
     return pa.table({c: out[c] for c in aged_heat.COLUMNS}, schema=aged_heat.ARROW_SCHEMA)
 
 
-def _interval_from_files(spark: SparkSession, cfg: SparkConfig, job: AgingConfig, interval_id: int) -> None:
+def _interval_from_files(spark: SparkSession, cfg: SparkConfig, job: AgingConfig, interval_id: int,
+                         previous: pa.Table | None = None) -> None:
     """One interval's rows from the requests files (libs.transforms.heat_files.interval_counts) and the stored
-    previous interval, aged and written from the driver; Unsupported, before anything is written, when the files
-    cannot be read directly."""
+    previous interval (`previous` when the caller has read it already), aged and written from the driver;
+    Unsupported, before anything is written, when the files cannot be read directly."""
     current = interval_counts(spark, cfg.warehouse, job.trace_id, extent_bytes=job.extent_bytes,
                               interval_us=job.interval_us, interval_id=interval_id)
-    previous = _stored(spark, cfg, job, interval_id - 1) if interval_id > 0 else None
+    if previous is None and interval_id > 0:
+        previous = _stored(spark, cfg, job, interval_id - 1)
     replace_from_driver(spark, table_target(spark, cfg.warehouse, aged_heat.TABLE),
                         {"trace_id": job.trace_id, "extent_bytes": job.extent_bytes, "interval_us": job.interval_us,
                          "alpha": job.alpha, "interval_id": interval_id},
                         aged_rows(current, previous, job, interval_id))
 
 
-def _one_interval(spark: SparkSession, cfg: SparkConfig, job: AgingConfig, n: int, data_last: int) -> tuple[int, int]:
-    """(done, last) that make run() compute exactly interval n. Interval 0 always has rows (the trace's
-    first request is in it) and aged values stay > 0, so a computed interval n-1 has rows."""
+def _one_interval(spark: SparkSession, cfg: SparkConfig, job: AgingConfig, n: int,
+                  data_last: int) -> tuple[int, int, pa.Table | None]:
+    """(done, last, interval n-1's stored rows or None for n = 0) that make run() compute exactly interval n.
+    Interval 0 always has rows (the trace's first request is in it) and aged values stay > 0, so a computed
+    interval n-1 has rows."""
     what = (f"aged_heat of trace {job.trace_id!r} (extent {job.extent_bytes} B, interval {job.interval_us} us, "
             f"alpha {job.alpha:g})")
     if n < 0:
@@ -180,7 +185,7 @@ def _one_interval(spark: SparkSession, cfg: SparkConfig, job: AgingConfig, n: in
     if n > 0 and ((stored := _stored(spark, cfg, job, n - 1)) is None or stored.num_rows == 0):
         raise AgingChainError(f"{what}: interval {n - 1} is not in the table; compute it first "
                               f"(--interval-index {n - 1})")
-    return n - 1, n
+    return n - 1, n, (stored if n > 0 else None)
 
 
 def parse_args(argv: Sequence[str] | None) -> AgingConfig:

@@ -283,7 +283,6 @@ class UnknownTraceError(LookupError):
 
 def trace_info(spark: SparkSession, warehouse: Path, trace_id: str) -> dict[str, Any]:
     """The trace's catalog row (span_us, devices, geometry, ...); a clear error when it is missing."""
-
     check_trace_id(trace_id)
     rows = []
     if (table_path(warehouse, "traces") / "_delta_log").is_dir():
