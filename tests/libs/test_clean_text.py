@@ -71,6 +71,24 @@ def test_ranges_are_counted_from_the_index_made_while_hashing(tmp_path, monkeypa
     assert inputs.newlines_before(path) is None                                # hashed, no newlines counted
 
 
+@pytest.mark.parametrize("length", [1, 15, 16, 17, 32, 48, 49])
+def test_the_scan_hashes_and_counts_every_chunk_once(tmp_path, monkeypatch, length):
+    """libs.inputs._scan hashes on a thread of its own while it counts, two buffers in turn (16 bytes each here):
+    files of whole buffers, one byte more or less, give hashlib's digest and bytes.count's newlines per block."""
+    import hashlib
+
+    from libs import inputs
+
+    monkeypatch.setattr(inputs, "NEWLINE_BLOCK", 1)
+    data = bytes(random.Random(length).choice(b"ab\n") for _ in range(length))
+    path = tmp_path / "f.txt"
+    path.write_bytes(data)
+    scan = inputs._scan(path)
+    assert scan.sha256 == hashlib.sha256(data).hexdigest()
+    assert scan.newlines.tolist() == [int(b == 10) for b in data]
+    assert inputs._scan(path, newlines=False).sha256 == scan.sha256
+
+
 def test_newlines_are_counted_across_chunk_edges(tmp_path):
     """The driver's newline count reads the mapped file in chunks: every chunk size and range gives bytes.count's
     answer (a newline on a chunk's first or last byte counted once)."""
