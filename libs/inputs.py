@@ -46,6 +46,15 @@ class InputFile:
         return self.readable_path != self.path
 
 
+def drop_cached(fh: BinaryIO, start: int, length: int) -> None:
+    """Tell the kernel a task is done with bytes [start, start + length) of an input it reads once: a large
+    trace's pages then leave the page cache as they are parsed instead of pushing out the table files the
+    ingest writes (which the next stage reads). Advisory, and a no-op where posix_fadvise is missing."""
+    if hasattr(os, "posix_fadvise") and length > 0:
+        with contextlib.suppress(OSError):
+            os.posix_fadvise(fh.fileno(), start, length, os.POSIX_FADV_DONTNEED)
+
+
 def detect_compression(head: bytes) -> str | None:
     """gzip, bzip2 or zstd from the magic bytes; None for uncompressed data."""
     for magic, name in MAGIC.items():

@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from libs.inputs import drop_cached
+
 # The columns every reader (text or binary) produces before numbering; see readers.records.
 RECORD_SCHEMA = pa.schema([
     pa.field("file_uri", pa.string()),
@@ -258,6 +260,7 @@ def range_task(decode: Callable[[bytes, ByteRange, bytes], pa.RecordBatch],
                 with open(rng.path, "rb") as fh:
                     fh.seek(rng.start - lead)
                     data = fh.read(rng.length + lead)
+                    drop_cached(fh, rng.start, rng.length)
                 yield decode(data[lead:], rng, data[:lead])
 
     return run

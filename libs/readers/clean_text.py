@@ -22,7 +22,7 @@ import io
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -54,34 +54,43 @@ def eligible(layout: CsvLayout | None) -> bool:
 
 def read_lines(path: str, start: int, length: int) -> bytes:
     """The lines that start in [start, start + length) of the file, as bytes (the last one with its
-    newline when the file has one): a line starts at byte 0 or after a '\\n'."""
+    newline when the file has one): a line starts at byte 0 or after a '\\n'. The range's pages are dropped
+    from the page cache once read (libs.inputs.drop_cached)."""
+    from libs.inputs import drop_cached
+
     with open(path, "rb") as fh:
-        if start > 0:
-            fh.seek(start - 1)
-            data = fh.read(length + 1)
-            cut = data.find(b"\n")
-            if cut < 0:
-                return b""                      # no line starts in this range
-            data = data[cut + 1:]
-            skipped = cut                      # bytes of [start, ...) that belong to the previous line
-        else:
-            data = fh.read(length)
-            skipped = 0
-        if not data or skipped >= length:
-            return b""
-        if data.endswith(b"\n"):
-            return data
-        parts = [data]                          # finish the last line: it started inside the range
-        while True:
-            more = fh.read(_READ_AHEAD)
-            if not more:
-                break
-            cut = more.find(b"\n")
-            if cut >= 0:
-                parts.append(more[:cut + 1])
-                break
-            parts.append(more)
-        return b"".join(parts)
+        data = _read_lines(fh, start, length)
+        drop_cached(fh, start, length)
+        return data
+
+
+def _read_lines(fh: BinaryIO, start: int, length: int) -> bytes:
+    if start > 0:
+        fh.seek(start - 1)
+        data = fh.read(length + 1)
+        cut = data.find(b"\n")
+        if cut < 0:
+            return b""                      # no line starts in this range
+        data = data[cut + 1:]
+        skipped = cut                      # bytes of [start, ...) that belong to the previous line
+    else:
+        data = fh.read(length)
+        skipped = 0
+    if not data or skipped >= length:
+        return b""
+    if data.endswith(b"\n"):
+        return data
+    parts = [data]                          # finish the last line: it started inside the range
+    while True:
+        more = fh.read(_READ_AHEAD)
+        if not more:
+            break
+        cut = more.find(b"\n")
+        if cut >= 0:
+            parts.append(more[:cut + 1])
+            break
+        parts.append(more)
+    return b"".join(parts)
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,58 @@ def test_newlines_are_counted_across_chunk_edges(tmp_path):
                 assert _newlines(mm, lo, hi, chunk) == data[lo:hi].count(b"\n"), (chunk, lo, hi)
 
 
+
+def _resident_pages(path: Path) -> list[bool]:
+    """Which pages of the file are in the page cache (mincore(2) over a private mapping of it)."""
+    import ctypes
+    import mmap
+    import os
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    size, page = path.stat().st_size, os.sysconf("SC_PAGE_SIZE")
+    with path.open("rb") as fh, mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_COPY) as mm:
+        anchor = ctypes.c_char.from_buffer(mm)
+        vec = (ctypes.c_ubyte * ((size + page - 1) // page))()
+        try:
+            assert libc.mincore(ctypes.addressof(anchor), size, vec) == 0, os.strerror(ctypes.get_errno())
+        finally:
+            del anchor                            # the map cannot close while a view of it exists
+    return [bool(v & 1) for v in vec]
+
+
+def test_a_range_read_leaves_the_page_cache_and_the_rest_stays(tmp_path):
+    """read_lines and the binary decoders read each input byte once: the range's pages are dropped from the page
+    cache once read (libs.inputs.drop_cached), so a large trace does not push out the tables ingest writes; the
+    pages of other ranges stay. Ranges on 2 MiB boundaries: the kernel drops only whole folios (up to 2 MiB on
+    x86-64) inside the range."""
+    import os
+
+    import pyarrow as pa
+
+    from libs.readers.binary import range_task
+
+    mib, page = 1 << 20, os.sysconf("SC_PAGE_SIZE")
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"abcdefg\n" * (32 * mib // 8))
+    with path.open("rb") as fh:
+        os.fsync(fh.fileno())                     # written back: clean pages can be dropped
+        fh.read()                                 # and all of them cached
+    at = [k * mib // page for k in range(33)]     # page index of each MiB
+    assert all(_resident_pages(path))
+    assert read_lines(str(path), 8 * mib, 16 * mib) == b"abcdefg\n" * (16 * mib // 8)
+    resident = _resident_pages(path)
+    assert not any(resident[at[8]:at[24]])
+    assert all(resident[:at[8]])
+    assert all(resident[at[24]:])
+    batch = pa.RecordBatch.from_pylist([{"path": str(path), "file_uri": "f", "start": 26 * mib, "length": 4 * mib}])
+    assert list(range_task(lambda data, rng, before: len(data))([batch])) == [4 * mib]
+    resident = _resident_pages(path)
+    assert not any(resident[at[26]:at[30]])
+    assert all(resident[at[24]:at[26]])
+    assert all(resident[at[30]:])
+
+
 # ---- the strict parser ----------------------------------------------------------------------------
 
 def test_clean_msr_lines_parse_to_the_general_paths_values():
