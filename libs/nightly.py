@@ -7,6 +7,9 @@ Choices (each tested in tests/libs/test_nightly.py):
   optional "days": N}) and the trace's files; names starting with "." or "_" are ignored (land a file under
   such a name and rename it when complete), as are sub-folders. Files are taken in name order (the order
   ingest numbers records in), and a file whose content (SHA-256) equals an earlier one is a duplicate, left out.
+- a landed file is hashed once: <warehouse>/_nightly/digests.json keeps each file's SHA-256 with its size,
+  modification and change times and inode, and later runs reuse it while all four are unchanged (the change
+  time moves on every write and cannot be set back, so a file rewritten in place is hashed again).
 - start_date is the calendar date (UTC) of trace day 0: the run whose data interval starts on date D analyses
   trace day D - start_date, i.e. [day * 24 h, (day + 1) * 24 h) after the trace's first request (the intervals
   of aged_heat and the ALIS graphs). A trace takes part while 0 <= day < days (no "days": open-ended).
@@ -32,6 +35,7 @@ from typing import Any
 DAY_S = 86_400
 MANIFEST = "manifest.json"
 LEDGER_DIR = Path("_nightly") / "ledger"
+DIGESTS = Path("_nightly") / "digests.json"
 SETTINGS_VARIABLE = "blockheat_nightly"
 PLAN_EXPORT_OPTION = "--export"  # jobs/reorg_plan.py: also write the plan to DIR/<plan_id>.json
 # The Spark stages of one run, in DAG order; each is jobs/<stage>.py.
@@ -131,14 +135,46 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def scan_landing(folder: Path, manifest: Manifest) -> Landing:
-    """The trace's data files (see the module docstring for what counts and in which order)."""
+def _file_key(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def read_digests(warehouse: Path) -> dict[str, Any]:
+    """The landed files' digests recorded by earlier runs ({} when none, or the file is damaged: each file is
+    then hashed again)."""
+    path = Path(warehouse) / DIGESTS
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return dict(raw) if isinstance(raw, dict) else {}
+
+
+def write_digests(warehouse: Path, digests: Mapping[str, Any]) -> None:
+    """Record the digests; atomic (write, then rename)."""
+    path = Path(warehouse) / DIGESTS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps(dict(digests), sort_keys=True, indent=1) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+def scan_landing(folder: Path, manifest: Manifest, digests: dict[str, Any] | None = None) -> Landing:
+    """The trace's data files (see the module docstring for what counts and in which order). digests: known
+    SHA-256s by absolute path (read_digests), reused for files unchanged since and updated in place."""
     kept: dict[str, LandedFile] = {}
     duplicates = []
     for path in sorted(folder.iterdir(), key=lambda p: p.name):
         if path.name == MANIFEST or path.name.startswith((".", "_")) or not path.is_file():
             continue
-        sha = _sha256(path)
+        name, key = str(path.resolve()), _file_key(path.stat())
+        known = (digests or {}).get(name)
+        if isinstance(known, dict) and known.get("stat") == key and isinstance(known.get("sha256"), str):
+            sha = known["sha256"]
+        else:
+            sha = _sha256(path)
+            if digests is not None:
+                digests[name] = {"stat": key, "sha256": sha}
         if sha in kept:
             duplicates.append((str(path), kept[sha].path))
         else:
@@ -326,12 +362,16 @@ def plan_run(settings: NightlySettings, interval_start: dt.date, *, now: dt.date
     if not settings.landing_dir.is_dir():
         raise LandingError(f"landing directory {settings.landing_dir} does not exist")
     plans = []
+    digests = read_digests(settings.warehouse)
     for folder in sorted(p for p in settings.landing_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
         manifest = read_manifest(folder, formats)
         day = manifest.day(interval_start)
         if not manifest.takes_part(day):
             continue
-        landing = scan_landing(folder, manifest)
+        before = dict(digests)
+        landing = scan_landing(folder, manifest, digests)
+        if digests != before:
+            write_digests(settings.warehouse, digests)        # before any error below: the hashing is kept
         if not landing.files:
             raise LandingError(f"landing folder {folder}: trace day {day} is due (start_date "
                                f"{manifest.start_date}) but no data file has landed")

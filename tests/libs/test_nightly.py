@@ -123,6 +123,38 @@ def test_plan_skips_traces_not_due_and_refuses_a_due_trace_without_files(tmp_pat
                    formats=FORMATS)
 
 
+def test_a_landed_file_is_hashed_once_until_it_changes(tmp_path, monkeypatch):
+    """plan_run records each file's SHA-256 under the warehouse and later runs reuse it while the file's size,
+    times and inode are unchanged; a file rewritten in place (same size, modification time set back) is hashed
+    again, as is every file when the record is damaged."""
+    import os
+
+    folder = _landing(tmp_path, files={"a.csv": b"AAAA", "b.csv": b"BBBB"})
+    settings = _settings(tmp_path)
+    hashed = []
+    real = N._sha256
+    monkeypatch.setattr(N, "_sha256", lambda path: hashed.append(path.name) or real(path))
+    first, = N.plan_run(settings, dt.date(2026, 1, 5), now=NOW, formats=FORMATS)
+    assert hashed == ["a.csv", "b.csv"]
+    assert first.fingerprint["sha256"] == [hashlib.sha256(b"AAAA").hexdigest(), hashlib.sha256(b"BBBB").hexdigest()]
+    again, = N.plan_run(settings, dt.date(2026, 1, 6), now=NOW, formats=FORMATS)
+    assert hashed == ["a.csv", "b.csv"]                                  # nothing read
+    assert again.fingerprint == first.fingerprint
+    assert again.ingest                                                  # (nothing recorded an ingest yet)
+    stat = (folder / "a.csv").stat()
+    (folder / "a.csv").write_bytes(b"CCCC")
+    os.utime(folder / "a.csv", ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same size and modification time
+    third, = N.plan_run(settings, dt.date(2026, 1, 6), now=NOW, formats=FORMATS)
+    assert hashed == ["a.csv", "b.csv", "a.csv"]
+    assert third.fingerprint["sha256"][0] == hashlib.sha256(b"CCCC").hexdigest()
+    (tmp_path / "wh" / N.DIGESTS).write_text("{damaged")
+    fourth, = N.plan_run(settings, dt.date(2026, 1, 6), now=NOW, formats=FORMATS)
+    assert hashed == ["a.csv", "b.csv", "a.csv", "a.csv", "b.csv"]
+    assert fourth.fingerprint == third.fingerprint
+    assert json.loads((tmp_path / "wh" / N.DIGESTS).read_text())[str(folder / "b.csv")]["sha256"] == \
+        hashlib.sha256(b"BBBB").hexdigest()
+
+
 def test_stage_arguments_of_a_day(tmp_path):
     folder = _landing(tmp_path, files={"b.csv": b"B", "a.csv": b"A"})
     settings = _settings(tmp_path, tracking_ks=[5, 10], tracking_eval={"extents": 4, "end_s": 70.0},
