@@ -156,6 +156,11 @@ def prefetch_digests(given: list[str], text: bool = True) -> None:
     pool.shutdown(wait=False)
 
 
+def file_sha256(path: Path) -> str:
+    """The file's SHA-256 hex digest, from one read (no newline index): the nightly run's landing scan."""
+    return _scan(path, newlines=False).sha256
+
+
 def _sha256(path: Path, text: bool = True) -> str:
     """The file's SHA-256 hex digest (the prefetched one when the file is unchanged since)."""
     key = _stat_key(path)

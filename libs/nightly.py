@@ -23,7 +23,6 @@ Choices (each tested in tests/libs/test_nightly.py):
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import re
@@ -48,7 +47,6 @@ TABLES = ("requests", "rejected_records", "traces", "extent_heat", "disk_heat", 
           "alis_summary", "sim_results", "sim_timeseries", "cooling_moves", "policy_scores", "reorg_plans",
           "reorg_plan_steps")
 _COMMIT_RE = re.compile(r"^(\d{20})\.json$")
-_SHA_CHUNK = 1 << 20
 
 
 class LandingError(ValueError):
@@ -128,11 +126,9 @@ def read_manifest(folder: Path, formats: Sequence[str]) -> Manifest:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_SHA_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+    from libs.inputs import file_sha256
+
+    return file_sha256(path)
 
 
 def _file_key(st: os.stat_result) -> list[int]:

@@ -37,6 +37,12 @@ import pyarrow.compute as pc
 
 from libs.transforms.heat import BLOCK_BYTES, LAYOUTS, _check_unit, _volume_bases, _window_seconds, disk_heat_rows
 from libs.transforms.profile_files import Unsupported, read_files, request_files
+from libs.transforms.xxh64 import MASK as _M
+from libs.transforms.xxh64 import P1 as _P1
+from libs.transforms.xxh64 import P2 as _P2
+from libs.transforms.xxh64 import P3 as _P3
+from libs.transforms.xxh64 import P4 as _P4
+from libs.transforms.xxh64 import P5 as _P5
 from schemas import extent_heat as EH
 
 if TYPE_CHECKING:
@@ -50,9 +56,6 @@ COLUMNS = ["ts_us", "seq", "op", "offset_bytes", "size_bytes"]
 
 __all__ = ["HeatParams", "Unsupported", "device_heat", "extent_and_disk_heat", "spark_xxhash64_disk"]
 
-_M = (1 << 64) - 1
-_P1, _P2, _P3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
-_P4, _P5 = 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5
 SPARK_HASH_SEED = 42                       # Spark's xxhash64 starts from this seed
 
 

@@ -23,9 +23,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint64
 
+from libs.transforms.xxh64 import P1 as _P1
+from libs.transforms.xxh64 import P2 as _P2
+from libs.transforms.xxh64 import P3 as _P3
+from libs.transforms.xxh64 import P4 as _P4
+
 BLOCK_BYTES = 512
-_P1, _P2, _P3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
-_P4 = 0x85EBCA77C2B2AE63
 
 
 @njit(cache=True, nogil=True)
