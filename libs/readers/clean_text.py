@@ -70,9 +70,9 @@ def _read_lines(fh: BinaryIO, start: int, length: int) -> bytes:
         data = fh.read(length + 1)
         cut = data.find(b"\n")
         if cut < 0:
-            return b""                      # no line starts in this range
+            return b""                  # no line starts in this range
         data = data[cut + 1:]
-        skipped = cut                      # bytes of [start, ...) that belong to the previous line
+        skipped = cut                  # bytes of [start, ...) that belong to the previous line
     else:
         data = fh.read(length)
         skipped = 0
@@ -80,7 +80,7 @@ def _read_lines(fh: BinaryIO, start: int, length: int) -> bytes:
         return b""
     if data.endswith(b"\n"):
         return data
-    parts = [data]                          # finish the last line: it started inside the range
+    parts = [data]                      # finish the last line: it started inside the range
     while True:
         more = fh.read(_READ_AHEAD)
         if not more:
