@@ -131,6 +131,14 @@ def _sha256(path: Path) -> str:
     return file_sha256(path)
 
 
+def _write_json(path: Path, doc: dict[str, Any]) -> None:
+    """Write a JSON document atomically (a temporary file beside it, then renamed over it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps(doc, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
 def _file_key(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
@@ -148,11 +156,7 @@ def read_digests(warehouse: Path) -> dict[str, Any]:
 
 def write_digests(warehouse: Path, digests: Mapping[str, Any]) -> None:
     """Record the digests; atomic (write, then rename)."""
-    path = Path(warehouse) / DIGESTS
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_text(json.dumps(dict(digests), sort_keys=True, indent=1) + "\n", encoding="utf-8")
-    partial.replace(path)
+    _write_json(Path(warehouse) / DIGESTS, dict(digests))
 
 
 def scan_landing(folder: Path, manifest: Manifest, digests: dict[str, Any] | None = None) -> Landing:
@@ -313,11 +317,7 @@ def record_ledger(warehouse: Path, trace_id: str, key: str, entry: Mapping[str, 
     if key not in ("ingested", "analysed"):
         raise ValueError(f"ledger key must be 'ingested' or 'analysed', got {key!r}")
     path = ledger_path(warehouse, trace_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ledger = {**read_ledger(warehouse, trace_id), "trace_id": trace_id, key: dict(entry)}
-    partial = path.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_text(json.dumps(ledger, sort_keys=True, indent=1) + "\n", encoding="utf-8")
-    partial.replace(path)
+    _write_json(path, {**read_ledger(warehouse, trace_id), "trace_id": trace_id, key: dict(entry)})
     return path
 
 
