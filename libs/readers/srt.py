@@ -485,7 +485,7 @@ def tracedate_to_iso(tracedate: str) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _walk_records(body: np.ndarray) -> tuple[np.ndarray, int]:  # pragma: no cover - compiled by numba
     n = body.shape[0]
     out = np.empty(n // MIN_RECORD_SIZE + 1, dtype=np.int64)
