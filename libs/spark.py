@@ -153,6 +153,9 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
         "spark.sql.warehouse.dir": str(cfg.warehouse),
         "spark.driver.extraJavaOptions": driver_java,
         "spark.pyspark.python": python,
+        # Python workers import pyspark from its installed package, not the source zip Spark puts first on their
+        # path (libs.spark_daemon: ~2.7 s less per new worker on Python 3.11).
+        "spark.python.daemon.module": "libs.spark_daemon",
         "spark.sql.shuffle.partitions": "8",
         # Scans split into pieces of at most 32 MB (default 128): a 10 M-request table (195 MB) is ~8 tasks, not 3,
         # so two cores or workers share a stage evenly (extent heat of 10 M: 51 -> 46 s in local[2], one run).
