@@ -52,12 +52,13 @@ def test_aging_on_arrays_is_eq_2_over_the_union_of_edges():
     assert len(GF._age(cur, prev, 0.0)[0]) == 2                   # beta 0: only the previous edges stay above 0
 
 
-DAYS = 3      # the week's first three days: three daily graphs (each Spark build costs seconds per interval)
+DAYS = 2      # the week's first two days: two daily graphs, the second aged with the first (each Spark build
+              # costs seconds per interval)
 
 
 @pytest.fixture(scope="module")
 def trace(spark, spark_cfg, hplajw):
-    """The session's hplajw requests of days 0-2 under a trace id of this module's own (its graphs are rebuilt
+    """The session's hplajw requests of days 0-1 under a trace id of this module's own (its graphs are rebuilt
     here)."""
     rows = read_table(spark, spark_cfg.warehouse, "requests", HPLAJW_TRACE_ID).where(
         F.col("ts_us") < DAYS * alis_graph.DAY_US).withColumn("trace_id", F.lit(TRACE))
@@ -93,7 +94,7 @@ def test_whole_trace_build_equals_the_spark_build(spark, spark_cfg, trace, monke
     """Writes counted, the reference-count prefilter on, a graph budget that prunes (asserted below), other tau, f,
     beta: every table row for row, and the summary."""
     opts = alis_graph.GraphOptions(trace, tau=4, f=0.5, beta=0.5, include_writes=True, prefilter_min_refs=2,
-                                   graph_share=0.0002, threshold=0.2, min_run_length=3)
+                                   graph_share=0.00002, threshold=0.2, min_run_length=3)
     spark_summary, spark_tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=False)
     files_summary, files_tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=True)
     assert files_tables == spark_tables
@@ -119,7 +120,7 @@ def test_whole_trace_build_equals_the_spark_build(spark, spark_cfg, trace, monke
                          [("combined", "sequential", True), ("run", "packed", False)])
 def test_layout_from_the_files_equals_the_spark_layout(spark, spark_cfg, trace, monkeypatch, caplog, mode, layout,
                                                        heat_writes):
-    """alis_layout over the three days' graphs of the test above (tau 4, writes counted, prefilter 2, a budget that
+    """alis_layout over the two days' graphs of the test above (tau 4, writes counted, prefilter 2, a budget that
     prunes): plans, runs and summary row for row, both ways (libs.alis.layout_files against the Spark job)."""
     from jobs import alis_layout
 
