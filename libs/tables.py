@@ -65,8 +65,9 @@ def table_path(warehouse: Path, name: str) -> Path:
     return Path(warehouse) / name
 
 
-def ensure_table(spark: SparkSession, warehouse: Path, name: str) -> Path:
-    """Create the Delta table with its fixed schema and partitioning if it does not exist yet."""
+def ensure_table(spark: SparkSession, warehouse: Path, name: str, *, register: bool = True) -> Path:
+    """Create the Delta table with its fixed schema and partitioning if it does not exist yet; register=False
+    leaves it unnamed in this session's catalog (a table by path only)."""
     from delta.tables import DeltaTable
 
     schema, partitions = TABLES[name]
@@ -86,7 +87,7 @@ def ensure_table(spark: SparkSession, warehouse: Path, name: str) -> Path:
             with_commit_retry(builder.execute, f"create {name}")
     from libs.spark import registers_names
 
-    if registers_names(spark) and not spark.catalog.tableExists(name):
+    if register and registers_names(spark) and not spark.catalog.tableExists(name):
         _register(spark, name, path)
     return path
 

@@ -96,6 +96,21 @@ def rows_digest(df: Any, drop: tuple[str, ...] = ("trace_id",)) -> str:
     return hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
 
 
+def table_digest(spark: Any, warehouse: Path, name: str, trace_id: str, drop: tuple[str, ...] = ("trace_id",),
+                 where: Any = None) -> str:
+    """rows_digest of one trace's rows of a table (those `where(row)` keeps), read from the files its log lists
+    (libs.tables.trace_rows: no Spark job; Spark only when the reader refuses the log). The same digest as
+    rows_digest over the table read by Spark, for tables without nested columns (the dicts keep the columns'
+    order and collect()'s values)."""
+    import hashlib
+
+    from libs.tables import trace_rows
+
+    rows = sorted(repr(tuple(v for k, v in r.items() if k not in drop))
+                  for r in trace_rows(spark, warehouse, name, trace_id) if where is None or where(r))
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
+
+
 def python_child(code: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`python -c code args` in a fresh process from the repository root, Spark's Python workers on this
     interpreter (a session of its own, apart from the tests' one)."""

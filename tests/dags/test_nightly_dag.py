@@ -19,12 +19,12 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from pyspark.sql import functions as F
 
-from libs.tables import table_version
+from libs.tables import table_version, trace_rows
 from tests.builders import write_srt_days
 from tests.libs.test_nightly_jobs import CHAIN_DIGESTS, chain_digests
 
@@ -132,8 +132,9 @@ def two_nights(airflow_env, tmp_path_factory, repo_root):
     return {"root": root, "folder": folder, "warehouse": root / "wh", "runs": (first, second)}
 
 
-def _table(spark, warehouse, name):
-    return spark.read.format("delta").load(str(warehouse / name)).where(F.col("trace_id") == TRACE)
+def _rows(spark, warehouse, name):
+    """The trace's rows of a table, as collect() gives them, read from the files its log lists."""
+    return trace_rows(spark, warehouse, name, TRACE)
 
 
 def test_two_nights_run_every_task(two_nights):
@@ -156,9 +157,9 @@ def test_two_nights_run_every_task(two_nights):
 
 def test_tables_ingest_once_and_age_across_the_nights(spark, two_nights):
     wh = two_nights["warehouse"]
-    requests = _table(spark, wh, "requests")
-    assert requests.count() == 398 + 653                           # day 0's file counted once, not twice
-    assert {r[0] for r in requests.select("source_file").distinct().collect()} == {
+    requests = _rows(spark, wh, "requests")
+    assert len(requests) == 398 + 653                              # day 0's file counted once, not twice
+    assert {r["source_file"] for r in requests} == {
         str(two_nights["folder"] / "day-0.srt"), str(two_nights["folder"] / "day-1.srt")}
     ledger = json.loads((wh / "_nightly" / "ledger" / f"{TRACE}.json").read_text())
     sha = [hashlib.sha256((two_nights["folder"] / f"day-{d}.srt").read_bytes()).hexdigest() for d in (0, 1)]
@@ -166,23 +167,21 @@ def test_tables_ingest_once_and_age_across_the_nights(spark, two_nights):
 
     # night 1 saw only day 0's file: the tables equal those of the backfill in test_nightly_jobs.py
     assert chain_digests(spark, wh, TRACE) == CHAIN_DIGESTS
-    rows = _table(spark, wh, "aged_heat").collect()
+    rows = _rows(spark, wh, "aged_heat")
     day = {n: {(r["device"], r["extent_id"]): r for r in rows if r["interval_id"] == n} for n in (0, 1)}
     assert {n: (len(d), sum(r["count"] for r in d.values())) for n, d in day.items()} == {0: (21, 398), 1: (27, 653)}
     for key, r in day[1].items():
         previous = day[0][key]["aged_count"] if key in day[0] else 0.0
         assert r["aged_count"] == pytest.approx(0.8 * r["count"] + 0.2 * previous, rel=1e-12)
-    edges = {r[0]: r[1] for r in _table(spark, wh, "access_graph").groupBy("interval_id").count().collect()}
-    assert edges == {0: 8, 1: 120}
-    summary = _table(spark, wh, "alis_summary")
-    assert sorted(r[0] for r in summary.select("interval_id").distinct().collect()) == [0, 1]
+    assert Counter(r["interval_id"] for r in _rows(spark, wh, "access_graph")) == {0: 8, 1: 120}
+    assert sorted({r["interval_id"] for r in _rows(spark, wh, "alis_summary")}) == [0, 1]
     versions = two_nights["runs"][1]["xcom"]["summary"]["tables"]
     assert all(v["version"] == table_version(wh, t) for t, v in versions.items())
 
 
 def test_the_nights_plan_is_exported(spark, two_nights):
     wh = two_nights["warehouse"]
-    plans = {r["plan_id"]: r.asDict() for r in _table(spark, wh, "reorg_plans").collect()}
+    plans = {r["plan_id"]: r for r in _rows(spark, wh, "reorg_plans")}
     exported = {p.stem: json.loads(p.read_text()) for p in (wh / "exports" / TRACE).glob("*.json")}
     assert set(exported) == set(plans)
     # Night 2 scores and plans its day (night 1's plan stages were marked successful, not run).
@@ -191,6 +190,5 @@ def test_the_nights_plan_is_exported(spark, two_nights):
         ("2026-01-07T00:00:00Z", "86400s-172800s")]
     for plan_id, doc in exported.items():
         assert doc == json.loads(plans[plan_id]["plan_json"])
-    scores = _table(spark, wh, "policy_scores")
-    assert sorted(r[0] for r in scores.select("window_id").distinct().collect()) == ["86400s-172800s"]
+    assert sorted({r["window_id"] for r in _rows(spark, wh, "policy_scores")}) == ["86400s-172800s"]
     assert [d["valid_until"] for d in docs] == ["2026-01-08T00:00:00Z"]                          # 24 h

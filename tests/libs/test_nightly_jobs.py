@@ -11,17 +11,18 @@ from pyspark.sql import functions as F
 from jobs import aged_heat, alis_graph
 from libs import nightly
 from libs.tables import read_table, table_version, trace_rows
-from tests.builders import ingest, rows_digest, write_srt_days
+from tests.builders import ingest, table_digest, write_srt_days
 
 TRACE = "nl-backfill"
 ALPHA = 0.8
-# rows_digest of each chained table of the first two hplajw days (trace_id left out), days 0 and 1 built
+# rows_digest of each chained table of the first two hplajw days (trace_id left out), days 0 and 1 built;
+# table_digest (tests/builders.py) gives the same from the files
 CHAIN_DIGESTS = {"aged_heat": "be7fb0e7511cabcc", "reorg_units": "fc6f9fbf5835ad48",
                  "access_graph": "93a0b92092b4059d", "alis_runs": "2c1e6c305046bea8", "alis_graphs": "fc2a599bb299d912"}
 
 
 def chain_digests(spark, warehouse, trace_id):
-    return {t: rows_digest(read_table(spark, warehouse, t, trace_id)) for t in CHAIN_DIGESTS}
+    return {t: table_digest(spark, warehouse, t, trace_id) for t in CHAIN_DIGESTS}
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +78,7 @@ def test_graph_of_day_one_equals_the_incremental_rebuild(spark, spark_cfg, chain
     """The existing --from-interval 1 path (stored units, stored interval 0, the whole trace's storage, which
     the two days are) rebuilds day 1 identically."""
     def day1():
-        return rows_digest(read_table(spark, spark_cfg.warehouse, "access_graph", TRACE).where("interval_id = 1"))
+        return table_digest(spark, spark_cfg.warehouse, "access_graph", TRACE, where=lambda r: r["interval_id"] == 1)
 
     nightly_day1 = day1()
     alis_graph.run(spark, spark_cfg, alis_graph.GraphOptions(TRACE, from_interval=1))
@@ -143,7 +144,7 @@ def test_delta_log_reading_matches_delta(spark, spark_cfg, chain):
     assert [c["version"] for c in commits] == [chain + 1]
     day1 = read_table(spark, spark_cfg.warehouse, "aged_heat", TRACE).where(F.col("interval_id") == 1).count()
     assert commits[0]["rows_written"] == day1 == 27
-    digest = rows_digest(read_table(spark, spark_cfg.warehouse, "aged_heat", TRACE))
+    digest = table_digest(spark, spark_cfg.warehouse, "aged_heat", TRACE)
     aged_heat.run(spark, spark_cfg, aged_heat.AgingConfig(TRACE, interval_index=1))     # a retry of day 1
-    assert rows_digest(read_table(spark, spark_cfg.warehouse, "aged_heat", TRACE)) == digest
+    assert table_digest(spark, spark_cfg.warehouse, "aged_heat", TRACE) == digest
     assert [c["rows_written"] for c in nightly.delta_commits(table, chain + 1)] == [27]

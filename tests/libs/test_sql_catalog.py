@@ -89,15 +89,16 @@ EMPTY_TABLES = ("extent_heat", "disk_heat", "alis_runs", "policy_scores", "reorg
 @pytest.fixture(scope="module")
 def sql_home(hplajw, spark, spark_cfg, tmp_path_factory):
     """A warehouse holding a copy of the session's requests, rejected_records and traces (hplajw ingested), and
-    empty tables the README's examples query (written by path: the session's catalog is left alone)."""
-    from libs.tables import TABLES
+    empty tables the README's examples query (created as the jobs create them, by path only: the session's
+    catalog is left alone)."""
+    from libs.tables import ensure_table
 
     root = tmp_path_factory.mktemp("sql")
     warehouse = root / "wh1"
     for table in COPIED_TABLES:
         shutil.copytree(spark_cfg.warehouse / table, warehouse / table)
     for table in EMPTY_TABLES:
-        spark.createDataFrame([], TABLES[table][0]).write.format("delta").save(str(warehouse / table))
+        ensure_table(spark, warehouse, table, register=False)
     (root / "home").mkdir()
     return root
 

@@ -6,6 +6,8 @@ settings are pinned through it elsewhere (test_hplajw, test_jobs, tests/libs/tes
 pinned by the Spark build)."""
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -13,8 +15,8 @@ from pyspark.sql import functions as F
 
 import libs.alis.graph_files as GF
 from jobs import alis_graph
-from libs.tables import read_table, replace_trace
-from tests.builders import rows_digest
+from libs.tables import read_table, replace_trace, trace_rows
+from tests.builders import table_digest
 from tests.conftest import HPLAJW_TRACE_ID
 
 TRACE = "hplajw-graph-files"
@@ -87,7 +89,7 @@ def _build(spark, spark_cfg, opts, monkeypatch, caplog, *, files: bool):
         summary = alis_graph.run(spark, spark_cfg, opts)
     assert len(calls) == (1 if files else 0)
     assert ("built through Spark (test: the Spark build)" in caplog.text) == (not files)
-    return summary, {t: rows_digest(read_table(spark, spark_cfg.warehouse, t, opts.trace_id)) for t in TABLES}
+    return summary, {t: table_digest(spark, spark_cfg.warehouse, t, opts.trace_id) for t in TABLES}
 
 
 def test_whole_trace_build_equals_the_spark_build(spark, spark_cfg, trace, monkeypatch, caplog):
@@ -100,12 +102,10 @@ def test_whole_trace_build_equals_the_spark_build(spark, spark_cfg, trace, monke
     assert files_tables == spark_tables
     assert files_summary == spark_summary
     assert spark_summary.intervals == list(range(DAYS))
-    graphs = read_table(spark, spark_cfg.warehouse, "access_graph", trace)
-    per_day = {r[0]: r[1] for r in graphs.groupBy("interval_id").count().collect()}
+    per_day = Counter(r["interval_id"] for r in trace_rows(spark, spark_cfg.warehouse, "access_graph", trace))
     assert len(per_day) == DAYS
     assert min(per_day.values()) > 0
-    runs = read_table(spark, spark_cfg.warehouse, "alis_runs", trace).select("interval_id", "run_id").distinct()
-    assert runs.count() > 0
+    assert {(r["interval_id"], r["run_id"]) for r in trace_rows(spark, spark_cfg.warehouse, "alis_runs", trace)}
     # The budget bites: device 0's last graph, built again in process with a budget that keeps everything,
     # has more edges.
     requests = read_table(spark, spark_cfg.warehouse, "requests", trace).where("device = '0'").toArrow()
@@ -134,7 +134,7 @@ def test_layout_from_the_files_equals_the_spark_layout(spark, spark_cfg, trace, 
                 _through_spark(m)
             rows = alis_layout.run(spark, spark_cfg, opts)
         assert ("planned through Spark (test: the Spark build)" in caplog.text) == (not files)
-        got[files] = (rows, {t: rows_digest(read_table(spark, spark_cfg.warehouse, t, trace))
+        got[files] = (rows, {t: table_digest(spark, spark_cfg.warehouse, t, trace)
                              for t in ("alis_layout", "alis_runs", "alis_summary")})
     assert got[True] == got[False]
     rows = got[True][0]
