@@ -1,0 +1,75 @@
+"""Start-up of Spark's Python workers with blockheat's daemon (libs/spark_daemon.py) against pyspark's own.
+
+    .venv/bin/python bench/python_workers.py --rounds 5
+
+Each round runs one cold child process per variant, alternating the order: build_session (local[2]), then a
+first Arrow stage (mapInArrow over 2 partitions: the daemon starts and forks a worker per task), then a
+second one over 8 partitions; worker reuse is off, so each task forks a new worker: what a short job's Python
+stages pay before any data. The reference variant sets `spark.python.daemon.module` back to `pyspark.daemon`. Prints the
+median seconds per variant and the ratios (blockheat's daemon / pyspark's).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+CHILD = """
+import json, shutil, sys, tempfile, time
+from pathlib import Path
+from libs.spark import SparkConfig, build_session
+extra = {"spark.sql.shuffle.partitions": "2", "spark.python.worker.reuse": "false"}
+if sys.argv[1] == "pyspark":
+    extra["spark.python.daemon.module"] = "pyspark.daemon"
+wh = Path(tempfile.mkdtemp(prefix="bench-pyw-"))
+spark = build_session(SparkConfig(master="local[2]", warehouse=wh, app_name="bench-pyw", extra=extra))
+df = spark.range(0, 2000, numPartitions=2)
+
+def same(batches):
+    import pyarrow  # noqa: F401  (what an Arrow stage imports)
+    yield from batches
+
+t0 = time.perf_counter()
+df.mapInArrow(same, df.schema).count()
+t1 = time.perf_counter()
+spark.range(0, 8000, numPartitions=8).mapInArrow(same, df.schema).count()
+t2 = time.perf_counter()
+spark.stop()
+shutil.rmtree(wh, ignore_errors=True)
+print("RESULT " + json.dumps({"first_stage_s": t1 - t0, "eight_new_workers_s": t2 - t1}))
+"""
+
+
+def once(variant: str) -> dict[str, float]:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    done = subprocess.run([sys.executable, "-c", CHILD, variant], env=env, cwd=REPO, capture_output=True,
+                          text=True, timeout=600, check=True)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    variants = ("pyspark", "blockheat")
+    runs: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
+    for r in range(args.rounds):
+        for v in variants if r % 2 == 0 else variants[::-1]:
+            runs[v].append(once(v))
+            print(f"round {r + 1} {v}: " + ", ".join(f"{k} {x:.2f}" for k, x in runs[v][-1].items()), flush=True)
+    med = {v: {k: statistics.median(x[k] for x in runs[v]) for k in runs[v][0]} for v in variants}
+    for k in med["pyspark"]:
+        print(f"{k}: pyspark.daemon {med['pyspark'][k]:.2f} s, libs.spark_daemon {med['blockheat'][k]:.2f} s, "
+              f"ratio {med['blockheat'][k] / med['pyspark'][k]:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
