@@ -1,14 +1,15 @@
 """Spark's Python worker daemon (`spark.python.daemon.module`), importing pyspark from its installed package
 instead of the zip Spark puts first on the workers' PYTHONPATH.
 
-Spark starts every executor's Python workers with `<SPARK_HOME>/python/lib/pyspark.zip` and the py4j source zip
-first on PYTHONPATH. For a pip-installed pyspark that zip is a copy of the installed package without compiled
-files, so each daemon compiles pyspark from source (~0.8 s), and, on Python 3.11, every worker it forks spends
-2.5-2.9 s in pyspark.worker's `importlib.invalidate_caches()`, which makes each of the ~16 zipimporters in the
-import cache (one per package directory inside the zips) read its archive's whole directory again: about 3 s of a
-6 s first Python stage of a small job (docs/BENCHMARKS.md, "Python workers"). Choice: the zips are dropped only
-when they are the installed package's own (`<pkg>/python/lib/*.zip` of the pyspark package that the rest of the
-path imports), so the code run is the same; any other layout (a Spark distribution's SPARK_HOME) keeps them.
+Spark starts every executor's Python workers with `<SPARK_HOME>/python/lib/pyspark.zip`, the py4j source zip and
+spark-core's jar first on PYTHONPATH. For a pip-installed pyspark that zip is a copy of the installed package
+without compiled files, so each daemon compiles pyspark from source (~0.8 s), and, on Python 3.11, every worker it
+forks spends 2.5-2.9 s in pyspark.worker's `importlib.invalidate_caches()`, which makes each of the ~16
+zipimporters in the import cache (one per package directory inside the zips and the jar) read its archive's whole
+directory again: about 3 s of a 6 s first Python stage of a small job (docs/BENCHMARKS.md, "Python workers").
+Choice: only the installed package's own archives are dropped (its python/lib/*.zip and jars/*.jar, when the
+rest of the path imports that package), so the code run is the same; any other layout (a Spark distribution's
+SPARK_HOME) keeps them.
 
 No import of pyspark or of libs' other modules before the path is cleaned: this runs before the daemon forks.
 """
