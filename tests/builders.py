@@ -88,20 +88,12 @@ def write_srt_days(path: Any, source: Any, days: range) -> Any:
     return path
 
 
-def rows_digest(df: Any, drop: tuple[str, ...] = ("trace_id",)) -> str:
-    """SHA-256 (16 hex digits) of a small DataFrame's sorted rows without `drop`: pins a table exactly."""
-    import hashlib
-
-    rows = sorted(repr(tuple(r)) for r in df.drop(*drop).collect())
-    return hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
-
-
 def table_digest(spark: Any, warehouse: Path, name: str, trace_id: str, drop: tuple[str, ...] = ("trace_id",),
                  where: Any = None) -> str:
-    """rows_digest of one trace's rows of a table (those `where(row)` keeps), read from the files its log lists
-    (libs.tables.trace_rows: no Spark job; Spark only when the reader refuses the log). The same digest as
-    rows_digest over the table read by Spark, for tables without nested columns (the dicts keep the columns'
-    order and collect()'s values)."""
+    """SHA-256 (16 hex digits) of one trace's rows of a table (those `where(row)` keeps) without the `drop`
+    columns, sorted: pins a table exactly. Read from the files its log lists (libs.tables.trace_rows: no Spark
+    job; Spark only when the reader refuses the log); for tables without nested columns the same digest as the
+    rows collected by Spark (the dicts keep the columns' order and collect()'s values)."""
     import hashlib
 
     from libs.tables import trace_rows

@@ -15,8 +15,8 @@ from tests.builders import ingest, table_digest, write_srt_days
 
 TRACE = "nl-backfill"
 ALPHA = 0.8
-# rows_digest of each chained table of the first two hplajw days (trace_id left out), days 0 and 1 built;
-# table_digest (tests/builders.py) gives the same from the files
+# table_digest (tests/builders.py) of each chained table of the first two hplajw days (trace_id left out), days 0
+# and 1 built (pinned from Spark's collect(); the files give the same)
 CHAIN_DIGESTS = {"aged_heat": "be7fb0e7511cabcc", "reorg_units": "fc6f9fbf5835ad48",
                  "access_graph": "93a0b92092b4059d", "alis_runs": "2c1e6c305046bea8", "alis_graphs": "fc2a599bb299d912"}
 
