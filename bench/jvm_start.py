@@ -12,14 +12,12 @@ environment's (made first if missing). Both variants run again with -XX:TieredSt
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from cold import REPO, cold_run
+
 sys.path.insert(0, str(REPO))
 
 CHILD = """
@@ -46,11 +44,7 @@ SHORT = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def once(archive: bool, java: str) -> dict[str, float]:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    done = subprocess.run([sys.executable, "-c", CHILD, "on" if archive else "off", java], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=600, check=True)
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+    return cold_run(CHILD, "on" if archive else "off", java)
 
 
 def main() -> int:

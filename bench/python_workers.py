@@ -11,14 +11,9 @@ median seconds per variant and the ratios (blockheat's daemon / pyspark's).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from cold import cold_run
 
 CHILD = """
 import json, shutil, sys, tempfile, time
@@ -46,14 +41,6 @@ print("RESULT " + json.dumps({"first_stage_s": t1 - t0, "eight_new_workers_s": t
 """
 
 
-def once(variant: str) -> dict[str, float]:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    done = subprocess.run([sys.executable, "-c", CHILD, variant], env=env, cwd=REPO, capture_output=True,
-                          text=True, timeout=600, check=True)
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -62,7 +49,7 @@ def main() -> int:
     runs: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     for r in range(args.rounds):
         for v in variants if r % 2 == 0 else variants[::-1]:
-            runs[v].append(once(v))
+            runs[v].append(cold_run(CHILD, v))
             print(f"round {r + 1} {v}: " + ", ".join(f"{k} {x:.2f}" for k, x in runs[v][-1].items()), flush=True)
     med = {v: {k: statistics.median(x[k] for x in runs[v]) for k in runs[v][0]} for v in variants}
     for k in med["pyspark"]:
