@@ -16,11 +16,7 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m pip install --quiet --upgrade pip==26.3
 	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,bench,airflow]'
 	$(VENV)/bin/blockheat jvm-archive
-	$(PY) -m libs.transforms.profile_kernels   # the profile's numba loops, compiled into their cache once
-	$(PY) -m libs.transforms.tracking_kernels  # heat tracking's, likewise
-	$(PY) -m libs.transforms.heat_kernels      # extent heat's per-device pass
-	$(PY) -m sim.warm                          # the simulator's (~35 s cold in every replaying process)
-	$(PY) -m libs.alis.warm                    # ALIS's graph and run loops
+	$(PY) -m libs.warm                         # every numba loop, compiled into numba's cache once
 	@touch $(STAMP)
 
 demo: $(STAMP)

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from sim.glue import ScenarioConfig, simulate_scenario
+from sim.tracker import InterarrivalTracker
 
 DEVICE_SECTORS = 1 << 18          # 128 MiB of 512-byte sectors per device
 SCENARIOS: tuple[dict[str, Any], ...] = (
@@ -30,7 +31,16 @@ SCENARIOS: tuple[dict[str, Any], ...] = (
     {"layout": {"kind": "as_traced"}, "policy": {"name": "alis", "interval_s": 1.0}},
     {"layout": {"kind": "as_traced"}, "io": {"kind": "track-aligned", "tracks": 1, "report": "requests"}},
     {"layout": {"kind": "as_traced"}, "interval_ms": 500},
+    {"layout": {"kind": "as_traced"}, "closed_loop": {"outstanding": 2, "think_ms": 1.0}},
 )
+
+
+def frozen(a: np.ndarray) -> np.ndarray:
+    """A read-only copy of `a`, as an Arrow column's to_numpy() gives: numba compiles a function again for
+    read-only arrays (a type of their own), so the warm-ups call the kernels with both kinds."""
+    out = np.array(a)
+    out.flags.writeable = False
+    return out
 
 
 def trace(n: int = 2_000, seed: int = 3) -> pa.Table:
@@ -47,12 +57,16 @@ def trace(n: int = 2_000, seed: int = 3) -> pa.Table:
 
 
 def compile_all() -> int:
-    """Replays `trace()` under every scenario of SCENARIOS; returns the requests replayed."""
+    """Replays `trace()` under every scenario of SCENARIOS, and asks an interarrival tracker (sim.tracker) for
+    its heat; returns the requests replayed."""
     table, done = trace(), 0
     for k, extra in enumerate(SCENARIOS):
         cfg = ScenarioConfig.from_dict({"scenario_id": f"warm{k}", "spec": "hp_c2247a", "scheduler": "clook",
                                         "devices": ["0", "1"], "device_sectors": [DEVICE_SECTORS] * 2, **extra})
         done += int(simulate_scenario(table, cfg).result.column("requests")[0].as_py())
+    tracker = InterarrivalTracker(n_units=4, k=2)
+    tracker.observe(np.array([0, 1, 0]), np.array([0, 10, 20]), np.array([1, 1, 1]))
+    tracker.heat(40.0)
     return done
 
 

@@ -148,14 +148,17 @@ def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.n
 
 
 def compile_all() -> None:
-    """Compile the loops into numba's cache (one tiny call each)."""
-    one = np.array([0], np.int64)
-    size = np.array([4096], np.int64)
-    _, _, e_lo, e_hi = extent_range(one, one, size, 1 << 20)
-    number, ids = touched_extents(one, size, 1 << 20, e_lo, e_hi - e_lo + 1)
-    device_grids(one, one, one, size, one, 1 << 20, number, e_lo, len(ids), 3_600_000_000, 0, 1, 65_536, 4, 4,
-                 np.uint64(1))
-    disks_of(np.uint64(1), one, 4)
+    """Compile the loops into numba's cache (one tiny call each), for writable input columns and for the
+    read-only ones a requests file's Arrow columns give."""
+    from sim.warm import frozen
+
+    for view in (np.array, frozen):
+        one, size = view(np.array([0], np.int64)), view(np.array([4096], np.int64))
+        _, _, e_lo, e_hi = extent_range(one, one, size, 1 << 20)
+        number, ids = touched_extents(one, size, 1 << 20, e_lo, e_hi - e_lo + 1)
+        device_grids(one, one, one, size, np.array([0], np.int64), 1 << 20, number, e_lo, len(ids), 3_600_000_000,
+                     0, 1, 65_536, 4, 4, np.uint64(1))
+        disks_of(np.uint64(1), one, 4)
 
 
 if __name__ == "__main__":

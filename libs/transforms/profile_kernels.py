@@ -321,11 +321,15 @@ def group_cells(gid: np.ndarray, values: np.ndarray, groups: int, coded: bool,
 def compile_all() -> None:
     """Compiles every loop here into numba's on-disk cache (`make venv` runs it once, so the first
     profile does not spend ~15 s compiling in each Python worker at once)."""
+    from sim.warm import frozen
+
     x = np.arange(1, 40, dtype=np.int64)
     round_significant_code(x * 1_000)
     for coded in (True, False):
         group_cells(x // 10, x, 4, coded, 10_000 + 13 * 9_000)
-    block_pass(x * 10, x * 4096, x * 4096 + 9_000, 100, 4096, 1 << 20, 1 << 20, 1, 0, 10_000 + 13 * 9_000)
+    for view in (np.array, frozen):       # writable, and read-only as a requests file's Arrow columns give them
+        block_pass(view(x * 10), view(x * 4096), x * 4096 + 9_000, 100, 4096, 1 << 20, 1 << 20, 1, 0,
+                   10_000 + 13 * 9_000)
 
 
 if __name__ == "__main__":

@@ -146,8 +146,11 @@ def track(ext: np.ndarray, ts: np.ndarray, blocks: np.ndarray, starts: np.ndarra
 
 def compile_all() -> None:
     """Compile the loops into numba's cache (one tiny call each; unit_pieces also serves extent heat)."""
+    from sim.warm import frozen
+
     one = np.array([0], np.int64)
     unit_pieces(one, np.array([4096], np.int64), 65_536)
+    unit_pieces(frozen(one), frozen(np.array([4096], np.int64)), 65_536)     # as extent heat's Arrow columns
     ext, ts, _, blocks = extent_pieces(one, one, one, np.array([4096], np.int64), 1 << 20)
     starts = checkpoint_rows(ext, ts, 1, 10)
     track(ext, ts, blocks, starts, np.array([2], np.int64), 1, 10)

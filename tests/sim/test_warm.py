@@ -1,17 +1,53 @@
-"""The warm-up `make venv` runs to fill numba's cache: every scenario shape replays its whole trace, and the
-ALIS build finds runs (the seeded trace gives the same counts every time)."""
+"""The warm-up `make venv` runs to fill numba's cache (libs/warm.py): every scenario shape replays its whole
+trace, the ALIS build finds runs (the seeded trace gives the same counts every time), and the loops the jobs
+call on Arrow columns are compiled for read-only arrays too (numba compiles those again, as a type of their
+own: before they were warmed, each test worker and Spark Python worker compiled them on first use)."""
 from __future__ import annotations
+
+from numba import types
 
 from sim import warm
 
 
+def read_only_signature(dispatcher) -> bool:
+    return any(isinstance(t, types.Array) and not t.mutable for sig in dispatcher.signatures for t in sig)
+
+
+def test_a_frozen_array_is_a_read_only_copy():
+    a = warm.frozen(warm.np.arange(3))
+    assert not a.flags.writeable
+    assert a.tolist() == [0, 1, 2]
+
+
 def test_every_warm_up_scenario_replays_every_request():
-    assert len(warm.SCENARIOS) == 10
+    from sim.tracker import _heat
+
+    assert len(warm.SCENARIOS) == 11
     assert warm.trace().num_rows == 2_000
-    assert warm.compile_all() == 10 * 2_000
+    assert warm.compile_all() == 11 * 2_000
+    assert _heat.signatures                                      # the tracker's heat, asked once
 
 
 def test_the_alis_warm_up_builds_graphs_and_finds_runs():
+    from libs.alis import graph
+    from libs.alis import runs
     from libs.alis import warm as alis_warm
 
     assert alis_warm.compile_all() == 1_298
+    assert read_only_signature(runs._csr)                        # a stored graph's weights
+    assert graph._split_by_bucket.signatures                     # the Spark build's loops
+    assert [str(t) for t in graph._cut.signatures[0][1:3]] == ["array(int32, 1d, C)"] * 2
+
+
+def test_the_kernels_the_jobs_call_on_arrow_columns_are_compiled_read_only():
+    from libs import warm as libs_warm
+    from libs.readers import srt
+    from libs.transforms import heat_kernels as HK
+    from libs.transforms import profile_kernels as PK
+    from libs.transforms import tracking_kernels as TK
+
+    assert set(libs_warm.compile_all(only=("profile", "tracking", "heat", "srt"))) == {
+        "profile", "tracking", "heat", "srt"}
+    for kernel in (HK.extent_range, HK.touched_extents, HK.device_grids, HK.disks_of, PK.block_pass,
+                   TK.unit_pieces, srt._walk_records):
+        assert read_only_signature(kernel), kernel
