@@ -4,7 +4,8 @@ with dag.test() for two consecutive nights on the first two days of the real hpl
 landing per night (and day 0's file a second time): the tables, the aging across the two nights (equal to a
 backfill's, tests/libs/test_nightly_jobs.py) and the exported plans are checked. Airflow runs in a child
 process (tests/dags/airflow_driver.py) with its SQLite database under a temporary AIRFLOW_HOME; spark_default
-is local[2] and spark-submit really runs the jobs.
+is local[2] and spark-submit really runs the jobs. Consecutive runs share one Airflow process (the two nights;
+the night with nothing due and the run without spark_default).
 
 To keep the test time down the whole-trace stages (extent_heat, heat_tracking, trace_profile, heat_report:
 existing jobs with their own tests; their arguments are checked in tests/libs/test_nightly.py) are marked
@@ -19,7 +20,9 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -55,14 +58,48 @@ def airflow_env(tmp_path_factory, repo_root):
     return env
 
 
-def _airflow(env, *args, logs=False):
+def _airflow(env, *args):
     done = subprocess.run([sys.executable, str(Path(__file__).with_name("airflow_driver.py")), *args], env=env,
                           capture_output=True, text=True, timeout=1500, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert done.returncode == 0, (done.stdout[-5000:], done.stderr[-5000:])
     assert lines, done.stdout[-5000:]
-    result = json.loads(lines[-1][len("RESULT "):])
-    return (result, done.stdout + done.stderr) if logs else result
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+@contextmanager
+def _runs(env, log_path):
+    """One Airflow process for consecutive runs (airflow_driver.py runs): run(DATE, PATTERN, unset=(VAR, ...))
+    returns a run; the process's logs go to log_path (stderr, then the task logs dag.test printed)."""
+    printed = []
+    with log_path.open("w") as log:
+        proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("airflow_driver.py")), "runs"], env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+
+        def night(date, pattern=None, unset=()):
+            proc.stdin.write(json.dumps({"date": date, "pattern": pattern, "unset": list(unset)}) + "\n")
+            proc.stdin.flush()
+            watchdog = threading.Timer(1500, proc.kill)      # a hung night fails the test instead of the run
+            watchdog.start()
+            try:
+                line = proc.stdout.readline()
+                while line and not line.startswith("RESULT "):
+                    printed.append(line)
+                    line = proc.stdout.readline()
+            finally:
+                watchdog.cancel()
+            assert line, log_path.read_text()[-5000:]
+            return json.loads(line[len("RESULT "):])
+
+        try:
+            yield night
+            proc.stdin.close()
+            assert proc.wait(timeout=120) == 0, log_path.read_text()[-5000:]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            log.writelines(printed)
 
 
 def test_dag_imports_cleanly_with_the_expected_tasks(airflow_env, repo_root):
@@ -81,25 +118,34 @@ def test_dag_imports_cleanly_with_the_expected_tasks(airflow_env, repo_root):
                                  "catchup": False, "max_active_runs": 1}
 
 
-def test_a_run_without_the_spark_connection_fails_in_plan(airflow_env, tmp_path):
-    """Without spark_default the Spark provider would submit to YARN: the plan task refuses instead."""
-    env = {**airflow_env, "AIRFLOW_HOME": str(tmp_path / "home"),
-           "AIRFLOW_VAR_BLOCKHEAT_NIGHTLY": json.dumps({"landing_dir": str(tmp_path), "warehouse": str(tmp_path)})}
-    run, logs = _airflow(env, "run", "2026-01-06T00:00:00+00:00", logs=True)
-    assert run["state"] == "failed"
-    assert run["task_states"]["plan"] == ["failed"]
-    assert "connection spark_default is not defined: define it, for local mode as AIRFLOW_CONN_SPARK_DEFAULT=" in logs
-
-
-def test_a_night_with_no_trace_due_skips_every_spark_stage(airflow_env, tmp_path):
-    folder = tmp_path / "landing" / TRACE
+@pytest.fixture(scope="module")
+def quiet_runs(airflow_env, tmp_path_factory):
+    """Two runs in one Airflow process: 2026-01-06 with a trace whose first day is still to come, then
+    2026-01-07 with spark_default no longer defined."""
+    root = tmp_path_factory.mktemp("quiet")
+    folder = root / "landing" / TRACE
     folder.mkdir(parents=True)
     (folder / "manifest.json").write_text(json.dumps({"format": "hp-srt", "start_date": "2026-02-01"}))
-    env = {**airflow_env, "AIRFLOW_HOME": str(tmp_path / "home"),
-           "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
-           "AIRFLOW_VAR_BLOCKHEAT_NIGHTLY": json.dumps({"landing_dir": str(tmp_path / "landing"),
-                                                       "warehouse": str(tmp_path / "wh")})}
-    run = _airflow(env, "run", "2026-01-06T00:00:00+00:00")
+    env = {**airflow_env, "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+           "AIRFLOW_VAR_BLOCKHEAT_NIGHTLY": json.dumps({"landing_dir": str(root / "landing"),
+                                                       "warehouse": str(root / "wh")})}
+    with _runs(env, root / "airflow.log") as run:
+        nothing_due = run("2026-01-06T00:00:00+00:00")
+        no_connection = run("2026-01-07T00:00:00+00:00", unset=["AIRFLOW_CONN_SPARK_DEFAULT"])
+    return {"nothing_due": nothing_due, "no_connection": no_connection, "logs": (root / "airflow.log").read_text()}
+
+
+def test_a_run_without_the_spark_connection_fails_in_plan(quiet_runs):
+    """Without spark_default the Spark provider would submit to YARN: the plan task refuses instead."""
+    run = quiet_runs["no_connection"]
+    assert run["state"] == "failed"
+    assert run["task_states"]["plan"] == ["failed"]
+    assert "connection spark_default is not defined: define it, for local mode as AIRFLOW_CONN_SPARK_DEFAULT=" in \
+        quiet_runs["logs"]
+
+
+def test_a_night_with_no_trace_due_skips_every_spark_stage(quiet_runs):
+    run = quiet_runs["nothing_due"]
     assert run["state"] == "success"
     assert {t: s for t, s in run["task_states"].items() if s != ["success"]} == {s: ["skipped"] for s in SPARK_STAGES}
     assert run["xcom"]["summary"] == {"traces": {}, "tables": {}}
@@ -123,10 +169,11 @@ def two_nights(airflow_env, tmp_path_factory, repo_root):
                                "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}}
     env = {**airflow_env, "AIRFLOW_VAR_BLOCKHEAT_NIGHTLY": json.dumps(settings),
            "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"})}
-    first = _airflow(env, "run", "2026-01-06T00:00:00+00:00", NOT_RUN_NIGHT_1)
-    write_srt_days(folder / "day-1.srt", source, range(1, 2))
-    shutil.copy(folder / "day-0.srt", folder / "resent-day-0.srt")
-    second = _airflow(env, "run", "2026-01-07T00:00:00+00:00", NOT_RUN)
+    with _runs(env, root / "airflow.log") as night:
+        first = night("2026-01-06T00:00:00+00:00", NOT_RUN_NIGHT_1)
+        write_srt_days(folder / "day-1.srt", source, range(1, 2))
+        shutil.copy(folder / "day-0.srt", folder / "resent-day-0.srt")
+        second = night("2026-01-07T00:00:00+00:00", NOT_RUN)
     for night, run in enumerate((first, second), start=1):      # where the time goes (pytest -s shows it)
         print(f"night {night} task seconds:", json.dumps({t: round(s, 1) for t, s in run["task_seconds"].items()}))
     return {"root": root, "folder": folder, "warehouse": root / "wh", "runs": (first, second)}
