@@ -29,8 +29,7 @@ def test_every_warm_up_scenario_replays_every_request():
 
 
 def test_the_alis_warm_up_builds_graphs_and_finds_runs():
-    from libs.alis import graph
-    from libs.alis import runs
+    from libs.alis import graph, runs
     from libs.alis import warm as alis_warm
 
     assert alis_warm.compile_all() == 1_298
