@@ -4,6 +4,7 @@
     python tests/dags/airflow_driver.py run DATE [PATTERN]  # dag.test(logical_date=DATE), print the run
     python tests/dags/airflow_driver.py runs                # a run per stdin line, in turn: a JSON object
                                                             # {"date": DATE, "pattern": PATTERN, "unset": [VAR]}
+                                                            # or {"inspect": true} (first, for heavy_modules)
 
 Output: one line "RESULT <json>" on stdout per command or stdin line (Airflow logs go to stderr). `runs` serves
 consecutive runs from one process (the test may change the landing folder between them; "unset" removes
@@ -85,6 +86,6 @@ if __name__ == "__main__":
             order = json.loads(line)
             for name in order.get("unset", ()):
                 os.environ.pop(name, None)
-            _print(run(order["date"], order.get("pattern")))
+            _print(inspect() if order.get("inspect") else run(order["date"], order.get("pattern")))
     else:
         _print(inspect() if command == "inspect" else run(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None))

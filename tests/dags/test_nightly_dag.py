@@ -58,28 +58,21 @@ def airflow_env(tmp_path_factory, repo_root):
     return env
 
 
-def _airflow(env, *args):
-    done = subprocess.run([sys.executable, str(Path(__file__).with_name("airflow_driver.py")), *args], env=env,
-                          capture_output=True, text=True, timeout=1500, check=False)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0, (done.stdout[-5000:], done.stderr[-5000:])
-    assert lines, done.stdout[-5000:]
-    return json.loads(lines[-1][len("RESULT "):])
-
-
 @contextmanager
 def _runs(env, log_path):
-    """One Airflow process for consecutive runs (airflow_driver.py runs): run(DATE, PATTERN, unset=(VAR, ...))
-    returns a run; the process's logs go to log_path (stderr, then the task logs dag.test printed)."""
+    """One Airflow process for consecutive orders (airflow_driver.py runs): step(DATE, PATTERN, unset=(VAR, ...))
+    returns a run, step(inspect=True) the parsed DAG folder; the process's logs go to log_path (stderr, then the
+    task logs dag.test printed)."""
     printed = []
     with log_path.open("w") as log:
         proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("airflow_driver.py")), "runs"], env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
 
-        def night(date, pattern=None, unset=()):
-            proc.stdin.write(json.dumps({"date": date, "pattern": pattern, "unset": list(unset)}) + "\n")
+        def step(date=None, pattern=None, unset=(), inspect=False):
+            order = {"inspect": True} if inspect else {"date": date, "pattern": pattern, "unset": list(unset)}
+            proc.stdin.write(json.dumps(order) + "\n")
             proc.stdin.flush()
-            watchdog = threading.Timer(1500, proc.kill)      # a hung night fails the test instead of the run
+            watchdog = threading.Timer(1500, proc.kill)      # a hung run fails the test instead of the suite
             watchdog.start()
             try:
                 line = proc.stdout.readline()
@@ -92,7 +85,7 @@ def _runs(env, log_path):
             return json.loads(line[len("RESULT "):])
 
         try:
-            yield night
+            yield step
             proc.stdin.close()
             assert proc.wait(timeout=120) == 0, log_path.read_text()[-5000:]
         finally:
@@ -102,8 +95,28 @@ def _runs(env, log_path):
             log.writelines(printed)
 
 
-def test_dag_imports_cleanly_with_the_expected_tasks(airflow_env, repo_root):
-    found = _airflow(airflow_env, "inspect")
+@pytest.fixture(scope="module")
+def quiet_runs(airflow_env, tmp_path_factory):
+    """One Airflow process: the DAG folder parsed (before anything else imports a module), then two runs,
+    2026-01-06 with a trace whose first day is still to come and 2026-01-07 with spark_default no longer
+    defined."""
+    root = tmp_path_factory.mktemp("quiet")
+    folder = root / "landing" / TRACE
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps({"format": "hp-srt", "start_date": "2026-02-01"}))
+    env = {**airflow_env, "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+           "AIRFLOW_VAR_BLOCKHEAT_NIGHTLY": json.dumps({"landing_dir": str(root / "landing"),
+                                                       "warehouse": str(root / "wh")})}
+    with _runs(env, root / "airflow.log") as run:
+        parsed = run(inspect=True)
+        nothing_due = run("2026-01-06T00:00:00+00:00")
+        no_connection = run("2026-01-07T00:00:00+00:00", unset=["AIRFLOW_CONN_SPARK_DEFAULT"])
+    return {"inspect": parsed, "nothing_due": nothing_due, "no_connection": no_connection,
+            "logs": (root / "airflow.log").read_text()}
+
+
+def test_dag_imports_cleanly_with_the_expected_tasks(quiet_runs, repo_root):
+    found = quiet_runs["inspect"]
     assert found["import_errors"] == {}
     assert found["dags"] == ["nightly_trace_analysis"]
     assert found["heavy_modules"] == []                       # parsing imports no pyspark, pandas, numpy, ...
@@ -116,23 +129,6 @@ def test_dag_imports_cleanly_with_the_expected_tasks(airflow_env, repo_root):
     assert all(tasks[s]["type"] == "MappedOperator" for s in SPARK_STAGES)
     assert found["schedule"] == {"timetable": "CronDataIntervalTimetable", "cron": "0 0 * * *", "timezone": "UTC",
                                  "catchup": False, "max_active_runs": 1}
-
-
-@pytest.fixture(scope="module")
-def quiet_runs(airflow_env, tmp_path_factory):
-    """Two runs in one Airflow process: 2026-01-06 with a trace whose first day is still to come, then
-    2026-01-07 with spark_default no longer defined."""
-    root = tmp_path_factory.mktemp("quiet")
-    folder = root / "landing" / TRACE
-    folder.mkdir(parents=True)
-    (folder / "manifest.json").write_text(json.dumps({"format": "hp-srt", "start_date": "2026-02-01"}))
-    env = {**airflow_env, "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
-           "AIRFLOW_VAR_BLOCKHEAT_NIGHTLY": json.dumps({"landing_dir": str(root / "landing"),
-                                                       "warehouse": str(root / "wh")})}
-    with _runs(env, root / "airflow.log") as run:
-        nothing_due = run("2026-01-06T00:00:00+00:00")
-        no_connection = run("2026-01-07T00:00:00+00:00", unset=["AIRFLOW_CONN_SPARK_DEFAULT"])
-    return {"nothing_due": nothing_due, "no_connection": no_connection, "logs": (root / "airflow.log").read_text()}
 
 
 def test_a_run_without_the_spark_connection_fails_in_plan(quiet_runs):
