@@ -1,24 +1,23 @@
 """Runs Airflow for tests/dags in a child process with the test's environment (temporary AIRFLOW_HOME, SQLite):
 
-    python tests/dags/airflow_driver.py inspect            # parse the DAG folder, print its structure
-    python tests/dags/airflow_driver.py run DATE [PATTERN]  # dag.test(logical_date=DATE), print the run
-    python tests/dags/airflow_driver.py runs                # a run per stdin line, in turn: a JSON object
-                                                            # {"date": DATE, "pattern": PATTERN, "unset": [VAR]}
-                                                            # or {"inspect": true} (first, for heavy_modules)
+    python tests/dags/airflow_driver.py runs    # one order per stdin line, in turn, each a JSON object:
+                                                # {"date": DATE, "pattern": PATTERN, "unset": [VAR]}: dag.test
+                                                # or {"inspect": true}: the DAG folder parsed (first, for
+                                                # heavy_modules)
 
-Output: one line "RESULT <json>" on stdout per command or stdin line (Airflow logs go to stderr). `runs` serves
-consecutive runs from one process (the test may change the landing folder between them; "unset" removes
-environment variables, such as a connection, from that run on): Airflow's import, database set-up and
+Output: one line "RESULT <json>" on stdout per order (Airflow logs go to stderr; dag.test prints task logs to
+stdout). Consecutive orders share the process (the test may change the landing folder between them; "unset"
+removes environment variables, such as a connection, from that run on): Airflow's import, database set-up and
 in-process execution API are paid once (~12 s of CPU a process)."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 from typing import Any
 
 DAG_ID = "nightly_trace_analysis"
-_DB_READY: list[bool] = []        # initdb once a process
 HEAVY = ("pyspark", "pandas", "numpy", "networkx", "numba", "matplotlib", "pyarrow")
 
 
@@ -44,16 +43,20 @@ def inspect() -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def _initdb() -> None:
+    from airflow.utils import db
+
+    db.initdb()
+
+
 def run(date: str, mark_success: str | None) -> dict[str, Any]:
     import pendulum
     from airflow.models.taskinstance import TaskInstance
     from airflow.models.xcom import XComModel
-    from airflow.utils import db
     from airflow.utils.session import create_session
 
-    if not _DB_READY:
-        db.initdb()
-        _DB_READY.append(True)
+    _initdb()
     dag = _bag().dags[DAG_ID]
     for task in dag.tasks:
         task.retries = 0          # a failure ends the test run instead of waiting for the retry delay
@@ -80,12 +83,9 @@ def _print(result: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    command = sys.argv[1]
-    if command == "runs":
-        for line in sys.stdin:
-            order = json.loads(line)
-            for name in order.get("unset", ()):
-                os.environ.pop(name, None)
-            _print(inspect() if order.get("inspect") else run(order["date"], order.get("pattern")))
-    else:
-        _print(inspect() if command == "inspect" else run(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None))
+    assert sys.argv[1:] == ["runs"], sys.argv
+    for line in sys.stdin:
+        order = json.loads(line)
+        for name in order.get("unset", ()):
+            os.environ.pop(name, None)
+        _print(inspect() if order.get("inspect") else run(order["date"], order.get("pattern")))
