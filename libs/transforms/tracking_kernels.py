@@ -149,8 +149,8 @@ def compile_all() -> None:
     from sim.warm import frozen
 
     one = np.array([0], np.int64)
-    unit_pieces(one, np.array([4096], np.int64), 65_536)
-    unit_pieces(frozen(one), frozen(np.array([4096], np.int64)), 65_536)     # as extent heat's Arrow columns
+    for view in (np.array, frozen):       # writable, and read-only as extent heat's Arrow columns give them
+        unit_pieces(view(one), view(np.array([4096], np.int64)), 65_536)
     ext, ts, _, blocks = extent_pieces(one, one, one, np.array([4096], np.int64), 1 << 20)
     starts = checkpoint_rows(ext, ts, 1, 10)
     track(ext, ts, blocks, starts, np.array([2], np.int64), 1, 10)
