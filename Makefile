@@ -15,8 +15,8 @@ $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip==26.3
 	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,bench,airflow]'
-	$(VENV)/bin/blockheat jvm-archive
-	$(PY) -m libs.warm                         # every numba loop, compiled into numba's cache once
+	@# side by side on two cores: the Spark JVMs' class archive, and every numba loop compiled into numba's cache
+	$(VENV)/bin/blockheat jvm-archive & archive=$$!; $(PY) -m libs.warm; warm=$$?; wait $$archive && exit $$warm
 	@touch $(STAMP)
 
 demo: $(STAMP)

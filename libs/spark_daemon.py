@@ -11,12 +11,23 @@ Choice: only the installed package's own archives are dropped (its python/lib/*.
 rest of the path imports that package), so the code run is the same; any other layout (a Spark distribution's
 SPARK_HOME) keeps them.
 
-No import of pyspark or of libs' other modules before the path is cleaned: this runs before the daemon forks.
+Then the daemon imports what the workers' functions import (WORKER_MODULES: Arrow, numba and blockheat's task
+modules) before it forks: a forked worker inherits them instead of importing them itself, ~2 s of CPU per new
+worker, and Spark forks a new one whenever a worker was idle for a minute (docs/BENCHMARKS.md, "Python workers").
+
+No import of pyspark or of libs' other modules before the path is cleaned.
 """
 from __future__ import annotations
 
+import importlib
+import os
 import sys
 from pathlib import Path
+
+#: Imported by the daemon before it forks its workers; BLOCKHEAT_WORKER_MODULES (comma-separated, "" for none)
+#: replaces the list. The modules whose functions run in mapInArrow/applyInArrow tasks, and what they import.
+WORKER_MODULES = ("pyarrow", "numba", "libs.ingest", "libs.ingest_direct", "libs.delta_files", "libs.task_parquet",
+                  "libs.transforms.profile", "libs.alis.graph", "libs.alis.runs", "libs.alis.layout")
 
 
 def installed_archives(path: list[str]) -> list[str]:
@@ -40,8 +51,28 @@ def drop_installed_archives() -> list[str]:
     return archives
 
 
+def worker_modules() -> list[str]:
+    """WORKER_MODULES, or the list BLOCKHEAT_WORKER_MODULES names."""
+    listed = os.environ.get("BLOCKHEAT_WORKER_MODULES")
+    return list(WORKER_MODULES) if listed is None else [m.strip() for m in listed.split(",") if m.strip()]
+
+
+def preimport(modules: list[str]) -> list[str]:
+    """Import `modules`; returns those imported. One that fails to import here (say, not installed on this
+    executor) is left to the worker that needs it, whose task then fails with the import's own error."""
+    imported = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # the daemon must start; the task that needs the module reports the error
+            continue
+        imported.append(name)
+    return imported
+
+
 if __name__ == "__main__":
     drop_installed_archives()
+    preimport(worker_modules())
     from pyspark import daemon
 
     daemon.manager()

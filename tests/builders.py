@@ -27,8 +27,9 @@ def _log_rows(spark: Any, table: str, trace_id: str) -> list[dict[str, Any]] | N
     checks that reader's files equal Spark's at every version; the catalog, CLI and SQL tests keep querying
     through Spark SQL."""
     from libs.tables import table_path, trace_rows
+    from tests.shared_jvm import WAREHOUSE_CONF
 
-    warehouse = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+    warehouse = Path(spark.conf.get(WAREHOUSE_CONF))
     if not (table_path(warehouse, table) / "_delta_log").is_dir():
         return None
     return trace_rows(spark, warehouse, table, trace_id)

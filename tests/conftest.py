@@ -1,4 +1,5 @@
-"""One SparkSession (local[2], Delta, UI off, UTC) and one temporary warehouse for the whole run."""
+"""One SparkSession (local[2], Delta, UI off, UTC) and one temporary warehouse per test process; under xdist both
+workers' sessions run in one JVM that the controller starts (tests/shared_jvm.py)."""
 from __future__ import annotations
 
 import os
@@ -8,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from libs.spark import SparkConfig, build_session
+from tests.shared_jvm import INFO_ENV, SWITCH_ENV, WAREHOUSE_CONF, SharedJvm, attach, session_config
+
+SHARED_JVM = pytest.StashKey[SharedJvm]()
 
 # The files that take minutes (a fresh clone's `make test`, 2 workers), started first: pytest-xdist's loadfile
 # hands whole files to the two workers in item order (with --no-loadscope-reorder; by default it orders files by
@@ -23,25 +27,38 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: first.get(item.nodeid.split("::", 1)[0], len(first)))   # stable: the rest in order
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if shares_jvm(config):
+        config.stash[SHARED_JVM] = SharedJvm()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if SHARED_JVM in config.stash:
+        config.stash[SHARED_JVM].stop()
+
+
+def shares_jvm(config: pytest.Config) -> bool:
+    """The xdist controller of a run with workers starts the one JVM (tests/shared_jvm.py), unless switched off."""
+    return (not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", 0))
+            and getattr(config.option, "dist", "no") != "no" and os.environ.get(SWITCH_ENV, "1") != "0")
+
+
 @pytest.fixture(scope="session")
 def spark_cfg(tmp_path_factory: pytest.TempPathFactory) -> SparkConfig:
-    warehouse = tmp_path_factory.mktemp("warehouse")
-    return SparkConfig(master="local[2]", warehouse=warehouse, app_name="blockheat-tests",
-                       # the throughput collector: the suite's files ran 11-14% faster than on G1
-                       # (docs/BENCHMARKS.md, "JVM start-up"), two test JVMs sharing 2 cores
-                       extra={"spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
-                              "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
-                              "spark.databricks.delta.snapshotPartitions": "2",
-                              "spark.ui.showConsoleProgress": "false"})
+    return session_config(tmp_path_factory.mktemp("warehouse"))
 
 
 @pytest.fixture(scope="session")
 def spark(spark_cfg: SparkConfig) -> Iterator[object]:
     os.environ["SPARK_TESTING"] = "1"
     os.environ["BLOCKHEAT_WAREHOUSE"] = str(spark_cfg.warehouse)
-    session = build_session(spark_cfg)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    shared = bool(worker) and INFO_ENV in os.environ    # the controller's JVM: it stops the JVM at the run's end
+    session = attach(spark_cfg, database=f"tests_{worker}") if shared else build_session(spark_cfg)
+    session.conf.set(WAREHOUSE_CONF, str(spark_cfg.warehouse))
     yield session
-    session.stop()
+    if not shared:
+        session.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,12 +1,13 @@
-"""The Python workers' daemon (libs.spark_daemon): the archives it drops from the workers' path, and a real
-worker of the session importing pyspark from the installed package."""
+"""The Python workers' daemon (libs.spark_daemon): the archives it drops from the workers' path, the modules it
+imports before it forks, and a real worker of the session importing pyspark from the installed package, forked
+from a daemon that holds Arrow and numba."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pyspark
 
-from libs.spark_daemon import installed_archives
+from libs.spark_daemon import WORKER_MODULES, installed_archives, preimport, worker_modules
 
 
 def _package(root: Path) -> Path:
@@ -36,16 +37,34 @@ def test_only_the_installed_packages_own_archives_are_dropped(tmp_path):
     assert installed_archives([str(dist / "pyspark.zip"), site]) == []
 
 
+def test_the_worker_modules_import_and_a_missing_one_is_left_to_the_worker(monkeypatch):
+    monkeypatch.delenv("BLOCKHEAT_WORKER_MODULES", raising=False)
+    assert worker_modules() == list(WORKER_MODULES)
+    assert preimport(list(WORKER_MODULES)) == list(WORKER_MODULES)   # all of them import in this environment
+    assert preimport(["json", "blockheat_no_such_module", "libs.no_such_module", "csv"]) == ["json", "csv"]
+    monkeypatch.setenv("BLOCKHEAT_WORKER_MODULES", " json, csv ,")
+    assert worker_modules() == ["json", "csv"]
+    monkeypatch.setenv("BLOCKHEAT_WORKER_MODULES", "")
+    assert worker_modules() == []
+
+
 def test_a_sessions_python_worker_imports_the_installed_pyspark(spark):
-    def probe(_: object) -> tuple[str, list[str]]:
+    def probe(_: object) -> tuple[str, list[str], str]:
+        import os as worker_os
         import sys as worker_sys
 
         import pyspark as worker_pyspark
 
-        return worker_pyspark.__file__, [p for p in worker_sys.path if p.endswith((".zip", ".jar"))]
+        with open(f"/proc/{worker_os.getppid()}/maps") as maps:             # the daemon that forked this worker
+            daemon_maps = maps.read()
+        return (worker_pyspark.__file__, [p for p in worker_sys.path if p.endswith((".zip", ".jar"))],
+                daemon_maps)
 
     assert spark.conf.get("spark.python.daemon.module") == "libs.spark_daemon"
-    [(file, archives)] = spark.sparkContext.parallelize([0], 1).map(probe).collect()
+    [(file, archives, daemon_maps)] = spark.sparkContext.parallelize([0], 1).map(probe).collect()
     assert file == pyspark.__file__                                   # the installed package, not pyspark.zip
     root = Path(pyspark.__file__).parent
     assert [a for a in archives if Path(a).is_relative_to(root)] == []
+    # The daemon imported Arrow and numba before it forked: their native libraries are mapped in it.
+    assert "/libarrow.so" in daemon_maps
+    assert "/libllvmlite.so" in daemon_maps
