@@ -3,7 +3,7 @@ each worker through py4j, each worker with its own SparkSession (SQL settings, t
 database (tables registered by name), over its own warehouse as before.
 
 Why: the two test JVMs each compiled the same Spark and Delta code; their JIT threads took 473 of their 1,222
-CPU-s over a whole run (docs/BENCHMARKS.md, "Where the suite's CPU goes"), on a suite that is CPU-bound on two
+CPU-s over a whole run (docs/BENCHMARKS.md, "One Spark JVM for the test run"), on a suite CPU-bound on two
 cores. The controller owns the JVM for the whole run, so neither worker's end stops it under the other.
 Without xdist (`pytest -n 0`, one file) each process builds its own session as before.
 """
