@@ -19,10 +19,9 @@ import statistics
 from cold import cold_run
 
 CHILD = """
-import json, shutil, sys, tempfile, time
+import json, os, shutil, sys, tempfile, time
 from pathlib import Path
 from libs.spark import SparkConfig, build_session
-import os
 extra = {"spark.sql.shuffle.partitions": "2", "spark.python.worker.reuse": "false"}
 if sys.argv[1] == "pyspark":
     extra["spark.python.daemon.module"] = "pyspark.daemon"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from libs.spark import SparkConfig, build_session
-from tests.shared_jvm import INFO_ENV, SWITCH_ENV, WAREHOUSE_CONF, SharedJvm, attach, session_config
+from tests.shared_jvm import SWITCH_ENV, WAREHOUSE_CONF, SharedJvm, attach, session_config, shared_worker
 
 SHARED_JVM = pytest.StashKey[SharedJvm]()
 
@@ -52,12 +52,11 @@ def spark_cfg(tmp_path_factory: pytest.TempPathFactory) -> SparkConfig:
 def spark(spark_cfg: SparkConfig) -> Iterator[object]:
     os.environ["SPARK_TESTING"] = "1"
     os.environ["BLOCKHEAT_WAREHOUSE"] = str(spark_cfg.warehouse)
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    shared = bool(worker) and INFO_ENV in os.environ    # the controller's JVM: it stops the JVM at the run's end
-    session = attach(spark_cfg, database=f"tests_{worker}") if shared else build_session(spark_cfg)
+    worker = shared_worker()                            # the controller's JVM: it stops the JVM at the run's end
+    session = attach(spark_cfg, database=f"tests_{worker}") if worker else build_session(spark_cfg)
     session.conf.set(WAREHOUSE_CONF, str(spark_cfg.warehouse))
     yield session
-    if not shared:
+    if not worker:
         session.stop()
 
 

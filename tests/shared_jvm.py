@@ -41,6 +41,12 @@ def session_config(warehouse: Path) -> SparkConfig:
                               "spark.ui.showConsoleProgress": "false"})
 
 
+def shared_worker() -> str | None:
+    """This process's xdist worker name when its session is to run on the controller's JVM, else None."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return worker if worker and INFO_ENV in os.environ else None
+
+
 class SharedJvm:
     """The controller's side: the session is built in a thread while xdist starts its workers."""
 

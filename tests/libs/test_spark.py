@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from libs import spark as S
-from tests.shared_jvm import INFO_ENV, WAREHOUSE_CONF
+from tests.shared_jvm import WAREHOUSE_CONF, shared_worker
 
 
 def test_session_is_utc_ui_off_with_delta(spark):
@@ -21,10 +21,9 @@ def test_the_test_session_is_this_processs_own_in_its_jvm(spark, spark_cfg):
     """Under xdist the JVM is the controller's child and this worker names its tables in its own database;
     otherwise the JVM is this process's child. Either way the session knows its own warehouse."""
     jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current()
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    shared = bool(worker) and INFO_ENV in os.environ
-    assert jvm.parent().get().pid() == (os.getppid() if shared else os.getpid())
-    assert spark.catalog.currentDatabase() == (f"tests_{worker}" if shared else "default")
+    worker = shared_worker()
+    assert jvm.parent().get().pid() == (os.getppid() if worker else os.getpid())
+    assert spark.catalog.currentDatabase() == (f"tests_{worker}" if worker else "default")
     assert spark.conf.get(WAREHOUSE_CONF) == str(spark_cfg.warehouse)
     spark.range(3).createOrReplaceTempView("own_view")                 # a session's views are its own
     assert [t.name for t in spark.catalog.listTables() if t.name == "own_view"] == ["own_view"]
