@@ -141,7 +141,7 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ["POLARS_MAX_THREADS"] = "2"          # the same two cores as local[2]
-    from libs.spark import SparkConfig, build_session
+    from libs.io.session import SparkConfig, build_session
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-bench-graph-"))
     work.mkdir(parents=True, exist_ok=True)

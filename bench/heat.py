@@ -51,7 +51,7 @@ def make_requests(n: int, trace_id: str, seed: int = 5) -> pa.Table:
 
 
 def load(spark, cfg, table: pa.Table, trace_id: str, tmp: Path) -> None:  # type: ignore[no-untyped-def]
-    from libs.tables import replace_trace
+    from libs.io.tables import replace_trace
 
     staged = tmp / f"{trace_id}.parquet"
     pq.write_table(table, staged)
@@ -59,7 +59,7 @@ def load(spark, cfg, table: pa.Table, trace_id: str, tmp: Path) -> None:  # type
 
 
 def blockheat_heat(spark, cfg, trace_id: str, span_us: int) -> float:  # type: ignore[no-untyped-def]
-    from libs.tables import read_table, replace_rows
+    from libs.io.tables import read_table, replace_rows
     from libs.transforms.heat import compute_extent_heat
 
     t0 = time.perf_counter()
@@ -101,7 +101,7 @@ def same_numbers(spark, con, warehouse: Path, trace_id: str, duck_out: Path) -> 
     """Rows in one result and not the other (0 = identical; heat compared to 1e-9 relative)."""
     from urllib.parse import unquote, urlparse
 
-    from libs.tables import read_table
+    from libs.io.tables import read_table
 
     # The table's current files only: replaced files stay on disk until VACUUM.
     current = [unquote(urlparse(f).path) for f in read_table(spark, warehouse, "extent_heat").inputFiles()]
@@ -127,7 +127,7 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING)
     import duckdb
 
-    from libs.spark import SparkConfig, build_session
+    from libs.io.session import SparkConfig, build_session
 
     tmp = Path(args.workdir or tempfile.mkdtemp(prefix="bench-heat-"))
     tmp.mkdir(parents=True, exist_ok=True)

@@ -83,7 +83,7 @@ def duckdb_csv_to_parquet(csv: Path, out: Path) -> float:
 
 
 class _Said(logging.Handler):
-    """Collects libs.ingest's log lines (which path read the trace)."""
+    """Collects libs.ingest.pipeline's log lines (which path read the trace)."""
 
     def __init__(self) -> None:
         super().__init__(logging.INFO)
@@ -96,11 +96,11 @@ class _Said(logging.Handler):
 def blockheat_ingest(spark, cfg, fmt: str, trace_id: str, path: Path,  # type: ignore[no-untyped-def]
                      fast_text: bool = True) -> float:
     from jobs.ingest_trace import run
-    from libs.ingest import IngestOptions
+    from libs.ingest.pipeline import IngestOptions
 
     opts = IngestOptions(fmt, trace_id, (str(path),), staging=cfg.warehouse / "_staging", fast_text=fast_text)
     said = _Said()
-    logger = logging.getLogger("libs.ingest")
+    logger = logging.getLogger("libs.ingest.pipeline")
     logger.addHandler(said)
     level, propagate = logger.level, logger.propagate
     logger.setLevel(logging.INFO)
@@ -132,7 +132,7 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from libs.spark import SparkConfig, build_session
+    from libs.io.session import SparkConfig, build_session
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-bench-"))
     work.mkdir(parents=True, exist_ok=True)

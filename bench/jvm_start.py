@@ -1,9 +1,9 @@
-"""Cold start of a short Spark application with and without the environment's JVM class archive (libs/jvm.py).
+"""Cold start of a short Spark application with and without the environment's JVM class archive (libs/io/jvm.py).
 
     .venv/bin/python bench/jvm_start.py --rounds 3
 
 Each round runs the same child process per variant, alternating the order: build_session (local[2]),
-libs.jvm.sample_workload (the one the archive is made from: Delta writes, a read, an Arrow UDF, SQL), then
+libs.io.jvm.sample_workload (the one the archive is made from: Delta writes, a read, an Arrow UDF, SQL), then
 stop: roughly what a nightly stage does on one day's data, minus the data. Without the archive
 the child's JVM gets -Xshare:auto and no archive file (the JDK's own base archive only); with it, the
 environment's (made first if missing). Both variants run again with -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
@@ -24,10 +24,10 @@ CHILD = """
 import json, shutil, sys, tempfile, time
 t0 = time.perf_counter()
 from pathlib import Path
-import libs.jvm as J
+import libs.io.jvm as J
 if sys.argv[1] == "off":
     J.archive_options = lambda prefix=None: []          # as if the environment had none
-from libs.spark import SparkConfig, build_session
+from libs.io.session import SparkConfig, build_session
 wh = Path(tempfile.mkdtemp(prefix="bench-jvm-"))
 spark = build_session(SparkConfig(master="local[2]", warehouse=wh, app_name="bench-jvm",
                                   extra={"spark.driver.extraJavaOptions": sys.argv[2],
@@ -51,7 +51,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    from libs.jvm import make_archive
+    from libs.io.jvm import make_archive
 
     print(f"archive: {make_archive()}", flush=True)
     once(True, "")                                   # warm the page cache for the archive and the jars

@@ -1,11 +1,11 @@
-"""Start-up of Spark's Python workers with blockheat's daemon (libs/spark_daemon.py) against pyspark's own.
+"""Start-up of Spark's Python workers with blockheat's daemon (libs/io/spark_daemon.py) against pyspark's own.
 
     .venv/bin/python bench/python_workers.py --rounds 5
 
 Each round runs one cold child process per variant, rotating the order: build_session (local[2]), then a
 first Arrow stage (mapInArrow over 2 partitions: the daemon starts and forks a worker per task), then a
 second one over 8 partitions; worker reuse is off, so each task forks a new worker: what a short job's Python
-stages pay before any data. Each task imports what an ingest task imports (pyarrow, numba, libs.ingest).
+stages pay before any data. Each task imports what an ingest task imports (pyarrow, numba, libs.ingest.pipeline).
 Variants: "pyspark" sets `spark.python.daemon.module` back to `pyspark.daemon` (the reference); "lean" is
 blockheat's daemon importing nothing before it forks (BLOCKHEAT_WORKER_MODULES=""); "blockheat" is its default,
 the workers' modules imported once by the daemon. Prints the median seconds per variant and the ratios to the
@@ -21,7 +21,7 @@ from cold import cold_run
 CHILD = """
 import json, os, shutil, sys, tempfile, time
 from pathlib import Path
-from libs.spark import SparkConfig, build_session
+from libs.io.session import SparkConfig, build_session
 extra = {"spark.sql.shuffle.partitions": "2", "spark.python.worker.reuse": "false"}
 if sys.argv[1] == "pyspark":
     extra["spark.python.daemon.module"] = "pyspark.daemon"
@@ -32,7 +32,7 @@ spark = build_session(SparkConfig(master="local[2]", warehouse=wh, app_name="ben
 df = spark.range(0, 2000, numPartitions=2)
 
 def same(batches):
-    import libs.ingest  # noqa: F401  (what an ingest task imports: pyarrow, numba, the readers)
+    import libs.ingest.pipeline  # noqa: F401  (what an ingest task imports: pyarrow, numba, the readers)
     yield from batches
 
 t0 = time.perf_counter()

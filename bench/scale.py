@@ -118,7 +118,7 @@ def landing_for(root: Path, trace_id: str, n: int, disks: int = 4) -> Path:
 
 def stage_commands(landing: Path, warehouse: Path, stages: Sequence[str]) -> list[tuple[str, list[str]]]:
     """(stage, argv) for trace day 0, from the DAG's own libs.nightly.stage_args."""
-    from libs.ingest import FORMATS
+    from libs.ingest.pipeline import FORMATS
     from libs.nightly import NightlySettings, read_manifest, scan_landing, stage_args
 
     settings = NightlySettings.from_mapping({"landing_dir": str(landing.parent), "warehouse": str(warehouse),
@@ -171,7 +171,7 @@ class PipelineRun:
 def stage_env(warehouse: Path, master: str, spark_conf: Mapping[str, str]) -> dict[str, str]:
     """A stage process's environment; `spark_conf` reaches its driver as spark-submit --conf through
     PYSPARK_SUBMIT_ARGS. Not through a SPARK_CONF_DIR: a non-empty directory on the driver's class path keeps
-    the JVM from mapping the environment's class archive (libs.jvm), 4-8 s more for every stage's start."""
+    the JVM from mapping the environment's class archive (libs.io.jvm), 4-8 s more for every stage's start."""
     submit = " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in spark_conf.items())
     return {**os.environ, "BLOCKHEAT_WAREHOUSE": str(warehouse), "BLOCKHEAT_SPARK_MASTER": master,
             "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,

@@ -54,8 +54,8 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING)
     from heat import load, make_requests  # bench/heat.py
 
-    from libs.spark import SparkConfig, build_session
-    from libs.tables import read_table, replace_rows
+    from libs.io.session import SparkConfig, build_session
+    from libs.io.tables import read_table, replace_rows
     from libs.transforms.profile import compute_trace_profile
     from libs.transforms.profile_files import profile_trace
 

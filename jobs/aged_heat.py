@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
-from libs.delta_files import replace_from_driver, table_target
-from libs.spark import SparkConfig, build_session
-from libs.tables import read_table, replace_rows, table_path, trace_info
+from libs.io.delta_files import replace_from_driver, table_target
+from libs.io.session import SparkConfig, build_session
+from libs.io.tables import read_table, replace_rows, table_path, trace_info
 from libs.transforms.aging import age_values
 from libs.transforms.heat import compute_interval_counts
 from libs.transforms.heat_files import Unsupported, interval_counts
@@ -58,12 +58,12 @@ def _existing(spark: SparkSession, cfg: SparkConfig, job: AgingConfig) -> DataFr
 
 def _stored(spark: SparkSession, cfg: SparkConfig, job: AgingConfig, interval_id: int) -> pa.Table | None:
     """The stored (device, extent_id, aged_count) rows of interval_id for this aging (extent size, interval
-    length, alpha); None when there is no table. Read from the current files the log lists (libs.delta_log):
+    length, alpha); None when there is no table. Read from the current files the log lists (libs.io.delta_log):
     the nightly run's chain check and previous values then cost no Spark read of the table (a job's first one
     is seconds of Delta state and reader set-up); through Spark when the reader does not handle the log."""
     import pyarrow.parquet as pq
 
-    from libs.delta_log import LogUnreadable, snapshot
+    from libs.io.delta_log import LogUnreadable, snapshot
 
     root = table_path(cfg.warehouse, aged_heat.TABLE)
     if not (root / "_delta_log").is_dir():

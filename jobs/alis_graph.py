@@ -37,9 +37,9 @@ from libs.alis.graph import (
 )
 from libs.alis.runs import THRESHOLD, write_graphs_and_runs
 from libs.alis.units import compute_reorg_units, extend_reorg_units, storage_used, unit_refs
-from libs.spark import SparkConfig, build_session
-from libs.tables import read_table, replace_rows, replace_trace, table_path
-from libs.task_parquet import scratch_dir
+from libs.io.session import SparkConfig, build_session
+from libs.io.tables import read_table, replace_rows, replace_trace, table_path
+from libs.io.task_parquet import scratch_dir
 from libs.transforms.profile_files import Unsupported
 from schemas import access_graph, alis_graphs, alis_runs, reorg_units, requests
 
@@ -348,7 +348,7 @@ def _per_device(units: DataFrame, refs: DataFrame, sizes: DataFrame, runs: DataF
 
 def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point."""
-    from libs.cli_alis import graph_options, graph_parser
+    from jobs.cli.alis import graph_options, graph_parser
 
     opts = graph_options(graph_parser(argparse.ArgumentParser(prog="alis_graph", description=__doc__))
                          .parse_args(argv))

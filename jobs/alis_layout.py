@@ -28,8 +28,8 @@ from libs.alis.layout import (
 )
 from libs.alis.runs import THRESHOLD, THRESHOLD_COMBINED, find_runs, find_stored_runs
 from libs.alis.units import storage_used, unit_refs
-from libs.spark import SparkConfig, build_session
-from libs.tables import read_table, replace_trace
+from libs.io.session import SparkConfig, build_session
+from libs.io.tables import read_table, replace_trace
 from libs.transforms.aging import age_values
 from libs.transforms.profile_files import Unsupported
 from schemas import alis_layout, alis_runs, alis_summary, reorg_units, requests
@@ -187,7 +187,7 @@ def _summary(spark: SparkSession, trace: str, opts: LayoutOptions, plan: DataFra
 
 def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point."""
-    from libs.cli_alis import layout_options, layout_parser
+    from jobs.cli.alis import layout_options, layout_parser
 
     opts = layout_options(layout_parser(argparse.ArgumentParser(prog="alis_layout", description=__doc__))
                           .parse_args(argv))

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from libs.delta_files import replace_from_driver, table_target
-from libs.spark import SparkConfig, build_session
-from libs.tables import read_table, replace_rows, trace_info
+from libs.io.delta_files import replace_from_driver, table_target
+from libs.io.session import SparkConfig, build_session
+from libs.io.tables import read_table, replace_rows, trace_info
 from libs.transforms.heat import (
     LAYOUTS,
     compute_extent_heat,

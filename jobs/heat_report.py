@@ -19,10 +19,10 @@ from pyspark.sql import functions as F
 from jobs import extent_heat as heat_job
 from jobs import heat_tracking as tracking_job
 from jobs import trace_profile as profile_job
-from libs.heat_eval import DEFAULT_SPEC, KS, StepSpec, paper_claims
+from libs.transforms.tracking_eval import DEFAULT_SPEC, KS, StepSpec, paper_claims
 from libs.report import ReportInputs, render
-from libs.spark import SparkConfig, build_session
-from libs.tables import read_table, table_path, trace_info
+from libs.io.session import SparkConfig, build_session
+from libs.io.tables import read_table, table_path, trace_info
 from libs.transforms.columns import idiv
 from libs.transforms.profile import chunked_lag, round_significant
 from libs.transforms.report_files import Unsupported, report_cdfs

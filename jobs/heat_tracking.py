@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from libs.heat_eval import (
+from libs.transforms.tracking_eval import (
     DEFAULT_SPEC,
     KS,
     StepSpec,
@@ -16,8 +16,8 @@ from libs.heat_eval import (
     requests_to_reach_arrays,
     stale_seconds_arrays,
 )
-from libs.spark import SparkConfig, build_session
-from libs.tables import read_table, replace_rows, trace_info
+from libs.io.session import SparkConfig, build_session
+from libs.io.tables import read_table, replace_rows, trace_info
 from libs.transforms.tracking import compute_heat_tracking
 from libs.transforms.tracking_files import Unsupported, relative_errors_files, track_trace
 from schemas import heat_tracking, tracking_eval

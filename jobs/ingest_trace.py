@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from libs.ingest import BINARY_FORMATS, FORMATS, IngestOptions, load_trace, write_trace
-from libs.inputs import prefetch_digests
-from libs.spark import SparkConfig, build_session
+from libs.ingest.pipeline import BINARY_FORMATS, FORMATS, IngestOptions, load_trace, write_trace
+from libs.ingest.inputs import prefetch_digests
+from libs.io.session import SparkConfig, build_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

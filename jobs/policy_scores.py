@@ -1,5 +1,5 @@
 """Spark application: the policy scorecard of one trace and window (`policy_scores`): every variant of the
-registered policy families (libs.policies) replayed on the trace's array by the Spark simulator stage
+registered policy families (libs.plans.policies) replayed on the trace's array by the Spark simulator stage
 (jobs.simulate, one partition per distinct scenario; figures also in sim_results under the sweep's
 grid_id), ranked against the as-traced baseline."""
 from __future__ import annotations
@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from libs.policies import PENDING_FAMILIES, PolicyError, SweepOptions, Target, WindowStats, families
-from libs.scorecard import Window, parse_window, score_rows, sweep_scenarios
-from libs.spark import SparkConfig, build_session
-from libs.tables import read_table, replace_rows, table_version, trace_info, trace_rows
+from libs.plans.policies import PENDING_FAMILIES, PolicyError, SweepOptions, Target, WindowStats, families
+from libs.plans.scorecard import Window, parse_window, score_rows, sweep_scenarios
+from libs.io.session import SparkConfig, build_session
+from libs.io.tables import read_table, replace_rows, table_version, trace_info, trace_rows
 from schemas import policy_scores as PS
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ def run(spark: SparkSession, cfg: SparkConfig, job: ScoreConfig) -> ScoreSummary
 
     from jobs.simulate import TableFiles, table_files
     from jobs.simulate import run as simulate
-    from libs.sim_grid import parse_grid
+    from libs.simulation.grid import parse_grid
 
     tables = {t: table_version(cfg.warehouse, t) for t in INPUT_TABLES}
     info = trace_info(spark, cfg.warehouse, job.trace_id)
@@ -217,7 +217,7 @@ def config_from_args(trace_id: str, args: argparse.Namespace) -> ScoreConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point: --trace-id ID [--window START:END] [...]."""
-    from libs.cli_plans import add_score_arguments
+    from jobs.cli.plans import add_score_arguments
 
     parser = argparse.ArgumentParser(prog="policy_scores", description=__doc__)
     parser.add_argument("--trace-id", required=True)

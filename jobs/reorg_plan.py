@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from jobs.policy_scores import resolve_spec
-from libs.policies import BASELINE, FAMILIES, Outcome, PlanPart, PolicyError, Target, Variant
-from libs.reorg_plan import (
+from libs.plans.policies import BASELINE, FAMILIES, Outcome, PlanPart, PolicyError, Target, Variant
+from libs.plans.steps import (
     PlanError,
     PlanInputs,
     SafetyLimits,
@@ -30,9 +30,9 @@ from libs.reorg_plan import (
     plan_scope,
     write_plan,
 )
-from libs.scorecard import parse_window
-from libs.spark import SparkConfig, build_session
-from libs.tables import read_table, replace_rows, scoped_version, table_version, trace_info, trace_rows
+from libs.plans.scorecard import parse_window
+from libs.io.session import SparkConfig, build_session
+from libs.io.tables import read_table, replace_rows, scoped_version, table_version, trace_info, trace_rows
 from schemas import cooling_moves, policy_scores, reorg_plan_steps, reorg_plans, sim_results
 from schemas.reorg_plan_json import schema_errors
 
@@ -264,7 +264,7 @@ def load(spark: SparkSession, cfg: SparkConfig, plan_id: str) -> dict[str, Any]:
 
 
 def check(spark: SparkSession, cfg: SparkConfig, doc: Mapping[str, Any], now: dt.datetime | None = None) -> list[str]:
-    """Why the plan must not be applied now (empty: it may be): libs.reorg_plan.check_plan against the input
+    """Why the plan must not be applied now (empty: it may be): libs.plans.steps.check_plan against the input
     tables' latest versions that changed the plan's rows (its trace, window and grid)."""
     now = now or dt.datetime.now(dt.UTC)
     if schema_errors(doc):
@@ -292,7 +292,7 @@ def config_from_args(trace_id: str, args: argparse.Namespace) -> PlanConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point: --trace-id ID --policy POLICY [--window START:END] [--now ISO] [...]."""
-    from libs.cli_plans import add_plan_arguments
+    from jobs.cli.plans import add_plan_arguments
 
     parser = argparse.ArgumentParser(prog="reorg_plan", description=__doc__)
     parser.add_argument("--trace-id", required=True)

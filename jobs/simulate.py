@@ -19,11 +19,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from libs.delta_files import replace_from_driver, table_target
-from libs.sim_grid import Grid, Part, load_grid, plan_parts
-from libs.spark import SparkConfig, build_session
-from libs.tables import read_table, table_path, trace_info
-from libs.task_parquet import from_ipc, release_memory, to_ipc
+from libs.io.delta_files import replace_from_driver, table_target
+from libs.simulation.grid import Grid, Part, load_grid, plan_parts
+from libs.io.session import SparkConfig, build_session
+from libs.io.tables import read_table, table_path, trace_info
+from libs.io.task_parquet import from_ipc, release_memory, to_ipc
 from schemas import cooling_moves, sim_results, sim_timeseries
 from sim.cooling import COOLING_MOVES_SCHEMA
 from sim.glue import CoolingPolicy, simulate_requests
@@ -80,7 +80,7 @@ def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: 
     the table's current files."""
     from pyspark.sql import functions as F
 
-    from libs.task_parquet import scratch_dir
+    from libs.io.task_parquet import scratch_dir
 
     started = time.perf_counter()
     catalog = {t.trace_id: trace_info(spark, cfg.warehouse, t.trace_id) for t in grid.traces}
@@ -190,7 +190,7 @@ def _stage(directory: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.R
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
 
-        from libs.task_parquet import task_file_name
+        from libs.io.task_parquet import task_file_name
 
         writers: dict[tuple[str, str], list[Any]] = {}
         try:
@@ -233,7 +233,7 @@ def table_files(spark: SparkSession, warehouse: Path, trace_ids: Sequence[str],
     have no device column), or None when they cannot be read directly (deletion vectors, files outside the
     table) or the table is no longer at `version`: the snapshot listed is `version` when the table's latest
     version is that before and after the listing (files of a version are never rewritten)."""
-    from libs.tables import table_version
+    from libs.io.tables import table_version
     from libs.transforms.profile_files import Unsupported, trace_files
 
     before = table_version(warehouse, "requests")

@@ -1,5 +1,5 @@
 """Spark application: the Spark Thrift server (`blockheat serve-sql`), so any JDBC/ODBC client (beeline, BI
-tools) queries every table by name. Bound to 127.0.0.1; runs on the persistent catalog (libs.catalog), and
+tools) queries every table by name. Bound to 127.0.0.1; runs on the persistent catalog (libs.io.catalog), and
 registers tables that jobs create while it runs."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from libs.catalog import (
+from libs.io.catalog import (
     delta_jars,
     driver_class_path,
     metastore_in_use,
@@ -22,8 +22,8 @@ from libs.catalog import (
     release_metastore,
     sync_catalog,
 )
-from libs.spark import SparkConfig, build_session, session_catalog
-from libs.tables import TABLES, table_path
+from libs.io.session import SparkConfig, build_session, session_catalog
+from libs.io.tables import TABLES, table_path
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

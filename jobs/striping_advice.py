@@ -1,7 +1,7 @@
 """Spark application: striping-unit advice for one trace (`striping_recommendations`): FIVE's two phases,
 equation 1 (Lee and Katz) and the MPL-slope rule from the trace's profile (mean request size, arrival rate,
 per-device sizes), globally and per device or address region; optionally the simulator's Gbest sweep
-over the trace's own requests. The formulas live in libs/striping.py; this is the thin edge."""
+over the trace's own requests. The formulas live in libs/plans/striping_advisor.py; this is the thin edge."""
 from __future__ import annotations
 
 import argparse
@@ -11,9 +11,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from libs.spark import SparkConfig, build_session
-from libs.striping import DiskModel, FileStats, Workload, advise, estimate_mpl, recommendation_rows, simulated_response
-from libs.tables import read_table, replace_rows, trace_info
+from libs.io.session import SparkConfig, build_session
+from libs.plans.striping_advisor import DiskModel, FileStats, Workload, advise, estimate_mpl, recommendation_rows, simulated_response
+from libs.io.tables import read_table, replace_rows, trace_info
 from schemas import striping_recommendations as SR
 from schemas import trace_profile
 
@@ -159,7 +159,7 @@ def _gbest_simulator(requests: Any, spec: DiskSpec, devices: Sequence[str], devi
 
 def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point."""
-    from libs.cli_policies import add_advice_arguments
+    from jobs.cli.policies import add_advice_arguments
 
     parser = argparse.ArgumentParser(prog="striping_advice", description=__doc__)
     add_advice_arguments(parser)

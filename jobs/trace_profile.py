@@ -6,8 +6,8 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from libs.spark import SparkConfig, build_session
-from libs.tables import trace_info
+from libs.io.session import SparkConfig, build_session
+from libs.io.tables import trace_info
 from libs.transforms.profile_files import profile_trace
 
 if TYPE_CHECKING:

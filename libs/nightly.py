@@ -94,7 +94,7 @@ class Landing:
 
 def read_manifest(folder: Path, formats: Sequence[str]) -> Manifest:
     """The folder's manifest.json; LandingError naming the file and the problem."""
-    from libs.tables import TraceIdError, check_trace_id
+    from libs.io.tables import TraceIdError, check_trace_id
 
     path = folder / MANIFEST
     if not path.is_file():
@@ -126,7 +126,7 @@ def read_manifest(folder: Path, formats: Sequence[str]) -> Manifest:
 
 
 def _sha256(path: Path) -> str:
-    from libs.inputs import file_sha256
+    from libs.ingest.inputs import file_sha256
 
     return file_sha256(path)
 
@@ -246,7 +246,7 @@ def delta_package() -> str:
 def submit_options(settings: NightlySettings, jars: Sequence[str] | None) -> dict[str, Any]:
     """SparkSubmitOperator keyword arguments shared by every stage: Delta on the classpath (the jars an
     earlier blockheat session resolved, else Maven --packages), the warehouse, Spark's Python, the conf."""
-    from libs.jvm import JAVA_OPTION_KEYS, archive_options, merge_java_options, prefix_of
+    from libs.io.jvm import JAVA_OPTION_KEYS, archive_options, merge_java_options, prefix_of
 
     conf = dict(settings.spark_conf)
     archive = " ".join(archive_options(prefix_of(settings.python)))   # the stages' environment's, if made
@@ -415,7 +415,7 @@ def delta_commits(table_dir: Path, after: int | None) -> list[dict[str, Any]]:
 
 def table_versions(warehouse: Path, tables: Sequence[str] = TABLES) -> dict[str, int | None]:
     """Each table's latest Delta version (None: not created yet)."""
-    from libs.tables import table_version
+    from libs.io.tables import table_version
 
     return {t: table_version(Path(warehouse), t) for t in tables}
 

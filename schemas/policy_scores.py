@@ -28,7 +28,7 @@ FIELDS = (
     ("trace_id", "string", False),
     ("window_id", "string", False),              # "all" (the whole trace) or "<start>s-<end>s" from the trace start
     ("policy_id", "string", False),              # "family" or "family:variant", e.g. "striped:five"
-    ("family", "string", False),                 # libs.policies registry name: as-traced, striped, random, ...
+    ("family", "string", False),                 # libs.plans.policies registry name: as-traced, striped, random, ...
     ("rank", "long", False),                     # 1 = best mean response in the window
     ("params_json", "string", False),            # the variant's parameters (JSON object, sorted keys)
     ("window_start_us", "long", False),          # replayed requests: window_start_us <= ts_us < window_end_us

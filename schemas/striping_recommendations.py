@@ -4,7 +4,7 @@ simulator's exhaustive best (method "gbest") and each global method's distance f
 
 Methods: five (FIVE's P_eff = min(P_opt, P-bar), Figure 2), five_phase_a (P_opt alone, light load),
 five_global (file rows: the global unit with the file's width), eq1 (FIVE's equation 1 = Lee and Katz),
-mpl_slope (Chen and Patterson's rule), gbest. See libs/striping.py."""
+mpl_slope (Chen and Patterson's rule), gbest. See libs/plans/striping_advisor.py."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

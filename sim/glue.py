@@ -104,7 +104,7 @@ class BackgroundTraffic:
 class RoundRobinExtents:
     """`{"kind": "extents", "extent_sectors": N}`: each traced device cut into extents of N sectors (its
     last one shorter), dealt round robin over the array's disks with one cursor across devices, each disk
-    packed from sector 0 (libs.allocation.round_robin_allocation); built once the partition's devices and
+    packed from sector 0 (sim.allocation.round_robin_allocation); built once the partition's devices and
     their sizes are known, so a grid need not know a trace's size."""
 
     extent_sectors: int
@@ -137,7 +137,7 @@ class CoolingPolicy:
 @dataclass(frozen=True)
 class GreedyAllocation:
     """`{"name": "greedy-allocation", "extent_sectors"?, "heat_fraction"?}`: FIVE's static greedy allocation
-    (libs.allocation.greedy_allocation, file = traced device) of extents of extent_sectors (default: the
+    (sim.allocation.greedy_allocation, file = traced device) of extents of extent_sectors (default: the
     layout's round-robin extent size). Heats are extent_heat's (512-byte blocks per second) computed in the
     partition from its own requests that arrive in the first heat_fraction of the trace's span (default 1:
     the whole trace, a placement that knows the future; e.g. 0.5: the first half's statistics, the whole
@@ -416,7 +416,7 @@ def _partition_layout(cfg: ScenarioConfig, requests: Any, devices: tuple[str, ..
                       device_sectors: tuple[int, ...] | None) -> Layout:
     """The scenario's layout, with per-device extents (round robin, or greedy by the partition's heats)
     built now that the devices' sizes are known. An empty partition gets the as-traced layout."""
-    from libs.allocation import AllocationError, AllocUnit, greedy_disks, round_robin_allocation, to_extent_map
+    from sim.allocation import AllocationError, AllocUnit, greedy_disks, round_robin_allocation, to_extent_map
 
     greedy = cfg.policy if isinstance(cfg.policy, GreedyAllocation) else None
     if not isinstance(cfg.layout, RoundRobinExtents) and greedy is None:
@@ -447,7 +447,7 @@ def _partition_layout(cfg: ScenarioConfig, requests: Any, devices: tuple[str, ..
 
 def _extent_map(sectors: np.ndarray, disk: np.ndarray) -> ExtentMap:
     """Extents of these sizes tiling the logical space in order, each on its disk, back to back there in logical
-    order (libs.allocation.to_extent_map's placement)."""
+    order (sim.allocation.to_extent_map's placement)."""
     lstart = np.concatenate([[0], np.cumsum(sectors)[:-1]]).astype(np.int64)
     pstart = np.zeros(len(sectors), dtype=np.int64)
     for d in np.unique(disk):

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from jobs.ingest_trace import IngestSummary, run
-from libs.ingest import IngestOptions
-from libs.spark import SparkConfig
+from libs.ingest.pipeline import IngestOptions
+from libs.io.session import SparkConfig
 from schemas import requests as R
 
 
@@ -20,13 +20,13 @@ def ingest(spark: Any, cfg: SparkConfig, fmt: str, trace_id: str, paths: list[An
 
 
 def _log_rows(spark: Any, table: str, trace_id: str) -> list[dict[str, Any]] | None:
-    """One trace's rows of a table of the session's warehouse as `collect()` gives them, by libs.tables.trace_rows
+    """One trace's rows of a table of the session's warehouse as `collect()` gives them, by libs.io.tables.trace_rows
     (the table's files as its log lists them; through Spark when the reader does not handle the log); None when
     the table does not exist. Not a Spark query: Spark's first read after a commit rebuilds the table's state,
-    2-4 s a read-back here, and most tests of ingest read back what they just wrote. tests/libs/test_delta_log.py
+    2-4 s a read-back here, and most tests of ingest read back what they just wrote. tests/libs/io/test_delta_log.py
     checks that reader's files equal Spark's at every version; the catalog, CLI and SQL tests keep querying
     through Spark SQL."""
-    from libs.tables import table_path, trace_rows
+    from libs.io.tables import table_path, trace_rows
     from tests.shared_jvm import WAREHOUSE_CONF
 
     warehouse = Path(spark.conf.get(WAREHOUSE_CONF))
@@ -92,12 +92,12 @@ def write_srt_days(path: Any, source: Any, days: range) -> Any:
 def table_digest(spark: Any, warehouse: Path, name: str, trace_id: str, drop: tuple[str, ...] = ("trace_id",),
                  where: Any = None) -> str:
     """SHA-256 (16 hex digits) of one trace's rows of a table (those `where(row)` keeps) without the `drop`
-    columns, sorted: pins a table exactly. Read from the files its log lists (libs.tables.trace_rows: no Spark
+    columns, sorted: pins a table exactly. Read from the files its log lists (libs.io.tables.trace_rows: no Spark
     job; Spark only when the reader refuses the log); for tables without nested columns the same digest as the
     rows collected by Spark (the dicts keep the columns' order and collect()'s values)."""
     import hashlib
 
-    from libs.tables import trace_rows
+    from libs.io.tables import trace_rows
 
     rows = sorted(repr(tuple(v for k, v in r.items() if k not in drop))
                   for r in trace_rows(spark, warehouse, name, trace_id) if where is None or where(r))

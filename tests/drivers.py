@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from libs.spark import SparkConfig, build_session
+from libs.io.session import SparkConfig, build_session
 
 SLICE_TRACE_ID = "hplajw-slice"
 SLICE_RECORDS = 3000             # the first 3,000 requests of hplajw span 2.6 days (3 ALIS intervals)
@@ -45,7 +45,7 @@ def run_pipeline(spark: Any, cfg: SparkConfig, trace: Path, grid_file: Path, *, 
     """ingest -> heat (whole trace) -> ALIS graph -> simulation grid, as the CLI runs them; `announce` prints
     {"step": NAME} before each step."""
     from jobs import alis_graph, extent_heat, simulate
-    from libs.sim_grid import load_grid
+    from libs.simulation.grid import load_grid
     from tests.builders import ingest
 
     steps = (("ingest", lambda: ingest(spark, cfg, "hp-srt", SLICE_TRACE_ID, [trace])),
@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with StageReporter(spark):
             run_pipeline(spark, cfg, args.trace, args.grid, announce=True)
     else:
-        from libs.tables import replace_trace
+        from libs.io.tables import replace_trace
 
         print("writing", flush=True)
         replace_trace(generated_requests(spark, args.rows), spark, cfg.warehouse, "requests", GENERATED_TRACE_ID)

@@ -13,7 +13,7 @@
 # one. DIR (default $BLOCKHEAT_CLUSTER_DIR, else .spark-cluster) holds the pid files, the logs and the workers'
 # scratch space (executor logs under DIR/worker-I/work). PYTHON (default .venv/bin/python, else python3) is
 # the interpreter whose pyspark starts the JVMs; executors run the driver's interpreter (spark.pyspark.python,
-# set by libs/spark.py). --pin confines worker I, with the executors and Python workers it starts, to C CPUs
+# set by libs/io/session.py). --pin confines worker I, with the executors and Python workers it starts, to C CPUs
 # of its own ((I-1)*C .. I*C-1, modulo the machine's), standing in for separate machines of C cores (a
 # worker's --cores only caps its task slots, not the CPU its processes use); the driver is not pinned.
 set -euo pipefail
@@ -103,7 +103,7 @@ case "$action" in
     # No REST submission server: it would take the fixed port 6066 (one cluster per machine), and nothing uses it.
     export SPARK_MASTER_OPTS="${SPARK_MASTER_OPTS:-} -Dspark.master.rest.enabled=false"
     # The environment's JVM class archive (blockheat jvm-archive), if made: the daemons start faster.
-    archive=$("$python" -c 'from libs.jvm import archive_options; print(" ".join(archive_options()))' 2>/dev/null || true)
+    archive=$("$python" -c 'from libs.io.jvm import archive_options; print(" ".join(archive_options()))' 2>/dev/null || true)
     export SPARK_DAEMON_JAVA_OPTS="${SPARK_DAEMON_JAVA_OPTS:-} $archive"
     # spark-class execs java, so $! is the daemon's own pid. setsid: the daemons outlive this shell's session.
     setsid "$spark_home/bin/spark-class" org.apache.spark.deploy.master.Master \

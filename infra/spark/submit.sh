@@ -26,7 +26,7 @@ python=${PYTHON:-$repo/.venv/bin/python}
 interpreter=$("$python" -c 'import sys; print(sys.executable)')
 spark_home=$("$python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')
 # The Delta jars an earlier session resolved (executors fetch them from the driver), else Maven coordinates.
-jars=$("$python" -c 'from libs.spark import cached_delta_jars; print(",".join(cached_delta_jars() or []))')
+jars=$("$python" -c 'from libs.io.session import cached_delta_jars; print(",".join(cached_delta_jars() or []))')
 package=$("$python" -c 'from libs.nightly import delta_package; print(delta_package())')
 if [ -n "$jars" ]; then delta=(--jars "$jars"); else delta=(--packages "$package"); fi
 properties=${SPARK_PROPERTIES:-}

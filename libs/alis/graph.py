@@ -9,7 +9,7 @@ Scale: a device's ordered reads are cut into time chunks (chunk_us, default 60 s
 hash-partition over all tasks; each task counts the pairs inside its chunks (numba + a radix sort
 of packed keys) and keeps the first and last tau reads of every chunk (the overlap). It passes
 both on packed in a few binary rows per group and reduce bucket (a hash of src); one reduce task
-per bucket (routed by libs.partitioning.partition_keys) finds, for every group, the pairs across chunk edges from the
+per bucket (routed by libs.io.partitioning.partition_keys) finds, for every group, the pairs across chunk edges from the
 group's overlaps and merges the sorted partial counts (numba). One hot device so spreads over
 every core, in both stages. Time chunks, not read counts, so that a chunk is a function of the
 row alone.
@@ -30,8 +30,8 @@ import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from libs.alis.units import REF_ORDER, idiv
-from libs.partitioning import partition_keys
-from libs.task_parquet import sink_parquet, sink_parquet_groups
+from libs.io.partitioning import partition_keys
+from libs.io.task_parquet import sink_parquet, sink_parquet_groups
 from libs.transforms.aging import age_values
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ COUNT_COLUMNS = ("device", "interval_id", "src_unit", "dst_unit", "pairs", "clos
 COUNT_DDL = "device string, interval_id long, src_unit long, dst_unit long, pairs long, closeness long"
 # What a task passes to the final sum, packed: one row per (task, group, reduce bucket) with the
 # bucket's share of the task's pair counts and all the task's chunk-end reads of the group; `route`
-# is a key that Spark's hash partitioning sends to partition `bucket` (libs.partitioning.partition_keys).
+# is a key that Spark's hash partitioning sends to partition `bucket` (libs.io.partitioning.partition_keys).
 PARTIAL_DDL = "device string, interval_id long, bucket long, route long, counts binary, ends binary"
 WEIGHT_COLUMNS = ("device", "interval_id", "src_unit", "dst_unit", "weight")
 WEIGHT_DDL = "device string, interval_id long, src_unit long, dst_unit long, weight double"
@@ -430,7 +430,7 @@ def build_edge_counts(refs: DataFrame, *, tau: int = 9, chunk_us: int = CHUNK_US
 def write_edge_counts(refs: DataFrame, directory: str, *, tau: int = 9, chunk_us: int = CHUNK_US,
                       partitions: int | None = None) -> DataFrame:
     """build_edge_counts, run now, with the reduce tasks writing their counts to Parquet under
-    `directory` themselves (libs.task_parquet: the graph has several times more edges than there
+    `directory` themselves (libs.io.task_parquet: the graph has several times more edges than there
     are reads, and Spark's own writer spent most of the final stage converting them); returns the
     counts read back from there. The caller removes the directory when done with them."""
     partials, buckets = _routed_partials(refs, tau=tau, chunk_us=chunk_us, partitions=partitions)
@@ -573,7 +573,7 @@ def prune_to_budget(graph: DataFrame, budgets: DataFrame, *, share: float = PRUN
 
 def write_pruned(graph: DataFrame, budgets: DataFrame, directory: str, *, share: float = PRUNE_SHARE) -> DataFrame:
     """prune_to_budget, run now, each pruned graph written to Parquet under `directory` by its task
-    (libs.task_parquet; instead of a localCheckpoint of tens of millions of edges); returns them read
+    (libs.io.task_parquet; instead of a localCheckpoint of tens of millions of edges); returns them read
     back. The caller removes the directory when done with them."""
     return sink_parquet_groups(_graphs_with_budgets(graph, budgets, share), _prune_group(share), WEIGHT_DDL,
                                directory)

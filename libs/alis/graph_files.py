@@ -8,7 +8,7 @@ graph), numbers the units, counts the pairs of each interval's reads (libs.alis.
 whole interval: the sum the chunked Spark build arrives at), weighs and ages them as with_weight and
 age_graph do, and prunes and finds runs with the functions the Spark path's groups call (prune_arrays,
 discover_run_arrays). It writes its reorg_units, access_graph and alis_runs files itself
-(libs.delta_files); the driver commits one replace per table. The Spark path numbers the units with a
+(libs.io.delta_files); the driver commits one replace per table. The Spark path numbers the units with a
 window and joins them back (two shuffles of the trace), counts the pairs through two more and groups the
 graph through another; at 10 M requests that was about 130 of the stage's 160 s.
 
@@ -264,7 +264,7 @@ def write_rows(target: Any, name: str, rows: pa.Table, trace_id: str, device: st
                **constants: int) -> Iterator[dict[str, Any]]:
     """Task side: one device's rows of table `name` (trace_id, device and the constant columns added) written
     into the table; yields the FILES rows with "table"."""
-    from libs.delta_files import FileWriter
+    from libs.io.delta_files import FileWriter
 
     n = rows.num_rows
     rows = rows.append_column("trace_id", pa.array([trace_id] * n, pa.string()))
@@ -282,7 +282,7 @@ def run_and_commit(spark: SparkSession, tasks: int, fn: Any, targets: dict[str, 
     """Run fn (a mapPartitions function over task numbers; yields write_rows' rows and rows of its own with
     another "table") as one Spark task per number, then one replace commit per table in the order of
     `targets`; returns fn's other rows. On failure the uncommitted tables' files are deleted."""
-    from libs.delta_files import commit_replace, discard
+    from libs.io.delta_files import commit_replace, discard
 
     committed: set[str] = set()
     try:
@@ -324,7 +324,7 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
     graph and runs of interval N only for a nightly N > 0). Returns the per-device figures of
     jobs.alis_graph's summary, by device. Unsupported (nothing written) when the files cannot be read
     directly."""
-    from libs.delta_files import table_target
+    from libs.io.delta_files import table_target
 
     requests = requests if requests is not None else request_files(spark, warehouse, b.trace_id)
     stored_units: dict[str, list[str]] = {}
@@ -351,7 +351,7 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
 def _stored(spark: SparkSession, warehouse: Path, trace_id: str, table: str) -> dict[str, list[str]]:
     """The trace's files of a stored table by device; none is an empty dict (a table with no rows for the
     trace yet), a file that cannot be read directly Unsupported."""
-    from libs.tables import table_path
+    from libs.io.tables import table_path
 
     if not (table_path(warehouse, table) / "_delta_log").is_dir():
         return {}

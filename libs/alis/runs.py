@@ -42,7 +42,7 @@ from libs.alis.graph import (
     check_context,
     edge_weight,
 )
-from libs.task_parquet import arrow_schema, from_ipc, sink_parquet_groups_multi, to_ipc
+from libs.io.task_parquet import arrow_schema, from_ipc, sink_parquet_groups_multi, to_ipc
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -390,7 +390,7 @@ def find_stored_runs(spark: SparkSession, warehouse: Path, trace_id: str, *, tau
     per device reads its graphs (the table is partitioned by device) instead of a shuffle of every edge into
     groups; the runs come back through the driver (far fewer rows than edges). Falls back to find_runs on
     the table when its files cannot be read directly."""
-    from libs.tables import read_table
+    from libs.io.tables import read_table
     from libs.transforms.profile_files import Unsupported, trace_files
 
     check_context(tau, f)

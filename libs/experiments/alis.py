@@ -4,7 +4,7 @@ sensitivity sweeps of figures 10 (context size, graph size, beta, edge threshold
 15 (reorganized-area size) at reduced scale.
 
 Choices where the paper is open or the trace differs (one line each, tested in
-tests/libs/test_experiment_alis.py):
+tests/libs/experiments/test_alis.py):
 - disk: the paper's IBM Ultrastar 73LZX, resource-poor configuration (the shipped 36.7 GB spec: an 8 MB cache
   in 16 segments with read-ahead); the week's 336 MB fill 0.9 % of it (the paper's traces about 65 %);
 - the two traced disks form one volume, device 1 after device 0 (the paper concatenates multi-volume

@@ -41,8 +41,8 @@ class StripedFiles:
 
 
 def striped_files(w: FiveWorkload, unit_blocks: int, n_disks: int = N_DISKS) -> StripedFiles:
-    """Every file cut into units of unit_blocks (its last one shorter), dealt round robin (libs.allocation)."""
-    from libs.allocation import AllocUnit, round_robin_allocation, to_extent_map
+    """Every file cut into units of unit_blocks (its last one shorter), dealt round robin (sim.allocation)."""
+    from sim.allocation import AllocUnit, round_robin_allocation, to_extent_map
 
     order = np.argsort(w.file_start, kind="stable")
     ends = w.file_start[order] + w.file_sectors[order]

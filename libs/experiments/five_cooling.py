@@ -2,7 +2,7 @@
 files striped round robin with Gopt140 (87 KB), Track (35 KB) and Cyl (385 KB) units, with and without disk
 cooling, over arrival rates 20..130 per second.
 
-Choices where the paper is open (one line each, tested in tests/libs/test_experiments.py):
+Choices where the paper is open (one line each, tested in tests/libs/experiments/test_experiments.py):
 - cooling: every 100 requests, delta 5 %, whole extents (the file's striping units) as migration units,
   FIVE's same-file rule with the workload's files, tracker k = 10 with aging (sim.cooling's defaults);
 - requests per rate: 40,000 at full scale (FIVE: 1 million) and 6,000 at tiny scale; the same files,

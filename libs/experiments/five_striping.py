@@ -2,8 +2,8 @@
 Opt, Gopt, Block, Track, Cyl, Opt-140 and Gopt-140, at light load (lambda = 1, with table 4's breakdown by
 request size) and over arrival rates 20..140 per second.
 
-Choices where the paper is open (one line each, tested in tests/libs/test_experiments.py):
-- units come from our advisor (libs.striping.advise) on the table-1 disk, not the paper's printed values:
+Choices where the paper is open (one line each, tested in tests/libs/experiments/test_experiments.py):
+- units come from our advisor (libs.plans.striping_advisor.advise) on the table-1 disk, not the paper's printed values:
   Gopt is the global Phase A unit for R-bar = the mean size of the requested files (ours 5 KB; the paper's
   Gopt 8 KB, its exhaustive Gbest 5 KB), Gopt-140 the global unit at 140/s, Opt and Opt-140 the same per
   file with R_i = L_i (each request reads its whole file, so requests start at unit boundaries: aligned);
@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from libs.experiments import five
 from libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
-from libs.striping import DiskModel, FileStats, Workload, advise
+from libs.plans.striping_advisor import DiskModel, FileStats, Workload, advise
 from sim.array import DiskArray
 from sim.engine import SimConfig, Simulation
 

@@ -2,7 +2,7 @@
 (the paper's disk) and the HP C2247A: disk efficiency against I/O size, aligned and unaligned (figure 3),
 and a sequential scan under competing Poisson 8 KB random traffic (figures 1 and 5).
 
-Choices where the paper is open (one line each, tested in tests/libs/test_lachesis.py):
+Choices where the paper is open (one line each, tested in tests/libs/experiments/test_lachesis.py):
 - efficiency = media transfer time of the requested sectors / disk busy time, measured on the mechanism
   alone (no controller overhead, bus time or cache: figure 3's "total access time" is seek + rotation +
   head switches + transfer); random requests one at a time inside the first zone, every size in one run;

@@ -2,7 +2,7 @@
 placement, striping at 32 and 64 KB, random) replayed on the bundled hplajw week with a constant access
 time, so that only the load balance differs between placements.
 
-Choices where the paper is open or the trace differs (one line each, tested in tests/libs/test_experiments.py):
+Choices where the paper is open or the trace differs (one line each, tested in tests/libs/experiments/test_experiments.py):
 - access time 25 ms per disk access: the paper used each system's average access time (20 ms Seagate, 10 ms
   HP C2247); 25 ms is the hplajw trace's own measured mean access time on its HP 335H (sim/README.md);
 - the atomic data sets of the best static placement are the traced devices (each one disk's worth), every

@@ -3,7 +3,7 @@ with no think time to 4 SSA disks (`ssa_table1`), each request striped over n = 
 (basic striping unit BSU = q / n, the first disk random, wrapping round); the optimal BSU per request size and
 MPL beside the study's figure 5 and the Lee-Katz prediction of its table 3.
 
-Choices where the study is open or our model differs (one line each, tested in tests/libs/test_experiments.py):
+Choices where the study is open or our model differs (one line each, tested in tests/libs/experiments/test_experiments.py):
 - layout: the 4 disks striped with unit BSU, each request starting at a random stripe unit, so a request's
   BSUs share one disk offset except those wrapped past disk 4, which lie one BSU further (the study put
   every BSU at the same sector);
@@ -13,7 +13,7 @@ Choices where the study is open or our model differs (one line each, tested in t
 - optimal BSU: the largest BSU whose mean response is within 2 % of the best (the study took the larger of
   "almost identical" responses);
 - cycles: 300 requests per process at full scale (the study: 100 measurement cycles), 60 at tiny scale;
-- Lee-Katz: sqrt(L X (MPL - 1) q / D) (libs.striping.eq1_unit) with L = mean seek + half a rotation and X
+- Lee-Katz: sqrt(L X (MPL - 1) q / D) (libs.plans.striping_advisor.eq1_unit) with L = mean seek + half a rotation and X
   the media rate of our spec; the study's table 3 used its Table 1 figures (L = 12.97 ms, X = 7.9 MB/s = 8.09 KB/ms).
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
-from libs.striping import DiskModel, eq1_unit
+from libs.plans.striping_advisor import DiskModel, eq1_unit
 from sim.array import DiskArray, Striped
 from sim.engine import ClosedLoop, SimConfig, Simulation
 from sim.records import Requests

@@ -1,7 +1,7 @@
 """Binary trace formats (VMware vSCSI, HP SRT): numpy decoders over byte ranges, run in Spark tasks.
 
 Each decoder turns one byte range of one file into an Arrow batch of RECORD_SCHEMA rows (vSCSI:
-VSCSI_RECORD_SCHEMA, for libs.ingest_direct); the Spark side fans ranges out with mapInArrow.
+VSCSI_RECORD_SCHEMA, for libs.ingest.direct); the Spark side fans ranges out with mapInArrow.
 Fixed-size vSCSI records split at record-aligned offsets; variable-length SRT records are walked
 with numba, then gathered vectorised.
 """
@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from libs.inputs import drop_cached
+from libs.ingest.inputs import drop_cached
 
 # The columns every reader (text or binary) produces before numbering; see readers.records.
 RECORD_SCHEMA = pa.schema([

@@ -7,7 +7,7 @@ Spark expressions over Spark's text reader, plus the ordered scan) would give, a
 the lines that start in it, the rule of Spark's own line reader, so a 50 GB file still splits across
 tasks); then, in one pass, each task parses its range with pyarrow's CSV reader, checks it with
 pyarrow compute and numpy, writes its `requests` files and returns per-device totals and its first
-and last timestamps (libs.ingest commits).
+and last timestamps (libs.ingest.pipeline commits).
 
 "Clean" is strict on purpose: a range is clean when every line is a request the general path
 accepts and every field is spelled so that both paths read the same value (digits only for
@@ -55,8 +55,8 @@ def eligible(layout: CsvLayout | None) -> bool:
 def read_lines(path: str, start: int, length: int) -> bytes:
     """The lines that start in [start, start + length) of the file, as bytes (the last one with its
     newline when the file has one): a line starts at byte 0 or after a '\\n'. The range's pages are dropped
-    from the page cache once read (libs.inputs.drop_cached)."""
-    from libs.inputs import drop_cached
+    from the page cache once read (libs.ingest.inputs.drop_cached)."""
+    from libs.ingest.inputs import drop_cached
 
     with open(path, "rb") as fh:
         data = _read_lines(fh, start, length)
@@ -259,7 +259,7 @@ def lines_per_range(path: str, bounds: list[tuple[int, int]]) -> list[int]:
     driver numbers the records before any task parses them."""
     import mmap
 
-    from libs.inputs import newlines_before
+    from libs.ingest.inputs import newlines_before
 
     size = os.path.getsize(path)
     if not size:
@@ -305,7 +305,7 @@ def write_task(layout: CsvLayout, trace_id: str, ts_base: int, tolerance_us: int
     """Per range: ("requests", rows) per device, with ts_us = raw - ts_base, and side rows (delta_files.SIDE)
     of SIDE_FIELDS: whether the range is clean (why not), its first and last timestamps (for the check
     across range edges) and per-device totals. A range that is not clean writes nothing."""
-    from libs.delta_files import SIDE
+    from libs.io.delta_files import SIDE
     from libs.readers.binary import constant_column
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[str, pa.Table]]:

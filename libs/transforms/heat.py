@@ -113,7 +113,7 @@ def whole_trace_extent_heat(windows: DataFrame, *, extent_bytes: int, span_us: i
 def _extent_heat_rows(counted: DataFrame, *, extent_bytes: int, window_us: int, span_us: int) -> DataFrame:
     heat = _per_second_sql("blocks", window_us, span_us)
     return counted.selectExpr(
-        "'' AS trace_id",  # stamped by libs.tables.replace_rows
+        "'' AS trace_id",  # stamped by libs.io.tables.replace_rows
         "device", f"{extent_bytes}L AS extent_bytes", "extent_id", "window_start_us", f"{window_us}L AS window_us",
         "requests", "reads", "requests - reads AS writes",  # op is R or W (schemas.requests.validate)
         "blocks", "bytes", f"{heat} AS heat", f"{heat} / {extent_bytes // BLOCK_BYTES}D AS temperature",

@@ -8,7 +8,7 @@ libs.transforms.profile_files.request_files: a device of more than MAX_DEVICE_RE
 and, from the same arrays:
 
 - cuts the requests at extent boundaries, counts each (extent, window) and each extent over the whole trace, and
-  writes both sets of extent_heat rows into the table itself (libs.delta_files);
+  writes both sets of extent_heat rows into the table itself (libs.io.delta_files);
 - counts per window its requests and blocks as traced, per random disk (Spark's xxhash64 of (seed, device, seq)
   reproduced bit for bit, spark_xxhash64_disk), and its stripe-unit pieces per unit number modulo the stripe
   width; with the device's end, the driver shifts those by where the device starts in the striped volume (a
@@ -48,7 +48,7 @@ from schemas import extent_heat as EH
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from libs.delta_files import TableTarget
+    from libs.io.delta_files import TableTarget
 
 log = logging.getLogger(__name__)
 
@@ -347,7 +347,7 @@ def _task(devices: list[tuple[str, list[str]]], targets: dict[int, TableTarget],
           p: HeatParams) -> Callable[[Iterator[int]], Iterator[dict[str, Any]]]:
     """The function each task runs: its device's extent_heat rows written per window length; yields FILES rows
     (dicts) with "window_us", and one {"device", "counts"} row."""
-    from libs.delta_files import FileWriter
+    from libs.io.delta_files import FileWriter
 
     def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
         for i in ids:
@@ -403,7 +403,7 @@ def extent_and_disk_heat(spark: SparkSession, warehouse: Path, trace_id: str, p:
     """Replaces the trace's extent_heat rows of p.extent_bytes for each window length of p.windows (one commit
     each) and returns (window_us -> rows written, the disk_heat rows of window p.window_us, not written).
     Unsupported when the requests files cannot be read directly."""
-    from libs.delta_files import commit_replace, discard, table_target
+    from libs.io.delta_files import commit_replace, discard, table_target
 
     listed = request_files(spark, warehouse, trace_id)
     files = [(d, listed.files[d]) for d in listed.by_size()]                   # the largest first

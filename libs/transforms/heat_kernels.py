@@ -14,7 +14,7 @@ straight into small dense grids:
   heat_files.spark_xxhash64_disk runs too), and per stripe-unit number modulo the stripe width.
 
 The cuts, the 512-byte block counts and the window numbering are heat_files' (unit_pieces, _window_start),
-so the counts are equal to the array path's, cell for cell (tests/libs/test_heat.py).
+so the counts are equal to the array path's, cell for cell (tests/libs/transforms/test_heat.py).
 
     python -m libs.transforms.heat_kernels      # compile into numba's cache (make venv does it)
 """

@@ -1021,7 +1021,7 @@ def compute_trace_profile(requests: DataFrame, *, span_us: int, window_us: int =
                           extent_bytes: int = 1 << 20, chunk_us: int = 60_000_000,
                           rows_per_part: int = ROWS_PER_PART, persisted: list[DataFrame] | None = None) -> DataFrame:
     """The profile of one trace. Input: `requests` rows; span_us the trace's span (traces.span_us).
-    Output: exactly schemas.trace_profile.COLUMNS, trace_id left for libs.tables.replace_rows.
+    Output: exactly schemas.trace_profile.COLUMNS, trace_id left for libs.io.tables.replace_rows.
     Runs two Spark jobs before returning (the per-chunk table; the ordered pass, for its run pieces).
     Both passes' partials are persisted and, given `persisted` (a list), appended to it for the caller
     to unpersist once the result is written.

@@ -54,7 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from libs.task_parquet import from_ipc, release_memory, to_ipc
+from libs.io.task_parquet import from_ipc, release_memory, to_ipc
 from libs.transforms import profile as P
 
 if TYPE_CHECKING:
@@ -110,9 +110,9 @@ def trace_files(spark: SparkSession, warehouse: Path, trace_id: str, table: str 
                 by: str = "device") -> dict[str, list[str]]:
     """The trace's files of `table` (partitioned by trace_id and `by`) by that partition value (absolute
     paths), from the table's current snapshot."""
-    from libs.delta_files import _file_path, _files_matching, _Jvm, table_target
-    from libs.delta_log import LogUnreadable, snapshot
-    from libs.tables import table_path
+    from libs.io.delta_files import _file_path, _files_matching, _Jvm, table_target
+    from libs.io.delta_log import LogUnreadable, snapshot
+    from libs.io.tables import table_path
 
     root = str(table_path(warehouse, table).resolve())
     try:                       # the log read here: Spark's first snapshot of a table is seconds of a job's start
@@ -399,7 +399,7 @@ def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, wind
     every = [g for gs in groups.values() for g in gs]
 
     def run(slots: Iterator[int]) -> Iterator[Result]:
-        from libs.task_parquet import task_file_name
+        from libs.io.task_parquet import task_file_name
 
         for slot in slots:
             for i in assigned[slot]:
@@ -484,8 +484,8 @@ def profile_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, span_u
     """Replaces the trace's `trace_profile` rows with its profile read from the `requests` files;
     returns how many rows were written. Falls back to compute_trace_profile (Spark) for a table
     this reader cannot take. rows_per_part, block_rows: plan()'s task sizes."""
-    from libs.delta_files import replace_from_driver, table_target
-    from libs.tables import read_table, replace_rows
+    from libs.io.delta_files import replace_from_driver, table_target
+    from libs.io.tables import read_table, replace_rows
 
     if window_us < 0 or extent_bytes <= 0 or rows_per_part <= 0:
         raise ValueError(f"window_us >= 0, extent_bytes > 0, rows_per_part > 0 required, got "
@@ -502,7 +502,7 @@ def profile_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, span_u
             for df in persisted:
                 df.unpersist()
         return read_table(spark, warehouse, "trace_profile", trace_id).count()
-    from libs.task_parquet import scratch_dir
+    from libs.io.task_parquet import scratch_dir
 
     tasks, groups = plan(files, rows_per_part=rows_per_part, parallelism=spark.sparkContext.defaultParallelism,
                          block_rows=block_rows)

@@ -4,7 +4,7 @@ functions of libs.transforms.tracking stay the definition and the fallback).
 One Spark task per device reads that device's Parquet files of the trace (the Delta snapshot's list),
 cuts the requests into extent pieces, sorts them by (extent, ts_us, seq) and walks them once for every
 k asked (libs.transforms.tracking_kernels), then writes the heat_tracking rows of each k into the table
-itself (libs.delta_files); the driver commits one replace per k. Against the window functions, which
+itself (libs.io.delta_files); the driver commits one replace per k. Against the window functions, which
 sort and shuffle the pieces once per k and join the true heat back, this reads the trace once.
 
     rows = track_trace(spark, warehouse, "t1", ks=(5, 10), span_us=span)   # {5: rows, 10: rows}
@@ -30,7 +30,7 @@ from schemas import heat_tracking as HT
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from libs.delta_files import TableTarget
+    from libs.io.delta_files import TableTarget
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def device_rows(requests: pa.Table, *, ks: Sequence[int], extent_bytes: int, agi
 def _task(devices: list[tuple[str, list[str]]], targets: dict[int, TableTarget], trace_id: str, ks: Sequence[int],
           extent_bytes: int, aging_period_us: int, span_us: int):  # type: ignore[no-untyped-def]
     """The function each task runs: its device's rows written per k; yields FILES rows (dicts) with "k"."""
-    from libs.delta_files import FileWriter
+    from libs.io.delta_files import FileWriter
 
     def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
         for i in ids:
@@ -94,7 +94,7 @@ def track_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, ks: Sequ
                 extent_bytes: int = 1 << 20, aging_period_us: int = 3_600_000_000) -> dict[int, int]:
     """Replaces the trace's heat_tracking rows of each k (for this extent size and aging period), one commit
     per k; returns k -> rows written. Unsupported when the requests files cannot be read directly."""
-    from libs.delta_files import commit_replace, discard, table_target
+    from libs.io.delta_files import commit_replace, discard, table_target
     from libs.transforms.tracking import _check
 
     ks = tuple(dict.fromkeys(int(k) for k in ks))
@@ -166,13 +166,13 @@ def kth_smallest(arrays: Sequence[np.ndarray], rank: int) -> float:
 
 def relative_errors_files(spark: SparkSession, warehouse: Path, trace_id: str, *, ks: Sequence[int],
                           extent_bytes: int, aging_period_us: int) -> dict[int, dict[str, float | int | None]]:
-    """libs.heat_eval.relative_errors_by_k (k -> {checkpoints, mean, median}) for the trace's heat_tracking rows of
+    """libs.transforms.tracking_eval.relative_errors_by_k (k -> {checkpoints, mean, median}) for the trace's heat_tracking rows of
     this extent size and aging period, read from the table's files: one task per file sorts its errors to a
     scratch file, the driver sums the counts and takes the median (Spark's percentile 0.5: the mean of the two
     middle values for an even count) with kth_smallest over the memory-mapped files. The mean is the sum over
     the count (the sums' order differs from Spark's avg: equal to ~1e-15). Unsupported when the files cannot
     be read directly."""
-    from libs.task_parquet import scratch_dir
+    from libs.io.task_parquet import scratch_dir
 
     by_k = trace_files(spark, warehouse, trace_id, HT.TABLE, by="k")
     files = [(int(k), f) for k, fs in sorted(by_k.items()) if int(k) in set(ks) for f in fs]

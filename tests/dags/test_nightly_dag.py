@@ -2,7 +2,7 @@
 order, refuses to run without spark_default, skips every Spark stage on a night with no trace due, and runs
 with dag.test() for two consecutive nights on the first two days of the real hplajw trace, one day's file
 landing per night (and day 0's file a second time): the tables, the aging across the two nights (equal to a
-backfill's, tests/libs/test_nightly_jobs.py) and the exported plans are checked. Airflow runs in a child
+backfill's, tests/jobs/test_nightly_jobs.py) and the exported plans are checked. Airflow runs in a child
 process (tests/dags/airflow_driver.py) with its SQLite database under a temporary AIRFLOW_HOME; spark_default
 is local[2] and spark-submit really runs the jobs. Consecutive runs share one Airflow process (the two nights;
 the night with nothing due and the run without spark_default).
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from libs.tables import table_version, trace_rows
+from libs.io.tables import table_version, trace_rows
 from tests.builders import write_srt_days
 from tests.libs.test_nightly_jobs import CHAIN_DIGESTS, chain_digests
 

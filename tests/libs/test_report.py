@@ -11,8 +11,8 @@ import pytest
 from jobs.heat_report import CDF_POINTS, spark_cdfs
 from jobs.heat_report import run as run_report
 from libs import report
-from libs.cli import main as cli_main
-from libs.heat_eval import StepSpec
+from jobs.cli.main import main as cli_main
+from libs.transforms.tracking_eval import StepSpec
 from libs.transforms.report_files import METRICS, percentiles, report_cdfs
 from tests.builders import ingest, write_msr
 from tests.conftest import HPLAJW_TRACE_ID

@@ -28,7 +28,7 @@ from libs.alis.graph import (
     write_edge_counts,
     write_pruned,
 )
-from libs.partitioning import partition_keys, spark_hash_long
+from libs.io.partitioning import partition_keys, spark_hash_long
 from tests.libs.alis.prune_reference import prune_arrays_reference
 from tests.libs.alis.refs import (
     counts_of,

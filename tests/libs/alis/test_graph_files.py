@@ -2,7 +2,7 @@
 layout job's plans and scores (libs.alis.layout_files), against the Spark transforms they replace, on the
 bundled real trace (the tests run in file order: the layout plans the whole-trace build's graphs); and the
 pieces on hand-made arrays. The default
-settings are pinned through it elsewhere (test_hplajw, test_jobs, tests/libs/test_nightly_jobs.py were
+settings are pinned through it elsewhere (test_hplajw, test_jobs, tests/jobs/test_nightly_jobs.py were
 pinned by the Spark build)."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 import libs.alis.graph_files as GF
 from jobs import alis_graph
-from libs.tables import read_table, replace_trace, trace_rows
+from libs.io.tables import read_table, replace_trace, trace_rows
 from tests.builders import table_digest
 from tests.conftest import HPLAJW_TRACE_ID
 

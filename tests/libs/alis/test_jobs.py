@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from libs.cli import main
-from libs.tables import read_table, replace_trace
+from jobs.cli.main import main
+from libs.io.tables import read_table, replace_trace
 from schemas import requests as R
 
 TRACE = "alis-hand"

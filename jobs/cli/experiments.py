@@ -1,0 +1,48 @@
+"""`blockheat experiment NAME`: run one of the papers' experiments (libs/experiments) with the simulator and
+write its tables (Parquet), PNG plots and a markdown summary (ours next to the paper's, a verdict per claim)
+under <warehouse>/experiments/<name>/. No Spark."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from jobs.cli.main import UsageError, print_table
+
+
+def add_commands(sub: Any) -> None:
+    from libs.experiments import EXPERIMENTS, SCALES
+
+    exp = sub.add_parser(
+        "experiment", help="run a paper experiment in the simulator: tables, plots, summary.md with the claims",
+        description="Experiments: " + ", ".join(sorted(EXPERIMENTS)) + " (or 'all'). Outputs go to "
+                    "<warehouse>/experiments/<name>/ (BLOCKHEAT_WAREHOUSE, default ./warehouse) unless --out.")
+    exp.add_argument("name", metavar="NAME", help="experiment name, or 'all'")
+    exp.add_argument("--scale", choices=SCALES, default="full", help="full (default) or tiny (the tests' scale)")
+    exp.add_argument("--seed", type=int, default=1)
+    exp.add_argument("--out", type=Path, default=None, help="output directory (default <warehouse>/experiments/NAME)")
+    exp.set_defaults(func=cmd_experiment)
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from libs.experiments import EXPERIMENTS, run_experiment
+    from libs.io.session import SparkConfig
+
+    names = sorted(EXPERIMENTS) if args.name == "all" else [args.name]
+    if args.name != "all" and args.name not in EXPERIMENTS:
+        raise UsageError(f"unknown experiment {args.name!r}; known: {', '.join(sorted(EXPERIMENTS))}, all")
+    if args.out is not None and len(names) > 1:
+        raise UsageError("--out names one experiment's directory; with 'all' the outputs go under the warehouse")
+    warehouse = SparkConfig.from_env().warehouse
+    out = sys.stdout
+    for name in names:
+        result = run_experiment(name, scale=args.scale, seed=args.seed)
+        target = args.out if args.out is not None else warehouse / "experiments" / name
+        written = result.write(target)
+        out.write(f"\n{result.title}\n{name} ({args.scale}): {result.seconds:.1f} s, "
+                  f"{sum(c.holds for c in result.claims)} of {len(result.claims)} claims hold\n")
+        print_table([{"claim": c.claim, "paper": c.paper, "ours": c.ours, "holds": "yes" if c.holds else "NO"}
+                     for c in result.claims], ["claim", "holds", "ours"])
+        out.write(f"written: {target}/ ({', '.join(p.name for p in written)})\n")
+    return 0

@@ -1,0 +1,215 @@
+"""`blockheat score` (the policy scorecard: every policy family swept through the Spark simulator stage,
+ranked against the as-traced layout) and `blockheat plan` (build, check and export reorganization plans;
+nothing is ever applied)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from jobs.cli.main import UsageError, print_table, spark_session
+from libs.plans.policies import COOLING_EVERY_S
+
+EXPORT_FORMATS = ("json", "csv", "parquet")       # libs.plans.steps.EXPORT_FORMATS (kept light to import)
+PLAN_VERBS = ("export", "check", "schema")
+
+
+def add_commands(sub: Any) -> None:
+    sc = sub.add_parser(
+        "score", help="policy scorecard of a trace window (policy_scores): every policy simulated, ranked",
+        description="Replays the window on the trace's array under every registered policy family (as traced, "
+                    "the striping methods, random, greedy allocation, disk cooling, ALIS where its area fits, track "
+                    "alignment reported per traced request) in one "
+                    "Spark simulation stage, ranks them by mean response time and stores policy_scores.")
+    sc.add_argument("trace_id", metavar="TRACE_ID")
+    add_score_arguments(sc)
+    sc.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    sc.set_defaults(func=cmd_score)
+
+    pl = sub.add_parser(
+        "plan", help="build (TRACE_ID --policy P), check (check PLAN_ID) or export (export PLAN_ID) a reorganization "
+                     "plan",
+        description="blockheat plan TRACE_ID --policy POLICY builds a plan from the window's scorecard into "
+                    "reorg_plans / reorg_plan_steps; blockheat plan check PLAN_ID verifies its hash and refuses a "
+                    "stale plan; blockheat plan export PLAN_ID --format json|csv|parquet writes it (a dry run: this "
+                    "tool applies nothing); blockheat plan schema prints the plan's JSON schema.")
+    pl.add_argument("words", nargs="+", metavar="WORD",
+                    help="TRACE_ID (build a plan), check PLAN_ID, export PLAN_ID, or schema")
+    add_plan_arguments(pl)
+    pl.add_argument("--format", choices=EXPORT_FORMATS, default="json", help="export format (default json)")
+    pl.add_argument("--out", default=None, help="export file (default <warehouse>/plans/PLAN_ID.FORMAT)")
+    pl.add_argument("--file", default=None, help="check an exported plan file instead of a stored plan")
+    pl.add_argument("--json", action="store_true", help="print the plan document (build) as JSON")
+    pl.set_defaults(func=cmd_plan)
+
+
+def add_score_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of `blockheat score` and jobs/policy_scores.py (--trace-id there)."""
+    parser.add_argument("--window", default="all", help="all (default) or START:END seconds from the trace start")
+    parser.add_argument("--spec", default=None, help="disk spec name or file (default: the trace's recorded geometry)")
+    parser.add_argument("--scheduler", default="clook", choices=("fcfs", "sstf", "clook"))
+    parser.add_argument("--speedup", type=float, default=1.0, help="open-loop speed-up alpha (default 1)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--families", default=None, help="comma-separated policy families (default: all)")
+    parser.add_argument("--extent-kib", default="1024", help="extent sizes for greedy and cooling, KiB (default 1024)")
+    parser.add_argument("--heat-fractions", default="1,0.5", help="greedy's heat fractions (default 1,0.5)")
+    parser.add_argument("--cooling-every-s", type=float, default=COOLING_EVERY_S, metavar="S",
+                        help="cooling: the demon every S seconds of trace time (default 100, FIVE's trace experiment)")
+    parser.add_argument("--cooling-every", type=int, default=None, metavar="N",
+                        help="cooling: the demon every N arrivals instead")
+    parser.add_argument("--cooling-delta", type=float, default=0.05, help="cooling: trigger delta (default 0.05)")
+    parser.add_argument("--alis-interval", type=float, default=None, metavar="S",
+                        help="ALIS reorganization interval, s (default: a quarter of the window, at most a day)")
+    parser.add_argument("--alis-area-offsets", default="0.3", metavar="X[,X...]",
+                        help="where ALIS's reorganized area starts, as a share of each volume (default 0.3, the "
+                             "paper's; 1 puts it after the volume, so installing it moves no home data)")
+    return parser
+
+
+def add_plan_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The build options of `blockheat plan TRACE_ID` and jobs/reorg_plan.py (--trace-id there)."""
+    parser.add_argument("--policy", default=None,
+                        help="a scored policy_id (e.g. striped:eq1), a family (its best variant) or 'best'")
+    parser.add_argument("--window", default="all", help="the scored window: all (default) or START:END seconds")
+    parser.add_argument("--now", default=None, help="ISO-8601 (default: now, UTC): the plan's created_at when "
+                                                    "building, the time a check is made at")
+    parser.add_argument("--valid-hours", type=float, default=24.0, help="validity from created_at (default 24)")
+    parser.add_argument("--min-improvement", type=float, default=0.01,
+                        help="least improvement of the mean response that justifies moves (default 0.01)")
+    parser.add_argument("--max-gib", type=float, default=64.0, help="safety: most data to move, GiB (default 64)")
+    parser.add_argument("--max-moves-per-disk", type=int, default=1, help="safety: concurrent moves per disk")
+    parser.add_argument("--throttle-mb-s", type=float, default=50.0, help="safety: copy bandwidth, MB/s (default 50)")
+    return parser
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.1%}"
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from jobs.policy_scores import config_from_args, run
+    from libs.plans.policies import PolicyError
+
+    try:
+        job = config_from_args(args.trace_id, args)
+    except (PolicyError, ValueError) as exc:
+        raise UsageError(str(exc)) from exc
+    spark, cfg = spark_session(args, f"score {args.trace_id}")
+    try:
+        summary = run(spark, cfg, job)
+    except PolicyError as exc:
+        raise UsageError(str(exc)) from exc
+    out = sys.stdout
+    if args.json:
+        for r in summary.rows:
+            out.write(json.dumps(r, default=str) + "\n")
+        return 0
+    rows = [{"rank": r["rank"], "policy": r["policy_id"], "mean_ms": r["mean_response_ms"],
+             "p95_ms": r["p95_response_ms"], "vs_traced": _pct(r["improvement_mean"]),
+             "util_max/mean": r["utilization_max_over_mean"], "remaps": r["remaps"],
+             "plannable": "yes" if r["plannable"] else "no"} for r in summary.rows]
+    first = summary.rows[0]
+    out.write(f"trace {first['trace_id']}, window {summary.window.window_id} ({first['window_requests']:,} requests), "
+              f"{first['n_disks']} disks of {first['spec']}, {first['scheduler']}, speed-up {first['speedup']:g}\n\n")
+    print_table(rows, ["rank", "policy", "mean_ms", "p95_ms", "vs_traced", "util_max/mean", "remaps", "plannable"])
+    notes = [f"  {r['policy_id']}: {r['note']}" for r in summary.rows if r["note"]]
+    if notes:
+        out.write("\nnotes:\n" + "\n".join(notes) + "\n")
+    if summary.skipped:
+        out.write("\nnot applicable here: " + "; ".join(f"{k}: {v}" for k, v in summary.skipped.items()) + "\n")
+    if summary.pending:
+        out.write("\nnot scored (no simulator support yet): "
+                  + "; ".join(f"{k}: {v}" for k, v in summary.pending.items()) + "\n")
+    out.write(f"\ntables: policy_scores WHERE trace_id = '{first['trace_id']}' AND window_id = "
+              f"'{summary.window.window_id}'; sim_results WHERE grid_id = '{summary.grid_id}'\n")
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from libs.plans.policies import PolicyError
+    from libs.plans.steps import PlanError
+
+    words = args.words
+    try:
+        if words[0] == "schema":
+            from schemas.reorg_plan_json import PLAN_JSON_SCHEMA
+
+            sys.stdout.write(json.dumps(PLAN_JSON_SCHEMA, indent=2) + "\n")
+            return 0
+        if words[0] == "check":
+            return _check(args)
+        if words[0] == "export":
+            return _export(args)
+        if len(words) != 1:
+            raise UsageError(f"plan {' '.join(words)}: expected TRACE_ID, check PLAN_ID, export PLAN_ID or schema")
+        return _build(args, words[0])
+    except (PolicyError, PlanError) as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _plan_id(args: argparse.Namespace) -> str:
+    if len(args.words) != 2:
+        raise UsageError(f"plan {args.words[0]} needs exactly one PLAN_ID, got {args.words[1:]}")
+    return str(args.words[1])
+
+
+def _build(args: argparse.Namespace, trace_id: str) -> int:
+    from jobs.reorg_plan import config_from_args, run
+
+    job = config_from_args(trace_id, args)
+    spark, cfg = spark_session(args, f"plan {trace_id}")
+    doc = run(spark, cfg, job)
+    out = sys.stdout
+    if args.json:
+        out.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        return 0
+    s, ev = doc["summary"], doc["evidence"]
+    out.write(f"plan {doc['plan_id']}\n  policy {doc['policy']['policy_id']} on trace {trace_id}, window "
+              f"{doc['inputs']['window']['window_id']}; created {doc['created_at']}, valid until {doc['valid_until']}\n"
+              f"  status: {doc['status']}" + (f": {doc['reason']}" if doc["reason"] else "") + "\n"
+              f"  steps: {s['n_steps']:,}, bytes to move: {s['bytes_to_move']:,}\n"
+              f"  predicted mean response {ev['predicted']['mean_response_ms']} ms against "
+              f"{ev['baseline']['mean_response_ms']} ms as traced ({_pct(ev['improvement']['mean_response'])})\n"
+              f"  disk model validation demerit: {ev['validation']['demerit_ms']} ms\n")
+    if s["per_disk"] and s["n_steps"]:
+        print_table(s["per_disk"], ["device", "bytes_in", "bytes_out"])
+    out.write(f"\ntables: reorg_plans, reorg_plan_steps WHERE plan_id = '{doc['plan_id']}'; nothing is applied "
+              f"(blockheat plan export {doc['plan_id']} --format json)\n")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from jobs.reorg_plan import check, load
+    from libs.plans.steps import PlanRefusedError, parse_utc, read_plan
+
+    spark, cfg = spark_session(args, "plan check")
+    if args.file:
+        if len(args.words) != 1:
+            raise UsageError("plan check --file FILE takes no PLAN_ID")
+        doc = read_plan(Path(args.file))
+    else:
+        doc = load(spark, cfg, _plan_id(args))
+    problems = check(spark, cfg, doc, parse_utc(args.now) if args.now else None)
+    name = doc.get("plan_id", args.file)
+    if problems:
+        raise PlanRefusedError(f"plan {name} refused: " + "; ".join(problems))
+    sys.stdout.write(f"plan {name}: ok: hash verified, inputs unchanged, valid until {doc['valid_until']}, "
+                     f"{doc['summary']['bytes_to_move']:,} bytes within the limit; status {doc['status']}"
+                     + (f" ({doc['reason']})" if doc["reason"] else "") + "\n")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from jobs.reorg_plan import export, load
+
+    plan_id = _plan_id(args)
+    spark, cfg = spark_session(args, "plan export")
+    doc = load(spark, cfg, plan_id)
+    out = Path(args.out) if args.out else cfg.warehouse / "plans" / f"{plan_id}.{args.format}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    path = export(doc, args.format, out)
+    sys.stdout.write(f"plan {plan_id} ({doc['status']}, {doc['summary']['n_steps']:,} steps) written to {path} "
+                     f"({args.format}); dry run: nothing was applied\n")
+    return 0

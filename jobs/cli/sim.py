@@ -1,0 +1,155 @@
+"""`blockheat sim ...`: the simulator's commands without Spark (validate a disk spec against a drive's
+measured trace, list the shipped disk specs), and `blockheat simulate GRID_FILE`, the Spark stage that
+simulates a scenario grid over ingested traces."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from jobs.cli.main import UsageError, print_table
+
+SRT_MAGIC = b"$$TR_IOREC"
+
+
+def add_commands(sub: Any) -> None:
+    sim = sub.add_parser("sim", help="the disk-array simulator (validation, disk specs)")
+    simsub = sim.add_subparsers(dest="sim_command", required=True)
+
+    val = simsub.add_parser(
+        "validate", help="replay a drive's measured trace on a disk spec and compare access times",
+        description="DiskSim validation traces replay closed loop (one request outstanding, the recorded idle gap "
+                    "after each completion); HP SRT traces replay open loop per device on the disk the header "
+                    "describes. Prints the measured and simulated mean access times and the demerit (RMS distance "
+                    "between the two CDFs, ms) and draws both CDFs.")
+    val.add_argument("--spec", help="shipped spec name or a .json/.toml spec file (SRT: default from the header)")
+    val.add_argument("--trace", required=True, help="DiskSim validate trace or HP SRT trace")
+    val.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    val.add_argument("--plot", default=None,
+                     help="PNG file for the CDFs (default: <trace file name>.cdf.png here; 'none' to skip)")
+    val.add_argument("--scheduler", default="clook", choices=("fcfs", "sstf", "clook"),
+                     help="per-disk queue for SRT replays (default clook, like the traced driver's C-SCAN)")
+    val.set_defaults(func=cmd_sim_validate)
+
+    specs = simsub.add_parser("specs", help="list the shipped disk specs")
+    specs.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    specs.set_defaults(func=cmd_sim_specs)
+
+    grid = sub.add_parser(
+        "simulate", help="simulate a scenario grid over ingested traces (Spark) into sim_results, sim_timeseries, "
+                         "cooling_moves",
+        description="Runs every (trace, array group, scenario) of the grid file as one Spark partition, replaces "
+                    "the grid's rows of sim_results, sim_timeseries and cooling_moves, and prints one line per "
+                    "scenario. The grid format is in sim/README.md (Scenario grids).")
+    grid.add_argument("grid_file", metavar="GRID_FILE", help="scenario grid (JSON)")
+    grid.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    grid.add_argument("--progress-every", type=float, default=10.0, metavar="S",
+                      help="seconds between progress lines (default 10)")
+    grid.set_defaults(func=cmd_simulate)
+
+
+def _spec(text: str | None) -> Any:
+    from sim.spec import SpecError
+    from sim.specs import resolve
+
+    if text is None:
+        return None
+    try:
+        return resolve(text)
+    except SpecError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def cmd_sim_validate(args: argparse.Namespace) -> int:
+    from sim.validate import ValidationTraceError, plot_cdfs, read_validation_trace, validate_closed_loop, validate_srt
+
+    trace = Path(args.trace)
+    try:
+        head = trace.read_bytes()[: len(SRT_MAGIC)]
+    except OSError as exc:
+        raise UsageError(f"--trace {trace}: cannot read ({exc.strerror})") from exc
+    spec = _spec(args.spec)
+    plot = None if (args.plot or "").lower() == "none" else Path(args.plot or f"{trace.name}.cdf.png")
+    out = sys.stdout
+    if head == SRT_MAGIC:
+        comparisons = validate_srt(trace, spec=spec, scheduler=args.scheduler)
+        rows = [{"device": c.device, **c.result.summary()} for c in comparisons]
+        if plot is not None:
+            plot_cdfs([c.result for c in comparisons], plot, title=f"{trace.name}: access time per request")
+        if args.json:
+            out.write(json.dumps({"devices": rows, "spec": comparisons[0].spec_name if comparisons else None}) + "\n")
+        else:
+            print_table(rows, ["device", "requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"])
+            if plot is not None:
+                out.write(f"CDFs: {plot}\n")
+        return 0
+    if spec is None:
+        raise UsageError("--spec is required for a DiskSim validation trace")
+    try:
+        vtrace = read_validation_trace(trace)
+    except ValidationTraceError as exc:
+        raise UsageError(str(exc)) from exc
+    result = validate_closed_loop(spec, vtrace)
+    if plot is not None:
+        plot_cdfs([result], plot, title=f"{trace.name} on {spec.name} (closed loop)")
+    summary = result.summary()
+    if args.json:
+        out.write(json.dumps(summary) + "\n")
+    else:
+        print_table([summary], ["requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"])
+        if plot is not None:
+            out.write(f"CDFs: {plot}\n")
+    return 0
+
+
+def cmd_sim_specs(args: argparse.Namespace) -> int:
+    from sim.specs import SHIPPED, load
+
+    rows = []
+    for name in SHIPPED:
+        s = load(name)
+        rows.append({"spec": name, "model": s.name, "capacity_gb": round(s.capacity_bytes / 1e9, 3), "rpm": s.rpm,
+                     "cylinders": s.cylinders, "surfaces": s.surfaces, "zones": len(s.zones),
+                     "mean_seek_ms": round(s.mean_seek_ms(), 3), "cache_segments": s.cache.segments})
+    if args.json:
+        for r in rows:
+            sys.stdout.write(json.dumps(r) + "\n")
+    else:
+        print_table(rows, list(rows[0]))
+    return 0
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from jobs.simulate import run
+    from jobs.cli.main import spark_session
+    from libs.simulation.grid import GridError, load_grid
+
+    try:
+        grid = load_grid(args.grid_file)      # checked before Spark starts
+    except GridError as exc:
+        raise UsageError(str(exc)) from exc
+    if not args.progress_every > 0:
+        raise UsageError(f"--progress-every must be > 0, got {args.progress_every}")
+    spark, cfg = spark_session(args, f"simulate {grid.grid_id}")
+    try:
+        summary = run(spark, cfg, grid, progress_every_s=args.progress_every)
+    except GridError as exc:
+        raise UsageError(str(exc)) from exc
+    out = sys.stdout
+    if args.json:
+        for r in summary.results:
+            out.write(json.dumps(r, default=str) + "\n")
+        return 0
+    rows = [{"trace": r["trace_id"], "group": r["array_group"], "scenario": r["scenario_id"], "layout": r["layout"],
+             "alpha": r["speedup"], "requests": r["requests"], "mean_ms": r["mean_response_ms"],
+             "p95_ms": r["p95_response_ms"], "max_util": r["hottest_utilization"],
+             "saturated": "yes" if r["saturated"] else "no"} for r in summary.results]
+    print_table(rows, ["trace", "group", "scenario", "layout", "alpha", "requests", "mean_ms", "p95_ms", "max_util",
+                       "saturated"])
+    out.write(f"\n{summary.partitions} scenario partitions in {summary.seconds:.1f} s; tables: sim_results, "
+              f"sim_timeseries ({summary.timeseries_rows:,} rows)"
+              + (f", cooling_moves ({summary.cooling_moves:,} rows)" if summary.cooling_moves else "")
+              + f" WHERE grid_id = '{summary.grid_id}'\n")
+    return 0

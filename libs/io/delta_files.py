@@ -1,0 +1,576 @@
+"""Delta tables written by the tasks themselves: pyarrow Parquet files, then one commit from the driver.
+
+Spark's Delta writer turns every Arrow batch a Python worker returns into JVM rows and encodes
+them to Parquet again, and runs several jobs per write. Here each task writes its rows straight
+into the table's directory with pyarrow (one file per partition value it holds, in Hive-style
+directories as Delta's own writer makes them) and reports each file: path, size, rows, partition
+values and Delta statistics. The driver then commits exactly the reported files, with the removal
+of the rows being replaced, as one Delta transaction (DeltaLog.startTransaction through the JVM):
+the same atomic replace as `.write.mode("overwrite").option("replaceWhere", ...)`, recorded in the
+table history as that WRITE, with its predicate and operation metrics.
+
+The files a replace removes come from the file list the last commit's checksum keeps for small
+tables (libs.io.session turns that on), so a replace needs no Spark job to rebuild the table state
+(0.5-1 s each, even for a table of a few files); bigger tables use txn.filterFiles. Either way the
+transaction records what it read, and Delta's conflict checks work as for its own writer.
+
+Until the commit the new files are invisible to every reader (Delta reads only committed files).
+Every file name carries the write's id: a failed write deletes all of its files, and a successful
+one those that no successful task attempt reported.
+
+The predicate is column = value terms, on partition columns or not. Rows written here carry those
+values, so the files they replace are whole files; a file another writer made with both matching
+and other rows is rewritten without the matching ones, as Delta's replaceWhere does.
+
+    target = table_target(spark, warehouse, "extent_heat")
+    replace_by_tasks(spark, target, {"trace_id": "t1", "extent_bytes": 1 << 20, "window_us": 0}, frame)
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterable[pa.RecordBatch | pa.Table]]
+
+log = logging.getLogger(__name__)
+
+# One row per file a task wrote: the path relative to the table (URI-encoded, as the Delta log
+# holds it), bytes, rows, partition values and statistics (JSON, the Delta log's own encoding).
+FILES_DDL = "path string, size long, rows long, partition string, stats string"
+FILES_SCHEMA = pa.schema([
+    pa.field("path", pa.string()), pa.field("size", pa.int64()), pa.field("rows", pa.int64()),
+    pa.field("partition", pa.string()), pa.field("stats", pa.string()),
+])
+
+# Characters Hive-style partition directories escape as %XX (Spark's ExternalCatalogUtils set).
+_PATH_ESCAPE = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(0x20))
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+@dataclass(frozen=True)
+class TableTarget:
+    """What a task needs to write files for one table (picklable, sent to the executors)."""
+
+    name: str
+    root: str                        # the table's directory, absolute
+    schema: pa.Schema                # every column in table order, partition columns included
+    partition_columns: tuple[str, ...]
+    stats_columns: tuple[str, ...]   # integer columns Delta keeps min/max on (others: counts only)
+    write_id: str = ""               # in every file name of one write (set per write by replace_by_tasks)
+
+    def for_write(self) -> TableTarget:
+        """This target with a fresh write id: one per write, so cleaning up after it touches no other."""
+        return dataclasses.replace(self, write_id=uuid.uuid4().hex[:16])
+
+
+def table_target(spark: SparkSession, warehouse: Path, name: str) -> TableTarget:
+    """The target for table `name` (created if missing) under the warehouse."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from libs.io.tables import STATS_COLUMNS, TABLES, ensure_table
+
+    path = ensure_table(spark, warehouse, name)
+    spark_schema, partitions = TABLES[name]
+    schema = to_arrow_schema(spark_schema, timezone="UTC")   # the session time zone (libs.io.session)
+    listed = STATS_COLUMNS.get(name)
+    wanted = listed.split(",") if listed else [f.name for f in schema][:32]   # Delta's default: 32 columns
+    stats = tuple(c for c in wanted if c not in partitions and pa.types.is_integer(schema.field(c).type))
+    return TableTarget(name, str(Path(path).resolve()), schema, tuple(partitions), stats)
+
+
+def escape_partition(value: str) -> str:
+    """A partition value as a directory name part, escaped as Spark's writer does."""
+    return "".join(f"%{ord(c):02X}" if c in _PATH_ESCAPE else c for c in value)
+
+
+def _partition_text(value: Any) -> str | None:
+    """A partition value as the Delta log writes it (a string; None for null)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _as_type(column: pa.ChunkedArray | pa.Array, wanted: pa.DataType) -> pa.ChunkedArray | pa.Array:
+    """column as type `wanted`; a dictionary is kept (re-indexed to int32) or made when `wanted` is one."""
+    if column.type == wanted:
+        return column
+    if pa.types.is_dictionary(wanted):
+        if not pa.types.is_dictionary(column.type):
+            column = pc.dictionary_encode(column.cast(wanted.value_type))
+        return column.cast(wanted)
+    return column.cast(wanted)
+
+
+def _stats(table: pa.Table, columns: tuple[str, ...]) -> dict[str, Any]:
+    stats: dict[str, Any] = {"numRecords": table.num_rows, "minValues": {}, "maxValues": {}, "nullCount": {}}
+    for name in columns:
+        column = table.column(name)
+        stats["nullCount"][name] = column.null_count
+        if column.null_count < len(column):
+            bounds = pc.min_max(column)
+            stats["minValues"][name] = bounds["min"].as_py()
+            stats["maxValues"][name] = bounds["max"].as_py()
+    return stats
+
+
+def _merge_stats(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = {"numRecords": a["numRecords"] + b["numRecords"], "minValues": {}, "maxValues": {},
+           "nullCount": {k: a["nullCount"][k] + b["nullCount"][k] for k in a["nullCount"]}}
+    for key, pick in (("minValues", min), ("maxValues", max)):
+        for name in a["nullCount"]:
+            values = [s[key][name] for s in (a, b) if name in s[key]]
+            if values:
+                out[key][name] = pick(values)
+    return out
+
+
+class FileWriter:
+    """Task side: rows in (any batches with the target's columns), one Parquet file per partition value;
+    close() returns the FILES_SCHEMA rows that describe them. Rows are buffered up to `buffer_rows` in
+    all, so row groups are large (Spark hands Arrow batches of 10,000 rows) and statistics are
+    computed once per row group."""
+
+    def __init__(self, target: TableTarget, buffer_rows: int = 1 << 20) -> None:
+        self.target = target
+        self.buffer_rows = buffer_rows
+        # Strings are written dictionary-encoded (what Parquet stores anyway): per-file constants such as
+        # a device name then cost one value, not one string per row.
+        self.data_schema = pa.schema([
+            pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable) if pa.types.is_string(f.type) else f
+            for f in target.schema if f.name not in target.partition_columns])
+        self._open: dict[tuple[Any, ...], tuple[pq.ParquetWriter, str, dict[str, Any]]] = {}
+        self._pending: dict[tuple[Any, ...], list[pa.Table]] = {}
+        self._pending_rows = 0
+
+    def _file(self, key: tuple[Any, ...]) -> tuple[pq.ParquetWriter, str, dict[str, Any]]:
+        if key not in self._open:
+            from libs.io.task_parquet import task_file_name
+
+            parts = [f"{c}={escape_partition(v) if v is not None else HIVE_NULL}"
+                     for c, v in zip(self.target.partition_columns, map(_partition_text, key), strict=True)]
+            relative = "/".join([*parts, task_file_name(self.target.write_id)])
+            full = os.path.join(self.target.root, *relative.split("/"))
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            # Dictionary pages for the strings only: on numbers Parquet's writer tries one and gives it up
+            # at the page limit (seq, offsets, times), work thrown away.
+            dictionary = [f.name for f in self.data_schema if pa.types.is_dictionary(f.type)]
+            writer = pq.ParquetWriter(full, self.data_schema, compression="snappy", use_dictionary=dictionary)
+            self._open[key] = (writer, relative, {})
+        return self._open[key]
+
+    def write(self, rows: pa.Table | pa.RecordBatch) -> None:
+        """Write rows (the target's columns, in any order; cast to the table's types)."""
+        if not rows.num_rows:
+            return
+        table = pa.Table.from_batches([rows]) if isinstance(rows, pa.RecordBatch) else rows
+        data = pa.Table.from_arrays([_as_type(table.column(f.name), f.type) for f in self.data_schema],
+                                    schema=self.data_schema)
+        keys = list(self.target.partition_columns)
+        if not keys:
+            self._buffer((), data)
+            return
+        single = {}
+        for column in keys:                           # the common case: one partition value in the batch
+            values = pc.unique(table.column(column))
+            if len(values) != 1:
+                break
+            single[column] = values[0].as_py()
+        else:
+            self._buffer(tuple(single[c] for c in keys), data)
+            return
+        plain = pa.table({c: _as_type(table.column(c), self.target.schema.field(c).type) for c in keys})
+        for key in plain.group_by(keys, use_threads=False).aggregate([]).to_pylist():
+            mask = None
+            for column, value in key.items():
+                match = pc.is_null(plain.column(column)) if value is None else pc.equal(plain.column(column), value)
+                mask = match if mask is None else pc.and_(mask, match)
+            self._buffer(tuple(key[c] for c in keys), data.filter(mask))
+
+    def _buffer(self, key: tuple[Any, ...], data: pa.Table) -> None:
+        self._pending.setdefault(key, []).append(data)
+        self._pending_rows += data.num_rows
+        while self._pending_rows >= self.buffer_rows:
+            self._flush(max(self._pending, key=lambda k: sum(t.num_rows for t in self._pending[k])))
+
+    def _flush(self, key: tuple[Any, ...]) -> None:
+        data = pa.concat_tables(self._pending.pop(key)).combine_chunks()
+        self._pending_rows -= data.num_rows
+        writer, _, stats = self._file(key)
+        writer.write_table(data, row_group_size=max(data.num_rows, 1))
+        piece = _stats(data, self.target.stats_columns)
+        merged = _merge_stats(stats, piece) if stats else piece
+        stats.clear()
+        stats.update(merged)
+
+    def close(self) -> pa.Table:
+        for key in list(self._pending):
+            self._flush(key)
+        rows = []
+        for key, (writer, relative, stats) in self._open.items():
+            writer.close()
+            size = os.path.getsize(os.path.join(self.target.root, *relative.split("/")))
+            partition = dict(zip(self.target.partition_columns, map(_partition_text, key), strict=True))
+            rows.append({"path": quote(relative, safe="/="), "size": size, "rows": stats["numRecords"],
+                         "partition": json.dumps(partition), "stats": json.dumps(stats)})
+        self._open.clear()
+        return pa.Table.from_pylist(rows, schema=FILES_SCHEMA)
+
+
+def write_files(target: TableTarget, fn: ArrowFn | None = None
+                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """mapInArrow function: fn's output (the input itself without fn) written into the table's
+    directory; yields FILES_DDL rows, one per file."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        writer = FileWriter(target)
+        for out in (fn(batches) if fn is not None else batches):
+            writer.write(out)
+        yield from writer.close().to_batches()
+
+    return run
+
+
+def _file_path(target: TableTarget, relative_uri: str) -> str:
+    from libs.io.delta_log import file_path
+
+    return file_path(target.root, relative_uri)
+
+
+def discard(target: TableTarget, keep: Iterable[Any] = ()) -> int:
+    """Delete the files of this write (its write_id) that are not in `keep`: all of them after a refused
+    or failed write, those of failed task attempts after a commit. Returns how many."""
+    kept = {os.path.normpath(_file_path(target, f["path"] if isinstance(f, Mapping) else f.path)) for f in keep}
+    marker = f"-{target.write_id}-"
+    deleted = 0
+    for folder, _, names in os.walk(target.root):
+        if "_delta_log" in Path(folder).relative_to(target.root).parts:
+            continue
+        for name in names:
+            path = os.path.join(folder, name)
+            if marker in name and os.path.normpath(path) not in kept:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                    deleted += 1
+    return deleted
+
+
+def _add_action(target: TableTarget, f: Any) -> str:
+    row = f if isinstance(f, Mapping) else f.asDict()
+    mtime = int(os.path.getmtime(_file_path(target, row["path"])) * 1000)
+    return json.dumps({"add": {"path": row["path"], "partitionValues": json.loads(row["partition"]),
+                               "size": row["size"], "modificationTime": mtime, "dataChange": True,
+                               "stats": row["stats"]}})
+
+
+class _Jvm:
+    """The few Delta and Scala classes a commit needs, through the session's py4j gateway."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self.jvm = spark._jvm                                      # type: ignore[attr-defined]
+        utils = self.jvm.org.apache.spark.util.Utils
+        # Delta's classes live in Spark's class loader (spark.jars), not py4j's: load them there.
+        self.write_op = utils.classForName("org.apache.spark.sql.delta.DeltaOperations$Write", True, False)
+        action = utils.classForName("org.apache.spark.sql.delta.actions.Action$", True, False)
+        self.actions = action.getField("MODULE$").get(None)
+
+    def seq(self, items: Iterable[Any]) -> Any:
+        values = self.jvm.java.util.ArrayList()
+        for item in items:
+            values.add(item)
+        return self.jvm.scala.jdk.javaapi.CollectionConverters.asScala(values).toList()
+
+    def metrics(self, values: Mapping[str, int]) -> Any:
+        """Delta's operation metrics (commitInfo.operationMetrics, as its own writer records them)."""
+        context = self.spark._jsparkSession.sparkContext()          # type: ignore[attr-defined]
+        metrics = self.jvm.java.util.HashMap()
+        for name, value in values.items():
+            metric = self.jvm.org.apache.spark.sql.execution.metric.SQLMetrics.createMetric(context, name)
+            metric.set(int(value))
+            metrics.put(name, metric)
+        scala_map = getattr(self.jvm.scala.collection.immutable, "Map$")
+        build = getattr(getattr(scala_map, "MODULE$"), "from")        # Map.from: `from` is a Python keyword
+        return build(self.jvm.scala.jdk.javaapi.CollectionConverters.asScala(metrics))
+
+    def operation(self, partitions: tuple[str, ...], predicate: str) -> Any:
+        """DeltaOperations.Write(Overwrite, partitionBy, predicate): what replaceWhere records."""
+        option = self.jvm.scala.Option
+        args = self.spark.sparkContext._gateway.new_array(self.jvm.java.lang.Object, 9)  # type: ignore[union-attr]
+        args[0] = self.jvm.org.apache.spark.sql.SaveMode.Overwrite
+        args[1] = option.apply(self.seq(partitions))
+        args[2] = option.apply(predicate)
+        for i in range(3, 9):                                      # userMetadata and later: unset
+            args[i] = option.empty()
+        (constructor,) = self.write_op.getConstructors()
+        return constructor.newInstance(args)
+
+
+def _uniform(path: str, where: Mapping[str, Any]) -> bool | None:
+    """From the Parquet footer: True when every row of the file has column = value for each item of
+    `where`, False when none has, None when it cannot tell (mixed rows, or no statistics)."""
+    meta = pq.ParquetFile(path).metadata
+    if meta.num_rows == 0:
+        return False
+    index = {meta.schema.column(i).name: i for i in range(meta.num_columns)}
+    verdicts = set()
+    for g in range(meta.num_row_groups):
+        group: bool | None = True
+        for column, value in where.items():
+            stats = meta.row_group(g).column(index[column]).statistics
+            if stats is None or not stats.has_min_max:
+                return None
+            if value < stats.min or value > stats.max:
+                group = False                          # no row of this group matches every term
+                break
+            if not (stats.min == value == stats.max and stats.null_count == 0):
+                group = None
+        if group is None:
+            return None
+        verdicts.add(group)
+    return verdicts.pop() if len(verdicts) == 1 else None
+
+
+def _rewrite_without(target: TableTarget, add: dict[str, Any], where: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A new file holding the rows of a mixed file that the replace keeps (rows where some `where`
+    column differs or is null); its FILES_DDL row, or None when no row is kept."""
+    from libs.io.task_parquet import task_file_name
+
+    table = pq.read_table(_file_path(target, add["path"]))
+    match = None
+    for column, value in where.items():
+        equal = pc.fill_null(pc.equal(table.column(column), value), False)
+        match = equal if match is None else pc.and_(match, equal)
+    kept = table.filter(pc.invert(match))
+    if not kept.num_rows:
+        return None
+    relative = "/".join([*add["path"].split("/")[:-1], quote(task_file_name(target.write_id))])
+    pq.write_table(kept, _file_path(target, relative), compression="snappy")
+    return {"path": relative, "size": os.path.getsize(_file_path(target, relative)), "rows": kept.num_rows,
+            "partition": json.dumps(add["partitionValues"]), "stats": json.dumps(_stats(kept, target.stats_columns))}
+
+
+def _files_matching(spark: SparkSession, jvm: _Jvm, txn: Any, where: Mapping[str, Any],
+                    partition_columns: tuple[str, ...]) -> list[tuple[Any, dict[str, Any]]]:
+    """The files of the transaction's snapshot that may hold rows matching `where` (JVM AddFile, its
+    JSON), recorded as read by the transaction for Delta's conflict checks.
+
+    Small tables: from the file list the last commit keeps in its checksum (allFilesInCrc, libs.io.session),
+    filtered here on partition values; the same read predicates and files are recorded as
+    txn.filterFiles records. Otherwise txn.filterFiles, which rebuilds the table state with a Spark
+    job (0.5-1 s even for a table of a few files)."""
+    from libs.io.tables import sql_literal
+
+    parser = spark._jsparkSession.sessionState().sqlParser()
+    terms = [parser.parseExpression(f"{column} = {sql_literal(value)}") for column, value in where.items()]
+    checksum = txn.snapshot().checksumOpt()
+    listed = checksum.get().allFiles() if checksum.isDefined() else None
+    if listed is None or not listed.isDefined():
+        found = txn.filterFiles(jvm.seq(terms), False)
+        out = []
+        it = found.iterator()
+        while it.hasNext():
+            f = it.next()
+            out.append((f, json.loads(f.json())["add"]))
+        return out
+    wanted = {c: _partition_text(v) for c, v in where.items() if c in partition_columns}
+    out = []
+    it = listed.get().iterator()
+    while it.hasNext():
+        f = it.next()
+        add = json.loads(f.json())["add"]
+        if all(add["partitionValues"].get(c) == v for c, v in wanted.items()):
+            out.append((f, add))
+    txn.trackReadPredicates(jvm.seq(terms), False, True)
+    txn.trackFilesRead(jvm.seq([f for f, _ in out]))
+    return out
+
+
+def commit_replace(spark: SparkSession, target: TableTarget, where: Mapping[str, Any], files: Iterable[Any]) -> int:
+    """One Delta commit: remove the table's rows where column = value for every item of `where`, add
+    `files` (FILES_DDL rows). Files in partitions outside `where` are not read; a file whose footer
+    shows every row matches is removed, one with some matching rows is rewritten without them (only
+    files another writer made can be mixed: the rows written here carry the `where` values). Retried
+    when a concurrent commit wins the race (the removals are recomputed). Returns the new version; on
+    failure every file of this write is deleted."""
+    from libs.io.tables import sql_literal, with_commit_retry
+
+    files = list(files)
+    columns = [f.name for f in target.schema]
+    unknown = sorted(set(where) - set(columns))
+    if not where or unknown:
+        raise ValueError(f"replace of {target.name}: the predicate needs columns of the table, got {sorted(where)}")
+    if not target.write_id:
+        raise ValueError(f"replace of {target.name}: the target has no write id (use target.for_write())")
+    predicate = " AND ".join(f"{column} = {sql_literal(value)}" for column, value in where.items())
+    data_where = {c: v for c, v in where.items() if c not in target.partition_columns}
+    jvm = _Jvm(spark)
+    adds = [_add_action(target, f) for f in files]
+    version: list[int] = []
+    rewritten: list[dict[str, Any]] = []
+
+    def attempt() -> None:
+        delta_log = jvm.jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, target.root)
+        txn = delta_log.startTransaction()
+        actions, rewritten[:] = [], []
+        removed_bytes = 0
+        removed = 0
+        for f, add in _files_matching(spark, jvm, txn, where, target.partition_columns):
+            if data_where:
+                uniform = _uniform(_file_path(target, add["path"]), data_where)
+                if uniform is False:
+                    continue                           # Delta's statistics could not exclude it; the footer does
+                if uniform is None and (kept := _rewrite_without(target, add, data_where)) is not None:
+                    rewritten.append(kept)
+                    actions.append(jvm.actions.fromJson(_add_action(target, kept)))
+            actions.append(f.remove())
+            removed += 1
+            removed_bytes += int(add.get("size") or 0)
+        actions += [jvm.actions.fromJson(a) for a in adds]
+        # What Delta's replaceWhere records: the new rows (kept rows of a rewritten file not counted).
+        txn.registerSQLMetrics(spark._jsparkSession, jvm.metrics({
+            "numFiles": len(files), "numOutputRows": sum(int(f["rows"]) for f in files),
+            "numOutputBytes": sum(int(f["size"]) for f in files), "numRemovedFiles": removed,
+            "numRemovedBytes": removed_bytes}))
+        version.append(txn.commit(jvm.seq(actions), jvm.operation(target.partition_columns, predicate)))
+
+    try:
+        with_commit_retry(attempt, f"replace {target.name} where {predicate}")
+    except BaseException:
+        discard(target)
+        raise
+    if stray := discard(target, keep=files + rewritten):
+        log.info("%s: deleted %d file(s) of failed task attempts", target.name, stray)
+    return version[-1]
+
+
+def replace_by_tasks(spark: SparkSession, target: TableTarget, where: Mapping[str, Any], frame: DataFrame,
+                     fn: ArrowFn | None = None) -> int:
+    """Run frame.mapInArrow with every task writing fn's output (frame's rows without fn) into the
+    table, then commit_replace; nothing is committed, and the written files are deleted, if any of it
+    fails. Returns the new version."""
+    target = target.for_write()
+    try:
+        files = frame.mapInArrow(write_files(target, fn), FILES_DDL).collect()
+    except BaseException:
+        discard(target)
+        raise
+    return commit_replace(spark, target, where, files)
+
+
+def replace_from_driver(spark: SparkSession, target: TableTarget, where: Mapping[str, Any], rows: pa.Table) -> int:
+    """commit_replace of a few rows the driver holds, written by the driver itself (no Spark job).
+    The `where` values are stamped on every row."""
+    target = target.for_write()
+    for column, value in where.items():
+        rows = rows.drop_columns([column]) if column in rows.column_names else rows
+        rows = rows.append_column(column, pa.array([value] * rows.num_rows, target.schema.field(column).type))
+    writer = FileWriter(target)
+    try:
+        writer.write(rows)
+        files = writer.close().to_pylist()
+    except BaseException:
+        discard(target)
+        raise
+    return commit_replace(spark, target, where, files)
+
+
+SIDE = "_side"     # the table name under which write_tables_by_tasks's fn returns small rows to the driver
+
+
+@dataclass
+class PendingWrite:
+    """Files tasks wrote into several tables, not committed: invisible to every reader until commit(),
+    deleted by discard(). `side` holds the rows fn returned under the name SIDE (as dicts)."""
+
+    replaces: Mapping[str, tuple[TableTarget, Mapping[str, Any]]]   # name -> (target with its write id, where)
+    files: list[Any]
+    side: list[dict[str, Any]]
+    done: bool = False
+
+    def commit(self, spark: SparkSession) -> dict[str, int]:
+        """One replace commit per table, in the order of `replaces`. Returns name -> new version."""
+        versions: dict[str, int] = {}
+        try:
+            for name, (target, where) in self.replaces.items():
+                versions[name] = commit_replace(spark, target, where, [f for f in self.files if f.table == name])
+        except BaseException:
+            for name, (target, _) in self.replaces.items():
+                if name not in versions:
+                    discard(target)
+            raise
+        finally:
+            self.done = True
+        return versions
+
+    def discard(self) -> None:
+        if not self.done:
+            for target, _ in self.replaces.values():
+                discard(target)
+            self.done = True
+
+
+def write_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[TableTarget, Mapping[str, Any]]],
+                          frame: DataFrame, fn: Callable[[Iterator[pa.RecordBatch]], Iterable[tuple[str, pa.Table]]]
+                          ) -> PendingWrite:
+    """Several tables from one pass, not committed yet: fn yields (table name, rows) pairs, or (SIDE, rows)
+    for small rows the driver gets back; every task writes each table's rows into that table. If the
+    pass fails, its files are deleted."""
+    targets = {name: target.for_write() for name, (target, _) in replaces.items()}
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        writers = {name: FileWriter(target) for name, target in targets.items()}
+        side: list[str] = []
+        for name, rows in fn(batches):
+            if name == SIDE:
+                side += [json.dumps(r) for r in rows.to_pylist()]
+            else:
+                writers[name].write(rows)
+        for name, writer in writers.items():
+            done = writer.close()
+            yield from done.add_column(0, "table", pa.array([name] * done.num_rows, pa.string())).to_batches()
+        if side:
+            yield pa.RecordBatch.from_pydict({"table": [SIDE] * len(side), "path": [None] * len(side),
+                                              "size": [None] * len(side), "rows": [None] * len(side),
+                                              "partition": [None] * len(side), "stats": side},
+                                             schema=FILES_SCHEMA.insert(0, pa.field("table", pa.string())))
+
+    try:
+        written = frame.mapInArrow(run, f"table string, {FILES_DDL}").collect()
+    except BaseException:
+        for target in targets.values():
+            discard(target)
+        raise
+    return PendingWrite({name: (targets[name], where) for name, (_, where) in replaces.items()},
+                        [f for f in written if f.table != SIDE],
+                        [json.loads(f.stats) for f in written if f.table == SIDE])
+
+
+def replace_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[TableTarget, Mapping[str, Any]]],
+                            frame: DataFrame, fn: Callable[[Iterator[pa.RecordBatch]], Iterable[tuple[str, pa.Table]]]
+                            ) -> dict[str, int]:
+    """write_tables_by_tasks, then one replace commit per table, in the order of `replaces` (name ->
+    (target, where)). Nothing is committed if the pass fails. Returns name -> new version."""
+    return write_tables_by_tasks(spark, replaces, frame, fn).commit(spark)
+
+
+__all__ = ["FILES_DDL", "SIDE", "FileWriter", "PendingWrite", "TableTarget", "commit_replace", "discard",
+           "replace_by_tasks", "replace_from_driver", "replace_tables_by_tasks", "table_target", "write_files",
+           "write_tables_by_tasks"]

@@ -1,0 +1,260 @@
+"""The one place SparkSessions are built: local or cluster master, Delta Lake, warehouse, UTC."""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MASTER = "local[*]"
+DEFAULT_WAREHOUSE = "warehouse"
+DEFAULT_DRIVER_HOST = "127.0.0.1"
+# Set to "false" in a session built with catalog "none" (libs.io.tables.ensure_table names no table there).
+NAMES_CONF = "spark.blockheat.tableNames"
+# Delta Lake's SQL extension and catalog (with its jars, see delta_builder).
+DELTA_CONF = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+              "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    """Where Spark runs and where the tables live. from_env() reads the two documented variables."""
+
+    master: str = DEFAULT_MASTER
+    warehouse: Path = Path(DEFAULT_WAREHOUSE)
+    app_name: str = "blockheat"
+    extra: dict[str, str] = field(default_factory=dict)
+    # "in-memory": tables registered by name for this session only; "hive": the persistent metastore under the
+    # warehouse (libs.io.catalog), for the SQL entry points; "none": tables by path only (the jobs, from_env: a
+    # name costs a Delta snapshot of its table, seconds of a job's start for tables the job never names).
+    catalog: str = "in-memory"
+    # The address the driver binds to and executors connect back to: loopback for local mode and a cluster on
+    # this machine; a reachable address for one on other machines; "auto" leaves it to Spark (spark-submit's
+    # settings, or the driver pod's address on Kubernetes).
+    driver_host: str = DEFAULT_DRIVER_HOST
+
+    @classmethod
+    def from_env(cls, app_name: str = "blockheat", short_driver: bool = True, **extra: str) -> SparkConfig:
+        """BLOCKHEAT_SPARK_MASTER (default local[*], or under spark-submit its --master),
+        BLOCKHEAT_WAREHOUSE (default ./warehouse) and BLOCKHEAT_DRIVER_HOST (default 127.0.0.1)."""
+        from libs.io.jvm import SHORT_JOB_OPTIONS
+
+        master = os.environ.get("BLOCKHEAT_SPARK_MASTER", default_master())
+        # A job's driver on a cluster plans, schedules and commits; the executors do the work. The JIT's first tier
+        # and the serial GC start it sooner and leave the CPU to them: ingest + extent heat of 100 M requests on
+        # 2 workers sharing this 2-core machine, 162 -> 135 s (docs/BENCHMARKS.md). In local mode the driver's
+        # JVM is the executor too, and keeps the defaults; so do long-lived drivers (short_driver=False: the SQL
+        # server and shell, where the driver plans every query).
+        driver = {} if not short_driver or not master or master.startswith("local") else \
+            {"spark.driver.extraJavaOptions": " ".join(SHORT_JOB_OPTIONS)}
+        return cls(
+            catalog="none",
+            master=master,
+            warehouse=Path(os.environ.get("BLOCKHEAT_WAREHOUSE", DEFAULT_WAREHOUSE)).resolve(),
+            app_name=app_name,
+            extra={**driver, **extra},
+            driver_host=os.environ.get("BLOCKHEAT_DRIVER_HOST", DEFAULT_DRIVER_HOST),
+        )
+
+
+def default_master() -> str:
+    """local[*]; "" (keep the master spark-submit was given) when spark-submit started the driver's JVM,
+    which pyspark tells by PYSPARK_GATEWAY_PORT: a master set on the builder would override --master."""
+    return "" if "PYSPARK_GATEWAY_PORT" in os.environ else DEFAULT_MASTER
+
+
+def delta_builder(builder: SparkSession.Builder, jars: list[str] | None = None) -> SparkSession.Builder:
+    """Add Delta Lake's SQL extension and catalog, and its jars: the given local jar paths, or
+    resolved from Maven (fetched on first use) when there are none."""
+    from delta import configure_spark_with_delta_pip
+
+    for key, value in DELTA_CONF.items():
+        builder = builder.config(key, value)
+    if jars:
+        return builder.config("spark.jars", ",".join(jars))
+    return configure_spark_with_delta_pip(builder)
+
+
+def _jar_list_file() -> Path:
+    from importlib.metadata import version
+
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return cache / "blockheat" / f"delta-spark-{version('delta-spark')}-jars.txt"
+
+
+def _artifact(jar_name: str, resolved: bool = False) -> str:
+    """A jar's artifact name: hadoop-client-api from Spark's hadoop-client-api-3.5.0.jar, or (`resolved`) from
+    org.apache.hadoop_hadoop-client-api-3.4.2.jar, as Spark's Maven resolver names its jars
+    (<organisation>_<artifact>-<revision>.jar)."""
+    return re.sub(r"-\d[\w.\-]*\.jar$", "", jar_name.split("_", 1)[-1] if resolved else jar_name)
+
+
+def spark_artifacts() -> set[str]:
+    """The artifacts of the jars Spark itself ships (SPARK_HOME's, else pyspark's jars/)."""
+    import pyspark
+
+    home = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
+    return {_artifact(p.name) for p in (home / "jars").glob("*.jar")}
+
+
+def without_spark_copies(jars: list[str], shipped: set[str]) -> list[str]:
+    """`jars` without the libraries Spark ships itself. Maven resolves delta-spark with its whole dependency
+    tree: 70 of its 86 MB are older copies of Spark's own libraries (hadoop-client 30 + 19 MB, zstd, parquet,
+    jackson, log4j). Spark's class loaders look in Spark's jars first, so the copies are never used, but
+    every executor fetched and copied them as it started."""
+    return [j for j in jars if _artifact(Path(urlparse(j).path).name, resolved=True) not in shipped]
+
+
+def cached_delta_jars() -> list[str] | None:
+    """The Delta jars resolved by an earlier session, if every one of them is still on disk (without the
+    libraries Spark ships)."""
+    listing = _jar_list_file()
+    if not listing.is_file():
+        return None
+    jars = [line.strip() for line in listing.read_text().splitlines() if line.strip()]
+    if not jars or not all(Path(urlparse(j).path).is_file() for j in jars):
+        return None
+    return without_spark_copies(jars, spark_artifacts())
+
+
+def remember_delta_jars(spark: SparkSession) -> None:
+    """Keep the jar paths Spark resolved from Maven, so later sessions skip the resolver (and its
+    hundred lines of output on every start)."""
+    jars = [j for j in spark.sparkContext.getConf().get("spark.jars", "").split(",") if j]
+    if any("delta-spark" in j for j in jars):
+        listing = _jar_list_file()
+        listing.parent.mkdir(parents=True, exist_ok=True)
+        partial = listing.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text("\n".join(jars) + "\n")
+        partial.replace(listing)  # atomic: a concurrent start reads the old list or the new one
+
+
+def session_conf(cfg: SparkConfig) -> dict[str, str]:
+    """Every setting build_session gives a session for `cfg` (`blockheat sql-shell` passes them to spark-sql)."""
+    from libs.io.jvm import JAVA_OPTION_KEYS, archive_options, merge_java_options
+
+    python = os.environ.get("PYSPARK_PYTHON", sys.executable)
+    archive = " ".join(archive_options())      # the environment's class archive (libs.io.jvm), if made
+    # BLOCKHEAT_JAVA_OPTIONS: extra driver JVM flags for this process (e.g. libs.io.jvm.SHORT_JOB_OPTIONS).
+    driver_java = merge_java_options(f"-Dderby.system.home={cfg.warehouse}", archive,
+                                     os.environ.get("BLOCKHEAT_JAVA_OPTIONS"))
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.warehouse.dir": str(cfg.warehouse),
+        "spark.driver.extraJavaOptions": driver_java,
+        "spark.pyspark.python": python,
+        # Python workers import pyspark from its installed package, not the source zip Spark puts first on their
+        # path (libs.io.spark_daemon: ~2.7 s less per new worker on Python 3.11).
+        "spark.python.daemon.module": "libs.io.spark_daemon",
+        "spark.sql.shuffle.partitions": "8",
+        # Scans split into pieces of at most 32 MB (default 128): a 10 M-request table (195 MB) is ~8 tasks, not 3,
+        # so two cores or workers share a stage evenly (extent heat of 10 M: 51 -> 46 s in local[2], one run).
+        "spark.sql.files.maxPartitionBytes": "32m",
+        # and a large shuffle is read by up to the 8 partitions above, not coalesced into 64 MB ones: extent heat's
+        # final aggregation of 100 M requests ran as 3 tasks, 12 s on one worker and 11 s on two.
+        "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16m",
+        # Our aggregations are mostly per extent, block or edge (10^5-10^7 groups a task): the small
+        # first-level hash map only misses there before every row goes on to the main one (extent heat,
+        # 5 M requests: 2.7 s against 3.2 s; docs/BENCHMARKS.md).
+        "spark.sql.codegen.aggregate.map.twolevel.enabled": "false",
+        "spark.driver.memory": "4g",
+        # Delta: keep schema strict, and let replaceWhere use arbitrary predicates on partitions.
+        "spark.databricks.delta.schema.autoMerge.enabled": "false",
+        # Delta rebuilds table state with this many tasks on every read (default 50): far too many
+        # for the small logs of a local warehouse, where it dominated small ingests.
+        "spark.databricks.delta.snapshotPartitions": "4",
+        # Each commit's checksum file also lists the table's files (small tables only): libs.io.delta_files
+        # finds the files a replace removes there instead of rebuilding the state with a Spark job.
+        "spark.databricks.delta.allFilesInCrc.enabled": "true",
+        # replaceWhere writes made outside libs.io.delta_files (spark-sql users) skip Delta's per-row re-check.
+        "spark.databricks.delta.replaceWhere.constraintCheck.enabled": "false",
+    }
+    if cfg.driver_host != "auto":
+        conf.update(dict.fromkeys(("spark.ui.host", "spark.driver.host", "spark.driver.bindAddress"), cfg.driver_host))
+    if cfg.catalog == "hive":
+        from libs.io.catalog import hive_conf
+
+        conf.update(hive_conf(cfg.warehouse))
+    elif cfg.catalog not in ("in-memory", "none"):
+        raise ValueError(f"catalog must be 'in-memory', 'hive' or 'none', got {cfg.catalog!r}")
+    if archive:
+        conf["spark.executor.extraJavaOptions"] = archive
+    for key, value in cfg.extra.items():        # java options add to ours; any other setting replaces
+        conf[key] = merge_java_options(conf.get(key), value) if key in JAVA_OPTION_KEYS else value
+    return conf
+
+
+def _usable_catalog(cfg: SparkConfig) -> SparkConfig:
+    """`cfg`, or `cfg` with the in-memory catalog when a session already runs in this process (getOrCreate
+    reuses it, with the catalog it started with, and its tables keep getting names) or when `cfg` asks for the
+    metastore and another process has it open."""
+    from pyspark.sql import SparkSession
+
+    from libs.io.catalog import metastore_in_use, metastore_path
+
+    if SparkSession.getActiveSession() is not None:
+        return replace(cfg, catalog="in-memory")
+    if cfg.catalog != "hive":
+        return cfg
+    if metastore_in_use(cfg.warehouse):
+        log.warning("metastore %s is in use by another process (blockheat serve-sql?): tables are registered "
+                    "for this session only; views saved in the metastore are not visible",
+                    metastore_path(cfg.warehouse))
+        return replace(cfg, catalog="in-memory")
+    return cfg
+
+
+def build_session(cfg: SparkConfig) -> SparkSession:
+    """Build (or reuse) the session for `cfg` and register every existing table by name (in the metastore
+    with catalog "hive", see libs.io.catalog)."""
+    from pyspark.sql import SparkSession
+
+    from libs.io.catalog import sync_catalog
+    from libs.io.tables import register_tables
+
+    # Python workers must run this interpreter: the system python3 has no pyarrow/pandas, and
+    # mapInArrow then fails with "No module named pyarrow".
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if cfg.driver_host != "auto":  # bind there (loopback by default), never to every interface
+        os.environ.setdefault("SPARK_LOCAL_IP", cfg.driver_host)
+    cfg.warehouse.mkdir(parents=True, exist_ok=True)
+    cfg = _usable_catalog(cfg)
+    builder = SparkSession.builder.appName(cfg.app_name)
+    if cfg.master:  # "": the JVM's own master (spark-submit --master), see default_master
+        builder = builder.master(cfg.master)
+    for key, value in session_conf(cfg).items():
+        builder = builder.config(key, value)
+    jars = cached_delta_jars()
+    spark = delta_builder(builder, jars).getOrCreate()
+    if not jars:
+        remember_delta_jars(spark)
+    spark.sparkContext.setLogLevel("ERROR")
+    if session_catalog(spark) == "hive":
+        sync_catalog(spark, cfg.warehouse)
+    elif cfg.catalog == "none":
+        spark.conf.set(NAMES_CONF, "false")
+    else:
+        register_tables(spark, cfg.warehouse)
+    log.info("spark %s master=%s warehouse=%s", spark.version, spark.sparkContext.master, cfg.warehouse)
+    return spark
+
+
+def registers_names(spark: SparkSession) -> bool:
+    """Whether tables this session creates get a name (not in a session built with catalog "none")."""
+    return spark.conf.get(NAMES_CONF, "true") != "false"
+
+
+def session_catalog(spark: SparkSession) -> str:
+    """The catalog the running session really has ("hive" or "in-memory"), fixed when its context started."""
+    return str(spark.sparkContext.getConf().get("spark.sql.catalogImplementation", "in-memory"))

@@ -1,0 +1,76 @@
+"""The blockheat command: summary output, catalog, SQL by table name, one-line errors."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jobs.cli.main import main
+
+AGREE = Path(__file__).parents[2] / "data" / "agree"
+
+
+def test_ingest_prints_per_device_summary(spark, capsys):
+    assert main(["ingest", "--format", "msr", "--trace-id", "cli-msr",
+                 str(AGREE / "msr_fix_0.csv"), str(AGREE / "msr_fix_1.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "ingested trace cli-msr (msr): 6 records read, 6 requests, 0 rejected" in out
+    assert "trace start: 2007-02-22T17:00:00+00:00 (filetime timestamp of the first record)" in out
+    lines = [line.split() for line in out.splitlines()]
+    assert ["fix_0", "4", "2", "2", str(4096 + 8192 + 65536 + 4096), "0", "2", "2.000", "s"] in lines
+    assert ["fix_1", "2", "1", "1", str(512 + 4096), "0.001", "1.25", "1.249", "s"] in lines
+
+
+def test_sql_json_over_tables_by_name(spark, capsys):
+    main(["ingest", "--format", "spc", "--trace-id", "cli-spc", str(AGREE / "spc.csv")])
+    capsys.readouterr()
+    assert main(["sql", "--json", "SELECT device, count(*) AS n, sum(size_bytes) AS bytes FROM requests "
+                 "WHERE trace_id = 'cli-spc' GROUP BY device ORDER BY device"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows == [{"device": "0", "n": 4, "bytes": 4096 + 8192 + 65536 + 4096},
+                    {"device": "1", "n": 2, "bytes": 512 + 4096}]
+
+
+def test_traces_lists_the_catalog(spark, capsys):
+    main(["ingest", "--format", "spc", "--trace-id", "cli-list", str(AGREE / "spc.csv")])
+    capsys.readouterr()
+    assert main(["traces", "--json"]) == 0
+    rows = {r["trace_id"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert rows["cli-list"]["format"] == "spc"
+    assert (rows["cli-list"]["records_read"], rows["cli-list"]["devices"]) == (6, 2)
+
+
+@pytest.mark.parametrize(("argv", "code", "message"), [
+    (["ingest", "--format", "msr", "--trace-id", "x", "/no/such/file.csv"], 1,
+     "blockheat: error: /no/such/file.csv: no such file\n"),
+    (["ingest", "--format", "msr", "--trace-id", "bad id!", str(AGREE / "spc.csv")], 1,
+     "blockheat: error: invalid trace id 'bad id!': use 1-128 letters, digits and _ . : - "
+     "(starting with a letter or digit)\n"),
+    (["sql", "SELECT * FROM no_such_table"], 1, None),
+    (["ingest", "--format", "csv", "--trace-id", "x", "--csv-columns", "ts=0,when=1", "f.csv"], 2,
+     "blockheat: error: --csv-columns item 'when=1': expected FIELD=INDEX with FIELD one of "
+     "ts, device, op, offset, size, response, queue and INDEX a 0-based column number\n"),
+])
+def test_errors_are_one_line_with_nonzero_exit(spark, capsys, argv, code, message):
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    error_lines = [line for line in err.splitlines() if line.startswith("blockheat: error:")]
+    assert len(error_lines) == 1
+    assert "Traceback" not in err
+    assert "\tat " not in err
+    if message is not None:
+        assert error_lines[0] + "\n" == message
+    else:
+        assert "TABLE_OR_VIEW_NOT_FOUND" in error_lines[0]
+        assert "no_such_table" in error_lines[0]
+
+
+def test_custom_csv_layout_from_command_line(spark, capsys):
+    argv = ["ingest", "--format", "csv", "--trace-id", "cli-csv", "--csv-columns",
+            "ts=0,device=1,op=2,offset=3,size=4,response=5", "--csv-delimiter", ";",
+            "--csv-ts-unit", "s", "--csv-offset-unit", "sectors", "--csv-response-unit", "ms",
+            "--csv-read-ops", "read", "--csv-write-ops", "write", "--csv-skip-header", "1",
+            str(AGREE / "custom.csv")]
+    assert main(argv) == 0
+    assert "7 records read, 6 requests, 1 rejected" in capsys.readouterr().out

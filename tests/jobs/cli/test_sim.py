@@ -1,0 +1,46 @@
+"""`blockheat sim validate` and `blockheat sim specs` (no Spark involved)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jobs.cli.main import EXIT_USAGE, main
+from tests.sim import pins
+from tests.sim.conftest import C2247A_TRACE, HPLAJW_TRACE
+
+
+def test_validate_json_prints_one_object_and_draws_the_cdfs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plot = tmp_path / "cdf.png"
+    assert main(["sim", "validate", "--spec", "hp_c2247a", "--trace", str(C2247A_TRACE), "--json",
+                 "--plot", str(plot)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"}
+    assert out["requests"] == 9999
+    assert out["measured_mean_ms"] == pytest.approx(15.2982)
+    assert out["simulated_mean_ms"] == pytest.approx(pins.C2247A["simulated_mean_ms"], abs=0.02)
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_validate_table_for_an_srt_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "validate", "--trace", str(HPLAJW_TRACE), "--plot", "none"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["device", "requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"]
+    assert [line.split()[:2] for line in lines[2:]] == [["0", "42252"], ["1", "2267"]]
+
+
+def test_validate_spec_file_and_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "validate", "--trace", str(C2247A_TRACE), "--plot", "none"]) == EXIT_USAGE
+    assert "--spec is required" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "x"}')
+    assert main(["sim", "validate", "--spec", str(bad), "--trace", str(C2247A_TRACE)]) == EXIT_USAGE
+    assert "missing required key 'sector_size'" in capsys.readouterr().err
+
+
+def test_specs_lists_the_shipped_disks(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "specs", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["spec"] for r in rows][:2] == ["hp_c2247a", "hp_335h"]
+    assert rows[0]["capacity_gb"] == pytest.approx(2_054_864 * 512 / 1e9, abs=1e-3)

@@ -1,0 +1,113 @@
+"""Catalog and cluster settings without a JVM: where the metastore lives, how a held one is detected, the
+driver's address, the jars on the driver's class path, the spark-sql command line, and the SQL commands'
+usage errors. (The real metastore, Thrift server and clients: test_sql_catalog.py.)"""
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from jobs.sql_server import ServeConfig
+from libs.io.catalog import driver_class_path, metastore_in_use
+from jobs.cli.main import main
+from jobs.cli.sql import spark_sql_command
+from libs.io.session import SparkConfig, session_conf
+
+DRIVER_KEYS = ("spark.ui.host", "spark.driver.host", "spark.driver.bindAddress")
+
+
+def test_driver_binds_to_loopback_unless_told_otherwise(monkeypatch, tmp_path):
+    monkeypatch.delenv("BLOCKHEAT_DRIVER_HOST", raising=False)
+    conf = session_conf(SparkConfig.from_env("x"))
+    assert [conf[k] for k in DRIVER_KEYS] == ["127.0.0.1"] * 3
+    monkeypatch.setenv("BLOCKHEAT_DRIVER_HOST", "10.1.2.3")
+    conf = session_conf(SparkConfig.from_env("x"))
+    assert [conf[k] for k in DRIVER_KEYS] == ["10.1.2.3"] * 3
+    monkeypatch.setenv("BLOCKHEAT_DRIVER_HOST", "auto")           # Spark's (or Kubernetes') own choice
+    assert not set(DRIVER_KEYS) & set(session_conf(SparkConfig.from_env("x")))
+
+
+def test_hive_catalog_settings_name_the_warehouse_metastore(tmp_path):
+    cfg = SparkConfig(warehouse=tmp_path / "wh", catalog="hive")
+    conf = session_conf(cfg)
+    assert conf["spark.sql.catalogImplementation"] == "hive"
+    assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"] == \
+        f"jdbc:derby:;databaseName={tmp_path / 'wh' / 'metastore_db'};create=true"
+    assert "spark.sql.catalogImplementation" not in session_conf(replace(cfg, catalog="in-memory"))
+    with pytest.raises(ValueError, match="catalog must be 'in-memory', 'hive' or 'none', got 'derby'"):
+        session_conf(replace(cfg, catalog="derby"))
+
+
+HOLD_LOCK = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX)      # what Derby's FileChannel.tryLock takes on a booted database
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_metastore_in_use_while_another_process_holds_derbys_lock(tmp_path):
+    assert not metastore_in_use(tmp_path)                       # no metastore yet
+    lock = tmp_path / "metastore_db" / "dbex.lck"
+    lock.parent.mkdir()
+    lock.write_bytes(b"")
+    assert not metastore_in_use(tmp_path)                       # left behind by a JVM that exited
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        assert metastore_in_use(tmp_path)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert not metastore_in_use(tmp_path)
+
+
+JARS = ["file:///c/io.delta_delta-spark_4.2_2.13-4.4.0.jar", "file:///c/com.fasterxml.jackson.core_jackson-core-2.13.5.jar",
+        "file:///c/io.unitycatalog_unitycatalog-client-0.6.0.jar", "/c/io.delta_delta-storage-4.4.0.jar"]
+
+
+def test_driver_class_path_has_the_delta_jars_only():
+    # Delta's older jackson, parquet and hadoop would shadow Spark's own on the system class path.
+    assert driver_class_path(JARS) == ("/c/io.delta_delta-spark_4.2_2.13-4.4.0.jar:"
+                                       "/c/io.unitycatalog_unitycatalog-client-0.6.0.jar:/c/io.delta_delta-storage-4.4.0.jar")
+
+
+def test_spark_sql_command_carries_the_session_settings(tmp_path):
+    cfg = SparkConfig(master="local[1]", warehouse=tmp_path, app_name="shell", catalog="hive")
+    cmd = spark_sql_command(cfg, JARS, tmp_path / "init.sql", ["-e", "SELECT 1"])
+    assert Path(cmd[0]).name == "spark-sql"
+    assert cmd[1:5] == ["--name", "shell", "--master", "local[1]"]
+    assert cmd[-4:] == ["-i", str(tmp_path / "init.sql"), "-e", "SELECT 1"]
+    confs = dict(c.split("=", 1) for c in cmd[6:-4:2])
+    assert cmd[5:-4:2] == ["--conf"] * len(confs)
+    assert confs == {**session_conf(cfg), "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+                     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+                     "spark.jars": ",".join(JARS), "spark.driver.extraClassPath": driver_class_path(JARS)}
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["sql-shell", "SELECT 1"], "unexpected 'SELECT 1': spark-sql arguments go after --"),
+    (["sql-shell", "-f", "/no/such.sql"], "-f /no/such.sql: no such file"),
+    (["serve-sql", "--port", "0"], "port must be 1-65535, got 0"),
+    (["serve-sql", "--refresh", "0"], "refresh must be > 0 seconds, got 0"),
+])
+def test_sql_command_usage_errors(capsys, argv, message):
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"blockheat: error: {message}\n"
+
+
+def test_serve_sql_refuses_a_port_in_use(capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve-sql", "--port", str(port)]) == 1
+    assert capsys.readouterr().err == \
+        f"blockheat: error: port {port} on 127.0.0.1 is in use (Address already in use); pick another with --port\n"
+    assert ServeConfig(port).url == f"jdbc:hive2://127.0.0.1:{port}"

@@ -1,0 +1,82 @@
+"""libs.io.jvm: the environment's JVM class archive reaches every Spark JVM blockheat starts, and a JVM really
+maps it (with -Xshare:on a JVM that cannot use the archive refuses to start)."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import libs.io.jvm as J
+from libs import nightly as N
+from libs.io.session import SparkConfig, session_conf
+from tests.builders import python_child
+
+
+def test_merge_keeps_order_and_drops_repeats():
+    assert J.merge_java_options("-Da=1 -Xshare:auto", None, "", "-Da=1 -XX:+UseSerialGC") == \
+        "-Da=1 -Xshare:auto -XX:+UseSerialGC"
+
+
+@pytest.fixture
+def env_with_archive(tmp_path, monkeypatch):
+    """This interpreter's environment moved to tmp_path, with an (empty) archive file in it."""
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
+    path = J.archive_path()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"")
+    return path
+
+
+def test_session_conf_without_an_archive(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "no-venv"))
+    conf = session_conf(SparkConfig(master="local[2]", warehouse=tmp_path / "wh",
+                                    extra={"spark.driver.extraJavaOptions": "-XX:+UseSerialGC"}))
+    assert conf["spark.driver.extraJavaOptions"] == f"-Dderby.system.home={tmp_path / 'wh'} -XX:+UseSerialGC"
+    assert "spark.executor.extraJavaOptions" not in conf
+
+
+def test_blockheat_java_options_reach_the_driver_only(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "no-venv"))
+    monkeypatch.setenv("BLOCKHEAT_JAVA_OPTIONS", " ".join(J.SHORT_JOB_OPTIONS))
+    conf = session_conf(SparkConfig(master="local[2]", warehouse=tmp_path / "wh"))
+    assert conf["spark.driver.extraJavaOptions"] == (f"-Dderby.system.home={tmp_path / 'wh'} "
+                                                     "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+    assert "spark.executor.extraJavaOptions" not in conf
+
+
+def test_session_conf_adds_the_archive_to_driver_and_executors(tmp_path, env_with_archive):
+    assert env_with_archive == tmp_path / "venv" / "var" / "blockheat" / f"spark-{J.version('pyspark')}.jsa"
+    flags = f"-XX:SharedArchiveFile={env_with_archive} -Xlog:cds=off -Xlog:cds+dynamic=off"
+    conf = session_conf(SparkConfig(master="local[2]", warehouse=tmp_path / "wh",
+                                    extra={"spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
+                                           "spark.executor.extraJavaOptions": "-Dx=1", "spark.app.name": "a"}))
+    assert conf["spark.driver.extraJavaOptions"] == f"-Dderby.system.home={tmp_path / 'wh'} {flags} -XX:+UseSerialGC"
+    assert conf["spark.executor.extraJavaOptions"] == f"{flags} -Dx=1"
+    assert conf["spark.app.name"] == "a"
+
+
+def test_nightly_stages_use_their_environments_archive(tmp_path, env_with_archive):
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    raw = {"landing_dir": str(landing), "warehouse": str(tmp_path / "wh"),
+           "spark_conf": {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}}
+    flags = f"-XX:SharedArchiveFile={env_with_archive} -Xlog:cds=off -Xlog:cds+dynamic=off"
+    with_archive = N.submit_options(N.NightlySettings.from_mapping(raw, python=str(tmp_path / "venv/bin/python")),
+                                    None)
+    assert with_archive["conf"] == {"spark.driver.extraJavaOptions": f"{flags} -XX:TieredStopAtLevel=1",
+                                    "spark.executor.extraJavaOptions": flags}
+    other = N.submit_options(N.NightlySettings.from_mapping(raw, python="/elsewhere/bin/python"), None)
+    assert other["conf"] == {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+
+
+@pytest.mark.spark
+def test_a_spark_jvm_maps_the_environments_archive(tmp_path):
+    path = J.make_archive()                  # `make` made it already; made here when pytest runs on its own
+    assert path == J.archive_path()
+    assert path.stat().st_size > 50 << 20    # thousands of Spark classes, not an empty file
+    child = ("import sys; from pathlib import Path; from libs.io.session import SparkConfig, build_session; "
+             "s = build_session(SparkConfig(master='local[1]', warehouse=Path(sys.argv[1]), app_name='cds', "
+             "extra={'spark.driver.extraJavaOptions': '-Xshare:on'})); print('rows', s.range(3).count())")
+    done = python_child(child, str(tmp_path / "wh"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-1] == "rows 3"

@@ -1,0 +1,90 @@
+"""Parquet written by the tasks themselves (libs.io.task_parquet): the same rows as Spark's mapInArrow,
+only the successful attempts' files kept, clear errors, scratch directories removed."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from libs.io.task_parquet import scratch_dir, sink_parquet, sink_parquet_groups
+
+DDL = "key long, label string, value double"
+
+
+def _square(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        k = batch.column("id")
+        yield pa.RecordBatch.from_arrays(
+            [k, pa.array([f"k{v}" for v in k.to_pylist()]), pa.compute.multiply(k, k).cast(pa.float64())],
+            names=["key", "label", "value"])
+
+
+def test_same_rows_as_spark_map_in_arrow(spark, tmp_path):
+    frame = spark.range(0, 5000, numPartitions=3)
+    got = sink_parquet(frame, _square, DDL, str(tmp_path / "out"))
+    assert got.schema.simpleString() == "struct<key:bigint,label:string,value:double>"
+    assert sorted(got.collect()) == sorted(frame.mapInArrow(_square, DDL).collect())
+    assert sorted(r.key for r in got.collect()) == list(range(5000))
+    assert len(list((tmp_path / "out").iterdir())) == 3                   # one file per task
+
+
+def _with_a_stray_file(directory: str):  # type: ignore[no-untyped-def]
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # What a killed attempt leaves: a file in the directory that no successful task reports.
+        pq.write_table(pa.table({"key": [-1], "label": ["stray"], "value": [0.0]}),
+                       f"{directory}/part-99999-stray.parquet")
+        yield from _square(batches)
+
+    return run
+
+
+def test_files_of_other_attempts_are_removed_and_not_read(spark, tmp_path):
+    out = tmp_path / "out"
+    got = sink_parquet(spark.range(0, 100, numPartitions=2), _with_a_stray_file(str(out)), DDL, str(out))
+    assert sorted(r.key for r in got.collect()) == list(range(100))
+    assert not (out / "part-99999-stray.parquet").exists()
+
+
+def test_no_output_gives_an_empty_frame_with_the_schema(spark, tmp_path):
+    got = sink_parquet(spark.range(0, 10, numPartitions=2).where("id < 0"), _square, DDL, str(tmp_path / "out"))
+    assert got.count() == 0
+    assert got.columns == ["key", "label", "value"]
+
+
+def test_a_directory_in_use_is_refused(spark, tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "old.parquet").write_bytes(b"")
+    with pytest.raises(FileExistsError, match=r"out: the task Parquet sink needs an empty directory"):
+        sink_parquet(spark.range(3), _square, DDL, str(tmp_path / "out"))
+
+
+def _fail_inside(tmp_path, seen: list) -> None:  # type: ignore[no-untyped-def, type-arg]
+    with scratch_dir(tmp_path, "job") as where:
+        (where / "x").write_text("1")
+        seen.append(where)
+        raise RuntimeError("boom")
+
+
+def test_scratch_dir_is_removed_even_on_error(tmp_path):
+    seen: list = []  # type: ignore[type-arg]
+    with pytest.raises(RuntimeError, match="boom"):
+        _fail_inside(tmp_path, seen)
+    assert seen[0].parent == tmp_path / "_scratch"
+    assert seen[0].name.startswith("job-")
+    assert not (tmp_path / "_scratch").exists()
+
+
+def _tally(table: pa.Table) -> pa.Table:
+    key = table.column("key")[0].as_py()
+    return pa.table({"key": [key] * 2, "label": [f"n{table.num_rows}", "again"], "value": [float(key)] * 2})
+
+
+def test_grouped_output_written_per_group(spark, tmp_path):
+    frame = spark.range(0, 60, numPartitions=3).selectExpr("id % 4 AS key")
+    got = sink_parquet_groups(frame.groupBy("key"), _tally, DDL, str(tmp_path / "out"))
+    assert sorted(got.collect()) == sorted(frame.groupBy("key").applyInArrow(_tally, DDL).collect())
+    assert sorted((r.key, r.label) for r in got.collect() if r.label != "again") == [
+        (0, "n15"), (1, "n15"), (2, "n15"), (3, "n15")]
+    assert len(list((tmp_path / "out").iterdir())) == 4                   # one file per group
