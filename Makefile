@@ -25,6 +25,8 @@ demo: $(STAMP)
 	$(VENV)/bin/blockheat report hplajw
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check .              # lint and import order (pyproject.toml [tool.ruff])
+	$(VENV)/bin/lint-imports --no-cache   # the house's import contract (pyproject.toml [tool.importlinter])
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=25   # two workers, whole files each, the longest first (tests/conftest.py); the 25 slowest listed
 
 bench-ingest: $(STAMP)

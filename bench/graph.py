@@ -1,6 +1,6 @@
 """ALIS graph benchmark: the access-graph edge aggregation (libs.alis.graph.write_edge_counts) on a
 generated trace of N million reads against a polars implementation of the same aggregation, in
-one process on local[2]; then run discovery (libs.alis.runs.discover_runs) on a graph of at least
+one process on local[2]; then run discovery (sim.alis.runs.discover_runs) on a graph of at least
 1 million edges.
 
     .venv/bin/python bench/graph.py --millions 5
@@ -115,7 +115,7 @@ def same_edges(a: Path, b: Path) -> int:
 
 def run_discovery(edges: Path) -> tuple[int, float, int]:
     """discover_runs on the largest (device, interval) graph: (edges, seconds, runs kept)."""
-    from libs.alis.runs import discover_runs
+    from sim.alis.runs import discover_runs
 
     t = pq.read_table(edges)
     groups = (t.group_by(["device", "interval_id"]).aggregate([("pairs", "count")])

@@ -1,5 +1,5 @@
 """Heat benchmark: blockheat's extent heat + temperature job against DuckDB computing the same
-aggregation on the same Parquet files, in one run on local[2] (issue 3 item 12).
+aggregation on the same Parquet files, in one run on local[2].
 
     .venv/bin/python bench/heat.py --millions 5
 

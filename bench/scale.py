@@ -1,4 +1,4 @@
-"""Scale benchmark (issue 8, item 11): the nightly pipeline, ingest through the scorecard, on generated traces
+"""Scale benchmark: the nightly pipeline, ingest through the scorecard, on generated traces
 of two sizes, and ingest + extent heat on a 2-worker standalone cluster against a 1-worker one.
 
     .venv/bin/python bench/scale.py --millions 10 100 --cluster-millions 10
@@ -16,13 +16,13 @@ Cluster: infra/spark/local-cluster.sh starts 2 workers (1 core each), ingest and
 only caps its task slots: its executor JVM and Python workers use every CPU of the machine. --pin-workers
 confines each worker to a CPU of its own (taskset), the stand-in for separate 1-core machines that a 2-core
 machine allows (the driver is not pinned). --cluster-only runs just this comparison; --cluster-rounds R runs it
-R times, alternating which cluster goes first, and compares the summed times (single runs of the same code gave
-1.31x to 1.71x here: the VM's speed drifts between runs minutes apart):
+R times, alternating which cluster goes first, and compares the summed times (one run per cluster is not enough: the
+VM's speed drifts between runs minutes apart):
 
     .venv/bin/python bench/scale.py --cluster-only --cluster-millions 100 --pin-workers --cluster-rounds 3
 
 --cluster-disks D gives the cluster trace D disks (default 4): past 120 M requests use more, so that no device
-exceeds extent heat's per-device task limit (libs.transforms.profile_files.MAX_DEVICE_REQUESTS, 30 M), e.g.
+exceeds extent heat's per-device task limit (libs.io.device_pass.MAX_DEVICE_REQUESTS, 30 M), e.g.
 --cluster-millions 300 --cluster-disks 12 (25 M a device, as 100 M on 4).
 
 Generated trace: MSR CSV, N requests on 4 disks over exactly one day (sorted uniform arrival times, so both
@@ -265,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="trace size of the 2- vs 1-worker comparison (0: skip it)")
     parser.add_argument("--cluster-disks", type=int, default=4,
                         help="disks of the cluster comparison's trace (default 4); keep a device's requests within "
-                             "libs.transforms.profile_files.MAX_DEVICE_REQUESTS (30 M) for its per-device heat task, "
+                             "libs.io.device_pass.MAX_DEVICE_REQUESTS (30 M) for its per-device heat task, "
                              "e.g. 12 for 300 M")
     parser.add_argument("--worker-memory", default="4g", help="memory of each standalone worker (default 4g)")
     parser.add_argument("--executor-memory", default="3g", help="spark.executor.memory on the cluster")

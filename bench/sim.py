@@ -4,8 +4,8 @@ trace header, detailed disk model), tiled end to end to get a few million reques
     python bench/sim.py [--copies 100] [--repeats 3]
 
 Prints requests per second (best of the repeats, compile excluded) for FCFS and C-LOOK queues, the ratio
-to the 240 thousand per second the issue quotes for a widely used C disk simulator on the same trace (a
-quoted figure, not measured here), the simulator's memory per request (peak of numpy allocations traced
+to the 240 thousand per second quoted for a widely used C disk simulator on the same trace (a reference
+figure, not measured here), the simulator's memory per request (peak of numpy allocations traced
 while building the columns, running and summarising, over the number of requests), and ends with
 `requests_per_second_per_core=<number>` (the FCFS figure).
 """

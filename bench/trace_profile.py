@@ -1,9 +1,9 @@
 """Profile benchmark: the full trace profile (all metrics, whole trace and 1 h windows, trace and
-device scope) on a generated trace of N million requests, local[2] (issue 3 item 12).
+device scope) on a generated trace of N million requests, local[2].
 
     .venv/bin/python bench/trace_profile.py --millions 5
 
-(The issue names it bench/profile.py; that name would shadow the standard library's `profile`,
+(Not bench/profile.py: that name would shadow the standard library's `profile`,
 which pyspark imports through cProfile, for every script run from bench/.)
 
 The profile is read straight from the `requests` files (libs.transforms.profile_files, what the job

@@ -64,9 +64,9 @@ def nightly_trace_analysis() -> None:
         from airflow.sdk.exceptions import AirflowNotFoundException
 
         from libs.ingest.pipeline import FORMATS
+        from libs.io.session import cached_delta_jars
         from libs.nightly import SETTINGS_VARIABLE, NightlySettings, plan_run, submit_options, table_versions
         from libs.nightly import stage_kwargs as kwargs_of
-        from libs.io.session import cached_delta_jars
 
         try:
             Connection.get(SPARK_CONN)

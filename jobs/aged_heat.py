@@ -16,14 +16,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
-from libs.io.delta_files import replace_from_driver, table_target
+from libs.io.delta_files import replace_from_driver
+from libs.io.delta_log import LogUnreadable, snapshot
+from libs.io.device_pass import files_or_sql
 from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, replace_rows, table_path, trace_info
+from libs.io.tables import read_table, replace_rows, table_path, table_target, trace_info
 from libs.transforms.aging import age_values
 from libs.transforms.heat import compute_interval_counts
-from libs.transforms.heat_files import Unsupported, interval_counts
+from libs.transforms.heat_files import interval_counts
 from schemas import aged_heat
 
 if TYPE_CHECKING:
@@ -61,10 +64,6 @@ def _stored(spark: SparkSession, cfg: SparkConfig, job: AgingConfig, interval_id
     length, alpha); None when there is no table. Read from the current files the log lists (libs.io.delta_log):
     the nightly run's chain check and previous values then cost no Spark read of the table (a job's first one
     is seconds of Delta state and reader set-up); through Spark when the reader does not handle the log."""
-    import pyarrow.parquet as pq
-
-    from libs.io.delta_log import LogUnreadable, snapshot
-
     root = table_path(cfg.warehouse, aged_heat.TABLE)
     if not (root / "_delta_log").is_dir():
         return None
@@ -97,35 +96,37 @@ def run(spark: SparkSession, cfg: SparkConfig, job: AgingConfig) -> list[int]:
     elif (existing := _existing(spark, cfg, job)) is not None and not job.from_scratch:
         found = existing.agg(F.max("interval_id")).first()[0]
         done = -1 if found is None else int(found)
-    requests = read_table(spark, cfg.warehouse, "requests", job.trace_id)
     computed = []
     for interval_id in range(done + 1, last + 1):
         log.info("aged heat: %s interval %d of %d", job.trace_id, interval_id, last)
-        try:
-            _interval_from_files(spark, cfg, job, interval_id, stored_before if interval_id == done + 1 else None)
-            computed.append(interval_id)
-            continue
-        except Unsupported as e:
-            log.info("aged heat: %s interval %d through Spark SQL (%s)", job.trace_id, interval_id, e)
-        current = compute_interval_counts(requests, extent_bytes=job.extent_bytes, interval_us=job.interval_us,
-                                          interval_id=interval_id)
-        previous = None
-        if interval_id > 0:
-            previous = _existing(spark, cfg, job).where(F.col("interval_id") == interval_id - 1).select(
-                *KEYS, F.col("aged_count").alias("count"))
-        aged = age_values(current, previous, keys=KEYS, value="count", alpha=job.alpha)
-        rows = (aged.withColumnRenamed("count", "aged_count")
-                .join(current, on=list(KEYS), how="left")
-                .select(F.lit("").alias("trace_id"), F.lit(job.extent_bytes).cast("long").alias("extent_bytes"),
-                        F.lit(job.interval_us).cast("long").alias("interval_us"),
-                        F.lit(interval_id).cast("long").alias("interval_id"), F.lit(job.alpha).alias("alpha"),
-                        *KEYS, F.coalesce("count", F.lit(0)).cast("long").alias("count"), "aged_count")
-                .select(*aged_heat.COLUMNS))
-        replace_rows(rows, spark, cfg.warehouse, aged_heat.TABLE,
-                     {"trace_id": job.trace_id, "extent_bytes": job.extent_bytes, "interval_us": job.interval_us,
-                      "alpha": job.alpha, "interval_id": interval_id})
+        stored = stored_before if interval_id == done + 1 else None
+        files_or_sql(lambda i=interval_id, stored=stored: _interval_from_files(spark, cfg, job, i, stored),
+                     lambda i=interval_id: _interval_sql(spark, cfg, job, i),
+                     f"aged heat {job.trace_id} interval {interval_id}")
         computed.append(interval_id)
     return computed
+
+
+def _interval_sql(spark: SparkSession, cfg: SparkConfig, job: AgingConfig, interval_id: int) -> None:
+    """One interval's aged_heat rows through the Spark SQL definitions (compute_interval_counts, age_values)."""
+    requests = read_table(spark, cfg.warehouse, "requests", job.trace_id)
+    current = compute_interval_counts(requests, extent_bytes=job.extent_bytes, interval_us=job.interval_us,
+                                      interval_id=interval_id)
+    previous = None
+    if interval_id > 0:
+        previous = _existing(spark, cfg, job).where(F.col("interval_id") == interval_id - 1).select(
+            *KEYS, F.col("aged_count").alias("count"))
+    aged = age_values(current, previous, keys=KEYS, value="count", alpha=job.alpha)
+    rows = (aged.withColumnRenamed("count", "aged_count")
+            .join(current, on=list(KEYS), how="left")
+            .select(F.lit("").alias("trace_id"), F.lit(job.extent_bytes).cast("long").alias("extent_bytes"),
+                    F.lit(job.interval_us).cast("long").alias("interval_us"),
+                    F.lit(interval_id).cast("long").alias("interval_id"), F.lit(job.alpha).alias("alpha"),
+                    *KEYS, F.coalesce("count", F.lit(0)).cast("long").alias("count"), "aged_count")
+            .select(*aged_heat.COLUMNS))
+    replace_rows(rows, spark, cfg.warehouse, aged_heat.TABLE,
+                 {"trace_id": job.trace_id, "extent_bytes": job.extent_bytes, "interval_us": job.interval_us,
+                  "alpha": job.alpha, "interval_id": interval_id})
 
 
 def aged_rows(current: pa.Table, previous: pa.Table | None, job: AgingConfig, interval_id: int) -> pa.Table:

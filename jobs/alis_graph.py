@@ -31,17 +31,18 @@ from libs.alis.graph import (
     age_graph,
     budget_bytes,
     partitions_for,
-    prefilter_refs,
     with_weight,
     write_edge_counts,
 )
-from libs.alis.runs import THRESHOLD, write_graphs_and_runs
+from libs.alis.graph_inputs import graph_params, graph_refs
+from libs.alis.runs import write_graphs_and_runs
 from libs.alis.units import compute_reorg_units, extend_reorg_units, storage_used, unit_refs
+from libs.io.device_pass import files_or_sql
 from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, replace_rows, replace_trace, table_path
+from libs.io.tables import read_table, replace_rows, replace_trace
 from libs.io.task_parquet import scratch_dir
-from libs.transforms.profile_files import Unsupported
 from schemas import access_graph, alis_graphs, alis_runs, reorg_units, requests
+from sim.alis.runs import THRESHOLD
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -115,22 +116,6 @@ class GraphSummary:
     per_device: list[dict[str, Any]]
 
 
-def graph_params(spark: SparkSession, warehouse: Any, trace_id: str) -> dict[str, Any]:
-    """The stored alis_graphs row of a trace; a clear error when the graphs were not built."""
-    rows = []
-    if (table_path(warehouse, alis_graphs.TABLE) / "_delta_log").is_dir():
-        rows = read_table(spark, warehouse, alis_graphs.TABLE, trace_id).collect()
-    if not rows:
-        raise LookupError(f"no ALIS graphs for trace {trace_id!r} (run: blockheat graph {trace_id})")
-    return rows[0].asDict()
-
-
-def graph_refs(refs: DataFrame, *, include_writes: bool, prefilter_min_refs: int) -> DataFrame:
-    """The references that build the graph: reads (and writes if asked), optionally pre-filtered."""
-    chosen = refs if include_writes else refs.where(F.col("op") == "R")
-    return prefilter_refs(chosen, min_refs=prefilter_min_refs)
-
-
 def _check_incremental(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions) -> dict[str, Any]:
     stored = graph_params(spark, cfg.warehouse, opts.trace_id)
     wanted = opts.params_row(int(stored["intervals"]))
@@ -160,10 +145,14 @@ def run(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions) -> GraphSumma
     if opts.interval_index is not None:
         return run_interval(spark, cfg, opts, opts.interval_index)
     if not opts.from_interval and not opts.unit_bytes:
-        try:
-            return _run_files(spark, cfg, opts, None)
-        except Unsupported as e:
-            log.info("alis graph %s: built through Spark (%s)", opts.trace_id, e)
+        return files_or_sql(lambda: _run_files(spark, cfg, opts, None), lambda: _run_sql(spark, cfg, opts),
+                            f"alis graph {opts.trace_id}")
+    return _run_sql(spark, cfg, opts)
+
+
+def _run_sql(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions) -> GraphSummary:
+    """run through the Spark transforms (libs.alis): fixed-size units, --from-interval, or files that cannot be
+    read directly."""
     trace = opts.trace_id
     reqs, n_requests, last = _requests_and_last_interval(spark, cfg, trace, opts.interval_us)
     if opts.from_interval > last:
@@ -239,10 +228,13 @@ def run_interval(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: i
     """Build exactly interval n from the stored interval n-1 (see the module docstring); replaces interval
     n's rows of access_graph and alis_runs, the trace's reorg_units (extended) and its alis_graphs row."""
     if not opts.unit_bytes:
-        try:
-            return _run_files(spark, cfg, opts, n)
-        except Unsupported as e:
-            log.info("alis graph %s: built through Spark (%s)", opts.trace_id, e)
+        return files_or_sql(lambda: _run_files(spark, cfg, opts, n), lambda: _interval_sql(spark, cfg, opts, n),
+                            f"alis graph {opts.trace_id} interval {n}")
+    return _interval_sql(spark, cfg, opts, n)
+
+
+def _interval_sql(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: int) -> GraphSummary:
+    """run_interval through the Spark transforms (libs.alis)."""
     trace = opts.trace_id
     reqs, n_requests, data_last = _requests_and_last_interval(spark, cfg, trace, opts.interval_us)
     built_before = _interval_checks(spark, cfg, opts, n, data_last)
@@ -346,12 +338,51 @@ def _per_device(units: DataFrame, refs: DataFrame, sizes: DataFrame, runs: DataF
     return rows
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of this job and of `blockheat graph`."""
+    parser.add_argument("trace_id", metavar="TRACE_ID")
+    parser.add_argument("--tau", type=int, default=9, help="context size (default 9)")
+    parser.add_argument("--f", type=float, default=1.0, help="share of edge weight given to distance (default 1)")
+    parser.add_argument("--beta", type=float, default=0.8, help="edge-weight age factor (0.8 server, 0.1 PC)")
+    parser.add_argument("--interval", type=float, default=86_400.0, help="reorganization interval, s (default 1 day)")
+    parser.add_argument("--unit-bytes", type=int, default=0,
+                        help="fixed-size units of this many bytes (default 0: one unit per request extent)")
+    parser.add_argument("--include-writes", action="store_true", help="writes build the graph too")
+    parser.add_argument("--graph-share", type=float, default=0.005,
+                        help="graph size budget, share of the storage used (default 0.005)")
+    parser.add_argument("--prefilter", type=int, default=0, metavar="N",
+                        help="leave out units referenced fewer than N times in their interval (default off)")
+    parser.add_argument("--threshold", type=float, default=0.1, help="run edge-weight threshold (default 0.1)")
+    parser.add_argument("--min-run", type=int, default=None, help="minimum run length (default tau)")
+    parser.add_argument("--chunk", type=float, default=60.0, help="time chunk of the parallel build, s (default 60)")
+    parser.add_argument("--from-interval", type=int, default=0,
+                        help="rebuild from this interval on, ageing the stored graph of the one before")
+    parser.add_argument("--interval-index", type=int, default=None, metavar="N",
+                        help="build exactly interval N from the stored N-1 and the requests up to N's end "
+                             "(nightly mode; 0 starts afresh)")
+    return parser
+
+
+def options_from_args(args: argparse.Namespace) -> GraphOptions:
+    """Parsed add_arguments options -> GraphOptions (bad values: ValueError naming the value)."""
+    return GraphOptions(
+        args.trace_id, tau=args.tau, f=args.f, beta=args.beta, interval_us=_us(args.interval, "--interval"),
+        unit_bytes=args.unit_bytes, include_writes=args.include_writes, graph_share=args.graph_share,
+        prefilter_min_refs=args.prefilter, threshold=args.threshold, min_run_length=args.min_run,
+        chunk_us=_us(args.chunk, "--chunk"), from_interval=args.from_interval,
+        interval_index=args.interval_index)
+
+
+def _us(seconds: float, name: str) -> int:
+    if seconds <= 0:
+        raise ValueError(f"{name} must be > 0 seconds, got {seconds:g}")
+    return round(seconds * 1e6)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point."""
-    from jobs.cli.alis import graph_options, graph_parser
-
-    opts = graph_options(graph_parser(argparse.ArgumentParser(prog="alis_graph", description=__doc__))
-                         .parse_args(argv))
+    opts = options_from_args(add_arguments(argparse.ArgumentParser(prog="alis_graph", description=__doc__))
+                             .parse_args(argv))
     cfg = SparkConfig.from_env("alis_graph")
     run(build_session(cfg), cfg, opts)
     return 0

@@ -16,23 +16,24 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from jobs.alis_graph import graph_params, graph_refs
 from libs.alis import layout_files
 from libs.alis.graph import budget_bytes, build_edge_counts, partitions_for, prune_to_budget, with_weight
+from libs.alis.graph_inputs import graph_params, graph_refs
 from libs.alis.layout import (
     area_hits,
-    check_plan,
     interval_counts,
     plan_layouts,
     reorganized_area,
 )
-from libs.alis.runs import THRESHOLD, THRESHOLD_COMBINED, find_runs, find_stored_runs
+from libs.alis.runs import find_runs, find_stored_runs
 from libs.alis.units import storage_used, unit_refs
+from libs.io.device_pass import files_or_sql
 from libs.io.session import SparkConfig, build_session
 from libs.io.tables import read_table, replace_trace
 from libs.transforms.aging import age_values
-from libs.transforms.profile_files import Unsupported
 from schemas import alis_layout, alis_runs, alis_summary, reorg_units, requests
+from sim.alis.layout import LAYOUTS, MODES, check_plan
+from sim.alis.runs import THRESHOLD, THRESHOLD_COMBINED
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -87,12 +88,17 @@ def run(spark: SparkSession, cfg: SparkConfig, opts: LayoutOptions) -> list[dict
     """Plan, score and write; returns the alis_summary rows."""
     trace = opts.trace_id
     params = graph_params(spark, cfg.warehouse, trace)
+    if int(params["unit_bytes"]):                  # fixed-size units: the Spark transforms alone
+        return _run_sql(spark, cfg, opts, params)
+    return files_or_sql(lambda: _run_files(spark, cfg, opts, params), lambda: _run_sql(spark, cfg, opts, params),
+                        f"alis {trace}")
+
+
+def _run_sql(spark: SparkSession, cfg: SparkConfig, opts: LayoutOptions, params: dict[str, Any]
+             ) -> list[dict[str, Any]]:
+    """run through the Spark transforms (libs.alis)."""
+    trace = opts.trace_id
     tau, f, last = int(params["tau"]), float(params["f"]), int(params["intervals"]) - 1
-    if not int(params["unit_bytes"]):
-        try:
-            return _run_files(spark, cfg, opts, params)
-        except Unsupported as e:
-            log.info("alis %s: planned through Spark (%s)", trace, e)
     reqs = read_table(spark, cfg.warehouse, requests.TABLE, trace)
     n_requests = reqs.count()
     units = read_table(spark, cfg.warehouse, reorg_units.TABLE, trace)
@@ -185,12 +191,34 @@ def _summary(spark: SparkSession, trace: str, opts: LayoutOptions, plan: DataFra
     ).select(*alis_summary.COLUMNS)
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of this job and of `blockheat alis`."""
+    parser.add_argument("trace_id", metavar="TRACE_ID")
+    parser.add_argument("--ra-share", type=float, default=0.15,
+                        help="reorganized area size, share of the storage used (default 0.15)")
+    parser.add_argument("--ra-offset", type=float, default=0.30,
+                        help="reorganized area start, share of the storage used (default 0.30)")
+    parser.add_argument("--layout", choices=LAYOUTS, default="sequential", help="heat-region layout")
+    parser.add_argument("--mode", choices=MODES, default="combined", help="what fills the area (default combined)")
+    parser.add_argument("--extent-bytes", type=int, default=1 << 30, help="packed-extents extent size (default 1 GiB)")
+    parser.add_argument("--alpha", type=float, default=0.8, help="reference-count age factor (default 0.8)")
+    parser.add_argument("--heat-reads-only", action="store_true", help="count only reads for heat (default: all)")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="run edge-weight threshold (default 0.1, or 0.4 with --mode combined)")
+    return parser
+
+
+def options_from_args(args: argparse.Namespace) -> LayoutOptions:
+    """Parsed add_arguments options -> LayoutOptions (bad values: ValueError naming the value)."""
+    return LayoutOptions(args.trace_id, mode=args.mode, layout=args.layout, ra_share=args.ra_share,
+                         ra_offset=args.ra_offset, extent_bytes=args.extent_bytes, alpha=args.alpha,
+                         heat_writes=not args.heat_reads_only, threshold=args.threshold)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point."""
-    from jobs.cli.alis import layout_options, layout_parser
-
-    opts = layout_options(layout_parser(argparse.ArgumentParser(prog="alis_layout", description=__doc__))
-                          .parse_args(argv))
+    opts = options_from_args(add_arguments(argparse.ArgumentParser(prog="alis_layout", description=__doc__))
+                             .parse_args(argv))
     cfg = SparkConfig.from_env("alis_layout")
     run(build_session(cfg), cfg, opts)
     return 0

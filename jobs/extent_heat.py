@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from libs.io.delta_files import replace_from_driver, table_target
+from libs.io.delta_files import replace_from_driver
+from libs.io.device_pass import files_or_sql
 from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, replace_rows, trace_info
+from libs.io.tables import read_table, replace_rows, table_target, trace_info
 from libs.transforms.heat import (
     LAYOUTS,
     compute_extent_heat,
@@ -19,7 +20,7 @@ from libs.transforms.heat import (
     whole_trace_disk_table,
     whole_trace_extent_heat,
 )
-from libs.transforms.heat_files import HeatParams, Unsupported, extent_and_disk_heat
+from libs.transforms.heat_files import HeatParams, extent_and_disk_heat
 from schemas import disk_heat, extent_heat
 
 if TYPE_CHECKING:
@@ -48,10 +49,12 @@ def run(spark: SparkSession, cfg: SparkConfig, job: HeatConfig) -> dict[str, int
     info = trace_info(spark, cfg.warehouse, job.trace_id)
     span_us = int(info["span_us"])
     disks = max(2, len(info["devices"]))
-    try:
-        return _run_files(spark, cfg, job, span_us, disks)
-    except Unsupported as e:
-        log.info("extent heat %s: through Spark SQL (%s)", job.trace_id, e)
+    return files_or_sql(lambda: _run_files(spark, cfg, job, span_us, disks),
+                        lambda: _run_sql(spark, cfg, job, span_us, disks), f"extent heat {job.trace_id}")
+
+
+def _run_sql(spark: SparkSession, cfg: SparkConfig, job: HeatConfig, span_us: int, disks: int) -> dict[str, int]:
+    """run's tables through the Spark SQL definitions (libs.transforms.heat)."""
     requests = read_table(spark, cfg.warehouse, "requests", job.trace_id)
     written = {}
     for window_us in dict.fromkeys((job.window_us, 0)):

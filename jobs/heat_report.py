@@ -16,16 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
+# The report runs these stages itself when their tables lack the trace (_ensure_inputs): job to job on purpose.
 from jobs import extent_heat as heat_job
 from jobs import heat_tracking as tracking_job
 from jobs import trace_profile as profile_job
-from libs.transforms.tracking_eval import DEFAULT_SPEC, KS, StepSpec, paper_claims
-from libs.report import ReportInputs, render
+from libs.columns import idiv
+from libs.io.device_pass import files_or_sql
 from libs.io.session import SparkConfig, build_session
 from libs.io.tables import read_table, table_path, trace_info
-from libs.transforms.columns import idiv
+from libs.report import ReportInputs, render
 from libs.transforms.profile import chunked_lag, round_significant
-from libs.transforms.report_files import Unsupported, report_cdfs
+from libs.transforms.report_files import report_cdfs
+from libs.transforms.tracking_eval import DEFAULT_SPEC, KS, StepSpec, paper_claims
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -103,11 +105,8 @@ def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, out_dir: str | 
     params = disk_rows.where(F.col("layout") == "striped").select("layout_params").first()
     if params:
         disk_heat[f"striped ({params[0]})"] = disk_heat.pop("striped")
-    try:
-        cdfs = report_cdfs(spark, cfg.warehouse, trace_id, CDF_POINTS)
-    except Unsupported as exc:
-        log.info("report %s: distributions through Spark SQL (%s)", trace_id, exc)
-        cdfs = spark_cdfs(spark, cfg, trace_id)
+    cdfs = files_or_sql(lambda: report_cdfs(spark, cfg.warehouse, trace_id, CDF_POINTS),
+                        lambda: spark_cdfs(spark, cfg, trace_id), f"report {trace_id}: distributions")
     tracking = [r.asDict() for r in read_table(spark, cfg.warehouse, "tracking_eval", trace_id)
                 .where(F.col("extent_bytes") == EXTENT_BYTES).orderBy("k").collect()]
     profile = [r.asDict() for r in read_table(spark, cfg.warehouse, "trace_profile", trace_id)

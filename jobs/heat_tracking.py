@@ -7,6 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from libs.io.device_pass import files_or_sql
+from libs.io.session import SparkConfig, build_session
+from libs.io.tables import read_table, replace_rows, trace_info
+from libs.transforms.tracking import compute_heat_tracking
 from libs.transforms.tracking_eval import (
     DEFAULT_SPEC,
     KS,
@@ -16,10 +20,7 @@ from libs.transforms.tracking_eval import (
     requests_to_reach_arrays,
     stale_seconds_arrays,
 )
-from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, replace_rows, trace_info
-from libs.transforms.tracking import compute_heat_tracking
-from libs.transforms.tracking_files import Unsupported, relative_errors_files, track_trace
+from libs.transforms.tracking_files import relative_errors_files, track_trace
 from schemas import heat_tracking, tracking_eval
 
 if TYPE_CHECKING:
@@ -43,11 +44,16 @@ def track_ks(spark: SparkSession, cfg: SparkConfig, trace_id: str, ks: Sequence[
     functions (libs.transforms.tracking), one pass per k, when the files cannot be read directly."""
     span_us = int(trace_info(spark, cfg.warehouse, trace_id)["span_us"])
     log.info("heat tracking: %s, k in %s, aging every %g s", trace_id, list(ks), aging_period_us / 1e6)
-    try:
-        return track_trace(spark, cfg.warehouse, trace_id, ks=ks, span_us=span_us, extent_bytes=extent_bytes,
-                           aging_period_us=aging_period_us)
-    except Unsupported as exc:
-        log.info("heat tracking %s: window functions (%s)", trace_id, exc)
+    return files_or_sql(
+        lambda: track_trace(spark, cfg.warehouse, trace_id, ks=ks, span_us=span_us, extent_bytes=extent_bytes,
+                            aging_period_us=aging_period_us),
+        lambda: _track_sql(spark, cfg, trace_id, ks, span_us, aging_period_us, extent_bytes),
+        f"heat tracking {trace_id}")
+
+
+def _track_sql(spark: SparkSession, cfg: SparkConfig, trace_id: str, ks: Sequence[int], span_us: int,
+               aging_period_us: int, extent_bytes: int) -> dict[int, int]:
+    """track_ks through the window functions (libs.transforms.tracking), one pass per k."""
     requests = read_table(spark, cfg.warehouse, "requests", trace_id)
     rows = {}
     for k in ks:
@@ -78,15 +84,13 @@ def run_eval(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, ks: Sequen
     libs.transforms.tracking_files.relative_errors_files, or through Spark SQL when they cannot be) and
     step/drop behaviour on generated traces. Writes and returns the tracking_eval rows."""
     track_ks(spark, cfg, trace_id, ks, aging_period_us=aging_period_us, extent_bytes=extent_bytes)
-    try:
-        errors = relative_errors_files(spark, cfg.warehouse, trace_id, ks=ks, extent_bytes=extent_bytes,
-                                       aging_period_us=aging_period_us)
-    except Unsupported as exc:
-        log.info("tracking eval %s: relative errors through Spark SQL (%s)", trace_id, exc)
-        tracked = read_table(spark, cfg.warehouse, heat_tracking.TABLE, trace_id).where(
+    errors = files_or_sql(
+        lambda: relative_errors_files(spark, cfg.warehouse, trace_id, ks=ks, extent_bytes=extent_bytes,
+                                      aging_period_us=aging_period_us),
+        lambda: relative_errors_by_k(read_table(spark, cfg.warehouse, heat_tracking.TABLE, trace_id).where(
             f"extent_bytes = {int(extent_bytes)} AND aging_period_us = {int(aging_period_us)} "
-            f"AND k IN ({', '.join(str(int(k)) for k in ks)})")
-        errors = relative_errors_by_k(tracked)
+            f"AND k IN ({', '.join(str(int(k)) for k in ks)})")),
+        f"tracking eval {trace_id}: relative errors")
     none = {"checkpoints": 0, "mean": None, "median": None}
     step, drop = generated_trace("step", spec), generated_trace("drop", spec)
     rows = []

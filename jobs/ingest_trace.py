@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from libs.ingest.pipeline import BINARY_FORMATS, FORMATS, IngestOptions, load_trace, write_trace
-from libs.ingest.inputs import prefetch_digests
+from libs.io.inputs import prefetch_digests
 from libs.io.session import SparkConfig, build_session
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Spark application: the policy scorecard of one trace and window (`policy_scores`): every variant of the
 registered policy families (libs.plans.policies) replayed on the trace's array by the Spark simulator stage
-(jobs.simulate, one partition per distinct scenario; figures also in sim_results under the sweep's
+(libs.simulation.stage, one partition per distinct scenario; figures also in sim_results under the sweep's
 grid_id), ranked against the as-traced baseline."""
 from __future__ import annotations
 
@@ -12,16 +12,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from libs.plans.policies import PENDING_FAMILIES, PolicyError, SweepOptions, Target, WindowStats, families
-from libs.plans.scorecard import Window, parse_window, score_rows, sweep_scenarios
+import numpy as np
+import pyarrow.parquet as pq
+from pyspark.sql import functions as F
+
 from libs.io.session import SparkConfig, build_session
 from libs.io.tables import read_table, replace_rows, table_version, trace_info, trace_rows
+from libs.plans.policies import COOLING_EVERY_S, PENDING_FAMILIES, SweepOptions, families
+from libs.plans.scorecard import Window, parse_window, score_rows, sweep_scenarios
+from libs.plans.target_spec import resolve_spec, spec_param
+from libs.plans.types import PolicyError, Target, WindowStats
+from libs.simulation.grid import parse_grid
+from libs.simulation.stage import TableFiles, table_files
+from libs.simulation.stage import run as simulate
 from schemas import policy_scores as PS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-    from sim.spec import DiskSpec
 
 log = logging.getLogger(__name__)
 
@@ -65,39 +72,9 @@ def grid_id_for(trace_id: str, window_id: str) -> str:
     return gid if len(gid) <= 128 else f"score.{hashlib.sha256(gid.encode()).hexdigest()[:40]}"
 
 
-def spec_param(info: Mapping[str, Any], devices: Sequence[str], spec: str | None) -> Any:
-    """The scenarios' "spec": the given name or file, or {"geometry": ...} from the trace's recorded geometry
-    (every device must have one, describing the same drive)."""
-    from sim.specs import from_geometry
-
-    if spec is not None:
-        return spec
-    geometry = {str(g["device"]): g for g in info.get("geometry") or ()}
-    missing = [d for d in devices if d not in geometry]
-    if missing:
-        raise PolicyError(f"trace {info['trace_id']!r} records no disk geometry for device(s) {missing}: name a "
-                          f"disk spec (--spec hp_c2247a, or a spec file)")
-    built = {d: from_geometry(geometry[d]) for d in devices}
-    first = built[devices[0]]
-    differ = [d for d in devices if (built[d].capacity_sectors, built[d].cylinders, built[d].rpm)
-              != (first.capacity_sectors, first.cylinders, first.rpm)]
-    if differ:
-        raise PolicyError(f"trace {info['trace_id']!r}: devices {[devices[0], *differ]} record different drives; "
-                          "one array has one disk model: name a spec")
-    return {"geometry": geometry[devices[0]]}
-
-
-def resolve_spec(param: Any) -> DiskSpec:
-    from sim.glue import ScenarioConfig
-
-    return ScenarioConfig.from_dict({"scenario_id": "spec", "spec": param}).spec
-
-
 def device_figures(requests: DataFrame, window: Window) -> list[dict[str, Any]]:
     """Per device of the trace's requests: {"device", "end": the highest byte its requests address, "n": its
     requests in the window, "bytes": their bytes}, in one Spark pass."""
-    from pyspark.sql import functions as F
-
     inside = (F.col("ts_us") >= window.start_us) & (F.col("ts_us") < window.end_us)
     return [r.asDict() for r in requests.groupBy("device").agg(
         F.max(F.col("offset_bytes") + F.col("size_bytes")).alias("end"), F.count_if(inside).alias("n"),
@@ -106,9 +83,6 @@ def device_figures(requests: DataFrame, window: Window) -> list[dict[str, Any]]:
 
 def _figures_task(files: list[tuple[str, list[str]]], window: Window) -> Any:
     def run(ids: Any) -> Any:
-        import numpy as np
-        import pyarrow.parquet as pq
-
         for i in ids:
             device, paths = files[i]
             end = n = size_sum = 0
@@ -151,12 +125,6 @@ def sizes_and_stats(rows: Sequence[Mapping[str, Any]], window: Window, devices: 
 
 def run(spark: SparkSession, cfg: SparkConfig, job: ScoreConfig) -> ScoreSummary:
     """Replaces the (trace, window) rows of policy_scores (and the sweep's grid in sim_results); returns them."""
-    from pyspark.sql import functions as F
-
-    from jobs.simulate import TableFiles, table_files
-    from jobs.simulate import run as simulate
-    from libs.simulation.grid import parse_grid
-
     tables = {t: table_version(cfg.warehouse, t) for t in INPUT_TABLES}
     info = trace_info(spark, cfg.warehouse, job.trace_id)
     window = parse_window(job.window, span_us=int(info["span_us"]))
@@ -215,13 +183,34 @@ def config_from_args(trace_id: str, args: argparse.Namespace) -> ScoreConfig:
     return ScoreConfig(trace_id, args.window, args.spec, args.scheduler, args.speedup, args.seed, chosen, sweep)
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of this job (after its --trace-id) and of `blockheat score TRACE_ID`."""
+    parser.add_argument("--window", default="all", help="all (default) or START:END seconds from the trace start")
+    parser.add_argument("--spec", default=None, help="disk spec name or file (default: the trace's recorded geometry)")
+    parser.add_argument("--scheduler", default="clook", choices=("fcfs", "sstf", "clook"))
+    parser.add_argument("--speedup", type=float, default=1.0, help="open-loop speed-up alpha (default 1)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--families", default=None, help="comma-separated policy families (default: all)")
+    parser.add_argument("--extent-kib", default="1024", help="extent sizes for greedy and cooling, KiB (default 1024)")
+    parser.add_argument("--heat-fractions", default="1,0.5", help="greedy's heat fractions (default 1,0.5)")
+    parser.add_argument("--cooling-every-s", type=float, default=COOLING_EVERY_S, metavar="S",
+                        help="cooling: the demon every S seconds of trace time (default 100, FIVE's trace experiment)")
+    parser.add_argument("--cooling-every", type=int, default=None, metavar="N",
+                        help="cooling: the demon every N arrivals instead")
+    parser.add_argument("--cooling-delta", type=float, default=0.05, help="cooling: trigger delta (default 0.05)")
+    parser.add_argument("--alis-interval", type=float, default=None, metavar="S",
+                        help="ALIS reorganization interval, s (default: a quarter of the window, at most a day)")
+    parser.add_argument("--alis-area-offsets", default="0.3", metavar="X[,X...]",
+                        help="where ALIS's reorganized area starts, as a share of each volume (default 0.3, the "
+                             "paper's; 1 puts it after the volume, so installing it moves no home data)")
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point: --trace-id ID [--window START:END] [...]."""
-    from jobs.cli.plans import add_score_arguments
-
     parser = argparse.ArgumentParser(prog="policy_scores", description=__doc__)
     parser.add_argument("--trace-id", required=True)
-    args = add_score_arguments(parser).parse_args(argv)
+    args = add_arguments(parser).parse_args(argv)
     cfg = SparkConfig.from_env(f"policy_scores {args.trace_id}")
     run(build_session(cfg), cfg, config_from_args(args.trace_id, args))
     return 0

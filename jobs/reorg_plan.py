@@ -13,10 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import functions as F
 
-from jobs.policy_scores import resolve_spec
-from libs.plans.policies import BASELINE, FAMILIES, Outcome, PlanPart, PolicyError, Target, Variant
+from libs.io.session import SparkConfig, build_session
+from libs.io.tables import read_table, replace_rows, scoped_version, table_version, trace_info, trace_rows
+from libs.plans.policies import FAMILIES
+from libs.plans.scorecard import parse_window
 from libs.plans.steps import (
     PlanError,
     PlanInputs,
@@ -30,16 +35,19 @@ from libs.plans.steps import (
     plan_scope,
     write_plan,
 )
-from libs.plans.scorecard import parse_window
-from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, replace_rows, scoped_version, table_version, trace_info, trace_rows
+from libs.plans.target_spec import resolve_spec
+from libs.plans.types import BASELINE, Outcome, PlanPart, PolicyError, Target, Variant
 from schemas import cooling_moves, policy_scores, reorg_plan_steps, reorg_plans, sim_results
 from schemas.reorg_plan_json import schema_errors
+from sim.array import DiskArray, Extent, ExtentMap
+from sim.engine import SimConfig, Simulation
+from sim.glue import ScenarioConfig, partition_layout
+from sim.stats import per_request
+from sim.validate import demerit_ms
+from sim.workloads import from_arrow
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-    from sim.array import ExtentMap
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +107,6 @@ def target_of(trace_id: str, scenario: Mapping[str, Any]) -> Target:
 
 def run(spark: SparkSession, cfg: SparkConfig, job: PlanConfig) -> dict[str, Any]:
     """Builds the plan, replaces its rows of reorg_plans and reorg_plan_steps, returns the document."""
-    from pyspark.sql import functions as F
-
     now = job.now or dt.datetime.now(dt.UTC)
     info = trace_info(spark, cfg.warehouse, job.trace_id)
     window = parse_window(job.window, span_us=int(info["span_us"]))
@@ -158,8 +164,6 @@ def run(spark: SparkSession, cfg: SparkConfig, job: PlanConfig) -> dict[str, Any
 
 
 def _moves(spark: SparkSession, cfg: SparkConfig, row: Mapping[str, Any], version: int | None) -> list[dict[str, Any]]:
-    from pyspark.sql import functions as F
-
     if version is None:
         return []
     return [r.asDict() for r in read_table(spark, cfg.warehouse, cooling_moves.TABLE, row["trace_id"], version=version)
@@ -170,13 +174,8 @@ def _moves(spark: SparkSession, cfg: SparkConfig, row: Mapping[str, Any], versio
 def scenario_layout(windowed: DataFrame, scenario: Mapping[str, Any]) -> ExtentMap:
     """The extent map the scenario ran with (greedy allocation: from the window's heats), built on an executor
     from the window's requests by sim.glue.partition_layout, as the simulation built it."""
-    from pyspark.sql import functions as F
-
-    from sim.array import Extent, ExtentMap
 
     def build(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
-        from sim.glue import ScenarioConfig, partition_layout
-
         layout = partition_layout(table, ScenarioConfig.from_dict({"scenario_id": "plan", **scenario}))
         if not isinstance(layout, ExtentMap):
             raise PlanError(f"scenario layout is {type(layout).__name__}, not an extent map")
@@ -195,16 +194,6 @@ def validation(windowed: DataFrame, target: Target) -> dict[str, Any]:
     spec_param, scheduler, seed = target.spec_param, target.scheduler, target.seed
 
     def per_device(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
-        import numpy as np
-        import pyarrow.compute as pc
-
-        from sim.array import DiskArray
-        from sim.engine import SimConfig, Simulation
-        from sim.glue import ScenarioConfig
-        from sim.stats import per_request
-        from sim.validate import demerit_ms
-        from sim.workloads import from_arrow
-
         table = table.filter(pc.and_(pc.is_valid(table["response_us"]), pc.is_valid(table["queue_us"])))
         device = str(key[0].as_py())
         if table.num_rows == 0:
@@ -250,8 +239,6 @@ def store(spark: SparkSession, cfg: SparkConfig, doc: Mapping[str, Any]) -> None
 
 def load(spark: SparkSession, cfg: SparkConfig, plan_id: str) -> dict[str, Any]:
     """A stored plan's document by id (the row's id must be the document's: it is checked again by check)."""
-    from pyspark.sql import functions as F
-
     rows = [] if table_version(cfg.warehouse, reorg_plans.TABLE) is None else (
         read_table(spark, cfg.warehouse, reorg_plans.TABLE).where(F.col("plan_id") == plan_id)
         .select("plan_id", "plan_json").collect())
@@ -283,6 +270,7 @@ def export(doc: Mapping[str, Any], fmt: str, out: Path) -> Path:
 
 
 def config_from_args(trace_id: str, args: argparse.Namespace) -> PlanConfig:
+    """Parsed add_arguments options -> PlanConfig (bad values: PlanError naming the option)."""
     if not args.policy:
         raise PlanError("--policy is required (a policy_id, a family or 'best')")
     limits = SafetyLimits(int(args.max_gib * (1 << 30)), args.max_moves_per_disk, args.throttle_mb_s)
@@ -290,15 +278,29 @@ def config_from_args(trace_id: str, args: argparse.Namespace) -> PlanConfig:
                       args.min_improvement, limits)
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The build options of this job (after its --trace-id) and of `blockheat plan TRACE_ID`."""
+    parser.add_argument("--policy", default=None,
+                        help="a scored policy_id (e.g. striped:eq1), a family (its best variant) or 'best'")
+    parser.add_argument("--window", default="all", help="the scored window: all (default) or START:END seconds")
+    parser.add_argument("--now", default=None, help="ISO-8601 (default: now, UTC): the plan's created_at when "
+                                                    "building, the time a check is made at")
+    parser.add_argument("--valid-hours", type=float, default=24.0, help="validity from created_at (default 24)")
+    parser.add_argument("--min-improvement", type=float, default=0.01,
+                        help="least improvement of the mean response that justifies moves (default 0.01)")
+    parser.add_argument("--max-gib", type=float, default=64.0, help="safety: most data to move, GiB (default 64)")
+    parser.add_argument("--max-moves-per-disk", type=int, default=1, help="safety: concurrent moves per disk")
+    parser.add_argument("--throttle-mb-s", type=float, default=50.0, help="safety: copy bandwidth, MB/s (default 50)")
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point: --trace-id ID --policy POLICY [--window START:END] [--now ISO] [...]."""
-    from jobs.cli.plans import add_plan_arguments
-
     parser = argparse.ArgumentParser(prog="reorg_plan", description=__doc__)
     parser.add_argument("--trace-id", required=True)
     parser.add_argument("--export", default=None, metavar="DIR",
                         help="also write the plan for review to DIR/<plan_id>.json (the nightly DAG's exports)")
-    args = add_plan_arguments(parser).parse_args(argv)
+    args = add_arguments(parser).parse_args(argv)
     job = config_from_args(args.trace_id, args)
     cfg = SparkConfig.from_env(f"reorg_plan {args.trace_id}")
     doc = run(build_session(cfg), cfg, job)

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from libs.io.catalog import (
-    delta_jars,
     driver_class_path,
     metastore_in_use,
     metastore_path,
     release_metastore,
+    session_catalog,
     sync_catalog,
 )
-from libs.io.session import SparkConfig, build_session, session_catalog
+from libs.io.session import SparkConfig, build_session, delta_jars
 from libs.io.tables import TABLES, table_path
 
 if TYPE_CHECKING:

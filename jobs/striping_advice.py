@@ -11,11 +11,24 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import functions as F
+
 from libs.io.session import SparkConfig, build_session
-from libs.plans.striping_advisor import DiskModel, FileStats, Workload, advise, estimate_mpl, recommendation_rows, simulated_response
 from libs.io.tables import read_table, replace_rows, trace_info
+from libs.plans.striping_advisor import (
+    DiskModel,
+    FileStats,
+    Workload,
+    advise,
+    estimate_mpl,
+    recommendation_rows,
+    simulated_response,
+)
 from schemas import striping_recommendations as SR
 from schemas import trace_profile
+from sim.engine import SimConfig
+from sim.specs import resolve
+from sim.workloads import from_arrow
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -106,10 +119,6 @@ def advice_inputs(profile: Iterable[Mapping[str, Any]], device_bytes: Mapping[st
 
 def run(spark: SparkSession, cfg: SparkConfig, job: AdviceConfig) -> list[dict[str, Any]]:
     """Replaces the (trace, advice_id) rows of striping_recommendations; returns them."""
-    from pyspark.sql import functions as F
-
-    from sim.specs import resolve
-
     spec = resolve(job.spec)
     info = trace_info(spark, cfg.warehouse, job.trace_id)
     devices = sorted(info["devices"])
@@ -145,9 +154,6 @@ def run(spark: SparkSession, cfg: SparkConfig, job: AdviceConfig) -> list[dict[s
 def _gbest_simulator(requests: Any, spec: DiskSpec, devices: Sequence[str], device_bytes: Mapping[str, int],
                      n_disks: int, job: AdviceConfig) -> Any:
     """The trace's requests on the driver as sim Requests, and the sweep's simulate function."""
-    from sim.engine import SimConfig
-    from sim.workloads import from_arrow
-
     table = requests.select(*REQUEST_COLUMNS).toArrow()
     if table.num_rows > GBEST_WARN_REQUESTS:
         log.warning("gbest: simulating %d requests per stripe unit on the driver", table.num_rows)
@@ -157,12 +163,29 @@ def _gbest_simulator(requests: Any, spec: DiskSpec, devices: Sequence[str], devi
                               device_sectors=[max(1, s) for s in sectors])
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of this job and of `blockheat advise`."""
+    parser.add_argument("trace_id")
+    parser.add_argument("--spec", default="five_table1", help="shipped spec name or spec file (default five_table1)")
+    parser.add_argument("--disks", type=int, default=None, help="D (default: one per traced device)")
+    parser.add_argument("--speedup", type=float, default=1.0, help="arrival-rate speed-up alpha")
+    parser.add_argument("--rate", type=float, default=None, help="arrival rate per second (replaces the trace's)")
+    parser.add_argument("--light-load", action="store_true", help="Phase A only (no arrival rate)")
+    parser.add_argument("--mpl", type=float, default=None, help="multiprogramming level for eq1 and mpl_slope")
+    parser.add_argument("--aligned", choices=("auto", "yes", "no"), default="auto",
+                        help="requests start at run boundaries (auto: Figure 2's 1 < R < L test)")
+    parser.add_argument("--region-bytes", type=int, default=None, help="files are address regions of this size")
+    parser.add_argument("--gbest", action="store_true", help="sweep stripe units in the simulator (on the driver)")
+    parser.add_argument("--sweep", default=None, help="comma-separated stripe units in blocks for --gbest")
+    parser.add_argument("--advice-id", default=None, help="row key (default SPECxDISKS)")
+    parser.add_argument("--seed", type=int, default=1)
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point."""
-    from jobs.cli.policies import add_advice_arguments
-
     parser = argparse.ArgumentParser(prog="striping_advice", description=__doc__)
-    add_advice_arguments(parser)
+    add_arguments(parser)
     args = parser.parse_args(argv)
     cfg = SparkConfig.from_env("striping_advice")
     run(build_session(cfg), cfg, config_from_args(args))
@@ -170,6 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def config_from_args(args: argparse.Namespace) -> AdviceConfig:
+    """Parsed add_arguments options -> AdviceConfig (bad values: ValueError naming the value)."""
     sweep = tuple(int(x) for x in args.sweep.split(",") if x) if args.sweep else None
     return AdviceConfig(args.trace_id, args.spec, args.disks, args.speedup, args.rate, args.light_load, args.mpl,
                         {"auto": None, "yes": True, "no": False}[args.aligned], args.region_bytes, args.gbest, sweep,

@@ -28,8 +28,11 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from libs.io.jvm import JAVA_OPTION_KEYS, archive_options, merge_java_options, prefix_of
 
 DAY_S = 86_400
 MANIFEST = "manifest.json"
@@ -94,7 +97,7 @@ class Landing:
 
 def read_manifest(folder: Path, formats: Sequence[str]) -> Manifest:
     """The folder's manifest.json; LandingError naming the file and the problem."""
-    from libs.io.tables import TraceIdError, check_trace_id
+    from libs.io.tables import TraceIdError, check_trace_id  # lazy: pyspark stays out of the DAG's parse
 
     path = folder / MANIFEST
     if not path.is_file():
@@ -126,7 +129,7 @@ def read_manifest(folder: Path, formats: Sequence[str]) -> Manifest:
 
 
 def _sha256(path: Path) -> str:
-    from libs.ingest.inputs import file_sha256
+    from libs.io.inputs import file_sha256  # lazy: numpy and zstandard stay out of the DAG's parse
 
     return file_sha256(path)
 
@@ -237,17 +240,13 @@ class NightlySettings:
 def delta_package() -> str:
     """Maven coordinate of the installed delta-spark for this pyspark (as configure_spark_with_delta_pip
     builds it)."""
-    from importlib.metadata import version
-
-    spark = ".".join(version("pyspark").split(".")[:2])
-    return f"io.delta:delta-spark_{spark}_2.13:{version('delta-spark')}"
+    spark = ".".join(metadata.version("pyspark").split(".")[:2])
+    return f"io.delta:delta-spark_{spark}_2.13:{metadata.version('delta-spark')}"
 
 
 def submit_options(settings: NightlySettings, jars: Sequence[str] | None) -> dict[str, Any]:
     """SparkSubmitOperator keyword arguments shared by every stage: Delta on the classpath (the jars an
     earlier blockheat session resolved, else Maven --packages), the warehouse, Spark's Python, the conf."""
-    from libs.io.jvm import JAVA_OPTION_KEYS, archive_options, merge_java_options, prefix_of
-
     conf = dict(settings.spark_conf)
     archive = " ".join(archive_options(prefix_of(settings.python)))   # the stages' environment's, if made
     if archive:
@@ -415,7 +414,7 @@ def delta_commits(table_dir: Path, after: int | None) -> list[dict[str, Any]]:
 
 def table_versions(warehouse: Path, tables: Sequence[str] = TABLES) -> dict[str, int | None]:
     """Each table's latest Delta version (None: not created yet)."""
-    from libs.io.tables import table_version
+    from libs.io.tables import table_version  # lazy: pyspark stays out of the DAG's parse
 
     return {t: table_version(Path(warehouse), t) for t in tables}
 

@@ -1,7 +1,7 @@
 """Compiles every numba loop of blockheat into numba's on-disk cache, once per environment (`make venv` runs
 it): otherwise each process that first calls a loop compiles it (seconds of CPU each, the test workers and
-every Spark Python worker at once on a cold cache). Each module's compile_all calls its loops with the argument
-types the jobs pass, writable arrays and the read-only ones Arrow columns give (numba compiles those again).
+every Spark Python worker at once on a cold cache). Each warm-up calls its loops with the argument types the
+jobs pass, writable arrays and the read-only ones Arrow columns give (numba compiles those again).
 
     python -m libs.warm
 """
@@ -11,23 +11,64 @@ import time
 
 import numpy as np
 
+from libs.alis import warm as alis_warm
+from libs.readers.srt import find_record_offsets
+from libs.transforms import heat_kernels as HK
+from libs.transforms import profile_kernels as PK
+from libs.transforms import tracking_kernels as TK
+from sim import warm as sim_warm
+from sim.warm import frozen
+
+VIEWS = (np.array, frozen)        # writable, and read-only as a requests file's Arrow columns give them
+
+
+def profile() -> None:
+    x = np.arange(1, 40, dtype=np.int64)
+    PK.round_significant_code(x * 1_000)
+    for coded in (True, False):
+        PK.group_cells(x // 10, x, 4, coded, 10_000 + 13 * 9_000)
+    for view in VIEWS:
+        PK.block_pass(view(x * 10), view(x * 4096), x * 4096 + 9_000, 100, 4096, 1 << 20, 1 << 20, 1, 0,
+                      10_000 + 13 * 9_000)
+
+
+def tracking() -> None:
+    one = np.array([0], np.int64)
+    for view in VIEWS:                # unit_pieces also serves the aged counts' interval pass
+        TK.unit_pieces(view(one), view(np.array([4096], np.int64)), 65_536)
+    ext, ts, _, blocks = TK.extent_pieces(one, one, one, np.array([4096], np.int64), 1 << 20)
+    starts = TK.checkpoint_rows(ext, ts, 1, 10)
+    TK.track(ext, ts, blocks, starts, np.array([2], np.int64), 1, 10)
+
+
+def heat() -> None:
+    for view in VIEWS:
+        one, size = view(np.array([0], np.int64)), view(np.array([4096], np.int64))
+        _, _, e_lo, e_hi = HK.extent_range(one, one, size, 1 << 20)
+        number, ids = HK.touched_extents(one, size, 1 << 20, e_lo, e_hi - e_lo + 1)
+        HK.touched_extent_ids(one, size, 1 << 20)
+        state = HK.device_state(0, "d")
+        for numbers in (number, number[:0]):          # extents numbered by marks, and by binary search
+            HK.device_grids(one, one, one, size, np.array([0], np.int64), 1 << 20, numbers, ids, e_lo,
+                            3_600_000_000, 0, 1, 0, 1, True, 65_536, 4, 4, state)
+        HK.disks_of(state, one, 4)
+
+
+def srt() -> None:
+    """The record walk (records of two sizes), over a memory map's read-only bytes."""
+    body = frozen(np.array([0, 0, 0, 8, 1, 1, 1, 1, 0, 0, 0, 12, *[2] * 8], np.uint8))
+    offsets, stop = find_record_offsets(body)
+    assert (offsets.tolist(), stop) == ([0, 8], 20)
+
+
+STEPS = {"profile": profile, "tracking": tracking, "heat": heat, "srt": srt, "sim": sim_warm.compile_all,
+         "alis": alis_warm.compile_all}
+
 
 def compile_all(only: tuple[str, ...] | None = None) -> dict[str, float]:
-    """Runs every module's warm-up (or the named ones); returns the seconds each took."""
-    from libs.alis import warm as alis_warm
-    from libs.readers.srt import find_record_offsets
-    from libs.transforms import heat_kernels, profile_kernels, tracking_kernels
-    from sim import warm as sim_warm
-
-    def srt() -> None:      # the record walk (records of two sizes), over a memory map's read-only bytes
-        body = sim_warm.frozen(np.array([0, 0, 0, 8, 1, 1, 1, 1, 0, 0, 0, 12, *[2] * 8], np.uint8))
-        offsets, stop = find_record_offsets(body)
-        assert (offsets.tolist(), stop) == ([0, 8], 20)
-
-    steps = {"profile": profile_kernels.compile_all, "tracking": tracking_kernels.compile_all,
-             "heat": heat_kernels.compile_all, "srt": srt, "sim": sim_warm.compile_all, "alis": alis_warm.compile_all}
+    """Runs every warm-up of STEPS (or the named ones); returns the seconds each took."""
     took = {}
-    for name, step in steps.items():
+    for name, step in STEPS.items():
         if only is not None and name not in only:
             continue
         t0 = time.perf_counter()

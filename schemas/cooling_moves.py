@@ -3,8 +3,9 @@ keyed like sim_results by (grid_id, trace_id, array_group, scenario_id) of the s
 (`blockheat simulate`, a scenario with `"policy": {"name": "cooling", ...}`): time, extent, source and
 target disk and place, bytes, heats before and after.
 
-The move columns are sim.cooling.COOLING_MOVES_SCHEMA's (heats in the spec's sectors per second, from
-the tracker inside the simulation); this module only adds the keys in front."""
+MOVE_SCHEMA is the table's contract for the move columns, as the simulator's cooling policy returns them
+(sim.cooling.COOLING_MOVES_SCHEMA; heats in the spec's sectors per second, from the tracker inside the
+simulation; tests/sim/test_table_schemas.py checks the two agree)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -13,7 +14,6 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from schemas._check import check
-from sim.cooling import COOLING_MOVES_SCHEMA
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -22,12 +22,34 @@ TABLE = "cooling_moves"
 PARTITION_COLUMNS = ("grid_id",)
 KEY_COLUMNS = ("grid_id", "trace_id", "array_group", "scenario_id")
 
+#: One executed move, after the scenario's keys.
+MOVE_SCHEMA = pa.schema([
+    pa.field("time_us", pa.float64(), False),            # simulated time of the decision (the remap)
+    pa.field("unit", pa.int64(), False),                 # index of the extent (or fragment) in the map
+    pa.field("unit_kind", pa.string(), False),           # "extent" or "fragment"
+    pa.field("file", pa.int64(), False),                 # the unit's file (traced device or object)
+    pa.field("logical_start", pa.int64(), False),        # sectors, in the run's logical space
+    pa.field("sectors", pa.int64(), False),
+    pa.field("bytes", pa.int64(), False),
+    pa.field("from_disk", pa.int64(), False),
+    pa.field("to_disk", pa.int64(), False),
+    pa.field("from_physical_start", pa.int64(), False),
+    pa.field("to_physical_start", pa.int64(), False),
+    pa.field("unit_heat", pa.float64(), False),          # tracked heat, sectors per second
+    pa.field("unit_temperature", pa.float64(), False),   # heat per sector of the unit
+    pa.field("source_heat_before", pa.float64(), False),
+    pa.field("source_heat_after", pa.float64(), False),
+    pa.field("target_heat_before", pa.float64(), False),
+    pa.field("target_heat_after", pa.float64(), False),
+    pa.field("mean_disk_heat", pa.float64(), False),
+    pa.field("source_queue", pa.int64(), False),         # sub-requests waiting on the source at the decision
+])
 ARROW_SCHEMA = pa.schema([
     pa.field("grid_id", pa.string(), False),       # the scenario grid (sim_results.grid_id)
     pa.field("trace_id", pa.string(), False),      # the replayed trace
     pa.field("array_group", pa.string(), False),   # the traced devices simulated as one array
     pa.field("scenario_id", pa.string(), False),   # the scenario the moves belong to
-    *COOLING_MOVES_SCHEMA,
+    *MOVE_SCHEMA,
 ])
 SPARK_SCHEMA = from_arrow_schema(ARROW_SCHEMA)
 COLUMNS = tuple(ARROW_SCHEMA.names)

@@ -1,7 +1,8 @@
 """`sim_timeseries`: per-interval figures of each simulated scenario of a scenario grid, keyed like
 `sim_results` plus the interval (rows only for scenarios with `interval_ms`).
 
-The interval columns are sim.glue.SIM_TIMESERIES_SCHEMA's (sim.stats.TIMESERIES_SCHEMA)."""
+INTERVAL_SCHEMA is the table's contract for the interval columns, as the simulator returns them
+(sim.stats.TIMESERIES_SCHEMA; tests/sim/test_table_schemas.py checks the two agree)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -10,7 +11,6 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from schemas._check import check
-from sim.glue import SIM_TIMESERIES_SCHEMA
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -18,19 +18,30 @@ if TYPE_CHECKING:
 TABLE = "sim_timeseries"
 PARTITION_COLUMNS = ("grid_id",)
 STATS_COLUMNS = ("interval",)
-_GLUE_KEYS = ("scenario_id", "trace_id")
 
+#: The per-interval columns, in order: one row per interval of the run.
+INTERVAL_SCHEMA = pa.schema([
+    pa.field("interval", pa.int64(), False),
+    pa.field("start_ms", pa.float64(), False),
+    pa.field("arrivals", pa.int64(), False),
+    pa.field("completions", pa.int64(), False),
+    pa.field("mean_response_ms", pa.float64(), True),   # of requests completing in the interval
+    pa.field("max_response_ms", pa.float64(), True),
+    pa.field("mean_outstanding", pa.float64(), False),  # requests in the array, time-averaged
+    pa.field("mean_utilization", pa.float64(), False),
+    pa.field("hottest_utilization", pa.float64(), False),
+    pa.field("mean_queue_length", pa.float64(), False),
+    pa.field("hottest_queue_length", pa.float64(), False),
+])
 ARROW_SCHEMA = pa.schema([
     pa.field("grid_id", pa.string(), False),
     pa.field("trace_id", pa.string(), False),
     pa.field("array_group", pa.string(), False),
     pa.field("scenario_id", pa.string(), False),
-    *[f for f in SIM_TIMESERIES_SCHEMA if f.name not in _GLUE_KEYS],
+    *INTERVAL_SCHEMA,
 ])
 SPARK_SCHEMA = from_arrow_schema(ARROW_SCHEMA)
 COLUMNS = tuple(ARROW_SCHEMA.names)
-#: The per-interval columns (sim.stats.TIMESERIES_SCHEMA), in order.
-INTERVAL_SCHEMA = pa.schema([f for f in SIM_TIMESERIES_SCHEMA if f.name not in _GLUE_KEYS])
 
 
 class SimTimeseriesSchemaError(ValueError):

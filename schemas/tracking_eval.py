@@ -1,4 +1,4 @@
-"""`tracking_eval`: accuracy of interarrival heat tracking per k (the evaluation of issue 3 item 7)."""
+"""`tracking_eval`: accuracy of interarrival heat tracking per k (libs.transforms.tracking_eval)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

@@ -8,8 +8,8 @@ priority order completions < remaps < issues < arrivals, then by seq: runs are d
 
 Every function here and in sim.disk is compiled without numba's reference counting (`_nrt=False`): the
 caller's Core, Out, ReqArrays, LayoutArrays and DiskArrays own every array for the whole call, so nothing
-can be freed under the loop, while with it each helper call took and dropped a reference on each of its
-array arguments, two atomic updates per array per call (the loop was 2-5x slower, bench/sim.py). Nothing
+can be freed under the loop; with it, each helper call would take and drop a reference on each of its
+array arguments, two atomic updates per array per call, several times the loop's own cost. Nothing
 here may allocate (numba refuses to compile an allocation without it): scratch arrays live in Core.
 """
 from __future__ import annotations

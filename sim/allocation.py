@@ -1,8 +1,8 @@
 """Static allocation of extents to disks (FIVE section 3.1, Figure 3): round-robin versus FIVE's greedy
 allocation (extents by descending heat, each onto the coolest disk not already holding an extent of the
 same file), with heats from `extent_heat`, and the result as a simulator extent map. The greedy loop is
-compiled with numba (`greedy_disks`, over arrays: 1.3 M extents on 40 disks in 1.6 s, 28.6 s
-as a Python loop); the rest is plain Python.
+compiled with numba (`greedy_disks`, over arrays: a Python loop is too slow for the millions
+of extents of a large trace); the rest is plain Python.
 
     units = units_from_extent_heat(rows, extent_bytes=1 << 20, device_bytes={"0": 8 << 30}, sector_bytes=512)
     placed = greedy_allocation(units, n_disks=8)
@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numba import njit
+
+from sim.array import Extent, ExtentMap
 
 if TYPE_CHECKING:
     from sim.array import ExtentMap
@@ -196,7 +198,6 @@ def units_from_extent_heat(rows: Iterable[Mapping[str, Any]], *, extent_bytes: i
 
 def to_extent_map(units: Sequence[AllocUnit], placed: Allocation) -> ExtentMap:
     """The simulator's extent map: the units tile the logical space in the given order."""
-    from sim.array import Extent, ExtentMap
 
     extents = []
     start = 0

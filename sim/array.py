@@ -34,7 +34,7 @@ def extent_index(lstart: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, in
     """(index, shift): index[b] is the extent holding logical sector b << shift, for b up to one past the
     extents' end; shift makes a bucket about as long as an average extent. The extent holding a sector x lies
     between index[x >> shift] and index[(x >> shift) + 1], so the loop's lookup searches one or two extents
-    where a binary search over all of them took ~20 dependent, cache-missing reads (1.3 M extents at 100 M
+    where a binary search over all of them takes ~20 dependent, cache-missing reads (1.3 M extents at 100 M
     requests on 40 disks)."""
     if len(lstart) == 0:
         return np.zeros(0, dtype=np.int64), 0

@@ -36,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
+from sim import _kernel as K
 from sim.array import LP_SHIFT, Extent, ExtentMap, LayoutArrays, RemapEvent
 from sim.engine import PolicyBase, Window
 from sim.tracker import InterarrivalTracker, split_into_units
@@ -326,7 +327,6 @@ class DiskCooling(PolicyBase):
         n = self.config.every_requests
         if n is None:
             return start_us + self.interval_us
-        from sim import _kernel as K
 
         idx = int(sim.core.si[K.SI_ARRIVED]) + n - 1
         arrivals = sim.requests.arrival_us

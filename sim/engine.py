@@ -9,7 +9,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -18,9 +18,7 @@ from sim.array import SCHEDULERS, AsTraced, DiskArray, ExtentMap, RandomDisk, Re
 from sim.disk import DF_CLOCK, DF_PHASE, DI_RA_SEG, MODES
 from sim.records import Requests
 from sim.spec import P_SEGMENTS, P_ZERO_LATENCY, DiskSpec
-
-if TYPE_CHECKING:
-    from sim.stats import RunResult
+from sim.stats import RunResult, summarize
 
 __all__ = ["ClosedLoop", "Policy", "PolicyBase", "SimConfig", "Simulation", "Status", "Window", "run_with_policy"]
 
@@ -384,8 +382,6 @@ class Simulation:
 
     def result(self) -> RunResult:
         """The run's figures (sim.stats.RunResult)."""
-        from sim.stats import summarize
-
         return summarize(self)
 
 

@@ -8,7 +8,7 @@
 
 Policies (the scenario's `policy` key) run here, inside the partition: "cooling" (sim.cooling's disk
 cooling on an extent map), "greedy-allocation" (FIVE's static greedy extent map, heats computed from the
-partition's own requests) and "alis" (sim.alis: reorganizations planned from the partition's requests, the
+partition's own requests) and "alis" (sim.alis.policy: reorganizations planned from the partition's requests, the
 requests redirected by sim.redirect). No pyspark here: jobs/ wraps these in applyInArrow.
 """
 from __future__ import annotations
@@ -22,8 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sim.alis import AlisParams
-from sim.alis import prepare as prepare_alis
+from sim.alis.params import AlisParams
+from sim.alis.policy import prepare as prepare_alis
+from sim.allocation import AllocationError, AllocUnit, greedy_disks, round_robin_allocation, to_extent_map
 from sim.array import (
     AsTraced,
     Concatenated,
@@ -39,6 +40,7 @@ from sim.cooling import COOLING_MOVES_SCHEMA, CoolingConfig, DiskCooling
 from sim.engine import ClosedLoop, SimConfig, Simulation, run_with_policy
 from sim.records import Requests
 from sim.spec import DiskSpec, SpecError
+from sim.specs import from_geometry, resolve
 from sim.stats import RESULT_SCHEMA, TIMESERIES_SCHEMA, timeseries
 from sim.stats import _order_stats as order_stats
 from sim.tracker import split_into_units
@@ -160,7 +162,7 @@ class GreedyAllocation:
 
 @dataclass(frozen=True)
 class AlisPolicy:
-    """`{"name": "alis", ...sim.alis.AlisParams fields}`: ALIS (mode heat, run or combined; plan realizable or
+    """`{"name": "alis", ...sim.alis.params.AlisParams fields}`: ALIS (mode heat, run or combined; plan realizable or
     lookahead) on an as-traced layout (each device its own volume and disk) or a concatenated one (all devices
     one volume on one disk); each volume gets its reorganized area inserted ra_offset into it, so the disks
     must hold the volume plus the area. Intervals are counted on the sped-up clock (interval_s / speedup)."""
@@ -257,7 +259,6 @@ class ScenarioConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ScenarioConfig:
         """From one scenario of a grid file (keys documented in sim/README.md); unknown keys are errors."""
-        from sim.specs import from_geometry, resolve
 
         allowed = {"scenario_id", "spec", "disks", "layout", "scheduler", "service", "constant_ms", "exponential_ms",
                    "speedup", "closed_loop", "zero_latency", "spindles", "interval_ms", "per_request",
@@ -416,7 +417,6 @@ def _partition_layout(cfg: ScenarioConfig, requests: Any, devices: tuple[str, ..
                       device_sectors: tuple[int, ...] | None) -> Layout:
     """The scenario's layout, with per-device extents (round robin, or greedy by the partition's heats)
     built now that the devices' sizes are known. An empty partition gets the as-traced layout."""
-    from sim.allocation import AllocationError, AllocUnit, greedy_disks, round_robin_allocation, to_extent_map
 
     greedy = cfg.policy if isinstance(cfg.policy, GreedyAllocation) else None
     if not isinstance(cfg.layout, RoundRobinExtents) and greedy is None:

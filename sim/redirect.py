@@ -37,6 +37,7 @@ import pyarrow as pa
 from numba import njit
 
 from sim.array import DiskArray, Extent, ExtentMap
+from sim.engine import Simulation
 from sim.records import Requests
 
 if TYPE_CHECKING:
@@ -239,7 +240,6 @@ class Redirected:
     def simulation(self, spec: DiskSpec, config: SimConfig, rng: np.random.Generator, *,
                    n_disks: int | None = None, scheduler: str = "fcfs") -> Simulation:
         """A Simulation of the redirected workload on n_disks (default: the volumes' disks) of `spec`."""
-        from sim.engine import Simulation
 
         disks = self.n_disks if n_disks is None else n_disks
         return Simulation(spec, DiskArray(disks, self.layout, scheduler), self.requests, config, rng,

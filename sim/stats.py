@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -13,9 +13,41 @@ import pyarrow as pa
 from sim import _kernel as K
 
 if TYPE_CHECKING:
-    from sim.engine import Simulation
+    from sim.records import Requests
+    from sim.spec import DiskSpec
 
-__all__ = ["RESULT_SCHEMA", "TIMESERIES_SCHEMA", "RunResult", "saturation_verdict", "summarize"]
+__all__ = ["RESULT_SCHEMA", "TIMESERIES_SCHEMA", "Replay", "RunResult", "saturation_verdict", "summarize"]
+
+
+class _Settings(Protocol):
+    """The run settings the figures depend on (sim.engine.SimConfig's)."""
+
+    @property
+    def closed_loop(self) -> object | None: ...
+    @property
+    def per_request(self) -> bool: ...
+    @property
+    def saturation_min_backlog(self) -> int: ...
+    @property
+    def saturation_fraction(self) -> float: ...
+
+
+class Replay(Protocol):
+    """What the figures are read from: a sim.engine.Simulation, during or after its run. Named by its shape,
+    so that this module imports nothing of the engine, which builds its results here."""
+
+    @property
+    def core(self) -> K.Core: ...
+    @property
+    def out(self) -> K.Out: ...
+    @property
+    def config(self) -> _Settings: ...
+    @property
+    def requests(self) -> Requests: ...
+    @property
+    def spec(self) -> DiskSpec: ...
+    @property
+    def saturated_early(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -161,7 +193,7 @@ def _order_stats(x: np.ndarray) -> tuple[float, float, float, float, float]:
     return float(np.mean(x, dtype=np.float64)), p[0], p[1], p[2], float(x.max())
 
 
-def summarize(sim: Simulation) -> RunResult:
+def summarize(sim: Replay) -> RunResult:
     core, out = sim.core, sim.out
     cfg = sim.config
     acc = core.sf
@@ -229,7 +261,7 @@ def summarize(sim: Simulation) -> RunResult:
     )
 
 
-def timeseries(sim: Simulation) -> pa.Table:
+def timeseries(sim: Replay) -> pa.Table:
     """One row per interval of SimConfig.interval_ms (empty table when no interval was set)."""
     core, out = sim.core, sim.out
     w = float(core.sf[K.CF_TS_W])
@@ -259,7 +291,7 @@ def timeseries(sim: Simulation) -> pa.Table:
     }, schema=TIMESERIES_SCHEMA)
 
 
-def per_request(sim: Simulation) -> pa.Table:
+def per_request(sim: Replay) -> pa.Table:
     """One row per request (SimConfig.per_request): arrival, response, queue and busy time in ms."""
     out = sim.out
     if not sim.config.per_request:
@@ -276,7 +308,7 @@ def per_request(sim: Simulation) -> pa.Table:
     })
 
 
-def completed(sim: Simulation) -> int:
+def completed(sim: Replay) -> int:
     return int(sim.core.si[K.SI_DONE])
 
 

@@ -4,8 +4,10 @@ measured access times: means and the demerit figure (RMS horizontal distance bet
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -13,6 +15,7 @@ from sim.array import DiskArray
 from sim.engine import ClosedLoop, SimConfig, Simulation
 from sim.records import Requests
 from sim.spec import DiskSpec
+from sim.specs import from_srt_header
 
 __all__ = [
     "DeviceComparison",
@@ -153,14 +156,17 @@ class DeviceComparison:
     spec_name: str
 
 
-def validate_srt(path: str | Path, *, spec: DiskSpec | None = None, scheduler: str = "clook",
-                 seed: int = 0) -> list[DeviceComparison]:
+def validate_srt(header: Any, cols: Mapping[str, np.ndarray], *, spec: DiskSpec | None = None,
+                 scheduler: str = "clook", seed: int = 0) -> list[DeviceComparison]:
     """Replay an HP SRT trace open loop (arrival = enqueue time), each device on its own disk built from
-    the header (or `spec`), and compare access times per device."""
-    from libs.readers.srt import read_srt
-    from sim.specs import from_srt_header
+    the header (or `spec`), and compare access times per device.
 
-    header, cols, _offsets, _stop = read_srt(str(path))
+    header, cols: the parsed header and decoded record columns (libs.readers.srt.read_srt's first two).
+
+        header, cols, _, _ = read_srt("ajw.1week.srt")
+        comparisons = validate_srt(header, cols)
+    """
+
     out = []
     for device in sorted(int(d) for d in np.unique(cols["disk"])):
         m = cols["disk"] == device
@@ -183,6 +189,7 @@ def validate_srt(path: str | Path, *, spec: DiskSpec | None = None, scheduler: s
 
 def plot_cdfs(results: list[ValidationResult], path: str | Path, *, title: str) -> Path:
     """Draw measured and simulated access-time CDFs (one panel per result) into a PNG file."""
+    # lazy: matplotlib only where a figure is drawn; `blockheat sim validate` starts without it
     import matplotlib
 
     matplotlib.use("Agg")

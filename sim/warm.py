@@ -1,10 +1,11 @@
 """Compiles the simulator's numba loops into numba's on-disk cache (`make venv` runs it once).
 
-The loops are compiled lazily, on first call, for the argument types of that call; cold, that costs ~20 s of
-one CPU in every process that replays before the cache is written (the test workers and each Spark Python
-worker at once). One small replay per scenario shape the scorecard and the grids use (every layout kind, each
+The loops are compiled lazily, on first call, for the argument types of that call; cold, every process that
+replays before the cache is written compiles them itself (the test workers and each Spark Python worker at
+once). One small replay per scenario shape the scorecard and the grids use (every layout kind, each
 policy, track-aligned I/O, both queue disciplines, the constant and the mechanical service) compiles them
-all once, with the same array types as a real replay.
+all once, with the same array types as a real replay; ALIS's cores (sim.alis) are also called on the
+read-only arrays Arrow columns give, as libs.alis's Spark tasks call them.
 
     python -m sim.warm
 """
@@ -15,6 +16,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from sim.alis.graph import count_pairs, prune_arrays
+from sim.alis.runs import discover_run_arrays
 from sim.glue import ScenarioConfig, simulate_scenario
 from sim.tracker import InterarrivalTracker
 
@@ -56,9 +59,22 @@ def trace(n: int = 2_000, seed: int = 3) -> pa.Table:
                      "size_bytes": (rng.integers(1, 33, n) * 4096).astype(np.int64)})
 
 
+def compile_alis() -> int:
+    """Calls ALIS's cores (sim.alis: pair counts, pruning, run discovery) on a small graph, writable and
+    read-only (a stored graph's Arrow weights); returns the run members found."""
+    src, dst, weight = np.array([0, 1, 2, 0], np.int64), np.array([1, 2, 0, 2], np.int64), np.array([4., 3., 2., 1.])
+    count_pairs(np.zeros(4, np.int64), src, 2)
+    prune_arrays(src.astype(np.int32), dst.astype(np.int32), weight, 40, share=0.5)
+    members = 0
+    for w in (weight, frozen(weight)):
+        _, offsets, _ = discover_run_arrays(src, dst, w, tau=2)
+        members += int(offsets[-1])
+    return members
+
+
 def compile_all() -> int:
-    """Replays `trace()` under every scenario of SCENARIOS, and asks an interarrival tracker (sim.tracker) for
-    its heat; returns the requests replayed."""
+    """Replays `trace()` under every scenario of SCENARIOS, asks an interarrival tracker (sim.tracker) for its
+    heat and warms ALIS's cores (compile_alis); returns the requests replayed."""
     table, done = trace(), 0
     for k, extra in enumerate(SCENARIOS):
         cfg = ScenarioConfig.from_dict({"scenario_id": f"warm{k}", "spec": "hp_c2247a", "scheduler": "clook",
@@ -67,6 +83,7 @@ def compile_all() -> int:
     tracker = InterarrivalTracker(n_units=4, k=2)
     tracker.observe(np.array([0, 1, 0]), np.array([0, 10, 20]), np.array([1, 1, 1]))
     tracker.heat(40.0)
+    compile_alis()
     return done
 
 

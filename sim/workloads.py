@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from sim.records import FLAG_BACKGROUND, FLAG_READ, Requests
 
@@ -186,7 +187,6 @@ def from_parquet_files(files: Sequence[str], *, sector_size: int, devices: Seque
     straight into their sorted places. file_devices: each file's device, for files without a device column
     (the `requests` table's own files: device is a partition column). window_us: only the rows with
     start <= ts_us < end."""
-    import pyarrow.parquet as pq
 
     if file_devices is not None and len(file_devices) != len(files):
         raise ValueError(f"{len(file_devices)} file devices for {len(files)} files")
@@ -248,7 +248,6 @@ def from_parquet_files(files: Sequence[str], *, sector_size: int, devices: Seque
 
 def _read_parquet(path: str, columns: Sequence[str], optional: Sequence[str] = ()) -> pa.Table:
     """The file's columns (optional ones when present); an error names the file and the missing columns."""
-    import pyarrow.parquet as pq
 
     names = set(pq.read_schema(path).names)
     missing = [c for c in columns if c not in names and c not in optional]

@@ -17,8 +17,9 @@ SHARED_JVM = pytest.StashKey[SharedJvm]()
 # hands whole files to the two workers in item order (with --no-loadscope-reorder; by default it orders files by
 # their number of tests, which started the nightly DAG's 6-8 minutes two thirds of the way through the run and left
 # one worker idle for minutes at the end). Every other file keeps its collection order.
-LONG_FILES = ("tests/dags/test_nightly_dag.py", "tests/libs/ingest/test_errors.py", "tests/jobs/cli/test_sql_catalog.py",
-              "tests/libs/readers/test_clean_text.py", "tests/libs/alis/test_graph_files.py", "tests/libs/transforms/test_profile.py",
+LONG_FILES = ("tests/dags/test_nightly_dag.py", "tests/libs/ingest/test_errors.py",
+              "tests/jobs/cli/test_sql_catalog.py", "tests/libs/readers/test_clean_text.py",
+              "tests/libs/alis/test_graph_files.py", "tests/libs/transforms/test_profile.py",
               "tests/jobs/test_cluster.py")
 
 

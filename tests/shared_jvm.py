@@ -1,11 +1,11 @@
 """One Spark JVM for both pytest-xdist workers (`make test`): started by the controller process, attached to by
 each worker through py4j, each worker with its own SparkSession (SQL settings, temporary views) and its own
-database (tables registered by name), over its own warehouse as before.
+database (tables registered by name), over its own warehouse.
 
-Why: the two test JVMs each compiled the same Spark and Delta code; their JIT threads took 473 of their 1,222
-CPU-s over a whole run (docs/BENCHMARKS.md, "One Spark JVM for the test run"), on a suite CPU-bound on two
-cores. The controller owns the JVM for the whole run, so neither worker's end stops it under the other.
-Without xdist (`pytest -n 0`, one file) each process builds its own session as before.
+Why: two test JVMs would each compile the same Spark and Delta code, and their JIT threads would take a large
+share of the CPU of a suite CPU-bound on two cores (docs/BENCHMARKS.md, "Test suite"). The controller owns the
+JVM for the whole run, so neither worker's end stops it under the other. Without xdist (`pytest -n 0`, one file)
+each process builds its own session.
 """
 from __future__ import annotations
 
@@ -33,8 +33,7 @@ START_TIMEOUT_S = 600
 def session_config(warehouse: Path) -> SparkConfig:
     """The test sessions' settings: local[2], the throughput collector, 2 shuffle partitions."""
     return SparkConfig(master="local[2]", warehouse=warehouse, app_name="blockheat-tests",
-                       # the throughput collector: the suite's files ran 11-14% faster than on G1
-                       # (docs/BENCHMARKS.md, "JVM start-up")
+                       # the throughput collector: the suite's CPU-bound files run faster than on G1
                        extra={"spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
                               "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
                               "spark.databricks.delta.snapshotPartitions": "2",

@@ -8,24 +8,28 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs.cli.main import UsageError, print_table
+from jobs.cli.common import UsageError, print_table
 
 
 def add_commands(sub: Any) -> None:
-    from libs.experiments import EXPERIMENTS, SCALES
-
     exp = sub.add_parser(
-        "experiment", help="run a paper experiment in the simulator: tables, plots, summary.md with the claims",
-        description="Experiments: " + ", ".join(sorted(EXPERIMENTS)) + " (or 'all'). Outputs go to "
-                    "<warehouse>/experiments/<name>/ (BLOCKHEAT_WAREHOUSE, default ./warehouse) unless --out.")
+        "experiment", help="run a paper experiment in the simulator: tables, plots, summary.md with the claims")
+    exp.defer(_experiment_arguments).set_defaults(func=cmd_experiment)
+
+
+def _experiment_arguments(exp: argparse.ArgumentParser) -> None:
+    from libs.experiments import EXPERIMENTS, SCALES  # lazy: numpy and the simulator load only for `experiment`
+
+    exp.description = ("Experiments: " + ", ".join(sorted(EXPERIMENTS)) + " (or 'all'). Outputs go to "
+                       "<warehouse>/experiments/<name>/ (BLOCKHEAT_WAREHOUSE, default ./warehouse) unless --out.")
     exp.add_argument("name", metavar="NAME", help="experiment name, or 'all'")
     exp.add_argument("--scale", choices=SCALES, default="full", help="full (default) or tiny (the tests' scale)")
     exp.add_argument("--seed", type=int, default=1)
     exp.add_argument("--out", type=Path, default=None, help="output directory (default <warehouse>/experiments/NAME)")
-    exp.set_defaults(func=cmd_experiment)
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
+    # lazy: numpy, the simulator and the session settings load only when `experiment` runs
     from libs.experiments import EXPERIMENTS, run_experiment
     from libs.io.session import SparkConfig
 

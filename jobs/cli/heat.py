@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from jobs.cli.main import UsageError, print_table, spark_session
+from jobs.cli.common import UsageError, print_table, spark_session
 
 
 def _seconds_to_us(value: float, name: str, *, allow_zero: bool = False) -> int:
@@ -19,7 +19,7 @@ def _seconds_to_us(value: float, name: str, *, allow_zero: bool = False) -> int:
 
 
 def cmd_heat(args: argparse.Namespace) -> int:
-    from jobs.extent_heat import HeatConfig, run
+    from jobs.extent_heat import HeatConfig, run  # lazy: the job (pyspark) loads only for `heat`
 
     job = HeatConfig(args.trace_id, args.extent_bytes, _seconds_to_us(args.window, "--window", allow_zero=True),
                      args.stripe_unit_bytes, args.stripe_width, args.random_disks, args.seed)
@@ -47,7 +47,7 @@ def cmd_heat(args: argparse.Namespace) -> int:
 
 
 def cmd_age(args: argparse.Namespace) -> int:
-    from jobs.aged_heat import AgingConfig, run
+    from jobs.aged_heat import AgingConfig, run  # lazy: the job (pyspark) loads only for `age`
 
     if not 0.0 <= args.alpha <= 1.0:
         raise UsageError(f"--alpha must be in [0, 1], got {args.alpha}")
@@ -66,7 +66,7 @@ def cmd_age(args: argparse.Namespace) -> int:
 
 
 def cmd_track(args: argparse.Namespace) -> int:
-    from jobs.heat_tracking import TrackConfig, run_track
+    from jobs.heat_tracking import TrackConfig, run_track  # lazy: the job (pyspark) loads only for `track`
 
     if args.k < 2:
         raise UsageError(f"--k must be >= 2, got {args.k}")
@@ -87,6 +87,7 @@ def cmd_track(args: argparse.Namespace) -> int:
 
 
 def cmd_track_eval(args: argparse.Namespace) -> int:
+    # lazy: the job (pyspark) loads only for `track-eval`
     from jobs.heat_tracking import run_eval
     from libs.transforms.tracking_eval import paper_claims
 
@@ -110,7 +111,7 @@ def _print_eval(rows: list[dict[str, Any]], claims: list[tuple[str, bool | None,
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    from jobs.trace_profile import run
+    from jobs.trace_profile import run  # lazy: the job (pyspark) loads only for `profile`
 
     spark, cfg = spark_session(args, f"profile {args.trace_id}")
     run(spark, cfg, args.trace_id, window_us=_seconds_to_us(args.window, "--window"))
@@ -123,7 +124,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
             out.setdefault("trace" if r.scope == "trace" else f"device {r.device}", {})[r.metric] = r.value
         sys.stdout.write(json.dumps(out, indent=1, sort_keys=True) + "\n")
         return 0
-    from libs.report import profile_table
+    from libs.report import profile_table  # lazy: the report's plotting libraries load only for this table
 
     sys.stdout.write(f"\nprofile of {args.trace_id} (whole trace; per-window rows are in trace_profile):\n")
     print_table(*profile_table([r.asDict() for r in rows]))
@@ -131,7 +132,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from jobs.heat_report import run
+    from jobs.heat_report import run  # lazy: the job (pyspark) loads only for `report`
 
     spark, cfg = spark_session(args, f"report {args.trace_id}")
     path = run(spark, cfg, args.trace_id, out_dir=args.out)

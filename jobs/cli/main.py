@@ -5,27 +5,21 @@ Errors are one line on stderr with a non-zero exit code; --debug shows the full 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import importlib
-import json
 import logging
 import re
 import sys
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import Any
+
+from jobs.cli import alis, experiments, heat, plans, policies, sim, sql
+from jobs.cli.common import CommandParser, UsageError, emit, print_table, spark_session
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
-# Modules that add subcommands: each has add_commands(subparsers) and uses spark_session/emit/print_table.
-COMMAND_MODULES: tuple[str, ...] = ("jobs.cli.heat", "jobs.cli.alis", "jobs.cli.sim", "jobs.cli.policies",
-                                     "jobs.cli.experiments", "jobs.cli.sql",
-                                     "jobs.cli.plans")
+# Modules that add subcommands (add_commands(subparsers)), in the order `blockheat --help` lists them. They are
+# light: each imports its job only when its subcommand parses (CommandParser.defer) or runs.
+COMMAND_MODULES = (heat, alis, sim, policies, experiments, sql, plans)
 LAYOUT_FIELDS = ("ts", "device", "op", "offset", "size", "response", "queue")
-
-
-class UsageError(ValueError):
-    """Bad command-line values (exit code 2)."""
 
 
 def _unit_bytes(text: str) -> int:
@@ -39,7 +33,7 @@ def _unit_bytes(text: str) -> int:
 
 def csv_layout_from_args(args: argparse.Namespace) -> Any:
     """--csv-* options -> a validated CsvLayout."""
-    from libs.readers.text_formats import custom_layout
+    from libs.readers.text_formats import custom_layout  # lazy: numpy loads only for `ingest --format csv`
 
     columns: dict[str, int] = {}
     for item in args.csv_columns.split(","):
@@ -74,61 +68,15 @@ def _regex_literal(delim: str) -> str:
     return re.escape(delim)
 
 
-def spark_session(args: argparse.Namespace, app: str, *, catalog: str = "in-memory") -> tuple[Any, Any]:
-    from dataclasses import replace
-
-    from libs.io.session import SparkConfig, build_session
-
-    cfg = replace(SparkConfig.from_env(app), catalog=catalog)
-    return build_session(cfg), cfg
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
-
-
-def print_table(rows: list[dict[str, Any]], columns: Sequence[str], out: Any = None) -> None:
-    """Aligned plain-text table (right-aligned numbers)."""
-    out = out or sys.stdout
-    cells = [[_fmt(r.get(c)) for c in columns] for r in rows]
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-    numeric = [all(isinstance(r.get(c), int | float | Decimal) or r.get(c) is None for r in rows)
-               for c in columns]
-
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.rjust(w) if num else v.ljust(w)
-                         for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
-
-    out.write(line(list(columns)) + "\n")
-    out.write("  ".join("-" * w for w in widths) + "\n")
-    for row in cells:
-        out.write(line(row) + "\n")
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, dt.datetime | dt.date):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, bytes | bytearray):
-        return value.hex()
-    if hasattr(value, "asDict"):
-        return value.asDict(recursive=True)
-    raise TypeError(f"cannot serialise {type(value).__name__}")
-
-
 def _seconds(us: int) -> str:
     return f"{us / 1e6:,.3f} s" if us < 86_400_000_000 else f"{us / 86_400e6:,.3f} days"
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    # lazy: the ingest job, its pipeline and pyspark load only when `ingest` runs
     from jobs.ingest_trace import run
     from libs.ingest.pipeline import BINARY_FORMATS, IngestOptions
-    from libs.ingest.inputs import prefetch_digests
+    from libs.io.inputs import prefetch_digests
 
     layout = csv_layout_from_args(args) if args.format == "csv" else None
     if args.format != "csv" and args.csv_columns:
@@ -177,7 +125,7 @@ def cmd_traces(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    from libs.io.catalog import release_metastore
+    from libs.io.catalog import release_metastore  # lazy: pyspark loads only when `sql` runs
 
     spark, _ = spark_session(args, "sql", catalog="hive")  # the persistent catalog: users' views too
     code = emit(spark.sql(args.query), args.json, limit=args.limit)
@@ -185,21 +133,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return code
 
 
-def emit(df: Any, as_json: bool, limit: int | None) -> int:
-    rows = df.limit(limit).collect() if limit else df.collect()
-    dicts = [r.asDict(recursive=True) for r in rows]
-    if as_json:
-        for d in dicts:
-            sys.stdout.write(json.dumps(d, default=_json_default) + "\n")
-    else:
-        print_table(dicts, df.columns)
-        if limit and len(rows) == limit:
-            sys.stdout.write(f"(first {limit} rows; --limit N for more)\n")
-    return 0
-
-
 def cmd_jvm_archive(args: argparse.Namespace) -> int:
-    from libs.io.jvm import archive_path, make_archive
+    from libs.io.jvm import archive_path, make_archive  # lazy: loads only when `jvm-archive` runs
 
     existed = archive_path().is_file() and not args.force
     path = make_archive(force=args.force)
@@ -209,14 +144,10 @@ def cmd_jvm_archive(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from libs.ingest.pipeline import FORMATS
+def _ingest_arguments(ing: argparse.ArgumentParser) -> None:
+    """The options of `blockheat ingest`."""
+    from libs.ingest.pipeline import FORMATS  # lazy: the ingest pipeline loads pyspark and numba
 
-    parser = argparse.ArgumentParser(prog="blockheat", description="Block I/O traces -> layout decisions.")
-    parser.add_argument("--debug", action="store_true", help="show full tracebacks (Java too)")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    ing = sub.add_parser("ingest", help="ingest trace files into the Delta tables")
     ing.add_argument("--format", required=True, choices=FORMATS)
     ing.add_argument("--trace-id", required=True)
     ing.add_argument("paths", nargs="+", metavar="PATH")
@@ -237,6 +168,14 @@ def build_parser() -> argparse.ArgumentParser:
     csv.add_argument("--csv-skip-header", type=int, default=0, help="header lines per file")
     csv.add_argument("--csv-comment", default="", help="prefix of comment lines, e.g. '#'")
     csv.add_argument("--csv-device", default="0", help="device name when no device column")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="blockheat", description="Block I/O traces -> layout decisions.")
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks (Java too)")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
+
+    ing = sub.add_parser("ingest", help="ingest trace files into the Delta tables").defer(_ingest_arguments)
     ing.set_defaults(func=cmd_ingest)
 
     tr = sub.add_parser("traces", help="list ingested traces")
@@ -252,8 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     jv = sub.add_parser("jvm-archive", help="make this environment's JVM class archive (faster Spark starts)")
     jv.add_argument("--force", action="store_true", help="make it again even if it exists")
     jv.set_defaults(func=cmd_jvm_archive)
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).add_commands(sub)
+    for module in COMMAND_MODULES:
+        module.add_commands(sub)
     return parser
 
 

@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs.cli.main import UsageError, print_table, spark_session
-from libs.plans.policies import COOLING_EVERY_S
+from jobs.cli.common import UsageError, print_table, spark_session
+from libs.plans.types import PolicyError
 
-EXPORT_FORMATS = ("json", "csv", "parquet")       # libs.plans.steps.EXPORT_FORMATS (kept light to import)
 PLAN_VERBS = ("export", "check", "schema")
 
 
@@ -23,10 +22,7 @@ def add_commands(sub: Any) -> None:
                     "the striping methods, random, greedy allocation, disk cooling, ALIS where its area fits, track "
                     "alignment reported per traced request) in one "
                     "Spark simulation stage, ranks them by mean response time and stores policy_scores.")
-    sc.add_argument("trace_id", metavar="TRACE_ID")
-    add_score_arguments(sc)
-    sc.add_argument("--json", action="store_true", help="JSON lines instead of a table")
-    sc.set_defaults(func=cmd_score)
+    sc.defer(_score_arguments).set_defaults(func=cmd_score)
 
     pl = sub.add_parser(
         "plan", help="build (TRACE_ID --policy P), check (check PLAN_ID) or export (export PLAN_ID) a reorganization "
@@ -35,53 +31,28 @@ def add_commands(sub: Any) -> None:
                     "reorg_plans / reorg_plan_steps; blockheat plan check PLAN_ID verifies its hash and refuses a "
                     "stale plan; blockheat plan export PLAN_ID --format json|csv|parquet writes it (a dry run: this "
                     "tool applies nothing); blockheat plan schema prints the plan's JSON schema.")
-    pl.add_argument("words", nargs="+", metavar="WORD",
-                    help="TRACE_ID (build a plan), check PLAN_ID, export PLAN_ID, or schema")
-    add_plan_arguments(pl)
-    pl.add_argument("--format", choices=EXPORT_FORMATS, default="json", help="export format (default json)")
-    pl.add_argument("--out", default=None, help="export file (default <warehouse>/plans/PLAN_ID.FORMAT)")
-    pl.add_argument("--file", default=None, help="check an exported plan file instead of a stored plan")
-    pl.add_argument("--json", action="store_true", help="print the plan document (build) as JSON")
-    pl.set_defaults(func=cmd_plan)
+    pl.defer(_plan_arguments).set_defaults(func=cmd_plan)
 
 
-def add_score_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The options of `blockheat score` and jobs/policy_scores.py (--trace-id there)."""
-    parser.add_argument("--window", default="all", help="all (default) or START:END seconds from the trace start")
-    parser.add_argument("--spec", default=None, help="disk spec name or file (default: the trace's recorded geometry)")
-    parser.add_argument("--scheduler", default="clook", choices=("fcfs", "sstf", "clook"))
-    parser.add_argument("--speedup", type=float, default=1.0, help="open-loop speed-up alpha (default 1)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--families", default=None, help="comma-separated policy families (default: all)")
-    parser.add_argument("--extent-kib", default="1024", help="extent sizes for greedy and cooling, KiB (default 1024)")
-    parser.add_argument("--heat-fractions", default="1,0.5", help="greedy's heat fractions (default 1,0.5)")
-    parser.add_argument("--cooling-every-s", type=float, default=COOLING_EVERY_S, metavar="S",
-                        help="cooling: the demon every S seconds of trace time (default 100, FIVE's trace experiment)")
-    parser.add_argument("--cooling-every", type=int, default=None, metavar="N",
-                        help="cooling: the demon every N arrivals instead")
-    parser.add_argument("--cooling-delta", type=float, default=0.05, help="cooling: trigger delta (default 0.05)")
-    parser.add_argument("--alis-interval", type=float, default=None, metavar="S",
-                        help="ALIS reorganization interval, s (default: a quarter of the window, at most a day)")
-    parser.add_argument("--alis-area-offsets", default="0.3", metavar="X[,X...]",
-                        help="where ALIS's reorganized area starts, as a share of each volume (default 0.3, the "
-                             "paper's; 1 puts it after the volume, so installing it moves no home data)")
-    return parser
+def _score_arguments(parser: argparse.ArgumentParser) -> None:
+    from jobs.policy_scores import add_arguments  # lazy: the job (pyspark) loads only for `score`
+
+    parser.add_argument("trace_id", metavar="TRACE_ID")
+    add_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="JSON lines instead of a table")
 
 
-def add_plan_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The build options of `blockheat plan TRACE_ID` and jobs/reorg_plan.py (--trace-id there)."""
-    parser.add_argument("--policy", default=None,
-                        help="a scored policy_id (e.g. striped:eq1), a family (its best variant) or 'best'")
-    parser.add_argument("--window", default="all", help="the scored window: all (default) or START:END seconds")
-    parser.add_argument("--now", default=None, help="ISO-8601 (default: now, UTC): the plan's created_at when "
-                                                    "building, the time a check is made at")
-    parser.add_argument("--valid-hours", type=float, default=24.0, help="validity from created_at (default 24)")
-    parser.add_argument("--min-improvement", type=float, default=0.01,
-                        help="least improvement of the mean response that justifies moves (default 0.01)")
-    parser.add_argument("--max-gib", type=float, default=64.0, help="safety: most data to move, GiB (default 64)")
-    parser.add_argument("--max-moves-per-disk", type=int, default=1, help="safety: concurrent moves per disk")
-    parser.add_argument("--throttle-mb-s", type=float, default=50.0, help="safety: copy bandwidth, MB/s (default 50)")
-    return parser
+def _plan_arguments(parser: argparse.ArgumentParser) -> None:
+    from jobs.reorg_plan import add_arguments  # lazy: the job (pyspark) loads only for `plan`
+    from libs.plans.steps import EXPORT_FORMATS  # lazy: pyarrow loads only for `plan`
+
+    parser.add_argument("words", nargs="+", metavar="WORD",
+                        help="TRACE_ID (build a plan), check PLAN_ID, export PLAN_ID, or schema")
+    add_arguments(parser)
+    parser.add_argument("--format", choices=EXPORT_FORMATS, default="json", help="export format (default json)")
+    parser.add_argument("--out", default=None, help="export file (default <warehouse>/plans/PLAN_ID.FORMAT)")
+    parser.add_argument("--file", default=None, help="check an exported plan file instead of a stored plan")
+    parser.add_argument("--json", action="store_true", help="print the plan document (build) as JSON")
 
 
 def _pct(x: float | None) -> str:
@@ -89,8 +60,7 @@ def _pct(x: float | None) -> str:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from jobs.policy_scores import config_from_args, run
-    from libs.plans.policies import PolicyError
+    from jobs.policy_scores import config_from_args, run  # lazy: the job (pyspark) loads only for `score`
 
     try:
         job = config_from_args(args.trace_id, args)
@@ -128,13 +98,12 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from libs.plans.policies import PolicyError
-    from libs.plans.steps import PlanError
+    from libs.plans.steps import PlanError  # lazy: pyarrow loads only for `plan`
 
     words = args.words
     try:
         if words[0] == "schema":
-            from schemas.reorg_plan_json import PLAN_JSON_SCHEMA
+            from schemas.reorg_plan_json import PLAN_JSON_SCHEMA  # lazy: loads only for `plan schema`
 
             sys.stdout.write(json.dumps(PLAN_JSON_SCHEMA, indent=2) + "\n")
             return 0
@@ -156,7 +125,7 @@ def _plan_id(args: argparse.Namespace) -> str:
 
 
 def _build(args: argparse.Namespace, trace_id: str) -> int:
-    from jobs.reorg_plan import config_from_args, run
+    from jobs.reorg_plan import config_from_args, run  # lazy: the job (pyspark) loads only for `plan`
 
     job = config_from_args(trace_id, args)
     spark, cfg = spark_session(args, f"plan {trace_id}")
@@ -181,6 +150,7 @@ def _build(args: argparse.Namespace, trace_id: str) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    # lazy: the job (pyspark) loads only for `plan check`
     from jobs.reorg_plan import check, load
     from libs.plans.steps import PlanRefusedError, parse_utc, read_plan
 
@@ -202,7 +172,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from jobs.reorg_plan import export, load
+    from jobs.reorg_plan import export, load  # lazy: the job (pyspark) loads only for `plan export`
 
     plan_id = _plan_id(args)
     spark, cfg = spark_session(args, "plan export")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs.cli.main import UsageError, print_table
+from jobs.cli.common import UsageError, print_table, spark_session
 
 SRT_MAGIC = b"$$TR_IOREC"
 
@@ -51,6 +51,7 @@ def add_commands(sub: Any) -> None:
 
 
 def _spec(text: str | None) -> Any:
+    # lazy: the simulator (numpy) loads only for `sim validate`
     from sim.spec import SpecError
     from sim.specs import resolve
 
@@ -63,6 +64,8 @@ def _spec(text: str | None) -> Any:
 
 
 def cmd_sim_validate(args: argparse.Namespace) -> int:
+    # lazy: the simulator, its validation and the trace readers load only for `sim validate`
+    from libs.readers.srt import read_srt
     from sim.validate import ValidationTraceError, plot_cdfs, read_validation_trace, validate_closed_loop, validate_srt
 
     trace = Path(args.trace)
@@ -74,7 +77,7 @@ def cmd_sim_validate(args: argparse.Namespace) -> int:
     plot = None if (args.plot or "").lower() == "none" else Path(args.plot or f"{trace.name}.cdf.png")
     out = sys.stdout
     if head == SRT_MAGIC:
-        comparisons = validate_srt(trace, spec=spec, scheduler=args.scheduler)
+        comparisons = validate_srt(*read_srt(str(trace))[:2], spec=spec, scheduler=args.scheduler)
         rows = [{"device": c.device, **c.result.summary()} for c in comparisons]
         if plot is not None:
             plot_cdfs([c.result for c in comparisons], plot, title=f"{trace.name}: access time per request")
@@ -105,7 +108,7 @@ def cmd_sim_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_sim_specs(args: argparse.Namespace) -> int:
-    from sim.specs import SHIPPED, load
+    from sim.specs import SHIPPED, load  # lazy: the simulator (numpy) loads only for `sim specs`
 
     rows = []
     for name in SHIPPED:
@@ -122,8 +125,8 @@ def cmd_sim_specs(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    # lazy: the job (pyspark, numba) loads only when `simulate` runs
     from jobs.simulate import run
-    from jobs.cli.main import spark_session
     from libs.simulation.grid import GridError, load_grid
 
     try:

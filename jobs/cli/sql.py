@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from jobs.cli.main import UsageError
+from jobs.cli.common import UsageError
 
 SHELL_APP = "blockheat-sql-shell"
 
@@ -43,6 +43,7 @@ def add_commands(sub: Any) -> None:
 
 
 def cmd_serve_sql(args: argparse.Namespace) -> int:
+    # lazy: the job (pyspark) loads only when `serve-sql` runs
     from jobs.sql_server import ServeConfig, serve
     from libs.io.session import SparkConfig
 
@@ -63,6 +64,7 @@ def cmd_serve_sql(args: argparse.Namespace) -> int:
 def spark_sql_command(cfg: Any, jars: Sequence[str], init_file: Path | None, args: Sequence[str]) -> list[str]:
     """The spark-sql command line for `cfg` (a SparkConfig): its master, every session setting, the Delta jars
     (also on the driver's class path, see libs.io.catalog.driver_class_path) and the init file."""
+    # lazy: pyspark loads only when `sql-shell` runs
     import pyspark
 
     from libs.io.catalog import driver_class_path
@@ -81,8 +83,9 @@ def spark_sql_command(cfg: Any, jars: Sequence[str], init_file: Path | None, arg
 
 
 def cmd_sql_shell(args: argparse.Namespace) -> int:
-    from libs.io.catalog import delta_jars, init_sql, metastore_in_use, metastore_path
-    from libs.io.session import SparkConfig
+    # lazy: pyspark loads only when `sql-shell` runs
+    from libs.io.catalog import init_sql, metastore_in_use, metastore_path
+    from libs.io.session import SparkConfig, delta_jars
 
     rest = list(args.spark_sql_args)
     if rest[:1] == ["--"]:

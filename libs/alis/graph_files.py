@@ -4,13 +4,13 @@ the definition and the fallback (fixed-size units, --from-interval, files that c
 device too large for one task).
 
 A task reads its device's requests (for a nightly interval N > 0 also its stored units and interval N-1's
-graph), numbers the units, counts the pairs of each interval's reads (libs.alis.graph.count_pairs over the
+graph), numbers the units, counts the pairs of each interval's reads (sim.alis.graph.count_pairs over the
 whole interval: the sum the chunked Spark build arrives at), weighs and ages them as with_weight and
 age_graph do, and prunes and finds runs with the functions the Spark path's groups call (prune_arrays,
-discover_run_arrays). It writes its reorg_units, access_graph and alis_runs files itself
-(libs.io.delta_files); the driver commits one replace per table. The Spark path numbers the units with a
-window and joins them back (two shuffles of the trace), counts the pairs through two more and groups the
-graph through another; at 10 M requests that was about 130 of the stage's 160 s.
+discover_run_arrays). One device pass (libs.io.device_pass): the tasks write their reorg_units, access_graph and
+alis_runs files, the driver commits one replace per table. The Spark path numbers the units with a window and
+joins them back (two shuffles of the trace), counts the pairs through two more and groups the graph through
+another.
 
     built = build(spark, warehouse, Build("t1", first=0, last=6, interval_us=DAY_US), graph_options)
 """
@@ -20,7 +20,6 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,10 +28,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from libs.alis.graph import EDGE_BYTES, PRUNE_SHARE, VERTEX_BYTES, count_pairs, prune_arrays
-from libs.alis.runs import discover_run_arrays
-from libs.transforms.profile_files import RequestFiles, Unsupported, read_files, request_files, trace_files
+from libs.io.device_pass import Output, Read, RequestFiles, Unsupported, device_pass, request_files, trace_files
+from libs.io.tables import table_path, table_target
 from schemas import access_graph, alis_runs, reorg_units
+from sim.alis.graph import EDGE_BYTES, PRUNE_SHARE, VERTEX_BYTES, count_pairs, prune_arrays
+from sim.alis.runs import discover_run_arrays
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -41,10 +41,8 @@ log = logging.getLogger(__name__)
 
 REQUEST_COLUMNS = ["ts_us", "seq", "op", "offset_bytes", "size_bytes"]
 TABLES = (reorg_units.TABLE, access_graph.TABLE, alis_runs.TABLE)
-STATS = "_stats"
 
-__all__ = ["Build", "GraphParams", "RequestFiles", "Unsupported", "build", "device_build", "request_files",
-           "run_and_commit", "write_rows"]
+__all__ = ["Build", "GraphParams", "RequestFiles", "Unsupported", "build", "device_build", "keyed", "request_files"]
 
 
 @dataclass(frozen=True)
@@ -75,14 +73,6 @@ class Build:
     last: int
     interval_us: int
     nightly: bool = False
-
-
-@dataclass(frozen=True)
-class DeviceFiles:
-    device: str
-    requests: list[str]
-    units: list[str]            # stored reorg_units files (nightly N > 0)
-    graph: list[str]            # stored access_graph files (nightly N > 0; filtered to interval N-1)
 
 
 # --- one device ------------------------------------------------------------------------------
@@ -253,69 +243,17 @@ def device_build(requests: pa.Table, known: pa.Table | None, previous: pa.Table 
     return {"units": units, "graph": graph, "runs": found, "stats": stats}
 
 
-# --- the tasks and the commits ---------------------------------------------------------------------
+# --- the pass and the commits ---------------------------------------------------------------------
 
 
-def _read(paths: Sequence[str], columns: Sequence[str], where: Any = None) -> pa.Table | None:
-    return read_files(paths, columns, where) if paths else None
-
-
-def write_rows(target: Any, name: str, rows: pa.Table, trace_id: str, device: str,
-               **constants: int) -> Iterator[dict[str, Any]]:
-    """Task side: one device's rows of table `name` (trace_id, device and the constant columns added) written
-    into the table; yields the FILES rows with "table"."""
-    from libs.io.delta_files import FileWriter
-
+def keyed(rows: pa.Table, trace_id: str, device: str, **constants: int) -> pa.Table:
+    """One device's rows of a table with trace_id, device and the constant columns added."""
     n = rows.num_rows
     rows = rows.append_column("trace_id", pa.array([trace_id] * n, pa.string()))
     rows = rows.append_column("device", pa.array([device] * n, pa.string()))
     for column, value in constants.items():
         rows = rows.append_column(column, pa.array(np.full(n, value, np.int64)))
-    writer = FileWriter(target)
-    writer.write(rows)
-    for f in writer.close().to_pylist():
-        yield {**f, "table": name}
-
-
-def run_and_commit(spark: SparkSession, tasks: int, fn: Any, targets: dict[str, Any],
-                   wheres: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Run fn (a mapPartitions function over task numbers; yields write_rows' rows and rows of its own with
-    another "table") as one Spark task per number, then one replace commit per table in the order of
-    `targets`; returns fn's other rows. On failure the uncommitted tables' files are deleted."""
-    from libs.io.delta_files import commit_replace, discard
-
-    committed: set[str] = set()
-    try:
-        out = spark.sparkContext.parallelize(range(tasks), tasks).mapPartitions(fn).collect()
-        for name, target in targets.items():
-            commit_replace(spark, target, wheres[name],
-                           [{k: v for k, v in r.items() if k != "table"} for r in out if r["table"] == name])
-            committed.add(name)
-    except BaseException:
-        for name, t in targets.items():
-            if name not in committed:
-                discard(t)
-        raise
-    return [r for r in out if r["table"] not in targets]
-
-
-def _task(devices: list[DeviceFiles], targets: dict[str, Any], b: Build, p: GraphParams):  # type: ignore[no-untyped-def]
-    """What each task runs: its devices built and written; yields FILES rows with "table", and one STATS row
-    per device."""
-    def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
-        for i in ids:
-            d = devices[i]
-            started = time.perf_counter()
-            known = _read(d.units, ["unit_id", "offset_bytes", "size_bytes"])
-            previous = _read(d.graph, ["src_unit", "dst_unit", "weight"], [("interval_id", "=", b.first - 1)])
-            out = device_build(_read(d.requests, REQUEST_COLUMNS), known, previous, b, p)
-            yield from write_rows(targets[reorg_units.TABLE], reorg_units.TABLE, out["units"], b.trace_id, d.device,
-                                  unit_bytes=0)
-            yield from write_rows(targets[access_graph.TABLE], access_graph.TABLE, out["graph"], b.trace_id, d.device)
-            yield from write_rows(targets[alis_runs.TABLE], alis_runs.TABLE, out["runs"], b.trace_id, d.device)
-            yield {"table": STATS, "device": d.device, **out["stats"], "seconds": time.perf_counter() - started}
-
-    return run
+    return rows
 
 
 def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
@@ -324,23 +262,33 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
     graph and runs of interval N only for a nightly N > 0). Returns the per-device figures of
     jobs.alis_graph's summary, by device. Unsupported (nothing written) when the files cannot be read
     directly."""
-    from libs.io.delta_files import table_target
-
     requests = requests if requests is not None else request_files(spark, warehouse, b.trace_id)
     stored_units: dict[str, list[str]] = {}
     stored_graph: dict[str, list[str]] = {}
     if b.nightly and b.first:
         stored_units = _stored(spark, warehouse, b.trace_id, reorg_units.TABLE)
         stored_graph = _stored(spark, warehouse, b.trace_id, access_graph.TABLE)
-    devices = [DeviceFiles(dev, requests.files[dev], stored_units.get(dev, []), stored_graph.get(dev, []))
-               for dev in requests.by_size()]
-    targets = {name: table_target(spark, warehouse, name).for_write() for name in TABLES}
+    devices = [(dev, {"requests": requests.files[dev], "units": stored_units.get(dev, []),
+                      "graph": stored_graph.get(dev, [])}) for dev in requests.by_size()]
+    reads = {"requests": Read(REQUEST_COLUMNS), "units": Read(["unit_id", "offset_bytes", "size_bytes"]),
+             "graph": Read(["src_unit", "dst_unit", "weight"], [("interval_id", "=", b.first - 1)])}
     where = {"trace_id": b.trace_id}
     graph_where = {**where, "interval_id": b.first} if b.nightly and b.first else where
+    outputs = {name: Output(table_target(spark, warehouse, name).for_write(), w)
+               for name, w in ((reorg_units.TABLE, where), (access_graph.TABLE, graph_where),
+                               (alis_runs.TABLE, graph_where))}
+
+    def build_device(device: str, rows: dict[str, pa.Table | None]) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+        started = time.perf_counter()
+        out = device_build(rows["requests"], rows["units"], rows["graph"], b, p)
+        return ({reorg_units.TABLE: keyed(out["units"], b.trace_id, device, unit_bytes=0),
+                 access_graph.TABLE: keyed(out["graph"], b.trace_id, device),
+                 alis_runs.TABLE: keyed(out["runs"], b.trace_id, device)},
+                {**out["stats"], "seconds": time.perf_counter() - started})
+
     started = time.perf_counter()
-    out = run_and_commit(spark, len(devices), _task(devices, targets, b, p), targets,
-                         {reorg_units.TABLE: where, access_graph.TABLE: graph_where, alis_runs.TABLE: graph_where})
-    stats = sorted(out, key=lambda r: r["device"])
+    built = device_pass(spark, devices, build_device, read=reads, outputs=outputs, label=f"alis graph {b.trace_id}")
+    stats = sorted(({"device": d, **s} for d, s in built.extras.items()), key=lambda r: r["device"])
     log.info("alis graph %s: %d devices built and committed in %.1f s (slowest task %.1f s)", b.trace_id,
              len(devices), time.perf_counter() - started, max((r["seconds"] for r in stats), default=0.0))
     keys = ("units", "graph_refs", "last_edges", "last_graph_bytes", "budget_bytes", "runs", "last_run_units",
@@ -351,8 +299,6 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
 def _stored(spark: SparkSession, warehouse: Path, trace_id: str, table: str) -> dict[str, list[str]]:
     """The trace's files of a stored table by device; none is an empty dict (a table with no rows for the
     trace yet), a file that cannot be read directly Unsupported."""
-    from libs.io.tables import table_path
-
     if not (table_path(warehouse, table) / "_delta_log").is_dir():
         return {}
     try:

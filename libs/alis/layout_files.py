@@ -3,7 +3,7 @@ takes for request-sized units (its Spark transforms stay the definition and the 
 
 A task reads its device's requests, stored units and stored access graphs, gives every request its unit,
 counts the references per interval, ages them (eq. 1), finds the runs of each stored graph, plans each
-interval's reorganized area with libs.alis.layout.plan_area and scores it on the next interval's reads
+interval's reorganized area with sim.alis.layout.plan_area and scores it on the next interval's reads
 (realizable); for the lookahead it builds each interval's own unaged graph (pairs, weights, pruning and runs
 as libs.alis.graph_files does) and plans and scores it on the same interval. It writes its alis_layout and
 alis_runs files; the summary rows come back to the driver, which writes them and commits the three tables.
@@ -14,7 +14,6 @@ The Spark path joins every request to its unit (10 M rows) and scores the plans 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,9 +23,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from libs.alis import graph_files as GF
-from libs.alis.graph import PRUNE_SHARE, count_pairs, prune_arrays
-from libs.alis.layout import plan_area
+from libs.io.delta_files import replace_from_driver
+from libs.io.device_pass import Output, Read, device_pass
+from libs.io.tables import table_target
 from schemas import alis_layout, alis_runs, alis_summary
+from sim.alis.graph import PRUNE_SHARE, count_pairs, prune_arrays
+from sim.alis.layout import plan_area
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -238,40 +240,32 @@ def _table(columns: dict[str, np.ndarray]) -> pa.Table:
     return pa.table({k: pa.array(np.asarray(v, np.int64)) for k, v in columns.items()})
 
 
-def _task(devices: list[tuple[str, list[str], list[str], list[str]]], targets: dict[str, Any], trace_id: str,
-          p: LayoutParams):  # type: ignore[no-untyped-def]
-    def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
-        for i in ids:
-            device, req_paths, unit_paths, graph_paths = devices[i]
-            units = GF._read(unit_paths, ["unit_id", "offset_bytes", "size_bytes"])
-            graph = GF._read(graph_paths, ["interval_id", "src_unit", "dst_unit", "weight"])
-            out = device_layout(GF._read(req_paths, GF.REQUEST_COLUMNS), units, graph, p)
-            yield from GF.write_rows(targets[alis_layout.TABLE], alis_layout.TABLE, out["plan"], trace_id, device)
-            if alis_runs.TABLE in targets:
-                yield from GF.write_rows(targets[alis_runs.TABLE], alis_runs.TABLE, out["runs"], trace_id, device)
-            for row in out["summary"]:
-                yield {"table": GF.STATS, "device": device, **row}
-
-    return run
-
-
 def layout(spark: SparkSession, warehouse: Path, trace_id: str, p: LayoutParams) -> list[dict[str, Any]]:
     """Plan and score every interval, write alis_layout, alis_runs (not for mode heat) and alis_summary (one
     replace of the trace each). Returns the alis_summary rows by (device, interval_id). Unsupported (nothing
     written) when the files cannot be read directly."""
-    from libs.io.delta_files import replace_from_driver, table_target
-
     requests = GF.request_files(spark, warehouse, trace_id)
     units = GF._stored(spark, warehouse, trace_id, "reorg_units")
     graphs = GF._stored(spark, warehouse, trace_id, "access_graph")
-    devices = [(d, requests.files[d], units.get(d, []), graphs.get(d, [])) for d in requests.by_size()]
-    names = TABLES if p.mode != "heat" else (alis_layout.TABLE,)
-    targets = {name: table_target(spark, warehouse, name).for_write() for name in names}
+    devices = [(d, {"requests": requests.files[d], "units": units.get(d, []), "graph": graphs.get(d, [])})
+               for d in requests.by_size()]
+    reads = {"requests": Read(GF.REQUEST_COLUMNS), "units": Read(["unit_id", "offset_bytes", "size_bytes"]),
+             "graph": Read(["interval_id", "src_unit", "dst_unit", "weight"])}
     where = {"trace_id": trace_id}
-    out = GF.run_and_commit(spark, len(devices), _task(devices, targets, trace_id, p), targets,
-                            {name: where for name in targets})
+    names = TABLES if p.mode != "heat" else (alis_layout.TABLE,)
+    outputs = {name: Output(table_target(spark, warehouse, name).for_write(), where) for name in names}
+
+    def layout_device(device: str, rows: dict[str, pa.Table | None]) -> tuple[dict[str, pa.Table], list[dict]]:
+        out = device_layout(rows["requests"], rows["units"], rows["graph"], p)
+        tables = {alis_layout.TABLE: GF.keyed(out["plan"], trace_id, device)}
+        if alis_runs.TABLE in outputs:
+            tables[alis_runs.TABLE] = GF.keyed(out["runs"], trace_id, device)
+        return tables, out["summary"]
+
+    laid = device_pass(spark, devices, layout_device, read=reads, outputs=outputs, label=f"alis layout {trace_id}")
+    out = [{"device": device, **row} for device, summary in laid.extras.items() for row in summary]
     rows = sorted(({"trace_id": trace_id, "device": r["device"], "mode": p.mode, "layout": p.layout,
-                    **{k: v for k, v in r.items() if k not in ("table", "device")}}
+                    **{k: v for k, v in r.items() if k != "device"}}
                    for r in out), key=lambda r: (r["device"], r["interval_id"]))
     rows = [{c: r[c] for c in alis_summary.COLUMNS} for r in rows]
     table = pa.Table.from_pylist(rows, schema=alis_summary.ARROW_SCHEMA)

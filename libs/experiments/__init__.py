@@ -1,4 +1,4 @@
-"""Paper experiments (issue #6 section 3): pure drivers that call the simulator and return tables, plots,
+"""Paper experiments: pure drivers that call the simulator and return tables, plots,
 claims checked against the paper and a markdown summary; `blockheat experiment NAME` writes them under
 <warehouse>/experiments/<name>/. No Spark.
 

@@ -32,17 +32,20 @@ import numpy as np
 import pyarrow as pa
 
 from libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
-from sim.alis import AlisParams, prepare, run_measured
+from libs.experiments.placement import load_hplajw
+from sim.alis.layout import MODES
+from sim.alis.params import AlisParams
+from sim.alis.policy import prepare, run_measured
 from sim.array import Concatenated, DiskArray
 from sim.engine import SimConfig, Simulation
 from sim.records import Requests
 from sim.spec import DiskSpec
+from sim.specs import load as load_spec
 
 TITLE = "ALIS heat, run and combined clustering on the hplajw week (ALIS sections 5.3 and 6, figures 10, 14, 15)"
 SPEC_NAME = "ibm_ultrastar_73lzx"
 DAY_US = 86_400_000_000
 TOLERANCE_PP = 2.0
-MODES = ("heat", "run", "combined")
 #: Figure 10's panels (run clustering alone) and figure 15's area sizes; defaults in AlisParams.
 SWEEPS = {
     "full": {"tau": (2, 4, 9, 16), "graph_share": (0.0005, 0.001, 0.005, 0.01), "beta": (0.1, 0.5, 0.8, 1.0),
@@ -74,9 +77,6 @@ def load(spec: DiskSpec | None = None, *, days: int | None = None) -> Workload:
     """The hplajw week (or its first `days` days) in `spec`'s sectors (default the 73LZX's 512 bytes): byte
     extents from the trace's 256-byte sectors, each device's size its highest address used over the week
     (the paper's storage used)."""
-    from libs.experiments.placement import load_hplajw
-    from sim.specs import load as load_spec
-
     spec = load_spec(SPEC_NAME) if spec is None else spec
     traced = load_hplajw()
     r = traced.requests

@@ -113,6 +113,7 @@ def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> st
 
 def new_figure(ncols: int = 1, width: float = 6.5, height: float = 4.2) -> tuple[Any, Any]:
     """A matplotlib figure on the Agg backend (no display) with ncols panels."""
+    # lazy: matplotlib is slow to import; the blockheat command loads this module at start
     import matplotlib
 
     matplotlib.use("Agg")
@@ -123,7 +124,7 @@ def new_figure(ncols: int = 1, width: float = 6.5, height: float = 4.2) -> tuple
 
 
 def save_figure(fig: Any, path: Path, title: str) -> None:
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: as in new_figure
 
     fig.suptitle(title)
     fig.tight_layout()

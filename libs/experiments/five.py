@@ -4,12 +4,15 @@ disks with one cursor across files in logical order, each disk packed in logical
 both striping and cooling (cooling moves the striping units, FIVE's extents)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from sim.array import ExtentMap
+from sim.allocation import AllocUnit, round_robin_allocation, to_extent_map
+from sim.array import Extent, ExtentMap
 from sim.spec import DiskSpec
+from sim.specs import load
 from sim.workloads import FiveWorkload, five_synthetic
 
 N_DISKS = 32
@@ -17,11 +20,13 @@ SPEC_NAME = "five_table1"
 #: Striping units in 1 KB blocks (FIVE 4.1.1): a track is 35 blocks, a cylinder 11 tracks; Gopt140 is
 #: ceil(260 / 3) = 87 KB; Gopt (light load) 8 KB; Block 1 KB.
 UNITS = {"Block": 1, "Gopt": 8, "Track": 35, "Gopt140": 87, "Cyl": 385}
+#: The replays' backlog limit (SimConfig.max_outstanding): a run whose backlog exceeds it is saturated.
+MAX_OUTSTANDING = 3_000
+#: A saturated rate's response, as the papers' tables and ours print it.
+INF = math.inf
 
 
 def spec() -> DiskSpec:
-    from sim.specs import load
-
     return load(SPEC_NAME)
 
 
@@ -42,8 +47,6 @@ class StripedFiles:
 
 def striped_files(w: FiveWorkload, unit_blocks: int, n_disks: int = N_DISKS) -> StripedFiles:
     """Every file cut into units of unit_blocks (its last one shorter), dealt round robin (sim.allocation)."""
-    from sim.allocation import AllocUnit, round_robin_allocation, to_extent_map
-
     order = np.argsort(w.file_start, kind="stable")
     ends = w.file_start[order] + w.file_sectors[order]
     if w.file_start[order[0]] != 0 or np.any(w.file_start[order[1:]] != ends[:-1]):
@@ -62,8 +65,6 @@ def striped_file_map(w: FiveWorkload, unit_blocks: np.ndarray | int, n_disks: in
     """striped_files' extent map built with numpy, for a unit per file (array indexed like w's file table) or
     one for all: the same dealing (units in logical order, one cursor across files, each disk packed in
     logical order) without a Python object per unit, so Block-sized units over 8.5 million blocks stay cheap."""
-    from sim.array import Extent
-
     units = np.broadcast_to(np.asarray(unit_blocks, dtype=np.int64), w.file_sectors.shape)
     if np.any(units <= 0):
         raise ValueError("striping units must be positive block counts")

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from libs.experiments import five
 from libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
+from libs.experiments.five import INF, MAX_OUTSTANDING
 from sim.array import DiskArray
 from sim.cooling import CoolingConfig, DiskCooling
 from sim.engine import SimConfig, Simulation, run_with_policy
@@ -33,10 +34,8 @@ METHODS = ("Gopt140", "Track", "Cyl")
 RATES = (20, 40, 60, 80, 100, 110, 120, 125, 130, 140, 150, 160)
 SCALE = {"full": {"requests": 40_000, "rates": RATES, "methods": METHODS},
          "tiny": {"requests": 6_000, "rates": (20, 120, 160), "methods": ("Gopt140", "Track")}}
-MAX_OUTSTANDING = 3_000
 COOLING = CoolingConfig(every_requests=100, delta=0.05, k=10)
 
-INF = float("inf")
 #: Table 6 (ms): rate -> method -> response; "-C" with cooling.
 PAPER = {
     20: {"Gopt140": 46.57, "Track": 33.38, "Cyl": 98.34, "Gopt140-C": 47.23, "Track-C": 34.23, "Cyl-C": 96.66},

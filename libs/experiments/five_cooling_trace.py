@@ -2,7 +2,8 @@
 (interarrival times divided by alpha), Track striping (35 KB units, round robin) with and without disk
 cooling (every 100 s of trace time, i.e. every 100/alpha s simulated; whole extents; delta = 0.05).
 
-Choices where the paper is open or the trace differs (one line each, tested in tests/libs/experiments/test_experiments.py):
+Choices where the paper is open or the trace differs (one line each, tested in
+tests/libs/experiments/test_experiments.py):
 - disks: 4 of FIVE's table-1 model, so that at alpha = 1000 the mean utilization (about 0.27) is near the
   paper's 0.24 for its WWW trace; the two traced devices are concatenated and striped over them;
 - hplajw's 256-byte sector addresses become the table-1 disk's 1 KB blocks (a request covers every block it

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from libs.experiments import five
 from libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
+from libs.experiments.five import INF, MAX_OUTSTANDING
 from libs.plans.striping_advisor import DiskModel, FileStats, Workload, advise
 from sim.array import DiskArray
 from sim.engine import SimConfig, Simulation
@@ -36,12 +37,10 @@ LIGHT = 1.0
 RATES = (20, 40, 60, 80, 100, 120, 140)
 SCALE = {"full": {"requests": 20_000, "rates": RATES},
          "tiny": {"requests": 3_000, "rates": (20, 80, 140)}}
-MAX_OUTSTANDING = 3_000
 #: Table 4's request-size classes (KB, inclusive upper bounds).
 SIZE_CLASSES = ((10, "≤ 10"), (50, "11-50"), (100, "51-100"), (200, "101-200"), (500, "201-500"),
                 (1000, "501-1000"), (None, "> 1000"))
 
-INF = float("inf")
 PAPER_LIGHT = {"Opt": 24.54, "Gopt": 24.75, "Block": 24.54, "Track": 28.86, "Cyl": 81.84}
 PAPER_SIZES = {
     "≤ 10": (16.97, 17.06, 19.18, 16.84, 17.63), "11-50": (22.04, 21.26, 21.22, 24.50, 26.18),

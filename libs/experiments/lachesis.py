@@ -39,6 +39,7 @@ from sim.array import DiskArray
 from sim.engine import ClosedLoop, SimConfig, Simulation
 from sim.records import Requests
 from sim.spec import CacheSpec, DiskSpec, Overheads
+from sim.specs import load
 from sim.tracks import align_to_tracks, fixed_size_io, track_map
 from sim.workloads import mix, poisson_background
 
@@ -190,8 +191,6 @@ def scan_point(spec: DiskSpec, *, scan_sectors: int, aligned: bool, rate_per_s: 
 
 @functools.cache
 def _shipped_names() -> dict[str, str]:
-    from sim.specs import load
-
     return {load(name).name: name for name in SPECS}
 
 
@@ -209,8 +208,6 @@ def point_b(rows: list[dict[str, Any]], level: float) -> float:
 
 
 def run(scale: str = "full", seed: int = 1) -> ExperimentOutput:
-    from sim.specs import load
-
     out = ExperimentOutput("lachesis", TITLE, scale)
     cfg = SCALE[scale]
     specs = {name: load(name) for name in SPECS}

@@ -2,7 +2,8 @@
 placement, striping at 32 and 64 KB, random) replayed on the bundled hplajw week with a constant access
 time, so that only the load balance differs between placements.
 
-Choices where the paper is open or the trace differs (one line each, tested in tests/libs/experiments/test_experiments.py):
+Choices where the paper is open or the trace differs (one line each, tested in
+tests/libs/experiments/test_experiments.py):
 - access time 25 ms per disk access: the paper used each system's average access time (20 ms Seagate, 10 ms
   HP C2247); 25 ms is the hplajw trace's own measured mean access time on its HP 335H (sim/README.md);
 - the atomic data sets of the best static placement are the traced devices (each one disk's worth), every
@@ -28,10 +29,12 @@ import numpy as np
 import pyarrow as pa
 
 from libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
+from libs.readers.srt import read_srt
 from sim.array import AsTraced, DiskArray, Extent, ExtentMap, Layout, RandomDisk, Striped
 from sim.engine import SimConfig, Simulation
 from sim.records import Requests
 from sim.spec import DiskSpec
+from sim.specs import from_srt_header
 
 TITLE = "Striping vs placement: load balance on the hplajw week (tables 1-2 of the striping-vs-placement study)"
 TRACE = Path(__file__).resolve().parents[2] / "data/traces/hplajw/ajw.1week.srt"
@@ -60,9 +63,6 @@ def load_hplajw(limit: int | None = None) -> Workload:
     """The hplajw week as simulator requests in arrival order (device = traced disk, addresses in the HP
     335H's 256-byte sectors), with each device's capacity, rounded down to whole 64 KB stripe units (so the
     striped space fits the disks), as its logical size."""
-    from libs.readers.srt import read_srt
-    from sim.specs import from_srt_header
-
     header, cols, _, _ = read_srt(str(TRACE))
     spec = from_srt_header(header, 0)
     ts = (cols["enqueue_s"] * 1_000_000 + cols["enqueue_us"]).astype(np.float64)

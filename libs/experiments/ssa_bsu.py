@@ -3,7 +3,8 @@ with no think time to 4 SSA disks (`ssa_table1`), each request striped over n = 
 (basic striping unit BSU = q / n, the first disk random, wrapping round); the optimal BSU per request size and
 MPL beside the study's figure 5 and the Lee-Katz prediction of its table 3.
 
-Choices where the study is open or our model differs (one line each, tested in tests/libs/experiments/test_experiments.py):
+Choices where the study is open or our model differs (one line each, tested in
+tests/libs/experiments/test_experiments.py):
 - layout: the 4 disks striped with unit BSU, each request starting at a random stripe unit, so a request's
   BSUs share one disk offset except those wrapped past disk 4, which lie one BSU further (the study put
   every BSU at the same sector);
@@ -31,6 +32,7 @@ from sim.array import DiskArray, Striped
 from sim.engine import ClosedLoop, SimConfig, Simulation
 from sim.records import Requests
 from sim.spec import DiskSpec
+from sim.specs import load
 
 TITLE = "SSA study: optimal basic striping unit by request size and MPL (SSA figure 5, table 3)"
 N_DISKS = 4
@@ -54,8 +56,6 @@ PAPER_L_MS, PAPER_X_KB_PER_MS = 8.8 + 4.17, 7.9 * 1.024
 
 
 def spec() -> DiskSpec:
-    from sim.specs import load
-
     base = load("ssa_table1")
     return replace(base, cache=replace(base.cache, read_ahead_sectors=0))
 

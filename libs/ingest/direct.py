@@ -10,8 +10,8 @@ Fixed-size records let every task number its records and check their time order 
    rejected ones into `rejected_records` itself (libs.io.delta_files), then one Delta commit per table.
    A refused ingest writes nothing: the refusal comes after pass 1.
 
-10 M records (400 MB, 2 cores): about 1 s for pass 1, 2.5 s for pass 2 and the commits
-(docs/BENCHMARKS.md); the scratch Parquet copy the other formats use took 27 s in all.
+Decoding the bytes twice costs much less than the scratch Parquet copy the other formats make
+(docs/BENCHMARKS.md, "Ingest").
 """
 from __future__ import annotations
 

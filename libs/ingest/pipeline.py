@@ -29,13 +29,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+import pyarrow as pa
 from pyspark.sql import Row, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
 
-from libs.ingest.inputs import SNIFF_BYTES, InputError, InputFile, prepare_inputs, read_head, text_problem
-from libs.readers import binary
+from libs.ingest import direct
+from libs.io.delta_files import replace_from_driver, replace_tables_by_tasks, write_tables_by_tasks
+from libs.io.inputs import SNIFF_BYTES, InputError, InputFile, prepare_inputs, read_head, text_problem
+from libs.io.tables import check_trace_id, replace_trace, table_target
+from libs.readers import binary, clean_text
 from libs.readers.scan import SCAN_DDL, scan_blocks
+from libs.readers.srt import SrtFormatError, parse_srt_header, tracedate_to_iso
 from libs.readers.text_formats import (
     BLKPARSE_EXPECTED,
     FILETIME_UNIX_OFFSET_US,
@@ -44,7 +50,7 @@ from libs.readers.text_formats import (
     parse_blkparse,
     parse_csv,
 )
-from libs.io.tables import check_trace_id
+from schemas import rejected_records, requests, traces
 from schemas import rejected_records as RJ
 
 if TYPE_CHECKING:
@@ -118,12 +124,6 @@ class IngestResult:
 def write_trace(spark: SparkSession, warehouse: Path, result: IngestResult) -> None:
     """Replace the trace's rows of `requests` and `rejected_records`, then its `traces` row: each one
     atomic Delta commit, the catalog row last, so a trace listed in `traces` has its rows in place."""
-    import pyarrow as pa
-
-    from libs.io.delta_files import replace_from_driver, table_target
-    from libs.io.tables import replace_trace
-    from schemas import rejected_records, requests, traces
-
     trace_id = result.trace_row["trace_id"]
     if result.write_direct is not None:
         log.info("writing %s and %s", requests.TABLE, rejected_records.TABLE)
@@ -198,8 +198,6 @@ def _device_name(f: InputFile) -> str:
 
 def _binary_pre(spark: SparkSession, files: list[InputFile], opts: IngestOptions,
                 geometry: list[dict[str, Any]], meta: dict[str, Any]) -> DataFrame:
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     range_df, task, _ = _binary_ranges(spark, files, opts, geometry, meta)
     return range_df.mapInArrow(task, from_arrow_schema(binary.RECORD_SCHEMA))
 
@@ -244,12 +242,8 @@ def _binary_ranges(spark: SparkSession, files: list[InputFile], opts: IngestOpti
             ranges += binary.vscsi_ranges(str(f.readable_path), uri, size, version,
                                           _balanced(size, BINARY_RANGE_BYTES, spark.sparkContext.defaultParallelism))
         task = binary.vscsi_task(version, plan, opts.ts_tolerance_us)
-        from libs.ingest.direct import summary_task
-
-        summarize = summary_task(version, plan, opts.ts_tolerance_us)
+        summarize = direct.summary_task(version, plan, opts.ts_tolerance_us)
     else:
-        from libs.readers.srt import SrtFormatError, parse_srt_header, tracedate_to_iso
-
         sector_sizes: dict[str, dict[int, int]] = {}
         for f in files:
             try:
@@ -440,8 +434,8 @@ def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Path) -> Ing
     geometry: list[dict[str, Any]] = []
     meta: dict[str, Any] = {}
     # The classified records are read three times (summary, requests, rejects): from a scratch
-    # Parquet copy, a little faster end to end than Spark's in-memory cache (24.7 s against 25.6 s
-    # for 5M MSR requests, docs/BENCHMARKS.md). It lives only until release().
+    # Parquet copy, a little faster end to end than Spark's in-memory cache. It lives only until
+    # release().
     scratch = staging / "classified.parquet"
     if opts.fmt == "vscsi":
         try:
@@ -501,8 +495,6 @@ def _summarize(cached: DataFrame) -> list[Any]:
 def _load_vscsi(spark: SparkSession, files: list[InputFile], opts: IngestOptions,
                 geometry: list[dict[str, Any]], meta: dict[str, Any], scratch: Path) -> IngestResult:
     """vSCSI: the summary pass now, the tasks' own writes in write_trace (libs.ingest.direct)."""
-    from libs.ingest import direct
-
     range_df, decode, summarize = _binary_ranges(spark, files, opts, geometry, meta)
     summary = direct.merge_summaries(range_df.mapInArrow(summarize, direct.SUMMARY_DDL).collect())
     log.info("trace %s: %d records read", opts.trace_id, sum(r.n for r in summary))
@@ -514,9 +506,6 @@ def _load_vscsi(spark: SparkSession, files: list[InputFile], opts: IngestOptions
     trace_row, per_device, ts_min = _describe(summary, files, opts, geometry, meta, first_reject)
 
     def write_direct(spark: SparkSession, warehouse: Path) -> None:
-        from libs.io.delta_files import replace_tables_by_tasks, table_target
-        from schemas import rejected_records, requests
-
         where = {"trace_id": opts.trace_id}
         replace_tables_by_tasks(spark, {
             requests.TABLE: (table_target(spark, warehouse, requests.TABLE), where),
@@ -534,11 +523,6 @@ def _load_clean_text(spark: SparkSession, files: list[InputFile], opts: IngestOp
     whose earliest timestamp is not the first line of a file, the pass runs a second time with the
     true one. None when the layout, an input or any range is not for this path (nothing written):
     the general path then ingests the trace and gives every reject its reason and line."""
-    from libs.ingest import direct
-    from libs.io.delta_files import table_target, write_tables_by_tasks
-    from libs.readers import clean_text
-    from schemas import rejected_records, requests
-
     layout = _layout(opts)
     if not opts.fast_text or not clean_text.eligible(layout) or any(f.compression and not f.is_staged for f in files):
         return None
@@ -599,8 +583,6 @@ def _load_clean_text(spark: SparkSession, files: list[InputFile], opts: IngestOp
 def _clean_summary(side: list[dict[str, Any]], rows: list[tuple], opts: IngestOptions) -> list[Any] | None:
     """The clean pass's side rows -> per-device Summary rows, or None (with the reason logged) when a range
     is not clean or a timestamp goes back across a range edge."""
-    from libs.ingest import direct
-
     dirty = [r for r in side if not r["clean"]]
     if dirty:
         log.info("trace %s: not clean text (%s, in the lines from byte %d of %s): the general path reads it",

@@ -1,0 +1,7 @@
+"""Spark and Delta I/O, on public APIs only. Imports run one way, top to bottom:
+
+session (builds every SparkSession) > catalog (the Hive metastore) > tables (the tables' registry: create, read,
+replace) > delta_files (task-written files, one driver commit) > delta_log (the log without Spark), task_parquet.
+device_pass (one task per device) and jvm (JVM flags, the class archive) sit on delta_files; inputs,
+partitioning and spark_daemon import nothing of the package.
+"""

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
+from pyspark import SparkContext
+
 from libs.io.tables import TABLES, register_tables, table_path
 
 if TYPE_CHECKING:
@@ -36,6 +38,11 @@ DERBY_LOCK_FILE = "dbex.lck"
 # Maven groups of the Delta jars the Thrift server and spark-sql need on the driver's own class path (see
 # driver_class_path); the rest of the resolved jars (older jackson, parquet, hadoop) would shadow Spark's.
 CLASS_PATH_GROUPS = ("io.delta_", "io.unitycatalog_")
+
+
+def session_catalog(spark: SparkSession) -> str:
+    """The catalog the running session really has ("hive" or "in-memory"), fixed when its context started."""
+    return str(spark.sparkContext.getConf().get("spark.sql.catalogImplementation", "in-memory"))
 
 
 def metastore_path(warehouse: Path) -> Path:
@@ -131,38 +138,10 @@ def init_sql(warehouse: Path) -> str:
     return "".join(lines)
 
 
-def delta_jars() -> list[str]:
-    """The Delta jars (file URIs) an earlier session resolved; when there are none yet, a throwaway session in
-    a child process resolves them from Maven once (a process cannot put jars on the class path of a JVM it has
-    already started, and the Thrift server and spark-sql need them there from the start)."""
-    import subprocess
-    import sys
-    import tempfile
-
-    from libs.io.session import cached_delta_jars
-
-    jars = cached_delta_jars()
-    if jars is None:
-        log.info("resolving the Delta Lake jars once (a throwaway local session)")
-        with tempfile.TemporaryDirectory() as tmp:
-            code = ("from libs.io.session import SparkConfig, build_session; "
-                    "build_session(SparkConfig.from_env('resolve-delta-jars')).stop()")
-            env = {**os.environ, "BLOCKHEAT_WAREHOUSE": tmp, "BLOCKHEAT_SPARK_MASTER": "local[1]"}
-            subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tmp)
-        jars = cached_delta_jars()
-        if jars is None:
-            raise RuntimeError("the Delta Lake jars could not be resolved (see the output above)")
-    return jars
-
-
 def release_metastore(spark: SparkSession) -> None:
     """Stop a session that holds the metastore, and its JVM, so the metastore is free when this returns: Derby
     unlocks it only when the JVM exits, which otherwise happens a while after Python's own exit (a `blockheat
     sql` right after would find it in use). Sessions on the in-memory catalog are left running."""
-    from pyspark import SparkContext
-
-    from libs.io.session import session_catalog
-
     if session_catalog(spark) != "hive":
         return
     gateway = SparkContext._gateway

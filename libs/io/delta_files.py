@@ -11,7 +11,7 @@ table history as that WRITE, with its predicate and operation metrics.
 
 The files a replace removes come from the file list the last commit's checksum keeps for small
 tables (libs.io.session turns that on), so a replace needs no Spark job to rebuild the table state
-(0.5-1 s each, even for a table of a few files); bigger tables use txn.filterFiles. Either way the
+(a cost even for a table of a few files); bigger tables use txn.filterFiles. Either way the
 transaction records what it read, and Delta's conflict checks work as for its own writer.
 
 Until the commit the new files are invisible to every reader (Delta reads only committed files).
@@ -22,7 +22,7 @@ The predicate is column = value terms, on partition columns or not. Rows written
 values, so the files they replace are whole files; a file another writer made with both matching
 and other rows is rewritten without the matching ones, as Delta's replaceWhere does.
 
-    target = table_target(spark, warehouse, "extent_heat")
+    target = table_target(spark, warehouse, "extent_heat")        # libs.io.tables: the target of a blockheat table
     replace_by_tasks(spark, target, {"trace_id": "t1", "extent_bytes": 1 << 20, "window_us": 0}, frame)
 """
 from __future__ import annotations
@@ -32,6 +32,7 @@ import dataclasses
 import json
 import logging
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -42,6 +43,16 @@ from urllib.parse import quote
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from delta.exceptions import (
+    ConcurrentAppendException,
+    ConcurrentDeleteReadException,
+    ConcurrentTransactionException,
+    MetadataChangedException,
+    ProtocolChangedException,
+)
+
+from libs.io.delta_log import file_path
+from libs.io.task_parquet import task_file_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -61,6 +72,10 @@ FILES_SCHEMA = pa.schema([
 # Characters Hive-style partition directories escape as %XX (Spark's ExternalCatalogUtils set).
 _PATH_ESCAPE = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(0x20))
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+COMMIT_RETRIES = 5
+# The commit conflicts Delta raises when another writer committed first: retried by with_commit_retry.
+RETRYABLE = (ConcurrentAppendException, ConcurrentDeleteReadException, ConcurrentTransactionException,
+             MetadataChangedException, ProtocolChangedException)
 
 
 @dataclass(frozen=True)
@@ -79,19 +94,29 @@ class TableTarget:
         return dataclasses.replace(self, write_id=uuid.uuid4().hex[:16])
 
 
-def table_target(spark: SparkSession, warehouse: Path, name: str) -> TableTarget:
-    """The target for table `name` (created if missing) under the warehouse."""
-    from pyspark.sql.pandas.types import to_arrow_schema
+def sql_literal(value: Any) -> str:
+    """A partition value as a SQL literal in a replace predicate ('text', 3, 0.5); quotes and backslashes
+    are refused rather than escaped."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise TypeError(f"partition value {value!r}: only str, int and float are supported")
+    if isinstance(value, str):
+        if "'" in value or "\\" in value:
+            raise ValueError(f"partition value {value!r} contains a quote or backslash")
+        return f"'{value}'"
+    return repr(value)
 
-    from libs.io.tables import STATS_COLUMNS, TABLES, ensure_table
 
-    path = ensure_table(spark, warehouse, name)
-    spark_schema, partitions = TABLES[name]
-    schema = to_arrow_schema(spark_schema, timezone="UTC")   # the session time zone (libs.io.session)
-    listed = STATS_COLUMNS.get(name)
-    wanted = listed.split(",") if listed else [f.name for f in schema][:32]   # Delta's default: 32 columns
-    stats = tuple(c for c in wanted if c not in partitions and pa.types.is_integer(schema.field(c).type))
-    return TableTarget(name, str(Path(path).resolve()), schema, tuple(partitions), stats)
+def with_commit_retry(action: Callable[[], object], what: str) -> None:
+    """Retry a Delta commit that lost an optimistic-concurrency race; let all else propagate."""
+    for attempt in range(1, COMMIT_RETRIES + 1):
+        try:
+            action()
+            return
+        except RETRYABLE as exc:
+            if attempt == COMMIT_RETRIES:
+                raise
+            log.warning("%s: concurrent commit (%s), retry %d", what, type(exc).__name__, attempt)
+            time.sleep(0.2 * attempt)
 
 
 def escape_partition(value: str) -> str:
@@ -162,8 +187,6 @@ class FileWriter:
 
     def _file(self, key: tuple[Any, ...]) -> tuple[pq.ParquetWriter, str, dict[str, Any]]:
         if key not in self._open:
-            from libs.io.task_parquet import task_file_name
-
             parts = [f"{c}={escape_partition(v) if v is not None else HIVE_NULL}"
                      for c, v in zip(self.target.partition_columns, map(_partition_text, key), strict=True)]
             relative = "/".join([*parts, task_file_name(self.target.write_id)])
@@ -249,8 +272,6 @@ def write_files(target: TableTarget, fn: ArrowFn | None = None
 
 
 def _file_path(target: TableTarget, relative_uri: str) -> str:
-    from libs.io.delta_log import file_path
-
     return file_path(target.root, relative_uri)
 
 
@@ -351,8 +372,6 @@ def _uniform(path: str, where: Mapping[str, Any]) -> bool | None:
 def _rewrite_without(target: TableTarget, add: dict[str, Any], where: Mapping[str, Any]) -> dict[str, Any] | None:
     """A new file holding the rows of a mixed file that the replace keeps (rows where some `where`
     column differs or is null); its FILES_DDL row, or None when no row is kept."""
-    from libs.io.task_parquet import task_file_name
-
     table = pq.read_table(_file_path(target, add["path"]))
     match = None
     for column, value in where.items():
@@ -376,8 +395,6 @@ def _files_matching(spark: SparkSession, jvm: _Jvm, txn: Any, where: Mapping[str
     filtered here on partition values; the same read predicates and files are recorded as
     txn.filterFiles records. Otherwise txn.filterFiles, which rebuilds the table state with a Spark
     job (0.5-1 s even for a table of a few files)."""
-    from libs.io.tables import sql_literal
-
     parser = spark._jsparkSession.sessionState().sqlParser()
     terms = [parser.parseExpression(f"{column} = {sql_literal(value)}") for column, value in where.items()]
     checksum = txn.snapshot().checksumOpt()
@@ -410,8 +427,6 @@ def commit_replace(spark: SparkSession, target: TableTarget, where: Mapping[str,
     files another writer made can be mixed: the rows written here carry the `where` values). Retried
     when a concurrent commit wins the race (the removals are recomputed). Returns the new version; on
     failure every file of this write is deleted."""
-    from libs.io.tables import sql_literal, with_commit_retry
-
     files = list(files)
     columns = [f.name for f in target.schema]
     unknown = sorted(set(where) - set(columns))
@@ -572,5 +587,5 @@ def replace_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[Ta
 
 
 __all__ = ["FILES_DDL", "SIDE", "FileWriter", "PendingWrite", "TableTarget", "commit_replace", "discard",
-           "replace_by_tasks", "replace_from_driver", "replace_tables_by_tasks", "table_target", "write_files",
-           "write_tables_by_tasks"]
+           "replace_by_tasks", "replace_from_driver", "replace_tables_by_tasks", "sql_literal", "with_commit_retry",
+           "write_files", "write_tables_by_tasks"]

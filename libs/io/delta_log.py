@@ -1,15 +1,15 @@
 """A Delta table's current files from its transaction log, read here without Spark; and a new, empty
 table's first commit, written here without Spark.
 
-A job's first Delta read through Spark costs 10-14 s on a fresh driver (the log's state rebuilt by Spark jobs,
+A job's first Delta read through Spark is slow on a fresh driver (the log's state rebuilt by Spark jobs,
 the reader's classes loaded and compiled) even for the one-row `traces` table; reading the log is
-milliseconds. Only the plain cases this project writes are read here: a single-file Parquet checkpoint (or
+cheap. Only the plain cases this project writes are read here: a single-file Parquet checkpoint (or
 none) and JSON commits, no deletion vectors, no column mapping. Anything else raises LogUnreadable and the
-caller reads through Spark, as it always could.
+caller reads through Spark.
 
-Creating a table through Delta (DeltaTable.createIfNotExists) cost 4-5 s a table on a fresh driver (9 s of
-extent_heat's start on a new warehouse, docs/BENCHMARKS.md); create_table writes the same version 0 (the
-commit's commitInfo, metaData and protocol actions, and its checksum file) in milliseconds.
+Creating a table through Delta (DeltaTable.createIfNotExists) is slow on a fresh driver too, once per table a
+job creates on a new warehouse; create_table writes the same version 0 (the commit's commitInfo, metaData and
+protocol actions, and its checksum file) directly.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 
@@ -52,8 +53,6 @@ class Snapshot:
 
 def file_path(root: str, relative_uri: str) -> str:
     """The local path of a file the log names by a URI relative to the table's root (URL-encoded)."""
-    from urllib.parse import unquote
-
     return os.path.join(root, *unquote(relative_uri).split("/"))
 
 

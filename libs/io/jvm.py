@@ -3,8 +3,8 @@ session loads, made once per environment (`blockheat jvm-archive`; `make` makes 
 executor JVM started afterwards.
 
 A Spark driver loads some 15,000 classes before its first query; mapped from the archive instead of parsed and
-verified, a local session with a small Delta write, read and Arrow UDF took 12.2 s instead of 15.7 s
-(docs/BENCHMARKS.md), which is most of a nightly stage on one day's data. No pyspark import here: libs.nightly
+verified, they make the JVM start faster, and that start is most of a nightly stage on one day's data
+(docs/BENCHMARKS.md, "JVM start-up"). No pyspark import here: libs.nightly
 calls it while Airflow parses the DAG.
 
 Choices: the archive lives in the environment (<prefix>/var/blockheat/, next to the pyspark it was made with,
@@ -66,6 +66,7 @@ def sample_workload(spark: Any, warehouse: Path) -> None:
     replace of one partition as libs.io.tables.replace_rows makes it (libs.io.delta_files), a read with an
     aggregate, an Arrow UDF and a SQL query, in table `t` under `warehouse`: the classes a nightly stage on
     one day's data loads, minus the data."""
+    # lazy: libs.nightly imports this module while Airflow parses the DAG; pyspark and pyarrow stay out of it
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from libs.io.delta_files import TableTarget, replace_by_tasks

@@ -4,22 +4,27 @@ from __future__ import annotations
 import logging
 import os
 import re
+import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field, replace
+from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+import pyspark
+from delta import configure_spark_with_delta_pip
+from pyspark.sql import SparkSession
+
+from libs.io.catalog import hive_conf, metastore_in_use, metastore_path, session_catalog, sync_catalog
+from libs.io.jvm import JAVA_OPTION_KEYS, SHORT_JOB_OPTIONS, archive_options, merge_java_options
+from libs.io.tables import NAMES_CONF, register_tables
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_WAREHOUSE = "warehouse"
 DEFAULT_DRIVER_HOST = "127.0.0.1"
-# Set to "false" in a session built with catalog "none" (libs.io.tables.ensure_table names no table there).
-NAMES_CONF = "spark.blockheat.tableNames"
 # Delta Lake's SQL extension and catalog (with its jars, see delta_builder).
 DELTA_CONF = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
               "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
@@ -46,14 +51,11 @@ class SparkConfig:
     def from_env(cls, app_name: str = "blockheat", short_driver: bool = True, **extra: str) -> SparkConfig:
         """BLOCKHEAT_SPARK_MASTER (default local[*], or under spark-submit its --master),
         BLOCKHEAT_WAREHOUSE (default ./warehouse) and BLOCKHEAT_DRIVER_HOST (default 127.0.0.1)."""
-        from libs.io.jvm import SHORT_JOB_OPTIONS
-
         master = os.environ.get("BLOCKHEAT_SPARK_MASTER", default_master())
         # A job's driver on a cluster plans, schedules and commits; the executors do the work. The JIT's first tier
-        # and the serial GC start it sooner and leave the CPU to them: ingest + extent heat of 100 M requests on
-        # 2 workers sharing this 2-core machine, 162 -> 135 s (docs/BENCHMARKS.md). In local mode the driver's
-        # JVM is the executor too, and keeps the defaults; so do long-lived drivers (short_driver=False: the SQL
-        # server and shell, where the driver plans every query).
+        # and the serial GC start it sooner and leave the CPU to the executors, which matters most when they share
+        # the driver's machine. In local mode the driver's JVM is the executor too, and keeps the defaults; so do
+        # long-lived drivers (short_driver=False: the SQL server and shell, where the driver plans every query).
         driver = {} if not short_driver or not master or master.startswith("local") else \
             {"spark.driver.extraJavaOptions": " ".join(SHORT_JOB_OPTIONS)}
         return cls(
@@ -75,8 +77,6 @@ def default_master() -> str:
 def delta_builder(builder: SparkSession.Builder, jars: list[str] | None = None) -> SparkSession.Builder:
     """Add Delta Lake's SQL extension and catalog, and its jars: the given local jar paths, or
     resolved from Maven (fetched on first use) when there are none."""
-    from delta import configure_spark_with_delta_pip
-
     for key, value in DELTA_CONF.items():
         builder = builder.config(key, value)
     if jars:
@@ -85,8 +85,6 @@ def delta_builder(builder: SparkSession.Builder, jars: list[str] | None = None) 
 
 
 def _jar_list_file() -> Path:
-    from importlib.metadata import version
-
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     return cache / "blockheat" / f"delta-spark-{version('delta-spark')}-jars.txt"
 
@@ -100,8 +98,6 @@ def _artifact(jar_name: str, resolved: bool = False) -> str:
 
 def spark_artifacts() -> set[str]:
     """The artifacts of the jars Spark itself ships (SPARK_HOME's, else pyspark's jars/)."""
-    import pyspark
-
     home = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
     return {_artifact(p.name) for p in (home / "jars").glob("*.jar")}
 
@@ -126,6 +122,24 @@ def cached_delta_jars() -> list[str] | None:
     return without_spark_copies(jars, spark_artifacts())
 
 
+def delta_jars() -> list[str]:
+    """The Delta jars (file URIs) an earlier session resolved; when there are none yet, a throwaway session in
+    a child process resolves them from Maven once (a process cannot put jars on the class path of a JVM it has
+    already started, and the Thrift server and spark-sql need them there from the start)."""
+    jars = cached_delta_jars()
+    if jars is None:
+        log.info("resolving the Delta Lake jars once (a throwaway local session)")
+        with tempfile.TemporaryDirectory() as tmp:
+            code = ("from libs.io.session import SparkConfig, build_session; "
+                    "build_session(SparkConfig.from_env('resolve-delta-jars')).stop()")
+            env = {**os.environ, "BLOCKHEAT_WAREHOUSE": tmp, "BLOCKHEAT_SPARK_MASTER": "local[1]"}
+            subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tmp)
+        jars = cached_delta_jars()
+        if jars is None:
+            raise RuntimeError("the Delta Lake jars could not be resolved (see the output above)")
+    return jars
+
+
 def remember_delta_jars(spark: SparkSession) -> None:
     """Keep the jar paths Spark resolved from Maven, so later sessions skip the resolver (and its
     hundred lines of output on every start)."""
@@ -140,8 +154,6 @@ def remember_delta_jars(spark: SparkSession) -> None:
 
 def session_conf(cfg: SparkConfig) -> dict[str, str]:
     """Every setting build_session gives a session for `cfg` (`blockheat sql-shell` passes them to spark-sql)."""
-    from libs.io.jvm import JAVA_OPTION_KEYS, archive_options, merge_java_options
-
     python = os.environ.get("PYSPARK_PYTHON", sys.executable)
     archive = " ".join(archive_options())      # the environment's class archive (libs.io.jvm), if made
     # BLOCKHEAT_JAVA_OPTIONS: extra driver JVM flags for this process (e.g. libs.io.jvm.SHORT_JOB_OPTIONS).
@@ -154,18 +166,17 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
         "spark.driver.extraJavaOptions": driver_java,
         "spark.pyspark.python": python,
         # Python workers import pyspark from its installed package, not the source zip Spark puts first on their
-        # path (libs.io.spark_daemon: ~2.7 s less per new worker on Python 3.11).
+        # path (libs.io.spark_daemon: a new worker starts sooner, on Python 3.11 especially).
         "spark.python.daemon.module": "libs.io.spark_daemon",
         "spark.sql.shuffle.partitions": "8",
         # Scans split into pieces of at most 32 MB (default 128): a 10 M-request table (195 MB) is ~8 tasks, not 3,
-        # so two cores or workers share a stage evenly (extent heat of 10 M: 51 -> 46 s in local[2], one run).
+        # so two cores or workers share a stage evenly.
         "spark.sql.files.maxPartitionBytes": "32m",
-        # and a large shuffle is read by up to the 8 partitions above, not coalesced into 64 MB ones: extent heat's
-        # final aggregation of 100 M requests ran as 3 tasks, 12 s on one worker and 11 s on two.
+        # and a large shuffle is read by up to the 8 partitions above, not coalesced into 64 MB ones: coalesced, extent
+        # heat's final aggregation of 100 M requests is 3 tasks, too few for a second worker to share.
         "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16m",
         # Our aggregations are mostly per extent, block or edge (10^5-10^7 groups a task): the small
-        # first-level hash map only misses there before every row goes on to the main one (extent heat,
-        # 5 M requests: 2.7 s against 3.2 s; docs/BENCHMARKS.md).
+        # first-level hash map only misses there before every row goes on to the main one, so it is off.
         "spark.sql.codegen.aggregate.map.twolevel.enabled": "false",
         "spark.driver.memory": "4g",
         # Delta: keep schema strict, and let replaceWhere use arbitrary predicates on partitions.
@@ -182,8 +193,6 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
     if cfg.driver_host != "auto":
         conf.update(dict.fromkeys(("spark.ui.host", "spark.driver.host", "spark.driver.bindAddress"), cfg.driver_host))
     if cfg.catalog == "hive":
-        from libs.io.catalog import hive_conf
-
         conf.update(hive_conf(cfg.warehouse))
     elif cfg.catalog not in ("in-memory", "none"):
         raise ValueError(f"catalog must be 'in-memory', 'hive' or 'none', got {cfg.catalog!r}")
@@ -198,10 +207,6 @@ def _usable_catalog(cfg: SparkConfig) -> SparkConfig:
     """`cfg`, or `cfg` with the in-memory catalog when a session already runs in this process (getOrCreate
     reuses it, with the catalog it started with, and its tables keep getting names) or when `cfg` asks for the
     metastore and another process has it open."""
-    from pyspark.sql import SparkSession
-
-    from libs.io.catalog import metastore_in_use, metastore_path
-
     if SparkSession.getActiveSession() is not None:
         return replace(cfg, catalog="in-memory")
     if cfg.catalog != "hive":
@@ -217,11 +222,6 @@ def _usable_catalog(cfg: SparkConfig) -> SparkConfig:
 def build_session(cfg: SparkConfig) -> SparkSession:
     """Build (or reuse) the session for `cfg` and register every existing table by name (in the metastore
     with catalog "hive", see libs.io.catalog)."""
-    from pyspark.sql import SparkSession
-
-    from libs.io.catalog import sync_catalog
-    from libs.io.tables import register_tables
-
     # Python workers must run this interpreter: the system python3 has no pyarrow/pandas, and
     # mapInArrow then fails with "No module named pyarrow".
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -248,13 +248,3 @@ def build_session(cfg: SparkConfig) -> SparkSession:
         register_tables(spark, cfg.warehouse)
     log.info("spark %s master=%s warehouse=%s", spark.version, spark.sparkContext.master, cfg.warehouse)
     return spark
-
-
-def registers_names(spark: SparkSession) -> bool:
-    """Whether tables this session creates get a name (not in a session built with catalog "none")."""
-    return spark.conf.get(NAMES_CONF, "true") != "false"
-
-
-def session_catalog(spark: SparkSession) -> str:
-    """The catalog the running session really has ("hive" or "in-memory"), fixed when its context started."""
-    return str(spark.sparkContext.getConf().get("spark.sql.catalogImplementation", "in-memory"))

@@ -3,17 +3,17 @@ instead of the zip Spark puts first on the workers' PYTHONPATH.
 
 Spark starts every executor's Python workers with `<SPARK_HOME>/python/lib/pyspark.zip`, the py4j source zip and
 spark-core's jar first on PYTHONPATH. For a pip-installed pyspark that zip is a copy of the installed package
-without compiled files, so each daemon compiles pyspark from source (~0.8 s), and, on Python 3.11, every worker it
-forks spends 2.5-2.9 s in pyspark.worker's `importlib.invalidate_caches()`, which makes each of the ~16
-zipimporters in the import cache (one per package directory inside the zips and the jar) read its archive's whole
-directory again: about 3 s of a 6 s first Python stage of a small job (docs/BENCHMARKS.md, "Python workers").
+without compiled files, so each daemon compiles pyspark from source, and, on Python 3.11, every worker it forks
+runs pyspark.worker's `importlib.invalidate_caches()`, which makes each of the zipimporters in the import cache
+(one per package directory inside the zips and the jar) read its archive's whole directory again: a large part of
+a small job's first Python stage (docs/BENCHMARKS.md, "Python workers").
 Choice: only the installed package's own archives are dropped (its python/lib/*.zip and jars/*.jar, when the
 rest of the path imports that package), so the code run is the same; any other layout (a Spark distribution's
 SPARK_HOME) keeps them.
 
 Then the daemon imports what the workers' functions import (WORKER_MODULES: Arrow, numba and blockheat's task
-modules) before it forks: a forked worker inherits them instead of importing them itself, ~2 s of CPU per new
-worker, and Spark forks a new one whenever a worker was idle for a minute (docs/BENCHMARKS.md, "Python workers").
+modules) before it forks: a forked worker inherits them instead of importing them itself, and Spark forks a new
+one whenever a worker was idle for a minute (docs/BENCHMARKS.md, "Python workers").
 
 No import of pyspark or of libs' other modules before the path is cleaned.
 """
@@ -25,9 +25,11 @@ import sys
 from pathlib import Path
 
 #: Imported by the daemon before it forks its workers; BLOCKHEAT_WORKER_MODULES (comma-separated, "" for none)
-#: replaces the list. The modules whose functions run in mapInArrow/applyInArrow tasks, and what they import.
-WORKER_MODULES = ("pyarrow", "numba", "libs.ingest.pipeline", "libs.ingest.direct", "libs.io.delta_files", "libs.io.task_parquet",
-                  "libs.transforms.profile", "libs.alis.graph", "libs.alis.runs", "libs.alis.layout")
+#: replaces the list. The modules whose functions run in tasks (device passes, mapInArrow, applyInArrow), and what
+#: they import.
+WORKER_MODULES = ("pyarrow", "numba", "libs.ingest.pipeline", "libs.ingest.direct", "libs.io.device_pass",
+                  "libs.io.task_parquet", "libs.transforms.profile", "libs.transforms.heat_files",
+                  "libs.transforms.tracking_files", "libs.alis.graph", "libs.alis.runs", "libs.alis.graph_files")
 
 
 def installed_archives(path: list[str]) -> list[str]:
@@ -73,6 +75,6 @@ def preimport(modules: list[str]) -> list[str]:
 if __name__ == "__main__":
     drop_installed_archives()
     preimport(worker_modules())
-    from pyspark import daemon
+    from pyspark import daemon  # only once the path is cleaned: the point of this module
 
     daemon.manager()

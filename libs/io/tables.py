@@ -1,4 +1,5 @@
-"""Delta table I/O: where tables live, creating them, atomic partition replace, and name registration.
+"""Delta table I/O: where tables live, creating them, their write targets (libs.io.delta_files), atomic partition
+replace, and name registration.
 
 Called from jobs/ and the CLI only; transforms in libs/ never read or write.
 Every table is described by one module in schemas/ listed in schemas.TABLE_MODULES
@@ -6,28 +7,36 @@ Every table is described by one module in schemas/ listed in schemas.TABLE_MODUL
 """
 from __future__ import annotations
 
+import datetime as dt
 import importlib
 import json
 import logging
 import re
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+from delta.tables import DeltaTable
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
+
 import schemas
+from libs.columns import to_schema
 from libs.io import delta_log
+from libs.io.delta_files import TableTarget, replace_by_tasks, sql_literal, with_commit_retry
 from libs.io.delta_log import LogUnreadable, commit_versions
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
 log = logging.getLogger(__name__)
 
 
-def _load_tables() -> tuple[dict[str, tuple[StructType, tuple[str, ...]]], dict[str, str]]:
-    tables: dict[str, tuple[StructType, tuple[str, ...]]] = {}
+def _load_tables() -> tuple[dict[str, tuple[T.StructType, tuple[str, ...]]], dict[str, str]]:
+    tables: dict[str, tuple[T.StructType, tuple[str, ...]]] = {}
     stats: dict[str, str] = {}
     for module_name in schemas.TABLE_MODULES:
         module = importlib.import_module(f"schemas.{module_name}")
@@ -38,12 +47,13 @@ def _load_tables() -> tuple[dict[str, tuple[StructType, tuple[str, ...]]], dict[
 
 
 # name -> (schema, partition columns); name -> columns Delta keeps min/max statistics on, for data
-# skipping. Numeric ranges only: statistics on every column (strings included) were ~3 s of an
-# 8 s write of 5M requests.
+# skipping. Numeric ranges only: statistics on every column (strings included) would be a large
+# part of a write's cost.
 TABLES, STATS_COLUMNS = _load_tables()
 
 TRACE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
-COMMIT_RETRIES = 5
+# Set to "false" in a session built with catalog "none" (libs.io.session): ensure_table names no table there.
+NAMES_CONF = "spark.blockheat.tableNames"
 
 
 class TraceIdError(ValueError):
@@ -65,17 +75,20 @@ def table_path(warehouse: Path, name: str) -> Path:
     return Path(warehouse) / name
 
 
+def registers_names(spark: SparkSession) -> bool:
+    """Whether tables this session creates get a name (not in a session built with catalog "none")."""
+    return spark.conf.get(NAMES_CONF, "true") != "false"
+
+
 def ensure_table(spark: SparkSession, warehouse: Path, name: str, *, register: bool = True) -> Path:
     """Create the Delta table with its fixed schema and partitioning if it does not exist yet; register=False
     leaves it unnamed in this session's catalog (a table by path only)."""
-    from delta.tables import DeltaTable
-
     schema, partitions = TABLES[name]
     path = table_path(warehouse, name)
     if not (path / "_delta_log").is_dir():
         properties = {"delta.dataSkippingStatsColumns": STATS_COLUMNS[name]} if name in STATS_COLUMNS else {}
         if _plain_table_defaults(spark):
-            # Delta's own CREATE TABLE would write the same version 0 (tested), 4-5 s slower on a fresh driver.
+            # Delta's own CREATE TABLE would write the same version 0 (tested), much slower on a fresh driver.
             schema_json = json.dumps(schema.jsonValue(), separators=(",", ":"))     # Delta's key order
             delta_log.create_table(path, schema_json, partitions, properties, engine=_ENGINE)
         else:
@@ -85,8 +98,6 @@ def ensure_table(spark: SparkSession, warehouse: Path, name: str, *, register: b
             if partitions:
                 builder = builder.partitionedBy(*partitions)
             with_commit_retry(builder.execute, f"create {name}")
-    from libs.io.session import registers_names
-
     if register and registers_names(spark) and not spark.catalog.tableExists(name):
         _register(spark, name, path)
     return path
@@ -118,14 +129,15 @@ def register_tables(spark: SparkSession, warehouse: Path) -> list[str]:
     return registered
 
 
-def sql_literal(value: Any) -> str:
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise TypeError(f"partition value {value!r}: only str, int and float are supported")
-    if isinstance(value, str):
-        if "'" in value or "\\" in value:
-            raise ValueError(f"partition value {value!r} contains a quote or backslash")
-        return f"'{value}'"
-    return repr(value)
+def table_target(spark: SparkSession, warehouse: Path, name: str) -> TableTarget:
+    """The target for table `name` (created if missing) under the warehouse."""
+    path = ensure_table(spark, warehouse, name)
+    spark_schema, partitions = TABLES[name]
+    schema = to_arrow_schema(spark_schema, timezone="UTC")   # the session time zone (libs.io.session)
+    listed = STATS_COLUMNS.get(name)
+    wanted = listed.split(",") if listed else [f.name for f in schema][:32]   # Delta's default: 32 columns
+    stats = tuple(c for c in wanted if c not in partitions and pa.types.is_integer(schema.field(c).type))
+    return TableTarget(name, str(Path(path).resolve()), schema, tuple(partitions), stats)
 
 
 def replace_rows(df: DataFrame, spark: SparkSession, warehouse: Path, name: str,
@@ -135,8 +147,7 @@ def replace_rows(df: DataFrame, spark: SparkSession, warehouse: Path, name: str,
 
     The `where` values are stamped on every row of `df`, so the new rows satisfy the predicate by
     construction. The tasks write the files and the driver commits them (libs.io.delta_files): the
-    same commit as Delta's replaceWhere, without its extra Spark jobs and JVM re-encoding (10 rows:
-    0.8 s against 1.5-2.5 s; 659,267 heat rows: 3.0-4.1 s against 5.3-6.6 s for the whole heat job).
+    same commit as Delta's replaceWhere, without its extra Spark jobs and JVM re-encoding.
     Concurrent readers see the old or the new version; rows outside the predicate are untouched,
     and writers with disjoint predicates on partition columns do not conflict.
     """
@@ -148,9 +159,6 @@ def replace_rows(df: DataFrame, spark: SparkSession, warehouse: Path, name: str,
     unknown = sorted(set(where) - set(schema.fieldNames()))
     if unknown:
         raise ValueError(f"replace of {name}: no column(s) {unknown}")
-    from libs.io.delta_files import replace_by_tasks, table_target
-    from libs.transforms.columns import to_schema
-
     # The schema is the contract: columns in its order and types (e.g. row_number()'s int -> long),
     # the `where` values stamped, in one projection (each is an analysis of the whole plan).
     replace_by_tasks(spark, table_target(spark, warehouse, name), where, to_schema(df, schema, where))
@@ -173,8 +181,6 @@ def read_table(spark: SparkSession, warehouse: Path, name: str, trace_id: str | 
         reader = reader.option("versionAsOf", version)
     df = reader.load(str(path))
     if trace_id is not None:
-        from pyspark.sql import functions as F
-
         df = df.where(F.col("trace_id") == check_trace_id(trace_id))
     return df
 
@@ -238,8 +244,6 @@ def scoped_version(warehouse: Path, name: str, scope: Mapping[str, Any], *, sinc
 
     From the commit files: replace_rows commits name their rows in the predicate; other commits count
     unless every file they add or remove is in another partition of a scope column."""
-    import json
-
     latest = table_version(warehouse, name)
     if latest is None or (since is not None and latest < since):
         return None
@@ -253,29 +257,6 @@ def scoped_version(warehouse: Path, name: str, scope: Mapping[str, Any], *, sinc
         if _commit_touches(actions, scope):
             return version
     return since
-
-
-def with_commit_retry(action: object, what: str) -> None:
-    """Retry a Delta commit that lost an optimistic-concurrency race; let all else propagate."""
-    from delta.exceptions import (
-        ConcurrentAppendException,
-        ConcurrentDeleteReadException,
-        ConcurrentTransactionException,
-        MetadataChangedException,
-        ProtocolChangedException,
-    )
-
-    retryable = (ConcurrentAppendException, ConcurrentDeleteReadException,
-                 ConcurrentTransactionException, MetadataChangedException, ProtocolChangedException)
-    for attempt in range(1, COMMIT_RETRIES + 1):
-        try:
-            action()  # type: ignore[operator]
-            return
-        except retryable as exc:
-            if attempt == COMMIT_RETRIES:
-                raise
-            log.warning("%s: concurrent commit (%s), retry %d", what, type(exc).__name__, attempt)
-            time.sleep(0.2 * attempt)
 
 
 class UnknownTraceError(LookupError):
@@ -310,16 +291,11 @@ def trace_rows(spark: SparkSession, warehouse: Path, name: str, trace_id: str, *
 def rows_from_log(warehouse: Path, name: str, trace_id: str, version: int | None = None) -> list[dict[str, Any]]:
     """One trace's rows of a table as `collect()` gives them (Row.asDict(recursive=True): naive local
     datetimes, dicts for maps and structs), from the files of its latest version (or `version`) read without
-    Spark: a job's first Spark read of a Delta table costs ~10 s of its start (libs.io.delta_log)."""
-    import pyarrow.parquet as pq
-    from pyspark.sql import types as T
-
-    from libs.io.delta_log import snapshot
-
+    Spark: a job's first Spark read of a Delta table is slow on a fresh driver (libs.io.delta_log)."""
     schema, partitions = TABLES[name]
     if any(not isinstance(schema[c].dataType, T.StringType) for c in partitions):
         raise LogUnreadable(f"{name}: a partition column that is not a string")
-    snap = snapshot(table_path(warehouse, name), version)
+    snap = delta_log.snapshot(table_path(warehouse, name), version)   # by module: tests replace it
     rows = []
     for add in snap.files:
         if "trace_id" in partitions and add["partitionValues"].get("trace_id") != trace_id:
@@ -335,10 +311,6 @@ def rows_from_log(warehouse: Path, name: str, trace_id: str, version: int | None
 
 def _internal(value: Any, dtype: Any) -> Any:
     """A value read by pyarrow in Spark's internal form for `dtype` (StructType.fromInternal's input)."""
-    import datetime as dt
-
-    from pyspark.sql import types as T
-
     if value is None:
         return None
     if isinstance(dtype, T.StructType):

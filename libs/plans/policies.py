@@ -34,96 +34,24 @@ as-traced scenario is every variant's baseline. Choices where the papers leave t
   size in whole tracks; its plan is a host-side I/O rule per device (align_to_track steps, no data moves).
 
 Extension points: a family is a PolicyFamily registered with register_family() (variants, and optionally
-plan with what it needs, and not_applicable). PENDING_FAMILIES lists families the issue names that the
-simulator cannot score yet (none now; the scorecard prints them).
+plan with what it needs, and not_applicable). PENDING_FAMILIES lists families the scorecard is to cover
+that the simulator cannot score yet (none at present; the scorecard prints them).
 """
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
 
-if TYPE_CHECKING:
-    import pyarrow as pa
+from libs.plans.striping_advisor import METHODS, DiskModel, FileStats, Workload, advise
+from libs.plans.types import BASELINE, Outcome, PlanPart, PolicyError, Target, Variant, WindowStats
+from sim.alis.layout import MODES as ALIS_MODES
 
-    from sim.array import ExtentMap
-    from sim.spec import DiskSpec
+__all__ = ["FAMILIES", "PENDING_FAMILIES", "PolicyFamily", "SweepOptions", "families", "register_family",
+           "size_label"]
 
-__all__ = ["FAMILIES", "PENDING_FAMILIES", "Outcome", "PlanPart", "PolicyError", "PolicyFamily", "SweepOptions",
-           "Target", "Variant", "WindowStats", "families", "register_family", "size_label"]
-
-BASELINE = "as-traced"
 MIB = 1 << 20
-
-
-class PolicyError(ValueError):
-    """A policy, family or parameter that does not exist or does not fit the target."""
-
-
-@dataclass(frozen=True)
-class Target:
-    """The array a policy reorganizes: the trace's devices, disk k = devices[k], each of device_sectors[k]
-    logical sectors of the spec; how every scenario replays (spec, queue discipline, speed-up, seed).
-    spec_param is the scenario's "spec" value that builds `spec` (a name, a path or {"geometry": ...})."""
-
-    trace_id: str
-    devices: tuple[str, ...]
-    device_sectors: tuple[int, ...]
-    spec: DiskSpec
-    spec_param: Any
-    scheduler: str = "clook"
-    speedup: float = 1.0
-    seed: int = 1
-
-    def __post_init__(self) -> None:
-        if not self.devices or len(self.devices) != len(self.device_sectors):
-            raise PolicyError(f"target of trace {self.trace_id!r}: {len(self.devices)} devices and "
-                              f"{len(self.device_sectors)} sizes")
-        if min(self.device_sectors) <= 0:
-            raise PolicyError(f"target of trace {self.trace_id!r}: device sizes must be > 0, got "
-                              f"{list(self.device_sectors)}")
-        over = [d for d, s in zip(self.devices, self.device_sectors, strict=True) if s > self.spec.capacity_sectors]
-        if over:
-            raise PolicyError(f"target of trace {self.trace_id!r}: device(s) {over} address more than the disk "
-                              f"capacity of {self.spec.name} ({self.spec.capacity_sectors} sectors)")
-
-    @property
-    def n_disks(self) -> int:
-        return len(self.devices)
-
-    @property
-    def sector_bytes(self) -> int:
-        return int(self.spec.sector_size)
-
-    @property
-    def capacity_sectors(self) -> int:
-        return int(self.spec.capacity_sectors)
-
-    def base_scenario(self) -> dict[str, Any]:
-        """The scenario keys every variant shares (sim.glue ScenarioConfig keys)."""
-        return {"spec": self.spec_param, "scheduler": self.scheduler, "speedup": self.speedup, "seed": self.seed,
-                "devices": list(self.devices), "device_sectors": list(self.device_sectors)}
-
-    def extent_sectors(self, extent_bytes: int) -> int:
-        if extent_bytes <= 0 or extent_bytes % self.sector_bytes:
-            raise PolicyError(f"extent_bytes {extent_bytes} must be a positive multiple of the spec's sector "
-                              f"({self.sector_bytes} bytes)")
-        return extent_bytes // self.sector_bytes
-
-
-@dataclass(frozen=True)
-class WindowStats:
-    """What parameter grids may use from the replayed window: its length (s), requests, mean request
-    size (bytes) overall and per device (devices without requests are absent)."""
-
-    span_s: float
-    requests: int
-    mean_request_bytes: float
-    device_mean_request_bytes: Mapping[str, float] = field(default_factory=dict)
-
-
 COOLING_EVERY_S = 100.0          # FIVE section 4.3: cooling invoked every 100 s of the trace's time
 ALIS_PAPER_RA_OFFSET = 0.30      # ALIS section 5: the reorganized area starts 30 % into the volume
 
@@ -142,7 +70,7 @@ class SweepOptions:
     cooling_every_requests: int | None = None
     cooling_delta: float = 0.05
     striping_methods: tuple[str, ...] = ("five", "five_phase_a", "eq1", "mpl_slope")
-    alis_modes: tuple[str, ...] = ("heat", "run", "combined")
+    alis_modes: tuple[str, ...] = ALIS_MODES
     alis_ra_share: float = 0.15
     # Where the reorganized area goes, as a share of the volume: the paper's 0.30 (installing it shifts the
     # home data behind it once, a create_area step) or 1.0 (after the volume: only copies move).
@@ -164,48 +92,6 @@ class SweepOptions:
             raise PolicyError(f"ALIS area offsets must be in [0, 1], got {list(self.alis_ra_offsets)}")
         if not self.track_units or not all(isinstance(k, int) and k >= 1 for k in self.track_units):
             raise PolicyError(f"track units must be whole numbers of tracks >= 1, got {list(self.track_units)}")
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One scored policy: id ("family" or "family:label"), parameters (JSON values) and the scenario keys
-    it adds to Target.base_scenario() (layout, policy). plannable False: note says why."""
-
-    policy_id: str
-    family: str
-    params: Mapping[str, Any]
-    scenario: Mapping[str, Any]
-    plannable: bool = True
-    note: str | None = None
-
-    @property
-    def params_json(self) -> str:
-        return json.dumps(dict(self.params), sort_keys=True)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a family's planner gets: the variant, the target, and what the family `needs` from the run:
-    "layout" the extent map the scenario ran with (built on an executor), "moves" the policy's moves in
-    execution order (cooling_moves rows as dicts), "requests" the window's requests (Arrow: device, seq,
-    ts_us, op, offset_bytes, size_bytes)."""
-
-    variant: Variant
-    target: Target
-    layout: ExtentMap | None = None
-    moves: Sequence[Mapping[str, Any]] | None = None
-    requests: pa.Table | None = None
-
-
-@dataclass(frozen=True)
-class PlanPart:
-    """A planner's answer: the steps (libs.plans.steps.Step, in execution order) and the family's detail
-    section of the plan (e.g. the striping unit and width per device); lookaside: ALIS's areas per device
-    (the plan's `lookaside` section, its entries built from the copy steps), None for other families."""
-
-    steps: list[Any]
-    detail: dict[str, Any]
-    lookaside: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -252,8 +138,6 @@ def _random(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Vari
 
 
 def _striped(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Variant]:
-    from libs.plans.striping_advisor import METHODS, DiskModel, FileStats, Workload, advise
-
     unknown = sorted(set(opts.striping_methods) - set(METHODS))
     if unknown:
         raise PolicyError(f"striping methods {unknown} unknown; known: {list(METHODS)}")
@@ -283,6 +167,7 @@ def _striped(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Var
 
 
 def _plan_striped(outcome: Outcome) -> PlanPart:
+    # lazy: steps imports pyspark (schemas/) and numba; the blockheat command loads this module at start
     from libs.plans.steps import restripe_steps
 
     layout = outcome.variant.scenario["layout"]
@@ -305,6 +190,7 @@ def _greedy(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Vari
 
 
 def _plan_extent_map(outcome: Outcome) -> PlanPart:
+    # lazy: steps imports pyspark (schemas/) and numba; the blockheat command loads this module at start
     from libs.plans.steps import extent_migration_steps
 
     if outcome.layout is None:
@@ -341,6 +227,7 @@ def _cooling(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Var
 
 
 def _plan_cooling(outcome: Outcome) -> PlanPart:
+    # lazy: steps imports pyspark (schemas/) and numba; the blockheat command loads this module at start
     from libs.plans.steps import cooling_steps
 
     if outcome.moves is None:
@@ -367,9 +254,10 @@ def _alis(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Varian
 
 
 def _plan_alis(outcome: Outcome) -> PlanPart:
-    from libs.alis.plan import plan_trace_window
+    # lazy: steps and sim.alis import pyspark (schemas/) and numba; the blockheat command loads this module at start
     from libs.plans.steps import PlanError, alis_steps
-    from sim.alis import AlisParams
+    from sim.alis.params import AlisParams
+    from sim.alis.plan import plan_trace_window
 
     if outcome.requests is None or outcome.requests.num_rows == 0:
         raise PolicyError(f"{outcome.variant.policy_id}: the plan needs the window's requests")
@@ -398,6 +286,7 @@ def _track_aligned(target: Target, stats: WindowStats, opts: SweepOptions) -> li
 
 
 def _plan_track_aligned(outcome: Outcome) -> PlanPart:
+    # lazy: steps imports pyspark (schemas/) and numba; the blockheat command loads this module at start
     from libs.plans.steps import track_alignment_steps
 
     io = outcome.variant.scenario["io"]
@@ -405,7 +294,7 @@ def _plan_track_aligned(outcome: Outcome) -> PlanPart:
 
 
 def _alis_not_applicable(target: Target, stats: WindowStats, opts: SweepOptions) -> str | None:
-    from sim.alis import volumes_for
+    from sim.alis.plan import volumes_for  # lazy: numba; the blockheat command loads this module at start
 
     volumes, _, _ = volumes_for(target.device_sectors, concatenated=False, ra_share=opts.alis_ra_share,
                                 ra_offset=ALIS_PAPER_RA_OFFSET)             # the offset does not change the size
@@ -422,7 +311,7 @@ def _alis_not_applicable(target: Target, stats: WindowStats, opts: SweepOptions)
 
 FAMILIES: dict[str, PolicyFamily] = {}
 
-#: Families the issue names that need simulator support not in the tree yet (name -> what is missing).
+#: Families the scorecard is to cover that need simulator support not in the tree (name -> what is missing).
 PENDING_FAMILIES: dict[str, str] = {}
 NEEDS = (None, "layout", "moves", "requests")
 
@@ -440,8 +329,8 @@ def register_family(family: PolicyFamily) -> PolicyFamily:
 
 
 register_family(PolicyFamily(BASELINE, "the current layout: device k on disk k", _as_traced, _plan_nothing))
-register_family(PolicyFamily("striped", "the devices striped over the array (libs.plans.striping_advisor's methods)", _striped,
-                             _plan_striped))
+register_family(PolicyFamily("striped", "the devices striped over the array (libs.plans.striping_advisor's methods)",
+                             _striped, _plan_striped))
 register_family(PolicyFamily("random", "each request to a random disk (reference point)", _random))
 register_family(PolicyFamily("greedy", "FIVE's static greedy allocation of extents by heat", _greedy,
                              _plan_extent_map, needs="layout"))

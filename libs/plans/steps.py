@@ -59,13 +59,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from libs.plans.policies import BASELINE, PlanPart, Target, Variant
+from libs.plans.types import BASELINE, PlanPart, Target, Variant
 from schemas import reorg_plan_steps as STEPS
 from schemas.reorg_plan_json import SCHEMA_VERSION, schema_errors, validate_plan_document
+from sim.redirect import REGION_RUN
+from sim.tracks import track_map
 
 if TYPE_CHECKING:
-    from libs.alis.plan import WindowPlan
+    from sim.alis.plan import WindowPlan
     from sim.array import ExtentMap
 
 __all__ = ["EXPORT_FORMATS", "PlanError", "PlanInputs", "PlanRefusedError", "SafetyLimits", "Step", "alis_steps",
@@ -394,8 +398,6 @@ def cooling_steps(target: Target, moves: Sequence[Mapping[str, Any]]) -> PlanPar
 def track_alignment_steps(target: Target, *, tracks: int, merge_gap_ms: float) -> PlanPart:
     """Track-aligned I/O as a host-side rule: one align_to_track step per device (no data moves) and, in
     detail.io_shaping, the rule and each device's track zones from the spec's boundary table (sim.tracks)."""
-    from sim.tracks import track_map
-
     if tracks < 1:
         raise PlanError(f"track alignment needs tracks >= 1, got {tracks}")
     m, sb = track_map(target.spec), target.sector_bytes
@@ -418,10 +420,8 @@ def _run_group(device: str, run_id: int) -> str:
 
 
 def alis_steps(target: Target, plan: WindowPlan, *, interval_s: float) -> PlanPart:
-    """The ALIS placement serving plan.window (libs.alis.plan.plan_trace_window, one volume per device in
+    """The ALIS placement serving plan.window (sim.alis.plan.plan_trace_window, one volume per device in
     target order) as steps: each device's create_area, then its lookaside directory's copies."""
-    from sim.redirect import REGION_RUN
-
     if tuple(plan.volume_names) != tuple(target.devices):
         raise PlanError(f"ALIS plan volumes {list(plan.volume_names)} are not the target's devices "
                         f"{list(target.devices)} (one volume per device)")
@@ -737,9 +737,6 @@ def write_plan(doc: Mapping[str, Any], path: Path, fmt: str) -> Path:
             writer.writerow([_csv_cell(s[c]) for c in STEPS.COLUMNS])
         path.write_text(buf.getvalue())
     else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         table = pa.Table.from_pylist(steps, schema=STEPS.ARROW_SCHEMA)
         pq.write_table(table.replace_schema_metadata({PARQUET_KEY: _header(doc).encode("ascii")}), path)
     return path
@@ -795,8 +792,6 @@ def read_plan(path: Path, fmt: str | None = None) -> dict[str, Any]:
                     raise PlanError(f"{path}: line {n}: {len(cells)} cells, expected {len(header)}")
                 rows.append({c: _csv_value(c, x, f"{path}: line {n}") for c, x in zip(header, cells, strict=True)})
         else:
-            import pyarrow.parquet as pq
-
             table = pq.read_table(path)
             meta = (table.schema.metadata or {}).get(PARQUET_KEY)
             if meta is None:

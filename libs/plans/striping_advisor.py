@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -489,8 +489,6 @@ def with_gbest(recs: Sequence[Recommendation], m: DiskModel, simulate: Callable[
                sweep_units: Iterable[int] | None, *, n_disks: int, workload: Workload) -> list[Recommendation]:
     """Simulate every unit of the sweep and every global method's unit; add the gbest row and, on each
     global row, its simulated response and distance from Gbest."""
-    from dataclasses import replace
-
     glob = [x for x in recs if x.scope == "global"]
     units = sorted(set(sweep_units if sweep_units is not None else default_sweep(m))
                    | {x.striping_unit_blocks for x in glob})
@@ -525,6 +523,7 @@ def simulated_response(spec: DiskSpec, requests: Requests, *, n_disks: int, conf
                        seed: int = 1, device_sectors: Sequence[int] | None = None) -> Callable[[int], float]:
     """A `simulate` for advise: the mean response (ms, inf when saturated) of the workload striped over
     n_disks with a given unit (blocks), each run from the same seed."""
+    # lazy: numba; the blockheat command loads this module at start (through libs.plans.policies)
     from sim.array import DiskArray, Striped
     from sim.engine import SimConfig, Simulation
 

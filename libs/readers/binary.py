@@ -14,7 +14,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from libs.ingest.inputs import drop_cached
+from libs.io.inputs import drop_cached
+from libs.readers.scan import previous_valid
+from libs.readers.srt import decode_srt_records, find_record_offsets
 
 # The columns every reader (text or binary) produces before numbering; see readers.records.
 RECORD_SCHEMA = pa.schema([
@@ -166,7 +168,6 @@ def vscsi_checks(data: bytes, version: int, *, tolerance_us: int | None = None,
                  prev_ts: int | None = None) -> VscsiChecks:
     """Non-data commands, bad versions, empty records, and timestamps more than tolerance_us before the
     previous record's (prev_ts: the record just before this range) of the whole records in `data`."""
-    from libs.readers.scan import previous_valid
 
     dtype = VSCSI_DTYPES[version]
     n = len(data) // dtype.itemsize
@@ -279,7 +280,6 @@ def vscsi_task(version: int, files: dict[str, VscsiFile], tolerance_us: int | No
 
 def decode_srt(data: bytes, rng: ByteRange, sector_sizes: dict[int, int]) -> pa.RecordBatch:
     """Decode a whole SRT body (bytes after the header's form feed); rng.start is its file offset."""
-    from libs.readers.srt import decode_srt_records, find_record_offsets
 
     body = np.frombuffer(data, dtype=np.uint8)
     offsets, stop = find_record_offsets(body)

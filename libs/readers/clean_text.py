@@ -2,8 +2,8 @@
 
 Most real traces (MSR, Alibaba, Tencent, SPC exports) are machine-written and have no bad line at
 all. For those, this module gives exactly the rows the general text path (readers.text_formats,
-Spark expressions over Spark's text reader, plus the ordered scan) would give, about 7x faster
-(docs/BENCHMARKS.md): the driver numbers the lines of each byte range from its newlines (a range owns
+Spark expressions over Spark's text reader, plus the ordered scan) would give, in a fraction of
+the time (docs/BENCHMARKS.md): the driver numbers the lines of each byte range from its newlines (a range owns
 the lines that start in it, the rule of Spark's own line reader, so a 50 GB file still splits across
 tasks); then, in one pass, each task parses its range with pyarrow's CSV reader, checks it with
 pyarrow compute and numpy, writes its `requests` files and returns per-device totals and its first
@@ -19,6 +19,7 @@ positions come from one place); the cost is the fast pass, whose files are delet
 from __future__ import annotations
 
 import io
+import mmap
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +30,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from libs.io.delta_files import SIDE
+from libs.io.inputs import drop_cached, newlines_before
+from libs.readers.binary import constant_column
 from libs.readers.text_formats import CsvLayout
 
 # Single-character delimiters that mean the same as a Java regex (the general path splits with one).
@@ -55,8 +59,7 @@ def eligible(layout: CsvLayout | None) -> bool:
 def read_lines(path: str, start: int, length: int) -> bytes:
     """The lines that start in [start, start + length) of the file, as bytes (the last one with its
     newline when the file has one): a line starts at byte 0 or after a '\\n'. The range's pages are dropped
-    from the page cache once read (libs.ingest.inputs.drop_cached)."""
-    from libs.ingest.inputs import drop_cached
+    from the page cache once read (libs.io.inputs.drop_cached)."""
 
     with open(path, "rb") as fh:
         data = _read_lines(fh, start, length)
@@ -257,9 +260,7 @@ SIDE_FIELDS = ("file_uri", "start", "clean", "why", "lines", "first_ts", "last_t
 def lines_per_range(path: str, bounds: list[tuple[int, int]]) -> list[int]:
     """How many lines start in each [start, end) of the file (read_lines's rule), from its newlines: the
     driver numbers the records before any task parses them."""
-    import mmap
 
-    from libs.ingest.inputs import newlines_before
 
     size = os.path.getsize(path)
     if not size:
@@ -305,8 +306,6 @@ def write_task(layout: CsvLayout, trace_id: str, ts_base: int, tolerance_us: int
     """Per range: ("requests", rows) per device, with ts_us = raw - ts_base, and side rows (delta_files.SIDE)
     of SIDE_FIELDS: whether the range is clean (why not), its first and last timestamps (for the check
     across range edges) and per-device totals. A range that is not clean writes nothing."""
-    from libs.io.delta_files import SIDE
-    from libs.readers.binary import constant_column
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[str, pa.Table]]:
         for batch in batches:

@@ -1,7 +1,7 @@
 """Scenario grids for `blockheat simulate`: the grid file (JSON), its validation, and its expansion into
 partitions (trace x array group x scenario), each with a checked sim.glue.ScenarioConfig.
 
-Pure logic, no Spark: jobs/simulate.py passes the traces' catalog rows (devices, geometry) in. The format
+Pure logic, no Spark: libs/simulation/stage.py passes the traces' catalog rows (devices, geometry) in. The format
 is documented in sim/README.md ("Scenario grids").
 
     grid = load_grid("grids/alpha.json")           # GridError names the file and the key
@@ -14,7 +14,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -266,7 +266,6 @@ def _group_geometry(where: _Where, label: str, geometry: Mapping[str, Mapping[st
 
 
 def _unnamed(spec: Any) -> Any:
-    from dataclasses import replace
 
     return replace(spec, name="")
 

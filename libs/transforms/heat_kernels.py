@@ -1,34 +1,29 @@
-"""Extent heat's per-device counts in one compiled pass (libs.transforms.heat_files.device_heat's fast path).
+"""Extent heat's per-device counts in one compiled pass: the per-device form of libs.transforms.heat (whose
+Spark SQL is the definition), run by libs.transforms.heat_files.
 
-The array path cuts every request into extent pieces and stripe-unit pieces as arrays, hashes every seq as an
-array and counts each key set in its own pass: some twenty full-length temporaries for a device, which two
-workers on one machine stream through one memory bus. Here each request is read once and its pieces added
-straight into small dense grids:
+Each request is read once and its pieces added straight into small dense grids:
 
 - extents: (touched extent, window) cells of requests, reads, blocks, bytes; extents are numbered in the order
-  of their ids among those the device touches (a uint8 mark per extent id of the device's range, then a
-  running count), so a 16 TB volume with a day of scattered requests costs touched extents x windows cells,
-  not its whole extent range;
-- per window: requests and blocks as traced, per random disk (Spark's xxhash64 of (seed, device, seq): the
-  seed and the device hashed once, heat_files._device_state, each seq's 8 bytes here, _disk, which
-  heat_files.spark_xxhash64_disk runs too), and per stripe-unit number modulo the stripe width.
+  of their ids among those the device touches, so a 16 TB volume with a day of scattered requests costs touched
+  extents x windows cells, not its whole extent range; a pass counts the windows [w_first, w_first + w_count),
+  so a device whose grid would be too large is counted in several passes of a window range each;
+- per window: requests and blocks as traced, per random disk (Spark's xxhash64 of (seed, device, seq), the
+  seed and the device hashed once by device_state, each seq's 8 bytes by _disk), and per stripe-unit number
+  modulo the stripe width.
 
-The cuts, the 512-byte block counts and the window numbering are heat_files' (unit_pieces, _window_start),
-so the counts are equal to the array path's, cell for cell (tests/libs/transforms/test_heat.py).
-
-    python -m libs.transforms.heat_kernels      # compile into numba's cache (make venv does it)
+Spark's xxhash64 (org.apache.spark.sql.catalyst.expressions.XxHash64: XXH64 of each value in turn, 64-bit words)
+is reproduced here bit for bit, on unsigned 64-bit integers that wrap as XXH64's arithmetic does.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, uint64
 
-from libs.transforms.xxh64 import P1 as _P1
-from libs.transforms.xxh64 import P2 as _P2
-from libs.transforms.xxh64 import P3 as _P3
-from libs.transforms.xxh64 import P4 as _P4
-
-BLOCK_BYTES = 512
+# XXH64's primes.
+_P1, _P2, _P3 = np.uint64(0x9E3779B185EBCA87), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9)
+_P4, _P5 = np.uint64(0x85EBCA77C2B2AE63), np.uint64(0x27D4EB2F165667C5)
+SPARK_HASH_SEED = 42                       # Spark's xxhash64 starts from this seed
+BLOCK_BYTES = 512                          # heat's unit: 512-byte blocks touched (partial ones count)
 
 
 @njit(cache=True, nogil=True)
@@ -54,7 +49,7 @@ def extent_range(ts: np.ndarray, offset: np.ndarray, size: np.ndarray, extent_by
 def touched_extents(offset: np.ndarray, size: np.ndarray, extent_bytes: int, e_lo: int, e_span: int
                     ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
     """(each extent id's number among the touched ones, -1 if untouched, indexed by id - e_lo; the touched ids
-    ascending)."""
+    ascending): a mark per extent id of the device's range."""
     mark = np.zeros(e_span, np.uint8)
     for i in range(offset.shape[0]):
         for e in range(offset[i] // extent_bytes, (offset[i] + size[i] - 1) // extent_bytes + 1):
@@ -72,32 +67,124 @@ def touched_extents(offset: np.ndarray, size: np.ndarray, extent_bytes: int, e_l
     return number, ids
 
 
+@njit(cache=True, nogil=True)
+def touched_extent_ids(offset: np.ndarray, size: np.ndarray, extent_bytes: int) -> np.ndarray:  # pragma: no cover
+    """The touched extent ids ascending, for a range too wide for touched_extents' marks (device_grids then
+    numbers a piece's extent by binary search)."""
+    pieces = 0
+    for i in range(offset.shape[0]):
+        pieces += max(0, (offset[i] + size[i] - 1) // extent_bytes - offset[i] // extent_bytes + 1)
+    every = np.empty(pieces, np.int64)
+    k = 0
+    for i in range(offset.shape[0]):
+        for e in range(offset[i] // extent_bytes, (offset[i] + size[i] - 1) // extent_bytes + 1):
+            every[k] = e
+            k += 1
+    return np.unique(every)
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _blocks(a: int, b: int) -> int:  # pragma: no cover
-    """512-byte blocks that bytes [a, b) touch (heat_files.unit_pieces' count)."""
+    """512-byte blocks that bytes [a, b) touch (partial blocks count)."""
     return (b + BLOCK_BYTES - 1) // BLOCK_BYTES - a // BLOCK_BYTES
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rotl(x: uint64, r: int) -> uint64:  # pragma: no cover
+    return (x << uint64(r)) | (x >> uint64(64 - r))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fmix(h: uint64) -> uint64:  # pragma: no cover
+    h ^= h >> uint64(33)
+    h *= _P2
+    h ^= h >> uint64(29)
+    h *= _P3
+    return h ^ (h >> uint64(32))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _round(acc: uint64, lane: uint64) -> uint64:  # pragma: no cover
+    return _rotl(acc + lane * _P2, 31) * _P1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _word(data: np.ndarray, at: int, width: int) -> uint64:  # pragma: no cover
+    """`width` bytes of data from `at`, little-endian."""
+    v = uint64(0)
+    for k in range(width):
+        v |= uint64(data[at + k]) << uint64(8 * k)
+    return v
+
+
+@njit(cache=True, nogil=True)
+def _hash_bytes(data: np.ndarray, seed: uint64) -> uint64:  # pragma: no cover
+    """XXH64.hashUnsafeBytes: a string's UTF-8 bytes (the reference XXH64)."""
+    n, at = data.shape[0], 0
+    if n >= 32:
+        v1, v2, v3, v4 = seed + _P1 + _P2, seed + _P2, seed, seed - _P1
+        while at + 32 <= n:
+            v1 = _round(v1, _word(data, at, 8))
+            v2 = _round(v2, _word(data, at + 8, 8))
+            v3 = _round(v3, _word(data, at + 16, 8))
+            v4 = _round(v4, _word(data, at + 24, 8))
+            at += 32
+        h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+        for x in (v1, v2, v3, v4):
+            h = (h ^ _round(uint64(0), x)) * _P1 + _P4
+    else:
+        h = seed + _P5
+    h += uint64(n)
+    while at + 8 <= n:
+        h ^= _round(uint64(0), _word(data, at, 8))
+        h = _rotl(h, 27) * _P1 + _P4
+        at += 8
+    if at + 4 <= n:
+        h ^= _word(data, at, 4) * _P1
+        h = _rotl(h, 23) * _P2 + _P3
+        at += 4
+    while at < n:
+        h ^= uint64(data[at]) * _P5
+        h = _rotl(h, 11) * _P1
+        at += 1
+    return _fmix(h)
+
+
+@njit(cache=True, nogil=True)
+def _seeded_state(seed: int, data: np.ndarray) -> uint64:  # pragma: no cover
+    """XXH64's state before each seq's 8 bytes: the seed literal hashed from SPARK_HASH_SEED as an int
+    (XXH64.hashInt) or, beyond 32 bits, a long (hashLong, as py4j passes it), then the device's bytes, plus
+    P5 + 8 (hashLong's start)."""
+    start = uint64(SPARK_HASH_SEED)
+    if -(1 << 31) <= seed < (1 << 31):
+        h = start + _P5 + uint64(4)
+        h ^= (uint64(seed) & uint64(0xFFFFFFFF)) * _P1
+        h = _fmix(_rotl(h, 23) * _P2 + _P3)
+    else:
+        h = start + _P5 + uint64(8)
+        h ^= _rotl(uint64(seed) * _P2, 31) * _P1
+        h = _fmix(_rotl(h, 27) * _P1 + _P4)
+    return _hash_bytes(data, h) + _P5 + uint64(8)
+
+
+def device_state(seed: int, device: str) -> np.uint64:
+    """The random layout's hash state of one device (its seed and name hashed once), for _disk and disks_of."""
+    return np.uint64(_seeded_state(seed, np.frombuffer(device.encode(), np.uint8)))
 
 
 @njit(cache=True, nogil=True)
 def _disk(state: uint64, seq: int, disks: int) -> int:  # pragma: no cover
-    """pmod(XXH64 of seq's 8 bytes continuing from `state`, disks), Spark's pmod of the signed hash (state: the
-    seed and the device hashed, plus P5 + 8: heat_files._device_state)."""
-    k = uint64(seq) * uint64(_P2)
-    k = ((k << uint64(31)) | (k >> uint64(33))) * uint64(_P1)
-    acc = state ^ k
-    acc = ((acc << uint64(27)) | (acc >> uint64(37))) * uint64(_P1) + uint64(_P4)
-    acc ^= acc >> uint64(33)
-    acc *= uint64(_P2)
-    acc ^= acc >> uint64(29)
-    acc *= uint64(_P3)
-    acc ^= acc >> uint64(32)
+    """pmod(XXH64 of seq's 8 bytes continuing from `state` (device_state), disks): Spark's pmod of the signed
+    hash."""
+    acc = state ^ _round(uint64(0), uint64(seq))
+    acc = _fmix(_rotl(acc, 27) * _P1 + _P4)
     r = np.int64(acc) % disks
     return r + disks if r < 0 else r
 
 
 @njit(cache=True, nogil=True)
 def disks_of(state: uint64, seq: np.ndarray, disks: int) -> np.ndarray:  # pragma: no cover
-    """_disk of every seq (heat_files.spark_xxhash64_disk)."""
+    """_disk of every seq: pmod(xxhash64(seed, device, seq), disks) as Spark computes it."""
     out = np.empty(seq.shape[0], np.int64)
     for i in range(seq.shape[0]):
         out[i] = _disk(state, seq[i], disks)
@@ -106,31 +193,41 @@ def disks_of(state: uint64, seq: np.ndarray, disks: int) -> np.ndarray:  # pragm
 
 @njit(cache=True, nogil=True)
 def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.ndarray, read: np.ndarray,
-                 extent_bytes: int, number: np.ndarray, e_lo: int, touched: int, window_us: int, w_lo: int,
-                 w_span: int, unit_bytes: int, width: int, disks: int, state: uint64
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+                 extent_bytes: int, number: np.ndarray, ids: np.ndarray, e_lo: int, window_us: int, w_lo: int,
+                 w_span: int, w_first: int, w_count: int, layouts: bool, unit_bytes: int, width: int, disks: int,
+                 state: uint64) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
     """One pass over a device's requests. window_us 0: one window; else window k is ts // window_us = w_lo + k.
-    Returns the grids (rows: requests, then sums):
-    extents (4, touched * w_span): requests, reads, blocks, bytes at touched number * w_span + window;
-    traced (2, w_span): requests, blocks; random (2, w_span * disks): requests, blocks at window * disks + disk;
-    striped (2, w_span * width): pieces, blocks at window * width + unit % width."""
-    ext = np.zeros((4, touched * w_span), np.int64)
-    traced = np.zeros((2, w_span), np.int64)
-    rand = np.zeros((2, w_span * disks), np.int64)
-    striped = np.zeros((2, w_span * width), np.int64)
+    Extents are numbered by `number` (touched_extents, indexed by id - e_lo), or by binary search in `ids` when
+    `number` is empty. Returns the grids (rows: requests, then sums):
+    extents (4, len(ids) * w_count): requests, reads, blocks, bytes at touched number * w_count + window - w_first,
+    for the windows [w_first, w_first + w_count) only;
+    with `layouts` (else empty grids): traced (2, w_span): requests, blocks; random (2, w_span * disks): requests,
+    blocks at window * disks + disk; striped (2, w_span * width): pieces, blocks at window * width + unit % width."""
+    touched = ids.shape[0]
+    dense = number.shape[0] > 0
+    ext = np.zeros((4, touched * w_count), np.int64)
+    spans = w_span if layouts else 0
+    traced = np.zeros((2, spans), np.int64)
+    rand = np.zeros((2, spans * disks), np.int64)
+    striped = np.zeros((2, spans * width), np.int64)
     for i in range(ts.shape[0]):
         w = ts[i] // window_us - w_lo if window_us else 0
         lo = offset[i]
         hi = lo + size[i]
         r = read[i]
-        for e in range(lo // extent_bytes, (hi - 1) // extent_bytes + 1):
-            a = max(lo, e * extent_bytes)
-            b = min(hi, (e + 1) * extent_bytes)
-            c = number[e - e_lo] * w_span + w
-            ext[0, c] += 1
-            ext[1, c] += r
-            ext[2, c] += _blocks(a, b)
-            ext[3, c] += b - a
+        k = w - w_first
+        if 0 <= k < w_count:
+            for e in range(lo // extent_bytes, (hi - 1) // extent_bytes + 1):
+                a = max(lo, e * extent_bytes)
+                b = min(hi, (e + 1) * extent_bytes)
+                n = number[e - e_lo] if dense else np.searchsorted(ids, e)
+                c = n * w_count + k
+                ext[0, c] += 1
+                ext[1, c] += r
+                ext[2, c] += _blocks(a, b)
+                ext[3, c] += b - a
+        if not layouts:
+            continue
         whole = _blocks(lo, hi)
         traced[0, w] += 1
         traced[1, w] += whole
@@ -145,21 +242,3 @@ def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.n
             striped[0, c] += 1
             striped[1, c] += _blocks(a, b)
     return ext, traced, rand, striped
-
-
-def compile_all() -> None:
-    """Compile the loops into numba's cache (one tiny call each), for writable input columns and for the
-    read-only ones a requests file's Arrow columns give."""
-    from sim.warm import frozen
-
-    for view in (np.array, frozen):
-        one, size = view(np.array([0], np.int64)), view(np.array([4096], np.int64))
-        _, _, e_lo, e_hi = extent_range(one, one, size, 1 << 20)
-        number, ids = touched_extents(one, size, 1 << 20, e_lo, e_hi - e_lo + 1)
-        device_grids(one, one, one, size, np.array([0], np.int64), 1 << 20, number, e_lo, len(ids), 3_600_000_000,
-                     0, 1, 65_536, 4, 4, np.uint64(1))
-        disks_of(np.uint64(1), one, 4)
-
-
-if __name__ == "__main__":
-    compile_all()

@@ -54,7 +54,8 @@ import pyarrow.compute as pc
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from libs.transforms.columns import idiv, to_schema
+from libs.columns import idiv, to_schema
+from libs.transforms.profile_kernels import block_pass, group_cells, round_significant_code
 from schemas import trace_profile as TP
 
 if TYPE_CHECKING:
@@ -243,7 +244,7 @@ def _cell_ids(code: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, int, np.ndar
 
 def _lex_order(keys: Sequence[np.ndarray], v: np.ndarray) -> np.ndarray:
     """np.lexsort((v, *reversed(keys))), the keys first: by one stable sort of a combined int64 key
-    when the values are non-negative integers and everything fits (2.5x faster), else by lexsort."""
+    when the values are non-negative integers and everything fits (faster), else by lexsort."""
     if not len(v) or v.min() < 0 or v.max() >= 1 << 40 or (v.dtype.kind == "f" and not np.array_equal(v, np.floor(v))):
         return np.lexsort((v, *reversed(keys)))
     parts = [_dense(k) for k in keys] + [(v.astype(np.int64), int(v.max()) + 1)]   # v: whole numbers, >= 0
@@ -401,8 +402,7 @@ class _Partials:
         and only cells are merged into coarser groups. False (nothing added) when the keys would not
         fit an int64. Rounded values are counted by their code (round_significant_code) with one
         bincount instead of a sort, when the (group, code) table is small."""
-        from libs.transforms.profile_kernels import group_cells, round_significant_code
-
+    
         coded = metric not in EXACT
         if _is_sorted([code, w]):                  # rows by group already: one compiled loop
             vmax = CODES if coded else int(raw.max()) + 1
@@ -860,7 +860,6 @@ def _block_rows(out: _Partials, devices: Sequence[tuple[int, np.ndarray, np.ndar
                 region_bytes: int, extent_bytes: int, buckets: int = 1, bucket: int = 0) -> None:
     """The block pass's rows for (device code, ts_us, lo, hi) of each device, in time order: one compiled
     loop per device (profile_kernels.block_pass) gives the per-window sums and reuse-time cells."""
-    from libs.transforms.profile_kernels import block_pass
 
     window_us = out.window_us
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("fc", "fw", "fnew", "facc", "fagain", "rc", "rw", "rn",

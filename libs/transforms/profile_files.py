@@ -47,14 +47,17 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from libs.io.task_parquet import from_ipc, release_memory, to_ipc
+from libs.io.delta_files import replace_from_driver
+from libs.io.device_pass import RowGroup, files_or_sql, row_groups, spark_tasks, trace_files
+from libs.io.tables import read_table, replace_rows, table_target
+from libs.io.task_parquet import from_ipc, release_memory, scratch_dir, task_file_name, to_ipc
 from libs.transforms import profile as P
 
 if TYPE_CHECKING:
@@ -68,19 +71,8 @@ MERGE_ROWS = 2_500_000   # a merge bucket per this many requests at least (the h
 ROWS_PER_TASK = 1_000_000   # the most requests an ordered task holds (~100 bytes each in the compiled passes)
 # The most requests a block task holds: its bucket reads all its device's rows and keeps its share, so a device's
 # rows are read once per bucket (quadratic in rows / bucket size: at 1 M a bucket, 25 M requests on one device
-# were read 25 times, most of a 100 M profile); 8 M (~800 MB in the compiled pass) read them 4 times.
+# are read 25 times); 8 M (~800 MB in the compiled pass) reads them 4 times.
 BLOCK_ROWS = 8_000_000
-
-
-@dataclass(frozen=True)
-class RowGroup:
-    """One Parquet row group of a device's file: its rows and timestamp range (inclusive)."""
-
-    path: str
-    index: int
-    rows: int
-    lo: int
-    hi: int
 
 
 @dataclass(frozen=True)
@@ -100,97 +92,6 @@ class Task:
     def cost(self) -> float:
         """Relative time: per request, the block pass takes ~1.1x the ordered one (measured), an arrival ~0.4x."""
         return self.rows * {"block": 1.1, "ordered": 1.0, "device": 2.1, "arrival": 0.4}[self.kind]
-
-
-class Unsupported(Exception):
-    """The table's files cannot be read directly (the caller falls back to compute_trace_profile)."""
-
-
-def trace_files(spark: SparkSession, warehouse: Path, trace_id: str, table: str = "requests",
-                by: str = "device") -> dict[str, list[str]]:
-    """The trace's files of `table` (partitioned by trace_id and `by`) by that partition value (absolute
-    paths), from the table's current snapshot."""
-    from libs.io.delta_files import _file_path, _files_matching, _Jvm, table_target
-    from libs.io.delta_log import LogUnreadable, snapshot
-    from libs.io.tables import table_path
-
-    root = str(table_path(warehouse, table).resolve())
-    try:                       # the log read here: Spark's first snapshot of a table is seconds of a job's start
-        snap = snapshot(root)
-        found = [(add, snap.path(add)) for add in snap.files if add["partitionValues"].get("trace_id") == trace_id]
-    except LogUnreadable as exc:
-        log.info("%s: files listed through Spark (%s)", table, exc)
-        target = table_target(spark, warehouse, table)
-        jvm = _Jvm(spark)
-        txn = jvm.jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, root).startTransaction()
-        found = [(add, _file_path(target, add["path"]))
-                 for _, add in _files_matching(spark, jvm, txn, {"trace_id": trace_id}, target.partition_columns)]
-    files: dict[str, list[str]] = {}
-    for add, path in found:
-        if add.get("deletionVector") or "://" in add["path"] or add["path"].startswith("/"):
-            raise Unsupported(f"{table} file {add['path']}: a deletion vector or a path outside the table")
-        files.setdefault(add["partitionValues"][by], []).append(path)
-    if not files:
-        raise Unsupported(f"no {table} files for trace {trace_id!r}")
-    return files
-
-
-def row_groups(path: str) -> list[RowGroup]:
-    """The file's row groups with their ts_us range from the footer (a group without statistics
-    counts as spanning every time)."""
-    meta = pq.ParquetFile(path).metadata
-    column = meta.schema.to_arrow_schema().get_field_index("ts_us")
-    out = []
-    for i in range(meta.num_row_groups):
-        group = meta.row_group(i)
-        stats = group.column(column).statistics
-        known = stats is not None and stats.has_min_max
-        out.append(RowGroup(path, i, group.num_rows, int(stats.min) if known else -(1 << 62),
-                            int(stats.max) if known else 1 << 62))
-    return [g for g in out if g.rows]
-
-
-# A per-device task (libs.alis.graph_files, libs.transforms.heat_files) holds a device's requests, then derived
-# arrays (the graph's pair keys, tau per read, and counted edges: a 25 M-request device of the scale trace
-# peaked at 6.6 GB, two such tasks at once on 2 cores). A larger device goes the Spark way.
-MAX_DEVICE_REQUESTS = 30_000_000
-
-
-@dataclass(frozen=True)
-class RequestFiles:
-    """A trace's requests files by device (absolute paths), their rows by device and the largest ts_us."""
-
-    files: dict[str, list[str]]
-    rows: dict[str, int]
-    last_us: int
-
-    def by_size(self) -> list[str]:
-        """The devices, the most requests first (the longest tasks start first)."""
-        return sorted(self.files, key=lambda d: (-self.rows[d], d))
-
-
-def request_files(spark: SparkSession, warehouse: Path, trace_id: str) -> RequestFiles:
-    """The trace's requests files, from the snapshot and the files' footers; Unsupported when a footer lacks
-    ts_us statistics or a device is too large for one task."""
-    files = trace_files(spark, warehouse, trace_id)
-    rows, highest = {}, []
-    for device, paths in files.items():
-        groups = [g for p in paths for g in row_groups(p)]
-        if any(g.hi == 1 << 62 for g in groups):
-            raise Unsupported(f"requests of {trace_id}/{device}: a row group without ts_us statistics")
-        rows[device] = sum(g.rows for g in groups)
-        if rows[device] > MAX_DEVICE_REQUESTS:
-            raise Unsupported(f"requests of {trace_id}/{device}: {rows[device]:,} rows, more than one task holds")
-        highest += [g.hi for g in groups]
-    if not highest:
-        raise Unsupported(f"no requests rows for trace {trace_id!r}")
-    return RequestFiles(files, rows, int(max(highest)))
-
-
-def read_files(paths: Sequence[str], columns: Sequence[str], where: Any = None) -> pa.Table:
-    """Task side: these Parquet files' (at least one) columns, the rows matching the pyarrow filter `where`, as
-    one table."""
-    return pa.concat_tables([pq.read_table(p, columns=list(columns), filters=where) for p in paths])
 
 
 def cuts(groups: Sequence[RowGroup], parts: int) -> list[int]:
@@ -399,7 +300,6 @@ def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, wind
     every = [g for gs in groups.values() for g in gs]
 
     def run(slots: Iterator[int]) -> Iterator[Result]:
-        from libs.io.task_parquet import task_file_name
 
         for slot in slots:
             for i in assigned[slot]:
@@ -441,14 +341,6 @@ def _stage_two(files: dict[int, list[str]], extra: dict[int, bytes], scratch: st
     return run
 
 
-def _job(spark: SparkSession, n: int, fn) -> list:  # type: ignore[no-untyped-def]
-    """fn over task ids 0..n-1, one Spark task each; the Results it returned. An RDD job: about half the
-    fixed cost of a DataFrame one (no plan to analyse, no Arrow stream), ~0.1 s a job here."""
-    if not n:
-        return []
-    return spark.sparkContext.parallelize(range(n), n).mapPartitions(fn).collect()
-
-
 def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, window_us: int,
               extent_bytes: int, scratch: str) -> tuple[pa.Table, pa.Table]:
     """Both jobs: (every task's PARTIAL rows but histogram cells and extent counts, the FINAL rows
@@ -459,7 +351,7 @@ def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list
     buckets = max(1, min(len(tasks), max(parallelism, math.ceil(requests / MERGE_ROWS))))
     started = time.perf_counter()
     assigned = slots(tasks, min(len(tasks), 2 * parallelism))
-    first = _job(spark, len(assigned), _stage_one(tasks, groups, window_us=window_us, extent_bytes=extent_bytes,
+    first = spark_tasks(spark, len(assigned), _stage_one(tasks, groups, window_us=window_us, extent_bytes=extent_bytes,
                                                     scratch=scratch, buckets=buckets, assigned=assigned))
     small = from_ipc([r.blob for r in first if r.bucket < 0], P.PARTIAL)
     runs = P.joined_runs(small, window_us)
@@ -472,7 +364,7 @@ def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list
     keys = sorted(set(files) | set(extra))
     log.info("profile: %d tasks in %d Spark tasks, %.1f s", len(tasks), len(assigned), time.perf_counter() - started)
     started = time.perf_counter()
-    second = _job(spark, len(keys), _stage_two({i: files.get(k, []) for i, k in enumerate(keys)},
+    second = spark_tasks(spark, len(keys), _stage_two({i: files.get(k, []) for i, k in enumerate(keys)},
                                                 {i: extra[k] for i, k in enumerate(keys) if k in extra}, scratch))
     log.info("profile: %d buckets merged in %.1f s", len(keys), time.perf_counter() - started)
     return small, from_ipc([r.blob for r in second], P.FINAL)
@@ -484,26 +376,35 @@ def profile_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, span_u
     """Replaces the trace's `trace_profile` rows with its profile read from the `requests` files;
     returns how many rows were written. Falls back to compute_trace_profile (Spark) for a table
     this reader cannot take. rows_per_part, block_rows: plan()'s task sizes."""
-    from libs.io.delta_files import replace_from_driver, table_target
-    from libs.io.tables import read_table, replace_rows
 
     if window_us < 0 or extent_bytes <= 0 or rows_per_part <= 0:
         raise ValueError(f"window_us >= 0, extent_bytes > 0, rows_per_part > 0 required, got "
                          f"{window_us}, {extent_bytes}, {rows_per_part}")
-    try:
-        files = trace_files(spark, warehouse, trace_id)
-    except Unsupported:
-        persisted: list = []
-        profile = P.compute_trace_profile(read_table(spark, warehouse, "requests", trace_id), span_us=span_us,
-                                          window_us=window_us, extent_bytes=extent_bytes, persisted=persisted)
-        try:
-            replace_rows(profile, spark, warehouse, "trace_profile", {"trace_id": trace_id})
-        finally:
-            for df in persisted:
-                df.unpersist()
-        return read_table(spark, warehouse, "trace_profile", trace_id).count()
-    from libs.io.task_parquet import scratch_dir
+    return files_or_sql(
+        lambda: _profile_files(spark, warehouse, trace_id, span_us=span_us, window_us=window_us,
+                               extent_bytes=extent_bytes, rows_per_part=rows_per_part, block_rows=block_rows),
+        lambda: _profile_sql(spark, warehouse, trace_id, span_us=span_us, window_us=window_us,
+                             extent_bytes=extent_bytes), f"profile {trace_id}")
 
+
+def _profile_sql(spark: SparkSession, warehouse: Path, trace_id: str, *, span_us: int, window_us: int,
+                 extent_bytes: int) -> int:
+    """profile_trace through compute_trace_profile (Spark)."""
+    persisted: list = []
+    profile = P.compute_trace_profile(read_table(spark, warehouse, "requests", trace_id), span_us=span_us,
+                                      window_us=window_us, extent_bytes=extent_bytes, persisted=persisted)
+    try:
+        replace_rows(profile, spark, warehouse, "trace_profile", {"trace_id": trace_id})
+    finally:
+        for df in persisted:
+            df.unpersist()
+    return read_table(spark, warehouse, "trace_profile", trace_id).count()
+
+
+def _profile_files(spark: SparkSession, warehouse: Path, trace_id: str, *, span_us: int, window_us: int,
+                   extent_bytes: int, rows_per_part: int, block_rows: int | None) -> int:
+    """profile_trace from the requests files (this module's tasks); Unsupported before anything is written."""
+    files = trace_files(spark, warehouse, trace_id)
     tasks, groups = plan(files, rows_per_part=rows_per_part, parallelism=spark.sparkContext.defaultParallelism,
                          block_rows=block_rows)
     with scratch_dir(warehouse, f"profile-{trace_id}") as scratch:

@@ -1,6 +1,5 @@
-"""The profile's compiled loops (numba), in a module of their own so that only the processes that run
-them (the Python workers) import numba: about 60 MB more resident memory per process, plus LLVM's
-on the first call."""
+"""The profile's compiled loops (numba): the per-window rounding and histogram cells, and the block pass over a
+device's requests in time order (libs.transforms.profile, libs.transforms.profile_files)."""
 from __future__ import annotations
 
 import numba
@@ -316,21 +315,3 @@ def group_cells(gid: np.ndarray, values: np.ndarray, groups: int, coded: bool,
                 i = j
         a = b
     return g_n, g_s, g_s2, g_mx, cells[:nc, 0].copy(), cells[:nc, 1].copy(), cells[:nc, 2].copy()
-
-
-def compile_all() -> None:
-    """Compiles every loop here into numba's on-disk cache (`make venv` runs it once, so the first
-    profile does not spend ~15 s compiling in each Python worker at once)."""
-    from sim.warm import frozen
-
-    x = np.arange(1, 40, dtype=np.int64)
-    round_significant_code(x * 1_000)
-    for coded in (True, False):
-        group_cells(x // 10, x, 4, coded, 10_000 + 13 * 9_000)
-    for view in (np.array, frozen):       # writable, and read-only as a requests file's Arrow columns give them
-        block_pass(view(x * 10), view(x * 4096), x * 4096 + 9_000, 100, 4096, 1 << 20, 1 << 20, 1, 0,
-                   10_000 + 13 * 9_000)
-
-
-if __name__ == "__main__":
-    compile_all()

@@ -1,21 +1,19 @@
 """The report's distributions (request size, per-device interarrival time, response time) straight from the
-`requests` table's Parquet files, in one pass: the path `heat_report` takes (its Spark SQL `_cdf` stays the
-definition and the fallback).
+`requests` table's Parquet files: the per-device form of `heat_report`'s Spark SQL `_cdf` (the definition, and the
+fallback when the files cannot be read directly).
 
-The Spark path scans the trace three times and orders every device's requests in a window function for the
-interarrival times (229 s of a 278 s report at 100 M requests). Here one Spark task per device reads that
-device's files (the Delta snapshot's list, libs.transforms.profile_files.trace_files), orders its requests by
-(ts_us, seq) and counts each distinct value (request sizes as they are; interarrival and response times rounded
-to 4 significant digits, libs.transforms.profile.round_significant_np, as the Spark path rounds them). The
-driver merges the counts and takes the percentiles exactly as Spark's `percentile` with frequencies does:
-position (count - 1) x p, linear interpolation between the two values around it.
+One device pass (libs.io.device_pass): each task orders its device's requests by (ts_us, seq) and counts each
+distinct value (request sizes as they are; interarrival and response times rounded to 4 significant digits,
+libs.transforms.profile.round_significant_np, as the Spark SQL form rounds them). The driver merges the counts and
+takes the percentiles exactly as Spark's `percentile` with frequencies does: position (count - 1) x p, linear
+interpolation between the two values around it.
 
     cdfs = report_cdfs(spark, warehouse, "t1", points=[i / 200 for i in range(201)])
     cdfs["size_bytes"]            # [(value at p, p) for each p]; [] when the trace has no such values
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from libs.io.device_pass import Read, Unsupported, device_pass, trace_files
 from libs.transforms.profile import percentile_cells, round_significant_np
-from libs.transforms.profile_files import Unsupported, read_files, trace_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -63,28 +61,16 @@ def percentiles(values: np.ndarray, counts: np.ndarray, points: Sequence[float])
     return [float(x[0]) for x in at]
 
 
-def _task(devices: list[tuple[str, list[str]]]) -> Callable[[Iterator[int]], Iterator[tuple[str, bytes, bytes]]]:
-    """The function each task runs: its device's files read, its cells per metric yielded as raw bytes."""
-
-    def run(indices: Iterator[int]) -> Iterator[tuple[str, bytes, bytes]]:
-        for i in indices:
-            _, paths = devices[i]
-            table = read_files(paths, COLUMNS)
-            for metric, (v, n) in device_cells(table).items():
-                yield metric, v.tobytes(), n.tobytes()
-
-    return run
-
-
 def report_cdfs(spark: SparkSession, warehouse: Path, trace_id: str,
                 points: Sequence[float]) -> dict[str, list[tuple[float, float]]]:
     """Per metric of METRICS: [(value at p, p) for p in points], [] when no request has a value. Unsupported
     when the requests files cannot be read directly."""
     devices = sorted(trace_files(spark, warehouse, trace_id).items())
-    parts = spark.sparkContext.parallelize(range(len(devices)), len(devices)).mapPartitions(_task(devices)).collect()
+    cells = device_pass(spark, devices, lambda _device, table: ({}, device_cells(table)), read=Read(COLUMNS),
+                        label=f"report {trace_id}").extras
     out: dict[str, list[tuple[float, float]]] = {}
     for metric in METRICS:
-        mine = [(np.frombuffer(v, np.float64), np.frombuffer(n, np.int64)) for m, v, n in parts if m == metric]
+        mine = [per_device[metric] for per_device in cells.values()]
         values = np.concatenate([v for v, _ in mine]) if mine else np.zeros(0)
         if len(values) == 0:
             out[metric] = []

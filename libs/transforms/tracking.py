@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from libs.transforms.columns import idiv, to_schema
+from libs.columns import idiv, to_schema
 from libs.transforms.heat import split_at
 from schemas import heat_tracking as HT
 

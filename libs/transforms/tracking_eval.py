@@ -1,4 +1,4 @@
-"""Evaluation of interarrival heat tracking (issue 3 item 7): generated step traces and the metrics.
+"""Evaluation of interarrival heat tracking: generated step traces and the accuracy metrics.
 
 Generated traces (seeded, deterministic) are Arrow tables with the `requests` columns; the metrics
 are DataFrame -> value reductions over libs.transforms.tracking output. Choices: the step trace
@@ -15,9 +15,10 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from libs.transforms.columns import idiv
+from libs.columns import idiv
 from libs.transforms.heat import split_at
 from libs.transforms.tracking import with_tracked_heat
+from libs.transforms.tracking_kernels import extent_pieces
 from schemas import requests as R
 
 if TYPE_CHECKING:
@@ -139,7 +140,6 @@ class Tracked:
 def tracked_arrays(requests: pa.Table, k: int) -> Tracked:
     """with_tracked_heat(split_at(requests, EXTENT_BYTES), k) of one device's requests, in numpy with the
     same floating-point operations in the same order (heat = (m x (sum / m)) x 1e6 / max(span, 1))."""
-    from libs.transforms.tracking_kernels import extent_pieces
 
     col = {c: np.ascontiguousarray(requests.column(c).to_numpy(), np.int64)
            for c in ("ts_us", "seq", "offset_bytes", "size_bytes")}

@@ -1,11 +1,10 @@
-"""Interarrival heat tracking read from the `requests` files (the path `heat_tracking` takes; the window
-functions of libs.transforms.tracking stay the definition and the fallback).
+"""Interarrival heat tracking read from the `requests` files: the per-device form of libs.transforms.tracking
+(whose window functions are the definition, and the fallback when the files cannot be read directly).
 
-One Spark task per device reads that device's Parquet files of the trace (the Delta snapshot's list),
-cuts the requests into extent pieces, sorts them by (extent, ts_us, seq) and walks them once for every
-k asked (libs.transforms.tracking_kernels), then writes the heat_tracking rows of each k into the table
-itself (libs.io.delta_files); the driver commits one replace per k. Against the window functions, which
-sort and shuffle the pieces once per k and join the true heat back, this reads the trace once.
+One device pass (libs.io.device_pass): each task cuts its device's requests into extent pieces, sorts them by
+(extent, ts_us, seq) and walks them once for every k asked (libs.transforms.tracking_kernels); the heat_tracking
+rows of each k are written by the tasks and committed once per k by the driver. The window functions sort and
+shuffle the pieces once per k and join the true heat back; this reads the trace once.
 
     rows = track_trace(spark, warehouse, "t1", ks=(5, 10), span_us=span)   # {5: rows, 10: rows}
 """
@@ -13,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,14 +21,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from libs.io.device_pass import Output, Read, Unsupported, device_pass, spark_tasks, trace_files
+from libs.io.tables import table_target
+from libs.io.task_parquet import scratch_dir
 from libs.transforms.profile import interpolate
-from libs.transforms.profile_files import Unsupported, read_files, trace_files
+from libs.transforms.tracking import _check
+from libs.transforms.tracking_kernels import checkpoint_rows, extent_pieces, track
 from schemas import heat_tracking as HT
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-    from libs.io.delta_files import TableTarget
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,6 @@ def device_rows(requests: pa.Table, *, ks: Sequence[int], extent_bytes: int, agi
                 span_us: int) -> dict[int, pa.Table]:
     """One device's heat_tracking rows per k (trace_id and device left out) from its requests (ts_us, seq,
     offset_bytes, size_bytes, any order)."""
-    from libs.transforms.tracking_kernels import checkpoint_rows, extent_pieces, track
-
     p = aging_period_us
     last_j = span_us // p - 1
     col = {c: np.ascontiguousarray(requests.column(c).to_numpy(), dtype=np.int64) for c in COLUMNS}
@@ -67,60 +65,28 @@ def device_rows(requests: pa.Table, *, ks: Sequence[int], extent_bytes: int, agi
     return out
 
 
-def _task(devices: list[tuple[str, list[str]]], targets: dict[int, TableTarget], trace_id: str, ks: Sequence[int],
-          extent_bytes: int, aging_period_us: int, span_us: int):  # type: ignore[no-untyped-def]
-    """The function each task runs: its device's rows written per k; yields FILES rows (dicts) with "k"."""
-    from libs.io.delta_files import FileWriter
-
-    def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
-        for i in ids:
-            device, paths = devices[i]
-            per_k = device_rows(read_files(paths, COLUMNS), ks=ks, extent_bytes=extent_bytes,
-                                aging_period_us=aging_period_us, span_us=span_us)
-            for k, rows in per_k.items():
-                n = rows.num_rows
-                rows = rows.append_column("trace_id", pa.array([trace_id] * n, pa.string())) if n else rows
-                rows = rows.append_column("device", pa.array([device] * n, pa.string())) if n else rows
-                writer = FileWriter(targets[k])
-                if n:
-                    writer.write(rows.select(list(HT.COLUMNS)))
-                for f in writer.close().to_pylist():
-                    yield {**f, "k": k}
-
-    return run
-
-
 def track_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, ks: Sequence[int], span_us: int,
                 extent_bytes: int = 1 << 20, aging_period_us: int = 3_600_000_000) -> dict[int, int]:
     """Replaces the trace's heat_tracking rows of each k (for this extent size and aging period), one commit
     per k; returns k -> rows written. Unsupported when the requests files cannot be read directly."""
-    from libs.io.delta_files import commit_replace, discard, table_target
-    from libs.transforms.tracking import _check
-
     ks = tuple(dict.fromkeys(int(k) for k in ks))
     for k in ks:
         _check(k, aging_period_us)
-    files = sorted(trace_files(spark, warehouse, trace_id).items())
     target = table_target(spark, warehouse, HT.TABLE)
-    targets = {k: target.for_write() for k in ks}
-    started = time.perf_counter()
-    rows: dict[int, int] = {}
-    try:
-        fn = _task(files, targets, trace_id, ks, extent_bytes, aging_period_us, span_us)
-        written = spark.sparkContext.parallelize(range(len(files)), len(files)).mapPartitions(fn).collect()
-        log.info("heat tracking %s: %d devices, k in %s, tracked in %.1f s", trace_id, len(files), list(ks),
-                 time.perf_counter() - started)
-        for k in ks:
-            mine = [f for f in written if f["k"] == k]
-            where = {"trace_id": trace_id, "k": k, "extent_bytes": extent_bytes, "aging_period_us": aging_period_us}
-            commit_replace(spark, targets[k], where, mine)       # deletes this k's files itself if it fails
-            rows[k] = sum(int(f["rows"]) for f in mine)
-    except BaseException:
-        for k, t in targets.items():
-            if k not in rows:                                    # committed files stay
-                discard(t)
-        raise
-    return rows
+    outputs = {k: Output(target.for_write(), {"trace_id": trace_id, "k": k, "extent_bytes": extent_bytes,
+                                              "aging_period_us": aging_period_us}) for k in ks}
+
+    def rows_of(device: str, requests: pa.Table) -> tuple[dict[int, pa.Table], None]:
+        per_k = device_rows(requests, ks=ks, extent_bytes=extent_bytes, aging_period_us=aging_period_us,
+                            span_us=span_us)
+        return {k: rows.append_column("trace_id", pa.array([trace_id] * rows.num_rows, pa.string()))
+                       .append_column("device", pa.array([device] * rows.num_rows, pa.string()))
+                       .select(list(HT.COLUMNS))
+                for k, rows in per_k.items()}, None
+
+    written = device_pass(spark, sorted(trace_files(spark, warehouse, trace_id).items()), rows_of, read=Read(COLUMNS),
+                          outputs=outputs, label=f"heat tracking {trace_id}, k in {list(ks)}")
+    return {k: written.rows[k] for k in ks}
 
 
 # --- the evaluation's relative errors from the heat_tracking files ------------------------------------------
@@ -166,20 +132,17 @@ def kth_smallest(arrays: Sequence[np.ndarray], rank: int) -> float:
 
 def relative_errors_files(spark: SparkSession, warehouse: Path, trace_id: str, *, ks: Sequence[int],
                           extent_bytes: int, aging_period_us: int) -> dict[int, dict[str, float | int | None]]:
-    """libs.transforms.tracking_eval.relative_errors_by_k (k -> {checkpoints, mean, median}) for the trace's heat_tracking rows of
-    this extent size and aging period, read from the table's files: one task per file sorts its errors to a
-    scratch file, the driver sums the counts and takes the median (Spark's percentile 0.5: the mean of the two
-    middle values for an even count) with kth_smallest over the memory-mapped files. The mean is the sum over
-    the count (the sums' order differs from Spark's avg: equal to ~1e-15). Unsupported when the files cannot
-    be read directly."""
-    from libs.io.task_parquet import scratch_dir
-
+    """libs.transforms.tracking_eval.relative_errors_by_k (k -> {checkpoints, mean, median}) for the trace's
+    heat_tracking rows of this extent size and aging period, read from the table's files: one task per file
+    sorts its errors to a scratch file, the driver sums the counts and takes the median (Spark's percentile
+    0.5: the mean of the two middle values for an even count) with kth_smallest over the memory-mapped files.
+    The mean is the sum over the count (the sums' order differs from Spark's avg: equal to ~1e-15).
+    Unsupported when the files cannot be read directly."""
     by_k = trace_files(spark, warehouse, trace_id, HT.TABLE, by="k")
     files = [(int(k), f) for k, fs in sorted(by_k.items()) if int(k) in set(ks) for f in fs]
     out: dict[int, dict[str, float | int | None]] = {}
     with scratch_dir(warehouse, f"tracking-errors-{trace_id[:40]}") as scratch:
-        parts = spark.sparkContext.parallelize(range(len(files)), max(1, len(files))).mapPartitions(
-            _error_task(files, str(scratch), extent_bytes, aging_period_us)).collect()
+        parts = spark_tasks(spark, len(files), _error_task(files, str(scratch), extent_bytes, aging_period_us))
         for k in sorted({int(k) for k in ks}):
             mine = [p for p in parts if p["k"] == k and p["n"]]
             n = sum(p["n"] for p in mine)

@@ -11,15 +11,13 @@ reproduce value for value:
 - a checkpoint j P (j = t_n // P + 1 .. min(t_(n+1) // P, last_j)) sees request n's state; aged at it:
   min(heat, (m R) 1e6 / max(j P - t_(n-m+2), 1));
 - true heat at checkpoint j: the extent's blocks with ts_us // P = j, over P in seconds.
-
-    python -m libs.transforms.tracking_kernels     # compile into numba's cache (make venv does it)
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-BLOCK_BYTES = 512
+from libs.transforms.heat_kernels import BLOCK_BYTES
 
 
 @njit(cache=True, nogil=True)
@@ -142,19 +140,3 @@ def track(ext: np.ndarray, ts: np.ndarray, blocks: np.ndarray, starts: np.ndarra
     for r in range(n_rows):
         true_heat[r] = true_heat[r] / seconds
     return extent_id, checkpoint, seen, true_heat, heat, known, unaged
-
-
-def compile_all() -> None:
-    """Compile the loops into numba's cache (one tiny call each; unit_pieces also serves extent heat)."""
-    from sim.warm import frozen
-
-    one = np.array([0], np.int64)
-    for view in (np.array, frozen):       # writable, and read-only as extent heat's Arrow columns give them
-        unit_pieces(view(one), view(np.array([4096], np.int64)), 65_536)
-    ext, ts, _, blocks = extent_pieces(one, one, one, np.array([4096], np.int64), 1 << 20)
-    starts = checkpoint_rows(ext, ts, 1, 10)
-    track(ext, ts, blocks, starts, np.array([2], np.int64), 1, 10)
-
-
-if __name__ == "__main__":
-    compile_all()

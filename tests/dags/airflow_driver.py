@@ -8,7 +8,7 @@
 Output: one line "RESULT <json>" on stdout per order (Airflow logs go to stderr; dag.test prints task logs to
 stdout). Consecutive orders share the process (the test may change the landing folder between them; "unset"
 removes environment variables, such as a connection, from that run on): Airflow's import, database set-up and
-in-process execution API are paid once (~12 s of CPU a process)."""
+in-process execution API are paid once per process."""
 from __future__ import annotations
 
 import functools

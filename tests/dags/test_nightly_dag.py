@@ -29,7 +29,7 @@ import pytest
 
 from libs.io.tables import table_version, trace_rows
 from tests.builders import write_srt_days
-from tests.libs.test_nightly_jobs import CHAIN_DIGESTS, chain_digests
+from tests.jobs.test_nightly_jobs import CHAIN_DIGESTS, chain_digests
 
 TRACE = "hplajw"
 NOT_RUN = "extent_heat|heat_tracking|trace_profile|heat_report"

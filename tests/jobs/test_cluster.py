@@ -1,4 +1,4 @@
-"""Running on a Spark standalone cluster (issue 8, items 9-10): a master and two workers (1 core, 1 GiB each)
+"""Running on a Spark standalone cluster: a master and two workers (1 core, 1 GiB each)
 started on 127.0.0.1 by infra/spark/local-cluster.sh; ingest, heat, ALIS graph and a simulation grid of a
 hplajw slice on the cluster give exactly the local-mode tables, although a worker is killed while the
 simulation stage runs (one cluster run serves both checks: the module must stay short); a driver killed in

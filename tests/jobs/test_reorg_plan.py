@@ -12,7 +12,7 @@ import jsonschema
 import numpy as np
 import pytest
 
-from libs.plans.policies import FAMILIES, Outcome, PlanPart, PolicyError, SweepOptions, Target, Variant, WindowStats
+from libs.plans.policies import FAMILIES, SweepOptions
 from libs.plans.steps import (
     PlanError,
     PlanInputs,
@@ -30,6 +30,7 @@ from libs.plans.steps import (
     track_alignment_steps,
     write_plan,
 )
+from libs.plans.types import Outcome, PlanPart, PolicyError, Target, Variant, WindowStats
 from schemas import reorg_plan_steps
 from schemas.reorg_plan_json import PLAN_JSON_SCHEMA, PlanDocumentError, validate_plan_document
 from sim.array import Extent, ExtentMap
@@ -328,8 +329,7 @@ def test_every_familys_detail_matches_the_schema():
 
 
 def alis_window_plan(directory):
-    from libs.alis.plan import WindowPlan
-    from sim.alis import volumes_for
+    from sim.alis.plan import WindowPlan, volumes_for
 
     volumes, dv, do = volumes_for([1000, 800], concatenated=False, ra_share=0.15, ra_offset=0.30)
     return WindowPlan(3, directory, volumes, ("a", "b"), ("a", "b"), dv, do, 512)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from jobs.simulate import run
-from libs.simulation.grid import load_grid
 from libs.io.tables import read_table
+from libs.simulation.grid import load_grid
+from libs.simulation.stage import run
 from schemas import sim_results
 from sim.glue import ScenarioConfig, simulate_partition
 from tests.conftest import HPLAJW_TRACE_ID

@@ -8,12 +8,12 @@ import re
 import numpy as np
 import pytest
 
+from jobs.cli.main import main as cli_main
 from jobs.heat_report import CDF_POINTS, spark_cdfs
 from jobs.heat_report import run as run_report
 from libs import report
-from jobs.cli.main import main as cli_main
-from libs.transforms.tracking_eval import StepSpec
 from libs.transforms.report_files import METRICS, percentiles, report_cdfs
+from libs.transforms.tracking_eval import StepSpec
 from tests.builders import ingest, write_msr
 from tests.conftest import HPLAJW_TRACE_ID
 

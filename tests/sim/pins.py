@@ -5,6 +5,7 @@ change; say why in the commit).
 """
 from __future__ import annotations
 
+from libs.readers.srt import read_srt
 from sim.specs import load
 from sim.validate import read_validation_trace, validate_closed_loop, validate_srt
 from tests.sim.conftest import C2247A_TRACE, HPLAJW_TRACE
@@ -20,7 +21,7 @@ HPLAJW = {
 
 def current() -> tuple[dict[str, float | int], dict[int, dict[str, float | int]]]:
     c2247a = validate_closed_loop(load("hp_c2247a"), read_validation_trace(C2247A_TRACE)).summary()
-    hplajw = {c.device: c.result.summary() for c in validate_srt(HPLAJW_TRACE)}
+    hplajw = {c.device: c.result.summary() for c in validate_srt(*read_srt(str(HPLAJW_TRACE))[:2])}
     return c2247a, hplajw
 
 

@@ -1,7 +1,7 @@
 """The warm-up `make venv` runs to fill numba's cache (libs/warm.py): every scenario shape replays its whole
-trace, the ALIS build finds runs (the seeded trace gives the same counts every time), and the loops the jobs
-call on Arrow columns are compiled for read-only arrays too (numba compiles those again, as a type of their
-own: before they were warmed, each test worker and Spark Python worker compiled them on first use)."""
+trace, ALIS's cores find runs, and the loops the jobs call on Arrow columns are compiled for read-only arrays
+too (numba compiles those again, as a type of their own: unwarmed, each test worker and Spark Python worker
+would compile them on first use)."""
 from __future__ import annotations
 
 from numba import types
@@ -28,13 +28,12 @@ def test_every_warm_up_scenario_replays_every_request():
     assert _heat.signatures                                      # the tracker's heat, asked once
 
 
-def test_the_alis_warm_up_builds_graphs_and_finds_runs():
-    from libs.alis import graph, runs
-    from libs.alis import warm as alis_warm
+def test_the_alis_warm_up_finds_runs_on_writable_and_read_only_weights():
+    from sim.alis import graph, runs
 
-    assert alis_warm.compile_all() == 1_298
+    assert warm.compile_alis() == 2 * 3
     assert read_only_signature(runs._csr)                        # a stored graph's weights
-    assert graph._split_by_bucket.signatures                     # the Spark build's loops
+    assert graph._pair_keys.signatures
     assert [str(t) for t in graph._cut.signatures[0][1:3]] == ["array(int32, 1d, C)"] * 2
 
 

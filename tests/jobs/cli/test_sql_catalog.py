@@ -1,4 +1,4 @@
-"""The persistent catalog (issue 8, item 6): `blockheat serve-sql` queried with the real beeline client,
+"""The persistent catalog: `blockheat serve-sql` queried with the real beeline client,
 `blockheat sql` while the server holds the metastore, and the metastore's views seen by `blockheat sql` and
 `blockheat sql-shell` after the server stopped and the warehouse moved.
 

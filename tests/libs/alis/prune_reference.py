@@ -1,10 +1,10 @@
-"""The first prune_arrays (np.unique and np.maximum.at every round), kept as the reference the faster
-libs.alis.graph.prune_arrays is checked against on random graphs: same edges kept, same rounds."""
+"""A plain prune_arrays (np.unique and np.maximum.at every round): the reference the faster
+sim.alis.graph.prune_arrays is checked against on random graphs: same edges kept, same rounds."""
 from __future__ import annotations
 
 import numpy as np
 
-from libs.alis.graph import EDGE_BYTES, PRUNE_SHARE, VERTEX_BYTES, _nearest_rank
+from sim.alis.graph import EDGE_BYTES, PRUNE_SHARE, VERTEX_BYTES, _nearest_rank
 
 
 def prune_arrays_reference(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, budget: int, *,

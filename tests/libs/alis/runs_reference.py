@@ -1,5 +1,5 @@
 """The first, pure-Python run discovery (heapq, dicts, deques), kept as the reference the compiled
-libs.alis.runs.discover_runs is checked against on random graphs: same runs, same order, same ids."""
+sim.alis.runs.discover_runs is checked against on random graphs: same runs, same order, same ids."""
 from __future__ import annotations
 
 import heapq
@@ -7,8 +7,8 @@ from collections import deque
 
 import numpy as np
 
-from libs.alis.graph import check_context
-from libs.alis.runs import REL_TOLERANCE, THRESHOLD, once_weight
+from sim.alis.graph import check_context
+from sim.alis.runs import REL_TOLERANCE, THRESHOLD, once_weight
 
 
 class _Side:

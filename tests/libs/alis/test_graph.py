@@ -8,8 +8,6 @@ import pytest
 from pyspark.sql import functions as F
 
 from libs.alis.graph import (
-    EDGE_BYTES,
-    VERTEX_BYTES,
     _bucket,
     _chunk_of,
     _reduce_bucket,
@@ -17,18 +15,16 @@ from libs.alis.graph import (
     _task_partials,
     age_graph,
     build_edge_counts,
-    count_pairs,
     cross_chunk_pairs,
-    edge_weight,
     graph_bytes,
     prefilter_refs,
-    prune_arrays,
     prune_to_budget,
     with_weight,
     write_edge_counts,
     write_pruned,
 )
 from libs.io.partitioning import partition_keys, spark_hash_long
+from sim.alis.graph import EDGE_BYTES, VERTEX_BYTES, count_pairs, edge_weight, prune_arrays
 from tests.libs.alis.prune_reference import prune_arrays_reference
 from tests.libs.alis.refs import (
     counts_of,

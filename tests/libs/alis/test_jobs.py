@@ -127,8 +127,9 @@ def test_argument_errors_are_one_line(spark, capsys, argv, message):
 def test_stored_runs_read_from_the_graph_files_equal_find_runs(spark, spark_cfg, built, monkeypatch):
     """alis_layout's runs of the stored graphs: one task per device reading its files, the same rows as
     find_runs over the table (and find_runs itself when the files cannot be read directly)."""
-    import libs.transforms.profile_files as PF
-    from libs.alis.runs import THRESHOLD_COMBINED, find_runs, find_stored_runs
+    import libs.alis.runs as stored
+    from libs.alis.runs import find_runs, find_stored_runs
+    from sim.alis.runs import THRESHOLD_COMBINED
 
     def rows(df):
         return sorted(tuple(r) for r in df.select("device", "interval_id", "run_id", "rank", "position",
@@ -139,7 +140,7 @@ def test_stored_runs_read_from_the_graph_files_equal_find_runs(spark, spark_cfg,
     assert rows(find_stored_runs(spark, spark_cfg.warehouse, TRACE, tau=2, threshold=THRESHOLD_COMBINED)) == want
 
     def unreadable(*args, **kwargs):
-        raise PF.Unsupported("test: a deletion vector")
+        raise stored.Unsupported("test: a deletion vector")
 
-    monkeypatch.setattr(PF, "trace_files", unreadable)
+    monkeypatch.setattr(stored, "trace_files", unreadable)
     assert rows(find_stored_runs(spark, spark_cfg.warehouse, TRACE, tau=2, threshold=THRESHOLD_COMBINED)) == want

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from libs.alis.layout import area_hits, arrange, hot_units, plan_area, plan_layouts, reorganized_area
+from libs.alis.layout import area_hits, plan_layouts, reorganized_area
+from sim.alis.layout import arrange, hot_units, plan_area
 
 MIB = 1 << 20
 # unit:          0     1     2     3        4               5

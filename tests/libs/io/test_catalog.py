@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from jobs.sql_server import ServeConfig
-from libs.io.catalog import driver_class_path, metastore_in_use
 from jobs.cli.main import main
 from jobs.cli.sql import spark_sql_command
+from jobs.sql_server import ServeConfig
+from libs.io.catalog import driver_class_path, metastore_in_use
 from libs.io.session import SparkConfig, session_conf
 
 DRIVER_KEYS = ("spark.ui.host", "spark.driver.host", "spark.driver.bindAddress")

@@ -70,7 +70,7 @@ def test_trace_info_from_the_log_equals_sparks_collect(spark, spark_cfg, hplajw,
 
 
 def test_trace_files_from_the_log_equal_the_transactions(spark, spark_cfg, hplajw, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from libs.transforms.profile_files import trace_files
+    from libs.io.device_pass import trace_files
 
     from_log = trace_files(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID)
     devices = trace_info(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID)["devices"]
@@ -126,7 +126,7 @@ def test_a_created_table_is_the_one_deltas_create_table_makes(spark, tmp_path: P
 
     from libs.io import tables as T
 
-    monkeypatch.setattr("libs.io.session.registers_names", lambda _s: False)   # the session's own names stay
+    monkeypatch.setattr("libs.io.tables.registers_names", lambda _s: False)   # the session's own names stay
     ours = T.ensure_table(spark, tmp_path / "ours", "extent_heat")
     with monkeypatch.context() as m:
         m.setattr(T, "_plain_table_defaults", lambda _s: False)
@@ -156,7 +156,7 @@ def test_a_created_table_is_the_one_deltas_create_table_makes(spark, tmp_path: P
 def test_session_table_defaults_leave_creation_to_delta(spark, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from libs.io import tables as T
 
-    monkeypatch.setattr("libs.io.session.registers_names", lambda _s: False)
+    monkeypatch.setattr("libs.io.tables.registers_names", lambda _s: False)
     key = "spark.databricks.delta.properties.defaults.checkpointInterval"
     spark.conf.set(key, "7")
     try:

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from libs.io import session as S
+from libs.io.tables import registers_names
 from tests.shared_jvm import WAREHOUSE_CONF, shared_worker
 
 
@@ -71,7 +72,7 @@ def test_a_job_session_names_no_table_and_a_reused_session_keeps_naming(spark, t
     monkeypatch.setenv("BLOCKHEAT_WAREHOUSE", str(tmp_path / "empty"))     # no table: none named in the tests' session
     reused = S.build_session(S.SparkConfig.from_env("reused"))
     assert reused is spark
-    assert S.registers_names(reused)
+    assert registers_names(reused)
 
 
 class _FakeConf:

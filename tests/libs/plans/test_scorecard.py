@@ -9,16 +9,14 @@ import pytest
 from libs.plans.policies import (
     FAMILIES,
     PENDING_FAMILIES,
-    PolicyError,
     PolicyFamily,
     SweepOptions,
-    Target,
-    WindowStats,
     families,
     register_family,
     size_label,
 )
 from libs.plans.scorecard import Window, parse_window, rank_rows, score_rows, sweep_scenarios
+from libs.plans.types import PolicyError, Target, WindowStats
 from sim.cooling import CoolingConfig
 from sim.glue import ScenarioConfig
 from sim.specs import load
@@ -40,7 +38,7 @@ def test_windows_parse_and_name_themselves():
 def test_registry_lists_families_and_says_what_is_missing():
     assert list(FAMILIES) == ["as-traced", "striped", "random", "greedy", "cooling", "alis", "track-aligned"]
     assert [f.name for f in families(["cooling", "random"])] == ["as-traced", "cooling", "random"]
-    assert PENDING_FAMILIES == {}            # every family the issue names is scored now
+    assert PENDING_FAMILIES == {}            # every family the scorecard covers is scorable
     PENDING_FAMILIES["teleport"] = "no simulator support"
     try:
         with pytest.raises(PolicyError, match=re.escape("policy family 'teleport' is not available (no simulator "

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import libs.ingest.pipeline as ingest_module
+from libs.io.tables import table_path
 from libs.readers.clean_text import NotClean, eligible, lines_per_range, parse_range, read_lines
 from libs.readers.text_formats import ALIBABA, DISKSIM_ASCII, MSR, SPC, TENCENT, custom_layout
-from libs.io.tables import table_path
 from tests.builders import ingest, rejects_of, requests_of, trace_row
 
 AGREE = Path(__file__).parents[2] / "data" / "agree"
@@ -44,7 +44,7 @@ def test_every_split_gives_every_line_once(tmp_path, end):
 
 @pytest.mark.parametrize("block", [1, 3, 7, 64, 1 << 20])
 def test_ranges_are_counted_from_the_index_made_while_hashing(tmp_path, monkeypatch, block):
-    """A file hashed in this process has its newlines counted per block as it is read (libs.ingest.inputs): every
+    """A file hashed in this process has its newlines counted per block as it is read (libs.io.inputs): every
     prefix count N(x) is bytes.count's, and lines_per_range gives every split the same answer as without it."""
     import hashlib
     import os
@@ -73,7 +73,7 @@ def test_ranges_are_counted_from_the_index_made_while_hashing(tmp_path, monkeypa
 
 @pytest.mark.parametrize("length", [1, 15, 16, 17, 32, 48, 49])
 def test_the_scan_hashes_and_counts_every_chunk_once(tmp_path, monkeypatch, length):
-    """libs.ingest.inputs._scan hashes on a thread of its own while it counts, two buffers in turn (16 bytes each here):
+    """libs.io.inputs._scan hashes on a thread of its own while it counts, two buffers in turn (16 bytes each here):
     files of whole buffers, one byte more or less, give hashlib's digest and bytes.count's newlines per block."""
     import hashlib
 
@@ -127,7 +127,7 @@ def _resident_pages(path: Path) -> list[bool]:
 
 def test_a_range_read_leaves_the_page_cache_and_the_rest_stays(tmp_path):
     """read_lines and the binary decoders read each input byte once: the range's pages are dropped from the page
-    cache once read (libs.ingest.inputs.drop_cached), so a large trace does not push out the tables ingest writes; the
+    cache once read (libs.io.inputs.drop_cached), so a large trace does not push out the tables ingest writes; the
     pages of other ranges stay. Ranges on 2 MiB boundaries: the kernel drops only whole folios (up to 2 MiB on
     x86-64) inside the range."""
     import os

@@ -10,9 +10,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from jobs.aged_heat import AgingConfig
 from jobs.aged_heat import run as run_aging
+from libs.columns import idiv, idiv_sql
 from libs.io.tables import read_table
 from libs.transforms.aging import age_values
-from libs.transforms.columns import idiv, idiv_sql
 from libs.transforms.heat import (
     LAYOUTS,
     compute_disk_heat,
@@ -240,7 +240,7 @@ def test_aged_heat_job_incremental_equals_from_scratch(spark, spark_cfg, tmp_pat
 
 
 def test_whole_trace_heat_from_the_hourly_rows_equals_a_pass_over_the_requests(spark, spark_cfg, hplajw):
-    """extent_heat's whole-trace rows are the hourly rows' counts summed (the job no longer reads the requests
+    """extent_heat's whole-trace rows are the hourly rows' counts summed (the job does not read the requests
     again for them): the same rows on the bundled HP trace, for extents and a striped layout (counts exactly;
     floating values to 1e-12: the disks' variance is an aggregate whose last bits follow Spark's summing order)."""
     from libs.io.tables import trace_info
@@ -351,38 +351,6 @@ def test_heat_from_the_files_equals_spark_sql_on_many_devices(spark, spark_cfg, 
                                                ("random", 0)}
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_counting_groups_equal_the_sorting_ones(seed, monkeypatch):
-    """heat_files._groups counts into a dense key grid when it is small and sorts otherwise: the same groups,
-    counts and exact sums, keys on a stride (window starts) and negative ones included."""
-    import numpy as np
-
-    from libs.transforms import heat_files as HF
-
-    rng = np.random.default_rng(seed)
-    n = 50_000
-    hour = 3_600_000_000
-    window = rng.integers(0, 24, n) * hour + 5 * hour          # window starts: multiples of the hour
-    extent = rng.integers(-40, 3_000, n)
-    blocks = rng.integers(0, 129, n)
-    big = rng.integers(0, 1 << 40, n)                          # 2^40 x 50 k rows: past float64's exact 2^53
-    cases = [([window, extent], [blocks], [hour, 1], True), ([extent], [blocks, -blocks], None, True),
-             ([window, extent], [big], [hour, 1], False),           # a sum that could pass 2^53: sorted
-             ([extent * 7, window], [blocks], [1, hour], False)]    # 510 k cells for 50 k rows: sorted
-    for keys, sums, steps, counts in cases:
-        counted = HF._counted_groups(keys, sums, steps or [1] * len(keys))
-        monkeypatch.setattr(HF, "_COUNT_CELLS", 0)             # the sorting path
-        sorted_ = HF._groups(keys, sums, steps)
-        monkeypatch.undo()
-        got = HF._groups(keys, sums, steps)
-        for a, b in zip([*got[0], got[1], *got[2]], [*sorted_[0], sorted_[1], *sorted_[2]], strict=True):
-            np.testing.assert_array_equal(a, b)
-        assert got[1].sum() == n
-        assert (counted is not None) == counts
-    assert HF._counted_groups([window + 1], [blocks], [hour]) is None      # off the stride: sorted
-    assert HF._counted_groups([rng.integers(0, 1 << 30, 10)], [blocks[:10]], [1]) is None   # grid too large
-
-
 def _grid_case(seed: int) -> pa.Table:
     """2,000 requests of one device over 5 hours: sizes 0 to 3 MiB (empty ones on and off extent boundaries,
     requests crossing several extents and stripe units), offsets from 0, seqs across the int64 range."""
@@ -398,41 +366,96 @@ def _grid_case(seed: int) -> pa.Table:
                      "offset_bytes": offset, "size_bytes": size})
 
 
+def _reference_heat(table: pa.Table, device: str, p) -> tuple[dict[int, set], dict[str, set]]:
+    """device_heat's rows and layout counts by a plain loop over the requests (the definition, request by request):
+    extent rows as {(window_start_us, extent_id, requests, reads, blocks, bytes)} per window length, layout counts
+    as {(window_start_us, disk, requests, blocks)}."""
+    from collections import Counter
+
+    from libs.transforms.heat_files import spark_xxhash64_disk
+
+    def blocks(a: int, b: int) -> int:
+        return (b + 511) // 512 - a // 512
+
+    cols = {c: table.column(c).to_pylist() for c in ("ts_us", "seq", "op", "offset_bytes", "size_bytes")}
+    disk = spark_xxhash64_disk(p.seed, device, np.array(cols["seq"], np.int64), p.disks)
+    extents: dict[int, Counter] = {w: Counter() for w in p.windows}
+    layouts: dict[str, Counter] = {"as-traced": Counter(), "random": Counter(), "striped": Counter()}
+    for i, (ts, op, lo, size) in enumerate(zip(cols["ts_us"], cols["op"], cols["offset_bytes"], cols["size_bytes"],
+                                               strict=True)):
+        hi = lo + size
+        for w in p.windows:
+            start = ts // w * w if w else 0
+            for e in range(lo // p.extent_bytes, (hi - 1) // p.extent_bytes + 1):
+                a, b = max(lo, e * p.extent_bytes), min(hi, (e + 1) * p.extent_bytes)
+                extents[w].update({(start, e, "n"): 1, (start, e, "r"): op == "R", (start, e, "blk"): blocks(a, b),
+                                   (start, e, "byt"): b - a})
+        start = ts // p.window_us * p.window_us if p.window_us else 0
+        layouts["as-traced"].update({(start, 0, "n"): 1, (start, 0, "blk"): blocks(lo, hi)})
+        layouts["random"].update({(start, int(disk[i]), "n"): 1, (start, int(disk[i]), "blk"): blocks(lo, hi)})
+        for u in range(lo // p.stripe_unit_bytes, (hi - 1) // p.stripe_unit_bytes + 1):
+            a, b = max(lo, u * p.stripe_unit_bytes), min(hi, (u + 1) * p.stripe_unit_bytes)
+            layouts["striped"].update({(start, u % p.width, "n"): 1, (start, u % p.width, "blk"): blocks(a, b)})
+    rows = {w: {(s, e, c[(s, e, "n")], c[(s, e, "r")], c[(s, e, "blk")], c[(s, e, "byt")])
+                for s, e, kind in c if kind == "n"} for w, c in extents.items()}
+    counts = {k: {(s, d, c[(s, d, "n")], c[(s, d, "blk")]) for s, d, kind in c if kind == "n"}
+              for k, c in layouts.items()}
+    return rows, counts
+
+
 @pytest.mark.parametrize("params", [
     {},                                                            # hourly windows, 1 MiB extents, 4 and 4 disks
     {"window_us": 0, "width": 3, "disks": 5, "seed": 1 << 40},      # the whole trace only; a seed beyond 32 bits
     {"window_us": 600_000_000, "extent_bytes": 65_536, "stripe_unit_bytes": 4096, "width": 7, "disks": 40,
      "seed": -7}])
-def test_the_compiled_pass_equals_the_array_path(params, monkeypatch):
-    """device_heat's compiled pass into dense grids (heat_kernels) gives the array path's arrays exactly (every
-    extent_heat column, every layout's counts, the device's end), for an ASCII and a non-ASCII device; the
-    array path is taken when a grid would pass its limit."""
+@pytest.mark.parametrize("passes", ["one pass", "window passes", "binary search"])
+def test_the_compiled_pass_counts_every_piece_of_every_request(params, passes, monkeypatch):
+    """device_heat's compiled passes (heat_kernels) give the counts of a plain loop over the requests: every
+    extent_heat column, every layout's counts, the device's end, for an ASCII and a non-ASCII device; the same
+    when the extent grid is counted in many passes of a few windows each, and when extents are numbered by binary
+    search instead of marks."""
     from libs.transforms import heat_files as HF
 
+    if passes == "window passes":
+        monkeypatch.setattr(HF, "_GRID_CELLS", 64)
+    elif passes == "binary search":
+        monkeypatch.setattr(HF, "_EXTENT_SPAN", 0)
     table = _grid_case(len(params))
     p = HF.HeatParams(span_us=5 * 3_600_000_000, **params)
     for device in ("d0", "é-ü disk"):
-        cols = {c: np.ascontiguousarray(table.column(c).to_numpy(), np.int64)
-                for c in ("ts_us", "seq", "offset_bytes", "size_bytes")}
-        read = np.zeros(table.num_rows, np.int64)
-        assert HF._grid_heat(cols, read, device, p) is not None           # the grids fit: the compiled pass
-        arrays, grids = HF.device_heat(table, device, p, grids=False), HF.device_heat(table, device, p)
-        assert arrays[0].keys() == grids[0].keys() == set(p.windows)
+        rows, counts = HF.device_heat(table, device, p)
+        want_rows, want_counts = _reference_heat(table, device, p)
+        assert list(rows) == list(p.windows)
         for w in p.windows:
-            assert grids[0][w].equals(arrays[0][w]), w
-            assert grids[0][w].num_rows > 0
-        assert grids[1]["end"] == arrays[1]["end"] == int(np.max(cols["offset_bytes"] + cols["size_bytes"]))
-        for layout in ("as-traced", "random", "striped"):
-            for a, b in zip(arrays[1][layout], grids[1][layout], strict=True):
-                assert a.dtype == b.dtype == np.int64
-                np.testing.assert_array_equal(a, b)
-        assert sum(grids[1]["random"][2]) == table.num_rows
-        assert set(grids[1]["random"][1]) == set(range(p.disks))
-        monkeypatch.setattr(HF, "_GRID_FLOOR", 16)
-        monkeypatch.setattr(HF, "_CELLS_PER_ROW", 0)                   # no grid fits: the array path
-        assert HF._grid_heat(cols, read, device, p) is None
-        monkeypatch.undo()
-    empty = pa.table({"ts_us": [5], "seq": [1], "op": ["R"], "offset_bytes": [1 << 20], "size_bytes": [0]})
-    assert HF._grid_heat({c: np.asarray(empty.column(c), np.int64) for c in ("ts_us", "seq", "offset_bytes",
-                                                                             "size_bytes")},
-                         np.ones(1, np.int64), "d0", p) is None        # no piece at all: the array path
+            got = rows[w]
+            assert got.schema == extent_heat.ARROW_SCHEMA
+            assert set(got.column("window_us").to_pylist()) == {w}
+            assert set(zip(*(got.column(c).to_pylist() for c in ("window_start_us", "extent_id", "requests",
+                                                                  "reads", "blocks", "bytes")), strict=True)) \
+                == want_rows[w]
+            assert got.num_rows == len(want_rows[w]) > 0
+        offsets, sizes = table.column("offset_bytes").to_numpy(), table.column("size_bytes").to_numpy()
+        assert counts["end"] == int(np.max(offsets + sizes))
+        for layout, want in want_counts.items():
+            assert all(a.dtype == np.int64 for a in counts[layout])
+            assert set(zip(*(a.tolist() for a in counts[layout]), strict=True)) == want, layout
+        assert sum(counts["random"][2]) == table.num_rows
+        assert set(counts["random"][1]) == set(range(p.disks))
+
+
+def test_a_device_with_no_piece_and_one_with_too_many_windows() -> None:
+    """Requests of size 0 on extent boundaries touch no extent: no extent rows, but they count as traced; windows
+    far too short for one task's grids are left to Spark SQL (Unsupported)."""
+    from libs.transforms import heat_files as HF
+
+    p = HF.HeatParams(span_us=3_600_000_000)
+    empty = pa.table({"ts_us": [5, 9], "seq": [1, 2], "op": ["R", "W"], "offset_bytes": [1 << 20, 0],
+                      "size_bytes": [0, 0]})
+    rows, counts = HF.device_heat(empty, "d0", p)
+    assert [t.num_rows for t in rows.values()] == [0, 0]
+    assert [a.tolist() for a in counts["as-traced"]] == [[0], [0], [2], [0]]
+    assert counts["striped"][2].tolist() == []
+    with pytest.raises(HF.Unsupported, match=r"device d0: 3,600,000,001 windows of 1 us"):
+        HF.device_heat(pa.table({"ts_us": [0, 3_600_000_000], "seq": [1, 2], "op": ["R", "R"],
+                                 "offset_bytes": [0, 0], "size_bytes": [512, 512]}), "d0",
+                       HF.HeatParams(span_us=3_600_000_000, window_us=1))

@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from jobs.trace_profile import run as run_profile
 from jobs.cli.main import main as cli_main
+from jobs.trace_profile import run as run_profile
 from libs.io.tables import read_table, trace_info
 from libs.transforms.profile import (
     CODES,

@@ -10,12 +10,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from libs.io.delta_files import FileWriter, commit_replace, table_target
-from libs.io.tables import read_table
+from libs.io import device_pass as DP
+from libs.io.delta_files import FileWriter, commit_replace
+from libs.io.tables import read_table, table_target
 from libs.transforms import profile_files as PF
 from libs.transforms.profile import compute_trace_profile
 from schemas import requests as R
-from tests.libs.test_profile import TINY
+from tests.libs.transforms.test_profile import TINY
 
 WINDOW_US = 30_000_000
 
@@ -120,7 +121,7 @@ def test_direct_profile_tiny_trace_by_hand(spark, spark_cfg):
 def test_plan_splits_devices_and_spans(tmp_path):
     path = tmp_path / "d.parquet"
     pq.write_table(pa.table({"ts_us": np.arange(1_000, dtype=np.int64)}), path, row_group_size=100)
-    groups = PF.row_groups(str(path))
+    groups = DP.row_groups(str(path))
     assert [(g.rows, g.lo, g.hi) for g in groups[:2]] == [(100, 0, 99), (100, 100, 199)]
     # even rows in time: equal shares at the quarters
     assert PF.cuts(groups, 4) == [250, 500, 750]
@@ -148,7 +149,7 @@ def test_reader_last_before_any_row_group_order(tmp_path):
     seq = np.arange(2_000)
     path = tmp_path / "r.parquet"
     pq.write_table(pa.table({"ts_us": ts, "seq": seq}), path, row_group_size=64)
-    groups = PF.row_groups(str(path))
+    groups = DP.row_groups(str(path))
     reader = PF._Reader()
     for start in (0, 1, 7, 250, 499, 500, 10_000):
         got = reader.last_before(groups, ["ts_us", "seq"], start)
@@ -163,8 +164,8 @@ def test_reader_last_before_any_row_group_order(tmp_path):
 
 
 def test_trace_files_unknown_trace(spark, spark_cfg):
-    with pytest.raises(PF.Unsupported, match="no requests files"):
-        PF.trace_files(spark, spark_cfg.warehouse, "pf-nothing-here")
+    with pytest.raises(DP.Unsupported, match="no requests files"):
+        DP.trace_files(spark, spark_cfg.warehouse, "pf-nothing-here")
 
 
 def test_buckets_are_stable():

@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from libs.transforms.tracking import compute_heat_tracking
 from libs.transforms.tracking_eval import (
     StepSpec,
     generated_trace,
@@ -16,7 +17,6 @@ from libs.transforms.tracking_eval import (
     stale_seconds,
     stale_seconds_arrays,
 )
-from libs.transforms.tracking import compute_heat_tracking
 from libs.transforms.tracking_files import device_rows, kth_smallest
 from schemas import heat_tracking
 from tests.builders import make_requests
@@ -232,8 +232,8 @@ def test_relative_errors_from_the_files_equal_spark_sql_on_the_real_trace(spark,
     # order statistic, the two middle values' mean for an even count); the mean to the last few bits. A k the
     # table lacks has no checkpoints.
     from jobs.heat_tracking import track_ks
-    from libs.transforms.tracking_eval import relative_errors_by_k
     from libs.io.tables import read_table
+    from libs.transforms.tracking_eval import relative_errors_by_k
     from libs.transforms.tracking_files import relative_errors_files
     from tests.conftest import HPLAJW_TRACE_ID as TID
 

@@ -89,9 +89,9 @@ class _Scan:
 
 def _scan(path: Path, newlines: bool = True) -> _Scan:
     """One read of the file: its SHA-256 and (`newlines`, for text) its newlines per NEWLINE_BLOCK bytes. Two
-    buffers in turn: a thread of its own hashes one chunk (SHA-256 is serial, ~1 GB/s here) while this thread
-    reads the next and counts its newlines (numpy, ~3 GB/s), so a text file costs its hashing time and not the
-    sum (15 GB from the page cache: 18.2 s -> 10.5 s, docs/BENCHMARKS.md). hashlib, numpy's comparison and sums and
+    buffers in turn: a thread of its own hashes one chunk (SHA-256 is serial, and slower than the count) while this
+    thread reads the next and counts its newlines (numpy), so a text file costs its hashing time and not the
+    sum. hashlib, numpy's comparison and sums and
     the reads release the GIL, so this also runs beside the main thread (prefetch_digests)."""
     block = NEWLINE_BLOCK
     size = block * 16

@@ -1,4 +1,4 @@
-"""ALIS plans without Spark (libs.alis.plan): the layout job's worked example (tests/libs/alis/test_jobs.py)
+"""ALIS plans without Spark (sim.alis.plan): the layout job's worked example (tests/libs/alis/test_jobs.py)
 reproduced as directories, the modes, plan_window, and the aged chain checked against the Spark pipeline's
 pinned figures on the bundled hplajw week. No SparkSession."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from libs.alis.plan import interval_states, plan_schedule, plan_trace_window, plan_window, volume_units
-from sim.alis import AlisParams, volumes_for
+from sim.alis.params import AlisParams
+from sim.alis.plan import interval_states, plan_schedule, plan_trace_window, plan_window, volume_units, volumes_for
 from sim.records import Requests
 from sim.redirect import REGION_HEAT, REGION_RUN, Directory
 
@@ -144,8 +144,8 @@ def test_concatenated_devices_share_one_volume() -> None:
 def test_the_aged_chain_matches_the_spark_pipeline_on_hplajw() -> None:
     # tests/libs/alis/test_hplajw.py pins, per device, the units, the edges of days 0 and 6, and the runs kept
     # over the week (with their units) of jobs/alis_graph.py's defaults; the same chain in numpy:
-    from libs.alis.runs import discover_runs
     from libs.experiments.placement import load_hplajw
+    from sim.alis.runs import discover_runs
     from tests.libs.alis.test_hplajw import PINNED
 
     w = load_hplajw()                                   # addresses in the trace's 256-byte sectors
@@ -167,13 +167,13 @@ def test_the_aged_chain_matches_the_spark_pipeline_on_hplajw() -> None:
     assert {d: tuple(v) for d, v in got.items()} == PINNED
 
 
-def test_sim_side_constants_agree_with_libs_alis() -> None:
-    from libs.alis.layout import LAYOUTS, MODES
-    from libs.alis.runs import THRESHOLD, THRESHOLD_COMBINED
-    from sim import alis
+def test_the_parameters_take_the_cores_constants() -> None:
+    # One definition each (sim.alis.runs, sim.alis.layout), shared by the parameters and the Spark jobs.
+    from sim.alis import layout, params, runs
 
-    assert (alis.RUN_THRESHOLD, alis.RUN_THRESHOLD_COMBINED, alis.LAYOUTS, alis.MODES) == \
-        (THRESHOLD, THRESHOLD_COMBINED, LAYOUTS, MODES)
+    assert (params.THRESHOLD, params.THRESHOLD_COMBINED, params.LAYOUTS, params.MODES) == \
+        (runs.THRESHOLD, runs.THRESHOLD_COMBINED, layout.LAYOUTS, layout.MODES) == \
+        (0.1, 0.4, ("sequential", "packed", "heat", "organ-pipe"), ("heat", "run", "combined"))
     assert (AlisParams().run_threshold, AlisParams(mode="run").run_threshold, AlisParams(threshold=0.3).run_threshold,
             AlisParams().min_length, AlisParams(min_run_length=4).min_length) == (0.4, 0.1, 0.3, 9, 4)
 

@@ -1,4 +1,4 @@
-"""Column -> Column helpers shared by the transforms."""
+"""Column -> Column helpers shared by the transforms, and `to_schema`: select as the schema contract of a table."""
 from __future__ import annotations
 
 from collections.abc import Mapping

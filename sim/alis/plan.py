@@ -1,17 +1,18 @@
 """ALIS placements without Spark, for the simulator's redirector (sim.redirect): the lookaside directory of
 each reorganization interval of a request stream, planned from the history up to the interval
-("realizable") or from the interval's own references ("lookahead"), with libs.alis's numpy cores
-(count_pairs, prune_arrays, discover_runs, plan_area) and the definitions of jobs/alis_graph.py and
-jobs/alis_layout.py: units are a volume's distinct request extents (ids in address order), reference
-counts (reads and, with heat_writes, writes) aged by alpha, access graphs of the reads aged by beta and
-pruned to the size budget each interval, runs of the pruned graph, the RA filled by plan_area.
+("realizable") or from the interval's own references ("lookahead"), with the numeric cores of sim.alis
+(count_pairs, prune_arrays, discover_runs, plan_area) and the definitions the Spark jobs use
+(jobs/alis_graph.py, jobs/alis_layout.py): units are a volume's distinct request extents (ids in address
+order), reference counts (reads and, with heat_writes, writes) aged by alpha, access graphs of the reads
+aged by beta and pruned to the size budget each interval, runs of the pruned graph, the RA filled by
+plan_area.
 
     schedule = plan_schedule(requests, volumes, AlisParams(), sector_size=512)    # one per interval
     directory = plan_window(requests, volumes, AlisParams(), window=3, sector_size=512)
     plan = plan_trace_window(requests_table, AlisParams(), window=3, sector_size=512)
     plan.to_arrow()        # the lookaside directory in bytes, alis_layout's columns
 
-Choices (tested in tests/libs/alis/test_plan.py): intervals are [k I, (k + 1) I) of the requests'
+Choices (tested in tests/sim/alis/test_plan.py): intervals are [k I, (k + 1) I) of the requests'
 arrival times (interval_id = arrival // I, as unit_refs counts from the trace's first record); the
 realizable plan built at the end of interval k takes effect at (k + 1) I, so interval 0 runs without
 copies; the lookahead plan of interval k takes effect at k I. Addresses are the volume's sectors (the
@@ -28,17 +29,32 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from libs.alis.graph import count_pairs, prune_arrays
-from libs.alis.layout import plan_area
-from libs.alis.runs import discover_runs
+from sim.alis.graph import count_pairs, prune_arrays
+from sim.alis.layout import plan_area
+from sim.alis.runs import discover_runs
 from sim.redirect import REGION_HEAT, REGION_RUN, Directory, Reorganization, Volume, device_mapping
+from sim.workloads import from_arrow
 
 if TYPE_CHECKING:
-    from sim.alis import AlisParams
+    from sim.alis.params import AlisParams
     from sim.records import Requests
 
 __all__ = ["IntervalState", "VolumeUnits", "WindowPlan", "interval_plans", "interval_states", "plan_schedule",
-           "plan_trace_window", "plan_window", "volume_units"]
+           "plan_trace_window", "plan_window", "volume_units", "volumes_for"]
+
+
+def volumes_for(device_sectors: Sequence[int], *, concatenated: bool, ra_share: float,
+                ra_offset: float) -> tuple[list[Volume], np.ndarray, np.ndarray]:
+    """(volumes, device_volume, device_offset): each traced device its own volume on its own disk, or
+    (concatenated, the paper's choice for multi-volume workloads) all devices end to end in one volume on
+    disk 0. Each volume gets an RA of ra_share of its size, ra_offset into it."""
+    sizes = np.asarray(device_sectors, np.int64)
+    if concatenated:
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        vol = Volume.with_area(0, int(sizes.sum()), ra_share=ra_share, ra_offset=ra_offset)
+        return [vol], np.zeros(len(sizes), np.int64), offsets
+    vols = [Volume.with_area(d, int(s), ra_share=ra_share, ra_offset=ra_offset) for d, s in enumerate(sizes)]
+    return vols, np.arange(len(sizes), dtype=np.int64), np.zeros(len(sizes), np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,7 +91,7 @@ def volume_units(requests: Requests, n_volumes: int, *, device_volume: np.ndarra
 
 
 def _raw_graph(units: np.ndarray, params: AlisParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(src, dst, weight) of one interval's reads: libs.alis.graph.count_pairs + with_weight's formula."""
+    """(src, dst, weight) of one interval's reads: count_pairs + libs.alis.graph.with_weight's formula."""
     if len(units) < 2:
         z = np.zeros(0, np.int64)
         return z, z, np.zeros(0)
@@ -266,16 +282,13 @@ def plan_trace_window(table: pa.Table, params: AlisParams, *, window: int, secto
                       devices: Sequence[str] | None = None) -> WindowPlan:
     """The placement serving interval `window` of a trace given as `requests` rows (ts_us, device, op,
     offset_bytes, size_bytes; seq breaks ties), in sectors of sector_size bytes: realizable from the
-    intervals before it, lookahead from itself. Volumes as sim.alis.volumes_for: one per device, or all
+    intervals before it, lookahead from itself. Volumes as volumes_for: one per device, or all
     devices concatenated (in `devices` order, default sorted names); sizes default to each device's highest
     address used (the paper's storage used).
 
         plan = plan_trace_window(spark.table("requests").where("trace_id = 'hplajw'").toArrow(), AlisParams(),
                                  window=3, sector_size=512)
     """
-    from sim.alis import volumes_for
-    from sim.workloads import from_arrow
-
     requests, names = from_arrow(table, sector_size=sector_size, devices=devices)
     if device_sectors is None:
         ends = np.ones(len(names), np.int64)

@@ -1,0 +1,241 @@
+"""The device pass: a trace's table files by device, one Spark task per device over them with a pure function
+(`pyarrow.Table` in, tables out), the tables written by the tasks and committed once by the driver.
+
+`requests` (and the tables partitioned like it) is partitioned by (trace_id, device), so every file holds one
+device: a device's requests are read by one task without a shuffle. The files are listed from the table's Delta
+snapshot on the driver. A table whose files cannot be read directly (a deletion vector, a file outside the table,
+a device too large for one task) raises Unsupported before anything is written: the caller takes the transform's
+Spark SQL form instead (`files_or_sql`). Files are opened by path, so on a cluster the warehouse must be on a file
+system every executor sees.
+
+    out = device_pass(spark, request_files(spark, wh, "t1").by_size_items(), heat_of_device,
+                      read=Read(["ts_us", "seq", "op", "offset_bytes", "size_bytes"]),
+                      outputs={3600: Output(target.for_write(), {"trace_id": "t1", "window_us": 3600})})
+    out.rows[3600], out.extras["0"]            # rows committed per output, what each device's task returned
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from libs.io.delta_files import FileWriter, TableTarget, _file_path, _files_matching, _Jvm, commit_replace, discard
+from libs.io.delta_log import LogUnreadable, snapshot
+from libs.io.tables import table_path, table_target
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+
+# A per-device task holds a device's requests, then derived arrays (extent heat's grids, the ALIS graph's pair
+# keys and counted edges: a 25 M-request device peaked at 6.6 GB, two such tasks at once on 2 cores). A larger
+# device goes the Spark SQL way.
+MAX_DEVICE_REQUESTS = 30_000_000
+NO_STATS = 1 << 62               # a row group without ts_us statistics spans every time
+
+
+class Unsupported(Exception):
+    """The table's files cannot be read directly: the caller takes the Spark SQL form."""
+
+
+def files_or_sql(files_way: Callable[[], R], sql_way: Callable[[], R], what: str) -> R:
+    """files_way(), or sql_way() when it raises Unsupported (before anything was written)."""
+    try:
+        return files_way()
+    except Unsupported as exc:
+        log.info("%s: through Spark SQL (%s)", what, exc)
+        return sql_way()
+
+
+def trace_files(spark: SparkSession, warehouse: Path, trace_id: str, table: str = "requests",
+                by: str = "device") -> dict[str, list[str]]:
+    """The trace's files of `table` (partitioned by trace_id and `by`) by that partition value (absolute
+    paths), from the table's current snapshot."""
+    root = str(table_path(warehouse, table).resolve())
+    try:                       # the log read here: Spark's first snapshot of a table is seconds of a job's start
+        snap = snapshot(root)
+        found = [(add, snap.path(add)) for add in snap.files if add["partitionValues"].get("trace_id") == trace_id]
+    except LogUnreadable as exc:
+        log.info("%s: files listed through Spark (%s)", table, exc)
+        target = table_target(spark, warehouse, table)
+        jvm = _Jvm(spark)
+        txn = jvm.jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, root).startTransaction()
+        found = [(add, _file_path(target, add["path"]))
+                 for _, add in _files_matching(spark, jvm, txn, {"trace_id": trace_id}, target.partition_columns)]
+    files: dict[str, list[str]] = {}
+    for add, path in found:
+        if add.get("deletionVector") or "://" in add["path"] or add["path"].startswith("/"):
+            raise Unsupported(f"{table} file {add['path']}: a deletion vector or a path outside the table")
+        files.setdefault(add["partitionValues"][by], []).append(path)
+    if not files:
+        raise Unsupported(f"no {table} files for trace {trace_id!r}")
+    return files
+
+
+@dataclass(frozen=True)
+class RowGroup:
+    """One Parquet row group of a device's file: its rows and timestamp range (inclusive)."""
+
+    path: str
+    index: int
+    rows: int
+    lo: int
+    hi: int
+
+
+def row_groups(path: str) -> list[RowGroup]:
+    """The file's row groups with their ts_us range from the footer (a group without statistics counts as
+    spanning every time)."""
+    meta = pq.ParquetFile(path).metadata
+    column = meta.schema.to_arrow_schema().get_field_index("ts_us")
+    out = []
+    for i in range(meta.num_row_groups):
+        group = meta.row_group(i)
+        stats = group.column(column).statistics
+        known = stats is not None and stats.has_min_max
+        out.append(RowGroup(path, i, group.num_rows, int(stats.min) if known else -NO_STATS,
+                            int(stats.max) if known else NO_STATS))
+    return [g for g in out if g.rows]
+
+
+@dataclass(frozen=True)
+class RequestFiles:
+    """A trace's requests files by device (absolute paths), their rows by device and the largest ts_us."""
+
+    files: dict[str, list[str]]
+    rows: dict[str, int]
+    last_us: int
+
+    def by_size(self) -> list[str]:
+        """The devices, the most requests first (the longest tasks start first)."""
+        return sorted(self.files, key=lambda d: (-self.rows[d], d))
+
+    def by_size_items(self) -> list[tuple[str, list[str]]]:
+        """(device, its files), the most requests first."""
+        return [(d, self.files[d]) for d in self.by_size()]
+
+
+def request_files(spark: SparkSession, warehouse: Path, trace_id: str) -> RequestFiles:
+    """The trace's requests files, from the snapshot and the files' footers; Unsupported when a footer lacks
+    ts_us statistics or a device is too large for one task."""
+    files = trace_files(spark, warehouse, trace_id)
+    rows, highest = {}, []
+    for device, paths in files.items():
+        groups = [g for p in paths for g in row_groups(p)]
+        if any(g.hi == NO_STATS for g in groups):
+            raise Unsupported(f"requests of {trace_id}/{device}: a row group without ts_us statistics")
+        rows[device] = sum(g.rows for g in groups)
+        if rows[device] > MAX_DEVICE_REQUESTS:
+            raise Unsupported(f"requests of {trace_id}/{device}: {rows[device]:,} rows, more than one task holds")
+        highest += [g.hi for g in groups]
+    if not highest:
+        raise Unsupported(f"no requests rows for trace {trace_id!r}")
+    return RequestFiles(files, rows, int(max(highest)))
+
+
+def read_files(paths: Sequence[str], columns: Sequence[str], where: Any = None) -> pa.Table:
+    """Task side: these Parquet files' (at least one) columns, the rows matching the pyarrow filter `where`, as
+    one table."""
+    return pa.concat_tables([pq.read_table(p, columns=list(columns), filters=where) for p in paths])
+
+
+def spark_tasks(spark: SparkSession, n: int, fn: Callable[[Iterator[int]], Iterator[Any]]) -> list[Any]:
+    """fn over task ids 0..n-1, one Spark task each (in that order of scheduling); everything the tasks yielded.
+    An RDD job: about half the fixed cost of a DataFrame one (no plan to analyse, no Arrow stream)."""
+    if not n:
+        return []
+    return spark.sparkContext.parallelize(range(n), n).mapPartitions(fn).collect()
+
+
+@dataclass(frozen=True)
+class Read:
+    """What a pass reads of a table's files for each device: its columns, and the rows matching the pyarrow
+    filter `where`."""
+
+    columns: Sequence[str]
+    where: Any = None
+
+    def of(self, paths: Sequence[str]) -> pa.Table | None:
+        """Task side: the rows of these files (None when there is no file)."""
+        return read_files(paths, self.columns, self.where) if paths else None
+
+
+@dataclass(frozen=True)
+class Output:
+    """A table a device pass writes: its target (one write: `TableTarget.for_write()`) and the rows its one commit
+    replaces (partition column -> value)."""
+
+    target: TableTarget
+    where: Mapping[str, Any]
+
+
+@dataclass
+class PassResult:
+    """Rows committed per output key, and what each device's function returned besides its tables."""
+
+    rows: dict[Hashable, int] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+#: A device's function: (device, its rows: one table, or for several reads one per name (None: no file)) ->
+#: (output key -> rows to write, anything else for the driver).
+DeviceFn = Callable[[str, Any], tuple[Mapping[Hashable, pa.Table], Any]]
+#: A device and its files: paths, or for several reads the paths per read name.
+DeviceFiles = tuple[str, Sequence[str] | Mapping[str, Sequence[str]]]
+
+
+def _device_task(devices: Sequence[DeviceFiles], fn: DeviceFn, read: Read | Mapping[str, Read],
+                 targets: Mapping[Hashable, TableTarget]) -> Callable[[Iterator[int]], Iterator[dict[str, Any]]]:
+    def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
+        for i in ids:
+            device, paths = devices[i]
+            if isinstance(read, Read):
+                rows = read.of(paths)  # type: ignore[arg-type]
+            else:
+                rows = {name: r.of(paths.get(name, ())) for name, r in read.items()}  # type: ignore[union-attr]
+            tables, extra = fn(device, rows)
+            del rows
+            for key, table in tables.items():
+                writer = FileWriter(targets[key])
+                writer.write(table)
+                for f in writer.close().to_pylist():
+                    yield {"file": f, "key": key}
+            yield {"device": device, "extra": extra}
+
+    return run
+
+
+def device_pass(spark: SparkSession, devices: Sequence[DeviceFiles], fn: DeviceFn, *, read: Read | Mapping[str, Read],
+                outputs: Mapping[Hashable, Output] | None = None, label: str = "device pass") -> PassResult:
+    """fn over each device's rows (`read` of its files; with several named reads, each device's files per name),
+    one Spark task per device in the given order (the largest first runs longest). The tables fn returns for an
+    output key are written by the task into that output's table; after every task succeeded each output is
+    committed once, replacing its `where` rows, in key order. On any failure no further output is committed and
+    the files of the uncommitted ones are deleted (a committed output stays)."""
+    outputs = dict(outputs or {})
+    targets = {key: out.target for key, out in outputs.items()}
+    started = time.perf_counter()
+    result = PassResult()
+    try:
+        yielded = spark_tasks(spark, len(devices), _device_task(devices, fn, read, targets))
+        log.info("%s: %d devices in %.1f s", label, len(devices), time.perf_counter() - started)
+        result.extras = {r["device"]: r["extra"] for r in yielded if "device" in r}
+        for key, out in outputs.items():
+            files = [r["file"] for r in yielded if "file" in r and r["key"] == key]
+            commit_replace(spark, out.target, out.where, files)      # deletes this output's files if it fails
+            result.rows[key] = sum(int(f["rows"]) for f in files)
+    except BaseException:
+        for key, target in targets.items():
+            if key not in result.rows:
+                discard(target)
+        raise
+    return result

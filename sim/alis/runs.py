@@ -1,0 +1,284 @@
+"""ALIS run discovery (section 5.2.2): the paper's greedy algorithm on one aggregated access graph.
+
+1. Take the heaviest edge linking two unmarked vertices; R = (its source, its target), both marked.
+2. Repeat: headweight = max over unmarked u of sum_{i=1..min(tau,|R|)} W(u, R[i]); tailweight =
+   max over unmarked v of sum_{i=1..min(tau,|R|)} W(R[|R|-i+1], v); add u at the front if
+   headweight > tailweight, else v at the back, and mark it; stop when both are below the
+   threshold.
+3. Repeat from 1 for runs of decreasing desirability; keep runs of at least min_length units.
+
+The threshold is relative to what a sequence seen once per interval would score: threshold *
+sum_{j=1..m} (1 - f + f * (tau - j + 1) / tau) with m = min(tau, |R|), the weights of one pass
+through the sequence. Cost O(e log e + v): one sort of the edges, adjacency arrays both ways, and
+head/tail scores kept incrementally (each vertex enters and leaves the head and the tail at most
+once, touching its edges each time) with lazy max-heaps. Ties: the heaviest edge with the smallest
+(src, dst) unit ids first, the smallest unit id among equal scores, the back on equal weights (as
+in the paper's figure 11 walk-through). Vertices of a discarded short run stay marked. The loop is
+compiled (numba) over arrays: CSR adjacency both ways, one score array and one array heap per side;
+tests/libs/alis/runs_reference.py keeps the first pure-Python version it is checked against.
+
+libs.alis.runs finds the runs of every stored graph with Spark from discover_run_arrays.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pyarrow as pa
+
+from sim.alis.graph import check_context, edge_weight
+
+THRESHOLD = 0.1           # run clustering alone
+THRESHOLD_COMBINED = 0.4  # runs plus heat clustering (the paper's section 5.3 default)
+# A head or tail weight within this relative distance of the threshold counts as reaching it, so a
+# sequence seen exactly as often as the threshold asks is not lost to float rounding.
+REL_TOLERANCE = 1e-9
+
+
+def once_weight(m: int, *, tau: int, f: float) -> float:
+    """Headweight (or tailweight) of a sequence seen once, over m = min(tau, |R|) run members."""
+    return sum(edge_weight(j, tau=tau, f=f) for j in range(1, min(m, tau) + 1))
+
+
+@numba.njit(cache=True)
+def _push(key: np.ndarray, ids: np.ndarray, size: int, s: float, x: int) -> int:
+    """Push (s, x) on a binary max-heap ordered by s, then by the smaller x; returns the new size
+    (the caller has made room)."""
+    i = size
+    while i > 0:
+        parent = (i - 1) >> 1
+        ps, px = key[parent], ids[parent]
+        if ps > s or (ps == s and px < x):
+            break
+        key[i], ids[i] = ps, px
+        i = parent
+    key[i], ids[i] = s, x
+    return size + 1
+
+
+@numba.njit(cache=True)
+def _pop(key: np.ndarray, ids: np.ndarray, size: int) -> int:
+    """Remove the top of the heap; returns the new size."""
+    size -= 1
+    s, x = key[size], ids[size]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and (key[child + 1] > key[child]
+                                 or (key[child + 1] == key[child] and ids[child + 1] < ids[child])):
+            child += 1
+        cs, cx = key[child], ids[child]
+        if s > cs or (s == cs and x < cx):
+            break
+        key[i], ids[i] = cs, cx
+        i = child
+    if size > 0:
+        key[i], ids[i] = s, x
+    return size
+
+
+@numba.njit(cache=True)
+def _change(ptr: np.ndarray, nbr: np.ndarray, wgt: np.ndarray, marked: np.ndarray, score: np.ndarray,
+            stamp: np.ndarray, run: int, key: np.ndarray, ids: np.ndarray, size: int, member: int,
+            sign: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """Add (sign 1) or remove (-1) `member`'s edges to the candidates' scores and push the new
+    scores, growing the heap arrays when full. One side's scores: score[x] counts only where
+    stamp[x] == run (earlier runs' values read as 0), so no per-run reset is needed."""
+    for k in range(ptr[member], ptr[member + 1]):
+        x = nbr[k]
+        if marked[x]:
+            continue
+        if stamp[x] != run:
+            stamp[x] = run
+            score[x] = 0.0
+        s = score[x] + sign * wgt[k]
+        score[x] = s
+        if size == len(key):
+            grown_key, grown_ids = np.empty(2 * size, np.float64), np.empty(2 * size, np.int64)
+            grown_key[:size], grown_ids[:size] = key, ids
+            key, ids = grown_key, grown_ids
+        size = _push(key, ids, size, s, x)
+    return key, ids, size
+
+
+@numba.njit(cache=True)
+def _best(key: np.ndarray, ids: np.ndarray, size: int, marked: np.ndarray, score: np.ndarray) -> tuple[float, int, int]:
+    """(score, vertex) of the best unmarked candidate, or (-inf, -1); drops stale entries on the way."""
+    while size > 0:
+        s, x = key[0], ids[0]
+        if marked[x] or score[x] != s:
+            size = _pop(key, ids, size)
+            continue
+        return s, x, size
+    return -np.inf, -1, size
+
+
+@numba.njit(cache=True)
+def _discover(out_ptr: np.ndarray, out_nbr: np.ndarray, out_w: np.ndarray, in_ptr: np.ndarray,
+              in_nbr: np.ndarray, in_w: np.ndarray, seed_s: np.ndarray, seed_d: np.ndarray, limits: np.ndarray,
+              tau: int, min_length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The greedy loop over local vertex numbers 0..n-1 (module docstring): the kept runs as
+    (run_id per kept run, offsets into members, members in layout order)."""
+    n = len(out_ptr) - 1
+    marked = np.zeros(n, np.bool_)
+    head_score, tail_score = np.zeros(n, np.float64), np.zeros(n, np.float64)
+    head_stamp, tail_stamp = np.zeros(n, np.int64), np.zeros(n, np.int64)   # run + 1 of the score
+    # Heap arrays (keys, ids) and sizes per side: head hk, hi_, hs; tail tk, ti, ts (grown by _change).
+    hk, hi_ = np.empty(1024, np.float64), np.empty(1024, np.int64)
+    tk, ti = np.empty(1024, np.float64), np.empty(1024, np.int64)
+    buf = np.empty(2 * n + 2, np.int64)        # the run, growing both ways from the middle
+    kept_ids = np.empty(n // 2 + 1, np.int64)
+    offsets = np.zeros(n // 2 + 2, np.int64)
+    members = np.empty(n, np.int64)
+    kept = 0
+    run_id = -1
+    e = 0
+    while True:
+        while e < len(seed_s) and (marked[seed_s[e]] or marked[seed_d[e]]):
+            e += 1
+        if e == len(seed_s):
+            break
+        run_id += 1
+        stamp = run_id + 1
+        a, b = seed_s[e], seed_d[e]
+        marked[a] = marked[b] = True
+        lo, hi = n, n + 2                      # buf[lo:hi] is the run
+        buf[lo], buf[lo + 1] = a, b
+        hs = ts = 0
+        # head = run[:tau], tail = run[-tau:], entered in run order as the paper's deques
+        for p in range(lo, min(hi, lo + tau)):
+            hk, hi_, hs = _change(in_ptr, in_nbr, in_w, marked, head_score, head_stamp, stamp, hk, hi_, hs,
+                                  buf[p], 1.0)
+        for p in range(max(lo, hi - tau), hi):
+            tk, ti, ts = _change(out_ptr, out_nbr, out_w, marked, tail_score, tail_stamp, stamp, tk, ti, ts,
+                                 buf[p], 1.0)
+        while True:
+            length = hi - lo
+            limit = limits[min(tau, length)]
+            head_weight, u, hs = _best(hk, hi_, hs, marked, head_score)
+            tail_weight, v, ts = _best(tk, ti, ts, marked, tail_score)
+            if head_weight < limit and tail_weight < limit:
+                break
+            if head_weight > tail_weight:
+                marked[u] = True
+                lo -= 1
+                buf[lo] = u
+                hk, hi_, hs = _change(in_ptr, in_nbr, in_w, marked, head_score, head_stamp, stamp, hk, hi_, hs,
+                                      u, 1.0)
+                if hi - lo > tau:              # the member that left the head
+                    hk, hi_, hs = _change(in_ptr, in_nbr, in_w, marked, head_score, head_stamp, stamp, hk, hi_,
+                                          hs, buf[lo + tau], -1.0)
+                if hi - lo <= tau:
+                    tk, ti, ts = _change(out_ptr, out_nbr, out_w, marked, tail_score, tail_stamp, stamp, tk, ti,
+                                         ts, u, 1.0)
+            else:
+                marked[v] = True
+                buf[hi] = v
+                hi += 1
+                tk, ti, ts = _change(out_ptr, out_nbr, out_w, marked, tail_score, tail_stamp, stamp, tk, ti, ts,
+                                     v, 1.0)
+                if hi - lo > tau:              # the member that left the tail
+                    tk, ti, ts = _change(out_ptr, out_nbr, out_w, marked, tail_score, tail_stamp, stamp, tk, ti,
+                                         ts, buf[hi - tau - 1], -1.0)
+                if hi - lo <= tau:
+                    hk, hi_, hs = _change(in_ptr, in_nbr, in_w, marked, head_score, head_stamp, stamp, hk, hi_,
+                                          hs, v, 1.0)
+        if hi - lo >= min_length:
+            kept_ids[kept] = run_id
+            start = offsets[kept]
+            members[start:start + hi - lo] = buf[lo:hi]
+            offsets[kept + 1] = start + hi - lo
+            kept += 1
+    return kept_ids[:kept], offsets[:kept + 1], members[:offsets[kept]]
+
+
+@numba.njit(cache=True)
+def _csr(keys: np.ndarray, nbrs: np.ndarray, weights: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Adjacency arrays: vertex v's neighbours are nbr[ptr[v]:ptr[v + 1]], in edge order (a counting sort)."""
+    ptr = np.zeros(n + 1, np.int64)
+    for k in keys:
+        ptr[k + 1] += 1
+    for v in range(n):
+        ptr[v + 1] += ptr[v]
+    fill = ptr[:-1].copy()
+    nbr, wgt = np.empty(len(keys), np.int64), np.empty(len(keys), np.float64)
+    for i in range(len(keys)):
+        at = fill[keys[i]]
+        nbr[at], wgt[at] = nbrs[i], weights[i]
+        fill[keys[i]] = at + 1
+    return ptr, nbr, wgt
+
+
+def _vertices(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(vocab, index): the distinct unit ids in increasing order and each unit's place among them, as
+    np.unique(return_inverse=True): through a presence array when the ids are dense (units are numbered from 0
+    per device), else by hashing first and sorting only the distinct ids."""
+    if len(units) and units.min() >= 0 and units.max() < 4 * len(units):
+        present = np.zeros(int(units.max()) + 1, bool)
+        present[units] = True
+        rank = np.cumsum(present) - 1
+        return np.flatnonzero(present), rank[units]
+    encoded = pa.array(units).dictionary_encode()
+    distinct = encoded.dictionary.to_numpy()
+    order = np.argsort(distinct)
+    rank = np.empty(len(distinct), np.int64)
+    rank[order] = np.arange(len(distinct))
+    return distinct[order], rank[encoded.indices.to_numpy()]
+
+
+def _seed_order(s: np.ndarray, d: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
+    """The seeds' order: heaviest first, then by (src, dst) (vertex order is unit-id order), as two stable sorts
+    (by pair, then by -weight). The pair sort is skipped when the edges come sorted (a graph's edges do); with
+    few distinct weights the weight sort is a stable radix sort of their ranks."""
+    key = s * n + d
+    by_pair = None if np.all(key[1:] > key[:-1]) else np.argsort(key, kind="stable")
+    w = weight if by_pair is None else weight[by_pair]
+    encoded = pa.array(w).dictionary_encode()
+    values = encoded.dictionary.to_numpy()
+    if len(values) < (1 << 15):
+        rank = np.empty(len(values), np.int16)
+        rank[np.argsort(-values, kind="stable")] = np.arange(len(values), dtype=np.int16)
+        order = np.argsort(rank[encoded.indices.to_numpy()], kind="stable")       # radix sort for int16
+    else:
+        order = np.argsort(-w, kind="stable")
+    return order if by_pair is None else by_pair[order]
+
+
+def discover_run_arrays(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *, tau: int = 9, f: float = 1.0,
+                        threshold: float = THRESHOLD,
+                        min_length: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """discover_runs as arrays: (run_id of each kept run, offsets (kept + 1 of them) into `units`,
+    `units`: the kept runs' members in layout order, run after run)."""
+    check_context(tau, f)
+    if threshold < 0:
+        raise ValueError(f"threshold must be >= 0, got {threshold}")
+    min_length = tau if min_length is None else min_length
+    src, dst, weight = np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(weight, np.float64)
+    loop = src == dst
+    if loop.any():
+        src, dst, weight = src[~loop], dst[~loop], weight[~loop]
+    if len(src) == 0:
+        empty = np.zeros(0, np.int64)
+        return empty, np.zeros(1, np.int64), empty
+    vocab, inverse = _vertices(np.concatenate([src, dst]))
+    s, d, n = inverse[: len(src)], inverse[len(src):], len(vocab)
+    order = _seed_order(s, d, weight, n)
+    limits = np.array([threshold * once_weight(m, tau=tau, f=f) * (1 - REL_TOLERANCE) for m in range(tau + 1)])
+    run_ids, offsets, members = _discover(*_csr(s, d, weight, n), *_csr(d, s, weight, n), s[order], d[order],
+                                          limits, tau, min_length)
+    return run_ids, offsets, vocab[members]
+
+
+def discover_runs(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *, tau: int = 9, f: float = 1.0,
+                  threshold: float = THRESHOLD, min_length: int | None = None) -> list[tuple[int, list[int]]]:
+    """Runs of one graph as (run_id, units in layout order), in discovery order.
+
+    Input: one row per edge (src, dst unit ids, weight > 0; no duplicate (src, dst)). run_id counts
+    every run found, discarded short ones included; min_length defaults to tau.
+
+        discover_runs(np.array([1, 2]), np.array([2, 3]), np.array([2.0, 2.0]), tau=2, f=0.0)
+    """
+    run_ids, offsets, units = discover_run_arrays(src, dst, weight, tau=tau, f=f, threshold=threshold,
+                                                  min_length=min_length)
+    return [(int(r), units[offsets[k]:offsets[k + 1]].tolist()) for k, r in enumerate(run_ids)]

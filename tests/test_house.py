@@ -1,0 +1,117 @@
+"""The house's one-way imports: jobs > libs > sim, schemas a leaf, no circles. Two independent checks: the
+import contract (import-linter, pyproject.toml) and an AST scan of every import statement, function-level ones
+included; each must pass on the tree and fail on a deliberately added back-import."""
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("jobs", "libs", "sim", "schemas")
+FLOOR = {"jobs": 3, "libs": 2, "sim": 1, "schemas": 1}
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def module_names(root: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the project's packages under `root`."""
+    out = {}
+    for package in PACKAGES:
+        for path in (root / package).rglob("*.py"):
+            name = ".".join(path.relative_to(root).with_suffix("").parts)
+            out[name.removesuffix(".__init__")] = path
+    return out
+
+
+def import_graph(root: Path) -> nx.DiGraph:
+    """Module -> module edges of every `import` and `from ... import` naming a project module (any depth)."""
+    modules = module_names(root)
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = nx.DiGraph()
+    for module, path in modules.items():
+        graph.add_node(module)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for name in names:
+                target = resolve(name) if name.split(".")[0] in PACKAGES else None
+                if target and target != module:
+                    graph.add_edge(module, target, line=node.lineno)
+    return graph
+
+
+def house_faults(root: Path) -> list[str]:
+    """Every upward or sideways import between floors, every import of the CLI by a job, and every circle."""
+    graph = import_graph(root)
+    faults = []
+    for a, b, data in graph.edges(data=True):
+        top_a, top_b = a.split(".")[0], b.split(".")[0]
+        if top_a != top_b and (FLOOR[top_a] <= FLOOR[top_b]):
+            faults.append(f"{a} -> {b} (line {data['line']}): {top_a} may not import {top_b}")
+        if a.startswith("jobs.") and not a.startswith("jobs.cli") and b.startswith("jobs.cli"):
+            faults.append(f"{a} -> {b} (line {data['line']}): a job may not import the command")
+    faults += [f"circle: {' -> '.join([*cycle, cycle[0]])}" for cycle in nx.simple_cycles(graph)]
+    return faults
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(root)}       # the packages under `root`, not the installed ones
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache", str(root / "pyproject.toml")], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture
+def copied_house(tmp_path: Path) -> Path:
+    for package in PACKAGES:
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    return tmp_path
+
+
+def test_the_import_graph_runs_one_way() -> None:
+    assert house_faults(REPO) == []
+
+
+def test_the_import_contract_holds() -> None:
+    run = lint_imports(REPO)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "0 broken" in run.stdout
+
+
+@pytest.mark.parametrize(("importer", "line", "fault"), [
+    ("sim/records.py", "from libs.io import tables", "sim.records -> libs.io.tables"),
+    ("schemas/traces.py", "import sim.records", "schemas.traces -> sim.records"),
+    ("libs/readers/scan.py", "from jobs.cli import main", "libs.readers.scan -> jobs.cli.main"),
+    ("jobs/extent_heat.py", "from jobs.cli import main", "jobs.extent_heat -> jobs.cli.main"),
+])
+def test_a_back_import_breaks_both_checks(copied_house: Path, importer: str, line: str, fault: str) -> None:
+    path = copied_house / importer
+    path.write_text(path.read_text() + f"\n\ndef _back() -> None:\n    {line}\n")   # function-level: hidden at run time
+    assert any(f.startswith(fault) for f in house_faults(copied_house)), house_faults(copied_house)
+    run = lint_imports(copied_house)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"{fault} (l." in run.stdout
+
+
+def test_a_circle_inside_libs_breaks_both_checks(copied_house: Path) -> None:
+    path = copied_house / "libs/readers/scan.py"           # readers.scan -> ingest.pipeline -> readers.scan
+    path.write_text(path.read_text() + "\n\ndef _back() -> None:\n    from libs.ingest import pipeline\n")
+    assert any(f.startswith("circle:") and "libs.readers.scan" in f for f in house_faults(copied_house))
+    run = lint_imports(copied_house)
+    assert run.returncode == 1
+    assert "No cycles are allowed in libs." in run.stdout
