@@ -42,6 +42,7 @@ from libs.io.session import SparkConfig, build_session
 from libs.io.tables import read_table, replace_rows, replace_trace
 from libs.io.task_parquet import scratch_dir
 from schemas import access_graph, alis_graphs, alis_runs, reorg_units, requests
+from sim.alis.params import DAY_US
 from sim.alis.runs import THRESHOLD
 
 if TYPE_CHECKING:
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
-DAY_US = 86_400_000_000
 
 
 class GraphParamsError(ValueError):

@@ -34,7 +34,7 @@ import pyarrow as pa
 from libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
 from libs.experiments.placement import load_hplajw
 from sim.alis.layout import MODES
-from sim.alis.params import AlisParams
+from sim.alis.params import DAY_US, AlisParams
 from sim.alis.policy import prepare, run_measured
 from sim.array import Concatenated, DiskArray
 from sim.engine import SimConfig, Simulation
@@ -44,7 +44,6 @@ from sim.specs import load as load_spec
 
 TITLE = "ALIS heat, run and combined clustering on the hplajw week (ALIS sections 5.3 and 6, figures 10, 14, 15)"
 SPEC_NAME = "ibm_ultrastar_73lzx"
-DAY_US = 86_400_000_000
 TOLERANCE_PP = 2.0
 #: Figure 10's panels (run clustering alone) and figure 15's area sizes; defaults in AlisParams.
 SWEEPS = {

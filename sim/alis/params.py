@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from sim.alis.layout import LAYOUTS, MODES
 from sim.alis.runs import THRESHOLD, THRESHOLD_COMBINED
 
-__all__ = ["DAY_S", "PLANS", "AlisParams"]
+__all__ = ["DAY_S", "DAY_US", "PLANS", "AlisParams"]
 
 PLANS = ("realizable", "lookahead")
-DAY_S = 86_400.0
+DAY_US = 86_400_000_000                   # the paper's reorganization interval: one day
+DAY_S = DAY_US / 1e6
 
 
 @dataclass(frozen=True)

@@ -74,12 +74,9 @@ def listening_addresses(port: int) -> set[str]:
 LOOPBACK = {"0100007F", "0000000000000000FFFF00000100007F"}   # 127.0.0.1 as IPv4 and as IPv4-mapped IPv6
 
 
-def readme_queries(repo_root: Path) -> list[str]:
-    """The SQL examples of the README's "Ad-hoc SQL" section, one statement per ```sql block."""
-    text = (repo_root / "README.md").read_text()
-    section = text[text.index("## Ad-hoc SQL\n"):]
-    section = section[: section.index("\n## ", 1)]
-    return re.findall(r"```sql\n(.*?)```", section, re.DOTALL)
+def documented_queries(repo_root: Path) -> list[str]:
+    """The SQL examples of docs/sql.md (the SQL guide the README links), one statement per ```sql block."""
+    return re.findall(r"```sql\n(.*?)```", (repo_root / "docs" / "sql.md").read_text(), re.DOTALL)
 
 
 COPIED_TABLES = ("requests", "rejected_records", "traces")
@@ -89,7 +86,7 @@ EMPTY_TABLES = ("extent_heat", "disk_heat", "alis_runs", "policy_scores", "reorg
 @pytest.fixture(scope="module")
 def sql_home(hplajw, spark, spark_cfg, tmp_path_factory):
     """A warehouse holding a copy of the session's requests, rejected_records and traces (hplajw ingested), and
-    empty tables the README's examples query (created as the jobs create them, by path only: the session's
+    empty tables docs/sql.md's examples query (created as the jobs create them, by path only: the session's
     catalog is left alone)."""
     from libs.io.tables import ensure_table
 
@@ -154,15 +151,15 @@ def test_beeline_queries_tables_by_name_through_the_thrift_server(server):
     assert listening_addresses(port) <= LOOPBACK
 
 
-def test_readme_examples_run_through_the_server(server, sql_home, repo_root):
-    """Every example of the README's "Ad-hoc SQL" section runs (on real requests and traces, the other tables
+def test_documented_examples_run_through_the_server(server, sql_home, repo_root):
+    """Every example of docs/sql.md runs (on real requests and traces, the other tables
     empty), except the TIMESTAMP AS OF current_date() one: it needs a table written before today's midnight,
     which a test cannot have; VERSION AS OF by name is checked in the server's setup above."""
-    queries = readme_queries(repo_root)
+    queries = documented_queries(repo_root)
     assert len(queries) == 6
     runnable = [q for q in queries if "TIMESTAMP AS OF current_date()" not in q]
     assert len(runnable) == 5
-    script = sql_home / "readme.sql"
+    script = sql_home / "examples.sql"
     script.write_text("".join(f"{q.strip()};\n" for q in runnable))
     _, _, url, _ = server
     done = subprocess.run([str(BEELINE), "-u", url, "--silent=true", "-f", str(script)],

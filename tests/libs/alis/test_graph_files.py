@@ -78,7 +78,7 @@ def _through_spark(monkeypatch):
 def _build(spark, spark_cfg, opts, monkeypatch, caplog, *, files: bool):
     """alis_graph.run through the files (asserted) or through Spark (the fallback, asserted by its log line)."""
     calls = []
-    caplog.set_level("INFO", logger="jobs.alis_graph")
+    caplog.set_level("INFO", logger="libs.io.device_pass")
     caplog.clear()
     with monkeypatch.context() as m:
         if files:
@@ -88,7 +88,7 @@ def _build(spark, spark_cfg, opts, monkeypatch, caplog, *, files: bool):
             _through_spark(m)
         summary = alis_graph.run(spark, spark_cfg, opts)
     assert len(calls) == (1 if files else 0)
-    assert ("built through Spark (test: the Spark build)" in caplog.text) == (not files)
+    assert (": through Spark SQL (test: the Spark build)" in caplog.text) == (not files)
     return summary, {t: table_digest(spark, spark_cfg.warehouse, t, opts.trace_id) for t in TABLES}
 
 
@@ -125,7 +125,7 @@ def test_layout_from_the_files_equals_the_spark_layout(spark, spark_cfg, trace, 
     from jobs import alis_layout
 
     opts = alis_layout.LayoutOptions(trace, mode=mode, layout=layout, heat_writes=heat_writes)
-    caplog.set_level("INFO", logger="jobs.alis_layout")
+    caplog.set_level("INFO", logger="libs.io.device_pass")
     got = {}
     for files in (False, True):
         caplog.clear()
@@ -133,7 +133,7 @@ def test_layout_from_the_files_equals_the_spark_layout(spark, spark_cfg, trace, 
             if not files:
                 _through_spark(m)
             rows = alis_layout.run(spark, spark_cfg, opts)
-        assert ("planned through Spark (test: the Spark build)" in caplog.text) == (not files)
+        assert (f"alis {trace}: through Spark SQL (test: the Spark build)" in caplog.text) == (not files)
         got[files] = (rows, {t: table_digest(spark, spark_cfg.warehouse, t, trace)
                              for t in ("alis_layout", "alis_runs", "alis_summary")})
     assert got[True] == got[False]

@@ -129,6 +129,7 @@ def test_stored_runs_read_from_the_graph_files_equal_find_runs(spark, spark_cfg,
     find_runs over the table (and find_runs itself when the files cannot be read directly)."""
     import libs.alis.runs as stored
     from libs.alis.runs import find_runs, find_stored_runs
+    from libs.io.device_pass import Unsupported
     from sim.alis.runs import THRESHOLD_COMBINED
 
     def rows(df):
@@ -140,7 +141,7 @@ def test_stored_runs_read_from_the_graph_files_equal_find_runs(spark, spark_cfg,
     assert rows(find_stored_runs(spark, spark_cfg.warehouse, TRACE, tau=2, threshold=THRESHOLD_COMBINED)) == want
 
     def unreadable(*args, **kwargs):
-        raise stored.Unsupported("test: a deletion vector")
+        raise Unsupported("test: a deletion vector")
 
     monkeypatch.setattr(stored, "trace_files", unreadable)
     assert rows(find_stored_runs(spark, spark_cfg.warehouse, TRACE, tau=2, threshold=THRESHOLD_COMBINED)) == want

@@ -326,7 +326,7 @@ def test_prefetched_digest_is_the_files_and_a_changed_file_is_hashed_again(tmp_p
     import hashlib
     import os
 
-    from libs.ingest.pipeline import inputs
+    from libs.io import inputs
 
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     a.write_bytes(b"1,2,3\n" * 100_000)

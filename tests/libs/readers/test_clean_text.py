@@ -49,7 +49,7 @@ def test_ranges_are_counted_from_the_index_made_while_hashing(tmp_path, monkeypa
     import hashlib
     import os
 
-    from libs.ingest.pipeline import inputs
+    from libs.io import inputs
 
     monkeypatch.setattr(inputs, "NEWLINE_BLOCK", block)
     data = bytes(random.Random(5).choice(b"ab\n") for _ in range(301)) + b"\n"
@@ -77,7 +77,7 @@ def test_the_scan_hashes_and_counts_every_chunk_once(tmp_path, monkeypatch, leng
     files of whole buffers, one byte more or less, give hashlib's digest and bytes.count's newlines per block."""
     import hashlib
 
-    from libs.ingest.pipeline import inputs
+    from libs.io import inputs
 
     monkeypatch.setattr(inputs, "NEWLINE_BLOCK", 1)
     data = bytes(random.Random(length).choice(b"ab\n") for _ in range(length))
