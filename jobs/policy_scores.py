@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
+from libs.io.device_pass import spark_tasks
 from libs.io.session import SparkConfig, build_session
 from libs.io.tables import read_table, replace_rows, table_version, trace_info, trace_rows
 from libs.plans.policies import COOLING_EVERY_S, PENDING_FAMILIES, SweepOptions, families
@@ -103,8 +104,7 @@ def device_figures_files(spark: SparkSession, files: Mapping[str, list[str]], wi
                          ) -> list[dict[str, Any]]:
     """device_figures from the `requests` table's files (device -> its files): one task per device."""
     listed = sorted(files.items())
-    return spark.sparkContext.parallelize(range(len(listed)), max(1, len(listed))).mapPartitions(
-        _figures_task(listed, window)).collect()
+    return spark_tasks(spark, len(listed), _figures_task(listed, window))
 
 
 def sizes_and_stats(rows: Sequence[Mapping[str, Any]], window: Window, devices: Sequence[str], sector_bytes: int,

@@ -39,6 +39,7 @@ from libs.plans.target_spec import resolve_spec
 from libs.plans.types import BASELINE, Outcome, PlanPart, PolicyError, Target, Variant
 from schemas import cooling_moves, policy_scores, reorg_plan_steps, reorg_plans, sim_results
 from schemas.reorg_plan_json import schema_errors
+from schemas.requests import REPLAY_COLUMNS
 from sim.array import DiskArray, Extent, ExtentMap
 from sim.engine import SimConfig, Simulation
 from sim.glue import ScenarioConfig, partition_layout
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REQUEST_COLUMNS = ("device", "seq", "ts_us", "op", "offset_bytes", "size_bytes")
 BASE_KEYS = ("spec", "scheduler", "speedup", "seed", "devices", "device_sectors", "scenario_id")
 EXTENT_DDL = "logical_start long, sectors long, disk long, physical_start long"
 VALIDATION_DDL = ("device string, requests long, measured_mean_ms double, simulated_mean_ms double, "
@@ -153,7 +153,7 @@ def run(spark: SparkSession, cfg: SparkConfig, job: PlanConfig) -> dict[str, Any
             outcome = Outcome(variant, target, moves=_moves(spark, cfg, row, tables[cooling_moves.TABLE]))
         elif family.needs == "requests":
             # One window's requests: the planner runs the same numpy cores as the simulated partition did.
-            outcome = Outcome(variant, target, requests=windowed.select(*REQUEST_COLUMNS).toArrow())
+            outcome = Outcome(variant, target, requests=windowed.select(*REPLAY_COLUMNS).toArrow())
         part = family.plan(outcome)
     doc = build_plan(inputs, part)
     store(spark, cfg, doc)
@@ -182,7 +182,7 @@ def scenario_layout(windowed: DataFrame, scenario: Mapping[str, Any]) -> ExtentM
         return pa.table({name: pa.array([getattr(e, name) for e in layout.extents], pa.int64())
                          for name in ("logical_start", "sectors", "disk", "physical_start")})
 
-    rows = (windowed.select(F.lit(0).alias("part"), *REQUEST_COLUMNS).groupBy("part")
+    rows = (windowed.select(F.lit(0).alias("part"), *REPLAY_COLUMNS).groupBy("part")
             .applyInArrow(build, EXTENT_DDL).collect())
     extents = sorted((int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows)
     return ExtentMap(tuple(Extent(*e) for e in extents))
@@ -212,7 +212,7 @@ def validation(windowed: DataFrame, target: Target) -> dict[str, Any]:
                          "simulated_mean_ms": [float(np.mean(simulated)) / 1000.0],
                          "demerit_ms": [demerit_ms(measured, simulated)]})
 
-    rows = sorted((r.asDict() for r in windowed.select(*REQUEST_COLUMNS, "response_us", "queue_us")
+    rows = sorted((r.asDict() for r in windowed.select(*REPLAY_COLUMNS, "response_us", "queue_us")
                    .groupBy("device").applyInArrow(per_device, VALIDATION_DDL).collect()),
                   key=lambda r: r["device"])
     measured = [r for r in rows if r["requests"]]

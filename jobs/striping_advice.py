@@ -26,6 +26,7 @@ from libs.plans.striping_advisor import (
 )
 from schemas import striping_recommendations as SR
 from schemas import trace_profile
+from schemas.requests import REPLAY_COLUMNS
 from sim.engine import SimConfig
 from sim.specs import resolve
 from sim.workloads import from_arrow
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REQUEST_COLUMNS = ("device", "seq", "ts_us", "op", "offset_bytes", "size_bytes")
 #: Above this many requests the Gbest sweep (the trace on the driver, one simulation per unit) logs a warning.
 GBEST_WARN_REQUESTS = 5_000_000
 
@@ -154,7 +154,7 @@ def run(spark: SparkSession, cfg: SparkConfig, job: AdviceConfig) -> list[dict[s
 def _gbest_simulator(requests: Any, spec: DiskSpec, devices: Sequence[str], device_bytes: Mapping[str, int],
                      n_disks: int, job: AdviceConfig) -> Any:
     """The trace's requests on the driver as sim Requests, and the sweep's simulate function."""
-    table = requests.select(*REQUEST_COLUMNS).toArrow()
+    table = requests.select(*REPLAY_COLUMNS).toArrow()
     if table.num_rows > GBEST_WARN_REQUESTS:
         log.warning("gbest: simulating %d requests per stripe unit on the driver", table.num_rows)
     reqs, order = from_arrow(table, sector_size=spec.sector_size, devices=devices)

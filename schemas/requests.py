@@ -27,6 +27,10 @@ COLUMNS = (
     "source_file",
 )
 OPS = ("R", "W")
+# What a replay reads of a request (the simulator's workload), and of a device's own files (device is a partition
+# column: the files do not hold it).
+REPLAY_COLUMNS = ("device", "seq", "ts_us", "op", "offset_bytes", "size_bytes")
+DEVICE_FILE_COLUMNS = REPLAY_COLUMNS[1:]
 
 SPARK_SCHEMA = T.StructType([
     T.StructField("trace_id", T.StringType(), False),

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from libs.io.device_pass import Output, Read, RequestFiles, Unsupported, device_pass, request_files, trace_files
 from libs.io.tables import table_path, table_target
 from schemas import access_graph, alis_runs, reorg_units
+from schemas.requests import DEVICE_FILE_COLUMNS
 from sim.alis.graph import EDGE_BYTES, PRUNE_SHARE, VERTEX_BYTES, count_pairs, prune_arrays
 from sim.alis.runs import discover_run_arrays
 
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REQUEST_COLUMNS = ["ts_us", "seq", "op", "offset_bytes", "size_bytes"]
 TABLES = (reorg_units.TABLE, access_graph.TABLE, alis_runs.TABLE)
 
 __all__ = ["Build", "GraphParams", "RequestFiles", "Unsupported", "build", "device_build", "keyed", "request_files"]
@@ -270,7 +270,7 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
         stored_graph = _stored(spark, warehouse, b.trace_id, access_graph.TABLE)
     devices = [(dev, {"requests": requests.files[dev], "units": stored_units.get(dev, []),
                       "graph": stored_graph.get(dev, [])}) for dev in requests.by_size()]
-    reads = {"requests": Read(REQUEST_COLUMNS), "units": Read(["unit_id", "offset_bytes", "size_bytes"]),
+    reads = {"requests": Read(DEVICE_FILE_COLUMNS), "units": Read(["unit_id", "offset_bytes", "size_bytes"]),
              "graph": Read(["src_unit", "dst_unit", "weight"], [("interval_id", "=", b.first - 1)])}
     where = {"trace_id": b.trace_id}
     graph_where = {**where, "interval_id": b.first} if b.nightly and b.first else where

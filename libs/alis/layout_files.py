@@ -27,6 +27,7 @@ from libs.io.delta_files import replace_from_driver
 from libs.io.device_pass import Output, Read, device_pass
 from libs.io.tables import table_target
 from schemas import alis_layout, alis_runs, alis_summary
+from schemas.requests import DEVICE_FILE_COLUMNS
 from sim.alis.graph import PRUNE_SHARE, count_pairs, prune_arrays
 from sim.alis.layout import plan_area
 
@@ -249,7 +250,7 @@ def layout(spark: SparkSession, warehouse: Path, trace_id: str, p: LayoutParams)
     graphs = GF._stored(spark, warehouse, trace_id, "access_graph")
     devices = [(d, {"requests": requests.files[d], "units": units.get(d, []), "graph": graphs.get(d, [])})
                for d in requests.by_size()]
-    reads = {"requests": Read(GF.REQUEST_COLUMNS), "units": Read(["unit_id", "offset_bytes", "size_bytes"]),
+    reads = {"requests": Read(DEVICE_FILE_COLUMNS), "units": Read(["unit_id", "offset_bytes", "size_bytes"]),
              "graph": Read(["interval_id", "src_unit", "dst_unit", "weight"])}
     where = {"trace_id": trace_id}
     names = TABLES if p.mode != "heat" else (alis_layout.TABLE,)

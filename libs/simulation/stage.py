@@ -26,6 +26,7 @@ from libs.io.tables import read_table, table_path, table_target, table_version, 
 from libs.io.task_parquet import from_ipc, release_memory, scratch_dir, task_file_name, to_ipc
 from libs.simulation.grid import Grid, Part, plan_parts
 from schemas import cooling_moves, sim_results, sim_timeseries
+from schemas.requests import REPLAY_COLUMNS
 from sim.array import Striped
 from sim.cooling import COOLING_MOVES_SCHEMA
 from sim.glue import AlisPolicy, CoolingPolicy, GreedyAllocation, RoundRobinExtents, simulate_requests
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REQUEST_COLUMNS = ("device", "seq", "ts_us", "op", "offset_bytes", "size_bytes")
 #: What each partition returns: a sim_results row without grid_id (stamped when written), the scenario's
 #: time series and its cooling moves nested as lists, so the simulation runs once for all three tables.
 OUTPUT_ARROW_SCHEMA = pa.schema([
@@ -195,7 +195,7 @@ def _stage(directory: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.R
                     rows = table if len(keys) == 1 else table.filter(
                         pc.and_(pc.equal(table.column("trace_id"), key["trace_id"]),
                                 pc.equal(table.column("device"), key["device"])))
-                    rows = rows.select(list(REQUEST_COLUMNS))
+                    rows = rows.select(list(REPLAY_COLUMNS))
                     k = (key["trace_id"], key["device"])
                     if k not in writers:
                         path = f"{directory}/{task_file_name()}"
@@ -242,7 +242,7 @@ def stage_requests(requests: DataFrame, directory: str) -> dict[tuple[str, str],
     executor reaches) by the tasks that read them, one file per (trace, device) and task: (trace,
     device) -> files. Each part's task then reads its array group's files: the requests are not
     shuffled once per scenario (10 M requests x 8 scenarios would be 80 M rows through a shuffle)."""
-    written = requests.select("trace_id", *REQUEST_COLUMNS).mapInArrow(_stage(directory), STAGED_DDL).collect()
+    written = requests.select("trace_id", *REPLAY_COLUMNS).mapInArrow(_stage(directory), STAGED_DDL).collect()
     kept = {os.path.basename(r["path"]) for r in written}
     for name in os.listdir(directory):
         if name not in kept:                            # a failed or duplicate task attempt's file

@@ -33,11 +33,12 @@ from libs.transforms.heat import LAYOUTS, _check_unit, _volume_bases, _window_se
 from libs.transforms.heat_kernels import BLOCK_BYTES
 from libs.transforms.tracking_kernels import unit_pieces
 from schemas import extent_heat as EH
+from schemas.requests import DEVICE_FILE_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-COLUMNS = ["ts_us", "seq", "op", "offset_bytes", "size_bytes"]
+COLUMNS = DEVICE_FILE_COLUMNS
 
 __all__ = ["HeatParams", "Unsupported", "device_heat", "extent_and_disk_heat", "spark_xxhash64_disk"]
 
