@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from jobs.cli.common import UsageError, print_table, spark_session
+from jobs.cli.common import checked, print_table, spark_session
 
 
 def _mib(n: int | None) -> str:
@@ -38,10 +38,7 @@ def _layout_arguments(parser: argparse.ArgumentParser) -> None:
 def cmd_graph(args: argparse.Namespace) -> int:
     from jobs.alis_graph import options_from_args, run  # lazy: the job (pyspark) loads only for `graph`
 
-    try:
-        opts = options_from_args(args)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
+    opts = checked(options_from_args, args)
     spark, cfg = spark_session(args, f"graph {opts.trace_id}")
     summary = run(spark, cfg, opts)
     out = sys.stdout
@@ -64,10 +61,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 def cmd_alis(args: argparse.Namespace) -> int:
     from jobs.alis_layout import options_from_args, run  # lazy: the job (pyspark) loads only for `alis`
 
-    try:
-        opts = options_from_args(args)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
+    opts = checked(options_from_args, args)
     spark, cfg = spark_session(args, f"alis {opts.trace_id}")
     rows = run(spark, cfg, opts)
     by_device: dict[str, list[dict[str, Any]]] = {}

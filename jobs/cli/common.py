@@ -9,11 +9,21 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class UsageError(ValueError):
     """Bad command-line values (exit code 2)."""
+
+
+def checked(make: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """make(*args, **kwargs), a ValueError (a bad option value) raised as a UsageError."""
+    try:
+        return make(*args, **kwargs)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 class CommandParser(argparse.ArgumentParser):

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from jobs.cli import alis, experiments, heat, plans, policies, sim, sql
-from jobs.cli.common import CommandParser, UsageError, emit, print_table, spark_session
+from jobs.cli.common import CommandParser, UsageError, checked, emit, print_table, spark_session
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -58,10 +58,7 @@ def csv_layout_from_args(args: argparse.Namespace) -> Any:
     }
     if "device" not in columns:
         options["device_const"] = args.csv_device
-    try:
-        return custom_layout(columns, **options)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
+    return checked(custom_layout, columns, **options)
 
 
 def _regex_literal(delim: str) -> str:

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from jobs.cli.common import UsageError, print_table, spark_session
+from jobs.cli.common import checked, print_table, spark_session
 
 SUMMARY = ("scope", "file", "method", "parallelism", "striping_unit_bytes", "width", "predicted_response_ms",
            "simulated_response_ms", "distance_from_gbest")
@@ -33,10 +33,7 @@ def _advice_arguments(parser: argparse.ArgumentParser) -> None:
 def cmd_advise(args: argparse.Namespace) -> int:
     from jobs.striping_advice import config_from_args, run  # lazy: the job (pyspark) loads only for `advise`
 
-    try:
-        job = config_from_args(args)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
+    job = checked(config_from_args, args)
     spark, cfg = spark_session(args, f"advise {args.trace_id}")
     rows = run(spark, cfg, job)
     shown = [r for r in rows if args.files or r["scope"] == "global"]

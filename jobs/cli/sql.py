@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from jobs.cli.common import UsageError
+from jobs.cli.common import UsageError, checked
 
 SHELL_APP = "blockheat-sql-shell"
 
@@ -47,10 +47,7 @@ def cmd_serve_sql(args: argparse.Namespace) -> int:
     from jobs.sql_server import ServeConfig, serve
     from libs.io.session import SparkConfig
 
-    try:
-        job = ServeConfig(args.port, args.refresh)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
+    job = checked(ServeConfig, args.port, args.refresh)
     cfg = SparkConfig.from_env("serve-sql", short_driver=False)
 
     def ready(url: str) -> None:
