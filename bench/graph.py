@@ -12,6 +12,11 @@ engines get a warm-up run on a small trace first, then --repeat runs each at ful
 first Spark run at full size is the slowest: the JVM is still compiling that plan's code). Both
 write their edges to Parquet: polars' sink, and in blockheat the reduce tasks themselves
 (write_edge_counts, as jobs/alis_graph.py; --writer spark for Spark's writer instead).
+
+blockheat writes its edges under the warehouse (<warehouse>/_bench/graph/). --warehouse s3a://bucket/prefix puts
+them on an object store, and blockheat reads the references from a copy there (uploaded before the timed runs;
+S3Proxy started on loopback by the bench when AWS_ENDPOINT_URL is not set, bench/object_store.py); polars keeps
+reading and writing local files.
 """
 from __future__ import annotations
 
@@ -29,6 +34,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import object_store  # (bench/object_store.py, next to this script)
 
 TAU = 9
 DAY_US = 86_400_000_000
@@ -84,13 +91,14 @@ def polars_edges(refs: Path, out: Path, tau: int = TAU) -> float:
     return time.perf_counter() - start
 
 
-def spark_edges(spark, refs: Path, out: Path, reads: int, tau: int = TAU, *,  # type: ignore[no-untyped-def]
+def spark_edges(spark, refs: str, out: str, reads: int, tau: int = TAU, *,  # type: ignore[no-untyped-def]
                 writer: str = "task") -> float:
     """writer "task": write_edge_counts, the reduce tasks write Parquet themselves (what alis_graph
-    runs); "spark": build_edge_counts and Spark's own Parquet writer."""
+    runs); "spark": build_edge_counts and Spark's own Parquet writer. refs, out: local paths or URIs."""
     from libs.alis.graph import build_edge_counts, partitions_for, write_edge_counts
+    from libs.io import storage
 
-    shutil.rmtree(out, ignore_errors=True)
+    storage.delete_tree(out)
     start = time.perf_counter()
     reads_df, tasks = spark.read.parquet(str(refs)), partitions_for(reads, cores=2)
     if writer == "task":
@@ -100,11 +108,11 @@ def spark_edges(spark, refs: Path, out: Path, reads: int, tau: int = TAU, *,  # 
     return time.perf_counter() - start
 
 
-def same_edges(a: Path, b: Path) -> int:
+def same_edges(a: Path, b: str) -> int:
     """Both edge sets, sorted, compared column by column; returns the edge count."""
     tables = []
     for path in (a, b):
-        t = pq.read_table(path, columns=[*KEYS, "pairs", "closeness"])
+        t = object_store.read_parquet(path, columns=[*KEYS, "pairs", "closeness"])
         t = t.cast(pa.schema([pa.field("device", pa.string())] + [pa.field(c, pa.int64()) for c in t.column_names[1:]]))
         tables.append(t.sort_by([(k, "ascending") for k in KEYS]))
     for name in [*KEYS, "pairs", "closeness"]:
@@ -113,11 +121,11 @@ def same_edges(a: Path, b: Path) -> int:
     return tables[0].num_rows
 
 
-def run_discovery(edges: Path) -> tuple[int, float, int]:
+def run_discovery(edges: str) -> tuple[int, float, int]:
     """discover_runs on the largest (device, interval) graph: (edges, seconds, runs kept)."""
     from sim.alis.runs import discover_runs
 
-    t = pq.read_table(edges)
+    t = object_store.read_parquet(edges)
     groups = (t.group_by(["device", "interval_id"]).aggregate([("pairs", "count")])
               .sort_by([("pairs_count", "descending")]))
     device, interval = groups.column("device")[0].as_py(), groups.column("interval_id")[0].as_py()
@@ -137,14 +145,24 @@ def main() -> int:
                         help="who writes the edges' Parquet: the reduce tasks (default, as alis_graph) or Spark")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark setting for the blockheat side (repeatable)")
+    object_store.add_option(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ["POLARS_MAX_THREADS"] = "2"          # the same two cores as local[2]
-    from libs.io.session import SparkConfig, build_session
-
     work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-bench-graph-"))
     work.mkdir(parents=True, exist_ok=True)
+    with object_store.warehouse(args.warehouse, work) as wh:
+        code = run(args, work, wh)
+    if args.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return code
+
+
+def run(args: argparse.Namespace, work: Path, wh: object_store.Warehouse) -> int:
+    from libs.io import storage
+    from libs.io.session import SparkConfig, build_session
+
     n = int(args.millions * 1_000_000)
     refs, warm = work / "refs.parquet", work / "warm.parquet"
     t = time.perf_counter()
@@ -152,17 +170,26 @@ def main() -> int:
     make_refs(warm, 200_000, seed=9)
     print(f"generated {n:,} reads in {time.perf_counter() - t:.1f} s", flush=True)
 
-    cfg = SparkConfig(master="local[2]", warehouse=work / "warehouse", app_name="bench-graph",
+    print(f"warehouse: {wh.label}", flush=True)
+    cfg = SparkConfig(master="local[2]", warehouse=wh.location, app_name="bench-graph",
                       extra={"spark.ui.showConsoleProgress": "false", **dict(kv.split("=", 1) for kv in args.conf)})
     spark = build_session(cfg)
+    ours_dir = wh.join("_bench", "graph")
+    if wh.local:                                       # blockheat reads the same local files as polars
+        our_refs, our_warm = str(refs), str(warm)
+    else:                                              # a copy on the object store
+        our_refs, our_warm = storage.join(ours_dir, refs.name), storage.join(ours_dir, warm.name)
+        object_store.upload(refs, our_refs)
+        object_store.upload(warm, our_warm)
     polars_edges(warm, work / "warm-polars.parquet")                  # warm-ups
-    spark_edges(spark, warm, work / "warm-spark", 200_000, writer=args.writer)
+    spark_edges(spark, our_warm, storage.join(ours_dir, "warm-spark"), 200_000, writer=args.writer)
 
     refs_s, ours_s = [], []
+    our_edges = storage.join(ours_dir, "spark")
     for _ in range(max(1, args.repeat)):
         refs_s.append(polars_edges(refs, work / "polars.parquet"))
-        ours_s.append(spark_edges(spark, refs, work / "spark", n, writer=args.writer))
-    edges = same_edges(work / "polars.parquet", work / "spark")
+        ours_s.append(spark_edges(spark, our_refs, our_edges, n, writer=args.writer))
+    edges = same_edges(work / "polars.parquet", our_edges)
     ref, ours = float(np.median(refs_s)), float(np.median(ours_s))
     import polars
 
@@ -172,13 +199,12 @@ def main() -> int:
     print(f"blockheat edges ({args.writer:5s}) : {n / ours / 1e6:6.2f} M reads/s "
           f"(median {ours:.1f} s of {runs(ours_s)})")
     print(f"ratio blockheat / polars: {ref / ours:6.2f}  (goal >= 0.50; first runs only: {refs_s[0] / ours_s[0]:.2f}); "
-          f"{edges:,} edges, identical")
+          f"{edges:,} edges, identical; warehouse {wh.label}")
     spark.stop()
-    m, seconds, kept = run_discovery(work / "spark")
+    m, seconds, kept = run_discovery(our_edges)
     print(f"run discovery           : {m:,} edges in {seconds:.1f} s = {m / seconds / 1e6:.2f} M edges/s, "
           f"{kept:,} runs kept (goal: >= 1M edges under 60 s)")
-    if args.workdir is None:
-        shutil.rmtree(work, ignore_errors=True)
+    storage.delete_tree(ours_dir)
     return 0
 
 

@@ -9,6 +9,11 @@ Generated trace: N million requests on 8 devices over one day, skewed offsets, 0
 Parquet. Both get a warm-up run on 200,000 requests first. The results are compared row for row
 (DuckDB reads both outputs and checks the symmetric difference is empty). Prints both rates and the
 ratio (goal >= 0.2).
+
+--warehouse s3a://bucket/prefix keeps blockheat's tables on an object store (S3Proxy started on loopback by the
+bench when AWS_ENDPOINT_URL is not set, bench/object_store.py); DuckDB then reads a local copy of the same
+`requests` files (copied before the timed runs) and writes locally, and the check reads a local copy of
+blockheat's result.
 """
 from __future__ import annotations
 
@@ -27,6 +32,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import object_store  # (bench/object_store.py, next to this script)
 
 EXTENT = 1 << 20
 WINDOW_US = 3_600_000_000
@@ -97,14 +104,33 @@ def duckdb_heat(con, files: str, trace_id: str, out: Path) -> float:  # type: ig
     return time.perf_counter() - t0
 
 
-def same_numbers(spark, con, warehouse: Path, trace_id: str, duck_out: Path) -> int:  # type: ignore[no-untyped-def]
+def reference_files(spark, wh: object_store.Warehouse, trace_id: str, tmp: Path) -> str:  # type: ignore[no-untyped-def]
+    """The glob DuckDB reads the trace's `requests` files by: in a local warehouse, the table's own files; in an
+    object-store one, a local copy of the table's current files for the trace (same partition directories)."""
+    from libs.io.tables import read_table
+
+    if wh.local:
+        return f"{wh.location}/requests/trace_id={trace_id}/**/*.parquet"
+    copy = tmp / "reference"
+    object_store.local_copy(read_table(spark, wh.location, "requests", trace_id).inputFiles(), wh.location, copy)
+    return f"{copy}/requests/trace_id={trace_id}/**/*.parquet"
+
+
+def same_numbers(spark, con, wh: object_store.Warehouse, trace_id: str,  # type: ignore[no-untyped-def]
+                 duck_out: Path, tmp: Path) -> tuple[int, int]:
     """Rows in one result and not the other (0 = identical; heat compared to 1e-9 relative)."""
     from urllib.parse import unquote, urlparse
 
     from libs.io.tables import read_table
 
     # The table's current files only: replaced files stay on disk until VACUUM.
-    current = [unquote(urlparse(f).path) for f in read_table(spark, warehouse, "extent_heat").inputFiles()]
+    files = read_table(spark, wh.location, "extent_heat").inputFiles()
+    if wh.local:
+        current = [unquote(urlparse(f).path) for f in files]
+    else:                                              # DuckDB reads local files: a copy of them
+        copy = tmp / f"check-{trace_id}"
+        shutil.rmtree(copy, ignore_errors=True)
+        current = [str(p) for p in object_store.local_copy(files, wh.location, copy)]
     ours = "[" + ", ".join(f"'{f}'" for f in current) + "]"
     cols = "device, extent_id, window_start_us, requests, reads, writes, blocks, bytes"
     q = f"""
@@ -123,15 +149,24 @@ def main() -> int:
     parser.add_argument("--millions", type=float, default=5.0)
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each engine, alternating (median)")
+    object_store.add_option(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    tmp = Path(args.workdir or tempfile.mkdtemp(prefix="bench-heat-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    with object_store.warehouse(args.warehouse, tmp) as wh:
+        code = run(args, tmp, wh)
+    if not args.workdir:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return code
+
+
+def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
     import duckdb
 
     from libs.io.session import SparkConfig, build_session
 
-    tmp = Path(args.workdir or tempfile.mkdtemp(prefix="bench-heat-"))
-    tmp.mkdir(parents=True, exist_ok=True)
-    cfg = SparkConfig(master="local[2]", warehouse=tmp / "warehouse", app_name="bench-heat",
+    cfg = SparkConfig(master="local[2]", warehouse=wh.location, app_name="bench-heat",
                       extra={"spark.ui.showConsoleProgress": "false"})
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = build_session(cfg)
@@ -144,7 +179,7 @@ def main() -> int:
         table = make_requests(count, trace_id)
         load(spark, cfg, table, trace_id, tmp)
         span = int(table["ts_us"][-1].as_py())
-        files = f"{cfg.warehouse}/requests/trace_id={trace_id}/**/*.parquet"
+        files = reference_files(spark, wh, trace_id, tmp)
         duck_out = tmp / f"duck-{trace_id}.parquet"
         for _ in range(args.repeat if trace_id == "bench" else 1):
             duck_out.unlink(missing_ok=True)
@@ -153,21 +188,20 @@ def main() -> int:
             if trace_id == "bench":
                 duck_times.append(duck)
                 our_times.append(ours)
-        diff, rows = same_numbers(spark, con, cfg.warehouse, trace_id, duck_out)
+        diff, rows = same_numbers(spark, con, wh, trace_id, duck_out, tmp)
         if diff:
             print(f"MISMATCH: {diff} rows differ between blockheat and DuckDB ({trace_id})")
             return 1
     duck, ours = statistics.median(duck_times), statistics.median(our_times)
-    print(f"requests: {n:,}; result rows (device x extent x hour): {rows:,}; identical in both engines")
+    print(f"requests: {n:,}; result rows (device x extent x hour): {rows:,}; identical in both engines; "
+          f"warehouse {wh.label}")
     runs = ", ".join(f"{d:.2f} / {o:.2f}" for d, o in zip(duck_times, our_times, strict=True))
     print(f"runs (DuckDB / blockheat, s): {runs}")
     print(f"DuckDB    extent heat : {n / duck / 1e6:6.2f} M req/s ({duck:.2f} s, median of {len(duck_times)})")
     print(f"blockheat extent heat : {n / ours / 1e6:6.2f} M req/s ({ours:.2f} s, median of {len(our_times)})")
     print(f"ratio blockheat / DuckDB : {duck / ours:6.2f}  (goal >= 0.20); first runs only: "
-          f"{duck_times[0] / our_times[0]:.2f}")
+          f"{duck_times[0] / our_times[0]:.2f}; warehouse {wh.label}")
     spark.stop()
-    if not args.workdir:
-        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

@@ -1,11 +1,15 @@
 """Ingest benchmark: blockheat CSV -> Delta against DuckDB CSV -> Parquet on the same file, and
 binary vSCSI ingest, in one process on local[2].
 
-    .venv/bin/python bench/ingest.py --millions 5 --vscsi-millions 10 [--general]
+    .venv/bin/python bench/ingest.py --millions 5 --vscsi-millions 10 [--general] [--warehouse s3a://bench/wh]
 
 Prints requests per second for each and the blockheat/DuckDB ratio (goal >= 0.3), and the vSCSI
 rate (goal >= 2 million requests per second). Both engines get a warm-up run on a small file
 first, so the ratio compares steady-state throughput, not JVM start-up.
+
+--warehouse s3a://bucket/prefix writes the Delta tables (and the ingest's staging) to an object store: without
+AWS_ENDPOINT_URL set the bench starts S3Proxy on loopback itself (bench/object_store.py). The generated traces
+stay local files, read by both engines; DuckDB writes its Parquet locally.
 """
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import object_store  # (bench/object_store.py, next to this script)
 
 FILETIME_T0 = 128_166_372_000_000_000
 
@@ -96,9 +102,9 @@ class _Said(logging.Handler):
 def blockheat_ingest(spark, cfg, fmt: str, trace_id: str, path: Path,  # type: ignore[no-untyped-def]
                      fast_text: bool = True) -> float:
     from jobs.ingest_trace import run
-    from libs.ingest.pipeline import IngestOptions
+    from libs.ingest.pipeline import IngestOptions, staging_location
 
-    opts = IngestOptions(fmt, trace_id, (str(path),), staging=cfg.warehouse / "_staging", fast_text=fast_text)
+    opts = IngestOptions(fmt, trace_id, (str(path),), staging=staging_location(cfg.warehouse), fast_text=fast_text)
     said = _Said()
     logger = logging.getLogger("libs.ingest.pipeline")
     logger.addHandler(said)
@@ -129,13 +135,22 @@ def main() -> int:
                         help="also time one ingest of the CSV through the general text path (a trace with bad lines)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark setting for the blockheat side (repeatable)")
+    object_store.add_option(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from libs.io.session import SparkConfig, build_session
-
     work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    with object_store.warehouse(args.warehouse, work) as wh:
+        code = run(args, work, wh)
+    if args.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return code
+
+
+def run(args: argparse.Namespace, work: Path, wh: object_store.Warehouse) -> int:
+    from libs.io.session import SparkConfig, build_session
+
     n = int(args.millions * 1_000_000)
     nv = int(args.vscsi_millions * 1_000_000)
     csv, small, vscsi, small_vscsi = work / "msr.csv", work / "warm.csv", work / "vm.vscsi", work / "warm.vscsi"
@@ -147,7 +162,8 @@ def main() -> int:
     print(f"generated {n:,} MSR requests ({csv.stat().st_size / 1e6:,.0f} MB) and {nv:,} vSCSI "
           f"requests in {time.perf_counter() - t:.1f} s", flush=True)
 
-    cfg = SparkConfig(master="local[2]", warehouse=work / "warehouse", app_name="bench-ingest",
+    print(f"warehouse: {wh.label}", flush=True)
+    cfg = SparkConfig(master="local[2]", warehouse=wh.location, app_name="bench-ingest",
                       extra={"spark.ui.showConsoleProgress": "false", **dict(kv.split("=", 1) for kv in args.conf)})
     spark = build_session(cfg)
     duckdb_csv_to_parquet(small, work / "warm.parquet")               # warm-ups
@@ -166,7 +182,7 @@ def main() -> int:
     print(f"DuckDB    CSV -> Parquet : {n / duck / 1e6:6.2f} M req/s ({duck:.2f} s, median of {args.repeat})")
     print(f"blockheat CSV -> Delta   : {n / ours / 1e6:6.2f} M req/s ({ours:.2f} s, median of {args.repeat})")
     print(f"ratio blockheat / DuckDB : {duck / ours:6.2f}  (goal >= 0.30); first runs only: "
-          f"{runs['duck'][0] / runs['msr'][0]:.2f}")
+          f"{runs['duck'][0] / runs['msr'][0]:.2f}; warehouse {wh.label}")
     print(f"blockheat vSCSI -> Delta : {nv / vs / 1e6:6.2f} M req/s ({vs:.2f} s, median of {args.repeat})  "
           f"(goal >= 2.0); first run only: {nv / runs['vscsi'][0] / 1e6:.2f} M req/s")
     if args.general:
@@ -174,8 +190,6 @@ def main() -> int:
         print(f"blockheat CSV, general path (Spark's text reader; what a trace with a bad line takes): "
               f"{n / general / 1e6:.2f} M req/s ({general:.2f} s, one run), {duck / general:.2f}x DuckDB")
     spark.stop()
-    if args.workdir is None:
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

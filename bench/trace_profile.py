@@ -18,6 +18,10 @@ the 2 GiB goal. A warm-up run on 200,000 requests comes first, then --repeat run
 load: a Python worker that ran no block task there loads that compiled loop then). The traces are generated and loaded
 by a child process first, so the measured process tree is what a profile job runs (a fresh session
 reading the table), not the generator's leftovers.
+
+--warehouse s3a://bucket/prefix keeps the tables (and the profile's scratch files) on an object store: without
+AWS_ENDPOINT_URL set the bench starts S3Proxy on loopback itself (bench/object_store.py; its JVM is left out of
+the peak memory, its CPU time is not).
 """
 from __future__ import annotations
 
@@ -36,10 +40,62 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+import object_store  # noqa: E402  (bench/object_store.py, next to this script)
 from memory import PeakMemory  # noqa: E402  (bench/memory.py, next to this script)
 
 GOAL_RPS = 1.3e6
 GOAL_BYTES = 2 << 30
+
+
+class PeakWithoutServer(PeakMemory):
+    """PeakMemory of this process tree but the S3Proxy this bench started (not part of what a job runs)."""
+
+    def __init__(self, every_s: float = 0.05) -> None:
+        super().__init__(every_s)
+        self.server = object_store.server_pids()
+
+    def _run(self) -> None:
+        if not self.server:
+            return super()._run()
+        while not self._stop.is_set():
+            self.peak = max(self.peak, tree_rss_bytes(os.getpid(), skip=self.server))
+            time.sleep(self.every_s)
+        return None
+
+
+def tree_rss_bytes(root: int, skip: list[int]) -> int:
+    """memory.tree_rss_bytes of `root`'s tree without the subtrees of `skip` (one pass over /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ppid, pages = int(fields[1]), int(fields[21])
+        except (OSError, IndexError, ValueError):
+            continue                                  # gone meanwhile
+        children.setdefault(ppid, []).append(int(entry))
+        rss[int(entry)] = pages * os.sysconf("SC_PAGE_SIZE")
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid not in skip:
+            total += rss.get(pid, 0)
+            todo += children.get(pid, [])
+    return total
+
+
+class _Said(logging.Handler):
+    """Collects libs.io.device_pass's log lines (whether the profile fell back to Spark SQL)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
 
 def main() -> int:
@@ -50,8 +106,20 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="measured runs after the warm-up (median reported)")
     parser.add_argument("--spark-path", action="store_true", help="also time compute_trace_profile (slow)")
     parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)   # the child: load the traces
+    object_store.add_option(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    tmp = Path(args.workdir or tempfile.mkdtemp(prefix="bench-profile-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    # The child of --prepare is given the parent's warehouse and S3 settings (its environment): it starts no server.
+    with object_store.warehouse(args.warehouse, tmp) as wh:
+        code = run(args, tmp, wh)
+    if not args.workdir and not args.prepare:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return code
+
+
+def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
     from heat import load, make_requests  # bench/heat.py
 
     from libs.io.session import SparkConfig, build_session
@@ -59,9 +127,7 @@ def main() -> int:
     from libs.transforms.profile import compute_trace_profile
     from libs.transforms.profile_files import profile_trace
 
-    tmp = Path(args.workdir or tempfile.mkdtemp(prefix="bench-profile-"))
-    tmp.mkdir(parents=True, exist_ok=True)
-    cfg = SparkConfig(master="local[2]", warehouse=tmp / "warehouse", app_name="bench-profile",
+    cfg = SparkConfig(master="local[2]", warehouse=wh.location, app_name="bench-profile",
                       extra={"spark.ui.showConsoleProgress": "false", "spark.driver.memory": args.driver_memory})
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     n = int(args.millions * 1_000_000)
@@ -77,30 +143,37 @@ def main() -> int:
         spark.stop()
         return 0
     subprocess.run([sys.executable, __file__, "--prepare", "--millions", str(args.millions), "--workdir", str(tmp),
-                    "--driver-memory", args.driver_memory], check=True)
+                    "--driver-memory", args.driver_memory, "--warehouse", str(wh.location)], check=True)
     spans = json.loads((tmp / "spans.json").read_text())
     spark = build_session(cfg)
+    said, logger = _Said(), logging.getLogger("libs.io.device_pass")
+    logger.addHandler(said)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
     span = spans["warm"]
     profile_trace(spark, cfg.warehouse, "warm", span_us=span)
     span = spans["bench"]
     times, peak = [], 0
     for _ in range(args.repeat):
-        with PeakMemory() as mem:
+        with PeakWithoutServer() as mem:
             t0 = time.perf_counter()
             rows = profile_trace(spark, cfg.warehouse, "bench", span_us=span)
             times.append(time.perf_counter() - t0)
         peak = max(peak, mem.peak)
+    logger.removeHandler(said)
+    fallback = [line for line in said.lines if "through Spark SQL" in line]
     elapsed = statistics.median(times)
     print(f"requests: {n:,}; profile rows written: {rows:,}; runs: "
           + ", ".join(f"{t:.2f} s ({n / t / 1e6:.2f} M req/s)" for t in times))
     print(f"blockheat profile : {n / elapsed / 1e6:6.3f} M req/s (median of {len(times)} runs, {elapsed:.1f} s); "
-          f"ratio to the 1.3 M req/s goal: {n / elapsed / GOAL_RPS:.2f}")
+          f"ratio to the 1.3 M req/s goal: {n / elapsed / GOAL_RPS:.2f}; warehouse {wh.label}"
+          + (f"; FELL BACK to Spark SQL: {fallback[0]}" if fallback else ""))
     print(f"peak memory (driver + JVM + workers): {peak / 2**30:.2f} GiB; "
           f"ratio to the 2 GiB goal: {peak / GOAL_BYTES:.2f}")
     if args.spark_path:
         direct = {tuple(r[:5]): r[5] for r in read_table(spark, cfg.warehouse, "trace_profile", "bench").select(
             "scope", "device", "window_start_us", "window_us", "metric", "value").collect()}
-        with PeakMemory() as mem:
+        with PeakWithoutServer() as mem:
             t0 = time.perf_counter()
             persisted: list = []
             profile = compute_trace_profile(read_table(spark, cfg.warehouse, "requests", "bench"), span_us=span,
@@ -120,8 +193,6 @@ def main() -> int:
         if not same:
             raise SystemExit("the two profile paths disagree")
     spark.stop()
-    if not args.workdir:
-        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

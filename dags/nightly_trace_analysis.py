@@ -86,33 +86,30 @@ def nightly_trace_analysis() -> None:
     @task(trigger_rule=TriggerRule.NONE_FAILED)
     def record_ingest(planned: dict[str, Any], run_id: Any = None) -> dict[str, Any]:
         """The ingested traces' fingerprints into the ledger; the ingest tables' versions and rows written."""
-        from pathlib import Path
-
         from libs.nightly import record_ledger, table_changes
 
+        # the warehouse as the plan task wrote it: a local path or a URI (Path() would break a URI's "//")
         traces, warehouse, tables_before = planned["traces"], planned["warehouse"], planned["tables_before"]
         for t in traces:
             if t["ingest"]:
-                record_ledger(Path(warehouse), t["trace_id"], "ingested",
+                record_ledger(warehouse, t["trace_id"], "ingested",
                               {"fingerprint": t["fingerprint"], "files": t["files"], "run_id": run_id})
         ingest_tables = {k: tables_before[k] for k in ("requests", "rejected_records", "traces")}
         return {"ingested": [t["trace_id"] for t in traces if t["ingest"]],
                 "duplicates": {t["trace_id"]: t["duplicates"] for t in traces if t["duplicates"]},
-                "tables": table_changes(Path(warehouse), ingest_tables)}
+                "tables": table_changes(warehouse, ingest_tables)}
 
     @task(trigger_rule=TriggerRule.NONE_FAILED)
     def summary(planned: dict[str, Any], run_id: Any = None) -> dict[str, Any]:
         """Marks the whole-trace stages done in the ledger; per table written today its version and rows."""
-        from pathlib import Path
-
         from libs.nightly import record_ledger, table_changes
 
         traces, warehouse, tables_before = planned["traces"], planned["warehouse"], planned["tables_before"]
         for t in traces:
             if t["analyse"]:
-                record_ledger(Path(warehouse), t["trace_id"], "analysed", {**t["analysed"], "run_id": run_id})
+                record_ledger(warehouse, t["trace_id"], "analysed", {**t["analysed"], "run_id": run_id})
         return {"traces": {t["trace_id"]: t["day"] for t in traces},
-                "tables": table_changes(Path(warehouse), tables_before)}
+                "tables": table_changes(warehouse, tables_before)}
 
     planned = plan()
     ingest = spark_stage("ingest_trace", planned)

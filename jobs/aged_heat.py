@@ -16,14 +16,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
 from libs.io.delta_files import replace_from_driver
 from libs.io.delta_log import LogUnreadable, snapshot
-from libs.io.device_pass import files_or_sql
+from libs.io.device_pass import files_or_sql, read_files
 from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, replace_rows, table_path, table_target, trace_info
+from libs.io.tables import read_table, replace_rows, table_exists, table_path, table_target, trace_info
 from libs.transforms.aging import age_values
 from libs.transforms.heat import compute_interval_counts
 from libs.transforms.heat_files import interval_counts
@@ -52,7 +51,7 @@ class AgingChainError(LookupError):
 
 
 def _existing(spark: SparkSession, cfg: SparkConfig, job: AgingConfig) -> DataFrame | None:
-    if not (table_path(cfg.warehouse, aged_heat.TABLE) / "_delta_log").is_dir():
+    if not table_exists(cfg.warehouse, aged_heat.TABLE):
         return None
     return read_table(spark, cfg.warehouse, aged_heat.TABLE, job.trace_id).where(
         (F.col("extent_bytes") == job.extent_bytes) & (F.col("interval_us") == job.interval_us)
@@ -64,18 +63,17 @@ def _stored(spark: SparkSession, cfg: SparkConfig, job: AgingConfig, interval_id
     length, alpha); None when there is no table. Read from the current files the log lists (libs.io.delta_log):
     the nightly run's chain check and previous values then cost no Spark read of the table (a job's first one
     is seconds of Delta state and reader set-up); through Spark when the reader does not handle the log."""
-    root = table_path(cfg.warehouse, aged_heat.TABLE)
-    if not (root / "_delta_log").is_dir():
+    if not table_exists(cfg.warehouse, aged_heat.TABLE):
         return None
     columns = [*KEYS, "aged_count"]
     try:
-        snap = snapshot(root)
+        snap = snapshot(table_path(cfg.warehouse, aged_heat.TABLE))
     except LogUnreadable as exc:
         log.info("aged heat: %s read through Spark (%s)", aged_heat.TABLE, exc)
         return _existing(spark, cfg, job).where(F.col("interval_id") == interval_id).select(*columns).toArrow()
-    parts = [pq.read_table(snap.path(add), columns=columns,
-                           filters=[("interval_us", "==", job.interval_us), ("alpha", "==", job.alpha),
-                                    ("interval_id", "==", interval_id)])
+    parts = [read_files([snap.path(add)], columns,
+                        [("interval_us", "==", job.interval_us), ("alpha", "==", job.alpha),
+                         ("interval_id", "==", interval_id)])
              for add in snap.files if add["partitionValues"] == {"trace_id": job.trace_id,
                                                                  "extent_bytes": str(job.extent_bytes)}]
     schema = pa.schema([aged_heat.ARROW_SCHEMA.field(c) for c in columns])

@@ -37,6 +37,8 @@ from libs.alis.graph import (
 from libs.alis.graph_inputs import graph_params, graph_refs
 from libs.alis.runs import write_graphs_and_runs
 from libs.alis.units import compute_reorg_units, extend_reorg_units, storage_used, unit_refs
+from libs.io import storage
+from libs.io.connect import parallelism
 from libs.io.device_pass import files_or_sql
 from libs.io.session import SparkConfig, build_session
 from libs.io.tables import read_table, replace_rows, replace_trace
@@ -170,18 +172,18 @@ def _run_sql(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions) -> Graph
     budgets = budget_bytes(storage_used(reqs), share=opts.graph_share).localCheckpoint()
     log.info("alis graph %s: edges of intervals %d..%d", trace, opts.from_interval, last)
     # The task count follows the request count (a cheap upper bound for read references of request units).
-    tasks = partitions_for(n_requests, cores=spark.sparkContext.defaultParallelism)
+    tasks = partitions_for(n_requests, cores=parallelism(spark))
     # The counts go to scratch Parquet written by the reduce tasks themselves (faster than a
     # localCheckpoint of tens of millions of edges), read once per interval below.
     with scratch_dir(cfg.warehouse, f"alis-graph-{trace}") as scratch:
-        counts = write_edge_counts(chosen, str(scratch / "counts"), tau=opts.tau, chunk_us=opts.chunk_us,
+        counts = write_edge_counts(chosen, storage.join(scratch, "counts"), tau=opts.tau, chunk_us=opts.chunk_us,
                                    partitions=tasks)
         return _graphs_and_runs(spark, cfg, opts, with_weight(counts, tau=opts.tau, f=opts.f),
                                 units, chosen, budgets, last, scratch)
 
 
 def _graphs_and_runs(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, raw: DataFrame, units: DataFrame,
-                     chosen: DataFrame, budgets: DataFrame, last: int, scratch: Path) -> GraphSummary:
+                     chosen: DataFrame, budgets: DataFrame, last: int, scratch: str | Path) -> GraphSummary:
     """Age, prune and store the graphs of intervals from_interval..last from their raw weights (each
     pruned graph kept in scratch Parquet), find and store their runs, and the trace's alis_graphs row."""
     trace = opts.trace_id
@@ -194,7 +196,7 @@ def _graphs_and_runs(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, 
         aged = age_graph(raw.where(F.col("interval_id") == interval_id), previous, beta=opts.beta)
         aged = aged.select("device", F.lit(interval_id).cast("long").alias("interval_id"), "src_unit", "dst_unit",
                            "weight")
-        pruned, runs, sizes = _prune_and_find_runs(opts, aged, budgets, scratch / f"graph-{interval_id}")
+        pruned, runs, sizes = _prune_and_find_runs(opts, aged, budgets, storage.join(scratch, f"graph-{interval_id}"))
         log.info("alis graph %s: interval %d of %d aged, pruned and its runs found", trace, interval_id, last)
         graphs.append(pruned)
         found.append(runs)
@@ -217,7 +219,7 @@ def _graphs_and_runs(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, 
 
 
 def _prune_and_find_runs(opts: GraphOptions, aged: DataFrame, budgets: DataFrame,
-                         directory: Path) -> tuple[DataFrame, DataFrame, DataFrame]:
+                         directory: str | Path) -> tuple[DataFrame, DataFrame, DataFrame]:
     """The aged graphs pruned to their budgets, their runs and sizes, from one pass (scratch Parquet under
     `directory`, kept until the caller's scratch directory goes)."""
     return write_graphs_and_runs(aged, budgets, str(directory), tau=opts.tau, f=opts.f, threshold=opts.threshold,
@@ -249,9 +251,9 @@ def _interval_sql(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: 
     chosen = graph_refs(refs, include_writes=opts.include_writes,
                         prefilter_min_refs=opts.prefilter_min_refs).localCheckpoint()
     budgets = budget_bytes(storage_used(upto), share=opts.graph_share).localCheckpoint()
-    tasks = partitions_for(n_requests, cores=spark.sparkContext.defaultParallelism)
+    tasks = partitions_for(n_requests, cores=parallelism(spark))
     with scratch_dir(cfg.warehouse, f"alis-graph-{trace}-{n}") as scratch:     # as in run()
-        counts = write_edge_counts(chosen, str(scratch / "counts"), tau=opts.tau, chunk_us=opts.chunk_us,
+        counts = write_edge_counts(chosen, storage.join(scratch, "counts"), tau=opts.tau, chunk_us=opts.chunk_us,
                                    partitions=tasks)
         return _interval_graph(spark, cfg, opts, n, with_weight(counts, tau=opts.tau, f=opts.f), units, chosen,
                                budgets, built_before, scratch)
@@ -303,7 +305,7 @@ def _interval_graph(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n
             F.col("interval_id") == n - 1).localCheckpoint()
     aged = age_graph(raw.where(F.col("interval_id") == n), previous, beta=opts.beta).select(
         "device", F.lit(n).cast("long").alias("interval_id"), "src_unit", "dst_unit", "weight")
-    built, runs, sizes = _prune_and_find_runs(opts, aged, budgets, scratch / "graph")
+    built, runs, sizes = _prune_and_find_runs(opts, aged, budgets, storage.join(scratch, "graph"))
     if n:
         where = {"trace_id": trace, "interval_id": n}
         replace_rows(built, spark, cfg.warehouse, access_graph.TABLE, where)

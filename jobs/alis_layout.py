@@ -27,6 +27,7 @@ from libs.alis.layout import (
 )
 from libs.alis.runs import find_runs, find_stored_runs
 from libs.alis.units import storage_used, unit_refs
+from libs.io.connect import parallelism
 from libs.io.device_pass import files_or_sql
 from libs.io.session import SparkConfig, build_session
 from libs.io.tables import read_table, replace_trace
@@ -132,7 +133,7 @@ def _run_sql(spark: SparkSession, cfg: SparkConfig, opts: LayoutOptions, params:
         if use_runs:
             chosen = graph_refs(refs.where(later), include_writes=bool(params["include_writes"]),
                                 prefilter_min_refs=int(params["prefilter_min_refs"]))
-            tasks = partitions_for(n_requests, cores=spark.sparkContext.defaultParallelism)
+            tasks = partitions_for(n_requests, cores=parallelism(spark))
             raw = with_weight(build_edge_counts(chosen, tau=tau, chunk_us=int(params["chunk_us"]), partitions=tasks),
                               tau=tau, f=f)
             pruned = prune_to_budget(raw, budget_bytes(storage, share=float(params["graph_share"])))

@@ -21,10 +21,11 @@ from jobs import extent_heat as heat_job
 from jobs import heat_tracking as tracking_job
 from jobs import trace_profile as profile_job
 from libs.columns import idiv
+from libs.io import storage
 from libs.io.device_pass import files_or_sql
 from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, table_path, trace_info
-from libs.report import ReportInputs, render
+from libs.io.tables import read_table, table_exists, trace_info
+from libs.report import ReportInputs, render, write_report
 from libs.transforms.profile import chunked_lag, round_significant
 from libs.transforms.report_files import report_cdfs
 from libs.transforms.tracking_eval import DEFAULT_SPEC, KS, StepSpec, paper_claims
@@ -40,7 +41,7 @@ CDF_POINTS = [i / 200 for i in range(201)]
 
 
 def _rows(spark: SparkSession, cfg: SparkConfig, table: str, trace_id: str, where: str = "true") -> DataFrame | None:
-    if not (table_path(cfg.warehouse, table) / "_delta_log").is_dir():
+    if not table_exists(cfg.warehouse, table):
         return None
     df = read_table(spark, cfg.warehouse, table, trace_id).where(where)
     return df if df.limit(1).count() else None
@@ -90,10 +91,19 @@ def spark_cdfs(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> dict[str
             "response_us": _cdf(requests, "response_us", rounded=True)}
 
 
+def report_dir(cfg: SparkConfig, trace_id: str, out_dir: str | None = None) -> str:
+    """Where the report goes: out_dir (a local directory or a URI), else <warehouse>/reports/<trace_id> on the
+    warehouse's file system (a local directory or an object-store prefix)."""
+    if out_dir:
+        return storage.normalize(out_dir)
+    return storage.join(storage.normalize(cfg.warehouse), "reports", trace_id)
+
+
 def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, out_dir: str | None = None,
-        eval_ks: Sequence[int] = KS, eval_spec: StepSpec = DEFAULT_SPEC) -> Path:
-    """Writes <out_dir>/report.html (figures embedded) and the PNG files; returns the HTML path.
-    eval_ks / eval_spec: the tracking evaluation's k values and generated traces, when it must run."""
+        eval_ks: Sequence[int] = KS, eval_spec: StepSpec = DEFAULT_SPEC) -> Path | str:
+    """Writes report.html (figures embedded) and the PNG files to report_dir(); returns the HTML page's location
+    (a Path when local, else its URI). eval_ks / eval_spec: the tracking evaluation's k values and generated
+    traces, when it must run."""
     trace = trace_info(spark, cfg.warehouse, trace_id)
     _ensure_inputs(spark, cfg, trace_id, eval_ks, eval_spec)
     log.info("report: gathering figures for %s", trace_id)
@@ -118,13 +128,7 @@ def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, out_dir: str | 
                "Interarrival CDF: per device. Percentiles of continuous values are computed on values "
                "rounded to 4 significant digits."])
     page, figures = render(inputs)
-    out = Path(out_dir) if out_dir else cfg.warehouse / "reports" / trace_id
-    out.mkdir(parents=True, exist_ok=True)
-    for fig in figures:
-        (out / f"{fig.name}.png").write_bytes(fig.png)
-    path = out / "report.html"
-    path.write_text(page, encoding="utf-8")
-    return path.resolve()
+    return write_report(report_dir(cfg, trace_id, out_dir), page, figures)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from libs.ingest.pipeline import BINARY_FORMATS, FORMATS, IngestOptions, load_trace, write_trace
+from libs.ingest.pipeline import BINARY_FORMATS, FORMATS, IngestOptions, load_trace, staging_location, write_trace
 from libs.io.inputs import prefetch_digests
 from libs.io.session import SparkConfig, build_session
 
@@ -50,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     prefetch_digests(args.paths, args.format not in BINARY_FORMATS)    # hashed while the session starts
     cfg = SparkConfig.from_env("ingest_trace")
     opts = IngestOptions(args.format, args.trace_id, tuple(args.paths),
-                         staging=cfg.warehouse / "_staging")
+                         staging=staging_location(cfg.warehouse))
     spark = build_session(cfg)
     run(spark, cfg, opts)
     return 0

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
+from libs.io import storage
 from libs.io.device_pass import spark_tasks
 from libs.io.session import SparkConfig, build_session
 from libs.io.tables import read_table, replace_rows, table_version, trace_info, trace_rows
@@ -88,7 +88,7 @@ def _figures_task(files: list[tuple[str, list[str]]], window: Window) -> Any:
             device, paths = files[i]
             end = n = size_sum = 0
             for path in paths:
-                t = pq.read_table(path, columns=["ts_us", "offset_bytes", "size_bytes"])
+                t = storage.read_parquet(path, columns=["ts_us", "offset_bytes", "size_bytes"])
                 ts, off, size = (t.column(c).to_numpy() for c in ("ts_us", "offset_bytes", "size_bytes"))
                 if len(ts):
                     end = max(end, int((off + size).max()))

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
+from libs.io import storage
 from libs.io.session import SparkConfig, build_session
 from libs.io.tables import read_table, replace_rows, scoped_version, table_version, trace_info, trace_rows
 from libs.plans.policies import FAMILIES
@@ -305,8 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = SparkConfig.from_env(f"reorg_plan {args.trace_id}")
     doc = run(build_session(cfg), cfg, job)
     if args.export:
-        Path(args.export).mkdir(parents=True, exist_ok=True)
-        export(doc, "json", Path(args.export) / f"{doc['plan_id']}.json")
+        export(doc, "json", storage.join(storage.normalize(args.export), f"{doc['plan_id']}.json"))
     return 0
 
 

@@ -1,6 +1,10 @@
-"""Spark application: the Spark Thrift server (`blockheat serve-sql`), so any JDBC/ODBC client (beeline, BI
-tools) queries every table by name. Bound to 127.0.0.1; runs on the persistent catalog (libs.io.catalog), and
-registers tables that jobs create while it runs."""
+"""The Spark Thrift server (`blockheat serve-sql`), so any JDBC/ODBC client (beeline, BI tools) queries every table by
+name. Bound to 127.0.0.1; runs on the persistent catalog (libs.io.catalog), and registers tables that jobs create
+while it runs.
+
+Spark's own HiveThriftServer2 application is started by spark-submit (libs.io.connect_server) with the Spark Connect
+plugin on a loopback port: this process keeps the catalog in step with the warehouse through that Connect endpoint.
+"""
 from __future__ import annotations
 
 import argparse
@@ -14,16 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from libs.io.catalog import (
-    driver_class_path,
-    metastore_in_use,
-    metastore_path,
-    release_metastore,
-    session_catalog,
-    sync_catalog,
-)
-from libs.io.session import SparkConfig, build_session, delta_jars
-from libs.io.tables import TABLES, table_path
+from libs.io.catalog import driver_class_path, metastore_in_use, metastore_path, sync_catalog
+from libs.io.connect_server import CONNECT_PLUGIN, ConnectServer, free_port
+from libs.io.session import SparkConfig, delta_jars
+from libs.io.tables import TABLES, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -32,6 +30,7 @@ log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 READY_TIMEOUT_S = 120.0
+THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 
 
 class ServeError(RuntimeError):
@@ -88,41 +87,42 @@ def _wait_for_port(port: int, timeout_s: float) -> None:
 
 
 def _existing_tables(warehouse: Path) -> frozenset[str]:
-    return frozenset(n for n in TABLES if (table_path(warehouse, n) / "_delta_log").is_dir())
+    return frozenset(n for n in TABLES if table_exists(warehouse, n))
 
 
-def server_session(cfg: SparkConfig, job: ServeConfig) -> SparkSession:
-    """A session on the persistent catalog, with the Delta jars on the driver's class path and the Thrift
-    endpoint's host and port (Spark passes spark.hive.* to HiveServer2 as hive.*)."""
+def start_server(cfg: SparkConfig, job: ServeConfig) -> ConnectServer:
+    """The Thrift server application on the persistent catalog, with the Delta jars on the driver's class path,
+    the Thrift endpoint's host and port (Spark passes spark.hive.* to HiveServer2 as hive.*), and a Connect
+    endpoint on a free loopback port for this process."""
     _check_port_free(job.port)
     _wait_for_metastore(cfg.warehouse, job.wait_metastore_s)
-    extra = {**cfg.extra, "spark.driver.extraClassPath": driver_class_path(delta_jars()),
+    extra = {"spark.driver.extraClassPath": driver_class_path(delta_jars()),
              "spark.hive.server2.thrift.bind.host": HOST, "spark.hive.server2.thrift.port": str(job.port),
-             "spark.ui.showConsoleProgress": "false"}
-    spark = build_session(replace(cfg, catalog="hive", extra=extra))
-    if session_catalog(spark) != "hive":       # another process took the metastore between check and start
-        spark.stop()
-        raise ServeError(f"metastore {metastore_path(cfg.warehouse)} was taken by another process; try again")
-    return spark
+             "spark.ui.showConsoleProgress": "false", "spark.plugins": CONNECT_PLUGIN}
+    return ConnectServer.start(replace(cfg, catalog="hive"), HOST, free_port(HOST), main_class=THRIFT_SERVER_CLASS,
+                               extra=extra, timeout_s=READY_TIMEOUT_S)
 
 
 def serve(cfg: SparkConfig, job: ServeConfig, on_ready: Callable[[str], None] = lambda url: None) -> None:
     """Run the Thrift server until SIGTERM or SIGINT; registers tables that appear meanwhile. The signal
     handlers are this function's only while the server runs (call from the main thread)."""
-    spark = server_session(cfg, job)
+    from pyspark.sql import SparkSession
+
     stop = threading.Event()
-    server: Any = None
     previous: dict[int, Any] = {}
+    server = start_server(cfg, job)
+    spark: SparkSession | None = None
     try:
-        # No Python API starts the Thrift server inside a session; its JVM entry point does (py4j).
-        server = spark._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2.startWithContext(  # type: ignore[union-attr]
-            spark._jsparkSession.sqlContext())
         _wait_for_port(job.port, READY_TIMEOUT_S)
+        spark = SparkSession.builder.remote(server.url).getOrCreate()
+        sync_catalog(spark, cfg.warehouse)
         known = _existing_tables(cfg.warehouse)
         for sig in (signal.SIGTERM, signal.SIGINT):
             previous[sig] = signal.signal(sig, lambda *_: stop.set())
         on_ready(job.url)
         while not stop.wait(job.refresh_s):
+            if server.process.poll() is not None:
+                raise ServeError(f"the Thrift server exited with code {server.process.returncode}")
             now = _existing_tables(cfg.warehouse)
             if now != known:
                 synced = sync_catalog(spark, cfg.warehouse)
@@ -131,9 +131,9 @@ def serve(cfg: SparkConfig, job: ServeConfig, on_ready: Callable[[str], None] = 
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        if server is not None:
-            server.stop()
-        release_metastore(spark)
+        if spark is not None:
+            spark.stop()
+        server.stop()
 
 
 def parse_args(argv: Sequence[str] | None) -> ServeConfig:

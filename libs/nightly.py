@@ -1,6 +1,7 @@
 """The nightly DAG's glue (dags/nightly_trace_analysis.py), no Airflow and no Spark session: landing folders and
 their manifests, the trace day a run analyses, the ingest ledger, each Spark stage's job arguments, and
-Delta table versions read from the transaction log (so that XCom carries versions and counts, never data).
+Delta table versions and commits read through delta-rs (libs.io.delta_log: so that XCom carries versions and
+counts, never data).
 
 Choices (each tested in tests/libs/test_nightly.py):
 - a landing folder is <landing>/<trace_id>/ with manifest.json ({"format": ..., "start_date": "YYYY-MM-DD",
@@ -13,6 +14,9 @@ Choices (each tested in tests/libs/test_nightly.py):
 - start_date is the calendar date (UTC) of trace day 0: the run whose data interval starts on date D analyses
   trace day D - start_date, i.e. [day * 24 h, (day + 1) * 24 h) after the trace's first request (the intervals
   of aged_heat and the ALIS graphs). A trace takes part while 0 <= day < days (no "days": open-ended).
+- the warehouse may be a local directory or an object-store URI (s3a://bucket/prefix, libs.io.storage): the
+  ledger and the digests are written there (a local file through a temporary file and a rename, an object in
+  one PUT: either way it appears whole or not at all). The landing directory is local (see scan_landing).
 - the ledger (<warehouse>/_nightly/ledger/<trace_id>.json) records per trace the fingerprint (format and the
   ordered SHA-256 of its distinct files) last ingested, and the one (with the stage arguments) the whole-trace
   stages last succeeded on. A run ingests a trace when its fingerprint differs from the ingested one, so a file
@@ -25,13 +29,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from libs.io import storage
 from libs.io.jvm import JAVA_OPTION_KEYS, archive_options, merge_java_options, prefix_of
 
 DAY_S = 86_400
@@ -49,7 +53,8 @@ TABLES = ("requests", "rejected_records", "traces", "extent_heat", "disk_heat", 
           "trace_profile", "aged_heat", "reorg_units", "access_graph", "alis_runs", "alis_graphs", "alis_layout",
           "alis_summary", "sim_results", "sim_timeseries", "cooling_moves", "policy_scores", "reorg_plans",
           "reorg_plan_steps")
-_COMMIT_RE = re.compile(r"^(\d{20})\.json$")
+#: A local path or an object-store URI (libs.io.storage).
+Location = str | os.PathLike[str]
 
 
 class LandingError(ValueError):
@@ -134,37 +139,63 @@ def _sha256(path: Path) -> str:
     return file_sha256(path)
 
 
-def _write_json(path: Path, doc: dict[str, Any]) -> None:
-    """Write a JSON document atomically (a temporary file beside it, then renamed over it)."""
+def _location(where: Location) -> Path | str:
+    """A location as this module keeps it: a Path for a local one, the URI as a string otherwise
+    (Path("s3a://b/p") would collapse the "//")."""
+    text = os.fspath(where)
+    kind = storage.scheme(text)
+    if kind == "":
+        return Path(text)
+    return Path(storage.normalize(text)) if kind == "file" else storage.normalize(text)
+
+
+def _under(base: Location, *parts: str) -> Path | str:
+    """base/part/...: a Path under a local base, a URI under a URI."""
+    where = _location(base)
+    return where.joinpath(*parts) if isinstance(where, Path) else storage.join(where, *parts)
+
+
+def _write_json(where: Location, doc: dict[str, Any]) -> None:
+    """Write a JSON document atomically: locally a temporary file beside it, then renamed over it; on an object
+    store one PUT (an object is replaced whole or not at all)."""
+    data = (json.dumps(doc, sort_keys=True, indent=1) + "\n").encode("utf-8")
+    path = _location(where)
+    if not isinstance(path, Path):
+        storage.write_bytes(path, data)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_text(json.dumps(doc, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+    partial.write_bytes(data)
     partial.replace(path)
+
+
+def _read_json(where: Location) -> Any:
+    return json.loads(storage.read_bytes(os.fspath(where)).decode("utf-8"))
 
 
 def _file_key(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
-def read_digests(warehouse: Path) -> dict[str, Any]:
+def read_digests(warehouse: Location) -> dict[str, Any]:
     """The landed files' digests recorded by earlier runs ({} when none, or the file is damaged: each file is
     then hashed again)."""
-    path = Path(warehouse) / DIGESTS
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = _read_json(_under(warehouse, *DIGESTS.parts))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return {}
     return dict(raw) if isinstance(raw, dict) else {}
 
 
-def write_digests(warehouse: Path, digests: Mapping[str, Any]) -> None:
-    """Record the digests; atomic (write, then rename)."""
-    _write_json(Path(warehouse) / DIGESTS, dict(digests))
+def write_digests(warehouse: Location, digests: Mapping[str, Any]) -> None:
+    """Record the digests; atomic (_write_json)."""
+    _write_json(_under(warehouse, *DIGESTS.parts), dict(digests))
 
 
 def scan_landing(folder: Path, manifest: Manifest, digests: dict[str, Any] | None = None) -> Landing:
     """The trace's data files (see the module docstring for what counts and in which order). digests: known
     SHA-256s by absolute path (read_digests), reused for files unchanged since and updated in place."""
+    # The landing directory stays local: digests are reused by stat keys (inode, ctime) no object store has.
     kept: dict[str, LandedFile] = {}
     duplicates = []
     for path in sorted(folder.iterdir(), key=lambda p: p.name):
@@ -189,10 +220,10 @@ def scan_landing(folder: Path, manifest: Manifest, digests: dict[str, Any] | Non
 class NightlySettings:
     """Where the run reads and writes, and the analysis options; from the Airflow Variable blockheat_nightly."""
 
-    landing_dir: Path
-    warehouse: Path
-    reports_dir: Path
-    exports_dir: Path
+    landing_dir: Path                             # local: the landed files are scanned by their stat keys
+    warehouse: Path | str                         # a local directory or an object-store URI (libs.io.storage)
+    reports_dir: Path | str
+    exports_dir: Path | str
     python: str
     spark_conf: dict[str, str] = field(default_factory=dict)
     jars: str = ""                                # "": the Delta jars blockheat cached, else --packages
@@ -212,12 +243,18 @@ class NightlySettings:
             raise SettingsError(f"{where}: unknown keys {unknown} (known: {sorted(known)})")
         missing = [k for k in ("landing_dir", "warehouse") if not raw.get(k)]
         if missing:
-            raise SettingsError(f"{where}: {missing} must be set (absolute paths)")
-        warehouse = Path(str(raw["warehouse"]))
-        paths = {k: Path(str(raw[k])) for k in ("landing_dir", "reports_dir", "exports_dir") if raw.get(k)}
-        relative = sorted(k for k, p in {**paths, "warehouse": warehouse}.items() if not p.is_absolute())
+            raise SettingsError(f"{where}: {missing} must be set (absolute paths; the warehouse may be a URI)")
+        try:
+            places = {k: _location(str(raw[k])) for k in ("landing_dir", "warehouse", "reports_dir", "exports_dir")
+                      if raw.get(k)}
+        except storage.StorageError as exc:
+            raise SettingsError(f"{where}: {exc}") from exc
+        if not isinstance(places["landing_dir"], Path):
+            raise SettingsError(f"{where}: landing_dir must be a local directory, got {raw['landing_dir']!r}")
+        relative = sorted(k for k, p in places.items() if isinstance(p, Path) and not p.is_absolute())
         if relative:
             raise SettingsError(f"{where}: {relative} must be absolute paths (the Spark jobs run elsewhere)")
+        warehouse = places["warehouse"]
         ks = tuple(raw.get("tracking_ks", cls.tracking_ks))
         if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in ks):
             raise SettingsError(f"{where}: tracking_ks must be a list of positive integers, got {ks}")
@@ -228,9 +265,9 @@ class NightlySettings:
         if not policies:
             raise SettingsError(f"{where}: plan_policies is empty (use [\"best\"] for the best-ranked policy)")
         return cls(
-            landing_dir=paths["landing_dir"], warehouse=warehouse,
-            reports_dir=paths.get("reports_dir", warehouse / "reports"),
-            exports_dir=paths.get("exports_dir", warehouse / "exports"),
+            landing_dir=Path(places["landing_dir"]), warehouse=warehouse,
+            reports_dir=places.get("reports_dir", _under(warehouse, "reports")),
+            exports_dir=places.get("exports_dir", _under(warehouse, "exports")),
             python=str(raw.get("python") or python),
             spark_conf={str(k): str(v) for k, v in dict(raw.get("spark_conf") or {}).items()},
             jars=str(raw.get("jars") or ""), tracking_ks=ks, tracking_eval=evals,
@@ -277,42 +314,44 @@ def stage_args(settings: NightlySettings, landing: Landing, day: int, *,
         if key in settings.tracking_eval:
             tracking += [option, str(settings.tracking_eval[key])]
     window = day_window(day)
+    exports = str(_under(settings.exports_dir, tid))
     return {
         "ingest_trace": [["--format", landing.manifest.format, "--trace-id", tid, *(f.path for f in landing.files)]],
         "extent_heat": [[tid]],
         "heat_tracking": [tracking],
         "trace_profile": [[tid]],
-        "heat_report": [[tid, "--out", str(settings.reports_dir / tid)]],
+        "heat_report": [[tid, "--out", str(_under(settings.reports_dir, tid))]],
         "aged_heat": [[tid, "--interval-index", str(day)]],
         "alis_graph": [[tid, "--interval-index", str(day)]],
         "alis_layout": [[tid]],
         "policy_scores": [["--trace-id", tid, "--window", window, *settings.scorecard_args]],
         "reorg_plan": [["--trace-id", tid, "--policy", policy, "--window", window, "--now", now.isoformat(),
-                        PLAN_EXPORT_OPTION, str(settings.exports_dir / tid)] for policy in settings.plan_policies],
+                        PLAN_EXPORT_OPTION, exports] for policy in settings.plan_policies],
     }
 
 
 # --- ledger --------------------------------------------------------------------------------------
 
 
-def ledger_path(warehouse: Path, trace_id: str) -> Path:
-    return Path(warehouse) / LEDGER_DIR / f"{trace_id}.json"
+def ledger_path(warehouse: Location, trace_id: str) -> Path | str:
+    """<warehouse>/_nightly/ledger/<trace_id>.json: a Path under a local warehouse, a URI under a URI."""
+    return _under(warehouse, *LEDGER_DIR.parts, f"{trace_id}.json")
 
 
-def read_ledger(warehouse: Path, trace_id: str) -> dict[str, Any]:
+def read_ledger(warehouse: Location, trace_id: str) -> dict[str, Any]:
     """The trace's ledger ({} before its first ingest); LandingError naming a damaged file."""
     path = ledger_path(warehouse, trace_id)
-    if not path.is_file():
+    if not storage.is_file(os.fspath(path)):
         return {}
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = _read_json(path)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise LandingError(f"ledger {path} is damaged ({exc}); delete it to re-ingest the trace") from exc
     return dict(raw)
 
 
-def record_ledger(warehouse: Path, trace_id: str, key: str, entry: Mapping[str, Any]) -> Path:
-    """Set the ledger's `key` ("ingested" or "analysed") to `entry`; atomic (write, then rename)."""
+def record_ledger(warehouse: Location, trace_id: str, key: str, entry: Mapping[str, Any]) -> Path | str:
+    """Set the ledger's `key` ("ingested" or "analysed") to `entry`; atomic (_write_json)."""
     if key not in ("ingested", "analysed"):
         raise ValueError(f"ledger key must be 'ingested' or 'analysed', got {key!r}")
     path = ledger_path(warehouse, trace_id)
@@ -388,42 +427,55 @@ def stage_kwargs(plans: Iterable[TracePlan], options: Mapping[str, Any]) -> dict
     return out
 
 
-# --- Delta tables, from the transaction log --------------------------------------------------------
+# --- Delta tables, from their history (delta-rs) -----------------------------------------------------------
 
 
-def delta_commits(table_dir: Path, after: int | None) -> list[dict[str, Any]]:
-    """Commits after version `after` (all with None), oldest first: version, operation, rows_written (the
-    commit's numOutputRows; 0 for commits that write no rows)."""
-    log = Path(table_dir) / "_delta_log"
-    if not log.is_dir():
+def _rows_written(info: Mapping[str, Any]) -> int:
+    """The rows a commit wrote: numOutputRows of a blockheat replace's metrics, else of the commit's
+    operationMetrics (Spark's writes: a string; delta-rs's own writes: num_added_rows); 0 when none."""
+    recorded = info.get("blockheat.metrics")
+    if isinstance(recorded, str):
+        try:
+            metrics = json.loads(recorded)
+        except json.JSONDecodeError:
+            metrics = None
+        if isinstance(metrics, dict) and metrics.get("numOutputRows") is not None:
+            return int(metrics["numOutputRows"])
+    metrics = info.get("operationMetrics") or {}
+    for key in ("numOutputRows", "num_added_rows"):
+        if metrics.get(key) is not None:
+            return int(metrics[key])
+    return 0
+
+
+def delta_commits(table: Location, after: int | None) -> list[dict[str, Any]]:
+    """Commits of the table at `table` (a local path or a URI) after version `after` (all with None), oldest
+    first, from its history (libs.io.delta_log): version, operation, rows_written (_rows_written; 0 for commits
+    that write no rows). [] when there is no table."""
+    from libs.io import delta_log  # lazy: deltalake stays out of the DAG's parse
+
+    root = storage.normalize(table)
+    latest = delta_log.table_version(root)
+    if latest is None or (after is not None and latest <= after):
         return []
-    out = []
-    for path in sorted(log.iterdir()):
-        found = _COMMIT_RE.match(path.name)
-        if not found or (after is not None and int(found.group(1)) <= after):
-            continue
-        info: dict[str, Any] = {}
-        for line in path.read_text(encoding="utf-8").splitlines():
-            action = json.loads(line) if line.strip() else {}
-            info = action.get("commitInfo", info)
-        metrics = info.get("operationMetrics") or {}
-        out.append({"version": int(found.group(1)), "operation": info.get("operation"),
-                    "rows_written": int(metrics.get("numOutputRows", 0))})
-    return out
+    entries = delta_log.history(root, None if after is None else latest - after)
+    out = [{"version": int(e["version"]), "operation": e.get("operation"), "rows_written": _rows_written(e)}
+           for e in entries if after is None or int(e["version"]) > after]
+    return sorted(out, key=lambda c: c["version"])
 
 
-def table_versions(warehouse: Path, tables: Sequence[str] = TABLES) -> dict[str, int | None]:
+def table_versions(warehouse: Location, tables: Sequence[str] = TABLES) -> dict[str, int | None]:
     """Each table's latest Delta version (None: not created yet)."""
     from libs.io.tables import table_version  # lazy: pyspark stays out of the DAG's parse
 
-    return {t: table_version(Path(warehouse), t) for t in tables}
+    return {t: table_version(warehouse, t) for t in tables}
 
 
-def table_changes(warehouse: Path, before: Mapping[str, int | None]) -> dict[str, dict[str, int]]:
+def table_changes(warehouse: Location, before: Mapping[str, int | None]) -> dict[str, dict[str, int]]:
     """Per table that changed since `before` (table -> version): its version now, the commits and rows written."""
     out = {}
     for table, version in before.items():
-        commits = delta_commits(Path(warehouse) / table, version)
+        commits = delta_commits(storage.join(storage.normalize(warehouse), table), version)
         if commits:
             out[table] = {"version": commits[-1]["version"], "commits": len(commits),
                           "rows_written": sum(c["rows_written"] for c in commits)}

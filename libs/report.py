@@ -1,5 +1,6 @@
 """The HTML trace report: figures (matplotlib, PNG embedded as base64) and tables from small,
-already-aggregated inputs. No Spark here: jobs/heat_report.py gathers the inputs."""
+already-aggregated inputs, and its files written to a local directory or an object-store prefix (write_report).
+No Spark here: jobs/heat_report.py gathers the inputs."""
 from __future__ import annotations
 
 import base64
@@ -7,6 +8,7 @@ import html
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -15,6 +17,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import LogNorm
+
+from libs.io import storage
 
 HOUR_US = 3_600_000_000
 
@@ -169,3 +173,16 @@ def render(inputs: ReportInputs) -> tuple[str, list[Figure]]:
     parts += [f"<p class='note'>{html.escape(n)}</p>" for n in inputs.notes]
     parts.append("</body></html>")
     return "".join(parts), figures
+
+
+def write_report(out: str | Path, page: str, figures: Sequence[Figure]) -> Path | str:
+    """The page as <out>/report.html and each figure as <out>/<name>.png, `out` a local directory (created) or an
+    object-store URI (libs.io.storage: one PUT per file, the figures first, the page last); returns the page's
+    location (a resolved Path for a local directory, the URI otherwise)."""
+    where = storage.normalize(out)
+    storage.makedirs(where)
+    for fig in figures:
+        storage.write_bytes(storage.join(where, f"{fig.name}.png"), fig.png)
+    page_at = storage.join(where, "report.html")
+    storage.write_bytes(page_at, page.encode("utf-8"))
+    return Path(page_at) if storage.is_local(page_at) else page_at

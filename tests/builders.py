@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from jobs.ingest_trace import IngestSummary, run
-from libs.ingest.pipeline import IngestOptions
+from libs.ingest.pipeline import IngestOptions, staging_location
 from libs.io.session import SparkConfig
 from schemas import requests as R
 
 
 def ingest(spark: Any, cfg: SparkConfig, fmt: str, trace_id: str, paths: list[Any], **options: Any) -> IngestSummary:
     opts = IngestOptions(fmt, trace_id, tuple(str(p) for p in paths),
-                         staging=cfg.warehouse / "_staging", **options)
+                         staging=staging_location(cfg.warehouse), **options)
     return run(spark, cfg, opts)
 
 
@@ -26,11 +26,11 @@ def _log_rows(spark: Any, table: str, trace_id: str) -> list[dict[str, Any]] | N
     2-4 s a read-back here, and most tests of ingest read back what they just wrote. tests/libs/io/test_delta_log.py
     checks that reader's files equal Spark's at every version; the catalog, CLI and SQL tests keep querying
     through Spark SQL."""
-    from libs.io.tables import table_path, trace_rows
+    from libs.io.tables import table_exists, trace_rows
     from tests.shared_jvm import WAREHOUSE_CONF
 
     warehouse = Path(spark.conf.get(WAREHOUSE_CONF))
-    if not (table_path(warehouse, table) / "_delta_log").is_dir():
+    if not table_exists(warehouse, table):
         return None
     return trace_rows(spark, warehouse, table, trace_id)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from libs.io.session import SparkConfig, build_session
+from tests.s3_server import S3Server, running_s3_server
 from tests.shared_jvm import SWITCH_ENV, WAREHOUSE_CONF, SharedJvm, attach, session_config, shared_worker
 
 SHARED_JVM = pytest.StashKey[SharedJvm]()
@@ -80,3 +81,11 @@ def hplajw(spark: object, spark_cfg: SparkConfig, repo_root: Path) -> object:
     from tests.builders import ingest
 
     return ingest(spark, spark_cfg, "hp-srt", HPLAJW_TRACE_ID, [repo_root / "data/traces/hplajw/ajw.1week.srt"])
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A real S3-compatible server (S3Proxy, tests/s3_server.py) with one bucket, started once per test process on
+    its first use and stopped at the end: its endpoint, bucket, access and secret key, region."""
+    with running_s3_server(tmp_path_factory.mktemp("s3")) as server:
+        yield server

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -115,3 +116,20 @@ def test_a_circle_inside_libs_breaks_both_checks(copied_house: Path) -> None:
     run = lint_imports(copied_house)
     assert run.returncode == 1
     assert "No cycles are allowed in libs." in run.stdout
+
+
+PY4J_INTERNALS = re.compile(r"\._(jvm|jsparkSession|jsc|jdf|jconf|gateway|jss|jreader|jwrite|jseq|jmap)\b")
+
+
+def test_no_py4j_access_to_spark_or_delta_internals() -> None:
+    """Public APIs only (they also work under Spark Connect, which has no py4j gateway): no spark._jvm,
+    _jsparkSession, _jsc, _jdf or other py4j handle anywhere in the product's code."""
+    found = []
+    for top in ("libs", "jobs", "sim", "dags"):
+        for path in sorted((REPO / top).rglob("*.py")):
+            for number, line in enumerate(path.read_text().splitlines(), start=1):
+                if PY4J_INTERNALS.search(line.split("#")[0]):
+                    found.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert found == []
+    assert PY4J_INTERNALS.search("x = spark._jvm.org.apache")           # the pattern catches what it is for
+    assert PY4J_INTERNALS.search("spark._jsparkSession.sessionState()")

@@ -72,7 +72,7 @@ def _seconds(us: int) -> str:
 def cmd_ingest(args: argparse.Namespace) -> int:
     # lazy: the ingest job, its pipeline and pyspark load only when `ingest` runs
     from jobs.ingest_trace import run
-    from libs.ingest.pipeline import BINARY_FORMATS, IngestOptions
+    from libs.ingest.pipeline import BINARY_FORMATS, IngestOptions, staging_location
     from libs.io.inputs import prefetch_digests
 
     layout = csv_layout_from_args(args) if args.format == "csv" else None
@@ -83,7 +83,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     spark, cfg = spark_session(args, f"ingest {args.trace_id}")
     opts = IngestOptions(args.format, args.trace_id, tuple(args.paths),
                          max_reject_share=args.max_reject_share, ts_tolerance_us=tolerance,
-                         layout=layout, staging=cfg.warehouse / "_staging")
+                         layout=layout, staging=staging_location(cfg.warehouse))
     summary = run(spark, cfg, opts)
     t = summary.trace
     out = sys.stdout
@@ -141,6 +141,20 @@ def cmd_jvm_archive(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_connect_server(args: argparse.Namespace) -> int:
+    import os
+
+    from libs.io.connect_server import server_command, server_env  # lazy: loads only when `connect-server` runs
+    from libs.io.session import SparkConfig
+
+    cfg = SparkConfig.from_env("blockheat-connect", short_driver=False)
+    cmd = server_command(cfg, args.host, args.port)
+    sys.stderr.write(f"Spark Connect on sc://{args.host}:{args.port} (warehouse {cfg.warehouse}); clients set "
+                     f"BLOCKHEAT_SPARK_REMOTE=sc://{args.host}:{args.port}\n")
+    os.execvpe(cmd[0], cmd, server_env(cfg))
+    return 0
+
+
 def _ingest_arguments(ing: argparse.ArgumentParser) -> None:
     """The options of `blockheat ingest`."""
     from libs.ingest.pipeline import FORMATS  # lazy: the ingest pipeline loads pyspark and numba
@@ -184,6 +198,11 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     sq.add_argument("--limit", type=int, default=1000, help="rows to print (0 = all)")
     sq.set_defaults(func=cmd_sql)
+
+    cs = sub.add_parser("connect-server", help="run a Spark Connect server for BLOCKHEAT_SPARK_REMOTE clients")
+    cs.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    cs.add_argument("--port", type=int, default=15002, help="port to listen on (default 15002)")
+    cs.set_defaults(func=cmd_connect_server)
 
     jv = sub.add_parser("jvm-archive", help="make this environment's JVM class archive (faster Spark starts)")
     jv.add_argument("--force", action="store_true", help="make it again even if it exists")

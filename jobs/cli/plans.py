@@ -50,8 +50,10 @@ def _plan_arguments(parser: argparse.ArgumentParser) -> None:
                         help="TRACE_ID (build a plan), check PLAN_ID, export PLAN_ID, or schema")
     add_arguments(parser)
     parser.add_argument("--format", choices=EXPORT_FORMATS, default="json", help="export format (default json)")
-    parser.add_argument("--out", default=None, help="export file (default <warehouse>/plans/PLAN_ID.FORMAT)")
-    parser.add_argument("--file", default=None, help="check an exported plan file instead of a stored plan")
+    parser.add_argument("--out", default=None, help="export file, a local path or a URI (default "
+                                                    "<warehouse>/plans/PLAN_ID.FORMAT)")
+    parser.add_argument("--file", default=None, help="check an exported plan file (a local path or a URI) instead "
+                                                     "of a stored plan")
     parser.add_argument("--json", action="store_true", help="print the plan document (build) as JSON")
 
 
@@ -158,7 +160,7 @@ def _check(args: argparse.Namespace) -> int:
     if args.file:
         if len(args.words) != 1:
             raise UsageError("plan check --file FILE takes no PLAN_ID")
-        doc = read_plan(Path(args.file))
+        doc = read_plan(args.file)
     else:
         doc = load(spark, cfg, _plan_id(args))
     problems = check(spark, cfg, doc, parse_utc(args.now) if args.now else None)
@@ -177,9 +179,19 @@ def _export(args: argparse.Namespace) -> int:
     plan_id = _plan_id(args)
     spark, cfg = spark_session(args, "plan export")
     doc = load(spark, cfg, plan_id)
-    out = Path(args.out) if args.out else cfg.warehouse / "plans" / f"{plan_id}.{args.format}"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    path = export(doc, args.format, out)
+    path = export(doc, args.format, export_location(cfg.warehouse, plan_id, args.format, args.out))
     sys.stdout.write(f"plan {plan_id} ({doc['status']}, {doc['summary']['n_steps']:,} steps) written to {path} "
                      f"({args.format}); dry run: nothing was applied\n")
     return 0
+
+
+def export_location(warehouse: str | Path, plan_id: str, fmt: str, out: str | None = None) -> str | Path:
+    """Where `plan export` writes: --out (a local file, or a URI), else <warehouse>/plans/PLAN_ID.FORMAT on the
+    warehouse's file system (a local directory or an object-store prefix). libs.plans.steps.write_plan writes
+    either (a local file's directory created)."""
+    from libs.io import storage  # lazy: pyarrow loads only for `plan`
+
+    if out and storage.scheme(out) == "":
+        return Path(out)
+    where = storage.normalize(out) if out else storage.join(storage.normalize(warehouse), "plans", f"{plan_id}.{fmt}")
+    return Path(where) if storage.is_local(where) else where

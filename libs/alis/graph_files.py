@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from libs.io.device_pass import Output, Read, RequestFiles, Unsupported, device_pass, request_files, trace_files
-from libs.io.tables import table_path, table_target
+from libs.io.tables import table_exists, table_target
 from schemas import access_graph, alis_runs, reorg_units
 from schemas.requests import DEVICE_FILE_COLUMNS
 from sim.alis.graph import EDGE_BYTES, PRUNE_SHARE, VERTEX_BYTES, count_pairs, prune_arrays
@@ -299,7 +299,7 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
 def _stored(spark: SparkSession, warehouse: Path, trace_id: str, table: str) -> dict[str, list[str]]:
     """The trace's files of a stored table by device; none is an empty dict (a table with no rows for the
     trace yet), a file that cannot be read directly Unsupported."""
-    if not (table_path(warehouse, table) / "_delta_log").is_dir():
+    if not table_exists(warehouse, table):
         return {}
     try:
         return trace_files(spark, warehouse, trace_id, table)

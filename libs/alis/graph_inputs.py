@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from libs.alis.graph import prefilter_refs
-from libs.io.tables import read_table, table_path
+from libs.io.tables import read_table, table_exists
 from schemas import alis_graphs
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def graph_params(spark: SparkSession, warehouse: Any, trace_id: str) -> dict[str, Any]:
     """The stored alis_graphs row of a trace; a clear error when the graphs were not built."""
     rows = []
-    if (table_path(warehouse, alis_graphs.TABLE) / "_delta_log").is_dir():
+    if table_exists(warehouse, alis_graphs.TABLE):
         rows = read_table(spark, warehouse, alis_graphs.TABLE, trace_id).collect()
     if not rows:
         raise LookupError(f"no ALIS graphs for trace {trace_id!r} (run: blockheat graph {trace_id})")

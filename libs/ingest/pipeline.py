@@ -11,6 +11,11 @@ rejected holds by construction. Three ways in:
 - the general path, every other format and any trace with a bad line: Spark's text reader (or a
   binary decoder) into Spark expressions, classified into a scratch Parquet copy, then written.
 
+Inputs, the staging location and the warehouse may each be local or on an object store (libs.io.storage): the
+driver checks, hashes and stages remote inputs through pyarrow's file system (libs.io.inputs), the tasks read
+their byte ranges of a remote file with pyarrow's random-access reads, and Spark's own readers and writers get the
+URI (s3:// as s3a://, Hadoop's S3 file system).
+
 Numbering on the general path: Spark splits a big text file into blocks read in parallel. Within a block
 rows keep file order, and monotonically_increasing_id() counts them contiguously, so a narrow ordered first
 pass (readers.scan: counts per block, backwards timestamps) gives every line its exact line number
@@ -18,8 +23,10 @@ and `seq` without funnelling the file through one task or shuffling it.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
+import os
 import shutil
 import uuid
 from collections import defaultdict
@@ -36,8 +43,21 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from libs.ingest import direct
+from libs.io import storage
+from libs.io.connect import one_row_per_task, parallelism
 from libs.io.delta_files import replace_from_driver, replace_tables_by_tasks, write_tables_by_tasks
-from libs.io.inputs import SNIFF_BYTES, InputError, InputFile, prepare_inputs, read_head, text_problem
+from libs.io.inputs import (
+    SNIFF_BYTES,
+    InputError,
+    InputFile,
+    Location,
+    file_size,
+    local_path,
+    prepare_inputs,
+    read_head,
+    remove_staged,
+    text_problem,
+)
 from libs.io.tables import check_trace_id, replace_trace, table_target
 from libs.readers import binary, clean_text
 from libs.readers.scan import SCAN_DDL, scan_blocks
@@ -84,7 +104,7 @@ class IngestOptions:
     # Clean delimited text through readers.clean_text; False: always the general text path (the tests
     # compare the two).
     fast_text: bool = True
-    staging: Path = Path("warehouse/_staging")
+    staging: Location = Path("warehouse/_staging")      # a local directory or a URI (libs.io.storage)
 
     def __post_init__(self) -> None:
         check_trace_id(self.trace_id)
@@ -110,9 +130,9 @@ class IngestResult:
     rejected: DataFrame | None
     trace_row: dict[str, Any]
     per_device: list[dict[str, Any]]
-    _scratch: Path
-    _staged: list[Path] = field(default_factory=list)
-    write_direct: Callable[[SparkSession, Path], Any] | None = None
+    _scratch: Location
+    _staged: list[Location] = field(default_factory=list)
+    write_direct: Callable[[SparkSession, Location], Any] | None = None
     _pending: Any = None          # the clean-text path's uncommitted files (delta_files.PendingWrite)
 
     def release(self) -> None:
@@ -121,7 +141,7 @@ class IngestResult:
         _remove_scratch(self._scratch, self._staged)
 
 
-def write_trace(spark: SparkSession, warehouse: Path, result: IngestResult) -> None:
+def write_trace(spark: SparkSession, warehouse: Location, result: IngestResult) -> None:
     """Replace the trace's rows of `requests` and `rejected_records`, then its `traces` row: each one
     atomic Delta commit, the catalog row last, so a trace listed in `traces` has its rows in place."""
     trace_id = result.trace_row["trace_id"]
@@ -135,6 +155,32 @@ def write_trace(spark: SparkSession, warehouse: Path, result: IngestResult) -> N
         replace_trace(result.rejected, spark, warehouse, rejected_records.TABLE, trace_id)
     row = pa.Table.from_pylist([result.trace_row], schema=traces.ARROW_SCHEMA)
     replace_from_driver(spark, table_target(spark, warehouse, traces.TABLE), {"trace_id": trace_id}, row)
+
+
+# ---------------------------------------------------------------------------------------------
+# Locations as Spark and the records' file_uri column name them
+
+
+def _spark_path(location: Location) -> str:
+    """A location as Spark's readers and writers take it: a local path, or the URI (s3:// as s3a://: Hadoop's S3
+    file system is s3a)."""
+    text = os.fspath(location)
+    return f"s3a://{text.split('://', 1)[1]}" if storage.scheme(text) == "s3" else text
+
+
+def _file_uri(location: Location) -> str:
+    """A readable file's identity in the records' file_uri column: a local file's file:// URI, a remote one's URI
+    as Spark names it (_metadata.file_path)."""
+    return Path(location).absolute().as_uri() if storage.is_local(location) else _spark_path(location)
+
+
+def _file_key(uri: str) -> str:
+    """The file a file_uri names (Spark's _metadata.file_path, file:/x for a local file, or _file_uri's), comparable
+    across both."""
+    parsed = urlparse(uri)
+    if parsed.scheme.lower() in ("", "file"):
+        return str(Path(unquote(parsed.path)))
+    return unquote(_spark_path(uri))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,7 +223,7 @@ def _text_pre(spark: SparkSession, files: list[InputFile], opts: IngestOptions) 
     parse, _ = _parser(opts)
     for f in files:
         _sniff_text(spark, f, opts)
-    lines = spark.read.text([str(f.readable_path) for f in files]).select(
+    lines = spark.read.text([_spark_path(f.readable_path) for f in files]).select(
         F.col("_metadata.file_path").alias("file_uri"),
         F.col("_metadata.file_block_start").alias("block_start"),
         # Must come straight after the scan: ids are contiguous per partition only before filters.
@@ -190,7 +236,7 @@ def _text_pre(spark: SparkSession, files: list[InputFile], opts: IngestOptions) 
 
 def _device_name(f: InputFile) -> str:
     """One binary file is one device (vSCSI records carry none): the file name sans extensions."""
-    name = f.path.name
+    name = f.name
     for suffix in (".gz", ".bz2", ".zst", ".zstd"):
         name = name.removesuffix(suffix)
     return name.split(".")[0] or name
@@ -235,12 +281,12 @@ def _binary_ranges(spark: SparkSession, files: list[InputFile], opts: IngestOpti
         plan: dict[str, binary.VscsiFile] = {}
         seq_base = 0
         for f in files:
-            size = f.readable_path.stat().st_size
-            uri = f.readable_path.as_uri()
+            size = file_size(f.readable_path)
+            uri = _file_uri(f.readable_path)
             plan[uri] = binary.VscsiFile(_device_name(f), f.given, seq_base)
             seq_base += size // rs + (1 if size % rs else 0)  # a truncated tail is one rejected record
             ranges += binary.vscsi_ranges(str(f.readable_path), uri, size, version,
-                                          _balanced(size, BINARY_RANGE_BYTES, spark.sparkContext.defaultParallelism))
+                                          _balanced(size, BINARY_RANGE_BYTES, parallelism(spark)))
         task = binary.vscsi_task(version, plan, opts.ts_tolerance_us)
         summarize = direct.summary_task(version, plan, opts.ts_tolerance_us)
     else:
@@ -250,9 +296,9 @@ def _binary_ranges(spark: SparkSession, files: list[InputFile], opts: IngestOpti
                 header = parse_srt_header(read_head(f, 1 << 20), source=f.given)
             except SrtFormatError as exc:
                 raise IngestError(str(exc)) from exc
-            uri = f.readable_path.as_uri()
+            uri = _file_uri(f.readable_path)
             sector_sizes[uri] = {n: d.sector_size for n, d in header.disks.items()}
-            size = f.readable_path.stat().st_size
+            size = file_size(f.readable_path)
             ranges.append(binary.ByteRange(str(f.readable_path), uri, header.data_offset,
                                            size - header.data_offset))
             if header.tracedate and "start" not in meta:
@@ -269,17 +315,12 @@ def _binary_ranges(spark: SparkSession, files: list[InputFile], opts: IngestOpti
         task = binary.srt_task(sector_sizes)
         summarize = None
     rows = [(r.path, r.file_uri, r.start, r.length) for r in ranges]
-    range_df = spark.createDataFrame(
-        spark.sparkContext.parallelize(rows, max(1, len(rows))), schema)
+    range_df = one_row_per_task(spark, rows, schema)
     return range_df, task, summarize
 
 
 # ---------------------------------------------------------------------------------------------
 # Numbering and classification
-
-
-def _uri_to_path(uri: str) -> Path:
-    return Path(unquote(urlparse(uri).path))
 
 
 def _scan(spark: SparkSession, pre: DataFrame, files: list[InputFile],
@@ -290,11 +331,11 @@ def _scan(spark: SparkSession, pre: DataFrame, files: list[InputFile],
     rows = (pre.select("file_uri", "block_start", "m", "ts_raw_us")
             .mapInArrow(scan_blocks(tolerance_us), SCAN_DDL).collect())
     back = [(r.file_uri, r.block_start, r.min_m, r.last_ts) for r in rows if r.kind == "back"]
-    by_path = {f.readable_path: i for i, f in enumerate(files)}
+    by_path = {_file_key(_file_uri(f.readable_path)): i for i, f in enumerate(files)}
     by_file: dict[int, list[Any]] = defaultdict(list)
     for row in rows:
         if row.kind == "block":
-            by_file[by_path[_uri_to_path(row.file_uri)]].append(row)
+            by_file[by_path[_file_key(row.file_uri)]].append(row)
     info = []
     seq_base = 0
     for index, f in enumerate(files):
@@ -417,7 +458,17 @@ def _start_time(fmt: str, start_raw_us: int | None, meta: dict[str, Any],
     return when, f"{when.isoformat()} ({epoch} timestamp of the first record)"
 
 
-def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Path) -> IngestResult:
+def staging_location(warehouse: Location) -> Location:
+    """Where an ingest stages decompressed inputs: <warehouse>/_staging (a Path under a local warehouse)."""
+    return _child(warehouse, "_staging")
+
+
+def _child(base: Location, name: str) -> Location:
+    """base/name: a Path under a local directory, a URI under a remote one."""
+    return local_path(base) / name if storage.is_local(base) else storage.join(storage.normalize(base), name)
+
+
+def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Location) -> IngestResult:
     """Read, number and classify a trace; refuse it (IngestError, nothing cached or written) when it
     is not in the stated format or too many records are rejected.
 
@@ -425,7 +476,7 @@ def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Path) -> Ing
     >>> write(result.requests); write(result.rejected); write_row(result.trace_row)
     """
     is_binary = opts.fmt in BINARY_FORMATS
-    staging = opts.staging / f"{opts.trace_id}-{uuid.uuid4().hex[:8]}"
+    staging = _child(opts.staging, f"{opts.trace_id}-{uuid.uuid4().hex[:8]}")
     files = prepare_inputs(list(opts.paths), staging=staging, binary=is_binary)
     staged = [f.readable_path for f in files if f.is_staged]
     log.info("trace %s: %d %s file(s), %.1f MB%s", opts.trace_id, len(files), opts.fmt,
@@ -436,7 +487,7 @@ def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Path) -> Ing
     # The classified records are read three times (summary, requests, rejects): from a scratch
     # Parquet copy, a little faster end to end than Spark's in-memory cache. It lives only until
     # release().
-    scratch = staging / "classified.parquet"
+    scratch = _child(staging, "classified.parquet")
     if opts.fmt == "vscsi":
         try:
             result = _load_vscsi(spark, files, opts, geometry, meta, scratch)
@@ -451,9 +502,10 @@ def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Path) -> Ing
             fast._staged = staged
             return fast
         pre = _binary_pre(spark, files, opts, geometry, meta) if is_binary else _text_pre(spark, files, opts)
-        classify(spark, pre, files, opts, binary_positions=is_binary).write.mode("overwrite").parquet(str(scratch))
+        classify(spark, pre, files, opts, binary_positions=is_binary).write.mode("overwrite").parquet(
+            _spark_path(scratch))
         log.info("trace %s: parsed and checked every record", opts.trace_id)
-        cached = spark.read.parquet(str(scratch))
+        cached = spark.read.parquet(_spark_path(scratch))
         summary = _summarize(cached)
         log.info("trace %s: %d records read", opts.trace_id, sum(r.n for r in summary))
         result = _finish(cached, summary, files, opts, geometry, meta, scratch)
@@ -464,12 +516,20 @@ def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Path) -> Ing
     return result
 
 
-def _remove_scratch(scratch: Path, staged: list[Path]) -> None:
-    """Remove the scratch Parquet copy, decompressed inputs, and their folder when empty."""
-    shutil.rmtree(scratch, ignore_errors=True)
+def _remove_scratch(scratch: Location, staged: list[Location]) -> None:
+    """Remove the scratch Parquet copy, decompressed inputs, and their folder when empty. On an object store the
+    folder (this ingest's own prefix under the staging location) goes whole, with any directory marker the store
+    keeps for it."""
+    if not storage.is_local(scratch):
+        for path in staged:
+            remove_staged(path)
+        with contextlib.suppress(OSError):
+            storage.delete_tree(storage.parent(str(scratch)))
+        return
+    shutil.rmtree(local_path(scratch), ignore_errors=True)
     for path in staged:
-        path.unlink(missing_ok=True)
-    folder = scratch.parent
+        remove_staged(path)
+    folder = local_path(scratch).parent
     if folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
 
@@ -493,7 +553,7 @@ def _summarize(cached: DataFrame) -> list[Any]:
 
 
 def _load_vscsi(spark: SparkSession, files: list[InputFile], opts: IngestOptions,
-                geometry: list[dict[str, Any]], meta: dict[str, Any], scratch: Path) -> IngestResult:
+                geometry: list[dict[str, Any]], meta: dict[str, Any], scratch: Location) -> IngestResult:
     """vSCSI: the summary pass now, the tasks' own writes in write_trace (libs.ingest.direct)."""
     range_df, decode, summarize = _binary_ranges(spark, files, opts, geometry, meta)
     summary = direct.merge_summaries(range_df.mapInArrow(summarize, direct.SUMMARY_DDL).collect())
@@ -505,7 +565,7 @@ def _load_vscsi(spark: SparkSession, files: list[InputFile], opts: IngestOptions
 
     trace_row, per_device, ts_min = _describe(summary, files, opts, geometry, meta, first_reject)
 
-    def write_direct(spark: SparkSession, warehouse: Path) -> None:
+    def write_direct(spark: SparkSession, warehouse: Location) -> None:
         where = {"trace_id": opts.trace_id}
         replace_tables_by_tasks(spark, {
             requests.TABLE: (table_target(spark, warehouse, requests.TABLE), where),
@@ -515,8 +575,8 @@ def _load_vscsi(spark: SparkSession, files: list[InputFile], opts: IngestOptions
     return IngestResult(None, None, trace_row, per_device, scratch, write_direct=write_direct)
 
 
-def _load_clean_text(spark: SparkSession, files: list[InputFile], opts: IngestOptions, warehouse: Path,
-                     scratch: Path) -> IngestResult | None:
+def _load_clean_text(spark: SparkSession, files: list[InputFile], opts: IngestOptions, warehouse: Location,
+                     scratch: Location) -> IngestResult | None:
     """Delimited text with no bad line (readers.clean_text), in one pass of tasks that parse line-aligned
     byte ranges and write `requests` (not committed: write_trace commits). The driver numbers the lines
     first (newline counts) and takes the first line's timestamp as the time base; in the rare trace
@@ -534,18 +594,18 @@ def _load_clean_text(spark: SparkSession, files: list[InputFile], opts: IngestOp
     except clean_text.NotClean:
         return None
     rows, uris = [], {}
-    slots = spark.sparkContext.defaultParallelism
+    slots = parallelism(spark)
     seq_base = 0
     for f in files:                                   # files in the order given, ranges in file order
-        path, size = str(f.readable_path), f.readable_path.stat().st_size
-        uri = f.readable_path.as_uri()
+        path, size = str(f.readable_path), file_size(f.readable_path)
+        uri = _file_uri(f.readable_path)
         uris[uri] = f.given
         step = _balanced(size, BINARY_RANGE_BYTES, slots)
         bounds = [(start, min(start + step, size)) for start in range(0, size, step)]
         for (start, end), lines in zip(bounds, clean_text.lines_per_range(path, bounds), strict=True):
             rows.append((path, uri, start, end - start, seq_base, lines))
             seq_base += lines
-    range_df = spark.createDataFrame(spark.sparkContext.parallelize(rows, max(1, len(rows))), clean_text.RANGE_DDL)
+    range_df = one_row_per_task(spark, rows, clean_text.RANGE_DDL)
     where = {"trace_id": opts.trace_id}
     replaces = {requests.TABLE: (table_target(spark, warehouse, requests.TABLE), where),
                 rejected_records.TABLE: (table_target(spark, warehouse, rejected_records.TABLE), where)}
@@ -611,7 +671,7 @@ def _clean_summary(side: list[dict[str, Any]], rows: list[tuple], opts: IngestOp
 
 
 def _finish(cached: DataFrame, summary: list[Any], files: list[InputFile], opts: IngestOptions,
-            geometry: list[dict[str, Any]], meta: dict[str, Any], scratch: Path) -> IngestResult:
+            geometry: list[dict[str, Any]], meta: dict[str, Any], scratch: Location) -> IngestResult:
     def first_reject(seq: int) -> tuple[str, str]:
         first = cached.where(F.col("seq") == seq).first()
         return f"{first.source_file} {first.position_kind} {first.position}", first.message

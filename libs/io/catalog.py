@@ -11,6 +11,7 @@ the metastore only maps names to locations, and sync_catalog re-derives those on
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import logging
@@ -22,8 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from pyspark import SparkContext
-
+from libs.io import delta_log, storage
 from libs.io.tables import TABLES, register_tables, table_path
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ CLASS_PATH_GROUPS = ("io.delta_", "io.unitycatalog_")
 
 def session_catalog(spark: SparkSession) -> str:
     """The catalog the running session really has ("hive" or "in-memory"), fixed when its context started."""
-    return str(spark.sparkContext.getConf().get("spark.sql.catalogImplementation", "in-memory"))
+    return str(spark.conf.get("spark.sql.catalogImplementation", "in-memory"))
 
 
 def metastore_path(warehouse: Path) -> Path:
@@ -112,11 +112,13 @@ def sync_catalog(spark: SparkSession, warehouse: Path) -> CatalogSync:
         if row["tableName"] not in known or row["isTemporary"]:
             continue
         info = dict(_INFO_RE.findall(row["information"]))
-        expected = table_path(warehouse, row["tableName"]).resolve()
-        where = urlparse(info.get("Location", "")).path
-        if not (expected / "_delta_log").is_dir():
+        expected = table_path(warehouse, row["tableName"])
+        where = info.get("Location", "")
+        if storage.is_local(expected):
+            where = urlparse(where).path
+        if not delta_log.is_table(expected):
             stale.append(row["tableName"])
-        elif info.get("Provider") != "delta" or Path(where) != expected:
+        elif info.get("Provider") != "delta" or where.rstrip("/") != expected:
             moved.append(row["tableName"])
     for name in stale + moved:
         log.info("catalog: dropping the entry of %s (%s)", name,
@@ -130,23 +132,22 @@ def init_sql(warehouse: Path) -> str:
     """SQL that registers every existing table (for `spark-sql -i`, which has no blockheat code)."""
     lines = []
     for name in TABLES:
-        path = table_path(warehouse, name).resolve()
-        if (path / "_delta_log").is_dir():
-            if "'" in str(path):
+        path = table_path(warehouse, name)
+        if delta_log.is_table(path):
+            if "'" in path:
                 raise ValueError(f"warehouse path {path} contains a quote")
             lines.append(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{path}';\n")
     return "".join(lines)
 
 
 def release_metastore(spark: SparkSession) -> None:
-    """Stop a session that holds the metastore, and its JVM, so the metastore is free when this returns: Derby
-    unlocks it only when the JVM exits, which otherwise happens a while after Python's own exit (a `blockheat
-    sql` right after would find it in use). Sessions on the in-memory catalog are left running."""
+    """Free the metastore a session holds and stop the session, so a `blockheat sql` right after finds it free:
+    Derby unlocks its database only when its engine shuts down, which otherwise happens when the JVM exits, a while
+    after Python's own exit. The engine is shut down through Derby's documented shutdown URL, opened by Spark's JDBC
+    source on the driver (whose "connection" then fails, as a Derby shutdown does). Sessions on the in-memory
+    catalog are left running."""
     if session_catalog(spark) != "hive":
         return
-    gateway = SparkContext._gateway
+    with contextlib.suppress(Exception):
+        spark.read.format("jdbc").option("url", "jdbc:derby:;shutdown=true").option("dbtable", "shutdown").load()
     spark.stop()
-    proc = getattr(gateway, "proc", None)          # pyspark's launch_gateway keeps the JVM's Popen there
-    if proc is not None and proc.stdin is not None:
-        proc.stdin.close()                         # the gateway JVM exits at the end of its input
-        proc.wait(timeout=60)

@@ -5,14 +5,12 @@ them to Parquet again, and runs several jobs per write. Here each task writes it
 into the table's directory with pyarrow (one file per partition value it holds, in Hive-style
 directories as Delta's own writer makes them) and reports each file: path, size, rows, partition
 values and Delta statistics. The driver then commits exactly the reported files, with the removal
-of the rows being replaced, as one Delta transaction (DeltaLog.startTransaction through the JVM):
-the same atomic replace as `.write.mode("overwrite").option("replaceWhere", ...)`, recorded in the
-table history as that WRITE, with its predicate and operation metrics.
-
-The files a replace removes come from the file list the last commit's checksum keeps for small
-tables (libs.io.session turns that on), so a replace needs no Spark job to rebuild the table state
-(a cost even for a table of a few files); bigger tables use txn.filterFiles. Either way the
-transaction records what it read, and Delta's conflict checks work as for its own writer.
+of the rows being replaced, as one Delta commit through delta-rs (libs.io.delta_log): the same atomic
+replace as `.write.mode("overwrite").option("replaceWhere", ...)`, with the predicate recorded in the
+commit (delta_log.REPLACE_KEY) and the replaced scope as an application transaction, so two replaces of
+one scope at once conflict and the later one is redone on top of the earlier. The files a replace
+removes come from the table's snapshot as delta-rs reads it: no Spark job. The table may be on a local
+file system or an object store (libs.io.storage).
 
 Until the commit the new files are invisible to every reader (Delta reads only committed files).
 Every file name carries the write's id: a failed write deletes all of its files, and a successful
@@ -27,31 +25,23 @@ and other rows is rewritten without the matching ones, as Delta's replaceWhere d
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import logging
-import os
+import random
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from delta.exceptions import (
-    ConcurrentAppendException,
-    ConcurrentDeleteReadException,
-    ConcurrentTransactionException,
-    MetadataChangedException,
-    ProtocolChangedException,
-)
 
-from libs.io.delta_log import file_path
+from libs.io import delta_log, storage
+from libs.io.delta_log import CommitConflict, file_path
 from libs.io.task_parquet import task_file_name
 
 if TYPE_CHECKING:
@@ -72,10 +62,9 @@ FILES_SCHEMA = pa.schema([
 # Characters Hive-style partition directories escape as %XX (Spark's ExternalCatalogUtils set).
 _PATH_ESCAPE = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(0x20))
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-COMMIT_RETRIES = 5
-# The commit conflicts Delta raises when another writer committed first: retried by with_commit_retry.
-RETRYABLE = (ConcurrentAppendException, ConcurrentDeleteReadException, ConcurrentTransactionException,
-             MetadataChangedException, ProtocolChangedException)
+# delta-rs checks a commit's conflicts per table, not per partition: a replace that loses the race to a commit of
+# another trace is redone on the new snapshot (its removals recomputed), after a randomised, growing pause.
+COMMIT_RETRIES = 20
 
 
 @dataclass(frozen=True)
@@ -83,7 +72,7 @@ class TableTarget:
     """What a task needs to write files for one table (picklable, sent to the executors)."""
 
     name: str
-    root: str                        # the table's directory, absolute
+    root: str                        # the table's location: an absolute path or a URI (libs.io.storage)
     schema: pa.Schema                # every column in table order, partition columns included
     partition_columns: tuple[str, ...]
     stats_columns: tuple[str, ...]   # integer columns Delta keeps min/max on (others: counts only)
@@ -107,16 +96,16 @@ def sql_literal(value: Any) -> str:
 
 
 def with_commit_retry(action: Callable[[], object], what: str) -> None:
-    """Retry a Delta commit that lost an optimistic-concurrency race; let all else propagate."""
+    """Retry a commit that lost an optimistic-concurrency race (CommitConflict); let all else propagate."""
     for attempt in range(1, COMMIT_RETRIES + 1):
         try:
             action()
             return
-        except RETRYABLE as exc:
+        except CommitConflict as exc:
             if attempt == COMMIT_RETRIES:
                 raise
-            log.warning("%s: concurrent commit (%s), retry %d", what, type(exc).__name__, attempt)
-            time.sleep(0.2 * attempt)
+            log.info("%s: concurrent commit (%s), retry %d", what, type(exc).__name__, attempt)
+            time.sleep(min(2.0, 0.05 * 2 ** attempt) * random.uniform(0.5, 1.5))
 
 
 def escape_partition(value: str) -> str:
@@ -190,12 +179,14 @@ class FileWriter:
             parts = [f"{c}={escape_partition(v) if v is not None else HIVE_NULL}"
                      for c, v in zip(self.target.partition_columns, map(_partition_text, key), strict=True)]
             relative = "/".join([*parts, task_file_name(self.target.write_id)])
-            full = os.path.join(self.target.root, *relative.split("/"))
-            os.makedirs(os.path.dirname(full), exist_ok=True)
+            full = storage.join(self.target.root, *relative.split("/"))
+            storage.makedirs(storage.parent(full))
+            fs, path = storage.filesystem(full)
             # Dictionary pages for the strings only: on numbers Parquet's writer tries one and gives it up
             # at the page limit (seq, offsets, times), work thrown away.
             dictionary = [f.name for f in self.data_schema if pa.types.is_dictionary(f.type)]
-            writer = pq.ParquetWriter(full, self.data_schema, compression="snappy", use_dictionary=dictionary)
+            writer = pq.ParquetWriter(path, self.data_schema, filesystem=fs, compression="snappy",
+                                      use_dictionary=dictionary)
             self._open[key] = (writer, relative, {})
         return self._open[key]
 
@@ -249,7 +240,7 @@ class FileWriter:
         rows = []
         for key, (writer, relative, stats) in self._open.items():
             writer.close()
-            size = os.path.getsize(os.path.join(self.target.root, *relative.split("/")))
+            size = storage.size(storage.join(self.target.root, *relative.split("/")))
             partition = dict(zip(self.target.partition_columns, map(_partition_text, key), strict=True))
             rows.append({"path": quote(relative, safe="/="), "size": size, "rows": stats["numRecords"],
                          "partition": json.dumps(partition), "stats": json.dumps(stats)})
@@ -278,76 +269,25 @@ def _file_path(target: TableTarget, relative_uri: str) -> str:
 def discard(target: TableTarget, keep: Iterable[Any] = ()) -> int:
     """Delete the files of this write (its write_id) that are not in `keep`: all of them after a refused
     or failed write, those of failed task attempts after a commit. Returns how many."""
-    kept = {os.path.normpath(_file_path(target, f["path"] if isinstance(f, Mapping) else f.path)) for f in keep}
+    kept = {_file_path(target, f["path"] if isinstance(f, Mapping) else f.path) for f in keep}
     marker = f"-{target.write_id}-"
     deleted = 0
-    for folder, _, names in os.walk(target.root):
-        if "_delta_log" in Path(folder).relative_to(target.root).parts:
-            continue
-        for name in names:
-            path = os.path.join(folder, name)
-            if marker in name and os.path.normpath(path) not in kept:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-                    deleted += 1
+    for path, _ in list(storage.files_under(target.root)):
+        if marker in storage.name(path) and "/_delta_log/" not in path and path not in kept and storage.delete(path):
+            deleted += 1
     return deleted
 
 
-def _add_action(target: TableTarget, f: Any) -> str:
+def _add_action(target: TableTarget, f: Any) -> delta_log.AddAction:
     row = f if isinstance(f, Mapping) else f.asDict()
-    mtime = int(os.path.getmtime(_file_path(target, row["path"])) * 1000)
-    return json.dumps({"add": {"path": row["path"], "partitionValues": json.loads(row["partition"]),
-                               "size": row["size"], "modificationTime": mtime, "dataChange": True,
-                               "stats": row["stats"]}})
-
-
-class _Jvm:
-    """The few Delta and Scala classes a commit needs, through the session's py4j gateway."""
-
-    def __init__(self, spark: SparkSession) -> None:
-        self.spark = spark
-        self.jvm = spark._jvm                                      # type: ignore[attr-defined]
-        utils = self.jvm.org.apache.spark.util.Utils
-        # Delta's classes live in Spark's class loader (spark.jars), not py4j's: load them there.
-        self.write_op = utils.classForName("org.apache.spark.sql.delta.DeltaOperations$Write", True, False)
-        action = utils.classForName("org.apache.spark.sql.delta.actions.Action$", True, False)
-        self.actions = action.getField("MODULE$").get(None)
-
-    def seq(self, items: Iterable[Any]) -> Any:
-        values = self.jvm.java.util.ArrayList()
-        for item in items:
-            values.add(item)
-        return self.jvm.scala.jdk.javaapi.CollectionConverters.asScala(values).toList()
-
-    def metrics(self, values: Mapping[str, int]) -> Any:
-        """Delta's operation metrics (commitInfo.operationMetrics, as its own writer records them)."""
-        context = self.spark._jsparkSession.sparkContext()          # type: ignore[attr-defined]
-        metrics = self.jvm.java.util.HashMap()
-        for name, value in values.items():
-            metric = self.jvm.org.apache.spark.sql.execution.metric.SQLMetrics.createMetric(context, name)
-            metric.set(int(value))
-            metrics.put(name, metric)
-        scala_map = getattr(self.jvm.scala.collection.immutable, "Map$")
-        build = getattr(getattr(scala_map, "MODULE$"), "from")        # Map.from: `from` is a Python keyword
-        return build(self.jvm.scala.jdk.javaapi.CollectionConverters.asScala(metrics))
-
-    def operation(self, partitions: tuple[str, ...], predicate: str) -> Any:
-        """DeltaOperations.Write(Overwrite, partitionBy, predicate): what replaceWhere records."""
-        option = self.jvm.scala.Option
-        args = self.spark.sparkContext._gateway.new_array(self.jvm.java.lang.Object, 9)  # type: ignore[union-attr]
-        args[0] = self.jvm.org.apache.spark.sql.SaveMode.Overwrite
-        args[1] = option.apply(self.seq(partitions))
-        args[2] = option.apply(predicate)
-        for i in range(3, 9):                                      # userMetadata and later: unset
-            args[i] = option.empty()
-        (constructor,) = self.write_op.getConstructors()
-        return constructor.newInstance(args)
+    return delta_log.add_action(row, storage.mtime_ms(_file_path(target, row["path"])))
 
 
 def _uniform(path: str, where: Mapping[str, Any]) -> bool | None:
     """From the Parquet footer: True when every row of the file has column = value for each item of
     `where`, False when none has, None when it cannot tell (mixed rows, or no statistics)."""
-    meta = pq.ParquetFile(path).metadata
+    fs, local = storage.filesystem(path)
+    meta = pq.ParquetFile(local, filesystem=fs).metadata
     if meta.num_rows == 0:
         return False
     index = {meta.schema.column(i).name: i for i in range(meta.num_columns)}
@@ -372,7 +312,8 @@ def _uniform(path: str, where: Mapping[str, Any]) -> bool | None:
 def _rewrite_without(target: TableTarget, add: dict[str, Any], where: Mapping[str, Any]) -> dict[str, Any] | None:
     """A new file holding the rows of a mixed file that the replace keeps (rows where some `where`
     column differs or is null); its FILES_DDL row, or None when no row is kept."""
-    table = pq.read_table(_file_path(target, add["path"]))
+    fs, path = storage.filesystem(_file_path(target, add["path"]))
+    table = pq.read_table(path, filesystem=fs)
     match = None
     for column, value in where.items():
         equal = pc.fill_null(pc.equal(table.column(column), value), False)
@@ -381,46 +322,32 @@ def _rewrite_without(target: TableTarget, add: dict[str, Any], where: Mapping[st
     if not kept.num_rows:
         return None
     relative = "/".join([*add["path"].split("/")[:-1], quote(task_file_name(target.write_id))])
-    pq.write_table(kept, _file_path(target, relative), compression="snappy")
-    return {"path": relative, "size": os.path.getsize(_file_path(target, relative)), "rows": kept.num_rows,
+    fs, path = storage.filesystem(_file_path(target, relative))
+    pq.write_table(kept, path, filesystem=fs, compression="snappy")
+    return {"path": relative, "size": storage.size(_file_path(target, relative)), "rows": kept.num_rows,
             "partition": json.dumps(add["partitionValues"]), "stats": json.dumps(_stats(kept, target.stats_columns))}
 
 
-def _files_matching(spark: SparkSession, jvm: _Jvm, txn: Any, where: Mapping[str, Any],
-                    partition_columns: tuple[str, ...]) -> list[tuple[Any, dict[str, Any]]]:
-    """The files of the transaction's snapshot that may hold rows matching `where` (JVM AddFile, its
-    JSON), recorded as read by the transaction for Delta's conflict checks.
-
-    Small tables: from the file list the last commit keeps in its checksum (allFilesInCrc, libs.io.session),
-    filtered here on partition values; the same read predicates and files are recorded as
-    txn.filterFiles records. Otherwise txn.filterFiles, which rebuilds the table state with a Spark
-    job (0.5-1 s even for a table of a few files)."""
-    parser = spark._jsparkSession.sessionState().sqlParser()
-    terms = [parser.parseExpression(f"{column} = {sql_literal(value)}") for column, value in where.items()]
-    checksum = txn.snapshot().checksumOpt()
-    listed = checksum.get().allFiles() if checksum.isDefined() else None
-    if listed is None or not listed.isDefined():
-        found = txn.filterFiles(jvm.seq(terms), False)
-        out = []
-        it = found.iterator()
-        while it.hasNext():
-            f = it.next()
-            out.append((f, json.loads(f.json())["add"]))
-        return out
+def files_matching(root: str, where: Mapping[str, Any], partition_columns: tuple[str, ...]
+                   ) -> tuple[int, list[dict[str, Any]]]:
+    """The table's version and the add actions of its files that may hold rows matching `where` (every file in
+    the partitions `where` names)."""
+    snap = delta_log.snapshot(root)
     wanted = {c: _partition_text(v) for c, v in where.items() if c in partition_columns}
-    out = []
-    it = listed.get().iterator()
-    while it.hasNext():
-        f = it.next()
-        add = json.loads(f.json())["add"]
-        if all(add["partitionValues"].get(c) == v for c, v in wanted.items()):
-            out.append((f, add))
-    txn.trackReadPredicates(jvm.seq(terms), False, True)
-    txn.trackFilesRead(jvm.seq([f for f, _ in out]))
-    return out
+    return snap.version, [add for add in snap.files
+                          if all(add["partitionValues"].get(c) == v for c, v in wanted.items())]
 
 
-def commit_replace(spark: SparkSession, target: TableTarget, where: Mapping[str, Any], files: Iterable[Any]) -> int:
+def scope_id(target: TableTarget, where: Mapping[str, Any]) -> str:
+    """The application id a replace of `where` records: the table and the `where` term on its first partition
+    column (e.g. the trace), so replaces of one trace's rows of one table are serialised and others are not."""
+    first = target.partition_columns[0] if target.partition_columns else None
+    term = f"{first}={_partition_text(where[first])}" if first in where else "*"
+    return f"blockheat.replace:{target.name}:{term}"
+
+
+def commit_replace(spark: SparkSession | None, target: TableTarget, where: Mapping[str, Any],
+                   files: Iterable[Any]) -> int:
     """One Delta commit: remove the table's rows where column = value for every item of `where`, add
     `files` (FILES_DDL rows). Files in partitions outside `where` are not read; a file whose footer
     shows every row matches is removed, one with some matching rows is rewritten without them (only
@@ -436,35 +363,29 @@ def commit_replace(spark: SparkSession, target: TableTarget, where: Mapping[str,
         raise ValueError(f"replace of {target.name}: the target has no write id (use target.for_write())")
     predicate = " AND ".join(f"{column} = {sql_literal(value)}" for column, value in where.items())
     data_where = {c: v for c, v in where.items() if c not in target.partition_columns}
-    jvm = _Jvm(spark)
     adds = [_add_action(target, f) for f in files]
     version: list[int] = []
     rewritten: list[dict[str, Any]] = []
 
     def attempt() -> None:
-        delta_log = jvm.jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, target.root)
-        txn = delta_log.startTransaction()
-        actions, rewritten[:] = [], []
-        removed_bytes = 0
-        removed = 0
-        for f, add in _files_matching(spark, jvm, txn, where, target.partition_columns):
+        removes, rewritten[:] = [], []
+        _, matching = files_matching(target.root, where, target.partition_columns)
+        for add in matching:
             if data_where:
                 uniform = _uniform(_file_path(target, add["path"]), data_where)
                 if uniform is False:
                     continue                           # Delta's statistics could not exclude it; the footer does
                 if uniform is None and (kept := _rewrite_without(target, add, data_where)) is not None:
                     rewritten.append(kept)
-                    actions.append(jvm.actions.fromJson(_add_action(target, kept)))
-            actions.append(f.remove())
-            removed += 1
-            removed_bytes += int(add.get("size") or 0)
-        actions += [jvm.actions.fromJson(a) for a in adds]
+            removes.append(add)
         # What Delta's replaceWhere records: the new rows (kept rows of a rewritten file not counted).
-        txn.registerSQLMetrics(spark._jsparkSession, jvm.metrics({
-            "numFiles": len(files), "numOutputRows": sum(int(f["rows"]) for f in files),
-            "numOutputBytes": sum(int(f["size"]) for f in files), "numRemovedFiles": removed,
-            "numRemovedBytes": removed_bytes}))
-        version.append(txn.commit(jvm.seq(actions), jvm.operation(target.partition_columns, predicate)))
+        metrics = {"numFiles": len(files), "numOutputRows": sum(int(f["rows"]) for f in files),
+                   "numOutputBytes": sum(int(f["size"]) for f in files), "numRemovedFiles": len(removes),
+                   "numRemovedBytes": sum(int(r.get("size") or 0) for r in removes)}
+        version.append(delta_log.commit(
+            target.root, [*adds, *(_add_action(target, k) for k in rewritten)], removes,
+            app_id=scope_id(target, where),
+            info={delta_log.REPLACE_KEY: predicate, "blockheat.metrics": json.dumps(metrics)}))
 
     try:
         with_commit_retry(attempt, f"replace {target.name} where {predicate}")

@@ -5,8 +5,8 @@
 device: a device's requests are read by one task without a shuffle. The files are listed from the table's Delta
 snapshot on the driver. A table whose files cannot be read directly (a deletion vector, a file outside the table,
 a device too large for one task) raises Unsupported before anything is written: the caller takes the transform's
-Spark SQL form instead (`files_or_sql`). Files are opened by path, so on a cluster the warehouse must be on a file
-system every executor sees.
+Spark SQL form instead (`files_or_sql`). Files are opened by location (libs.io.storage): a local path every
+executor sees, or an object store.
 
     out = device_pass(spark, request_files(spark, wh, "t1").by_size_items(), heat_of_device,
                       read=Read(["ts_us", "seq", "op", "offset_bytes", "size_bytes"]),
@@ -16,18 +16,19 @@ system every executor sees.
 from __future__ import annotations
 
 import logging
+import pickle
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from libs.io.delta_files import FileWriter, TableTarget, _file_path, _files_matching, _Jvm, commit_replace, discard
+from libs.io import storage
+from libs.io.delta_files import FileWriter, TableTarget, commit_replace, discard
 from libs.io.delta_log import LogUnreadable, snapshot
-from libs.io.tables import table_path, table_target
+from libs.io.tables import Location, table_path
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,25 +57,19 @@ def files_or_sql(files_way: Callable[[], R], sql_way: Callable[[], R], what: str
         return sql_way()
 
 
-def trace_files(spark: SparkSession, warehouse: Path, trace_id: str, table: str = "requests",
+def trace_files(spark: SparkSession | None, warehouse: Location, trace_id: str, table: str = "requests",
                 by: str = "device") -> dict[str, list[str]]:
-    """The trace's files of `table` (partitioned by trace_id and `by`) by that partition value (absolute
-    paths), from the table's current snapshot."""
-    root = str(table_path(warehouse, table).resolve())
-    try:                       # the log read here: Spark's first snapshot of a table is seconds of a job's start
-        snap = snapshot(root)
-        found = [(add, snap.path(add)) for add in snap.files if add["partitionValues"].get("trace_id") == trace_id]
+    """The trace's files of `table` (partitioned by trace_id and `by`) by that partition value (locations),
+    from the table's current snapshot (delta-rs: Spark's first snapshot of a table is seconds of a job's start)."""
+    try:
+        snap = snapshot(table_path(warehouse, table))
     except LogUnreadable as exc:
-        log.info("%s: files listed through Spark (%s)", table, exc)
-        target = table_target(spark, warehouse, table)
-        jvm = _Jvm(spark)
-        txn = jvm.jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, root).startTransaction()
-        found = [(add, _file_path(target, add["path"]))
-                 for _, add in _files_matching(spark, jvm, txn, {"trace_id": trace_id}, target.partition_columns)]
+        raise Unsupported(f"{table}: {exc}") from exc
+    found = [(add, snap.path(add)) for add in snap.files if add["partitionValues"].get("trace_id") == trace_id]
     files: dict[str, list[str]] = {}
     for add, path in found:
-        if add.get("deletionVector") or "://" in add["path"] or add["path"].startswith("/"):
-            raise Unsupported(f"{table} file {add['path']}: a deletion vector or a path outside the table")
+        if "://" in add["path"] or add["path"].startswith("/"):
+            raise Unsupported(f"{table} file {add['path']}: a path outside the table")
         files.setdefault(add["partitionValues"][by], []).append(path)
     if not files:
         raise Unsupported(f"no {table} files for trace {trace_id!r}")
@@ -95,7 +90,8 @@ class RowGroup:
 def row_groups(path: str) -> list[RowGroup]:
     """The file's row groups with their ts_us range from the footer (a group without statistics counts as
     spanning every time)."""
-    meta = pq.ParquetFile(path).metadata
+    fs, local = storage.filesystem(path)
+    meta = pq.ParquetFile(local, filesystem=fs).metadata
     column = meta.schema.to_arrow_schema().get_field_index("ts_us")
     out = []
     for i in range(meta.num_row_groups):
@@ -124,7 +120,7 @@ class RequestFiles:
         return [(d, self.files[d]) for d in self.by_size()]
 
 
-def request_files(spark: SparkSession, warehouse: Path, trace_id: str) -> RequestFiles:
+def request_files(spark: SparkSession | None, warehouse: Location, trace_id: str) -> RequestFiles:
     """The trace's requests files, from the snapshot and the files' footers; Unsupported when a footer lacks
     ts_us statistics or a device is too large for one task."""
     files = trace_files(spark, warehouse, trace_id)
@@ -145,15 +141,35 @@ def request_files(spark: SparkSession, warehouse: Path, trace_id: str) -> Reques
 def read_files(paths: Sequence[str], columns: Sequence[str], where: Any = None) -> pa.Table:
     """Task side: these Parquet files' (at least one) columns, the rows matching the pyarrow filter `where`, as
     one table."""
-    return pa.concat_tables([pq.read_table(p, columns=list(columns), filters=where) for p in paths])
+    tables = []
+    for location in paths:
+        fs, path = storage.filesystem(location)
+        tables.append(pq.read_table(path, filesystem=fs, columns=list(columns), filters=where))
+    return pa.concat_tables(tables)
+
+
+_ITEMS = pa.schema([pa.field("item", pa.binary())])
+
+
+ArrowTask = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+
+
+def _pickled(fn: Callable[[Iterator[int]], Iterator[Any]]) -> ArrowTask:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        ids = (i for batch in batches for i in batch.column(0).to_pylist())
+        items = [pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL) for item in fn(ids)]
+        yield pa.RecordBatch.from_arrays([pa.array(items, pa.binary())], schema=_ITEMS)
+
+    return run
 
 
 def spark_tasks(spark: SparkSession, n: int, fn: Callable[[Iterator[int]], Iterator[Any]]) -> list[Any]:
-    """fn over task ids 0..n-1, one Spark task each (in that order of scheduling); everything the tasks yielded.
-    An RDD job: about half the fixed cost of a DataFrame one (no plan to analyse, no Arrow stream)."""
+    """fn over task ids 0..n-1, one Spark task each (in that order of scheduling); everything the tasks yielded
+    (picklable values), in task order. A mapInArrow job over spark.range: the same under Spark Connect."""
     if not n:
         return []
-    return spark.sparkContext.parallelize(range(n), n).mapPartitions(fn).collect()
+    rows = spark.range(n, numPartitions=n).mapInArrow(_pickled(fn), "item binary").collect()
+    return [pickle.loads(row["item"]) for row in rows]
 
 
 @dataclass(frozen=True)

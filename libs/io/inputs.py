@@ -2,6 +2,11 @@
 
 Everything here runs on the driver before Spark reads a byte, so a bad path fails fast with a
 message naming it, and nothing is written.
+
+An input is a local path or a URI of an object store (`s3a://bucket/key`, libs.io.storage); so is the staging
+location. Local files keep the fast local reads (one unbuffered read to hash, posix_fadvise for the tasks); remote
+ones are read through pyarrow's file system streams: sequential streams to check, hash and decompress,
+random-access files (read_at, open_random_access) for the tasks' byte ranges.
 """
 from __future__ import annotations
 
@@ -10,20 +15,32 @@ import contextlib
 import gzip
 import hashlib
 import os
-import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
 import zstandard
+
+from libs.io import storage
 
 MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\x28\xb5\x2f\xfd": "zstd"}
 # Compressions Spark's text reader decodes itself, chosen by file extension (Hadoop codecs).
 SPARK_NATIVE = {"gzip": (".gz",), "bzip2": (".bz2",)}
 SNIFF_BYTES = 1 << 16
+#: Read buffer of a remote file's sequential stream (decompression and sniffing read it in small pieces; every
+#: unbuffered read of an object store would be a request of its own).
+STREAM_BUFFER = 1 << 20
+COPY_CHUNK = 1 << 22
+
+#: A location as this module hands it on: a Path for a local file, the normalized URI (str) for a remote one.
+Location = Path | str
+#: libs.io.storage.filesystem or a stand-in: a location -> (pyarrow file system, path on it).
+Resolver = Callable[[str], tuple[pafs.FileSystem, str]]
 
 
 class InputError(ValueError):
@@ -35,15 +52,72 @@ class InputFile:
     """One source file: what the user named, and what Spark or a decoder should open."""
 
     given: str              # as the user wrote it (stored in source_file)
-    path: Path              # absolute path of the source
+    path: Location          # absolute path of the source (Path), or its normalized URI (str)
     size_bytes: int
     sha256: str
     compression: str | None
-    readable_path: Path     # the source itself, or a decompressed copy in the staging directory
+    readable_path: Location  # the source itself, or a decompressed copy in the staging location
 
     @property
     def is_staged(self) -> bool:
         return self.readable_path != self.path
+
+    @property
+    def name(self) -> str:
+        """The source's file name (the last part of its path)."""
+        return storage.name(str(self.path))
+
+
+def _resolve(location: str | os.PathLike[str], resolve: Resolver | None = None) -> tuple[pafs.FileSystem, str]:
+    return (resolve or storage.filesystem)(os.fspath(location))
+
+
+def open_random_access(location: str, resolve: Resolver | None = None) -> pa.NativeFile:
+    """A remote file opened for random access (pyarrow's RandomAccessFile: read_at, seek + read). `resolve`:
+    the file system lookup, libs.io.storage.filesystem by default (a task gets the driver's, see
+    libs.readers.binary.range_task)."""
+    fs, path = _resolve(location, resolve)
+    return fs.open_input_file(path)
+
+
+def read_fully_at(fh: pa.NativeFile, offset: int, length: int) -> bytes:
+    """Bytes [offset, offset + length) of a random-access file, fewer only at its end."""
+    parts = []
+    got = 0
+    while got < length:
+        chunk = fh.read_at(length - got, offset + got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def read_at(location: str, offset: int, length: int, resolve: Resolver | None = None) -> bytes:
+    """Bytes [offset, offset + length) of a remote file (fewer at its end): the same bytes a local file's seek and
+    read give."""
+    with open_random_access(location, resolve) as fh:
+        return read_fully_at(fh, offset, length)
+
+
+def file_size(location: str | os.PathLike[str]) -> int:
+    """The file's size in bytes (a stat for a local file, the store's file info for a remote one)."""
+    return os.stat(location).st_size if storage.is_local(location) else storage.size(os.fspath(location))
+
+
+def _open_source(location: Location) -> BinaryIO:
+    """The file's raw bytes as a sequential stream (no decompression: pyarrow's would guess it from the name)."""
+    if storage.is_local(location):
+        return open(location, "rb")
+    fs, path = _resolve(location)
+    return fs.open_input_stream(path, compression=None, buffer_size=STREAM_BUFFER)  # type: ignore[return-value]
+
+
+def _open_output(location: Location) -> BinaryIO:
+    if storage.is_local(location):
+        return open(location, "wb")
+    fs, path = _resolve(location)
+    return fs.open_output_stream(path, compression=None)  # type: ignore[return-value]
 
 
 def drop_cached(fh: BinaryIO, start: int, length: int) -> None:
@@ -63,15 +137,21 @@ def detect_compression(head: bytes) -> str | None:
     return None
 
 
-def open_decompressed(path: Path, compression: str | None) -> BinaryIO:
-    """A binary stream of the decompressed content."""
-    if compression == "gzip":
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    if compression == "bzip2":
-        return bz2.open(path, "rb")  # type: ignore[return-value]
-    if compression == "zstd":
-        return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)  # type: ignore[return-value]
-    return open(path, "rb")
+@contextlib.contextmanager
+def open_decompressed(path: Location, compression: str | None) -> Iterator[BinaryIO]:
+    """A binary stream of the decompressed content (a context manager), of a local or a remote file."""
+    with _open_source(path) as raw:
+        if compression == "gzip":
+            with gzip.open(raw, "rb") as src:
+                yield src  # type: ignore[misc]
+        elif compression == "bzip2":
+            with bz2.open(raw, "rb") as src:
+                yield src  # type: ignore[misc]
+        elif compression == "zstd":
+            with zstandard.ZstdDecompressor().stream_reader(raw, closefd=False) as src:
+                yield src  # type: ignore[misc]
+        else:
+            yield raw
 
 
 #: While a file is hashed, its newlines are counted per block of this many bytes: the index from which
@@ -87,19 +167,29 @@ class _Scan:
     newlines: np.ndarray | None     # per block of the file (the last one partial); None: not counted (binary)
 
 
-def _scan(path: Path, newlines: bool = True) -> _Scan:
+def _open_scan(path: Location) -> BinaryIO:
+    """The file as _scan reads it: unbuffered for a local one (its chunks are large), pyarrow's input stream (one
+    ranged read per chunk) for a remote one."""
+    if storage.is_local(path):
+        return open(path, "rb", buffering=0)
+    fs, where = _resolve(path)
+    return fs.open_input_stream(where, compression=None)  # type: ignore[return-value]
+
+
+def _scan(path: Location, newlines: bool = True) -> _Scan:
     """One read of the file: its SHA-256 and (`newlines`, for text) its newlines per NEWLINE_BLOCK bytes. Two
     buffers in turn: a thread of its own hashes one chunk (SHA-256 is serial, and slower than the count) while this
     thread reads the next and counts its newlines (numpy), so a text file costs its hashing time and not the
     sum. hashlib, numpy's comparison and sums and
-    the reads release the GIL, so this also runs beside the main thread (prefetch_digests)."""
+    the reads release the GIL, so this also runs beside the main thread (prefetch_digests). A remote file is read
+    the same way, through its pyarrow stream."""
     block = NEWLINE_BLOCK
     size = block * 16
     buffers = [bytearray(size), bytearray(size)]
     hashing: list[Future[None] | None] = [None, None]       # the update in flight on each buffer
     digest = hashlib.sha256()
     counts: list[np.ndarray] = []
-    with open(path, "rb", buffering=0) as fh, ThreadPoolExecutor(1, thread_name_prefix="sha256-update") as pool:
+    with _open_scan(path) as fh, ThreadPoolExecutor(1, thread_name_prefix="sha256-update") as pool:
         turn = 0
         while True:
             slot = turn % 2
@@ -134,9 +224,31 @@ _PREFETCHED: dict[tuple[str, int, int], Future[_Scan]] = {}
 _NEWLINES: dict[tuple[str, int, int], _Scan] = {}
 
 
-def _stat_key(path: Path) -> tuple[str, int, int]:
-    st = os.stat(path)
-    return str(Path(path).absolute()), st.st_size, st.st_mtime_ns
+def _stat_key(path: Location) -> tuple[str, int, int]:
+    """(location, size, modification time): a file unchanged since it was hashed has the same key. OSError when it
+    is missing (a remote one: FileNotFoundError)."""
+    if storage.is_local(path):
+        st = os.stat(path)
+        return str(Path(path).absolute()), st.st_size, st.st_mtime_ns
+    location = storage.normalize(path)
+    fs, where = _resolve(location)
+    info = fs.get_file_info(where)
+    if info.type != pafs.FileType.File:
+        raise FileNotFoundError(2, "no such file", location)
+    return location, int(info.size or 0), int(info.mtime_ns or 0)
+
+
+def local_path(location: str | os.PathLike[str]) -> Path:
+    """A local location as a Path (a file:// URI as its path)."""
+    return Path(storage.normalize(location)) if storage.scheme(location) == "file" else Path(location)
+
+
+def _location(given: str) -> Location:
+    """What the user wrote as a location: an absolute local Path, or the normalized URI (StorageError when the
+    URI is not one this product reads)."""
+    if storage.is_local(given):
+        return local_path(given).expanduser().absolute()
+    return storage.normalize(given)
 
 
 def prefetch_digests(given: list[str], text: bool = True) -> None:
@@ -146,22 +258,22 @@ def prefetch_digests(given: list[str], text: bool = True) -> None:
     newlines too (not for binary formats)."""
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sha256")
     for g in given:
-        path = Path(g).expanduser()
         try:
+            path = _location(g)
             key = _stat_key(path)
-        except OSError:
+        except (OSError, storage.StorageError):
             continue
-        if path.is_file() and key not in _PREFETCHED:
+        if (not isinstance(path, Path) or path.is_file()) and key not in _PREFETCHED:
             _PREFETCHED[key] = pool.submit(_scan, path, text)
     pool.shutdown(wait=False)
 
 
-def file_sha256(path: Path) -> str:
+def file_sha256(path: Location) -> str:
     """The file's SHA-256 hex digest, from one read (no newline index): the nightly run's landing scan."""
     return _scan(path, newlines=False).sha256
 
 
-def _sha256(path: Path, text: bool = True) -> str:
+def _sha256(path: Location, text: bool = True) -> str:
     """The file's SHA-256 hex digest (the prefetched one when the file is unchanged since)."""
     key = _stat_key(path)
     for stale in [k for k in _PREFETCHED if k[0] == key[0] and k != key]:      # the file changed since
@@ -181,10 +293,11 @@ def _sha256(path: Path, text: bool = True) -> str:
 def newlines_before(path: str | Path) -> Callable[[int], int] | None:
     """N(x): the newlines in the file's bytes [0, x), from the counts made when this process hashed it; None
     when it did not (or the file changed since). Reads at most one block per call."""
-    path = Path(path)
+    local = storage.is_local(path)
+    where: Location = Path(path) if local else storage.normalize(path)
     try:
-        scan = _NEWLINES.get(_stat_key(path))
-    except OSError:
+        scan = _NEWLINES.get(_stat_key(where))
+    except (OSError, storage.StorageError):
         return None
     if scan is None:
         return None
@@ -193,18 +306,22 @@ def newlines_before(path: str | Path) -> Callable[[int], int] | None:
     def before(x: int) -> int:
         whole, rest = divmod(x, scan.block)
         n = int(cumulative[whole])
-        if rest:
-            with open(path, "rb") as fh:
+        if rest and local:
+            with open(where, "rb") as fh:
                 fh.seek(whole * scan.block)
                 n += fh.read(rest).count(b"\n")
+        elif rest:
+            n += read_at(str(where), whole * scan.block, rest).count(b"\n")
         return n
 
     return before
 
 
-def check_path(given: str) -> Path:
-    """The absolute path, or InputError saying exactly what is wrong with it."""
-    path = Path(given).expanduser().absolute()
+def check_path(given: str) -> Location:
+    """The absolute path (a remote input: its normalized URI), or InputError saying exactly what is wrong with it."""
+    if not storage.is_local(given):
+        return _check_remote(given)
+    path = Path(_location(given))
     if not path.exists():
         raise InputError(f"{given}: no such file")
     if path.is_dir():
@@ -219,57 +336,141 @@ def check_path(given: str) -> Path:
     except OSError as exc:
         raise InputError(f"{given}: cannot open: {exc.strerror}") from exc
     if path.stat().st_size == 0:
-        raise InputError(f"{given}: empty file")
+        raise _empty(given)
     return path
 
 
-def prepare_inputs(given: list[str], *, staging: Path, binary: bool) -> list[InputFile]:
+def _empty(given: str, after: str | None = None) -> InputError:
+    return InputError(f"{given}: empty file" + (f" (after {after} decompression)" if after else ""))
+
+
+def _check_remote(given: str) -> str:
+    """A remote input's checks, as a local one's: there, an object (a prefix is a directory), not empty, and its
+    first byte readable (a store may list what it does not let you read)."""
+    try:
+        location = storage.normalize(given)
+        fs, path = _resolve(location)
+        info = fs.get_file_info(path)
+    except storage.StorageError as exc:
+        raise InputError(str(exc)) from exc
+    except OSError as exc:
+        raise InputError(f"{given}: cannot open: {exc}") from exc
+    if info.type == pafs.FileType.NotFound:
+        raise InputError(f"{given}: no such file")
+    if info.type == pafs.FileType.Directory:
+        raise InputError(f"{given}: is a directory (a prefix); name the trace files themselves")
+    if info.type != pafs.FileType.File:
+        raise InputError(f"{given}: not a regular file")
+    if not info.size:
+        raise _empty(given)
+    try:
+        with fs.open_input_stream(path, compression=None) as fh:
+            fh.read(1)
+    except OSError as exc:
+        raise InputError(f"{given}: cannot open: {exc}") from exc
+    return location
+
+
+def _suffix(location: Location) -> str:
+    return PurePosixPath(storage.name(str(location))).suffix.lower()
+
+
+def _staged_location(staging: Location, name: str) -> Location:
+    """<staging>/<name>: a Path for a local staging directory (made here), a URI under a remote one."""
+    if storage.is_local(staging):
+        local_path(staging).mkdir(parents=True, exist_ok=True)
+        return local_path(staging) / name
+    return storage.join(storage.normalize(staging), name)
+
+
+def remove_staged(location: Location) -> None:
+    """Delete a staged copy (nothing when it is not there)."""
+    if storage.is_local(location):
+        Path(location).unlink(missing_ok=True)
+    else:
+        storage.delete(str(location))
+
+
+def _decompress(given: str, source: Location, compression: str, target: Location) -> None:
+    """Write the decompressed content of `source` to `target` (InputError when it is corrupt or empty)."""
+    written = 0
+    try:
+        with open_decompressed(source, compression) as src, _open_output(target) as dst:
+            while chunk := src.read(COPY_CHUNK):
+                dst.write(chunk)
+                written += len(chunk)
+    except (OSError, EOFError, zstandard.ZstdError) as exc:
+        raise InputError(f"{given}: corrupt {compression} data: {exc}") from exc
+    if written == 0:
+        raise _empty(given, compression)
+
+
+def prepare_inputs(given: list[str], *, staging: Location, binary: bool) -> list[InputFile]:
     """Check every path and decide how it will be read.
 
     Text: Spark reads gzip/bzip2 itself when the extension names the codec (it picks codecs by
     extension); zstd (no native Hadoop codec in the pip install) and mislabelled compressed files
     are decompressed into `staging`. Binary formats are decoded by numpy, so any compressed
-    binary input is staged.
+    binary input is staged. Inputs and the staging location may each be local or remote (libs.io.storage);
+    a staged copy is removed again when a later input is refused.
     """
     if not given:
         raise InputError("no input files given")
     paths = [check_path(g) for g in given]
-    seen: dict[Path, str] = {}
+    seen: dict[Location, str] = {}
     for g, p in zip(given, paths, strict=True):
-        if p in seen:
-            raise InputError(f"{g}: given twice (also as {seen[p]})")
-        seen[p] = g
-    files = []
-    for g, p in zip(given, paths, strict=True):
-        with open(p, "rb") as fh:
-            compression = detect_compression(fh.read(4))
-        readable = p
-        native = compression in SPARK_NATIVE and p.suffix.lower() in SPARK_NATIVE[compression]
-        if compression and (binary or not native):
-            staging.mkdir(parents=True, exist_ok=True)
-            readable = staging / f"{len(files):04d}_{p.name}.raw"
-            try:
-                with open_decompressed(p, compression) as src, open(readable, "wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 22)
-            except (OSError, EOFError, zstandard.ZstdError) as exc:
-                raise InputError(f"{g}: corrupt {compression} data: {exc}") from exc
-            if readable.stat().st_size == 0:
-                raise InputError(f"{g}: empty file (after {compression} decompression)")
-        elif compression:
-            with open_decompressed(p, compression) as src:
-                try:
-                    if not src.read(1):
-                        raise InputError(f"{g}: empty file (after {compression} decompression)")
-                except (OSError, EOFError) as exc:
-                    raise InputError(f"{g}: corrupt {compression} data: {exc}") from exc
-        files.append(InputFile(g, p, p.stat().st_size, _sha256(p, not binary), compression, readable))
+        same = f"s3a://{p.split('://', 1)[1]}" if isinstance(p, str) and storage.scheme(p) == "s3" else p
+        if same in seen:
+            raise InputError(f"{g}: given twice (also as {seen[same]})")
+        seen[same] = g
+    files: list[InputFile] = []
+    staged: list[Location] = []
+    try:
+        for g, p in zip(given, paths, strict=True):
+            if isinstance(p, Path):
+                with open(p, "rb") as fh:
+                    compression = detect_compression(fh.read(4))
+            else:
+                compression = detect_compression(read_at(p, 0, 4))
+            readable: Location = p
+            native = compression in SPARK_NATIVE and _suffix(p) in SPARK_NATIVE[compression]
+            if compression and (binary or not native):
+                readable = _staged_location(staging, f"{len(files):04d}_{storage.name(str(p))}.raw")
+                staged.append(readable)
+                _decompress(g, p, compression, readable)
+            elif compression:
+                with open_decompressed(p, compression) as src:
+                    try:
+                        if not src.read(1):
+                            raise _empty(g, compression)
+                    except (OSError, EOFError) as exc:
+                        raise InputError(f"{g}: corrupt {compression} data: {exc}") from exc
+            files.append(InputFile(g, p, file_size(p), _sha256(p, not binary), compression, readable))
+    except BaseException:
+        for location in staged:
+            with contextlib.suppress(OSError):
+                remove_staged(location)
+        raise
     return files
 
 
 def read_head(f: InputFile, n: int = SNIFF_BYTES) -> bytes:
     """The first n decompressed bytes of a file (for format sniffing)."""
     with open_decompressed(f.readable_path, None if f.is_staged else f.compression) as src:
-        return src.read(n)
+        return read_upto(src, n)
+
+
+def read_upto(src: BinaryIO, n: int) -> bytes:
+    """n bytes of a stream, fewer only at its end (a stream's read may give fewer before it)."""
+    data = src.read(n)
+    if len(data) >= n or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < n and (more := src.read(n - got)):
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
 
 
 def text_problem(head: bytes) -> str | None:

@@ -16,6 +16,7 @@ import pyspark
 from delta import configure_spark_with_delta_pip
 from pyspark.sql import SparkSession
 
+from libs.io import storage
 from libs.io.catalog import hive_conf, metastore_in_use, metastore_path, session_catalog, sync_catalog
 from libs.io.jvm import JAVA_OPTION_KEYS, SHORT_JOB_OPTIONS, archive_options, merge_java_options
 from libs.io.tables import NAMES_CONF, register_tables
@@ -28,6 +29,11 @@ DEFAULT_DRIVER_HOST = "127.0.0.1"
 # Delta Lake's SQL extension and catalog (with its jars, see delta_builder).
 DELTA_CONF = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
               "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
+# Hadoop's S3A file system (s3a:// tables and traces) at the Hadoop version of pyspark's jars, with the two AWS SDK
+# modules it loads instead of the SDK's 690 MB bundle (12 MB in all, resolved once with Delta's jars).
+S3A_PACKAGES = ["org.apache.hadoop:hadoop-aws:3.5.0", "software.amazon.awssdk:s3:2.35.4",
+                "software.amazon.awssdk:s3-transfer-manager:2.35.4"]
+S3A_EXCLUDES = "software.amazon.awssdk:bundle,org.wildfly.openssl:wildfly-openssl"
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,7 @@ class SparkConfig:
     """Where Spark runs and where the tables live. from_env() reads the two documented variables."""
 
     master: str = DEFAULT_MASTER
-    warehouse: Path = Path(DEFAULT_WAREHOUSE)
+    warehouse: Path | str = Path(DEFAULT_WAREHOUSE)   # a local directory, or a URI (libs.io.storage)
     app_name: str = "blockheat"
     extra: dict[str, str] = field(default_factory=dict)
     # "in-memory": tables registered by name for this session only; "hive": the persistent metastore under the
@@ -46,11 +52,15 @@ class SparkConfig:
     # this machine; a reachable address for one on other machines; "auto" leaves it to Spark (spark-submit's
     # settings, or the driver pod's address on Kubernetes).
     driver_host: str = DEFAULT_DRIVER_HOST
+    # A Spark Connect server to run on (sc://host:port) instead of a driver in this process: the server has its own
+    # master, Delta and object-store settings (libs.io.connect_server starts one with this product's).
+    remote: str | None = None
 
     @classmethod
     def from_env(cls, app_name: str = "blockheat", short_driver: bool = True, **extra: str) -> SparkConfig:
         """BLOCKHEAT_SPARK_MASTER (default local[*], or under spark-submit its --master),
-        BLOCKHEAT_WAREHOUSE (default ./warehouse) and BLOCKHEAT_DRIVER_HOST (default 127.0.0.1)."""
+        BLOCKHEAT_WAREHOUSE (default ./warehouse), BLOCKHEAT_DRIVER_HOST (default 127.0.0.1) and
+        BLOCKHEAT_SPARK_REMOTE (a Spark Connect server, sc://host:port; default none)."""
         master = os.environ.get("BLOCKHEAT_SPARK_MASTER", default_master())
         # A job's driver on a cluster plans, schedules and commits; the executors do the work. The JIT's first tier
         # and the serial GC start it sooner and leave the CPU to the executors, which matters most when they share
@@ -61,10 +71,11 @@ class SparkConfig:
         return cls(
             catalog="none",
             master=master,
-            warehouse=Path(os.environ.get("BLOCKHEAT_WAREHOUSE", DEFAULT_WAREHOUSE)).resolve(),
+            warehouse=storage.location(os.environ.get("BLOCKHEAT_WAREHOUSE", DEFAULT_WAREHOUSE)),
             app_name=app_name,
             extra={**driver, **extra},
             driver_host=os.environ.get("BLOCKHEAT_DRIVER_HOST", DEFAULT_DRIVER_HOST),
+            remote=os.environ.get("BLOCKHEAT_SPARK_REMOTE") or None,
         )
 
 
@@ -75,18 +86,19 @@ def default_master() -> str:
 
 
 def delta_builder(builder: SparkSession.Builder, jars: list[str] | None = None) -> SparkSession.Builder:
-    """Add Delta Lake's SQL extension and catalog, and its jars: the given local jar paths, or
-    resolved from Maven (fetched on first use) when there are none."""
+    """Add Delta Lake's SQL extension and catalog, and its jars with the S3A file system's: the given local jar
+    paths, or resolved from Maven (fetched on first use) when there are none."""
     for key, value in DELTA_CONF.items():
         builder = builder.config(key, value)
     if jars:
         return builder.config("spark.jars", ",".join(jars))
-    return configure_spark_with_delta_pip(builder)
+    return configure_spark_with_delta_pip(builder.config("spark.jars.excludes", S3A_EXCLUDES),
+                                          extra_packages=S3A_PACKAGES)
 
 
 def _jar_list_file() -> Path:
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return cache / "blockheat" / f"delta-spark-{version('delta-spark')}-jars.txt"
+    return cache / "blockheat" / f"delta-spark-{version('delta-spark')}-s3a-jars.txt"
 
 
 def _artifact(jar_name: str, resolved: bool = False) -> str:
@@ -157,7 +169,8 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
     python = os.environ.get("PYSPARK_PYTHON", sys.executable)
     archive = " ".join(archive_options())      # the environment's class archive (libs.io.jvm), if made
     # BLOCKHEAT_JAVA_OPTIONS: extra driver JVM flags for this process (e.g. libs.io.jvm.SHORT_JOB_OPTIONS).
-    driver_java = merge_java_options(f"-Dderby.system.home={cfg.warehouse}", archive,
+    derby = f"-Dderby.system.home={cfg.warehouse}" if storage.is_local(cfg.warehouse) else None
+    driver_java = merge_java_options(derby, archive,
                                      os.environ.get("BLOCKHEAT_JAVA_OPTIONS"))
     conf = {
         "spark.ui.enabled": "false",
@@ -184,12 +197,10 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
         # Delta rebuilds table state with this many tasks on every read (default 50): far too many
         # for the small logs of a local warehouse, where it dominated small ingests.
         "spark.databricks.delta.snapshotPartitions": "4",
-        # Each commit's checksum file also lists the table's files (small tables only): libs.io.delta_files
-        # finds the files a replace removes there instead of rebuilding the state with a Spark job.
-        "spark.databricks.delta.allFilesInCrc.enabled": "true",
         # replaceWhere writes made outside libs.io.delta_files (spark-sql users) skip Delta's per-row re-check.
         "spark.databricks.delta.replaceWhere.constraintCheck.enabled": "false",
     }
+    conf.update(object_store_conf(cfg))
     if cfg.driver_host != "auto":
         conf.update(dict.fromkeys(("spark.ui.host", "spark.driver.host", "spark.driver.bindAddress"), cfg.driver_host))
     if cfg.catalog == "hive":
@@ -200,6 +211,31 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
         conf["spark.executor.extraJavaOptions"] = archive
     for key, value in cfg.extra.items():        # java options add to ours; any other setting replaces
         conf[key] = merge_java_options(conf.get(key), value) if key in JAVA_OPTION_KEYS else value
+    return conf
+
+
+def _remote_session(cfg: SparkConfig) -> SparkSession:
+    """A Spark Connect client session; tables are registered by name in it unless cfg.catalog is "none"."""
+    if not cfg.remote or not cfg.remote.startswith("sc://"):
+        raise ValueError(f"BLOCKHEAT_SPARK_REMOTE must be a Spark Connect URL sc://host:port, got {cfg.remote!r}")
+    spark = SparkSession.builder.remote(cfg.remote).appName(cfg.app_name).getOrCreate()
+    if cfg.catalog == "none":
+        spark.conf.set(NAMES_CONF, "false")
+    else:
+        register_tables(spark, cfg.warehouse)
+    log.info("spark connect %s warehouse=%s", cfg.remote, cfg.warehouse)
+    return spark
+
+
+def object_store_conf(cfg: SparkConfig) -> dict[str, str]:
+    """Spark's settings for the object store of the environment's S3 settings (libs.io.storage), when there is
+    one: the same store as fs.s3a.* for Spark, and the variables passed on to the executors' Python workers
+    (whose pyarrow and delta-rs read them)."""
+    env = {k: os.environ[k] for k in storage.S3_VARIABLES if os.environ.get(k)}
+    if not env and storage.is_local(cfg.warehouse):
+        return {}
+    conf = storage.S3Settings.from_env().hadoop_conf()
+    conf.update({f"spark.executorEnv.{k}": v for k, v in env.items()})
     return conf
 
 
@@ -221,14 +257,16 @@ def _usable_catalog(cfg: SparkConfig) -> SparkConfig:
 
 def build_session(cfg: SparkConfig) -> SparkSession:
     """Build (or reuse) the session for `cfg` and register every existing table by name (in the metastore
-    with catalog "hive", see libs.io.catalog)."""
+    with catalog "hive", see libs.io.catalog). With cfg.remote, a Spark Connect client session of that server."""
+    if cfg.remote:
+        return _remote_session(cfg)
     # Python workers must run this interpreter: the system python3 has no pyarrow/pandas, and
     # mapInArrow then fails with "No module named pyarrow".
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if cfg.driver_host != "auto":  # bind there (loopback by default), never to every interface
         os.environ.setdefault("SPARK_LOCAL_IP", cfg.driver_host)
-    cfg.warehouse.mkdir(parents=True, exist_ok=True)
+    storage.makedirs(storage.normalize(cfg.warehouse))
     cfg = _usable_catalog(cfg)
     builder = SparkSession.builder.appName(cfg.app_name)
     if cfg.master:  # "": the JVM's own master (spark-submit --master), see default_master

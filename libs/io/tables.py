@@ -9,25 +9,23 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
-import json
 import logging
+import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 import schemas
 from libs.columns import to_schema
-from libs.io import delta_log
-from libs.io.delta_files import TableTarget, replace_by_tasks, sql_literal, with_commit_retry
-from libs.io.delta_log import LogUnreadable, commit_versions
+from libs.io import delta_log, storage
+from libs.io.delta_files import TableTarget, replace_by_tasks, sql_literal
+from libs.io.delta_log import LogUnreadable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -70,9 +68,17 @@ def check_trace_id(trace_id: str) -> str:
     return trace_id
 
 
-def table_path(warehouse: Path, name: str) -> Path:
-    """Delta tables live at <warehouse>/<name>."""
-    return Path(warehouse) / name
+Location = str | os.PathLike[str]
+
+
+def table_path(warehouse: Location, name: str) -> str:
+    """Delta tables live at <warehouse>/<name> (a local path or a URI, libs.io.storage)."""
+    return storage.join(storage.normalize(warehouse), name)
+
+
+def table_exists(warehouse: Location, name: str) -> bool:
+    """Whether table `name` exists under the warehouse."""
+    return delta_log.is_table(table_path(warehouse, name))
 
 
 def registers_names(spark: SparkSession) -> bool:
@@ -80,56 +86,36 @@ def registers_names(spark: SparkSession) -> bool:
     return spark.conf.get(NAMES_CONF, "true") != "false"
 
 
-def ensure_table(spark: SparkSession, warehouse: Path, name: str, *, register: bool = True) -> Path:
-    """Create the Delta table with its fixed schema and partitioning if it does not exist yet; register=False
-    leaves it unnamed in this session's catalog (a table by path only)."""
+def ensure_table(spark: SparkSession, warehouse: Location, name: str, *, register: bool = True) -> str:
+    """Create the Delta table with its fixed schema and partitioning if it does not exist yet (through delta-rs,
+    libs.io.delta_log: protocol 1/2, as Delta's CREATE TABLE makes it); register=False leaves it unnamed in this
+    session's catalog (a table by path only)."""
     schema, partitions = TABLES[name]
     path = table_path(warehouse, name)
-    if not (path / "_delta_log").is_dir():
+    if not delta_log.is_table(path):
         properties = {"delta.dataSkippingStatsColumns": STATS_COLUMNS[name]} if name in STATS_COLUMNS else {}
-        if _plain_table_defaults(spark):
-            # Delta's own CREATE TABLE would write the same version 0 (tested), much slower on a fresh driver.
-            schema_json = json.dumps(schema.jsonValue(), separators=(",", ":"))     # Delta's key order
-            delta_log.create_table(path, schema_json, partitions, properties, engine=_ENGINE)
-        else:
-            builder = DeltaTable.createIfNotExists(spark).location(str(path)).addColumns(schema)
-            for key, value in properties.items():
-                builder = builder.property(key, value)
-            if partitions:
-                builder = builder.partitionedBy(*partitions)
-            with_commit_retry(builder.execute, f"create {name}")
+        delta_log.create_table(path, to_arrow_schema(schema, timezone="UTC"), partitions, properties)
     if register and registers_names(spark) and not spark.catalog.tableExists(name):
         _register(spark, name, path)
     return path
 
 
-# Session settings with which Delta gives a new table more than its columns, partitioning and our properties
-# (table property defaults, protocol versions or features): tables are then created by Delta itself.
-_DELTA_TABLE_DEFAULTS = ("spark.databricks.delta.properties.defaults.", "spark.databricks.delta.protocol.")
-_ENGINE = "blockheat libs.io.delta_log"
+def _register(spark: SparkSession, name: str, path: str) -> None:
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{path}'")
 
 
-def _plain_table_defaults(spark: SparkSession) -> bool:
-    """Whether Delta would create a plain table here (PLAIN_PROTOCOL, no properties of its own)."""
-    return not any(key.startswith(_DELTA_TABLE_DEFAULTS) for key in spark.conf.getAll)
-
-
-def _register(spark: SparkSession, name: str, path: Path) -> None:
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{path.resolve()}'")
-
-
-def register_tables(spark: SparkSession, warehouse: Path) -> list[str]:
+def register_tables(spark: SparkSession, warehouse: Location) -> list[str]:
     """Make every existing table queryable by name (`SELECT * FROM requests`) in this session."""
     registered = []
     for name in TABLES:
         path = table_path(warehouse, name)
-        if (path / "_delta_log").is_dir():
+        if delta_log.is_table(path):
             _register(spark, name, path)
             registered.append(name)
     return registered
 
 
-def table_target(spark: SparkSession, warehouse: Path, name: str) -> TableTarget:
+def table_target(spark: SparkSession, warehouse: Location, name: str) -> TableTarget:
     """The target for table `name` (created if missing) under the warehouse."""
     path = ensure_table(spark, warehouse, name)
     spark_schema, partitions = TABLES[name]
@@ -137,10 +123,10 @@ def table_target(spark: SparkSession, warehouse: Path, name: str) -> TableTarget
     listed = STATS_COLUMNS.get(name)
     wanted = listed.split(",") if listed else [f.name for f in schema][:32]   # Delta's default: 32 columns
     stats = tuple(c for c in wanted if c not in partitions and pa.types.is_integer(schema.field(c).type))
-    return TableTarget(name, str(Path(path).resolve()), schema, tuple(partitions), stats)
+    return TableTarget(name, path, schema, tuple(partitions), stats)
 
 
-def replace_rows(df: DataFrame, spark: SparkSession, warehouse: Path, name: str,
+def replace_rows(df: DataFrame, spark: SparkSession, warehouse: Location, name: str,
                  where: Mapping[str, Any]) -> None:
     """Atomically replace the rows of table `name` matching column = value for every item of
     `where` with `df` (one Delta commit), e.g. where={"trace_id": "hplajw", "extent_bytes": 1 << 20}.
@@ -164,35 +150,31 @@ def replace_rows(df: DataFrame, spark: SparkSession, warehouse: Path, name: str,
     replace_by_tasks(spark, table_target(spark, warehouse, name), where, to_schema(df, schema, where))
 
 
-def replace_trace(df: DataFrame, spark: SparkSession, warehouse: Path, name: str, trace_id: str) -> None:
+def replace_trace(df: DataFrame, spark: SparkSession, warehouse: Location, name: str, trace_id: str) -> None:
     """Atomically replace one trace's rows of table `name` with `df` (see replace_rows)."""
     replace_rows(df, spark, warehouse, name, {"trace_id": trace_id})
 
 
-def read_table(spark: SparkSession, warehouse: Path, name: str, trace_id: str | None = None, *,
+def read_table(spark: SparkSession, warehouse: Location, name: str, trace_id: str | None = None, *,
                version: int | None = None) -> DataFrame:
     """A table as a DataFrame (optionally one trace's rows; optionally as of a Delta version, see
     table_version); a clear error when it does not exist."""
     path = table_path(warehouse, name)
-    if not (path / "_delta_log").is_dir():
+    if not delta_log.is_table(path):
         raise FileNotFoundError(f"table {name} does not exist under {warehouse} (run the job that writes it)")
     reader = spark.read.format("delta")
     if version is not None:
         reader = reader.option("versionAsOf", version)
-    df = reader.load(str(path))
+    df = reader.load(path)
     if trace_id is not None:
         df = df.where(F.col("trace_id") == check_trace_id(trace_id))
     return df
 
 
-def table_version(warehouse: Path, name: str) -> int | None:
-    """The table's latest Delta version, from its commit files (None when the table does not exist): read
-    with read_table(..., version=v) to see exactly that version; compare later to tell whether it changed."""
-    log_dir = table_path(warehouse, name) / "_delta_log"
-    if not log_dir.is_dir():
-        return None
-    versions = commit_versions(log_dir)
-    return versions[-1] if versions else None
+def table_version(warehouse: Location, name: str) -> int | None:
+    """The table's latest Delta version (None when the table does not exist): read with
+    read_table(..., version=v) to see exactly that version; compare later to tell whether it changed."""
+    return delta_log.table_version(table_path(warehouse, name))
 
 
 _EQUALITY = re.compile(r"^\(?\s*(\w+)\s*=\s*('(?:[^']*)'|-?[\d.]+)\s*\)?$")
@@ -210,31 +192,31 @@ def _predicate_values(predicate: str) -> dict[str, str] | None:
     return out
 
 
-def _commit_touches(actions: list[dict[str, Any]], scope: Mapping[str, str]) -> bool:
-    """Whether one commit may have changed rows where column = scope[column] for every scope column
-    (conservative: True unless the commit shows it did not)."""
-    info: dict[str, Any] = {}
-    files = []
-    for action in actions:
-        if "metaData" in action or "protocol" in action:
-            return True                                  # created, or its schema or properties changed
-        if "commitInfo" in action:
-            info = action["commitInfo"]
-        for kind in ("add", "remove"):
-            if kind in action and action[kind].get("dataChange", True):
-                files.append(action[kind])
-    if not files:
-        return False                                     # e.g. OPTIMIZE: rewrites files, changes no row
-    params = info.get("operationParameters") or {}
-    if info.get("operation") == "WRITE" and isinstance(params.get("predicate"), str):
-        values = _predicate_values(params["predicate"])
-        if values is not None:                           # a replace_rows commit: it changed the rows it names
+#: Operations that rewrite files without changing any row.
+_NO_ROW_CHANGE = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "FSCK"})
+
+
+def _commit_touches(root: str, info: Mapping[str, Any], scope: Mapping[str, Any]) -> bool:
+    """Whether one commit (its commitInfo in the table's history) may have changed rows where column = scope[column]
+    for every scope column (conservative: True unless the commit shows it did not). A replace names its rows in its
+    predicate; any other commit is judged by what it changed (delta_log.change): the partitions of the files it
+    added or removed, and the schema and properties."""
+    predicate = info.get(delta_log.REPLACE_KEY)
+    if predicate is None and info.get("operation") == "WRITE":
+        predicate = (info.get("operationParameters") or {}).get("predicate")   # Spark's replaceWhere
+    if isinstance(predicate, str):
+        values = _predicate_values(predicate)
+        if values is not None:                           # a replace: it changed the rows it names
             return all(values[c] == sql_literal(v) for c, v in scope.items() if c in values)
-    return not all(any(c in f.get("partitionValues", {}) and f["partitionValues"][c] != str(v)
-                       for c, v in scope.items()) for f in files)
+    if info.get("operation") in _NO_ROW_CHANGE:
+        return False
+    changed = delta_log.change(root, int(info["version"]))
+    if changed is None or changed.metadata:
+        return True                                      # cannot tell, or the schema or properties changed
+    return not all(any(c in f and f[c] != str(v) for c, v in scope.items()) for f in changed.partitions)
 
 
-def scoped_version(warehouse: Path, name: str, scope: Mapping[str, Any], *, since: int | None = None) -> int | None:
+def scoped_version(warehouse: Location, name: str, scope: Mapping[str, Any], *, since: int | None = None) -> int | None:
     """The latest version of table `name` whose commit may have changed the rows where column = value for
     each item of `scope` (e.g. {"trace_id": "hplajw"}): a commit that replaced other traces' rows does not
     count, one that changed the schema does. With `since`, the scan stops there: the answer is `since` when
@@ -242,19 +224,19 @@ def scoped_version(warehouse: Path, name: str, scope: Mapping[str, Any], *, sinc
     retention), it is the latest version (counted as changed). None when the table does not exist or was
     recreated (its latest version is older than `since`).
 
-    From the commit files: replace_rows commits name their rows in the predicate; other commits count
+    From the table's history (delta-rs): replace commits name their rows in their predicate; other commits count
     unless every file they add or remove is in another partition of a scope column."""
     latest = table_version(warehouse, name)
     if latest is None or (since is not None and latest < since):
         return None
-    log_dir = table_path(warehouse, name) / "_delta_log"
     stop = -1 if since is None else since
+    root = table_path(warehouse, name)
+    entries = {int(e["version"]): e for e in delta_log.history(root, latest - stop)}
     for version in range(latest, stop, -1):
-        commit = log_dir / f"{version:020d}.json"
-        if not commit.is_file():
+        info = entries.get(version)
+        if info is None:
             return latest                                # history cleaned up: cannot tell, so changed
-        actions = [json.loads(line) for line in commit.read_text().splitlines() if line.strip()]
-        if _commit_touches(actions, scope):
+        if version == 0 or _commit_touches(root, info, scope):
             return version
     return since
 
@@ -263,11 +245,11 @@ class UnknownTraceError(LookupError):
     """A trace id that is not in the `traces` catalog."""
 
 
-def trace_info(spark: SparkSession, warehouse: Path, trace_id: str) -> dict[str, Any]:
+def trace_info(spark: SparkSession, warehouse: Location, trace_id: str) -> dict[str, Any]:
     """The trace's catalog row (span_us, devices, geometry, ...); a clear error when it is missing."""
     check_trace_id(trace_id)
     rows = []
-    if (table_path(warehouse, "traces") / "_delta_log").is_dir():
+    if table_exists(warehouse, "traces"):
         rows = trace_rows(spark, warehouse, "traces", trace_id)
     if not rows:
         raise UnknownTraceError(f"trace {trace_id!r} is not in the catalog under {warehouse} "
@@ -275,7 +257,7 @@ def trace_info(spark: SparkSession, warehouse: Path, trace_id: str) -> dict[str,
     return rows[0]
 
 
-def trace_rows(spark: SparkSession, warehouse: Path, name: str, trace_id: str, *,
+def trace_rows(spark: SparkSession, warehouse: Location, name: str, trace_id: str, *,
                version: int | None = None) -> list[dict[str, Any]]:
     """One trace's rows of a table (at `version`, default the latest) as `collect()` gives them
     (Row.asDict(recursive=True)): for the small tables a job reads whole (scores, results, catalog rows), from
@@ -288,7 +270,7 @@ def trace_rows(spark: SparkSession, warehouse: Path, name: str, trace_id: str, *
                 for r in read_table(spark, warehouse, name, trace_id, version=version).collect()]
 
 
-def rows_from_log(warehouse: Path, name: str, trace_id: str, version: int | None = None) -> list[dict[str, Any]]:
+def rows_from_log(warehouse: Location, name: str, trace_id: str, version: int | None = None) -> list[dict[str, Any]]:
     """One trace's rows of a table as `collect()` gives them (Row.asDict(recursive=True): naive local
     datetimes, dicts for maps and structs), from the files of its latest version (or `version`) read without
     Spark: a job's first Spark read of a Delta table is slow on a fresh driver (libs.io.delta_log)."""
@@ -301,7 +283,8 @@ def rows_from_log(warehouse: Path, name: str, trace_id: str, version: int | None
         if "trace_id" in partitions and add["partitionValues"].get("trace_id") != trace_id:
             continue
         columns = [f.name for f in schema.fields if f.name not in partitions]
-        table = pq.read_table(snap.path(add), columns=columns, filters=[("trace_id", "==", trace_id)]
+        fs, path = storage.filesystem(snap.path(add))
+        table = pq.read_table(path, filesystem=fs, columns=columns, filters=[("trace_id", "==", trace_id)]
                               if "trace_id" not in partitions else None)
         for row in table.to_pylist():
             values = {**{c: add["partitionValues"].get(c) for c in partitions}, **row}

@@ -9,7 +9,8 @@ Commit: every task attempt writes `part-<partition>-<random>.parquet` into the d
 reports it; the driver keeps exactly the files that collect() returns (those of the successful
 attempts) and deletes any other file there, so a retried or speculative attempt leaves nothing
 behind. The directory must be empty or absent, and reachable from the driver and every executor
-under the same path (any local path in local mode; a shared file system on a cluster).
+under the same location (any local path in local mode; a shared file system or an object-store URI,
+libs.io.storage, on a cluster).
 
     counts = sink_parquet(frame, count_fn, COUNT_DDL, "/scratch/run-7/counts")
 """
@@ -17,8 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
-import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -31,8 +32,12 @@ from pyspark import TaskContext
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType, _parse_datatype_string
 
+from libs.io import storage
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, GroupedData, SparkSession
+
+log = logging.getLogger(__name__)
 
 SINK_DDL = "name string, rows long"
 
@@ -60,11 +65,14 @@ def from_ipc(blobs: Sequence[bytes], schema: pa.Schema) -> pa.Table:
     return pa.concat_tables([pa.ipc.open_stream(b).read_all() for b in blobs]) if blobs else schema.empty_table()
 
 
-def _filesystem(directory: str) -> tuple[pafs.FileSystem, str]:
-    """pyarrow's file system and path for a directory given as a URI or a local path."""
-    if "://" in directory:
-        return pafs.FileSystem.from_uri(directory)
-    return pafs.LocalFileSystem(), os.path.abspath(directory)
+Opener = Callable[[str], tuple[pafs.FileSystem, str]]
+
+
+def task_opener() -> Opener:
+    """libs.io.storage.filesystem as the driver sees it, for a task's closure to open its locations with: pickled by
+    reference, so each task opens them with its own process's settings (a test's stand-in for an object store
+    travels with the closure instead)."""
+    return storage.filesystem
 
 
 def task_file_name(tag: str = "") -> str:
@@ -89,9 +97,10 @@ def _written(name: str, rows: int) -> pa.Table:
 
 def _writing(fn: ArrowFn, directory: str, schema: pa.Schema) -> ArrowFn:
     """fn, with its output written to one Parquet file per task attempt; yields SINK_DDL rows."""
+    opener = task_opener()
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        fs, root = _filesystem(directory)
+        fs, root = opener(directory)
         name = task_file_name()
         writer, rows = None, 0
         try:
@@ -115,12 +124,13 @@ def _writing_groups(fn: Callable[[pa.Table], pa.Table], directory: str, schema: 
                     ) -> Callable[[pa.Table], pa.Table]:
     """fn (one applyInArrow group in, a table out), with its output written to a Parquet file of its
     own; returns a SINK_DDL row (none for an empty result)."""
+    opener = task_opener()
 
     def run(table: pa.Table) -> pa.Table:
         out = fn(table)
         if not out.num_rows:
             return _written("", 0).slice(0, 0)
-        fs, root = _filesystem(directory)
+        fs, root = opener(directory)
         name = task_file_name()
         pq.write_table(_conform(out, schema), f"{root}/{name}", filesystem=fs, compression="snappy")
         return _written(name, out.num_rows)
@@ -129,29 +139,41 @@ def _writing_groups(fn: Callable[[pa.Table], pa.Table], directory: str, schema: 
 
 
 def _prepare(directory: str) -> str:
-    """The directory made absolute (URIs kept), created empty."""
-    directory = directory.rstrip("/") if "://" in directory else os.path.abspath(directory)
-    fs, root = _filesystem(directory)
+    """The directory as a location (libs.io.storage.normalize: local paths made absolute, URIs kept), created
+    empty (an object-store prefix has nothing to create)."""
+    directory = storage.normalize(directory)
+    fs, root = storage.filesystem(directory)
     info = fs.get_file_info(root)
     if info.type == pafs.FileType.Directory:
         if fs.get_file_info(pafs.FileSelector(root)):
             raise FileExistsError(f"{directory}: the task Parquet sink needs an empty directory")
     elif info.type != pafs.FileType.NotFound:
         raise FileExistsError(f"{directory}: exists and is not a directory")
-    fs.create_dir(root)
+    storage.makedirs(directory)
     return directory
+
+
+def remove_unreported(directory: str, kept: set[str], prefix: str = "") -> None:
+    """Delete every file directly under `directory` (a local path or a URI) whose name, after `prefix`, is not
+    in `kept`: what a failed or duplicate task attempt wrote."""
+    fs, root = storage.filesystem(directory)
+    for leftover in fs.get_file_info(pafs.FileSelector(root, allow_not_found=True)):
+        if leftover.type == pafs.FileType.File and prefix + leftover.base_name not in kept:
+            fs.delete_file(leftover.path)
+
+
+def _read_back(spark: SparkSession, ddl: str, files: list[str]) -> DataFrame:
+    """Spark's DataFrame over the kept files (locations), or an empty one of the schema."""
+    if not files:
+        return spark.createDataFrame([], ddl)
+    return spark.read.schema(ddl).parquet(*files)
 
 
 def _read_kept(spark: SparkSession, written: DataFrame, ddl: str, directory: str) -> DataFrame:
     """Run the writing job; delete every file it did not report; the reported files read back."""
-    fs, root = _filesystem(directory)
     kept = {row["name"] for row in written.collect()}
-    for leftover in fs.get_file_info(pafs.FileSelector(root)):
-        if leftover.base_name not in kept:            # a failed or duplicate task attempt's file
-            fs.delete_file(leftover.path)
-    if not kept:
-        return spark.createDataFrame([], ddl)
-    return spark.read.schema(ddl).parquet(*(f"{directory}/{name}" for name in sorted(kept)))
+    remove_unreported(directory, kept)
+    return _read_back(spark, ddl, [storage.join(directory, name) for name in sorted(kept)])
 
 
 def sink_parquet(frame: DataFrame, fn: ArrowFn, ddl: str, directory: str) -> DataFrame:
@@ -182,14 +204,15 @@ def sink_parquet_groups_multi(grouped: GroupedData, fn: Callable[[pa.Table], Map
     its runs), where separate jobs would each shuffle the data again."""
     schemas = {n: arrow_schema(ddl) for n, ddl in ddls.items()}
     directory = _prepare(directory)
-    fs, root = _filesystem(directory)
     for n in ddls:
-        fs.create_dir(f"{root}/{n}")
+        storage.makedirs(storage.join(directory, n))
+    opener = task_opener()
 
     def run(table: pa.Table) -> pa.Table:
         outs = fn(table)
         name = task_file_name()
         written = [(n, out.num_rows) for n, out in outs.items() if out.num_rows]
+        fs, root = opener(directory)
         for n, _ in written:
             pq.write_table(_conform(outs[n], schemas[n]), f"{root}/{n}/{name}", filesystem=fs, compression="snappy")
         return pa.table({"name": pa.array([f"{n}/{name}" for n, _ in written], pa.string()),
@@ -200,27 +223,30 @@ def sink_parquet_groups_multi(grouped: GroupedData, fn: Callable[[pa.Table], Map
     spark = written.sparkSession
     out = {}
     for n, ddl in ddls.items():
-        for leftover in fs.get_file_info(pafs.FileSelector(f"{root}/{n}")):
-            if f"{n}/{leftover.base_name}" not in kept:     # a failed or duplicate task attempt's file
-                fs.delete_file(leftover.path)
-        files = sorted(k for k in kept if k.startswith(f"{n}/"))
-        out[n] = (spark.read.schema(ddl).parquet(*(f"{directory}/{f}" for f in files)) if files
-                  else spark.createDataFrame([], ddl))
+        remove_unreported(storage.join(directory, n), kept, prefix=f"{n}/")
+        out[n] = _read_back(spark, ddl, [storage.join(directory, *f.split("/"))
+                                         for f in sorted(k for k in kept if k.startswith(f"{n}/"))])
     return out
 
 
 @contextlib.contextmanager
-def scratch_dir(warehouse: Path, label: str) -> Iterator[Path]:
+def scratch_dir(warehouse: str | os.PathLike[str], label: str) -> Iterator[Path | str]:
     """A fresh directory `<warehouse>/_scratch/<label>-<random>` for a job's intermediate files (the
-    warehouse is where every worker can reach), removed on exit whatever happens."""
-    path = Path(warehouse) / "_scratch" / f"{label}-{uuid.uuid4().hex[:12]}"
-    path.mkdir(parents=True)
+    warehouse is where every worker can reach), removed on exit whatever happens: a Path under a local
+    warehouse, a URI string (libs.io.storage.join to go below it) under an object-store one."""
+    parent = storage.join(storage.normalize(warehouse), "_scratch")
+    where = storage.join(parent, f"{label}-{uuid.uuid4().hex[:12]}")
+    storage.makedirs(where)
     try:
-        yield path
+        yield Path(where) if storage.is_local(where) else where
     finally:
-        shutil.rmtree(path, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            path.parent.rmdir()                       # only when no other job's scratch is there
+        try:
+            storage.delete_tree(where)
+        except OSError as exc:                        # not to hide the error the job may be raising
+            log.warning("scratch %s not removed: %s", where, exc)
+        if storage.is_local(parent):
+            with contextlib.suppress(OSError):
+                os.rmdir(parent)                      # only when no other job's scratch is there
 
 
 def release_memory() -> None:

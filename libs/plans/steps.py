@@ -53,6 +53,7 @@ import heapq
 import io
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -62,6 +63,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from libs.io import storage
 from libs.plans.types import BASELINE, PlanPart, Target, Variant
 from schemas import reorg_plan_steps as STEPS
 from schemas.reorg_plan_json import SCHEMA_VERSION, schema_errors, validate_plan_document
@@ -717,17 +719,17 @@ def _header(doc: Mapping[str, Any]) -> str:
     return canonical_json(head)
 
 
-def write_plan(doc: Mapping[str, Any], path: Path, fmt: str) -> Path:
+def write_plan(doc: Mapping[str, Any], path: str | Path, fmt: str) -> Path | str:
     """Write the plan: json (the document), csv (a `# blockheat-plan {header}` line, then one row per step
     with the reorg_plan_steps columns; depends_on as 1;2;3) or parquet (the steps, the header in the
     schema metadata under blockheat.plan). The header leaves out the lookaside entries: the copy steps'
-    rows carry them. Each reads back to the same document (read_plan)."""
+    rows carry them. Each reads back to the same document (read_plan). `path`: a local file (its directory
+    created) or an object-store URI (libs.io.storage: one PUT); returns it (a Path when local)."""
     if fmt not in EXPORT_FORMATS:
         raise PlanError(f"export format {fmt!r}: use one of {list(EXPORT_FORMATS)}")
-    path = Path(path)
     _, steps = plan_rows(doc)
     if fmt == "json":
-        path.write_text(json.dumps(doc, sort_keys=True, indent=2, allow_nan=False) + "\n")
+        data = (json.dumps(doc, sort_keys=True, indent=2, allow_nan=False) + "\n").encode()
     elif fmt == "csv":
         buf = io.StringIO()
         buf.write(CSV_MARK + _header(doc) + "\n")
@@ -735,11 +737,28 @@ def write_plan(doc: Mapping[str, Any], path: Path, fmt: str) -> Path:
         writer.writerow(STEPS.COLUMNS)
         for s in steps:
             writer.writerow([_csv_cell(s[c]) for c in STEPS.COLUMNS])
-        path.write_text(buf.getvalue())
+        data = buf.getvalue().encode()
     else:
         table = pa.Table.from_pylist(steps, schema=STEPS.ARROW_SCHEMA)
-        pq.write_table(table.replace_schema_metadata({PARQUET_KEY: _header(doc).encode("ascii")}), path)
-    return path
+        sink = pa.BufferOutputStream()
+        pq.write_table(table.replace_schema_metadata({PARQUET_KEY: _header(doc).encode("ascii")}), sink)
+        data = sink.getvalue().to_pybytes()
+    local = _local_path(path)
+    if local is None:
+        where = storage.normalize(path)
+        storage.write_bytes(where, data)
+        return where
+    local.parent.mkdir(parents=True, exist_ok=True)
+    local.write_bytes(data)
+    return local
+
+
+def _local_path(path: str | Path) -> Path | None:
+    """A local file's path (a file:// URI's too); None for an object-store URI."""
+    kind = storage.scheme(path)
+    if kind == "":
+        return Path(path)
+    return Path(storage.normalize(path)) if kind == "file" else None
 
 
 def _csv_cell(value: Any) -> str:
@@ -768,17 +787,19 @@ def _csv_value(name: str, text: str, where: str) -> Any:
     return None if text == "" and name == "note" else text
 
 
-def read_plan(path: Path, fmt: str | None = None) -> dict[str, Any]:
-    """A plan written by write_plan (format from the extension unless given); errors name the file."""
-    path = Path(path)
-    fmt = fmt or path.suffix.lstrip(".").lower()
+def read_plan(path: str | Path, fmt: str | None = None) -> dict[str, Any]:
+    """A plan written by write_plan (format from the extension unless given), from a local file or an
+    object-store URI (libs.io.storage); errors name the file."""
+    path = _local_path(path) or storage.normalize(path)
+    fmt = fmt or os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
     if fmt not in EXPORT_FORMATS:
         raise PlanError(f"{path}: unknown plan format {fmt!r} (use {', '.join(EXPORT_FORMATS)})")
     try:
+        data = storage.read_bytes(os.fspath(path))
         if fmt == "json":
-            return dict(json.loads(path.read_text()))
+            return dict(json.loads(data))
         if fmt == "csv":
-            lines = path.read_text().splitlines()
+            lines = data.decode().splitlines()
             if not lines or not lines[0].startswith(CSV_MARK):
                 raise PlanError(f"{path}: line 1 must start with {CSV_MARK.strip()!r} (a blockheat plan export)")
             doc = json.loads(lines[0][len(CSV_MARK):])
@@ -792,7 +813,7 @@ def read_plan(path: Path, fmt: str | None = None) -> dict[str, Any]:
                     raise PlanError(f"{path}: line {n}: {len(cells)} cells, expected {len(header)}")
                 rows.append({c: _csv_value(c, x, f"{path}: line {n}") for c, x in zip(header, cells, strict=True)})
         else:
-            table = pq.read_table(path)
+            table = pq.read_table(pa.BufferReader(data))
             meta = (table.schema.metadata or {}).get(PARQUET_KEY)
             if meta is None:
                 raise PlanError(f"{path}: no {PARQUET_KEY.decode()} metadata (not a blockheat plan export)")

@@ -14,7 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from libs.io.inputs import drop_cached
+from libs.io import storage
+from libs.io.inputs import drop_cached, read_at
 from libs.readers.scan import previous_valid
 from libs.readers.srt import decode_srt_records, find_record_offsets
 
@@ -68,7 +69,8 @@ class BinaryFormatError(ValueError):
 class ByteRange:
     """One Spark task's share of a binary file."""
 
-    path: str          # local path to open (a staged, decompressed copy when the input was compressed)
+    path: str          # location to open: a local path or a URI (a staged, decompressed copy when the input was
+                       # compressed)
     file_uri: str      # the identity used for numbering (stable across the two passes)
     start: int
     length: int
@@ -251,17 +253,24 @@ def _tail_reject(rng: ByteRange, m: int, pos: int, tail: bytes, device: str, rea
 def range_task(decode: Callable[[bytes, ByteRange, bytes], pa.RecordBatch],
                before: int = 0):  # type: ignore[no-untyped-def]
     """mapInArrow function: rows of (path, file_uri, start, length) -> decode(range bytes, rng, the
-    `before` bytes preceding the range)."""
+    `before` bytes preceding the range). A local file is read with seek and read (its pages then dropped from the
+    page cache); a remote one with pyarrow's RandomAccessFile.read_at, the same bytes."""
+    # The driver's file system lookup, pickled with the task (by reference: libs.io.storage.filesystem, which the
+    # task runs with the S3 settings of its own environment; a test's stand-in store travels the same way).
+    resolve = storage.filesystem
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for row in batch.to_pylist():
                 rng = ByteRange(row["path"], row["file_uri"], row["start"], row["length"])
                 lead = min(before, rng.start)
-                with open(rng.path, "rb") as fh:
-                    fh.seek(rng.start - lead)
-                    data = fh.read(rng.length + lead)
-                    drop_cached(fh, rng.start, rng.length)
+                if storage.is_local(rng.path):
+                    with open(rng.path, "rb") as fh:
+                        fh.seek(rng.start - lead)
+                        data = fh.read(rng.length + lead)
+                        drop_cached(fh, rng.start, rng.length)
+                else:
+                    data = read_at(rng.path, rng.start - lead, rng.length + lead, resolve)
                 yield decode(data[lead:], rng, data[:lead])
 
     return run

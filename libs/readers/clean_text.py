@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import io
 import mmap
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -30,8 +29,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from libs.io import storage
 from libs.io.delta_files import SIDE
-from libs.io.inputs import drop_cached, newlines_before
+from libs.io.inputs import Resolver, drop_cached, file_size, newlines_before, open_random_access, read_fully_at
 from libs.readers.binary import constant_column
 from libs.readers.text_formats import CsvLayout
 
@@ -56,11 +56,15 @@ def eligible(layout: CsvLayout | None) -> bool:
             and layout.comment_prefix is None and layout.op_flags_read_bit is None and "ts" in layout.columns)
 
 
-def read_lines(path: str, start: int, length: int) -> bytes:
+def read_lines(path: str, start: int, length: int, resolve: Resolver | None = None) -> bytes:
     """The lines that start in [start, start + length) of the file, as bytes (the last one with its
-    newline when the file has one): a line starts at byte 0 or after a '\\n'. The range's pages are dropped
-    from the page cache once read (libs.io.inputs.drop_cached)."""
-
+    newline when the file has one): a line starts at byte 0 or after a '\\n'. A local file's range's pages are
+    dropped from the page cache once read (libs.io.inputs.drop_cached); a remote file (a URI) is read through
+    pyarrow's RandomAccessFile (seek and read), `resolve` its file system lookup (libs.io.storage.filesystem by
+    default)."""
+    if not storage.is_local(path):
+        with open_random_access(path, resolve) as remote:
+            return _read_lines(remote, start, length)  # type: ignore[arg-type]
     with open(path, "rb") as fh:
         data = _read_lines(fh, start, length)
         drop_cached(fh, start, length)
@@ -259,23 +263,21 @@ SIDE_FIELDS = ("file_uri", "start", "clean", "why", "lines", "first_ts", "last_t
 
 def lines_per_range(path: str, bounds: list[tuple[int, int]]) -> list[int]:
     """How many lines start in each [start, end) of the file (read_lines's rule), from its newlines: the
-    driver numbers the records before any task parses them."""
-
-
-    size = os.path.getsize(path)
+    driver numbers the records before any task parses them. A local or a remote file (a URI)."""
+    size = file_size(path)
     if not size:
         return [0 for _ in bounds]
     before = newlines_before(path)              # counted while the file was hashed, if it was
+    spans = [(start, max(start - 1, 0), min(end - 1, size - 1)) for start, end in bounds]
     if before is not None:
-        spans = [(start, max(start - 1, 0), min(end - 1, size - 1)) for start, end in bounds]
         return [(1 if start == 0 else 0) + (before(hi) - before(lo) if hi > lo else 0) for start, lo, hi in spans]
-    counts = []
+    # a line starts at p in [start, end), p < size, when p == 0 or byte p - 1 is a newline
+    if not storage.is_local(path):
+        with open_random_access(path) as remote:
+            return [(1 if start == 0 else 0) + (_remote_newlines(remote, lo, hi) if hi > lo else 0)
+                    for start, lo, hi in spans]
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        for start, end in bounds:
-            # a line starts at p in [start, end), p < size, when p == 0 or byte p - 1 is a newline
-            lo, hi = max(start - 1, 0), min(end - 1, size - 1)
-            counts.append((1 if start == 0 else 0) + (_newlines(mm, lo, hi) if hi > lo else 0))
-    return counts
+        return [(1 if start == 0 else 0) + (_newlines(mm, lo, hi) if hi > lo else 0) for start, lo, hi in spans]
 
 
 def _newlines(mm: Any, lo: int, hi: int, chunk: int = 16 << 20) -> int:
@@ -286,6 +288,14 @@ def _newlines(mm: Any, lo: int, hi: int, chunk: int = 16 << 20) -> int:
         view = np.frombuffer(mm, np.uint8, min(chunk, hi - at), at)
         n += int(np.count_nonzero(view == 10))
         del view                  # the map cannot close while a view of it exists
+    return n
+
+
+def _remote_newlines(fh: Any, lo: int, hi: int, chunk: int = 16 << 20) -> int:
+    """Newlines in bytes [lo, hi) of a remote file (pyarrow's RandomAccessFile), read in 16 MiB pieces."""
+    n = 0
+    for at in range(lo, hi, chunk):
+        n += read_fully_at(fh, at, min(chunk, hi - at)).count(b"\n")
     return n
 
 
@@ -306,13 +316,15 @@ def write_task(layout: CsvLayout, trace_id: str, ts_base: int, tolerance_us: int
     """Per range: ("requests", rows) per device, with ts_us = raw - ts_base, and side rows (delta_files.SIDE)
     of SIDE_FIELDS: whether the range is clean (why not), its first and last timestamps (for the check
     across range edges) and per-device totals. A range that is not clean writes nothing."""
+    resolve = storage.filesystem        # the driver's, pickled with the task (libs.readers.binary.range_task)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[str, pa.Table]]:
         for batch in batches:
             for r in batch.to_pylist():
                 head = {"file_uri": r["file_uri"], "start": r["start"]}
                 try:
-                    p = parse_range(read_lines(r["path"], r["start"], r["length"]), layout, tolerance_us=tolerance_us)
+                    p = parse_range(read_lines(r["path"], r["start"], r["length"], resolve), layout,
+                                    tolerance_us=tolerance_us)
                     if len(p) != r["lines"]:
                         raise NotClean(f"{len(p)} records where the driver counted {r['lines']} lines")
                 except NotClean as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -20,10 +21,21 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
+from libs.io import storage
+from libs.io.connect import is_remote, parallelism
 from libs.io.delta_files import replace_from_driver
 from libs.io.device_pass import Unsupported, row_groups, spark_tasks, trace_files
-from libs.io.tables import read_table, table_path, table_target, table_version, trace_info
-from libs.io.task_parquet import from_ipc, release_memory, scratch_dir, task_file_name, to_ipc
+from libs.io.tables import read_table, table_exists, table_target, table_version, trace_info
+from libs.io.task_parquet import (
+    Opener,
+    from_ipc,
+    release_memory,
+    remove_unreported,
+    scratch_dir,
+    task_file_name,
+    task_opener,
+    to_ipc,
+)
 from libs.simulation.grid import Grid, Part, plan_parts
 from schemas import cooling_moves, sim_results, sim_timeseries
 from schemas.requests import REPLAY_COLUMNS
@@ -103,10 +115,9 @@ def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: 
             raise SimulationError(f"no requests for {len(missing)} partition(s) (trace, array group, scenario), "
                                   f"e.g. {missing[:3]}")
         with _Progress(spark, f"simulate {grid.grid_id}", len(parts), progress_every_s) as progress, \
-                _executor_errors():
-            (scratch / "claims").mkdir()
+                _executor_errors(), _claims_dir(spark, scratch) as claims:
             out = simulate_parts(spark, staged, longest_first(parts, catalog), progress=progress,
-                                 by_device=direct is not None, window_us=window, claims=str(scratch / "claims"))
+                                 by_device=direct is not None, window_us=window, claims=claims)
     by_key = {key: i for i, key in enumerate(zip(*(out.column(c).to_pylist() for c in
                                                    ("trace_id", "array_group", "scenario_id")), strict=True))}
     out = out.take(pa.array([by_key[p.key] for p in parts], pa.int64()))       # grid order
@@ -119,7 +130,7 @@ def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: 
     replace_from_driver(spark, table_target(spark, cfg.warehouse, sim_timeseries.TABLE), where,
                         _unnested(out, keys, "timeseries"))
     cooling = any(isinstance(p.config.policy, CoolingPolicy) for p in parts)
-    if cooling or (table_path(cfg.warehouse, cooling_moves.TABLE) / "_delta_log").is_dir():
+    if cooling or table_exists(cfg.warehouse, cooling_moves.TABLE):
         replace_from_driver(spark, table_target(spark, cfg.warehouse, cooling_moves.TABLE), where,
                             _unnested(out, keys, "cooling_moves"))
     results = [dict(zip(SUMMARY_COLUMNS, values, strict=True))
@@ -128,6 +139,22 @@ def run(spark: SparkSession, cfg: SparkConfig, grid: Grid, *, progress_every_s: 
     log.info("simulate grid %s: %d results, %d time-series rows, %d cooling moves in %.1f s", grid.grid_id,
              len(results), n_series, n_moves, seconds)
     return SimulateSummary(grid.grid_id, len(parts), results, n_series, seconds, n_moves)
+
+
+@contextmanager
+def _claims_dir(spark: SparkSession, scratch: Path | str) -> Iterator[str | None]:
+    """The lanes' claims directory (simulate_parts): claims are files created with O_EXCL, so it must be a directory
+    of a file system every lane shares: the run's scratch under a local warehouse (a shared file system on a
+    cluster), a local temporary directory of the driver's for a local master under an object-store warehouse (no
+    exclusive create there); None otherwise, the lanes then simulating their fixed lists."""
+    if isinstance(scratch, Path):
+        (scratch / "claims").mkdir()
+        yield str(scratch / "claims")
+    elif (spark.conf.get("spark.master", None) or "").startswith("local"):
+        with tempfile.TemporaryDirectory(prefix="blockheat-claims-") as claims:
+            yield claims
+    else:
+        yield None
 
 
 def _unnested(out: pa.Table, keys: Sequence[str], column: str) -> pa.Table:
@@ -182,11 +209,13 @@ STAGED_DDL = "trace_id string, device string, path string, rows long"
 
 
 def _stage(directory: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """mapInArrow function: the task's rows written to Parquet under `directory`, one file per (trace,
-    device) it holds; yields STAGED_DDL rows."""
+    """mapInArrow function: the task's rows written to Parquet under `directory` (a local path or a URI), one file
+    per (trace, device) it holds; yields STAGED_DDL rows."""
+    opener = task_opener()
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         writers: dict[tuple[str, str], list[Any]] = {}
+        fs, root = opener(directory)
         try:
             for batch in batches:
                 table = pa.Table.from_batches([batch])
@@ -198,8 +227,9 @@ def _stage(directory: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.R
                     rows = rows.select(list(REPLAY_COLUMNS))
                     k = (key["trace_id"], key["device"])
                     if k not in writers:
-                        path = f"{directory}/{task_file_name()}"
-                        writers[k] = [pq.ParquetWriter(path, rows.schema, compression="snappy"), path, 0]
+                        name = task_file_name()
+                        writers[k] = [pq.ParquetWriter(f"{root}/{name}", rows.schema, filesystem=fs,
+                                                       compression="snappy"), storage.join(directory, name), 0]
                     writers[k][0].write_table(rows)
                     writers[k][2] += rows.num_rows
         finally:
@@ -219,7 +249,7 @@ def _windowed(requests: DataFrame, files: TableFiles | None) -> DataFrame:
     return requests.where((F.col("ts_us") >= files.window_us[0]) & (F.col("ts_us") < files.window_us[1]))
 
 
-def table_files(spark: SparkSession, warehouse: Path, trace_ids: Sequence[str],
+def table_files(spark: SparkSession, warehouse: Path | str, trace_ids: Sequence[str],
                 version: int | None) -> dict[tuple[str, str], list[str]] | None:
     """(trace, device) -> the `requests` table's files holding them (device is a partition column, so the files
     have no device column), or None when they cannot be read directly (deletion vectors, files outside the
@@ -239,14 +269,11 @@ def table_files(spark: SparkSession, warehouse: Path, trace_ids: Sequence[str],
 
 def stage_requests(requests: DataFrame, directory: str) -> dict[tuple[str, str], list[str]]:
     """The requests to replay, written once to Parquet under `directory` (an empty directory every
-    executor reaches) by the tasks that read them, one file per (trace, device) and task: (trace,
-    device) -> files. Each part's task then reads its array group's files: the requests are not
+    executor reaches: a local path or a URI) by the tasks that read them, one file per (trace, device) and
+    task: (trace, device) -> files. Each part's task then reads its array group's files: the requests are not
     shuffled once per scenario (10 M requests x 8 scenarios would be 80 M rows through a shuffle)."""
     written = requests.select("trace_id", *REPLAY_COLUMNS).mapInArrow(_stage(directory), STAGED_DDL).collect()
-    kept = {os.path.basename(r["path"]) for r in written}
-    for name in os.listdir(directory):
-        if name not in kept:                            # a failed or duplicate task attempt's file
-            os.unlink(os.path.join(directory, name))
+    remove_unreported(directory, {storage.name(r["path"]) for r in written})   # failed or duplicate attempts' files
     staged: dict[tuple[str, str], list[str]] = {}
     for r in written:
         staged.setdefault((r["trace_id"], r["device"]), []).append(r["path"])
@@ -328,7 +355,7 @@ def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]]
     files = [[f for d in p.devices for f in staged.get((p.trace_id, d), [])] for p in parts]
     devices = [[d for d in p.devices for _ in staged.get((p.trace_id, d), [])] if by_device else None for p in parts]
     requests = [sum(_rows_in(f, window_us) for f in fs) for fs in files]
-    cores = spark.sparkContext.defaultParallelism
+    cores = parallelism(spark)
     memory = sim_memory_bytes() if memory_bytes is None else memory_bytes
     lanes = lanes_for([part_memory(p, r) for p, r in zip(parts, requests, strict=True)], cores, memory)
     if lanes < min(cores, len(parts)):
@@ -393,7 +420,8 @@ def _load_key(files: Sequence[str], part: Part) -> tuple[Any, ...]:
 def _rows_in(path: str, window_us: tuple[int, int] | None) -> int:
     """The file's rows, or with a window those of its row groups whose ts_us range meets it (an upper bound)."""
     if window_us is None:
-        return pq.read_metadata(path).num_rows
+        fs, where = storage.filesystem(path)
+        return pq.read_metadata(where, filesystem=fs).num_rows
     return sum(g.rows for g in row_groups(path) if g.hi >= window_us[0] and g.lo < window_us[1])
 
 
@@ -404,6 +432,7 @@ def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]
     another, yield (part, one OUTPUT_ARROW_SCHEMA row as Arrow IPC) for each. Parts replaying the same files (a
     scorecard's scenarios over one array group) share one conversion of the requests (load_requests:
     sim.workloads.from_parquet_files, one file read at a time)."""
+    opener = task_opener()
 
     def simulate(lanes: Iterator[int]) -> Iterator[tuple[int, bytes]]:
         loaded: tuple[Any, Any] | None = None
@@ -419,7 +448,7 @@ def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]
                 if loaded is None or loaded[0] != key:
                     loaded = None                       # the previous group's requests freed before reading
                     loaded = (key, load_requests(files[i], part.config.spec.sector_size, part.config.devices,
-                                                 file_devices[i] if file_devices else None, window_us))
+                                                 file_devices[i] if file_devices else None, window_us, opener))
                 out = simulate_requests(*loaded[1], part.trace_id, part.config)
             except Exception as exc:
                 raise SimulationError(f"trace {part.trace_id!r}, array group {part.array_group!r}, scenario "
@@ -434,11 +463,26 @@ def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]
 
 def load_requests(files: Sequence[str], sector_size: int, devices: Sequence[str] | None,
                   file_devices: Sequence[str] | None = None,
-                  window_us: tuple[int, int] | None = None) -> tuple[Any, Any]:
+                  window_us: tuple[int, int] | None = None, opener: Opener | None = None) -> tuple[Any, Any]:
     """(sim Requests, device names) from staged or table Parquet files (sim.workloads.from_parquet_files: one
-    file's Arrow columns in memory at a time), the memory the conversion freed handed back to the OS."""
-    out = from_parquet_files(files, sector_size=sector_size, devices=devices, file_devices=file_devices,
-                             window_us=window_us)
+    file's Arrow columns in memory at a time), the memory the conversion freed handed back to the OS. Files on an
+    object store (URIs) are handed over opened (pyarrow random-access files, through `opener`, default
+    libs.io.storage.filesystem): sim.workloads opens paths only."""
+    opener = opener or storage.filesystem
+    opened: list[Any] = []
+    try:
+        for f in files:
+            if storage.is_local(f):
+                opened.append(f)
+            else:
+                fs, where = opener(f)
+                opened.append(fs.open_input_file(where))
+        out = from_parquet_files(opened, sector_size=sector_size, devices=devices, file_devices=file_devices,
+                                 window_us=window_us)
+    finally:
+        for f in opened:
+            if not isinstance(f, str):
+                f.close()
     release_memory()
     return out
 
@@ -492,7 +536,8 @@ class _Progress:
     the stages of this job group (staging the requests, then one task per lane, each simulating its parts)."""
 
     def __init__(self, spark: SparkSession, group: str, total: int, every_s: float) -> None:
-        self.sc = spark.sparkContext
+        # Under Spark Connect there is no status tracker to poll: only the start and the end are logged.
+        self.sc = None if is_remote(spark) else spark.sparkContext
         self.group, self.total, self.every_s = group, total, every_s
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._poll, name="simulate-progress", daemon=True)
@@ -503,22 +548,28 @@ class _Progress:
 
     def lanes_start(self, lanes: int) -> None:
         """The simulation's job (one task per lane) is about to start."""
+        if self.sc is None:
+            self.lanes = lanes
+            return
         tracker = self.sc.statusTracker()
         seen = [s for j in tracker.getJobIdsForGroup(self.group) if (info := tracker.getJobInfo(j))
                 for s in info.stageIds]
         self.lanes, self.first_lane_stage = lanes, max(seen, default=-1) + 1
 
     def __enter__(self) -> _Progress:
+        if self.sc is None:
+            return self
         self.previous = self.sc.getLocalProperty("spark.jobGroup.id")
         self.sc.setJobGroup(self.group, self.group)
         self.thread.start()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join()
-        self.sc.setLocalProperty("spark.jobGroup.id", self.previous)  # type: ignore[arg-type]  # None removes it
-        self.sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+        if self.sc is not None:
+            self.stop.set()
+            self.thread.join()
+            self.sc.setLocalProperty("spark.jobGroup.id", self.previous)  # type: ignore[arg-type]  # None removes it
+            self.sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
         if exc_type is None:
             log.info("simulate: %d partitions simulated in %.1f s", self.total, time.perf_counter() - self.started)
 

@@ -55,6 +55,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from libs.columns import idiv, to_schema
+from libs.io.connect import parallelism as session_parallelism
 from libs.transforms.profile_kernels import block_pass, group_cells, round_significant_code
 from schemas import trace_profile as TP
 
@@ -959,7 +960,7 @@ def _ordered_pass(base: DataFrame, *, chunk_us: int, window_us: int, rows_per_pa
         F.count(F.lit(1)).alias("n"), F.max_by(F.struct("ts_us", "end_bytes"), F.struct(*ORDER)).alias("last"))
         .select("device", "chunk", "n", "last.ts_us", "last.end_bytes").collect()]
     total = sum(r[2] for r in chunks)
-    parallelism = base.sparkSession.sparkContext.defaultParallelism
+    parallelism = session_parallelism(base.sparkSession)
     firsts, before = plan_parts(chunks, parts=_tasks(total, rows_per_part, parallelism))
     if not firsts:
         return base.sparkSession.createDataFrame([], PARTIAL_DDL), 0
@@ -1035,7 +1036,7 @@ def compute_trace_profile(requests: DataFrame, *, span_us: int, window_us: int =
                            (F.col("offset_bytes") + F.col("size_bytes")).alias("end_bytes"))
     ordered, total = _ordered_pass(base, chunk_us=chunk_us, window_us=window_us, rows_per_part=rows_per_part)
     ordered = ordered.persist()
-    tasks = _tasks(total, rows_per_part, spark.sparkContext.defaultParallelism)
+    tasks = _tasks(total, rows_per_part, session_parallelism(spark))
     blocks = _block_pass(base, window_us=window_us, extent_bytes=extent_bytes, buckets=tasks).persist()
     if persisted is not None:
         persisted += [ordered, blocks]

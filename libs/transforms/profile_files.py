@@ -54,10 +54,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from libs.io import storage
+from libs.io.connect import parallelism as session_parallelism
 from libs.io.delta_files import replace_from_driver
 from libs.io.device_pass import RowGroup, files_or_sql, row_groups, spark_tasks, trace_files
 from libs.io.tables import read_table, replace_rows, table_target
-from libs.io.task_parquet import from_ipc, release_memory, scratch_dir, task_file_name, to_ipc
+from libs.io.task_parquet import Opener, from_ipc, release_memory, scratch_dir, task_file_name, task_opener, to_ipc
 from libs.transforms import profile as P
 
 if TYPE_CHECKING:
@@ -127,7 +129,7 @@ class _Reader:
 
     def group(self, g: RowGroup, columns: Sequence[str]) -> pa.Table:
         if g.path not in self.files:
-            self.files[g.path] = pq.ParquetFile(g.path)
+            self.files[g.path] = storage.parquet_file(g.path)
         table = self.files[g.path].read_row_group(g.index, columns=list(columns))
         if "op" in columns and pa.types.is_dictionary(table.schema.field("op").type):
             table = table.set_column(table.schema.get_field_index("op"), "op", table.column("op").cast(pa.string()))
@@ -298,6 +300,7 @@ def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, wind
     task's histogram cells and extent counts written to one Arrow file per merge bucket under
     `scratch`, everything else returned as one blob."""
     every = [g for gs in groups.values() for g in gs]
+    opener = task_opener()
 
     def run(slots: Iterator[int]) -> Iterator[Result]:
 
@@ -312,9 +315,7 @@ def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, wind
                 yield Result(-1, "", to_ipc(out.filter(pc.invert(merged))))
                 for k in np.unique(bucket):
                     name = f"b{k:04d}/{task_file_name(f'task{i}')}".removesuffix(".parquet") + ".arrow"
-                    os.makedirs(os.path.join(scratch, f"b{k:04d}"), exist_ok=True)
-                    with pa.OSFile(os.path.join(scratch, name), "wb") as sink, \
-                            pa.ipc.new_file(sink, P.PARTIAL) as writer:
+                    with _spill(opener, scratch, name) as sink, pa.ipc.new_file(sink, P.PARTIAL) as writer:
                         writer.write_table(cells.filter(pa.array(bucket == k)))
                     yield Result(int(k), name, b"")
                 del out, cells
@@ -323,16 +324,36 @@ def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, wind
     return run
 
 
+# The spill files are written by one task and read by another, maybe on another executor: they go to the
+# run's scratch under the warehouse (a shared directory, or an object-store prefix), not to executor-local temp.
+def _spill(opener: Opener, scratch: str, name: str) -> pa.NativeFile:
+    """A new spill file scratch/name to write (its bucket's directory created on a local file system)."""
+    if storage.is_local(scratch):
+        os.makedirs(os.path.dirname(os.path.join(scratch, name)), exist_ok=True)
+        return pa.OSFile(os.path.join(scratch, name), "wb")
+    fs, root = opener(scratch)
+    return fs.open_output_stream(f"{root}/{name}")
+
+
+def _unspill(opener: Opener, scratch: str, name: str) -> pa.NativeFile:
+    """A spill file to read: memory-mapped on a local file system, a random-access file on an object store."""
+    if storage.is_local(scratch):
+        return pa.memory_map(os.path.join(scratch, name))
+    fs, root = opener(scratch)
+    return fs.open_input_file(f"{root}/{name}")
+
+
 def _stage_two(files: dict[int, list[str]], extra: dict[int, bytes], scratch: str):  # type: ignore[no-untyped-def]
     """mapPartitions function of the second job: one merge bucket's cells from every first-job task
     (only the files the successful attempts reported; `extra`: the driver's rows for the bucket)
     merged into FINAL rows, returned as a blob."""
+    opener = task_opener()
 
     def run(ids: Iterator[int]) -> Iterator[Result]:
         for k in ids:
             tables = [from_ipc([extra[k]], P.PARTIAL)] if k in extra else []
             for name in files[k]:
-                with pa.memory_map(os.path.join(scratch, name)) as source:
+                with _unspill(opener, scratch, name) as source:
                     tables.append(pa.ipc.open_file(source).read_all())
             cells = pa.concat_tables(tables)
             final = pa.concat_tables([P.merge_histograms(cells), P.merge_skew(cells)])
@@ -345,8 +366,8 @@ def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list
               extent_bytes: int, scratch: str) -> tuple[pa.Table, pa.Table]:
     """Both jobs: (every task's PARTIAL rows but histogram cells and extent counts, the FINAL rows
     those merge into, with the runs joined across span edges). `scratch`: an empty directory every
-    executor reaches."""
-    parallelism = spark.sparkContext.defaultParallelism
+    executor reaches (a local path or a URI, libs.io.storage)."""
+    parallelism = session_parallelism(spark)
     requests = sum(t.rows for t in tasks if t.kind in ("ordered", "device"))
     buckets = max(1, min(len(tasks), max(parallelism, math.ceil(requests / MERGE_ROWS))))
     started = time.perf_counter()
@@ -405,7 +426,7 @@ def _profile_files(spark: SparkSession, warehouse: Path, trace_id: str, *, span_
                    extent_bytes: int, rows_per_part: int, block_rows: int | None) -> int:
     """profile_trace from the requests files (this module's tasks); Unsupported before anything is written."""
     files = trace_files(spark, warehouse, trace_id)
-    tasks, groups = plan(files, rows_per_part=rows_per_part, parallelism=spark.sparkContext.defaultParallelism,
+    tasks, groups = plan(files, rows_per_part=rows_per_part, parallelism=session_parallelism(spark),
                          block_rows=block_rows)
     with scratch_dir(warehouse, f"profile-{trace_id}") as scratch:
         partials, merged = run_tasks(spark, tasks, groups, window_us=window_us, extent_bytes=extent_bytes,

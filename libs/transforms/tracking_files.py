@@ -10,6 +10,7 @@ shuffle the pieces once per k and join the true heat back; this reads the trace 
 """
 from __future__ import annotations
 
+import io
 import logging
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -19,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from libs.io import storage
 from libs.io.device_pass import Output, Read, Unsupported, device_pass, spark_tasks, trace_files
 from libs.io.tables import table_target
 from libs.io.task_parquet import scratch_dir
@@ -100,7 +101,7 @@ def _error_task(files: list[tuple[int, str]], scratch: str, extent_bytes: int,
     def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
         for i in ids:
             k, path = files[i]
-            t = pq.read_table(path, columns=["extent_bytes", "aging_period_us", "heat", "true_heat"])
+            t = storage.read_parquet(path, columns=["extent_bytes", "aging_period_us", "heat", "true_heat"])
             keep = pc.and_(pc.and_(pc.equal(t.column("extent_bytes"), extent_bytes),
                                    pc.equal(t.column("aging_period_us"), aging_period_us)),
                            pc.and_(pc.is_valid(t.column("heat")), pc.greater(t.column("true_heat"), 0)))
@@ -108,8 +109,13 @@ def _error_task(files: list[tuple[int, str]], scratch: str, extent_bytes: int,
             heat = t.column("heat").to_numpy().astype(np.float64)
             true = t.column("true_heat").to_numpy().astype(np.float64)
             e = np.sort(np.abs(heat - true) / true)
-            out = f"{scratch}/k{k}-{i}.npy"
-            np.save(out, e)
+            out = storage.join(scratch, f"k{k}-{i}.npy")
+            if storage.is_local(out):
+                np.save(out, e)
+            else:                                  # an object-store scratch: the whole file in one put
+                buffer = io.BytesIO()
+                np.save(buffer, e)
+                storage.write_bytes(out, buffer.getvalue())
             yield {"k": k, "path": out, "n": len(e), "sum": float(e.sum())}
 
     return run
@@ -135,7 +141,8 @@ def relative_errors_files(spark: SparkSession, warehouse: Path, trace_id: str, *
     """libs.transforms.tracking_eval.relative_errors_by_k (k -> {checkpoints, mean, median}) for the trace's
     heat_tracking rows of this extent size and aging period, read from the table's files: one task per file
     sorts its errors to a scratch file, the driver sums the counts and takes the median (Spark's percentile
-    0.5: the mean of the two middle values for an even count) with kth_smallest over the memory-mapped files.
+    0.5: the mean of the two middle values for an even count) with kth_smallest over the memory-mapped files (read
+    whole from an object-store scratch).
     The mean is the sum over the count (the sums' order differs from Spark's avg: equal to ~1e-15).
     Unsupported when the files cannot be read directly."""
     by_k = trace_files(spark, warehouse, trace_id, HT.TABLE, by="k")
@@ -149,7 +156,8 @@ def relative_errors_files(spark: SparkSession, warehouse: Path, trace_id: str, *
             if n == 0:
                 out[k] = {"checkpoints": 0, "mean": None, "median": None}
                 continue
-            arrays = [np.load(p["path"], mmap_mode="r") for p in mine]
+            arrays = [np.load(p["path"], mmap_mode="r") if storage.is_local(p["path"])
+                      else np.load(io.BytesIO(storage.read_bytes(p["path"]))) for p in mine]
             position = (n - 1) * 0.5
             lower, higher = math.floor(position), math.ceil(position)
             lo = kth_smallest(arrays, lower)

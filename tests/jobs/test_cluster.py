@@ -166,7 +166,7 @@ def test_driver_killed_during_a_table_write(spark, tmp_path):
     table reads as its previous version; the rerun commits the next version."""
     warehouse, before_n, after_n = tmp_path / "wh", 1000, 100_000
     replace_trace(generated_requests(spark, before_n), spark, warehouse, "requests", GENERATED_TRACE_ID)
-    data = table_path(warehouse, "requests")
+    data = Path(table_path(warehouse, "requests"))
     files_before = set(data.rglob("*.parquet"))
     log_before = sorted(p.name for p in (data / "_delta_log").glob("*.json"))
     remote = driver("local[2]", "write", "--warehouse", str(warehouse), "--rows", str(after_n),

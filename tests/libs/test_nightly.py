@@ -1,15 +1,21 @@
 """The nightly DAG's glue without Airflow or a JVM: manifests and their errors, landing scans (duplicates by
 content), the trace day of a run, the ledger's ingest and re-analysis decisions, every stage's arguments
-(checked against the jobs' own parsers), and Delta versions and row counts read from a transaction log."""
+(checked against the jobs' own parsers), and Delta versions and row counts read from a table's history; the ledger,
+digests and tables on an object store (tests/fake_store.py)."""
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
 import json
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from deltalake.transaction import AddAction
 
 from libs import nightly as N
+from libs.io import delta_log, storage
+from tests.fake_store import fake_s3
 
 FORMATS = ("hp-srt", "msr")
 NOW = dt.datetime(2026, 1, 7, tzinfo=dt.UTC)
@@ -249,7 +255,7 @@ def test_stage_arguments_parse_with_the_jobs_own_parsers(tmp_path, monkeypatch):
     assert job["alis_layout"].trace_id == "tr1"
     assert (job["policy_scores"].window, job["policy_scores"].families) == ("86400:172800", ("striped",))
     assert (job["reorg_plan"].policy, job["reorg_plan"].window, job["reorg_plan"].now) == ("best", "86400:172800", NOW)
-    assert exported == [("p1", "json", tmp_path / "wh" / "exports" / "tr1" / "p1.json")]
+    assert exported == [("p1", "json", str(tmp_path / "wh" / "exports" / "tr1" / "p1.json"))]
     tracking = calls["heat_tracking"][1]
     assert (calls["heat_tracking"][0][2], tracking["ks"], tracking["spec"].extents, tracking["spec"].change_s,
             tracking["spec"].end_s) == ("tr1", (5,), 4, 60.0, 70.0)
@@ -257,22 +263,89 @@ def test_stage_arguments_parse_with_the_jobs_own_parsers(tmp_path, monkeypatch):
     assert calls["heat_report"][1]["out_dir"] == str(tmp_path / "wh" / "reports" / "tr1")
 
 
-def _commit(log, version, *actions):
-    log.mkdir(parents=True, exist_ok=True)
-    (log / f"{version:020d}.json").write_text("\n".join(json.dumps(a) for a in actions) + "\n")
+def _replace_commit(root, rows):
+    """A blockheat replace of trace t (as libs.io.delta_files commits one): a file of `rows` rows, its metrics in
+    the commit's blockheat.metrics."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table({"v": pa.array(range(rows), pa.int64())}), sink)
+    data = sink.getvalue().to_pybytes()
+    storage.write_bytes(storage.join(root, "trace_id=t", "part-r.parquet"), data)
+    add = AddAction("trace_id=t/part-r.parquet", len(data), {"trace_id": "t"}, 0, True,
+                    json.dumps({"numRecords": rows}))
+    metrics = json.dumps({"numFiles": 1, "numOutputRows": rows})
+    return delta_log.commit(root, [add], [], app_id="test t",
+                            info={delta_log.REPLACE_KEY: "trace_id = 't'", "blockheat.metrics": metrics})
 
 
-def test_delta_versions_and_rows_from_the_log(tmp_path):
-    log = tmp_path / "t" / "_delta_log"
-    assert N.delta_commits(tmp_path / "t", None) == []
-    _commit(log, 0, {"commitInfo": {"operation": "CREATE TABLE", "operationMetrics": {}}}, {"protocol": {}})
-    _commit(log, 1, {"add": {"path": "a.parquet"}}, {"commitInfo": {"operation": "WRITE",
-                                                                    "operationMetrics": {"numOutputRows": "398"}}})
-    _commit(log, 2, {"commitInfo": {"operation": "WRITE", "operationMetrics": {"numOutputRows": "653"}}})
-    (log / "00000000000000000002.checkpoint.parquet").write_bytes(b"PAR1")
-    (log / "00000000000000000002.crc").write_text("{}")
-    assert N.delta_commits(tmp_path / "t", 0) == [{"version": 1, "operation": "WRITE", "rows_written": 398},
-                                                  {"version": 2, "operation": "WRITE", "rows_written": 653}]
-    assert N.table_changes(tmp_path, {"t": 1, "missing": None}) == {"t": {"version": 2, "commits": 1,
-                                                                         "rows_written": 653}}
-    assert N.table_versions(tmp_path, ("t", "missing")) == {"t": 2, "missing": None}
+@pytest.mark.parametrize("remote", [False, True], ids=["local", "object-store"])
+def test_delta_versions_and_rows_from_the_history(tmp_path, monkeypatch, remote):
+    """Commits through delta-rs's history (libs.io.delta_log): a blockheat replace's rows from its
+    blockheat.metrics, a delta-rs write's from num_added_rows; the same for a warehouse on an object store."""
+    from deltalake import write_deltalake
+
+    wh = fake_s3(monkeypatch, tmp_path / "s3").url("wh") if remote else str(tmp_path / "wh")
+    root = storage.join(storage.normalize(wh), "t")
+    assert N.delta_commits(root, None) == []
+    schema = pa.schema([("trace_id", pa.string()), ("v", pa.int64())])
+    assert delta_log.create_table(root, schema, ["trace_id"], {})                             # version 0
+    write_deltalake(storage.delta_uri(root), pa.table({"trace_id": ["u"] * 398, "v": range(398)}, schema=schema),
+                    mode="append", storage_options=storage.delta_options(root))               # version 1
+    assert _replace_commit(root, 653) == 2
+    commits = N.delta_commits(root, None)
+    assert [(c["version"], c["rows_written"]) for c in commits] == [(0, 0), (1, 398), (2, 653)]
+    assert [c["operation"] for c in commits][1:] == ["WRITE", "WRITE"]
+    assert N.delta_commits(root, 0) == commits[1:]
+    assert N.delta_commits(root, 2) == []
+    assert N.table_changes(wh, {"t": 1, "missing": None}) == {"t": {"version": 2, "commits": 1, "rows_written": 653}}
+    assert N.table_versions(wh, ("t", "missing")) == {"t": 2, "missing": None}
+    if remote:
+        assert (tmp_path / "s3" / "bucket" / "wh" / "t" / "_delta_log").is_dir()           # written to the store
+
+
+def test_rows_written_of_each_kind_of_commit():
+    assert N._rows_written({"operation": "WRITE", "operationMetrics": {"numOutputRows": "653"}}) == 653   # Spark
+    assert N._rows_written({"operationMetrics": {"num_added_rows": 398}}) == 398                           # delta-rs
+    assert N._rows_written({"blockheat.metrics": '{"numOutputRows": 27}', "operationMetrics": {}}) == 27
+    assert N._rows_written({"blockheat.metrics": "{damaged", "operationMetrics": {"num_added_rows": 5}}) == 5
+    assert N._rows_written({"operation": "OPTIMIZE", "operationMetrics": {}}) == 0
+    assert N._rows_written({"operation": "CREATE TABLE"}) == 0
+
+
+def test_ledger_and_digests_on_an_object_store(tmp_path, monkeypatch):
+    """A URI warehouse: the ledger and the digests are objects of the store (one PUT each, no temporary object);
+    the reports and exports default under the warehouse's URI; the landing directory stays local."""
+    store = fake_s3(monkeypatch, tmp_path / "s3")
+    wh = store.url("wh")
+    assert N.ledger_path(wh, "t") == "s3a://bucket/wh/_nightly/ledger/t.json"
+    assert N.read_ledger(wh, "t") == {}
+    N.record_ledger(wh, "t", "ingested", {"fingerprint": {"sha256": ["x"]}})
+    N.record_ledger(wh, "t", "analysed", {"fingerprint": {"sha256": ["x"]}, "args": {}})
+    assert N.read_ledger(wh, "t") == {"trace_id": "t", "ingested": {"fingerprint": {"sha256": ["x"]}},
+                                      "analysed": {"fingerprint": {"sha256": ["x"]}, "args": {}}}
+    assert [p.name for p in store.local(f"{wh}/_nightly/ledger").iterdir()] == ["t.json"]
+    store.local(N.ledger_path(wh, "t")).write_text("{")
+    with pytest.raises(N.LandingError, match=r"ledger s3a://bucket/wh/_nightly/ledger/t\.json is damaged"):
+        N.read_ledger(wh, "t")
+
+    folder = _landing(tmp_path, files={"a.csv": b"AAAA"})
+    settings = N.NightlySettings.from_mapping({"landing_dir": str(tmp_path / "landing"), "warehouse": f"{wh}/"},
+                                              python="/venv/bin/python")
+    assert (settings.warehouse, settings.reports_dir, settings.exports_dir) == (
+        "s3a://bucket/wh", "s3a://bucket/wh/reports", "s3a://bucket/wh/exports")
+    plan, = N.plan_run(settings, dt.date(2026, 1, 5), now=NOW, formats=FORMATS)
+    assert plan.args["heat_report"] == [["tr1", "--out", "s3a://bucket/wh/reports/tr1"]]
+    assert plan.args["reorg_plan"][0][-2:] == [N.PLAN_EXPORT_OPTION, "s3a://bucket/wh/exports/tr1"]
+    assert N.submit_options(settings, ["j.jar"])["env_vars"]["BLOCKHEAT_WAREHOUSE"] == "s3a://bucket/wh"
+    digests = json.loads(store.local(f"{wh}/{N.DIGESTS.as_posix()}").read_text())
+    assert digests[str(folder / "a.csv")]["sha256"] == hashlib.sha256(b"AAAA").hexdigest()
+    assert N.read_digests(wh) == digests
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ({"landing_dir": "s3a://b/landing", "warehouse": "/wh"}, "landing_dir must be a local directory"),
+    ({"landing_dir": "/l", "warehouse": "gs://b/wh"}, "unsupported location scheme 'gs'"),
+    ({"landing_dir": "/l", "warehouse": "s3a:///wh"}, "an S3 location needs a bucket"),
+])
+def test_settings_location_errors(raw, message):
+    with pytest.raises(N.SettingsError, match=f"Airflow Variable blockheat_nightly: .*{message}"):
+        N.NightlySettings.from_mapping(raw, python="python")

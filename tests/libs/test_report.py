@@ -1,5 +1,6 @@
 """The HTML report: every figure has labelled axes with units; the page embeds figures and tables;
-the report job runs end to end on a small ingested trace; `blockheat heat` prints its summary."""
+the report job runs end to end on a small ingested trace, written to a local directory or an object store
+(tests/fake_store.py); `blockheat heat` prints its summary."""
 from __future__ import annotations
 
 import base64
@@ -9,13 +10,14 @@ import numpy as np
 import pytest
 
 from jobs.cli.main import main as cli_main
-from jobs.heat_report import CDF_POINTS, spark_cdfs
+from jobs.heat_report import CDF_POINTS, report_dir, spark_cdfs
 from jobs.heat_report import run as run_report
 from libs import report
 from libs.transforms.report_files import METRICS, percentiles, report_cdfs
 from libs.transforms.tracking_eval import StepSpec
 from tests.builders import ingest, write_msr
 from tests.conftest import HPLAJW_TRACE_ID
+from tests.fake_store import fake_s3
 
 HOUR = 3_600_000_000
 
@@ -92,6 +94,27 @@ def test_report_job_end_to_end(spark, spark_cfg, tmp_path):
     assert sorted(p.name for p in path.parent.glob("*.png")) == ["cdfs.png", "disk_heat.png", "extent_heat_map.png"]
     assert "<h1>Trace report-t</h1>" in page
     assert "<td>requests</td><td>5</td><td>3</td><td>2</td>" in page  # trace, device h_0, device h_1
+
+
+def test_report_files_to_an_object_store(tmp_path, monkeypatch, captured):
+    """write_report: the page and the figures as objects under a URI (one PUT each), or files in a local directory
+    (created); the report's default place is <warehouse>/reports/TRACE_ID on the warehouse's file system."""
+    from libs.io.session import SparkConfig
+
+    store = fake_s3(monkeypatch, tmp_path / "s3")
+    page, figures = report.render(_inputs())
+    where = report.write_report(store.url("wh/reports/t") + "/", page, figures)
+    assert where == "s3a://bucket/wh/reports/t/report.html"
+    assert store.local(where).read_text() == page
+    assert sorted(p.name for p in store.local(where).parent.iterdir()) == [
+        "cdfs.png", "disk_heat.png", "extent_heat_map.png", "report.html"]
+    assert store.local("s3a://bucket/wh/reports/t/cdfs.png").read_bytes() == b"png"
+    local = report.write_report(tmp_path / "out" / "t", page, figures)
+    assert local == (tmp_path / "out" / "t" / "report.html").resolve()
+    assert local.read_text() == page
+    assert report_dir(SparkConfig(warehouse="s3a://bucket/wh"), "t") == "s3a://bucket/wh/reports/t"
+    assert report_dir(SparkConfig(warehouse=tmp_path / "wh"), "t") == str(tmp_path / "wh" / "reports" / "t")
+    assert report_dir(SparkConfig(warehouse=tmp_path / "wh"), "t", "s3://b/r") == "s3://b/r"
 
 
 def test_cli_heat_prints_hottest_extents_and_balance(spark, spark_cfg, tmp_path, capsys):

@@ -59,9 +59,10 @@ def test_replace_writes_the_rows_and_leaves_other_traces(spark, tmp_path):
     assert len(_rows(spark, root, version=1)) == 1000                 # time travel sees the first replace
     info = next(a["commitInfo"] for a in _log(root, 3) if "commitInfo" in a)
     assert info["operation"] == "WRITE"
-    assert info["operationParameters"]["predicate"] == "trace_id = 'a'"
-    assert info["operationMetrics"]["numOutputRows"] == "7"
-    assert info["operationMetrics"]["numRemovedFiles"] == str(len([a for a in _log(root, 1) if "add" in a]))
+    assert info["blockheat.replace"] == "trace_id = 'a'"
+    metrics = json.loads(info["blockheat.metrics"])
+    assert metrics["numOutputRows"] == 7
+    assert metrics["numRemovedFiles"] == len([a for a in _log(root, 1) if "add" in a])
     removed = [a["remove"]["path"] for a in _log(root, 3) if "remove" in a]
     assert removed
     assert all(p.startswith("trace_id=a/") for p in removed)          # b's files untouched
@@ -160,7 +161,7 @@ def test_a_predicate_on_other_columns_removes_uniform_files_and_rewrites_mixed_o
     assert len([a for a in actions if "remove" in a]) == 1                 # the mixed file, rewritten:
     assert len([a for a in actions if "add" in a]) == 2                    # its value-0 rows, and the new rows
     info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
-    assert info["operationParameters"]["predicate"] == "trace_id = 'a' AND value = 1.0"
+    assert info["blockheat.replace"] == "trace_id = 'a' AND value = 1.0"
     # Now every file holds one value: the next replace removes the value-1 file whole and reads no other.
     added = {a["add"]["path"]: json.loads(a["add"]["stats"])["numRecords"] for a in actions if "add" in a}
     replace_by_tasks(spark, target, {"trace_id": "a", "value": 1.0},

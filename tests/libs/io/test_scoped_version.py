@@ -1,60 +1,60 @@
-"""libs.io.tables.scoped_version on hand-written Delta logs: which commits change a trace's (or window's) rows.
-
-The commit shapes are the ones Delta writes (checked against a real replace_rows commit in
-tests/jobs/test_policy_scores.py::test_stale_plans_are_refused).
-"""
+"""libs.io.tables.scoped_version on real tables written by delta-rs: which commits change a trace's (or window's)
+rows. Replaces name their rows in their predicate (as libs.io.delta_files records it, and Spark's replaceWhere);
+other commits are judged by the partitions of the files they add or remove."""
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable, write_deltalake
 
+from libs.io import delta_log
 from libs.io.tables import scoped_version
 
-CREATE = [{"commitInfo": {"operation": "CREATE TABLE", "operationParameters": {"partitionBy": '["trace_id"]'}}},
-          {"metaData": {"id": "x"}}, {"protocol": {"minReaderVersion": 1}}]
+SCHEMA = pa.schema([("trace_id", pa.string()), ("window_id", pa.string()), ("x", pa.int64())])
 
 
-def replace(predicate: str, trace: str) -> list[dict]:
-    return [{"commitInfo": {"operation": "WRITE",
-                            "operationParameters": {"mode": "Overwrite", "predicate": predicate}}},
-            {"remove": {"path": f"trace_id={trace}/a.parquet", "dataChange": True,
-                        "partitionValues": {"trace_id": trace}}},
-            {"add": {"path": f"trace_id={trace}/b.parquet", "dataChange": True,
-                     "partitionValues": {"trace_id": trace}}}]
+class Table:
+    """A table "t" under a warehouse, and the commits the tests make on it."""
 
+    def __init__(self, warehouse: Path) -> None:
+        self.root = str(warehouse / "t")
+        DeltaTable.create(self.root, SCHEMA, partition_by=["trace_id"])                # version 0
+        self.n = 0
 
-def append(trace: str) -> list[dict]:
-    return [{"commitInfo": {"operation": "WRITE", "operationParameters": {"mode": "Append"}}},
-            {"add": {"path": f"trace_id={trace}/c.parquet", "dataChange": True,
-                     "partitionValues": {"trace_id": trace}}}]
+    def _file(self, trace: str, rows: int = 2) -> dict:
+        self.n += 1
+        relative = f"trace_id={trace}/f{self.n}.parquet"
+        os.makedirs(os.path.join(self.root, f"trace_id={trace}"), exist_ok=True)
+        pq.write_table(pa.table({"window_id": ["w1"] * rows, "x": list(range(rows))}),
+                       os.path.join(self.root, relative))
+        return {"path": relative, "size": os.path.getsize(os.path.join(self.root, relative)), "rows": rows,
+                "partition": f'{{"trace_id": "{trace}"}}', "stats": "{}"}
 
+    def replace(self, predicate: str, trace: str) -> int:
+        removes = [a for a in delta_log.snapshot(self.root).files if a["partitionValues"]["trace_id"] == trace]
+        return delta_log.commit(self.root, [delta_log.add_action(self._file(trace), 0)], removes,
+                                app_id=f"test:{trace}", info={delta_log.REPLACE_KEY: predicate})
 
-OPTIMIZE = [{"commitInfo": {"operation": "OPTIMIZE", "operationParameters": {}}},
-            {"remove": {"path": "trace_id=a/b.parquet", "dataChange": False, "partitionValues": {"trace_id": "a"}}},
-            {"add": {"path": "trace_id=a/d.parquet", "dataChange": False, "partitionValues": {"trace_id": "a"}}}]
-UNPARTITIONED_DELETE = [{"commitInfo": {"operation": "DELETE", "operationParameters": {"predicate": '["x > 1"]'}}},
-                        {"remove": {"path": "e.parquet", "dataChange": True, "partitionValues": {}}}]
-
-
-def write_log(warehouse: Path, commits: list[list[dict]], *, first: int = 0) -> None:
-    log = warehouse / "t" / "_delta_log"
-    log.mkdir(parents=True)
-    for version, actions in enumerate(commits, start=first):
-        (log / f"{version:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
+    def append(self, trace: str) -> None:
+        write_deltalake(self.root, pa.table({"trace_id": [trace], "window_id": ["w1"], "x": [1]}, schema=SCHEMA),
+                        mode="append")
 
 
 def test_only_commits_that_change_the_scope_count(tmp_path):
-    write_log(tmp_path, [CREATE,                                                  # 0: creation counts
-                         replace("trace_id = 'a'", "a"),                         # 1: a's rows
-                         replace("trace_id = 'b'", "b"),                         # 2: another trace's
-                         append("b"),                                            # 3: appends to b's partition
-                         OPTIMIZE,                                               # 4: no row changes
-                         replace("trace_id = 'a' AND window_id = 'w2'", "a")])   # 5: a's other window
+    t = Table(tmp_path)                                          # 0: creation counts
+    assert t.replace("trace_id = 'a'", "a") == 1                 # 1: a's rows
+    t.replace("trace_id = 'b'", "b")                             # 2: another trace's
+    t.append("b")                                                # 3: appends to b's partition
+    DeltaTable(t.root).optimize.compact()                        # 4: no row changes
+    t.replace("trace_id = 'a' AND window_id = 'w2'", "a")        # 5: a's other window
     assert scoped_version(tmp_path, "t", {"trace_id": "a"}) == 5
     assert scoped_version(tmp_path, "t", {"trace_id": "a", "window_id": "w1"}) == 1
-    assert scoped_version(tmp_path, "t", {"trace_id": "b"}) == 3
+    assert scoped_version(tmp_path, "t", {"trace_id": "b"}) == 3      # compacting b's two files (4) changed no row
+    assert DeltaTable(t.root).history()[1]["operation"] == "OPTIMIZE"
     assert scoped_version(tmp_path, "t", {"trace_id": "c"}) == 0
     assert scoped_version(tmp_path, "t", {"trace_id": "a", "window_id": "w1"}, since=2) == 2   # nothing after 2
     assert scoped_version(tmp_path, "t", {"trace_id": "a"}, since=2) == 5
@@ -63,21 +63,42 @@ def test_only_commits_that_change_the_scope_count(tmp_path):
 
 
 @pytest.mark.parametrize(("commit", "changes_a"), [
-    (UNPARTITIONED_DELETE, True),                              # a file without partition values: may hold a's rows
+    ("delete a", True),                                          # a DELETE of a's rows: by its files' partitions
+    ("delete b", False),
+    ("append b", False),
     # A predicate other than equalities: judged by the partitions of the files it added and removed.
-    (replace("trace_id = 'a' OR trace_id = 'b'", "a"), True),
-    (replace("trace_id = 'a' OR trace_id = 'b'", "b"), False),
-    (replace("(trace_id = 'b')", "b"), False),                 # Delta may parenthesize the predicate
-    (replace("n = 3 AND trace_id = 'b'", "b"), False),
-    ([{"commitInfo": {"operation": "SET TBLPROPERTIES"}}, {"metaData": {"id": "x"}}], True),
+    ("replace trace_id = 'a' OR trace_id = 'b'|a", True),
+    ("replace trace_id = 'a' OR trace_id = 'b'|b", False),
+    ("replace (trace_id = 'b')|b", False),                       # Delta may parenthesize the predicate
+    ("replace n = 3 AND trace_id = 'b'|b", False),
+    ("properties", True),                                        # the table's properties changed
 ])
 def test_commit_kinds(tmp_path, commit, changes_a):
-    write_log(tmp_path, [CREATE, replace("trace_id = 'a'", "a"), commit])
-    assert scoped_version(tmp_path, "t", {"trace_id": "a"}) == (2 if changes_a else 1)
+    t = Table(tmp_path)
+    t.replace("trace_id = 'b'", "b")
+    t.replace("trace_id = 'a'", "a")                             # 2
+    kind, _, rest = commit.partition(" ")
+    if kind == "delete":
+        DeltaTable(t.root).delete(f"trace_id = '{rest}'")
+    elif kind == "append":
+        t.append(rest)
+    elif kind == "replace":
+        predicate, trace = rest.split("|")
+        t.replace(predicate, trace)
+    else:
+        DeltaTable(t.root).alter.set_table_properties({"delta.logRetentionDuration": "interval 30 days"})
+    assert scoped_version(tmp_path, "t", {"trace_id": "a"}) == (3 if changes_a else 2)
 
 
 def test_a_cleaned_up_history_counts_as_changed(tmp_path):
-    # Log retention removed commits 0-2 (a checkpoint holds the state): nothing can be said about 1-2.
-    write_log(tmp_path, [replace("trace_id = 'b'", "b"), replace("trace_id = 'b'", "b")], first=3)
+    # Log retention removed commits 0-2 (a checkpoint at 2 holds the state): nothing can be said about 1-2.
+    t = Table(tmp_path)
+    t.replace("trace_id = 'b'", "b")
+    t.replace("trace_id = 'b'", "b")
+    DeltaTable(t.root).create_checkpoint()
+    t.replace("trace_id = 'b'", "b")
+    t.replace("trace_id = 'b'", "b")                             # 4
+    for version in range(3):
+        os.unlink(os.path.join(t.root, "_delta_log", f"{version:020d}.json"))
     assert scoped_version(tmp_path, "t", {"trace_id": "a"}, since=1) == 4
     assert scoped_version(tmp_path, "t", {"trace_id": "a"}, since=3) == 3

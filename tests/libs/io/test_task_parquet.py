@@ -1,5 +1,6 @@
 """Parquet written by the tasks themselves (libs.io.task_parquet): the same rows as Spark's mapInArrow,
-only the successful attempts' files kept, clear errors, scratch directories removed."""
+only the successful attempts' files kept, clear errors, scratch directories removed; the same on an object store
+(tests/fake_store.py)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -8,7 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from libs.io.task_parquet import scratch_dir, sink_parquet, sink_parquet_groups
+from libs.io import storage, task_parquet
+from libs.io.task_parquet import scratch_dir, sink_parquet, sink_parquet_groups, sink_parquet_groups_multi
+from tests.fake_store import fake_s3
 
 DDL = "key long, label string, value double"
 
@@ -88,3 +91,89 @@ def test_grouped_output_written_per_group(spark, tmp_path):
     assert sorted((r.key, r.label) for r in got.collect() if r.label != "again") == [
         (0, "n15"), (1, "n15"), (2, "n15"), (3, "n15")]
     assert len(list((tmp_path / "out").iterdir())) == 4                   # one file per group
+
+
+# --- an object-store location (tests/fake_store.py: s3a://bucket/... on a local directory) ------------------------
+
+
+def _read_back_with_pyarrow(spark, ddl, files):  # type: ignore[no-untyped-def]
+    """What Spark's Parquet reader gives for the files, read through libs.io.storage (Spark's own reader knows
+    no fake store)."""
+    tables = [pq.read_table(where, filesystem=fs) for fs, where in map(storage.filesystem, files)]
+    rows = [tuple(r.values()) for t in tables for r in t.to_pylist()]
+    return spark.createDataFrame(rows, ddl)
+
+
+def _with_a_stray_object(directory: str, opener):  # type: ignore[no-untyped-def]
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        fs, root = opener(directory)
+        pq.write_table(pa.table({"key": [-1], "label": ["stray"], "value": [0.0]}),
+                       f"{root}/part-99999-stray.parquet", filesystem=fs)
+        yield from _square(batches)
+
+    return run
+
+
+def test_sink_on_an_object_store_keeps_only_the_reported_files(spark, tmp_path, monkeypatch):
+    """The tasks write through storage.filesystem as the driver has it; the driver lists and deletes the stray
+    file through the store, and reads back the reported files' locations (URIs)."""
+    store = fake_s3(monkeypatch, tmp_path / "s3")
+    monkeypatch.setattr(task_parquet, "_read_back", _read_back_with_pyarrow)
+    out = store.url("wh/_scratch/job/out")
+    got = sink_parquet(spark.range(0, 100, numPartitions=2), _with_a_stray_object(out, storage.filesystem), DDL,
+                       out + "/")
+    assert sorted(r.key for r in got.collect()) == list(range(100))
+    names = sorted(p.name for p in store.local(out).iterdir())
+    assert len(names) == 2
+    assert "part-99999-stray.parquet" not in names
+    with pytest.raises(FileExistsError, match=r"s3a://bucket/wh/_scratch/job/out: the task Parquet sink needs"):
+        sink_parquet(spark.range(3), _square, DDL, out)
+
+
+def _split_with_a_stray(directory: str, opener):  # type: ignore[no-untyped-def]
+    def split(table: pa.Table) -> dict[str, pa.Table]:
+        fs, root = opener(directory)
+        pq.write_table(pa.table({"key": [-1], "label": ["stray"], "value": [0.0]}),
+                       f"{root}/a/part-99999-stray.parquet", filesystem=fs)
+        return _split(table)
+
+    return split
+
+
+def _split(table: pa.Table) -> dict[str, pa.Table]:
+    key = table.column("key")[0].as_py()
+    return {"a": pa.table({"key": [key], "label": ["a"], "value": [float(table.num_rows)]}),
+            "b": pa.table({"key": [key] * (key % 2), "label": ["b"] * (key % 2), "value": [0.0] * (key % 2)})}
+
+
+def test_multi_output_sink_on_an_object_store(spark, tmp_path, monkeypatch):
+    store = fake_s3(monkeypatch, tmp_path / "s3")
+    monkeypatch.setattr(task_parquet, "_read_back", _read_back_with_pyarrow)
+    out = store.url("wh/_scratch/multi")
+    frame = spark.range(0, 40, numPartitions=2).selectExpr("id % 4 AS key")
+    got = sink_parquet_groups_multi(frame.groupBy("key"), _split_with_a_stray(out, storage.filesystem),
+                                    {"a": DDL, "b": DDL}, out)
+    assert sorted((r.key, r.value) for r in got["a"].collect()) == [(0, 10.0), (1, 10.0), (2, 10.0), (3, 10.0)]
+    assert sorted(r.key for r in got["b"].collect()) == [1, 3]
+    assert sorted(p.name for p in store.local(out).iterdir()) == ["a", "b"]
+    assert len(list((store.local(out) / "a").iterdir())) == 4                       # one file per group, no stray
+    assert len(list((store.local(out) / "b").iterdir())) == 2
+
+
+def _fail_inside_the_store(store, seen: list) -> None:  # type: ignore[no-untyped-def, type-arg]
+    with scratch_dir(store.url("wh"), "job") as where:
+        seen.append(where)
+        storage.write_bytes(storage.join(where, "part", "x"), b"1")
+        assert store.local(where).is_dir()
+        raise RuntimeError("boom")
+
+
+def test_scratch_dir_on_an_object_store_is_removed_even_on_error(tmp_path, monkeypatch):
+    store = fake_s3(monkeypatch, tmp_path / "s3")
+    seen: list = []  # type: ignore[type-arg]
+    with pytest.raises(RuntimeError, match="boom"):
+        _fail_inside_the_store(store, seen)
+    assert isinstance(seen[0], str)
+    assert seen[0].startswith("s3a://bucket/wh/_scratch/job-")
+    assert not store.local(seen[0]).exists()
+    assert list(storage.files_under(store.url("wh/_scratch"))) == []

@@ -236,7 +236,7 @@ def _both(spark, spark_cfg, fmt, name, paths, **options):
 
 
 def _data_files(spark_cfg, trace_id):
-    root = table_path(spark_cfg.warehouse, "requests") / f"trace_id={trace_id}"
+    root = Path(table_path(spark_cfg.warehouse, "requests")) / f"trace_id={trace_id}"   # a local warehouse
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.parquet")) if root.exists() else []
 
 

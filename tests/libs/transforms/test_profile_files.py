@@ -187,3 +187,33 @@ def test_slots_spread_cost_evenly():
     # longest first, each to the least loaded (13,400 in all; within 4/3 of the best split, 3,350 each)
     assert loads == [3_100, 3_100, 3_200, 4_000]
     assert PF.slots(tasks[:2], 4) == [[0], [1]]       # never an empty Spark task
+
+
+def test_spill_files_on_an_object_store(spark, spark_cfg, gen_expected, tmp_path, monkeypatch):
+    """The first job's spill files (cells by merge bucket, read by the second job's tasks) under an object-store
+    scratch (tests/fake_store.py): written and read through storage.filesystem as the driver has it, the same
+    profile as with a local scratch directory."""
+    from libs.io import storage
+    from libs.transforms import profile as P
+    from tests.fake_store import fake_s3
+
+    rows, span, _ = gen_expected
+    files = DP.trace_files(spark, spark_cfg.warehouse, "pf-gen")
+    tasks, groups = PF.plan(files, rows_per_part=400, parallelism=spark.sparkContext.defaultParallelism,
+                            block_rows=400)
+
+    def profile(scratch):
+        partials, merged = PF.run_tasks(spark, tasks, groups, window_us=WINDOW_US, extent_bytes=1 << 20,
+                                        scratch=scratch)
+        return by_key(P.finish(partials, merged, span_us=span, window_us=WINDOW_US).to_pylist())
+
+    local = profile(str(tmp_path / "scratch"))
+    store = fake_s3(monkeypatch, tmp_path / "s3")
+    scratch = store.url("wh/_scratch/profile-pf-gen")
+    remote = profile(scratch)
+    spilled = [storage.name(f) for f, _ in storage.files_under(scratch)]
+    assert spilled
+    assert all(f.endswith(".arrow") for f in spilled)
+    assert len({p.name for p in store.local(scratch).iterdir()}) > 1                 # several merge buckets
+    assert remote[("trace", "*", 0, 0, "requests")] == len(rows)
+    assert_same(remote, local)

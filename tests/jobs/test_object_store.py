@@ -1,0 +1,150 @@
+"""The warehouse on a real S3-compatible server (S3Proxy on 127.0.0.1, tests/s3_server.py) and the commands over Spark
+Connect: a slice of the bundled HP trace and a vSCSI fixture ingested, then heat, the ALIS graph and layout, the
+scorecard, a plan and its check (tests/command_run.py), once on a local warehouse, once on an s3a:// warehouse, once
+through a Spark Connect server on another s3a:// warehouse; every table equal row for row. And the commit protocol
+on the object store: concurrent replaces of different traces all survive."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from libs.io import delta_log, storage
+from libs.io.connect_server import ConnectServer
+from libs.io.delta_files import FileWriter, TableTarget, commit_replace
+from libs.io.session import SparkConfig
+from tests.command_run import SRT_TRACE, VSCSI_TRACE
+from tests.drivers import write_slice
+
+REPO = Path(__file__).resolve().parents[2]
+TABLES = {"requests": (), "rejected_records": (), "traces": ("ingested_at", "source_files"),
+          "extent_heat": (), "disk_heat": (), "access_graph": (), "alis_graphs": (), "alis_runs": (),
+          "reorg_units": (), "alis_layout": (), "alis_summary": (), "policy_scores": (),
+          "reorg_plans": (), "reorg_plan_steps": ()}
+EMPTY_TABLES = {"rejected_records"}
+
+
+def s3_env(server) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    return {"AWS_ENDPOINT_URL": server.endpoint, "AWS_ACCESS_KEY_ID": server.access_key,
+            "AWS_SECRET_ACCESS_KEY": server.secret_key, "AWS_REGION": server.region}
+
+
+def run_commands(tmp: Path, warehouse: str, env: dict[str, str], inputs: tuple[Path, Path], log: str) -> str:
+    """tests/command_run.py in a process of its own; the plan id it printed."""
+    full = {**os.environ, **env, "BLOCKHEAT_WAREHOUSE": warehouse, "BLOCKHEAT_SPARK_MASTER": "local[2]"}
+    with (tmp / log).open("w") as out:
+        done = subprocess.run([sys.executable, "-m", "tests.command_run", "--srt", str(inputs[0]),
+                               "--vscsi", str(inputs[1])], env=full, cwd=REPO, stdout=subprocess.PIPE,
+                              stderr=out, text=True, timeout=1200, check=False)
+    assert done.returncode == 0, (tmp / log).read_text()[-4000:] + done.stdout[-2000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def runs(s3_server, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """The commands on a local warehouse, on s3a://, and over Spark Connect on s3a://: warehouse -> plan id."""
+    tmp = tmp_path_factory.mktemp("object-store")
+    inputs = (write_slice(REPO / "data/traces/hplajw/ajw.1week.srt", tmp / "slice.srt"),
+              REPO / "tests/data/agree/dev0.v2.vscsi")
+    env = s3_env(s3_server)
+    out = {}
+    local = str(tmp / "local-warehouse")
+    out[local] = run_commands(tmp, local, {}, inputs, "local.log")
+    remote = s3_server.url("e2e/warehouse", scheme="s3a")
+    out[remote] = run_commands(tmp, remote, env, inputs, "s3.log")
+    connect = s3_server.url("e2e/connect-warehouse", scheme="s3a")
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)                       # the server's session and Python workers read the store's settings
+    try:
+        cfg = SparkConfig(master="local[2]", warehouse=connect, app_name="blockheat-connect-test",
+                          extra={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
+        with ConnectServer.start(cfg, log_path=tmp / "connect-server.log") as server:
+            out[connect] = run_commands(tmp, connect, {**env, "BLOCKHEAT_SPARK_REMOTE": server.url}, inputs,
+                                        "connect.log")
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return out
+
+
+def read(warehouse: str, table: str, env: dict[str, str]) -> pa.Table:
+    """A table as delta-rs reads it."""
+    options = None if storage.is_local(warehouse) else storage.S3Settings.from_env(env).delta_options()
+    return DeltaTable(storage.join(warehouse, table), storage_options=options).to_pyarrow_table()
+
+
+def table_rows(warehouse: str, table: str, drop: tuple[str, ...], env: dict[str, str]) -> list[tuple]:
+    """Every row of a table, without `drop`, in a fixed order."""
+    data = read(warehouse, table, env)
+    data = data.drop_columns([c for c in drop if c in data.column_names])
+    data = data.select(sorted(data.column_names))
+    return sorted(tuple(repr(v) for v in row.values()) for row in data.to_pylist())
+
+
+@pytest.mark.parametrize("which", ["s3a", "connect"])
+def test_every_table_equals_the_local_runs(runs, s3_server, which):  # type: ignore[no-untyped-def]
+    (local, local_plan), (remote, remote_plan), (connect, connect_plan) = runs.items()
+    other, plan = (remote, remote_plan) if which == "s3a" else (connect, connect_plan)
+    env = s3_env(s3_server)
+    for table, drop in TABLES.items():
+        expected = table_rows(local, table, drop, env)
+        assert bool(expected) != (table in EMPTY_TABLES), table
+        assert table_rows(other, table, drop, env) == expected, table
+    assert plan == local_plan
+    assert sorted(read(other, "traces", env).column("trace_id").to_pylist()) == sorted([SRT_TRACE, VSCSI_TRACE])
+
+
+def test_concurrent_replaces_of_different_traces_all_survive(s3_server):  # type: ignore[no-untyped-def]
+    """Eight writers at once, each replacing its own trace's rows of one table on the object store, three rounds:
+    every commit is in the table's history and every trace's last rows are what its last writer wrote."""
+    saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                            "AWS_REGION")}
+    os.environ.update(s3_env(s3_server))
+    try:
+        root = s3_server.url("concurrent/t", scheme="s3a")
+        schema = pa.schema([("trace_id", pa.string()), ("writer_round", pa.int64())])
+        assert delta_log.create_table(root, schema, ["trace_id"], {})
+        target = TableTarget("t", root, schema, ("trace_id",), ("writer_round",))
+        traces = [f"trace-{i}" for i in range(8)]
+        errors: list[BaseException] = []
+
+        def replace(trace: str, round_: int, barrier: threading.Barrier) -> None:
+            try:
+                write = target.for_write()
+                writer = FileWriter(write)
+                writer.write(pa.table({"trace_id": [trace] * 3, "writer_round": [round_] * 3}, schema=schema))
+                files = writer.close().to_pylist()
+                barrier.wait()
+                commit_replace(None, write, {"trace_id": trace}, files)
+            except BaseException as exc:
+                errors.append(exc)
+
+        for round_ in range(3):
+            barrier = threading.Barrier(len(traces))
+            threads = [threading.Thread(target=replace, args=(t, round_, barrier)) for t in traces]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        assert errors == []
+        assert delta_log.table_version(root) == 3 * len(traces)              # version 0 the creation: none lost
+        rows = DeltaTable(root, storage_options=storage.delta_options(root)).to_pyarrow_table().to_pylist()
+        assert sorted((r["trace_id"], r["writer_round"]) for r in rows) == sorted(
+            (t, 2) for t in traces for _ in range(3))
+        predicates = [e.get(delta_log.REPLACE_KEY) for e in delta_log.history(root)]
+        assert sorted(p for p in predicates if p) == sorted(f"trace_id = '{t}'" for t in traces for _ in range(3))
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
