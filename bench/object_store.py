@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 from urllib.parse import unquote, urlparse
 
 import pyarrow.fs as pafs
@@ -62,21 +63,12 @@ def warehouse(uri: str | None, work: Path) -> Iterator[Warehouse]:
     from tests.s3_server import running_s3_server
 
     parsed = urlparse(normalized)
-    saved = {k: os.environ.get(k) for k in storage.S3_VARIABLES}
-    with running_s3_server(work / "s3proxy", bucket=parsed.netloc) as server:
+    with running_s3_server(work / "s3proxy", bucket=parsed.netloc) as server, mock.patch.dict(os.environ):
         for k in storage.S3_VARIABLES:
             os.environ.pop(k, None)
-        os.environ.update(AWS_ENDPOINT_URL=server.endpoint, AWS_ACCESS_KEY_ID=server.access_key,
-                          AWS_SECRET_ACCESS_KEY=server.secret_key, AWS_REGION=server.region)
-        try:
-            where = server.url(parsed.path.lstrip("/"), scheme="s3a")
-            yield Warehouse(where, f"{where} (S3Proxy on loopback, {server.endpoint})")
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        os.environ.update(server.environment())
+        where = server.url(parsed.path.lstrip("/"), scheme="s3a")
+        yield Warehouse(where, f"{where} (S3Proxy on loopback, {server.endpoint})")
 
 
 def _path(location: str) -> str:

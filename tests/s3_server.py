@@ -4,7 +4,7 @@ credentials, path-style addressing, plain HTTP.
 
 S3Proxy 4.x honours conditional writes on its filesystem backend (a second `PUT` with `If-None-Match: *` of an
 existing key answers 412, atomically: the object is linked into place), which is what delta-rs commits rely on
-(S3Server.delta_storage_options). Started with `java` from PATH; about 1-2 s to its first answer.
+(libs.io.delta_log). Started with `java` from PATH; about 1-2 s to its first answer.
 """
 from __future__ import annotations
 
@@ -52,29 +52,11 @@ class S3Server:
         """s3://bucket/key (or s3a://)."""
         return f"{scheme}://{self.bucket}/{key}".rstrip("/")
 
-    def delta_storage_options(self) -> dict[str, str]:
-        """delta-rs (deltalake) options, for s3:// (or s3a://) table URIs: deltalake 1.x puts each commit's log
-        entry with `If-None-Match: *` (with or without AWS_CONDITIONAL_PUT, which is kept as the explicit
-        statement), S3Proxy answers 412 when another writer took the version, and the writer retries on the
-        next: concurrent writers lose no commit."""
+    def environment(self) -> dict[str, str]:
+        """The AWS_* variables that point this product's clients (libs.io.storage.S3Settings: Spark, pyarrow,
+        delta-rs) at this server."""
         return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": self.access_key,
-                "AWS_SECRET_ACCESS_KEY": self.secret_key, "AWS_REGION": self.region, "AWS_ALLOW_HTTP": "true",
-                "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false", "AWS_CONDITIONAL_PUT": "etag"}
-
-    def s3a_conf(self) -> dict[str, str]:
-        """Spark's settings for s3a:// paths on this server (with hadoop-aws and the AWS SDK's s3 and
-        s3-transfer-manager jars on the class path)."""
-        return {f"spark.hadoop.fs.s3a.{k}": v for k, v in {
-            "endpoint": self.endpoint, "endpoint.region": self.region, "path.style.access": "true",
-            "connection.ssl.enabled": "false", "access.key": self.access_key, "secret.key": self.secret_key,
-            "aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"}.items()}
-
-    def pyarrow_fs(self) -> object:
-        """A pyarrow.fs.S3FileSystem on this server (paths are "bucket/key")."""
-        from pyarrow import fs
-
-        return fs.S3FileSystem(endpoint_override=self.endpoint, scheme="http", access_key=self.access_key,
-                               secret_key=self.secret_key, region=self.region, force_virtual_addressing=False)
+                "AWS_SECRET_ACCESS_KEY": self.secret_key, "AWS_REGION": self.region}
 
     def request(self, method: str, path: str, body: bytes = b"",
                 headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:

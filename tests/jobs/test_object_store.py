@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from unittest import mock
 
 import pyarrow as pa
 import pytest
@@ -30,11 +31,6 @@ TABLES = {"requests": (), "rejected_records": (), "traces": ("ingested_at", "sou
 EMPTY_TABLES = {"rejected_records"}
 
 
-def s3_env(server) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    return {"AWS_ENDPOINT_URL": server.endpoint, "AWS_ACCESS_KEY_ID": server.access_key,
-            "AWS_SECRET_ACCESS_KEY": server.secret_key, "AWS_REGION": server.region}
-
-
 def run_commands(tmp: Path, warehouse: str, env: dict[str, str], inputs: tuple[Path, Path], log: str) -> str:
     """tests/command_run.py in a process of its own; the plan id it printed."""
     full = {**os.environ, **env, "BLOCKHEAT_WAREHOUSE": warehouse, "BLOCKHEAT_SPARK_MASTER": "local[2]"}
@@ -52,27 +48,19 @@ def runs(s3_server, tmp_path_factory):  # type: ignore[no-untyped-def]
     tmp = tmp_path_factory.mktemp("object-store")
     inputs = (write_slice(REPO / "data/traces/hplajw/ajw.1week.srt", tmp / "slice.srt"),
               REPO / "tests/data/agree/dev0.v2.vscsi")
-    env = s3_env(s3_server)
+    env = s3_server.environment()
     out = {}
     local = str(tmp / "local-warehouse")
     out[local] = run_commands(tmp, local, {}, inputs, "local.log")
     remote = s3_server.url("e2e/warehouse", scheme="s3a")
     out[remote] = run_commands(tmp, remote, env, inputs, "s3.log")
     connect = s3_server.url("e2e/connect-warehouse", scheme="s3a")
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)                       # the server's session and Python workers read the store's settings
-    try:
-        cfg = SparkConfig(master="local[2]", warehouse=connect, app_name="blockheat-connect-test",
-                          extra={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
-        with ConnectServer.start(cfg, log_path=tmp / "connect-server.log") as server:
-            out[connect] = run_commands(tmp, connect, {**env, "BLOCKHEAT_SPARK_REMOTE": server.url}, inputs,
-                                        "connect.log")
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    cfg = SparkConfig(master="local[2]", warehouse=connect, app_name="blockheat-connect-test",
+                      extra={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
+    # The server's session and Python workers read the store's settings from the environment it starts with.
+    with mock.patch.dict(os.environ, env), ConnectServer.start(cfg, log_path=tmp / "connect-server.log") as server:
+        out[connect] = run_commands(tmp, connect, {**env, "BLOCKHEAT_SPARK_REMOTE": server.url}, inputs,
+                                    "connect.log")
     return out
 
 
@@ -94,7 +82,7 @@ def table_rows(warehouse: str, table: str, drop: tuple[str, ...], env: dict[str,
 def test_every_table_equals_the_local_runs(runs, s3_server, which):  # type: ignore[no-untyped-def]
     (local, local_plan), (remote, remote_plan), (connect, connect_plan) = runs.items()
     other, plan = (remote, remote_plan) if which == "s3a" else (connect, connect_plan)
-    env = s3_env(s3_server)
+    env = s3_server.environment()
     for table, drop in TABLES.items():
         expected = table_rows(local, table, drop, env)
         assert bool(expected) != (table in EMPTY_TABLES), table
@@ -106,10 +94,7 @@ def test_every_table_equals_the_local_runs(runs, s3_server, which):  # type: ign
 def test_concurrent_replaces_of_different_traces_all_survive(s3_server):  # type: ignore[no-untyped-def]
     """Eight writers at once, each replacing its own trace's rows of one table on the object store, three rounds:
     every commit is in the table's history and every trace's last rows are what its last writer wrote."""
-    saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                                            "AWS_REGION")}
-    os.environ.update(s3_env(s3_server))
-    try:
+    with mock.patch.dict(os.environ, s3_server.environment()):
         root = s3_server.url("concurrent/t", scheme="s3a")
         schema = pa.schema([("trace_id", pa.string()), ("writer_round", pa.int64())])
         assert delta_log.create_table(root, schema, ["trace_id"], {})
@@ -142,9 +127,3 @@ def test_concurrent_replaces_of_different_traces_all_survive(s3_server):  # type
             (t, 2) for t in traces for _ in range(3))
         predicates = [e.get(delta_log.REPLACE_KEY) for e in delta_log.history(root)]
         assert sorted(p for p in predicates if p) == sorted(f"trace_id = '{t}'" for t in traces for _ in range(3))
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value

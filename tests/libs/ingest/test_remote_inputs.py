@@ -231,17 +231,10 @@ def test_binary_range_task_reads_remote_ranges_like_local_ones(store, tmp_path):
 # ---- the same against a real S3-compatible server (pyarrow's S3FileSystem; tests/s3_server.py) -----------------
 
 @pytest.fixture
-def real_s3(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The session's S3Proxy (skipped without its jar), with this process's S3 settings pointing at it."""
-    from tests.s3_server import s3proxy_jar
-
-    try:
-        s3proxy_jar()
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
-    server = request.getfixturevalue("s3_server")
-    for key, value in {"AWS_ENDPOINT_URL": server.endpoint, "AWS_ACCESS_KEY_ID": server.access_key,
-                       "AWS_SECRET_ACCESS_KEY": server.secret_key, "AWS_REGION": server.region}.items():
+def real_s3(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The session's S3Proxy (`make` installs its jar), with this process's S3 settings pointing at it."""
+    server = s3_server
+    for key, value in server.environment().items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
     monkeypatch.delenv("BLOCKHEAT_S3_PATH_STYLE", raising=False)
