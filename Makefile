@@ -10,12 +10,17 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 S3PROXY_VERSION := 4.1.0
 S3PROXY_SHA256 := a4d025969aaf796616ed4b1e2491d87d455ce84bb28cb9db086b2e6aaa68b48d
 S3PROXY_JAR := $(VENV)/var/blockheat/s3proxy-$(S3PROXY_VERSION)-jar-with-dependencies.jar
+# PostgreSQL's JDBC driver (BSD-2-Clause), for the Hive metastore shared on PostgreSQL (libs/io/catalog.py): one jar
+# from Maven Central, checked against the pinned sha256, beside S3Proxy's.
+POSTGRES_JDBC_VERSION := 42.7.14
+POSTGRES_JDBC_SHA256 := 73914527305a40cce504b0d3d90b23caf565136912d607ae8ae7c5895512332c
+POSTGRES_JDBC_JAR := $(VENV)/var/blockheat/postgresql-$(POSTGRES_JDBC_VERSION).jar
 
-.PHONY: demo test bench-ingest bench-heat bench-profile bench-sim bench-jvm clean venv
+.PHONY: demo test airflow-check postgres-server bench-ingest bench-heat bench-profile bench-sim bench-jvm clean venv
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml requirements.lock | $(S3PROXY_JAR)
+$(STAMP): pyproject.toml requirements.lock | $(S3PROXY_JAR) $(POSTGRES_JDBC_JAR)
 	@command -v java >/dev/null || { echo "error: Java 17 is required (java not on PATH)"; exit 1; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip==26.3
@@ -29,15 +34,32 @@ $(S3PROXY_JAR):
 	@mkdir -p $(@D) && curl -fsSL --retry 3 -o $@.part https://repo1.maven.org/maven2/org/gaul/s3proxy/$(S3PROXY_VERSION)/$(@F)
 	@echo "$(S3PROXY_SHA256)  $@.part" | sha256sum -c --quiet - && mv $@.part $@
 
+$(POSTGRES_JDBC_JAR):
+	@mkdir -p $(@D) && curl -fsSL --retry 3 -o $@.part https://repo1.maven.org/maven2/org/postgresql/postgresql/$(POSTGRES_JDBC_VERSION)/$(@F)
+	@echo "$(POSTGRES_JDBC_SHA256)  $@.part" | sha256sum -c --quiet - && mv $@.part $@
+
+# Debian's PostgreSQL server, which the shared-catalog test and the Airflow check start in a directory of their own
+# (infra/postgres/local-cluster.sh): installed when missing, as root (CI, the development machines).
+postgres-server:
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
+	  else echo "error: the PostgreSQL server is missing: sudo apt-get install postgresql"; exit 1; fi; }
+
 demo: $(STAMP)
 	$(VENV)/bin/blockheat ingest --format hp-srt --trace-id hplajw data/traces/hplajw/ajw.1week.srt
 	$(VENV)/bin/blockheat traces
 	$(VENV)/bin/blockheat report hplajw
 
-test: $(STAMP)
+test: $(STAMP) postgres-server
 	$(VENV)/bin/ruff check .              # lint and import order (pyproject.toml [tool.ruff])
 	$(VENV)/bin/lint-imports --no-cache   # the house's import contract (pyproject.toml [tool.importlinter])
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=25   # two workers, whole files each, the longest first (tests/conftest.py); the 25 slowest listed
+
+# The nightly DAG under a real Airflow scheduler (LocalExecutor, PostgreSQL): one night of the bundled trace
+# (infra/airflow/check_scheduler.py; infra/airflow/README.md says how long it takes).
+airflow-check: $(STAMP) postgres-server
+	$(PY) infra/airflow/check_scheduler.py
 
 bench-ingest: $(STAMP)
 	$(PY) bench/ingest.py --millions 5

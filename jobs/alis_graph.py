@@ -342,7 +342,7 @@ def _per_device(units: DataFrame, refs: DataFrame, sizes: DataFrame, runs: DataF
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of this job and of `blockheat graph`."""
-    parser.add_argument("trace_id", metavar="TRACE_ID")
+    parser.add_argument("trace_id", metavar="TRACE_ID", help="an ingested trace")
     parser.add_argument("--tau", type=int, default=9, help="context size (default 9)")
     parser.add_argument("--f", type=float, default=1.0, help="share of edge weight given to distance (default 1)")
     parser.add_argument("--beta", type=float, default=0.8, help="edge-weight age factor (0.8 server, 0.1 PC)")

@@ -194,7 +194,7 @@ def _summary(spark: SparkSession, trace: str, opts: LayoutOptions, plan: DataFra
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of this job and of `blockheat alis`."""
-    parser.add_argument("trace_id", metavar="TRACE_ID")
+    parser.add_argument("trace_id", metavar="TRACE_ID", help="a trace with ALIS graphs (blockheat graph TRACE_ID)")
     parser.add_argument("--ra-share", type=float, default=0.15,
                         help="reorganized area size, share of the storage used (default 0.15)")
     parser.add_argument("--ra-offset", type=float, default=0.30,

@@ -187,9 +187,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of this job (after its --trace-id) and of `blockheat score TRACE_ID`."""
     parser.add_argument("--window", default="all", help="all (default) or START:END seconds from the trace start")
     parser.add_argument("--spec", default=None, help="disk spec name or file (default: the trace's recorded geometry)")
-    parser.add_argument("--scheduler", default="clook", choices=("fcfs", "sstf", "clook"))
+    parser.add_argument("--scheduler", default="clook", choices=("fcfs", "sstf", "clook"),
+                        help="each simulated disk's queue order (default clook, like the traced driver's C-SCAN)")
     parser.add_argument("--speedup", type=float, default=1.0, help="open-loop speed-up alpha (default 1)")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1, help="seed of the random placements (default 1)")
     parser.add_argument("--families", default=None, help="comma-separated policy families (default: all)")
     parser.add_argument("--extent-kib", default="1024", help="extent sizes for greedy and cooling, KiB (default 1024)")
     parser.add_argument("--heat-fractions", default="1,0.5", help="greedy's heat fractions (default 1,0.5)")

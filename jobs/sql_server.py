@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from libs.io import endpoint
 from libs.io.catalog import driver_class_path, metastore_in_use, metastore_path, sync_catalog
 from libs.io.connect_server import CONNECT_PLUGIN, ConnectServer, free_port
 from libs.io.session import SparkConfig, delta_jars
@@ -39,16 +40,20 @@ class ServeError(RuntimeError):
 
 @dataclass(frozen=True)
 class ServeConfig:
-    """Port of the JDBC endpoint, seconds between checks for new tables, and how long to wait for a metastore
-    another process holds (a `blockheat sql` finishing, say)."""
+    """Ports of the JDBC and Spark Connect endpoints (connect_port 0: a free one), seconds between checks for new
+    tables, how long to wait for a metastore another process holds (a `blockheat sql` finishing, say), and whether
+    to publish the Connect endpoint for every command to attach to (libs.io.endpoint)."""
 
     port: int = 10000
     refresh_s: float = 10.0
     wait_metastore_s: float = 30.0
+    connect_port: int = 0
+    publish: bool = False
 
     def __post_init__(self) -> None:
-        if not 1 <= self.port <= 65535:
-            raise ValueError(f"port must be 1-65535, got {self.port}")
+        for name, port in (("port", self.port), ("connect port", self.connect_port or 1)):
+            if not 1 <= port <= 65535:
+                raise ValueError(f"{name} must be 1-65535, got {port}")
         if self.refresh_s <= 0:
             raise ValueError(f"refresh must be > 0 seconds, got {self.refresh_s:g}")
 
@@ -95,12 +100,16 @@ def start_server(cfg: SparkConfig, job: ServeConfig) -> ConnectServer:
     the Thrift endpoint's host and port (Spark passes spark.hive.* to HiveServer2 as hive.*), and a Connect
     endpoint on a free loopback port for this process."""
     _check_port_free(job.port)
-    _wait_for_metastore(cfg.warehouse, job.wait_metastore_s)
-    extra = {"spark.driver.extraClassPath": driver_class_path(delta_jars()),
+    if job.connect_port:
+        _check_port_free(job.connect_port)
+    if cfg.metastore is None:                   # Derby under the warehouse: one JVM at a time
+        _wait_for_metastore(cfg.warehouse, job.wait_metastore_s)
+    # FAIR: a quick query of one client runs beside another client's long job instead of queueing behind it.
+    extra = {"spark.driver.extraClassPath": driver_class_path(delta_jars(), cfg.metastore),
              "spark.hive.server2.thrift.bind.host": HOST, "spark.hive.server2.thrift.port": str(job.port),
-             "spark.ui.showConsoleProgress": "false", "spark.plugins": CONNECT_PLUGIN}
-    return ConnectServer.start(replace(cfg, catalog="hive"), HOST, free_port(HOST), main_class=THRIFT_SERVER_CLASS,
-                               extra=extra, timeout_s=READY_TIMEOUT_S)
+             "spark.ui.showConsoleProgress": "false", "spark.plugins": CONNECT_PLUGIN, "spark.scheduler.mode": "FAIR"}
+    return ConnectServer.start(replace(cfg, catalog="hive"), HOST, job.connect_port or free_port(HOST),
+                               main_class=THRIFT_SERVER_CLASS, extra=extra, timeout_s=READY_TIMEOUT_S)
 
 
 def serve(cfg: SparkConfig, job: ServeConfig, on_ready: Callable[[str], None] = lambda url: None) -> None:
@@ -112,6 +121,7 @@ def serve(cfg: SparkConfig, job: ServeConfig, on_ready: Callable[[str], None] = 
     previous: dict[int, Any] = {}
     server = start_server(cfg, job)
     spark: SparkSession | None = None
+    published: endpoint.Endpoint | None = None
     try:
         _wait_for_port(job.port, READY_TIMEOUT_S)
         spark = SparkSession.builder.remote(server.url).getOrCreate()
@@ -119,6 +129,9 @@ def serve(cfg: SparkConfig, job: ServeConfig, on_ready: Callable[[str], None] = 
         known = _existing_tables(cfg.warehouse)
         for sig in (signal.SIGTERM, signal.SIGINT):
             previous[sig] = signal.signal(sig, lambda *_: stop.set())
+        if job.publish:
+            published = endpoint.Endpoint(server.url, job.url, socket.gethostname(), server.process.pid)
+            endpoint.write(cfg.warehouse, published)
         on_ready(job.url)
         while not stop.wait(job.refresh_s):
             if server.process.poll() is not None:
@@ -129,6 +142,8 @@ def serve(cfg: SparkConfig, job: ServeConfig, on_ready: Callable[[str], None] = 
                 log.info("serve-sql: tables now %s", ", ".join(synced.registered))
                 known = now
     finally:
+        if published is not None:
+            endpoint.remove(cfg.warehouse, published)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if spark is not None:
@@ -140,15 +155,18 @@ def parse_args(argv: Sequence[str] | None) -> ServeConfig:
     parser = argparse.ArgumentParser(prog="sql_server", description=__doc__)
     parser.add_argument("--port", type=int, default=10000)
     parser.add_argument("--refresh", type=float, default=10.0, help="seconds between checks for new tables")
+    parser.add_argument("--connect-port", type=int, default=0, help="Spark Connect port (0: a free one)")
+    parser.add_argument("--publish", action="store_true", help="publish the endpoints for every command to attach")
     args = parser.parse_args(argv)
-    return ServeConfig(args.port, args.refresh)
+    return ServeConfig(args.port, args.refresh, connect_port=args.connect_port, publish=args.publish)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point; `blockheat serve-sql` is the same with one-line errors."""
     job = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="sql_server: %(message)s")
-    serve(SparkConfig.from_env("serve-sql", short_driver=False), job, lambda url: log.info("serving on %s", url))
+    cfg = SparkConfig.from_env("serve-sql", short_driver=False, attach=False)
+    serve(cfg, job, lambda url: log.info("serving on %s", url))
     return 0
 
 

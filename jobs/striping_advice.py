@@ -165,7 +165,7 @@ def _gbest_simulator(requests: Any, spec: DiskSpec, devices: Sequence[str], devi
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of this job and of `blockheat advise`."""
-    parser.add_argument("trace_id")
+    parser.add_argument("trace_id", metavar="TRACE_ID", help="a profiled trace (blockheat profile TRACE_ID)")
     parser.add_argument("--spec", default="five_table1", help="shipped spec name or spec file (default five_table1)")
     parser.add_argument("--disks", type=int, default=None, help="D (default: one per traced device)")
     parser.add_argument("--speedup", type=float, default=1.0, help="arrival-rate speed-up alpha")
@@ -178,7 +178,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--gbest", action="store_true", help="sweep stripe units in the simulator (on the driver)")
     parser.add_argument("--sweep", default=None, help="comma-separated stripe units in blocks for --gbest")
     parser.add_argument("--advice-id", default=None, help="row key (default SPECxDISKS)")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1, help="seed of the --gbest simulations (default 1)")
     return parser
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from libs.io.session import SparkConfig, build_session
+from tests.postgres_server import PostgresServer, running_postgres
 from tests.s3_server import S3Server, running_s3_server
 from tests.shared_jvm import SWITCH_ENV, WAREHOUSE_CONF, SharedJvm, attach, session_config, shared_worker
 
@@ -19,7 +20,9 @@ SHARED_JVM = pytest.StashKey[SharedJvm]()
 # their number of tests, which started the nightly DAG's 6-8 minutes two thirds of the way through the run and left
 # one worker idle for minutes at the end). Every other file keeps its collection order.
 LONG_FILES = ("tests/dags/test_nightly_dag.py", "tests/libs/ingest/test_errors.py",
-              "tests/jobs/cli/test_sql_catalog.py", "tests/libs/readers/test_clean_text.py",
+              "tests/jobs/cli/test_sql_catalog.py", "tests/jobs/cli/test_postgres_catalog.py",
+              "tests/jobs/cli/test_serve.py",
+              "tests/libs/readers/test_clean_text.py",
               "tests/libs/alis/test_graph_files.py", "tests/libs/transforms/test_profile.py",
               "tests/jobs/test_cluster.py")
 
@@ -88,4 +91,12 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """A real S3-compatible server (S3Proxy, tests/s3_server.py) with one bucket, started once per test process on
     its first use and stopped at the end: its endpoint, bucket, access and secret key, region."""
     with running_s3_server(tmp_path_factory.mktemp("s3")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL cluster (tests/postgres_server.py: the databases of infra/postgres/local-cluster.sh) on a
+    free loopback port, started once per test process on its first use and stopped at the end."""
+    with running_postgres() as server:
         yield server

@@ -1,21 +1,30 @@
-"""What the `blockheat` subcommands share: the usage error, the Spark session, table and JSON output, and the
-subcommand parser whose options are added when it parses. Imports no subcommand module."""
+"""What the `blockheat` subcommands share: the usage and not-found errors, the subcommand parser (options added
+when it parses, defaults and an example in its help), the output options and the Spark session. Imports no
+subcommand module."""
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
-import sys
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from decimal import Decimal
 from typing import Any, TypeVar
 
+from jobs.cli import console
+from jobs.cli.output import FORMATS, Output
+
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+# `blockheat --debug`: the Spark driver logs at the level of Spark's own defaults (libs/io/log4j2.properties).
+DEBUG_JAVA_OPTIONS = "-Dblockheat.log.level=warn"
 
 
 class UsageError(ValueError):
     """Bad command-line values (exit code 2)."""
+
+
+class NotFoundError(LookupError):
+    """Something the command line names does not exist: a trace, a plan (exit code 1)."""
 
 
 def checked(make: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -26,11 +35,35 @@ def checked(make: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         raise UsageError(str(exc)) from exc
 
 
+def example(*commands: str) -> str:
+    """A subcommand's help epilog: one example command line (or a few)."""
+    return ("example:\n" if len(commands) == 1 else "examples:\n") + "\n".join(f"  {c}" for c in commands)
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's default in its help ("(default: X)", unless the text already gives it or there is none to
+    give), and the examples epilog kept as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("default" in text or default is None or default is False or default == "" or default is argparse.SUPPRESS
+                or (not action.option_strings and action.nargs not in (argparse.OPTIONAL, argparse.ZERO_OR_MORE))):
+            return text
+        return f"{text} (default: %(default)s)".lstrip()
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("example"):
+            return "\n".join(indent + line for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
+
+
 class CommandParser(argparse.ArgumentParser):
     """A subcommand's parser. Options given to defer() are added only when this subcommand parses or prints its
     help, so that `blockheat --help` and the other subcommands do not import the job that owns them."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self._deferred: list[Callable[[argparse.ArgumentParser], object]] = []
 
@@ -57,61 +90,77 @@ class CommandParser(argparse.ArgumentParser):
         return super().format_help()
 
 
-def spark_session(args: argparse.Namespace, app: str, *, catalog: str = "in-memory") -> tuple[Any, Any]:
-    """(SparkSession, SparkConfig) of the environment's settings, with this app name and catalog."""
-    from libs.io.session import SparkConfig, build_session  # lazy: pyspark loads only for commands that use Spark
-
-    cfg = replace(SparkConfig.from_env(app), catalog=catalog)
-    return build_session(cfg), cfg
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
+def add_command(sub: Any, name: str, summary: str, examples: str | Sequence[str], *,
+                description: str | None = None) -> CommandParser:
+    """A subcommand `name`: `summary` in `blockheat --help`, its description (default: the summary) and
+    examples in its own."""
+    lines = [examples] if isinstance(examples, str) else list(examples)
+    parser: CommandParser = sub.add_parser(name, help=summary, description=description or f"{summary}.",
+                                           epilog=example(*lines))
+    return parser
 
 
-def print_table(rows: list[dict[str, Any]], columns: Sequence[str], out: Any = None) -> None:
-    """Aligned plain-text table (right-aligned numbers)."""
-    out = out or sys.stdout
-    cells = [[_fmt(r.get(c)) for c in columns] for r in rows]
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-    numeric = [all(isinstance(r.get(c), int | float | Decimal) or r.get(c) is None for r in rows)
-               for c in columns]
-
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.rjust(w) if num else v.ljust(w)
-                         for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
-
-    out.write(line(list(columns)) + "\n")
-    out.write("  ".join("-" * w for w in widths) + "\n")
-    for row in cells:
-        out.write(line(row) + "\n")
+def add_output_options(parser: argparse.ArgumentParser, *, format_flag: bool = True) -> None:
+    """--format table|csv|json|markdown (spelled --output-format where --format means something else, and
+    accepted so everywhere) and --json, its short form."""
+    flags = ["--format", "--output-format"] if format_flag else ["--output-format"]
+    group = parser.add_argument_group("output")
+    group.add_argument(*flags, dest="output", choices=FORMATS, default="table",
+                       help="rows as an aligned table with units, CSV or JSON lines with exact values, or a "
+                            "Markdown table")
+    group.add_argument("--json", dest="output", action="store_const", const="json",
+                       help="the same as --%s json" % ("format" if format_flag else "output-format"))
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, dt.datetime | dt.date):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, bytes | bytearray):
-        return value.hex()
-    if hasattr(value, "asDict"):
-        return value.asDict(recursive=True)
-    raise TypeError(f"cannot serialise {type(value).__name__}")
+def output(args: argparse.Namespace) -> Output:
+    """The command's output in its --format; the progress line is erased before it prints."""
+    return Output(getattr(args, "output", "table"), before_render=console.stop_progress)
 
 
-def emit(df: Any, as_json: bool, limit: int | None) -> int:
-    """A DataFrame's rows (the first `limit` if given) as a table, or as JSON lines."""
-    rows = df.limit(limit).collect() if limit else df.collect()
-    dicts = [r.asDict(recursive=True) for r in rows]
-    if as_json:
-        for d in dicts:
-            sys.stdout.write(json.dumps(d, default=_json_default) + "\n")
-    else:
-        print_table(dicts, df.columns)
-        if limit and len(rows) == limit:
-            sys.stdout.write(f"(first {limit} rows; --limit N for more)\n")
+def say(text: str) -> int:
+    """One result line on stdout whatever the --format (a path written, a check passed); returns 0."""
+    Output("table", before_render=console.stop_progress).render()         # erases the progress line
+    print(text, flush=True)
     return 0
+
+
+def spark_config(args: argparse.Namespace, app: str, *, catalog: str = "in-memory", **from_env: Any) -> Any:
+    """The environment's SparkConfig with this app name and catalog; with --debug, the driver logs at Spark's
+    default level."""
+    from libs.io.jvm import merge_java_options  # lazy: loads only for commands that use Spark
+    from libs.io.session import SparkConfig
+
+    cfg = replace(SparkConfig.from_env(app, **from_env), catalog=catalog)
+    if getattr(args, "debug", False):
+        key = "spark.driver.extraJavaOptions"
+        cfg = replace(cfg, extra={**cfg.extra, key: merge_java_options(cfg.extra.get(key), DEBUG_JAVA_OPTIONS)})
+    return cfg
+
+
+def spark_session(args: argparse.Namespace, app: str, *, catalog: str = "in-memory") -> tuple[Any, Any]:
+    """(SparkSession, SparkConfig) of the environment's settings, with this app name and catalog. A JVM started
+    here prints no start-up banners (unless --debug); Spark jobs show a progress line on a terminal."""
+    # lazy: pyspark loads only for commands that use Spark
+    from pyspark.sql import SparkSession
+
+    from libs.io.session import build_session, cached_delta_jars
+
+    cfg = spark_config(args, app, catalog=catalog)
+    starts_jvm = SparkSession.getActiveSession() is None and not cfg.remote
+    if starts_jvm and cached_delta_jars() is None:
+        log.info("fetching the Delta Lake jars from Maven Central (once: about 90 MB, kept under ~/.ivy2.5.2)")
+    with console.quiet_stderr(starts_jvm and not getattr(args, "debug", False)):
+        spark = build_session(cfg)
+    if not getattr(args, "debug", False):
+        quiet_query_context_loggers()
+    console.SparkProgress.start(spark, app)
+    return spark, cfg
+
+
+def quiet_query_context_loggers() -> None:
+    """pyspark logs every SQL or DataFrame error, with its JVM stack, as a JSON record on a stderr handler of its
+    own (not propagated); the command prints the error itself, once."""
+    from pyspark.logger import PySparkLogger  # lazy: pyspark loads only for commands that use Spark
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)

@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs.cli.common import UsageError, print_table
+from jobs.cli.common import UsageError, add_command, add_output_options, output
 
 
 def add_commands(sub: Any) -> None:
-    exp = sub.add_parser(
-        "experiment", help="run a paper experiment in the simulator: tables, plots, summary.md with the claims")
+    exp = add_command(sub, "experiment", "run a paper experiment in the simulator: tables, plots, summary.md with "
+                                         "the claims", ["blockheat experiment placement", "blockheat experiment all"])
     exp.defer(_experiment_arguments).set_defaults(func=cmd_experiment)
 
 
@@ -24,8 +24,10 @@ def _experiment_arguments(exp: argparse.ArgumentParser) -> None:
                        "<warehouse>/experiments/<name>/ (BLOCKHEAT_WAREHOUSE, default ./warehouse) unless --out.")
     exp.add_argument("name", metavar="NAME", help="experiment name, or 'all'")
     exp.add_argument("--scale", choices=SCALES, default="full", help="full (default) or tiny (the tests' scale)")
-    exp.add_argument("--seed", type=int, default=1)
+    exp.add_argument("--seed", type=int, default=1, help="seed of the experiment's generated workloads and "
+                                                        "random placements (default 1)")
     exp.add_argument("--out", type=Path, default=None, help="output directory (default <warehouse>/experiments/NAME)")
+    add_output_options(exp)
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
@@ -38,15 +40,24 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown experiment {args.name!r}; known: {', '.join(sorted(EXPERIMENTS))}, all")
     if args.out is not None and len(names) > 1:
         raise UsageError("--out names one experiment's directory; with 'all' the outputs go under the warehouse")
-    warehouse = SparkConfig.from_env().warehouse
-    out = sys.stdout
-    for name in names:
+    warehouse = SparkConfig.from_env(attach=False).warehouse
+    out = output(args)
+    for name in _with_progress(names):
         result = run_experiment(name, scale=args.scale, seed=args.seed)
         target = args.out if args.out is not None else warehouse / "experiments" / name
         written = result.write(target)
-        out.write(f"\n{result.title}\n{name} ({args.scale}): {result.seconds:.1f} s, "
-                  f"{sum(c.holds for c in result.claims)} of {len(result.claims)} claims hold\n")
-        print_table([{"claim": c.claim, "paper": c.paper, "ours": c.ours, "holds": "yes" if c.holds else "NO"}
-                     for c in result.claims], ["claim", "holds", "ours"])
-        out.write(f"written: {target}/ ({', '.join(p.name for p in written)})\n")
-    return 0
+        out.rows([{"experiment": name, "claim": c.claim, "paper": c.paper, "ours": c.ours, "holds": c.holds}
+                  for c in result.claims], ["experiment", "claim", "holds", "ours"], name=name,
+                 title=f"\n{result.title}\n{name} ({args.scale}): {result.seconds:.1f} s, "
+                       f"{sum(c.holds for c in result.claims)} of {len(result.claims)} claims hold")
+        out.note(f"written: {target}/ ({', '.join(p.name for p in written)})")
+    return out.render()
+
+
+def _with_progress(names: list[str]) -> Any:
+    """The experiments to run, with a progress line (experiments done, time left) on a terminal after 5 s."""
+    if len(names) == 1 or not sys.stderr.isatty():
+        return names
+    from tqdm import tqdm  # lazy: loads only for `experiment all` on a terminal
+
+    return tqdm(names, desc="experiments", unit="experiment", file=sys.stderr, leave=False, delay=5)

@@ -9,7 +9,8 @@ import json
 import sys
 from typing import Any
 
-from jobs.cli.common import UsageError, print_table, spark_session
+from jobs.cli.common import UsageError, add_command, add_output_options, output, say, spark_session
+from jobs.cli.output import BYTES, SECONDS, human, unit_in
 
 
 def _seconds_to_us(value: float, name: str, *, allow_zero: bool = False) -> int:
@@ -25,25 +26,26 @@ def cmd_heat(args: argparse.Namespace) -> int:
                      args.stripe_unit_bytes, args.stripe_width, args.random_disks, args.seed)
     spark, cfg = spark_session(args, f"heat {args.trace_id}")
     run(spark, cfg, job)
-    out = sys.stdout
     hottest = spark.sql(
-        "SELECT device, extent_id, requests, blocks, round(heat, 4) AS heat_blocks_s, "
-        "temperature FROM extent_heat "
+        "SELECT device, extent_id, requests, blocks, heat AS heat_blocks_s, temperature FROM extent_heat "
         f"WHERE trace_id = '{args.trace_id}' AND extent_bytes = {args.extent_bytes} AND window_us = 0 "
         "ORDER BY heat DESC, device, extent_id LIMIT 10").collect()
-    out.write(f"\nhottest {args.extent_bytes:,}-byte extents over the whole trace (heat = 512-byte blocks/s):\n")
-    print_table([r.asDict() for r in hottest], ["device", "extent_id", "requests", "blocks", "heat_blocks_s",
-                                               "temperature"])
+    out = output(args)
+    out.rows([r.asDict() for r in hottest], ["device", "extent_id", "requests", "blocks", "heat_blocks_s",
+                                             "temperature"], name="hottest_extents",
+             title=f"\nhottest {human(args.extent_bytes, BYTES)} extents over the whole trace "
+                   "(heat = 512-byte blocks/s):")
     balance = spark.sql(
         "SELECT layout, layout_params, first(disks) AS disks, count(DISTINCT window_start_us) AS windows, "
-        "round(avg(max_over_mean), 3) AS mean_max_over_mean, round(max(max_over_mean), 3) AS worst_max_over_mean "
+        "avg(max_over_mean) AS mean_max_over_mean, max(max_over_mean) AS worst_max_over_mean "
         f"FROM disk_heat WHERE trace_id = '{args.trace_id}' AND window_us = {job.window_us} "
         "GROUP BY layout, layout_params ORDER BY layout").collect()
-    out.write(f"\ndisk heat balance per {args.window:g} s window (max/mean heat across disks; 1 = perfect):\n")
-    print_table([r.asDict() for r in balance], ["layout", "layout_params", "disks", "windows",
-                                               "mean_max_over_mean", "worst_max_over_mean"])
-    out.write("\ntables: extent_heat, disk_heat\n")
-    return 0
+    out.rows([r.asDict() for r in balance], ["layout", "layout_params", "disks", "windows", "mean_max_over_mean",
+                                             "worst_max_over_mean"], name="disk_balance",
+             title=f"\ndisk heat balance per {human(args.window, SECONDS)} window (max/mean heat across disks; "
+                   "1 = perfect):")
+    out.note("\ntables: extent_heat, disk_heat")
+    return out.render()
 
 
 def cmd_age(args: argparse.Namespace) -> int:
@@ -56,13 +58,14 @@ def cmd_age(args: argparse.Namespace) -> int:
     spark, cfg = spark_session(args, f"age {args.trace_id}")
     done = run(spark, cfg, job)
     rows = spark.sql(
-        "SELECT interval_id, count(*) AS extents, sum(count) AS requests, round(sum(aged_count), 3) AS aged "
+        "SELECT interval_id, count(*) AS extents, sum(count) AS requests, sum(aged_count) AS aged "
         f"FROM aged_heat WHERE trace_id = '{args.trace_id}' AND extent_bytes = {job.extent_bytes} "
         f"AND interval_us = {job.interval_us} AND alpha = {job.alpha} GROUP BY interval_id ORDER BY interval_id"
     ).collect()
-    sys.stdout.write(f"\ncomputed intervals: {done if done else 'none (all up to date; --from-scratch recomputes)'}\n")
-    print_table([r.asDict() for r in rows], ["interval_id", "extents", "requests", "aged"])
-    return 0
+    out = output(args)
+    out.note(f"\ncomputed intervals: {done if done else 'none (all up to date; --from-scratch recomputes)'}")
+    out.rows([r.asDict() for r in rows], ["interval_id", "extents", "requests", "aged"], name="intervals")
+    return out.render()
 
 
 def cmd_track(args: argparse.Namespace) -> int:
@@ -75,15 +78,16 @@ def cmd_track(args: argparse.Namespace) -> int:
     n = run_track(spark, cfg, job)
     summary = spark.sql(
         "SELECT count(DISTINCT device, extent_id) AS extents, count(DISTINCT checkpoint_us) AS checkpoints, "
-        "round(avg(abs(heat - true_heat) / true_heat), 3) AS mean_rel_error_aged, "
-        "round(avg(abs(heat_no_aging - true_heat) / true_heat), 3) AS mean_rel_error_no_aging "
+        "avg(abs(heat - true_heat) / true_heat) AS mean_rel_error_aged, "
+        "avg(abs(heat_no_aging - true_heat) / true_heat) AS mean_rel_error_no_aging "
         f"FROM heat_tracking WHERE trace_id = '{args.trace_id}' AND k = {args.k} "
         f"AND extent_bytes = {job.extent_bytes} AND aging_period_us = {job.aging_period_us} "
         "AND heat IS NOT NULL AND true_heat > 0").first().asDict()
-    sys.stdout.write(f"\nheat_tracking: {n:,} rows (extent x checkpoint) for k={args.k}, "
-                     f"aging every {args.aging_period:g} s\n")
-    print_table([summary], list(summary))
-    return 0
+    out = output(args)
+    out.note(f"\nheat_tracking: {n:,} rows (extent x checkpoint) for k={args.k}, aging every "
+             f"{human(args.aging_period, SECONDS)}")
+    out.rows([summary], list(summary), name="tracking")
+    return out.render()
 
 
 def cmd_track_eval(args: argparse.Namespace) -> int:
@@ -94,20 +98,15 @@ def cmd_track_eval(args: argparse.Namespace) -> int:
     spark, cfg = spark_session(args, f"track-eval {args.trace_id}")
     rows = run_eval(spark, cfg, args.trace_id, aging_period_us=_seconds_to_us(args.aging_period, "--aging-period"),
                     extent_bytes=args.extent_bytes)
-    _print_eval(rows, paper_claims(rows))
-    return 0
-
-
-def _print_eval(rows: list[dict[str, Any]], claims: list[tuple[str, bool | None, str]]) -> None:
-    out = sys.stdout
-    out.write("\ntracking accuracy (real trace: relative error against the next period's true heat; "
-              "generated traces: 10x rise and sudden stop):\n")
-    print_table(rows, ["k", "checkpoints", "mean_relative_error", "median_relative_error", "requests_to_90pct",
-                       "stale_s_aging", "stale_s_no_aging"])
-    out.write("\nFIVE section 3.3 claims against these numbers:\n")
-    for claim, holds, evidence in claims:
-        verdict = "holds" if holds else "does NOT hold"
-        out.write(f"- {claim}: {verdict} ({evidence})\n")
+    out = output(args)
+    out.rows(rows, ["k", "checkpoints", "mean_relative_error", "median_relative_error", "requests_to_90pct",
+                    "stale_s_aging", "stale_s_no_aging"], name="tracking_eval",
+             units={"stale_s_aging": SECONDS, "stale_s_no_aging": SECONDS},
+             title="\ntracking accuracy (real trace: relative error against the next period's true heat; "
+                   "generated traces: 10x rise and sudden stop):")
+    out.rows([{"claim": claim, "holds": holds, "evidence": evidence} for claim, holds, evidence in paper_claims(rows)],
+             ["claim", "holds", "evidence"], name="claims", title="\nFIVE section 3.3 claims against these numbers:")
+    return out.render()
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -118,17 +117,21 @@ def cmd_profile(args: argparse.Namespace) -> int:
     rows = spark.sql(
         "SELECT scope, device, metric, value FROM trace_profile "
         f"WHERE trace_id = '{args.trace_id}' AND window_us = 0 ORDER BY scope DESC, device, metric").collect()
-    if args.json:
-        out: dict[str, dict[str, float | None]] = {}
+    if args.output == "json":        # one object: {"trace": {metric: value}, "device D": {...}}
+        doc: dict[str, dict[str, float | None]] = {}
         for r in rows:
-            out.setdefault("trace" if r.scope == "trace" else f"device {r.device}", {})[r.metric] = r.value
-        sys.stdout.write(json.dumps(out, indent=1, sort_keys=True) + "\n")
+            doc.setdefault("trace" if r.scope == "trace" else f"device {r.device}", {})[r.metric] = r.value
+        output(args).render()                               # erases the progress line
+        sys.stdout.write(json.dumps(doc, indent=1, sort_keys=True) + "\n")
         return 0
     from libs.report import profile_table  # lazy: the report's plotting libraries load only for this table
 
-    sys.stdout.write(f"\nprofile of {args.trace_id} (whole trace; per-window rows are in trace_profile):\n")
-    print_table(*profile_table([r.asDict() for r in rows]))
-    return 0
+    table, columns = profile_table([r.asDict() for r in rows])
+    out = output(args)
+    out.rows(table, columns, name="profile", cell_unit=lambda row, column: None if column == "metric" else
+             unit_in(row["metric"]), title=f"\nprofile of {args.trace_id} (whole trace; per-window rows are in "
+                                           "trace_profile):")
+    return out.render()
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -136,51 +139,64 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     spark, cfg = spark_session(args, f"report {args.trace_id}")
     path = run(spark, cfg, args.trace_id, out_dir=args.out)
-    sys.stdout.write(f"\nreport: {path}\n")
-    return 0
+    return say(f"\nreport: {path}")
 
 
 def add_commands(sub: Any) -> None:
     """Registers the heat analytics subcommands on the `blockheat` parser."""
-    heat = sub.add_parser("heat", help="heat and temperature per extent and disk")
-    heat.add_argument("trace_id")
+    heat = add_command(sub, "heat", "heat and temperature per extent and disk (extent_heat, disk_heat)",
+                       "blockheat heat hplajw --window 600")
+    heat.add_argument("trace_id", metavar="TRACE_ID", help="an ingested trace")
     heat.add_argument("--extent-bytes", type=int, default=1 << 20, help="extent size (default 1 MiB)")
     heat.add_argument("--window", type=float, default=3600.0,
                       help="window in seconds (default 3600; the whole-trace window is always written)")
     heat.add_argument("--stripe-unit-bytes", type=int, default=65_536, help="striped layout unit (default 64 KiB)")
     heat.add_argument("--stripe-width", type=int, default=0, help="striped layout disks (default: devices, >= 2)")
     heat.add_argument("--random-disks", type=int, default=0, help="random layout disks (default: devices, >= 2)")
-    heat.add_argument("--seed", type=int, default=0, help="random layout seed")
+    heat.add_argument("--seed", type=int, default=0, help="seed of the random layout's placement")
+    add_output_options(heat)
     heat.set_defaults(func=cmd_heat)
 
-    age = sub.add_parser("age", help="aged reference counts per reorganization interval (ALIS eq. 1)")
-    age.add_argument("trace_id")
-    age.add_argument("--interval", type=float, default=86_400.0, help="seconds (default one day)")
-    age.add_argument("--alpha", type=float, default=0.8)
-    age.add_argument("--extent-bytes", type=int, default=1 << 20)
+    age = add_command(sub, "age", "aged reference counts per reorganization interval (ALIS eq. 1; aged_heat)",
+                      "blockheat age hplajw --alpha 0.5")
+    age.add_argument("trace_id", metavar="TRACE_ID", help="an ingested trace")
+    age.add_argument("--interval", type=float, default=86_400.0, help="interval in seconds (default one day)")
+    age.add_argument("--alpha", type=float, default=0.8,
+                     help="age factor in [0, 1]: the weight of the previous intervals' aged count")
+    age.add_argument("--extent-bytes", type=int, default=1 << 20, help="extent size")
     age.add_argument("--from-scratch", action="store_true", help="recompute every interval")
+    add_output_options(age)
     age.set_defaults(func=cmd_age)
 
-    track = sub.add_parser("track", help="interarrival heat tracking per extent (FIVE 3.3)")
-    track.add_argument("trace_id")
+    track = add_command(sub, "track", "interarrival heat tracking per extent (FIVE 3.3; heat_tracking)",
+                        "blockheat track hplajw --k 20")
+    track.add_argument("trace_id", metavar="TRACE_ID", help="an ingested trace")
     track.add_argument("--k", type=int, default=10, help="requests in the moving window (default 10)")
     track.add_argument("--aging-period", type=float, default=3600.0, help="seconds between pseudo requests")
-    track.add_argument("--extent-bytes", type=int, default=1 << 20)
+    track.add_argument("--extent-bytes", type=int, default=1 << 20, help="extent size")
+    add_output_options(track)
     track.set_defaults(func=cmd_track)
 
-    ev = sub.add_parser("track-eval", help="tracking accuracy for k in 5, 10, 20, 50 and the paper's claims")
-    ev.add_argument("trace_id")
+    ev = add_command(sub, "track-eval", "tracking accuracy for k in 5, 10, 20, 50 and the paper's claims "
+                                        "(tracking_eval)", "blockheat track-eval hplajw")
+    ev.add_argument("trace_id", metavar="TRACE_ID", help="an ingested trace")
     ev.add_argument("--aging-period", type=float, default=3600.0, help="seconds (real-trace checkpoints)")
-    ev.add_argument("--extent-bytes", type=int, default=1 << 20)
+    ev.add_argument("--extent-bytes", type=int, default=1 << 20, help="extent size")
+    add_output_options(ev)
     ev.set_defaults(func=cmd_track_eval)
 
-    prof = sub.add_parser("profile", help="trace profile: rates, sizes, sequentiality, burstiness, skew, ...")
-    prof.add_argument("trace_id")
+    prof = add_command(sub, "profile", "trace profile: rates, sizes, sequentiality, burstiness, skew, ... "
+                                       "(trace_profile)", "blockheat profile hplajw --format json",
+                       description="Computes the trace profile (trace_profile) and prints its whole-trace metrics "
+                                   "per trace and device; --format json prints one object, {scope: {metric: "
+                                   "value}}.")
+    prof.add_argument("trace_id", metavar="TRACE_ID", help="an ingested trace")
     prof.add_argument("--window", type=float, default=3600.0, help="seconds (per-window rows)")
-    prof.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    add_output_options(prof)
     prof.set_defaults(func=cmd_profile)
 
-    rep = sub.add_parser("report", help="self-contained HTML report with figures")
-    rep.add_argument("trace_id")
+    rep = add_command(sub, "report", "self-contained HTML report with figures (runs the analyses it lacks first)",
+                      "blockheat report hplajw --out /tmp/hplajw-report")
+    rep.add_argument("trace_id", metavar="TRACE_ID", help="an ingested trace")
     rep.add_argument("--out", default=None, help="directory (default <warehouse>/reports/<trace>)")
     rep.set_defaults(func=cmd_report)

@@ -1,21 +1,37 @@
 """The `blockheat` command: ingest traces, list the catalog, run Spark SQL over every table.
 
-Errors are one line on stderr with a non-zero exit code; --debug shows the full traceback.
+Errors are one line on stderr, whole, with exit code 1 (2 for bad options, 130 for Ctrl-C); --debug shows the full
+traceback and the JVM's own output.
 """
 from __future__ import annotations
 
 import argparse
-import logging
 import re
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from jobs.cli import alis, experiments, heat, plans, policies, sim, sql
-from jobs.cli.common import CommandParser, UsageError, checked, emit, print_table, spark_session
+from jobs.cli import alis, console, experiments, heat, plans, policies, sim, sql
+from jobs.cli.common import (
+    CommandParser,
+    HelpFormatter,
+    UsageError,
+    add_command,
+    add_output_options,
+    checked,
+    example,
+    output,
+    spark_config,
+    spark_session,
+)
+from jobs.cli.output import MICROSECONDS, human
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+TRACE_COLUMNS = ["trace_id", "format", "devices", "requests", "rejected", "reads", "writes", "bytes", "span_us",
+                 "start", "ingested_at"]
 # Modules that add subcommands (add_commands(subparsers)), in the order `blockheat --help` lists them. They are
 # light: each imports its job only when its subcommand parses (CommandParser.defer) or runs.
 COMMAND_MODULES = (heat, alis, sim, policies, experiments, sql, plans)
@@ -65,10 +81,6 @@ def _regex_literal(delim: str) -> str:
     return re.escape(delim)
 
 
-def _seconds(us: int) -> str:
-    return f"{us / 1e6:,.3f} s" if us < 86_400_000_000 else f"{us / 86_400e6:,.3f} days"
-
-
 def cmd_ingest(args: argparse.Namespace) -> int:
     # lazy: the ingest job, its pipeline and pyspark load only when `ingest` runs
     from jobs.ingest_trace import run
@@ -86,94 +98,104 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                          layout=layout, staging=staging_location(cfg.warehouse))
     summary = run(spark, cfg, opts)
     t = summary.trace
-    out = sys.stdout
-    out.write(f"\ningested trace {t['trace_id']} ({t['format']}): {t['records_read']:,} records read, "
-              f"{t['records_accepted']:,} requests, {t['records_rejected']:,} rejected\n")
+    out = output(args)
+    out.note(f"ingested trace {t['trace_id']} ({t['format']}): {t['records_read']:,} records read, "
+             f"{t['records_accepted']:,} requests, {t['records_rejected']:,} rejected")
     if t["rejected_by_reason"]:
-        out.write("rejected by reason: " + ", ".join(
-            f"{k} {v:,}" for k, v in sorted(t["rejected_by_reason"].items())) + "\n")
-    if t["start_time_source"]:
-        out.write(f"trace start: {t['start_time_source']}\n")
-    out.write(f"time span: {_seconds(t['span_us'])}\n\n")
-    rows = [
-        {"device": d["device"], "records": d["records"], "reads": d["reads"], "writes": d["writes"],
-         "bytes": d["bytes"], "first_s": round(d["first_us"] / 1e6, 6),
-         "last_s": round(d["last_us"] / 1e6, 6), "span": _seconds(d["last_us"] - d["first_us"])}
-        for d in summary.per_device
-    ]
-    print_table(rows, ["device", "records", "reads", "writes", "bytes", "first_s", "last_s", "span"])
-    out.write(f"\ntables: {cfg.warehouse}/{{requests,rejected_records,traces}} (Delta); "
-              f"query them with: blockheat sql \"SELECT ... FROM requests WHERE trace_id = "
-              f"'{t['trace_id']}'\"\n")
-    return 0
+        out.note("rejected by reason: " + ", ".join(f"{k} {v:,}" for k, v in sorted(t["rejected_by_reason"].items())))
+    out.note(f"trace start: {t['start_time_source'] or 'unknown (relative times)'}")
+    out.note(f"time span: {human(t['span_us'], MICROSECONDS)}\n")
+    rows = [{"device": d["device"], "records": d["records"], "reads": d["reads"], "writes": d["writes"],
+             "bytes": d["bytes"], "first_us": d["first_us"], "last_us": d["last_us"],
+             "span_us": d["last_us"] - d["first_us"]} for d in summary.per_device]
+    out.rows(rows, ["device", "records", "reads", "writes", "bytes", "first_us", "last_us", "span_us"],
+             name="devices")
+    out.note(f"\ntables: {cfg.warehouse}/{{requests,rejected_records,traces}} (Delta); query them with: blockheat "
+             f"sql \"SELECT ... FROM requests WHERE trace_id = '{t['trace_id']}'\"")
+    return out.render()
 
 
 def cmd_traces(args: argparse.Namespace) -> int:
     spark, cfg = spark_session(args, "traces")
+    out = output(args)
     if not spark.catalog.tableExists("traces"):
-        sys.stdout.write(f"no traces ingested yet (warehouse {cfg.warehouse})\n")
-        return 0
-    df = spark.sql(
-        "SELECT trace_id, format, size(devices) AS devices, records_read, records_accepted, "
-        "records_rejected, reads, writes, bytes_read + bytes_written AS bytes, "
-        "round(span_us / 1e6, 3) AS span_s, start_time_utc, ingested_at "
-        "FROM traces ORDER BY trace_id")
-    return emit(df, args.json, limit=None)
+        out.note(f"no traces ingested yet (warehouse {cfg.warehouse})")
+        out.rows([], TRACE_COLUMNS, name="traces")
+        return out.render()
+    # start: UTC when the source says its zone, else the source's own words, else relative times only
+    rows = spark.sql(
+        "SELECT trace_id, format, size(devices) AS devices, records_accepted AS requests, records_rejected AS "
+        "rejected, reads, writes, bytes_read + bytes_written AS bytes, span_us, "
+        "coalesce(date_format(start_time_utc, \"yyyy-MM-dd'T'HH:mm:ss'Z'\"), start_time_source, "
+        "'unknown (relative times)') AS start, ingested_at FROM traces ORDER BY trace_id").collect()
+    out.rows([r.asDict() for r in rows], TRACE_COLUMNS, name="traces")
+    return out.render()
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
     from libs.io.catalog import release_metastore  # lazy: pyspark loads only when `sql` runs
 
+    if args.limit < 0:
+        raise UsageError(f"--limit must be >= 0, got {args.limit}")
     spark, _ = spark_session(args, "sql", catalog="hive")  # the persistent catalog: users' views too
-    code = emit(spark.sql(args.query), args.json, limit=args.limit)
+    df = spark.sql(args.query)
+    rows = df.limit(args.limit + 1).collect() if args.limit else df.collect()
+    more = args.limit and len(rows) > args.limit
+    out = output(args)
+    out.rows([r.asDict(recursive=True) for r in rows[:args.limit or None]], df.columns, name="result",
+             more=f"the first {args.limit:,}; --limit 0 for all" if more else None)
     release_metastore(spark)       # not on errors: formatting a Spark error still needs the JVM
-    return code
+    return out.render()
 
 
 def cmd_jvm_archive(args: argparse.Namespace) -> int:
     from libs.io.jvm import archive_path, make_archive  # lazy: loads only when `jvm-archive` runs
 
     existed = archive_path().is_file() and not args.force
-    path = make_archive(force=args.force)
-    size = path.stat().st_size / 2**20
-    sys.stdout.write(f"{'kept' if existed else 'made'} {path} ({size:.0f} MiB): Spark JVMs of this environment "
-                     "start from it\n")
+    with console.quiet_stderr(not args.debug):
+        path = make_archive(force=args.force)
+    sys.stdout.write(f"{'kept' if existed else 'made'} {path} ({human(path.stat().st_size, 'bytes')}): Spark JVMs "
+                     "of this environment start from it\n")
     return 0
 
 
 def cmd_connect_server(args: argparse.Namespace) -> int:
-    import os
-
     from libs.io.connect_server import server_command, server_env  # lazy: loads only when `connect-server` runs
-    from libs.io.session import SparkConfig
 
-    cfg = SparkConfig.from_env("blockheat-connect", short_driver=False)
-    cmd = server_command(cfg, args.host, args.port)
-    sys.stderr.write(f"Spark Connect on sc://{args.host}:{args.port} (warehouse {cfg.warehouse}); clients set "
-                     f"BLOCKHEAT_SPARK_REMOTE=sc://{args.host}:{args.port}\n")
-    os.execvpe(cmd[0], cmd, server_env(cfg))
-    return 0
+    cfg = spark_config(args, "blockheat-connect", catalog="none", short_driver=False, attach=False)
+    with console.quiet_stderr(not args.debug):       # the jar resolution of a first start, too
+        cmd = server_command(cfg, args.host, args.port)
+    console.write_stderr(f"Spark Connect on sc://{args.host}:{args.port} (warehouse {cfg.warehouse}); clients set "
+                         f"BLOCKHEAT_SPARK_REMOTE=sc://{args.host}:{args.port}; Ctrl-C stops it\n")
+    return console.run_child(cmd, server_env(cfg), quiet=not args.debug)
 
 
 def _ingest_arguments(ing: argparse.ArgumentParser) -> None:
     """The options of `blockheat ingest`."""
     from libs.ingest.pipeline import FORMATS  # lazy: the ingest pipeline loads pyspark and numba
 
-    ing.add_argument("--format", required=True, choices=FORMATS)
-    ing.add_argument("--trace-id", required=True)
-    ing.add_argument("paths", nargs="+", metavar="PATH")
+    ing.add_argument("--format", required=True, choices=FORMATS, metavar="FMT",
+                     help=f"the trace format: {', '.join(FORMATS)} (docs/ingest.md)")
+    ing.add_argument("--trace-id", required=True, metavar="ID",
+                     help="the trace's name in every table (letters, digits and _ . : -); an existing one is replaced")
+    ing.add_argument("paths", nargs="+", metavar="PATH",
+                     help="trace files (local paths or URIs; gzip, bzip2 or zstd compressed too): together one trace")
     ing.add_argument("--max-reject-share", type=float, default=0.01,
-                     help="fail when more than this share of records is rejected (default 0.01)")
+                     help="fail, writing nothing, when more than this share of records is rejected")
     ing.add_argument("--ts-tolerance-us", default="1000000",
                      help="reject a record whose time goes back more than this (us), or 'none'")
+    add_output_options(ing, format_flag=False)
     csv = ing.add_argument_group("--format csv (your own column layout)")
     csv.add_argument("--csv-columns", default="", help="FIELD=INDEX,... e.g. ts=0,device=1,op=2,offset=3,size=4")
     csv.add_argument("--csv-delimiter", default=",", help="a character, or 'whitespace'")
-    csv.add_argument("--csv-ts-unit", default="us", choices=("s", "ms", "us", "ns", "filetime"))
-    csv.add_argument("--csv-ts-epoch", default="relative", choices=("relative", "unix", "filetime"))
+    csv.add_argument("--csv-ts-unit", default="us", choices=("s", "ms", "us", "ns", "filetime"),
+                     help="unit of the time column")
+    csv.add_argument("--csv-ts-epoch", default="relative", choices=("relative", "unix", "filetime"),
+                     help="what time 0 is: the trace's start, the Unix epoch or Windows' FILETIME epoch")
     csv.add_argument("--csv-offset-unit", default="bytes", help="bytes, sectors (512) or N bytes")
     csv.add_argument("--csv-size-unit", default="bytes", help="bytes, sectors (512) or N bytes")
-    csv.add_argument("--csv-response-unit", default="us", choices=("s", "ms", "us", "ns", "filetime"))
+    csv.add_argument("--csv-response-unit", default="us", choices=("s", "ms", "us", "ns", "filetime"),
+                     help="unit of the response and queue time columns")
     csv.add_argument("--csv-read-ops", default="R,r,Read,read", help="op values meaning read")
     csv.add_argument("--csv-write-ops", default="W,w,Write,write", help="op values meaning write")
     csv.add_argument("--csv-skip-header", type=int, default=0, help="header lines per file")
@@ -181,30 +203,49 @@ def _ingest_arguments(ing: argparse.ArgumentParser) -> None:
     csv.add_argument("--csv-device", default="0", help="device name when no device column")
 
 
+def package_version() -> str:
+    try:
+        return version("blockheat")
+    except PackageNotFoundError:          # run from a source tree that is not installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="blockheat", description="Block I/O traces -> layout decisions.")
-    parser.add_argument("--debug", action="store_true", help="show full tracebacks (Java too)")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
+    parser = argparse.ArgumentParser(
+        prog="blockheat", description="Block I/O traces -> layout decisions.", formatter_class=HelpFormatter,
+        epilog=example("blockheat ingest --format hp-srt --trace-id hplajw data/traces/hplajw/ajw.1week.srt",
+                       "blockheat report hplajw", "blockheat COMMAND --help"))
+    parser.add_argument("--version", action="version", version=f"blockheat {package_version()}")
+    parser.add_argument("--debug", action="store_true",
+                        help="full tracebacks (Java ones too) and the Spark JVM's own log output")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser, metavar="COMMAND")
 
-    ing = sub.add_parser("ingest", help="ingest trace files into the Delta tables").defer(_ingest_arguments)
-    ing.set_defaults(func=cmd_ingest)
+    ing = add_command(sub, "ingest", "ingest trace files into the Delta tables",
+                      "blockheat ingest --format hp-srt --trace-id hplajw data/traces/hplajw/ajw.1week.srt",
+                      description="Reads trace files of one format into the requests, rejected_records and traces "
+                                  "tables as one trace; re-ingesting a trace id replaces it. Prints the trace's "
+                                  "records, rejects and time span, and a row per device.")
+    ing.defer(_ingest_arguments).set_defaults(func=cmd_ingest)
 
-    tr = sub.add_parser("traces", help="list ingested traces")
-    tr.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    tr = add_command(sub, "traces", "list the ingested traces", "blockheat traces --format csv")
+    add_output_options(tr)
     tr.set_defaults(func=cmd_traces)
 
-    sq = sub.add_parser("sql", help="run Spark SQL over every table by name")
-    sq.add_argument("query")
-    sq.add_argument("--json", action="store_true", help="JSON lines instead of a table")
-    sq.add_argument("--limit", type=int, default=1000, help="rows to print (0 = all)")
+    sq = add_command(sub, "sql", "run one Spark SQL statement over every table by name",
+                     'blockheat sql "SELECT device, count(*) AS n FROM requests GROUP BY device"')
+    sq.add_argument("query", metavar="SQL", help="one statement (tables by name: docs/tables.md)")
+    sq.add_argument("--limit", type=int, default=1000, help="rows to print (0: all)")
+    add_output_options(sq)
     sq.set_defaults(func=cmd_sql)
 
-    cs = sub.add_parser("connect-server", help="run a Spark Connect server for BLOCKHEAT_SPARK_REMOTE clients")
-    cs.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    cs.add_argument("--port", type=int, default=15002, help="port to listen on (default 15002)")
+    cs = add_command(sub, "connect-server", "run a Spark Connect server for BLOCKHEAT_SPARK_REMOTE clients",
+                     "blockheat connect-server --port 15002")
+    cs.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    cs.add_argument("--port", type=int, default=15002, help="port to listen on")
     cs.set_defaults(func=cmd_connect_server)
 
-    jv = sub.add_parser("jvm-archive", help="make this environment's JVM class archive (faster Spark starts)")
+    jv = add_command(sub, "jvm-archive", "make this environment's JVM class archive (faster Spark starts)",
+                     "blockheat jvm-archive --force")
     jv.add_argument("--force", action="store_true", help="make it again even if it exists")
     jv.set_defaults(func=cmd_jvm_archive)
     for module in COMMAND_MODULES:
@@ -212,35 +253,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_line(exc: BaseException) -> str:
-    """The first meaningful line of an exception, without JVM stack frames."""
-    text = str(exc).strip()
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("at ", "JVM stacktrace", "Traceback")):
-            return line
-    return type(exc).__name__
+# Where a Spark or py4j error's message ends and its stack or plan begins.
+_MESSAGE_END = re.compile(r"^\s*(JVM stacktrace:|at [\w$.]+\(|Traceback \(most recent call last\)|== \w[\w ]*==$|"
+                          r"'?[A-Z]\w* \[|\+- |:- )")
+
+
+def error_message(exc: BaseException) -> str:
+    """An exception's whole message on one line: every line of it up to a JVM stack, a Python traceback or a
+    query plan, joined by spaces."""
+    lines = []
+    for line in str(exc).strip().splitlines():
+        if _MESSAGE_END.match(line):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    return " ".join(lines).rstrip(";") or type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if not args.debug else logging.DEBUG, stream=sys.stderr,
-                        format="blockheat: %(message)s")
-    for noisy in ("py4j", "numba"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    console.configure_logging(args.debug)
     try:
         return int(args.func(args))
     except UsageError as exc:
         if args.debug:
             raise
-        sys.stderr.write(f"blockheat: error: {exc}\n")
+        console.write_stderr(f"blockheat: error: {exc}\n")
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        console.write_stderr("blockheat: interrupted\n")
+        return EXIT_INTERRUPTED
     except Exception as exc:
         if args.debug:
             raise
-        sys.stderr.write(f"blockheat: error: {_one_line(exc)}\n")
+        console.write_stderr(f"blockheat: error: {error_message(exc)}\n")
         return EXIT_ERROR
+    finally:
+        console.stop_progress()
 
 
 if __name__ == "__main__":

@@ -9,37 +9,50 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs.cli.common import UsageError, print_table, spark_session
+from jobs.cli.common import (
+    NotFoundError,
+    UsageError,
+    add_command,
+    add_output_options,
+    output,
+    say,
+    spark_session,
+)
+from jobs.cli.output import BYTES, CHANGE, human
 from libs.plans.types import PolicyError
 
 PLAN_VERBS = ("export", "check", "schema")
 
 
 def add_commands(sub: Any) -> None:
-    sc = sub.add_parser(
-        "score", help="policy scorecard of a trace window (policy_scores): every policy simulated, ranked",
+    sc = add_command(
+        sub, "score", "policy scorecard of a trace window (policy_scores): every policy simulated, ranked",
+        "blockheat score hplajw --window 0:86400",
         description="Replays the window on the trace's array under every registered policy family (as traced, "
                     "the striping methods, random, greedy allocation, disk cooling, ALIS where its area fits, track "
                     "alignment reported per traced request) in one "
                     "Spark simulation stage, ranks them by mean response time and stores policy_scores.")
     sc.defer(_score_arguments).set_defaults(func=cmd_score)
 
-    pl = sub.add_parser(
-        "plan", help="build (TRACE_ID --policy P), check (check PLAN_ID) or export (export PLAN_ID) a reorganization "
-                     "plan",
+    pl = add_command(
+        sub, "plan", "build (TRACE_ID --policy P), check (check PLAN_ID) or export (export PLAN_ID) a "
+                     "reorganization plan",
+        ["blockheat plan hplajw --policy best", "blockheat plan check PLAN_ID",
+         "blockheat plan export PLAN_ID --format csv --out plan.csv"],
         description="blockheat plan TRACE_ID --policy POLICY builds a plan from the window's scorecard into "
                     "reorg_plans / reorg_plan_steps; blockheat plan check PLAN_ID verifies its hash and refuses a "
-                    "stale plan; blockheat plan export PLAN_ID --format json|csv|parquet writes it (a dry run: this "
-                    "tool applies nothing); blockheat plan schema prints the plan's JSON schema.")
+                    "stale plan (exit code 1 when refused or not found); blockheat plan export PLAN_ID --format "
+                    "json|csv|parquet writes it (a dry run: this tool applies nothing); blockheat plan schema prints "
+                    "the plan's JSON schema. --output-format json prints a built plan's whole document.")
     pl.defer(_plan_arguments).set_defaults(func=cmd_plan)
 
 
 def _score_arguments(parser: argparse.ArgumentParser) -> None:
     from jobs.policy_scores import add_arguments  # lazy: the job (pyspark) loads only for `score`
 
-    parser.add_argument("trace_id", metavar="TRACE_ID")
+    parser.add_argument("trace_id", metavar="TRACE_ID", help="an ingested trace")
     add_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    add_output_options(parser)
 
 
 def _plan_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,11 +67,15 @@ def _plan_arguments(parser: argparse.ArgumentParser) -> None:
                                                     "<warehouse>/plans/PLAN_ID.FORMAT)")
     parser.add_argument("--file", default=None, help="check an exported plan file (a local path or a URI) instead "
                                                      "of a stored plan")
-    parser.add_argument("--json", action="store_true", help="print the plan document (build) as JSON")
+    add_output_options(parser, format_flag=False)
 
 
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:+.1%}"
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.3g} ms"
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -73,30 +90,27 @@ def cmd_score(args: argparse.Namespace) -> int:
         summary = run(spark, cfg, job)
     except PolicyError as exc:
         raise UsageError(str(exc)) from exc
-    out = sys.stdout
-    if args.json:
-        for r in summary.rows:
-            out.write(json.dumps(r, default=str) + "\n")
-        return 0
-    rows = [{"rank": r["rank"], "policy": r["policy_id"], "mean_ms": r["mean_response_ms"],
-             "p95_ms": r["p95_response_ms"], "vs_traced": _pct(r["improvement_mean"]),
-             "util_max/mean": r["utilization_max_over_mean"], "remaps": r["remaps"],
-             "plannable": "yes" if r["plannable"] else "no"} for r in summary.rows]
+    rows = [{"rank": r["rank"], "policy_id": r["policy_id"], "mean_ms": r["mean_response_ms"],
+             "p95_ms": r["p95_response_ms"], "vs_traced": r["improvement_mean"],
+             "util_max_over_mean": r["utilization_max_over_mean"], "remaps": r["remaps"],
+             "plannable": r["plannable"]} for r in summary.rows]
     first = summary.rows[0]
-    out.write(f"trace {first['trace_id']}, window {summary.window.window_id} ({first['window_requests']:,} requests), "
-              f"{first['n_disks']} disks of {first['spec']}, {first['scheduler']}, speed-up {first['speedup']:g}\n\n")
-    print_table(rows, ["rank", "policy", "mean_ms", "p95_ms", "vs_traced", "util_max/mean", "remaps", "plannable"])
+    out = output(args)
+    out.note(f"trace {first['trace_id']}, window {summary.window.window_id} ({first['window_requests']:,} requests), "
+             f"{first['n_disks']} disks of {first['spec']}, {first['scheduler']}, speed-up {first['speedup']:g}\n")
+    out.rows(rows, ["rank", "policy_id", "mean_ms", "p95_ms", "vs_traced", "util_max_over_mean", "remaps",
+                    "plannable"], name="policies", units={"vs_traced": CHANGE})
     notes = [f"  {r['policy_id']}: {r['note']}" for r in summary.rows if r["note"]]
     if notes:
-        out.write("\nnotes:\n" + "\n".join(notes) + "\n")
+        out.note("\nnotes:\n" + "\n".join(notes))
     if summary.skipped:
-        out.write("\nnot applicable here: " + "; ".join(f"{k}: {v}" for k, v in summary.skipped.items()) + "\n")
+        out.note("\nnot applicable here: " + "; ".join(f"{k}: {v}" for k, v in summary.skipped.items()))
     if summary.pending:
-        out.write("\nnot scored (no simulator support yet): "
-                  + "; ".join(f"{k}: {v}" for k, v in summary.pending.items()) + "\n")
-    out.write(f"\ntables: policy_scores WHERE trace_id = '{first['trace_id']}' AND window_id = "
-              f"'{summary.window.window_id}'; sim_results WHERE grid_id = '{summary.grid_id}'\n")
-    return 0
+        out.note("\nnot scored (no simulator support yet): "
+                 + "; ".join(f"{k}: {v}" for k, v in summary.pending.items()))
+    out.note(f"\ntables: policy_scores WHERE trace_id = '{first['trace_id']}' AND window_id = "
+             f"'{summary.window.window_id}'; sim_results WHERE grid_id = '{summary.grid_id}'")
+    return out.render()
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -132,28 +146,30 @@ def _build(args: argparse.Namespace, trace_id: str) -> int:
     job = config_from_args(trace_id, args)
     spark, cfg = spark_session(args, f"plan {trace_id}")
     doc = run(spark, cfg, job)
-    out = sys.stdout
-    if args.json:
-        out.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    out = output(args)
+    if args.output == "json":                     # the whole plan document
+        out.render()                               # erases the progress line
+        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
         return 0
     s, ev = doc["summary"], doc["evidence"]
-    out.write(f"plan {doc['plan_id']}\n  policy {doc['policy']['policy_id']} on trace {trace_id}, window "
-              f"{doc['inputs']['window']['window_id']}; created {doc['created_at']}, valid until {doc['valid_until']}\n"
-              f"  status: {doc['status']}" + (f": {doc['reason']}" if doc["reason"] else "") + "\n"
-              f"  steps: {s['n_steps']:,}, bytes to move: {s['bytes_to_move']:,}\n"
-              f"  predicted mean response {ev['predicted']['mean_response_ms']} ms against "
-              f"{ev['baseline']['mean_response_ms']} ms as traced ({_pct(ev['improvement']['mean_response'])})\n"
-              f"  disk model validation demerit: {ev['validation']['demerit_ms']} ms\n")
+    out.note(f"plan {doc['plan_id']}\n  policy {doc['policy']['policy_id']} on trace {trace_id}, window "
+             f"{doc['inputs']['window']['window_id']}; created {doc['created_at']}, valid until {doc['valid_until']}\n"
+             f"  status: {doc['status']}" + (f": {doc['reason']}" if doc["reason"] else "") + "\n"
+             f"  steps: {s['n_steps']:,}, bytes to move: {human(s['bytes_to_move'], BYTES)}\n"
+             f"  predicted mean response {_ms(ev['predicted']['mean_response_ms'])} against "
+             f"{_ms(ev['baseline']['mean_response_ms'])} as traced ({_pct(ev['improvement']['mean_response'])})\n"
+             f"  disk model validation demerit: {_ms(ev['validation']['demerit_ms'])}")
     if s["per_disk"] and s["n_steps"]:
-        print_table(s["per_disk"], ["device", "bytes_in", "bytes_out"])
-    out.write(f"\ntables: reorg_plans, reorg_plan_steps WHERE plan_id = '{doc['plan_id']}'; nothing is applied "
-              f"(blockheat plan export {doc['plan_id']} --format json)\n")
-    return 0
+        out.rows(s["per_disk"], ["device", "bytes_in", "bytes_out"], name="disks",
+                 units={"bytes_in": BYTES, "bytes_out": BYTES})
+    out.note(f"\ntables: reorg_plans, reorg_plan_steps WHERE plan_id = '{doc['plan_id']}'; nothing is applied "
+             f"(blockheat plan export {doc['plan_id']} --format json)")
+    return out.render()
 
 
 def _check(args: argparse.Namespace) -> int:
     # lazy: the job (pyspark) loads only for `plan check`
-    from jobs.reorg_plan import check, load
+    from jobs.reorg_plan import check
     from libs.plans.steps import PlanRefusedError, parse_utc, read_plan
 
     spark, cfg = spark_session(args, "plan check")
@@ -162,27 +178,38 @@ def _check(args: argparse.Namespace) -> int:
             raise UsageError("plan check --file FILE takes no PLAN_ID")
         doc = read_plan(args.file)
     else:
-        doc = load(spark, cfg, _plan_id(args))
+        doc = _load(spark, cfg, _plan_id(args))
     problems = check(spark, cfg, doc, parse_utc(args.now) if args.now else None)
     name = doc.get("plan_id", args.file)
     if problems:
         raise PlanRefusedError(f"plan {name} refused: " + "; ".join(problems))
-    sys.stdout.write(f"plan {name}: ok: hash verified, inputs unchanged, valid until {doc['valid_until']}, "
-                     f"{doc['summary']['bytes_to_move']:,} bytes within the limit; status {doc['status']}"
-                     + (f" ({doc['reason']})" if doc["reason"] else "") + "\n")
-    return 0
+    return say(f"plan {name}: ok: hash verified, inputs unchanged, valid until {doc['valid_until']}, "
+               f"{human(doc['summary']['bytes_to_move'], BYTES)} to move, within the limit; status {doc['status']}"
+               + (f" ({doc['reason']})" if doc["reason"] else ""))
+
+
+def _load(spark: Any, cfg: Any, plan_id: str) -> dict[str, Any]:
+    """The stored plan `plan_id`; NotFoundError (exit code 1, not a usage error) when there is none."""
+    from jobs.reorg_plan import load  # lazy: the job (pyspark) loads only for `plan`
+    from libs.plans.steps import PlanError
+
+    try:
+        return load(spark, cfg, plan_id)
+    except PlanError as exc:
+        if str(exc).startswith("no plan "):
+            raise NotFoundError(str(exc)) from exc
+        raise
 
 
 def _export(args: argparse.Namespace) -> int:
-    from jobs.reorg_plan import export, load  # lazy: the job (pyspark) loads only for `plan export`
+    from jobs.reorg_plan import export  # lazy: the job (pyspark) loads only for `plan export`
 
     plan_id = _plan_id(args)
     spark, cfg = spark_session(args, "plan export")
-    doc = load(spark, cfg, plan_id)
+    doc = _load(spark, cfg, plan_id)
     path = export(doc, args.format, export_location(cfg.warehouse, plan_id, args.format, args.out))
-    sys.stdout.write(f"plan {plan_id} ({doc['status']}, {doc['summary']['n_steps']:,} steps) written to {path} "
-                     f"({args.format}); dry run: nothing was applied\n")
-    return 0
+    return say(f"plan {plan_id} ({doc['status']}, {doc['summary']['n_steps']:,} steps) written to {path} "
+               f"({args.format}); dry run: nothing was applied")
 
 
 def export_location(warehouse: str | Path, plan_id: str, fmt: str, out: str | None = None) -> str | Path:

@@ -3,19 +3,18 @@ the MPL-slope rule, optionally the simulator's Gbest) into `striping_recommendat
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
-from jobs.cli.common import checked, print_table, spark_session
+from jobs.cli.common import add_command, add_output_options, checked, output, spark_session
 
 SUMMARY = ("scope", "file", "method", "parallelism", "striping_unit_bytes", "width", "predicted_response_ms",
            "simulated_response_ms", "distance_from_gbest")
 
 
 def add_commands(sub: Any) -> None:
-    adv = sub.add_parser(
-        "advise", help="striping unit and width per method for a profiled trace (striping_recommendations)",
+    adv = add_command(
+        sub, "advise", "striping unit and width per method for a profiled trace (striping_recommendations)",
+        "blockheat advise hplajw --gbest",
         description="Needs the trace's profile (blockheat profile TRACE_ID). Methods: five (FIVE's P_eff), "
                     "five_phase_a (light load), eq1 (Lee and Katz), mpl_slope (Chen and Patterson), gbest "
                     "(--gbest: the simulator's best over a sweep of stripe units).")
@@ -26,8 +25,8 @@ def _advice_arguments(parser: argparse.ArgumentParser) -> None:
     from jobs.striping_advice import add_arguments  # lazy: the job (pyspark) loads only for `advise`
 
     add_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     parser.add_argument("--files", action="store_true", help="also print the per-file rows")
+    add_output_options(parser)
 
 
 def cmd_advise(args: argparse.Namespace) -> int:
@@ -37,14 +36,11 @@ def cmd_advise(args: argparse.Namespace) -> int:
     spark, cfg = spark_session(args, f"advise {args.trace_id}")
     rows = run(spark, cfg, job)
     shown = [r for r in rows if args.files or r["scope"] == "global"]
-    if args.json:
-        for r in shown:
-            sys.stdout.write(json.dumps(r) + "\n")
-        return 0
     head = rows[0]
     rate = "light load" if head["rate_per_s"] is None else f"{head['rate_per_s']:.4g} requests/s"
-    sys.stdout.write(f"\nstriping advice {head['advice_id']} for {head['trace_id']}: {head['n_disks']} disks of "
-                     f"{head['spec']}, {rate}, MPL {head['mpl']:.3g}\n")
-    print_table(shown, SUMMARY)
-    sys.stdout.write("\ntable: striping_recommendations\n")
-    return 0
+    out = output(args)
+    out.note(f"\nstriping advice {head['advice_id']} for {head['trace_id']}: {head['n_disks']} disks of "
+             f"{head['spec']}, {rate}, MPL {head['mpl']:.3g}")
+    out.rows(shown, SUMMARY, name="recommendations")
+    out.note("\ntable: striping_recommendations")
+    return out.render()

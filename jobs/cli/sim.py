@@ -9,44 +9,45 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs.cli.common import UsageError, print_table, spark_session
+from jobs.cli.common import UsageError, add_command, add_output_options, output, spark_session
 
 SRT_MAGIC = b"$$TR_IOREC"
 
 
 def add_commands(sub: Any) -> None:
-    sim = sub.add_parser("sim", help="the disk-array simulator (validation, disk specs)")
-    simsub = sim.add_subparsers(dest="sim_command", required=True)
+    sim = add_command(sub, "sim", "the disk-array simulator (validation, disk specs)", "blockheat sim specs")
+    simsub = sim.add_subparsers(dest="sim_command", required=True, metavar="COMMAND")
 
-    val = simsub.add_parser(
-        "validate", help="replay a drive's measured trace on a disk spec and compare access times",
+    val = add_command(
+        simsub, "validate", "replay a drive's measured trace on a disk spec and compare access times",
+        "blockheat sim validate --spec hp_c2247a --trace data/traces/disksim-validation/hp_c2247a.trace",
         description="DiskSim validation traces replay closed loop (one request outstanding, the recorded idle gap "
                     "after each completion); HP SRT traces replay open loop per device on the disk the header "
                     "describes. Prints the measured and simulated mean access times and the demerit (RMS distance "
-                    "between the two CDFs, ms) and draws both CDFs.")
+                    "between the two CDFs, ms) and draws both CDFs; --format json prints one object.")
     val.add_argument("--spec", help="shipped spec name or a .json/.toml spec file (SRT: default from the header)")
     val.add_argument("--trace", required=True, help="DiskSim validate trace or HP SRT trace")
-    val.add_argument("--json", action="store_true", help="one JSON object instead of a table")
     val.add_argument("--plot", default=None,
                      help="PNG file for the CDFs (default: <trace file name>.cdf.png here; 'none' to skip)")
     val.add_argument("--scheduler", default="clook", choices=("fcfs", "sstf", "clook"),
                      help="per-disk queue for SRT replays (default clook, like the traced driver's C-SCAN)")
+    add_output_options(val)
     val.set_defaults(func=cmd_sim_validate)
 
-    specs = simsub.add_parser("specs", help="list the shipped disk specs")
-    specs.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    specs = add_command(simsub, "specs", "list the shipped disk specs", "blockheat sim specs --format markdown")
+    add_output_options(specs)
     specs.set_defaults(func=cmd_sim_specs)
 
-    grid = sub.add_parser(
-        "simulate", help="simulate a scenario grid over ingested traces (Spark) into sim_results, sim_timeseries, "
-                         "cooling_moves",
+    grid = add_command(
+        sub, "simulate", "simulate a scenario grid over ingested traces (Spark) into sim_results, sim_timeseries, "
+                         "cooling_moves", "blockheat simulate my-grid.json --format csv",
         description="Runs every (trace, array group, scenario) of the grid file as one Spark partition, replaces "
                     "the grid's rows of sim_results, sim_timeseries and cooling_moves, and prints one line per "
                     "scenario. The grid format is in sim/README.md (Scenario grids).")
     grid.add_argument("grid_file", metavar="GRID_FILE", help="scenario grid (JSON)")
-    grid.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     grid.add_argument("--progress-every", type=float, default=10.0, metavar="S",
-                      help="seconds between progress lines (default 10)")
+                      help="seconds between progress log lines (default 10)")
+    add_output_options(grid)
     grid.set_defaults(func=cmd_simulate)
 
 
@@ -75,19 +76,18 @@ def cmd_sim_validate(args: argparse.Namespace) -> int:
         raise UsageError(f"--trace {trace}: cannot read ({exc.strerror})") from exc
     spec = _spec(args.spec)
     plot = None if (args.plot or "").lower() == "none" else Path(args.plot or f"{trace.name}.cdf.png")
-    out = sys.stdout
+    out = output(args)
     if head == SRT_MAGIC:
         comparisons = validate_srt(*read_srt(str(trace))[:2], spec=spec, scheduler=args.scheduler)
         rows = [{"device": c.device, **c.result.summary()} for c in comparisons]
         if plot is not None:
             plot_cdfs([c.result for c in comparisons], plot, title=f"{trace.name}: access time per request")
-        if args.json:
-            out.write(json.dumps({"devices": rows, "spec": comparisons[0].spec_name if comparisons else None}) + "\n")
-        else:
-            print_table(rows, ["device", "requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"])
-            if plot is not None:
-                out.write(f"CDFs: {plot}\n")
-        return 0
+        if args.output == "json":
+            return _json_document({"devices": rows, "spec": comparisons[0].spec_name if comparisons else None})
+        out.rows(rows, ["device", "requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"], name="devices")
+        if plot is not None:
+            out.note(f"CDFs: {plot}")
+        return out.render()
     if spec is None:
         raise UsageError("--spec is required for a DiskSim validation trace")
     try:
@@ -98,12 +98,16 @@ def cmd_sim_validate(args: argparse.Namespace) -> int:
     if plot is not None:
         plot_cdfs([result], plot, title=f"{trace.name} on {spec.name} (closed loop)")
     summary = result.summary()
-    if args.json:
-        out.write(json.dumps(summary) + "\n")
-    else:
-        print_table([summary], ["requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"])
-        if plot is not None:
-            out.write(f"CDFs: {plot}\n")
+    if args.output == "json":
+        return _json_document(summary)
+    out.rows([summary], ["requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"], name="validation")
+    if plot is not None:
+        out.note(f"CDFs: {plot}")
+    return out.render()
+
+
+def _json_document(doc: Any) -> int:
+    sys.stdout.write(json.dumps(doc) + "\n")
     return 0
 
 
@@ -113,15 +117,12 @@ def cmd_sim_specs(args: argparse.Namespace) -> int:
     rows = []
     for name in SHIPPED:
         s = load(name)
-        rows.append({"spec": name, "model": s.name, "capacity_gb": round(s.capacity_bytes / 1e9, 3), "rpm": s.rpm,
+        rows.append({"spec": name, "model": s.name, "capacity_bytes": s.capacity_bytes, "rpm": s.rpm,
                      "cylinders": s.cylinders, "surfaces": s.surfaces, "zones": len(s.zones),
-                     "mean_seek_ms": round(s.mean_seek_ms(), 3), "cache_segments": s.cache.segments})
-    if args.json:
-        for r in rows:
-            sys.stdout.write(json.dumps(r) + "\n")
-    else:
-        print_table(rows, list(rows[0]))
-    return 0
+                     "mean_seek_ms": s.mean_seek_ms(), "cache_segments": s.cache.segments})
+    out = output(args)
+    out.rows(rows, list(rows[0]), name="specs")
+    return out.render()
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -140,19 +141,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         summary = run(spark, cfg, grid, progress_every_s=args.progress_every)
     except GridError as exc:
         raise UsageError(str(exc)) from exc
-    out = sys.stdout
-    if args.json:
-        for r in summary.results:
-            out.write(json.dumps(r, default=str) + "\n")
-        return 0
     rows = [{"trace": r["trace_id"], "group": r["array_group"], "scenario": r["scenario_id"], "layout": r["layout"],
              "alpha": r["speedup"], "requests": r["requests"], "mean_ms": r["mean_response_ms"],
-             "p95_ms": r["p95_response_ms"], "max_util": r["hottest_utilization"],
-             "saturated": "yes" if r["saturated"] else "no"} for r in summary.results]
-    print_table(rows, ["trace", "group", "scenario", "layout", "alpha", "requests", "mean_ms", "p95_ms", "max_util",
-                       "saturated"])
-    out.write(f"\n{summary.partitions} scenario partitions in {summary.seconds:.1f} s; tables: sim_results, "
-              f"sim_timeseries ({summary.timeseries_rows:,} rows)"
-              + (f", cooling_moves ({summary.cooling_moves:,} rows)" if summary.cooling_moves else "")
-              + f" WHERE grid_id = '{summary.grid_id}'\n")
-    return 0
+             "p95_ms": r["p95_response_ms"], "max_util": r["hottest_utilization"], "saturated": r["saturated"]}
+            for r in summary.results]
+    out = output(args)
+    out.rows(rows, ["trace", "group", "scenario", "layout", "alpha", "requests", "mean_ms", "p95_ms", "max_util",
+                    "saturated"], name="scenarios")
+    out.note(f"\n{summary.partitions} scenario partitions in {summary.seconds:.1f} s; tables: sim_results, "
+             f"sim_timeseries ({summary.timeseries_rows:,} rows)"
+             + (f", cooling_moves ({summary.cooling_moves:,} rows)" if summary.cooling_moves else "")
+             + f" WHERE grid_id = '{summary.grid_id}'")
+    return out.render()

@@ -1,10 +1,10 @@
-"""`blockheat serve-sql | sql-shell`: every table by name from any JDBC/ODBC client (the Spark Thrift server)
-and from Spark's own SQL shell, on the persistent catalog (libs.io.catalog)."""
+"""`blockheat serve-sql | sql-shell | beeline`: every table by name from any JDBC/ODBC client (the Spark Thrift
+server), from Spark's own SQL shell, and from beeline (Hive's JDBC shell, shipped with pyspark), on the
+persistent catalog (libs.io.catalog)."""
 from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -12,25 +12,41 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from jobs.cli.common import UsageError, checked
+from jobs.cli import console
+from jobs.cli.common import UsageError, add_command, checked, spark_config
 
 SHELL_APP = "blockheat-sql-shell"
 
 
 def add_commands(sub: Any) -> None:
-    srv = sub.add_parser(
-        "serve-sql", help="Spark Thrift server (JDBC/ODBC) over every table, on 127.0.0.1",
+    srv = add_command(
+        sub, "serve-sql", "Spark Thrift server (JDBC/ODBC) over every table, on 127.0.0.1",
+        "blockheat serve-sql --port 10000",
         description="Serves every table by name to JDBC/ODBC clients until Ctrl-C (or SIGTERM), e.g. "
-                    "beeline -u jdbc:hive2://127.0.0.1:10000. Uses the metastore under the warehouse, so views "
-                    "created through it persist; tables that jobs create meanwhile appear within --refresh "
-                    "seconds.")
+                    "blockheat beeline. Uses the metastore under the warehouse, so views created through it "
+                    "persist; tables that jobs create meanwhile appear within --refresh seconds.")
     srv.add_argument("--port", type=int, default=10000, help="TCP port on 127.0.0.1 (default 10000)")
     srv.add_argument("--refresh", type=float, default=10.0, metavar="S",
                      help="seconds between checks for new tables (default 10)")
     srv.set_defaults(func=cmd_serve_sql)
 
-    shell = sub.add_parser(
-        "sql-shell", help="Spark's spark-sql shell over every table",
+    warm = add_command(
+        sub, "serve", "one warm Spark application every command attaches to (Spark Connect + JDBC), on 127.0.0.1",
+        ["blockheat serve &", "blockheat traces        # answered by the server, no JVM of its own"],
+        description="Runs one long-lived Spark application holding the catalog, with a Spark Connect endpoint "
+                    "and the JDBC/ODBC endpoint of serve-sql, until Ctrl-C (or SIGTERM). While it runs, every "
+                    "blockheat command with the same BLOCKHEAT_WAREHOUSE attaches to it (it publishes its "
+                    "endpoints in <warehouse>/_serve/endpoint.json) instead of starting a JVM of its own; "
+                    "BLOCKHEAT_SPARK_REMOTE=local makes a command start its own.")
+    warm.add_argument("--port", type=int, default=10000, help="JDBC/ODBC (Thrift) port on 127.0.0.1")
+    warm.add_argument("--connect-port", type=int, default=15002,
+                      help="Spark Connect port on 127.0.0.1 (15002 is Spark Connect's own; 0: a free one)")
+    warm.add_argument("--refresh", type=float, default=10.0, metavar="S",
+                      help="seconds between checks for new tables")
+    warm.set_defaults(func=cmd_serve)
+
+    shell = add_command(
+        sub, "sql-shell", "Spark's spark-sql shell over every table", 'blockheat sql-shell -e "SHOW TABLES"',
         description="Starts spark-sql with the session settings of blockheat, the Delta jars and every table "
                     "registered by name; interactive unless -e or -f is given. Anything after -- goes to "
                     "spark-sql as is.")
@@ -41,17 +57,44 @@ def add_commands(sub: Any) -> None:
                        help="further spark-sql arguments, after --")
     shell.set_defaults(func=cmd_sql_shell)
 
+    bee = add_command(
+        sub, "beeline", "beeline, the JDBC shell, connected to blockheat serve-sql",
+        ['blockheat beeline -e "SELECT count(*) FROM requests"', "blockheat beeline --port 10001"],
+        description="Runs the beeline shipped with pyspark (no SPARK_HOME or PATH set up needed), connected to "
+                    "jdbc:hive2://127.0.0.1:PORT, the address of blockheat serve-sql. Anything after -- goes to "
+                    "beeline as is (e.g. -- --outputformat=csv2).")
+    bee.add_argument("--port", type=int, default=10000, help="the port of blockheat serve-sql")
+    bee.add_argument("-e", dest="execute", metavar="SQL", help="run these statements and exit")
+    bee.add_argument("beeline_args", nargs=argparse.REMAINDER, metavar="-- ARGS",
+                     help="further beeline arguments, after --")
+    bee.set_defaults(func=cmd_beeline)
+
 
 def cmd_serve_sql(args: argparse.Namespace) -> int:
     # lazy: the job (pyspark) loads only when `serve-sql` runs
     from jobs.sql_server import ServeConfig, serve
-    from libs.io.session import SparkConfig
 
     job = checked(ServeConfig, args.port, args.refresh)
-    cfg = SparkConfig.from_env("serve-sql", short_driver=False)
+    cfg = spark_config(args, "serve-sql", catalog="none", short_driver=False, attach=False)
 
     def ready(url: str) -> None:
         sys.stdout.write(f"serving Spark SQL on {url} (warehouse {cfg.warehouse}); Ctrl-C stops it\n")
+        sys.stdout.flush()
+
+    serve(cfg, job, ready)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    # lazy: the job (pyspark) loads only when `serve` runs
+    from jobs.sql_server import ServeConfig, serve
+
+    job = checked(ServeConfig, args.port, args.refresh, connect_port=args.connect_port, publish=True)
+    cfg = spark_config(args, "serve", catalog="none", short_driver=False, attach=False)
+
+    def ready(url: str) -> None:
+        sys.stdout.write(f"serving the warehouse {cfg.warehouse}: commands attach to it; JDBC on {url}; "
+                         "Ctrl-C stops it\n")
         sys.stdout.flush()
 
     serve(cfg, job, ready)
@@ -68,7 +111,7 @@ def spark_sql_command(cfg: Any, jars: Sequence[str], init_file: Path | None, arg
     from libs.io.session import DELTA_CONF, session_conf
 
     conf = {**session_conf(cfg), **DELTA_CONF, "spark.jars": ",".join(jars),
-            "spark.driver.extraClassPath": driver_class_path(jars)}
+            "spark.driver.extraClassPath": driver_class_path(jars, cfg.metastore)}
     cmd = [str(Path(pyspark.__file__).parent / "bin" / "spark-sql"), "--name", cfg.app_name]
     if cfg.master:                                        # "": spark-sql's own default
         cmd += ["--master", cfg.master]
@@ -79,35 +122,73 @@ def spark_sql_command(cfg: Any, jars: Sequence[str], init_file: Path | None, arg
     return cmd + list(args)
 
 
+def _after_dashes(rest: Sequence[str], tool: str) -> list[str]:
+    if list(rest[:1]) == ["--"]:
+        return list(rest[1:])
+    if rest:
+        raise UsageError(f"unexpected {rest[0]!r}: {tool} arguments go after --")
+    return []
+
+
 def cmd_sql_shell(args: argparse.Namespace) -> int:
     # lazy: pyspark loads only when `sql-shell` runs
     from libs.io.catalog import init_sql, metastore_in_use, metastore_path
-    from libs.io.session import SparkConfig, delta_jars
+    from libs.io.session import delta_jars
 
-    rest = list(args.spark_sql_args)
-    if rest[:1] == ["--"]:
-        rest = rest[1:]
-    elif rest:
-        raise UsageError(f"unexpected {rest[0]!r}: spark-sql arguments go after --")
+    rest = _after_dashes(args.spark_sql_args, "spark-sql")
     if args.execute is not None:
         rest = ["-e", args.execute, *rest]
     elif args.file is not None:
         if not Path(args.file).is_file():
             raise UsageError(f"-f {args.file}: no such file")
         rest = ["-f", args.file, *rest]
-    cfg = replace(SparkConfig.from_env(SHELL_APP, short_driver=False), catalog="hive")
+    cfg = spark_config(args, SHELL_APP, catalog="hive", short_driver=False)
     cfg.warehouse.mkdir(parents=True, exist_ok=True)
-    if metastore_in_use(cfg.warehouse):
-        sys.stderr.write(f"blockheat: metastore {metastore_path(cfg.warehouse)} is in use by another process "
-                         "(blockheat serve-sql?): tables are registered for this shell only\n")
+    if cfg.metastore is None and metastore_in_use(cfg.warehouse):     # Derby, held by another process
+        console.write_stderr(f"blockheat: metastore {metastore_path(cfg.warehouse)} is in use by another process "
+                             "(blockheat serve-sql?): tables are registered for this shell only\n")
         cfg = replace(cfg, catalog="in-memory")
     env = dict(os.environ)
     if cfg.driver_host != "auto":                         # as build_session binds the driver
         env["SPARK_LOCAL_IP"] = cfg.driver_host
+    if cfg.metastore is not None:                         # the shared metastore's password (libs.io.catalog)
+        env.update(cfg.metastore.environment())
+    with console.quiet_stderr(not args.debug):            # the jar resolution of a first start
+        jars = delta_jars()
     with tempfile.TemporaryDirectory(prefix="blockheat-sql-shell-") as tmp:
         init = init_sql(cfg.warehouse)
         init_file = Path(tmp) / "init.sql" if init else None
         if init_file is not None:
             init_file.write_text(init)
-        return subprocess.run(spark_sql_command(cfg, delta_jars(), init_file, rest), env=env,
-                              check=False).returncode
+        return console.run_child(spark_sql_command(cfg, jars, init_file, rest), env, quiet=not args.debug)
+
+
+def beeline_command(port: int, args: Sequence[str]) -> list[str]:
+    """The command line of pyspark's beeline connected to jdbc:hive2://127.0.0.1:PORT (unless `args` give -u)."""
+    import pyspark  # lazy: pyspark's location only, for `beeline`
+
+    from jobs.sql_server import HOST
+
+    cmd = [str(Path(pyspark.__file__).parent / "bin" / "beeline")]
+    if "-u" not in args:
+        cmd += ["-u", f"jdbc:hive2://{HOST}:{port}"]
+    return cmd + list(args)
+
+
+def beeline_env() -> dict[str, str]:
+    """The environment beeline needs: SPARK_HOME at pyspark's install directory (its scripts otherwise look for
+    pyspark with the python3 on PATH, which is not this environment's) and this Python for its helpers."""
+    import pyspark  # lazy: pyspark's location only, for `beeline`
+
+    env = dict(os.environ)
+    env["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    return env
+
+
+def cmd_beeline(args: argparse.Namespace) -> int:
+    rest = _after_dashes(args.beeline_args, "beeline")
+    if args.execute is not None:        # beeline waits for more of a statement that does not end with ";"
+        rest = ["-e", args.execute if args.execute.rstrip().endswith(";") else f"{args.execute};", *rest]
+    return console.run_child(beeline_command(args.port, rest), beeline_env(), quiet=not args.debug)

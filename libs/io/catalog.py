@@ -1,12 +1,14 @@
-"""The persistent SQL catalog: Spark's embedded Hive metastore (Derby) at <warehouse>/metastore_db, holding
-every blockheat table as an external Delta table by location, plus whatever views users create.
+"""The persistent SQL catalog: a Hive metastore holding every blockheat table as an external Delta table by
+location, plus whatever views users create. By default Spark's embedded Derby at <warehouse>/metastore_db; with
+BLOCKHEAT_METASTORE_URL, a PostgreSQL database that every process shares (SharedMetastore).
 
 Derby lets one JVM at a time open the metastore. The interactive entry points use it (`blockheat sql`,
 `blockheat sql-shell`, `blockheat serve-sql`); jobs name no table (catalog "none" in libs.io.session: they read
 and write by path), so they never wait for a lock. An entry point that finds the metastore in use (say, while
 `blockheat serve-sql` runs) falls back to an in-memory catalog registered from the warehouse on its start
 (libs.io.tables.register_tables): every table is still visible by name, only the views saved in the metastore
-are not. The Delta logs stay the truth:
+are not. On PostgreSQL there is no such fallback: the entry points and the jobs use the one catalog at once, and
+a job names the tables it creates there. The Delta logs stay the truth:
 the metastore only maps names to locations, and sync_catalog re-derives those on every start.
 """
 from __future__ import annotations
@@ -17,14 +19,16 @@ import fcntl
 import logging
 import os
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+import stat
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from libs.io import delta_log, storage
-from libs.io.tables import TABLES, register_tables, table_path
+from libs.io.tables import TABLES, forget_registered, register_tables, table_path
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -39,10 +43,90 @@ DERBY_LOCK_FILE = "dbex.lck"
 # driver_class_path); the rest of the resolved jars (older jackson, parquet, hadoop) would shadow Spark's.
 CLASS_PATH_GROUPS = ("io.delta_", "io.unitycatalog_")
 
+# The shared metastore: where it is, the PostgreSQL role, and the role's password (from a file only its owner may
+# read, or the variable itself). The driver JVM gets the password in its environment, never on a command line.
+URL_ENV = "BLOCKHEAT_METASTORE_URL"
+USER_ENV = "BLOCKHEAT_METASTORE_USER"
+PASSWORD_FILE_ENV = "BLOCKHEAT_METASTORE_PASSWORD_FILE"
+PASSWORD_ENV = "BLOCKHEAT_METASTORE_PASSWORD"
+POSTGRES_URL_PREFIX = "jdbc:postgresql://"
+POSTGRES_DRIVER = "org.postgresql.Driver"
+# PostgreSQL's JDBC driver (Maven Central's org.postgresql:postgresql, fetched by `make` with a pinned sha256).
+POSTGRES_JAR_GLOB = "postgresql-*.jar"
+
+
+class MetastoreConfigError(ValueError):
+    """BLOCKHEAT_METASTORE_* settings that cannot be used (the message says which and why)."""
+
+
+@dataclass(frozen=True)
+class SharedMetastore:
+    """A Hive metastore in a PostgreSQL database, shared by every process of a warehouse.
+
+        export BLOCKHEAT_METASTORE_URL=jdbc:postgresql://127.0.0.1:5432/blockheat_metastore
+        export BLOCKHEAT_METASTORE_USER=blockheat_metastore BLOCKHEAT_METASTORE_PASSWORD_FILE=~/.blockheat-metastore
+    """
+
+    url: str
+    user: str
+    password: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> SharedMetastore | None:
+        """The metastore BLOCKHEAT_METASTORE_URL names (None when unset: Derby under the warehouse), with
+        BLOCKHEAT_METASTORE_USER and the password of BLOCKHEAT_METASTORE_PASSWORD_FILE or
+        BLOCKHEAT_METASTORE_PASSWORD (neither: none sent). MetastoreConfigError for unusable settings."""
+        env = os.environ if environ is None else environ
+        url = env.get(URL_ENV, "").strip()
+        if not url:
+            return None
+        if not url.startswith(POSTGRES_URL_PREFIX):
+            raise MetastoreConfigError(f"{URL_ENV} must be a PostgreSQL JDBC URL ({POSTGRES_URL_PREFIX}host:port/"
+                                       f"database), got {url!r}")
+        user = env.get(USER_ENV, "").strip()
+        if not user:
+            raise MetastoreConfigError(f"{USER_ENV} is not set: the PostgreSQL role of {url}")
+        path, password = env.get(PASSWORD_FILE_ENV), env.get(PASSWORD_ENV)
+        if path and password is not None:
+            raise MetastoreConfigError(f"set {PASSWORD_FILE_ENV} or {PASSWORD_ENV}, not both")
+        return cls(url, user, read_password_file(Path(path)) if path else password)
+
+    def environment(self) -> dict[str, str]:
+        """The variables a driver JVM on this metastore needs (its settings refer to the password by name)."""
+        return {} if self.password is None else {PASSWORD_ENV: self.password}
+
+
+def read_password_file(path: Path) -> str:
+    """The password in `path` (its first line), refusing a file that others than its owner may read."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise MetastoreConfigError(f"{PASSWORD_FILE_ENV}={path}: {exc.strerror}") from exc
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise MetastoreConfigError(f"{PASSWORD_FILE_ENV}={path} may be read by others than its owner (mode "
+                                   f"{stat.S_IMODE(mode):04o}): chmod 600 {path}")
+    lines = path.read_text().splitlines()
+    return lines[0] if lines else ""
+
+
+def postgres_jar(prefix: str | Path | None = None) -> Path:
+    """PostgreSQL's JDBC driver in the environment (<prefix>/var/blockheat/, the newest if several)."""
+    folder = Path(sys.prefix if prefix is None else prefix) / "var" / "blockheat"
+    jars = sorted(folder.glob(POSTGRES_JAR_GLOB),
+                  key=lambda p: tuple(int(x) for x in re.findall(r"\d+", p.name)))
+    if not jars:
+        raise MetastoreConfigError(f"no PostgreSQL JDBC driver ({POSTGRES_JAR_GLOB}) in {folder}: run `make venv`")
+    return jars[-1]
+
 
 def session_catalog(spark: SparkSession) -> str:
     """The catalog the running session really has ("hive" or "in-memory"), fixed when its context started."""
     return str(spark.conf.get("spark.sql.catalogImplementation", "in-memory"))
+
+
+def on_derby(spark: SparkSession) -> bool:
+    """Whether a Hive-catalog session's metastore is the embedded Derby one (not a shared PostgreSQL one)."""
+    return str(spark.conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", "jdbc:derby:")).startswith("jdbc:derby:")
 
 
 def metastore_path(warehouse: Path) -> Path:
@@ -70,24 +154,48 @@ def metastore_in_use(warehouse: Path) -> bool:
         os.close(fd)
 
 
-def hive_conf(warehouse: Path) -> dict[str, str]:
-    """Session settings for the Hive catalog with its Derby metastore under the warehouse (absolute, so any
-    working directory opens the same one)."""
-    db = metastore_path(Path(warehouse).resolve())
-    return {
+def hive_conf(warehouse: Path, metastore: SharedMetastore | None = None) -> dict[str, str]:
+    """Session settings for the Hive catalog: with its Derby metastore under the warehouse (absolute, so any
+    working directory opens the same one), or on the shared PostgreSQL `metastore` (its driver then goes on the
+    driver's class path; the JVM must have the metastore's environment())."""
+    if metastore is None:
+        db = metastore_path(Path(warehouse).resolve())
+        return {
+            "spark.sql.catalogImplementation": "hive",
+            "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={db};create=true",
+        }
+    conf = {
         "spark.sql.catalogImplementation": "hive",
-        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={db};create=true",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": metastore.url,
+        "spark.hadoop.javax.jdo.option.ConnectionDriverName": POSTGRES_DRIVER,
+        "spark.hadoop.javax.jdo.option.ConnectionUserName": metastore.user,
+        # Hive's built-in 2.3 client creates its schema (DataNucleus) in an empty database, without a version check.
+        "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
+        "spark.hadoop.hive.metastore.schema.verification": "false",
+        # ... all of it when the metastore starts, from Hive's package.jdo: a table DataNucleus creates lazily, inside
+        # a metastore transaction, waits forever on PostgreSQL for that transaction's own lock (the first CREATE TABLE
+        # adds TBL_PRIVS, whose foreign key needs TBLS, where the transaction has just inserted a row).
+        "spark.hadoop.datanucleus.autoStartMechanism": "MetaData",
+        "spark.hadoop.datanucleus.autoStartMetaDataFiles": "package.jdo",
+        "spark.driver.extraClassPath": driver_class_path([], metastore),
     }
+    if metastore.password is not None:
+        # Hadoop's configuration expands ${env.NAME} when Hive reads the setting: the password is in the driver's
+        # environment only, not on the spark-submit command line nor in Spark's settings.
+        conf["spark.hadoop.javax.jdo.option.ConnectionPassword"] = "${env." + PASSWORD_ENV + "}"
+    return conf
 
 
-def driver_class_path(jars: Sequence[str]) -> str:
-    """The Delta (and Unity Catalog client) jars among `jars` (file URIs or paths) as a driver class path.
+def driver_class_path(jars: Sequence[str], metastore: SharedMetastore | None = None) -> str:
+    """The Delta (and Unity Catalog client) jars among `jars` (file URIs or paths) as a driver class path, and
+    PostgreSQL's JDBC driver for a shared `metastore`.
 
     Hive's session code (HiveServer2's sessions, the spark-sql shell) makes the system class loader the
     context class loader of its threads, so classes given through spark.jars alone cannot be found there
     (ClassNotFoundException: ...DeltaCatalog when a JDBC client connects)."""
     paths = [urlparse(j).path if j.startswith("file:") else j for j in jars]
-    return os.pathsep.join(p for p in paths if Path(p).name.startswith(CLASS_PATH_GROUPS))
+    chosen = [p for p in paths if Path(p).name.startswith(CLASS_PATH_GROUPS)]
+    return os.pathsep.join([*chosen, str(postgres_jar())] if metastore is not None else chosen)
 
 
 @dataclass(frozen=True)
@@ -124,6 +232,7 @@ def sync_catalog(spark: SparkSession, warehouse: Path) -> CatalogSync:
         log.info("catalog: dropping the entry of %s (%s)", name,
                  "re-pointed to the warehouse" if name in moved else "no such table in the warehouse")
         spark.sql(f"DROP TABLE IF EXISTS default.{name}")
+        forget_registered(spark, name)
     registered = register_tables(spark, warehouse)
     return CatalogSync(tuple(registered), tuple(moved), tuple(stale))
 
@@ -145,8 +254,8 @@ def release_metastore(spark: SparkSession) -> None:
     Derby unlocks its database only when its engine shuts down, which otherwise happens when the JVM exits, a while
     after Python's own exit. The engine is shut down through Derby's documented shutdown URL, opened by Spark's JDBC
     source on the driver (whose "connection" then fails, as a Derby shutdown does). Sessions on the in-memory
-    catalog are left running."""
-    if session_catalog(spark) != "hive":
+    catalog, and on a shared PostgreSQL metastore (which holds no lock), are left running."""
+    if session_catalog(spark) != "hive" or not on_derby(spark):
         return
     with contextlib.suppress(Exception):
         spark.read.format("jdbc").option("url", "jdbc:derby:;shutdown=true").option("dbtable", "shutdown").load()

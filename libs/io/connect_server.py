@@ -56,6 +56,8 @@ def server_env(cfg: SparkConfig) -> dict[str, str]:
     env = {**os.environ, "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python}
     if cfg.driver_host != "auto":
         env.setdefault("SPARK_LOCAL_IP", cfg.driver_host)
+    if cfg.metastore is not None:       # the shared metastore's password, which its settings name (libs.io.catalog)
+        env.update(cfg.metastore.environment())
     return env
 
 

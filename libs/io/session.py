@@ -16,10 +16,17 @@ import pyspark
 from delta import configure_spark_with_delta_pip
 from pyspark.sql import SparkSession
 
-from libs.io import storage
-from libs.io.catalog import hive_conf, metastore_in_use, metastore_path, session_catalog, sync_catalog
+from libs.io import endpoint, storage
+from libs.io.catalog import (
+    SharedMetastore,
+    hive_conf,
+    metastore_in_use,
+    metastore_path,
+    session_catalog,
+    sync_catalog,
+)
 from libs.io.jvm import JAVA_OPTION_KEYS, SHORT_JOB_OPTIONS, archive_options, merge_java_options
-from libs.io.tables import NAMES_CONF, register_tables
+from libs.io.tables import NAMES_CONF, NAMES_CREATED, register_tables
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +53,12 @@ class SparkConfig:
     extra: dict[str, str] = field(default_factory=dict)
     # "in-memory": tables registered by name for this session only; "hive": the persistent metastore under the
     # warehouse (libs.io.catalog), for the SQL entry points; "none": tables by path only (the jobs, from_env: a
-    # name costs a Delta snapshot of its table, seconds of a job's start for tables the job never names).
+    # name costs a Delta snapshot of its table, seconds of a job's start for tables the job never names). With a
+    # shared `metastore`, "none" is a job on it that names the tables it creates (see _job_on_shared_metastore).
     catalog: str = "in-memory"
+    # The shared PostgreSQL metastore (BLOCKHEAT_METASTORE_URL, libs.io.catalog.SharedMetastore) of "hive"
+    # sessions, instead of Derby under the warehouse.
+    metastore: SharedMetastore | None = None
     # The address the driver binds to and executors connect back to: loopback for local mode and a cluster on
     # this machine; a reachable address for one on other machines; "auto" leaves it to Spark (spark-submit's
     # settings, or the driver pod's address on Kubernetes).
@@ -55,13 +66,25 @@ class SparkConfig:
     # A Spark Connect server to run on (sc://host:port) instead of a driver in this process: the server has its own
     # master, Delta and object-store settings (libs.io.connect_server starts one with this product's).
     remote: str | None = None
+    # The remote is the warehouse's `blockheat serve` (libs.io.endpoint), which keeps every table registered in its
+    # catalog: a client then registers none itself.
+    served: bool = False
 
     @classmethod
-    def from_env(cls, app_name: str = "blockheat", short_driver: bool = True, **extra: str) -> SparkConfig:
+    def from_env(cls, app_name: str = "blockheat", short_driver: bool = True, attach: bool = True,
+                 **extra: str) -> SparkConfig:
         """BLOCKHEAT_SPARK_MASTER (default local[*], or under spark-submit its --master),
         BLOCKHEAT_WAREHOUSE (default ./warehouse), BLOCKHEAT_DRIVER_HOST (default 127.0.0.1) and
-        BLOCKHEAT_SPARK_REMOTE (a Spark Connect server, sc://host:port; default none)."""
+        BLOCKHEAT_SPARK_REMOTE (a Spark Connect server, sc://host:port; "local": never a server). Without
+        BLOCKHEAT_SPARK_REMOTE, the warehouse's running `blockheat serve` when there is one (attach=False: never;
+        the servers themselves)."""
         master = os.environ.get("BLOCKHEAT_SPARK_MASTER", default_master())
+        warehouse = storage.location(os.environ.get("BLOCKHEAT_WAREHOUSE", DEFAULT_WAREHOUSE))
+        remote, served = os.environ.get("BLOCKHEAT_SPARK_REMOTE") or None, False
+        if remote == "local" or not attach or "PYSPARK_GATEWAY_PORT" in os.environ:    # spark-submit: its own driver
+            remote = None
+        elif remote is None and (running := endpoint.find(warehouse)) is not None:
+            remote, served = running.connect, True
         # A job's driver on a cluster plans, schedules and commits; the executors do the work. The JIT's first tier
         # and the serial GC start it sooner and leave the CPU to the executors, which matters most when they share
         # the driver's machine. In local mode the driver's JVM is the executor too, and keeps the defaults; so do
@@ -71,11 +94,13 @@ class SparkConfig:
         return cls(
             catalog="none",
             master=master,
-            warehouse=storage.location(os.environ.get("BLOCKHEAT_WAREHOUSE", DEFAULT_WAREHOUSE)),
+            warehouse=warehouse,
             app_name=app_name,
             extra={**driver, **extra},
             driver_host=os.environ.get("BLOCKHEAT_DRIVER_HOST", DEFAULT_DRIVER_HOST),
-            remote=os.environ.get("BLOCKHEAT_SPARK_REMOTE") or None,
+            remote=remote,
+            served=served,
+            metastore=SharedMetastore.from_env(),
         )
 
 
@@ -164,16 +189,22 @@ def remember_delta_jars(spark: SparkSession) -> None:
         partial.replace(listing)  # atomic: a concurrent start reads the old list or the new one
 
 
+# The drivers' Log4j 2 settings: errors only (start-up warnings and banners are not a command's output).
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
 def session_conf(cfg: SparkConfig) -> dict[str, str]:
     """Every setting build_session gives a session for `cfg` (`blockheat sql-shell` passes them to spark-sql)."""
     python = os.environ.get("PYSPARK_PYTHON", sys.executable)
     archive = " ".join(archive_options())      # the environment's class archive (libs.io.jvm), if made
     # BLOCKHEAT_JAVA_OPTIONS: extra driver JVM flags for this process (e.g. libs.io.jvm.SHORT_JOB_OPTIONS).
     derby = f"-Dderby.system.home={cfg.warehouse}" if storage.is_local(cfg.warehouse) else None
-    driver_java = merge_java_options(derby, archive,
+    driver_java = merge_java_options(derby, archive, f"-Dlog4j.configurationFile={LOG4J_CONFIG}",
                                      os.environ.get("BLOCKHEAT_JAVA_OPTIONS"))
     conf = {
         "spark.ui.enabled": "false",
+        # Spark's stage bars are for its shells; the blockheat command draws its own progress line.
+        "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.warehouse.dir": str(cfg.warehouse),
         "spark.driver.extraJavaOptions": driver_java,
@@ -203,8 +234,8 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
     conf.update(object_store_conf(cfg))
     if cfg.driver_host != "auto":
         conf.update(dict.fromkeys(("spark.ui.host", "spark.driver.host", "spark.driver.bindAddress"), cfg.driver_host))
-    if cfg.catalog == "hive":
-        conf.update(hive_conf(cfg.warehouse))
+    if cfg.catalog == "hive" or _job_on_shared_metastore(cfg):
+        conf.update(hive_conf(cfg.warehouse, cfg.metastore))
     elif cfg.catalog not in ("in-memory", "none"):
         raise ValueError(f"catalog must be 'in-memory', 'hive' or 'none', got {cfg.catalog!r}")
     if archive:
@@ -219,7 +250,9 @@ def _remote_session(cfg: SparkConfig) -> SparkSession:
     if not cfg.remote or not cfg.remote.startswith("sc://"):
         raise ValueError(f"BLOCKHEAT_SPARK_REMOTE must be a Spark Connect URL sc://host:port, got {cfg.remote!r}")
     spark = SparkSession.builder.remote(cfg.remote).appName(cfg.app_name).getOrCreate()
-    if cfg.catalog == "none":
+    if cfg.served:                  # the server's catalog has every table; a new one gets its name here
+        spark.conf.set(NAMES_CONF, NAMES_CREATED)
+    elif cfg.catalog == "none":
         spark.conf.set(NAMES_CONF, "false")
     else:
         register_tables(spark, cfg.warehouse)
@@ -239,13 +272,19 @@ def object_store_conf(cfg: SparkConfig) -> dict[str, str]:
     return conf
 
 
+def _job_on_shared_metastore(cfg: SparkConfig) -> bool:
+    """Whether a job's session (catalog "none") is on the shared metastore: when there is one and this process
+    starts the driver's JVM (spark-submit's, already running, has no PostgreSQL driver on its class path)."""
+    return cfg.catalog == "none" and cfg.metastore is not None and "PYSPARK_GATEWAY_PORT" not in os.environ
+
+
 def _usable_catalog(cfg: SparkConfig) -> SparkConfig:
     """`cfg`, or `cfg` with the in-memory catalog when a session already runs in this process (getOrCreate
     reuses it, with the catalog it started with, and its tables keep getting names) or when `cfg` asks for the
-    metastore and another process has it open."""
+    Derby metastore and another process has it open (a shared PostgreSQL metastore is never given up)."""
     if SparkSession.getActiveSession() is not None:
         return replace(cfg, catalog="in-memory")
-    if cfg.catalog != "hive":
+    if cfg.catalog != "hive" or cfg.metastore is not None:
         return cfg
     if metastore_in_use(cfg.warehouse):
         log.warning("metastore %s is in use by another process (blockheat serve-sql?): tables are registered "
@@ -268,6 +307,8 @@ def build_session(cfg: SparkConfig) -> SparkSession:
         os.environ.setdefault("SPARK_LOCAL_IP", cfg.driver_host)
     storage.makedirs(storage.normalize(cfg.warehouse))
     cfg = _usable_catalog(cfg)
+    if cfg.metastore is not None:  # the driver JVM reads the metastore's password from its environment
+        os.environ.update(cfg.metastore.environment())
     builder = SparkSession.builder.appName(cfg.app_name)
     if cfg.master:  # "": the JVM's own master (spark-submit --master), see default_master
         builder = builder.master(cfg.master)
@@ -278,7 +319,9 @@ def build_session(cfg: SparkConfig) -> SparkSession:
     if not jars:
         remember_delta_jars(spark)
     spark.sparkContext.setLogLevel("ERROR")
-    if session_catalog(spark) == "hive":
+    if session_catalog(spark) == "hive" and cfg.catalog == "none":    # a job on the shared metastore
+        spark.conf.set(NAMES_CONF, NAMES_CREATED)
+    elif session_catalog(spark) == "hive":
         sync_catalog(spark, cfg.warehouse)
     elif cfg.catalog == "none":
         spark.conf.set(NAMES_CONF, "false")

@@ -12,6 +12,7 @@ import importlib
 import logging
 import os
 import re
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,7 @@ TABLES, STATS_COLUMNS = _load_tables()
 TRACE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 # Set to "false" in a session built with catalog "none" (libs.io.session): ensure_table names no table there.
 NAMES_CONF = "spark.blockheat.tableNames"
+NAMES_CREATED = "created"      # NAMES_CONF of a `blockheat serve` client: name only the tables it creates
 
 
 class TraceIdError(ValueError):
@@ -82,8 +84,20 @@ def table_exists(warehouse: Location, name: str) -> bool:
 
 
 def registers_names(spark: SparkSession) -> bool:
-    """Whether tables this session creates get a name (not in a session built with catalog "none")."""
-    return spark.conf.get(NAMES_CONF, "true") != "false"
+    """Whether tables this session uses get a name (not in a session built with catalog "none", nor in a client of
+    `blockheat serve`, whose catalog has every table: such a client names only the tables it creates)."""
+    return spark.conf.get(NAMES_CONF, "true") == "true"
+
+
+# Names each session has registered (or found registered): the catalog's tableExists loads the Delta table, which
+# after a commit made outside Spark (delta-rs) costs Spark's log replay, ~0.5 s a call. A name dropped by hand in
+# SQL is therefore not re-registered by the same session; sync_catalog (libs.io.catalog) forgets what it drops.
+_REGISTERED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+
+def forget_registered(spark: SparkSession, name: str) -> None:
+    """Forget that this session registered `name` (after its catalog entry was dropped)."""
+    _REGISTERED.get(spark, set()).discard(name)
 
 
 def ensure_table(spark: SparkSession, warehouse: Location, name: str, *, register: bool = True) -> str:
@@ -92,16 +106,22 @@ def ensure_table(spark: SparkSession, warehouse: Location, name: str, *, registe
     session's catalog (a table by path only)."""
     schema, partitions = TABLES[name]
     path = table_path(warehouse, name)
+    created = False
     if not delta_log.is_table(path):
         properties = {"delta.dataSkippingStatsColumns": STATS_COLUMNS[name]} if name in STATS_COLUMNS else {}
-        delta_log.create_table(path, to_arrow_schema(schema, timezone="UTC"), partitions, properties)
-    if register and registers_names(spark) and not spark.catalog.tableExists(name):
+        created = delta_log.create_table(path, to_arrow_schema(schema, timezone="UTC"), partitions, properties)
+    if created and register and spark.conf.get(NAMES_CONF, "true") == NAMES_CREATED:
         _register(spark, name, path)
+    elif register and registers_names(spark) and name not in _REGISTERED.get(spark, ()):
+        if not spark.catalog.tableExists(name):
+            _register(spark, name, path)
+        _REGISTERED.setdefault(spark, set()).add(name)
     return path
 
 
 def _register(spark: SparkSession, name: str, path: str) -> None:
     spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{path}'")
+    _REGISTERED.setdefault(spark, set()).add(name)
 
 
 def register_tables(spark: SparkSession, warehouse: Location) -> list[str]:

@@ -19,6 +19,7 @@ from deltalake import DeltaTable
 from libs.io import delta_log, storage
 from libs.io.connect_server import ConnectServer
 from libs.io.delta_files import FileWriter, TableTarget, commit_replace
+from libs.io.jvm import SHORT_JOB_OPTIONS
 from libs.io.session import SparkConfig
 from tests.command_run import SRT_TRACE, VSCSI_TRACE
 from tests.drivers import write_slice
@@ -33,7 +34,8 @@ EMPTY_TABLES = {"rejected_records"}
 
 def run_commands(tmp: Path, warehouse: str, env: dict[str, str], inputs: tuple[Path, Path], log: str) -> str:
     """tests/command_run.py in a process of its own; the plan id it printed."""
-    full = {**os.environ, **env, "BLOCKHEAT_WAREHOUSE": warehouse, "BLOCKHEAT_SPARK_MASTER": "local[2]"}
+    full = {**os.environ, **env, "BLOCKHEAT_WAREHOUSE": warehouse, "BLOCKHEAT_SPARK_MASTER": "local[2]",
+            "BLOCKHEAT_JAVA_OPTIONS": " ".join(SHORT_JOB_OPTIONS)}      # a short-lived driver on small data
     with (tmp / log).open("w") as out:
         done = subprocess.run([sys.executable, "-m", "tests.command_run", "--srt", str(inputs[0]),
                                "--vscsi", str(inputs[1])], env=full, cwd=REPO, stdout=subprocess.PIPE,
@@ -56,7 +58,8 @@ def runs(s3_server, tmp_path_factory):  # type: ignore[no-untyped-def]
     out[remote] = run_commands(tmp, remote, env, inputs, "s3.log")
     connect = s3_server.url("e2e/connect-warehouse", scheme="s3a")
     cfg = SparkConfig(master="local[2]", warehouse=connect, app_name="blockheat-connect-test",
-                      extra={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
+                      extra={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+                             "spark.driver.extraJavaOptions": " ".join(SHORT_JOB_OPTIONS)})
     # The server's session and Python workers read the store's settings from the environment it starts with.
     with mock.patch.dict(os.environ, env), ConnectServer.start(cfg, log_path=tmp / "connect-server.log") as server:
         out[connect] = run_commands(tmp, connect, {**env, "BLOCKHEAT_SPARK_REMOTE": server.url}, inputs,

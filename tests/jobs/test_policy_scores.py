@@ -17,6 +17,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from jobs.cli.main import main
+from jobs.cli.output import human
 from jobs.reorg_plan import PlanConfig, check, export, load, target_of, validation
 from jobs.reorg_plan import run as build
 from libs.io.tables import read_table, replace_rows, table_path
@@ -113,10 +114,11 @@ def test_score_prints_the_ranking_and_what_is_not_scored(scored):
     lines = out.splitlines()
     assert lines[0] == (f"trace {HPLAJW_TRACE_ID}, window {WINDOW_ID} (6,386 requests), 2 disks of hp335h "
                         "(device 0, from trace geometry), clook, speed-up 1")
-    assert lines[2].split() == ["rank", "policy", "mean_ms", "p95_ms", "vs_traced", "util_max/mean", "remaps",
+    assert lines[2].split() == ["rank", "policy_id", "mean_ms", "p95_ms", "vs_traced", "util_max_over_mean", "remaps",
                                 "plannable"]
-    assert lines[4].split()[:5] == ["1", "random", f"{rows[0]['mean_response_ms']:.6g}",
-                                    f"{rows[0]['p95_response_ms']:.6g}", "+49.7%"]
+    # times in ms to 3 significant digits, as the table shows them (exact: --format json)
+    assert lines[4].split()[:7] == ["1", "random", *human(rows[0]["mean_response_ms"], "ms").split(),
+                                    *human(rows[0]["p95_response_ms"], "ms").split(), "+49.7%"]
     assert [line for line in lines if line.startswith("not applicable")] == [
         "not applicable here: alis: a reorganized area of 15% of the storage used does not fit next to device(s) 0 "
         "(1504328 sectors) on a disk of 1309896 sectors (hp335h (device 0, from trace geometry)); a larger disk spec "

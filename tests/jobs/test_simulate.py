@@ -15,6 +15,7 @@ import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from jobs.cli.main import main
+from jobs.cli.output import human
 from libs.simulation.grid import GridError, load_grid, parse_grid, plan_parts
 from libs.simulation.stage import SimulationError, part_memory, run, simulate_parts, stage_requests
 from schemas import cooling_moves, sim_results, sim_timeseries
@@ -349,8 +350,9 @@ def test_simulate_hplajw_on_the_header_spec(spark, spark_cfg, hplajw, tmp_path, 
     lines = [line.split() for line in out.splitlines()]
     assert lines[0] == ["trace", "group", "scenario", "layout", "alpha", "requests", "mean_ms", "p95_ms", "max_util",
                         "saturated"]
-    assert lines[2] == [HPLAJW_TRACE_ID, "0", "speedup=1", "as_traced", "1", "42252", f"{row['mean_response_ms']:.6g}",
-                        f"{row['p95_response_ms']:.6g}", f"{row['hottest_utilization']:.6g}", "no"]
+    assert lines[2] == [HPLAJW_TRACE_ID, "0", "speedup=1", "as_traced", "1", "42,252",
+                        *human(row["mean_response_ms"], "ms").split(), *human(row["p95_response_ms"], "ms").split(),
+                        human(row["hottest_utilization"]), "false"]
     assert spark.sql("SELECT count(*) FROM sim_timeseries WHERE grid_id = 'hplajw' AND array_group = '0' AND "
                      "scenario_id = 'speedup=1'").first()[0] == 168          # a week of one-hour intervals
 

@@ -123,7 +123,7 @@ def test_cli_heat_prints_hottest_extents_and_balance(spark, spark_cfg, tmp_path,
     assert cli_main(["heat", "heat-cli", "--window", "3600"]) == 0
     out = capsys.readouterr().out
     # whole trace (span 7300 s): extent 0 of h_0 has 8 + 8 blocks -> 16 / 7300 blocks/s
-    assert re.search(r"h_0\s+0\s+2\s+16\s+0\.0022\s", out), out
+    assert re.search(r"h_0\s+0\s+2\s+16\s+0\.002192\s", out), out
     assert re.search(r"as-traced\s+2\s+3\s", out), out
     assert "tables: extent_heat, disk_heat" in out
 

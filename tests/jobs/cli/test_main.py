@@ -12,14 +12,22 @@ AGREE = Path(__file__).parents[2] / "data" / "agree"
 
 
 def test_ingest_prints_per_device_summary(spark, capsys):
-    assert main(["ingest", "--format", "msr", "--trace-id", "cli-msr",
-                 str(AGREE / "msr_fix_0.csv"), str(AGREE / "msr_fix_1.csv")]) == 0
+    files = [str(AGREE / "msr_fix_0.csv"), str(AGREE / "msr_fix_1.csv")]
+    assert main(["ingest", "--format", "msr", "--trace-id", "cli-msr", *files]) == 0
     out = capsys.readouterr().out
     assert "ingested trace cli-msr (msr): 6 records read, 6 requests, 0 rejected" in out
     assert "trace start: 2007-02-22T17:00:00+00:00 (filetime timestamp of the first record)" in out
     lines = [line.split() for line in out.splitlines()]
-    assert ["fix_0", "4", "2", "2", str(4096 + 8192 + 65536 + 4096), "0", "2", "2.000", "s"] in lines
-    assert ["fix_1", "2", "1", "1", str(512 + 4096), "0.001", "1.25", "1.249", "s"] in lines
+    assert ["fix_0", "4", "2", "2", "80", "KiB", "0", "s", "2", "s", "2", "s"] in lines
+    assert ["fix_1", "2", "1", "1", "4.5", "KiB", "1", "ms", "1.25", "s", "1.25", "s"] in lines
+    assert lines[lines.index(["fix_1", "2", "1", "1", "4.5", "KiB", "1", "ms", "1.25", "s", "1.25", "s"]) + 1] == \
+        ["(2", "rows)"]
+    assert main(["ingest", "--format", "msr", "--trace-id", "cli-msr", "--output-format", "json", *files]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == [
+        {"device": "fix_0", "records": 4, "reads": 2, "writes": 2, "bytes": 4096 + 8192 + 65536 + 4096,
+         "first_us": 0, "last_us": 2_000_000, "span_us": 2_000_000},
+        {"device": "fix_1", "records": 2, "reads": 1, "writes": 1, "bytes": 512 + 4096, "first_us": 1000,
+         "last_us": 1_250_000, "span_us": 1_249_000}]
 
 
 def test_sql_json_over_tables_by_name(spark, capsys):
@@ -38,7 +46,10 @@ def test_traces_lists_the_catalog(spark, capsys):
     assert main(["traces", "--json"]) == 0
     rows = {r["trace_id"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
     assert rows["cli-list"]["format"] == "spc"
-    assert (rows["cli-list"]["records_read"], rows["cli-list"]["devices"]) == (6, 2)
+    assert (rows["cli-list"]["requests"], rows["cli-list"]["devices"]) == (6, 2)
+    # SPC times are relative to the trace's start, which the format does not record
+    assert rows["cli-list"]["start"] == "unknown (relative times)"
+    assert rows["cli-list"]["bytes"] == 4096 + 8192 + 65536 + 4096 + 512 + 4096
 
 
 @pytest.mark.parametrize(("argv", "code", "message"), [
@@ -51,6 +62,7 @@ def test_traces_lists_the_catalog(spark, capsys):
     (["ingest", "--format", "csv", "--trace-id", "x", "--csv-columns", "ts=0,when=1", "f.csv"], 2,
      "blockheat: error: --csv-columns item 'when=1': expected FIELD=INDEX with FIELD one of "
      "ts, device, op, offset, size, response, queue and INDEX a 0-based column number\n"),
+    (["plan", "check", "no-such-plan"], 1, None),
 ])
 def test_errors_are_one_line_with_nonzero_exit(spark, capsys, argv, code, message):
     assert main(argv) == code
@@ -61,9 +73,12 @@ def test_errors_are_one_line_with_nonzero_exit(spark, capsys, argv, code, messag
     assert "\tat " not in err
     if message is not None:
         assert error_lines[0] + "\n" == message
+    elif argv[0] == "plan":
+        assert error_lines[0].startswith("blockheat: error: no plan 'no-such-plan' in reorg_plans under ")
     else:
         assert "TABLE_OR_VIEW_NOT_FOUND" in error_lines[0]
         assert "no_such_table" in error_lines[0]
+        assert error_lines[0].endswith("SQLSTATE: 42P01; line 1 pos 14")      # whole, without the query plan
 
 
 def test_custom_csv_layout_from_command_line(spark, capsys):

@@ -27,7 +27,9 @@ def test_validate_table_for_an_srt_trace(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["sim", "validate", "--trace", str(HPLAJW_TRACE), "--plot", "none"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["device", "requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"]
-    assert [line.split()[:2] for line in lines[2:]] == [["0", "42252"], ["1", "2267"]]
+    assert [line.split()[:2] for line in lines[2:4]] == [["0", "42,252"], ["1", "2,267"]]
+    assert lines[4] == "(2 rows)"
+    assert lines[2].split()[3] == "ms"                     # measured mean access time, with its unit
 
 
 def test_validate_spec_file_and_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -43,4 +45,4 @@ def test_specs_lists_the_shipped_disks(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["sim", "specs", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["spec"] for r in rows][:2] == ["hp_c2247a", "hp_335h"]
-    assert rows[0]["capacity_gb"] == pytest.approx(2_054_864 * 512 / 1e9, abs=1e-3)
+    assert rows[0]["capacity_bytes"] == 2_054_864 * 512

@@ -68,7 +68,7 @@ def test_graph_command_writes_units_graphs_and_runs(spark, spark_cfg, built):
     assert [(i, u) for i, _, _, _, u in runs if i == 0] == [(0, 0), (0, 1), (0, 2)]   # run A B C
     lines = [line.split() for line in out.splitlines()]
     # device, units, refs (reads), edges of interval 2, graph bytes, budget, runs, run units, runs in all
-    assert lines[lines.index(["device", "units", "refs", "edges", "graph", "budget", "runs", "run_units",
+    assert lines[lines.index(["device", "units", "refs", "edges", "graph_bytes", "budget_bytes", "runs", "run_units",
                               "runs_all"]) + 2][:4] == ["d0", "5", "13", "8"]
 
 

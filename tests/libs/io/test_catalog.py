@@ -3,6 +3,7 @@ driver's address, the jars on the driver's class path, the spark-sql command lin
 usage errors. (The real metastore, Thrift server and clients: test_sql_catalog.py.)"""
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -14,7 +15,14 @@ import pytest
 from jobs.cli.main import main
 from jobs.cli.sql import spark_sql_command
 from jobs.sql_server import ServeConfig
-from libs.io.catalog import driver_class_path, metastore_in_use
+from libs.io.catalog import (
+    MetastoreConfigError,
+    SharedMetastore,
+    driver_class_path,
+    hive_conf,
+    metastore_in_use,
+    postgres_jar,
+)
 from libs.io.session import SparkConfig, session_conf
 
 DRIVER_KEYS = ("spark.ui.host", "spark.driver.host", "spark.driver.bindAddress")
@@ -111,3 +119,83 @@ def test_serve_sql_refuses_a_port_in_use(capsys):
     assert capsys.readouterr().err == \
         f"blockheat: error: port {port} on 127.0.0.1 is in use (Address already in use); pick another with --port\n"
     assert ServeConfig(port).url == f"jdbc:hive2://127.0.0.1:{port}"
+
+
+PG_URL = "jdbc:postgresql://127.0.0.1:5432/blockheat_metastore"
+
+
+def metastore_env(tmp_path: Path, mode: int = 0o600, **more: str) -> dict[str, str]:
+    secret = tmp_path / "metastore-password"
+    secret.write_text("s3cret word\n")
+    secret.chmod(mode)
+    return {"BLOCKHEAT_METASTORE_URL": PG_URL, "BLOCKHEAT_METASTORE_USER": "blockheat_metastore",
+            "BLOCKHEAT_METASTORE_PASSWORD_FILE": str(secret), **more}
+
+
+def test_shared_metastore_settings_from_the_environment(tmp_path):
+    assert SharedMetastore.from_env({}) is None                            # Derby under the warehouse
+    shared = SharedMetastore.from_env(metastore_env(tmp_path))
+    assert shared == SharedMetastore(PG_URL, "blockheat_metastore", "s3cret word")
+    assert "s3cret" not in repr(shared)
+    assert shared.environment() == {"BLOCKHEAT_METASTORE_PASSWORD": "s3cret word"}
+    direct = SharedMetastore.from_env({"BLOCKHEAT_METASTORE_URL": PG_URL, "BLOCKHEAT_METASTORE_USER": "u",
+                                       "BLOCKHEAT_METASTORE_PASSWORD": "pw"})
+    assert direct == SharedMetastore(PG_URL, "u", "pw")
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"mode": 0o640}, "may be read by others than its owner (mode 0640): chmod 600 "),
+    ({"mode": 0o604}, "may be read by others than its owner (mode 0604): chmod 600 "),
+    ({"BLOCKHEAT_METASTORE_URL": "jdbc:mysql://db/metastore"}, "BLOCKHEAT_METASTORE_URL must be a PostgreSQL JDBC URL"),
+    ({"BLOCKHEAT_METASTORE_USER": ""}, "BLOCKHEAT_METASTORE_USER is not set: the PostgreSQL role of jdbc:postgresql:"),
+    ({"BLOCKHEAT_METASTORE_PASSWORD": "x"}, "set BLOCKHEAT_METASTORE_PASSWORD_FILE or BLOCKHEAT_METASTORE_PASSWORD, "
+                                            "not both"),
+    ({"BLOCKHEAT_METASTORE_PASSWORD_FILE": "/no/such/file"}, "BLOCKHEAT_METASTORE_PASSWORD_FILE=/no/such/file: No "
+                                                             "such file or directory"),
+])
+def test_shared_metastore_refuses_unusable_settings(tmp_path, env, message):
+    mode = env.pop("mode", 0o600)
+    with pytest.raises(MetastoreConfigError, match=re.escape(message)):
+        SharedMetastore.from_env(metastore_env(tmp_path, mode, **env))
+
+
+def test_hive_settings_on_postgresql_keep_the_password_off_the_command_line(tmp_path, monkeypatch):
+    for key, value in metastore_env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    cfg = replace(SparkConfig.from_env("x"), warehouse=tmp_path / "wh")
+    assert cfg.metastore == SharedMetastore(PG_URL, "blockheat_metastore", "s3cret word")
+    jar = postgres_jar()
+    assert jar.name == "postgresql-42.7.14.jar"                        # `make` fetched it into the environment
+    expected = {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": PG_URL,
+        "spark.hadoop.javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
+        "spark.hadoop.javax.jdo.option.ConnectionUserName": "blockheat_metastore",
+        "spark.hadoop.javax.jdo.option.ConnectionPassword": "${env.BLOCKHEAT_METASTORE_PASSWORD}",
+        "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
+        "spark.hadoop.hive.metastore.schema.verification": "false",
+        "spark.hadoop.datanucleus.autoStartMechanism": "MetaData",
+        "spark.hadoop.datanucleus.autoStartMetaDataFiles": "package.jdo",
+        "spark.driver.extraClassPath": str(jar)}
+    assert hive_conf(cfg.warehouse, cfg.metastore) == expected
+    for catalog in ("hive", "none"):          # the SQL entry points, and a job whose driver this process starts
+        conf = session_conf(replace(cfg, catalog=catalog))
+        assert {k: conf[k] for k in expected} == expected
+        assert not [v for v in conf.values() if "s3cret" in v]
+    assert "spark.sql.catalogImplementation" not in session_conf(replace(cfg, catalog="in-memory"))
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")               # under spark-submit the job stays by path
+    assert "spark.sql.catalogImplementation" not in session_conf(cfg)
+    shell = spark_sql_command(replace(cfg, catalog="hive"), JARS, None, [])
+    assert f"spark.driver.extraClassPath={driver_class_path(JARS)}:{jar}" in shell
+    assert f"spark.hadoop.javax.jdo.option.ConnectionURL={PG_URL}" in shell
+    assert not [a for a in shell if "s3cret" in a]
+
+
+def test_a_command_refuses_a_password_file_others_may_read(tmp_path, monkeypatch, capsys):
+    for key, value in metastore_env(tmp_path, 0o644).items():
+        monkeypatch.setenv(key, value)
+    assert main(["sql", "SELECT 1"]) == 1
+    assert capsys.readouterr().err == (f"blockheat: error: BLOCKHEAT_METASTORE_PASSWORD_FILE={tmp_path}/metastore-"
+                                       f"password may be read by others than its owner (mode 0644): chmod 600 "
+                                       f"{tmp_path}/metastore-password\n")

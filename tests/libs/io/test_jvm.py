@@ -8,7 +8,7 @@ import pytest
 
 import libs.io.jvm as J
 from libs import nightly as N
-from libs.io.session import SparkConfig, session_conf
+from libs.io.session import LOG4J_CONFIG, SparkConfig, session_conf
 from tests.builders import python_child
 
 
@@ -31,7 +31,8 @@ def test_session_conf_without_an_archive(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "no-venv"))
     conf = session_conf(SparkConfig(master="local[2]", warehouse=tmp_path / "wh",
                                     extra={"spark.driver.extraJavaOptions": "-XX:+UseSerialGC"}))
-    assert conf["spark.driver.extraJavaOptions"] == f"-Dderby.system.home={tmp_path / 'wh'} -XX:+UseSerialGC"
+    assert conf["spark.driver.extraJavaOptions"] == (f"-Dderby.system.home={tmp_path / 'wh'} "
+                                                     f"-Dlog4j.configurationFile={LOG4J_CONFIG} -XX:+UseSerialGC")
     assert "spark.executor.extraJavaOptions" not in conf
 
 
@@ -40,6 +41,7 @@ def test_blockheat_java_options_reach_the_driver_only(tmp_path, monkeypatch):
     monkeypatch.setenv("BLOCKHEAT_JAVA_OPTIONS", " ".join(J.SHORT_JOB_OPTIONS))
     conf = session_conf(SparkConfig(master="local[2]", warehouse=tmp_path / "wh"))
     assert conf["spark.driver.extraJavaOptions"] == (f"-Dderby.system.home={tmp_path / 'wh'} "
+                                                     f"-Dlog4j.configurationFile={LOG4J_CONFIG} "
                                                      "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
     assert "spark.executor.extraJavaOptions" not in conf
 
@@ -50,7 +52,8 @@ def test_session_conf_adds_the_archive_to_driver_and_executors(tmp_path, env_wit
     conf = session_conf(SparkConfig(master="local[2]", warehouse=tmp_path / "wh",
                                     extra={"spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
                                            "spark.executor.extraJavaOptions": "-Dx=1", "spark.app.name": "a"}))
-    assert conf["spark.driver.extraJavaOptions"] == f"-Dderby.system.home={tmp_path / 'wh'} {flags} -XX:+UseSerialGC"
+    assert conf["spark.driver.extraJavaOptions"] == (f"-Dderby.system.home={tmp_path / 'wh'} {flags} "
+                                                     f"-Dlog4j.configurationFile={LOG4J_CONFIG} -XX:+UseSerialGC")
     assert conf["spark.executor.extraJavaOptions"] == f"{flags} -Dx=1"
     assert conf["spark.app.name"] == "a"
 

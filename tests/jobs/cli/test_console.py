@@ -1,0 +1,86 @@
+"""jobs.cli.console: what reaches stderr. Start-up banners of child processes are dropped, everything else is
+passed on in order; py4j's records (a retried or failed call logs its traceback on the root logger) are not
+shown, the command's own lines are."""
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+
+import pytest
+
+from jobs.cli import console
+
+# What a Spark driver JVM and the Maven resolver print on a first start, between lines that must stay.
+CHILD_STDERR = """\
+WARNING: Using incubator modules: jdk.incubator.vector
+26/11/28 22:41:46 WARN NativeCodeLoader: Unable to load native-hadoop library for your platform... using builtin
+Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties
+Setting default log level to "WARN".
+To adjust logging level use sc.setLogLevel(newLevel). For SparkR, use setLogLevel(newLevel).
+kept: before the resolver
+:: loading settings :: url = jar:file:/x/ivy-2.5.3.jar!/org/apache/ivy/core/settings/ivysettings.xml
+Ivy Default Cache set to: /root/.ivy2.5.2/cache
+The jars for the packages stored in: /root/.ivy2.5.2/jars
+io.delta#delta-spark_4.2_2.13 added as a dependency
+:: resolving dependencies :: org.apache.spark#spark-submit-parent-1;1.0
+\tconfs: [default]
+\tfound io.delta#delta-storage;4.4.0 in central
+:: resolution report :: resolve 11652ms :: artifacts dl 232ms
+\t---------------------------------------------------------------------
+\t|      default     |   83  |   0   |   0   |   5   ||   78  |   0   |
+kept: a real error
+\tat org.example.Main.main(Main.java:1)
+Spark master: local[*], Application Id: local-1764370000000
+kept: the end
+"""
+
+
+def test_child_banners_are_dropped_and_the_rest_kept_in_order(capfd):
+    with console.quiet_stderr():
+        sys.stderr.write("kept: this process, before\n")
+        subprocess.run([sys.executable, "-c", f"import sys; sys.stderr.write({CHILD_STDERR!r})"], check=True)
+    sys.stderr.write("kept: this process, after\n")
+    assert capfd.readouterr().err.splitlines() == [
+        "kept: this process, before", "kept: before the resolver", "kept: a real error",
+        "\tat org.example.Main.main(Main.java:1)", "kept: the end", "kept: this process, after"]
+
+
+def test_a_failed_resolution_is_shown_from_its_summary_on(capfd):
+    lines = ":: loading settings :: url = x\n\tfound a#b;1 in central\n\t:: problems summary ::\n\t\tunresolved a#c\n"
+    with console.quiet_stderr():
+        subprocess.run([sys.executable, "-c", f"import sys; sys.stderr.write({lines!r})"], check=True)
+    assert capfd.readouterr().err.splitlines() == ["\t:: problems summary ::", "\t\tunresolved a#c"]
+
+
+def test_quiet_stderr_off_passes_everything(capfd):
+    banner = 'Setting default log level to "WARN".\n'
+    with console.quiet_stderr(enabled=False):
+        subprocess.run([sys.executable, "-c", f"import sys; sys.stderr.write({banner!r})"], check=True)
+    assert capfd.readouterr().err == 'Setting default log level to "WARN".\n'
+
+
+def py4j_record(level: int) -> logging.LogRecord:
+    """What py4j.java_gateway logs on the root logger when the JVM side of a call went away."""
+    try:
+        raise ConnectionError("Answer from Java side is empty")
+    except ConnectionError:
+        return logging.LogRecord("root", level, "/venv/site-packages/py4j/java_gateway.py", 1059,
+                                 "Exception while sending command.", None, sys.exc_info())
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_py4j_tracebacks_only_with_debug(capsys, debug):
+    handler = console.stderr_handler(debug)
+    for record in (py4j_record(logging.INFO), py4j_record(logging.ERROR),
+                   logging.LogRecord("libs.io.session", logging.INFO, "session.py", 1, "spark 4.2.0 master=local[2]",
+                                     None, None),
+                   logging.LogRecord("some.library", logging.INFO, "lib.py", 1, "chatter", None, None),
+                   logging.LogRecord("some.library", logging.WARNING, "lib.py", 1, "a library warning", None, None)):
+        handler.handle(record)
+    err = capsys.readouterr().err
+    assert "blockheat: spark 4.2.0 master=local[2]\n" in err
+    assert "blockheat: a library warning\n" in err
+    assert "chatter" not in err
+    assert ("Answer from Java side is empty" in err) is debug
+    assert ("Traceback" in err) is debug
