@@ -18,9 +18,10 @@ import time
 import pytest
 
 from libs.io.catalog import METASTORE_DIR
+from libs.io.connect_server import free_port
 from libs.io.jvm import SHORT_JOB_OPTIONS
 from tests.conftest import HPLAJW_TRACE_ID
-from tests.jobs.cli.test_sql_catalog import BEELINE, DEVICE_TOTALS, START_TIMEOUT_S, TOTALS_SQL, free_port
+from tests.jobs.cli.test_sql_catalog import BEELINE, DEVICE_TOTALS, START_TIMEOUT_S, TOTALS_SQL
 from tests.postgres_server import METASTORE_DB
 
 COPIED_TABLES = ("requests", "rejected_records", "traces")

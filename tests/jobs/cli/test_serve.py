@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from libs.io import endpoint
+from libs.io.connect_server import free_port
 from libs.io.jvm import SHORT_JOB_OPTIONS
 from tests.conftest import HPLAJW_TRACE_ID
-from tests.jobs.cli.test_sql_catalog import DEVICE_TOTALS, TOTALS_SQL, free_port
+from tests.jobs.cli.test_sql_catalog import DEVICE_TOTALS, TOTALS_SQL, stop_server
 
 START_TIMEOUT_S = 240
 
@@ -61,13 +62,7 @@ def served(hplajw, spark_cfg, tmp_path_factory):  # type: ignore[no-untyped-def]
         assert line.startswith(f"serving the warehouse {warehouse}"), (warehouse.parent / "serve.log").read_text()
         yield proc, warehouse, port, connect_port
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_server(proc)
         log.close()
 
 

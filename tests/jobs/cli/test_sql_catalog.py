@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import pyspark
 import pytest
 
 from libs.io.catalog import init_sql, metastore_in_use, metastore_path
+from libs.io.connect_server import free_port
 from libs.io.jvm import SHORT_JOB_OPTIONS
 from tests.conftest import HPLAJW_TRACE_ID
 
@@ -32,10 +32,15 @@ TOTALS_SQL = (f"SELECT device, count(*) AS n, sum(size_bytes) AS bytes FROM requ
               f"WHERE trace_id = '{HPLAJW_TRACE_ID}' GROUP BY device")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def stop_server(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM a server command still running, and SIGKILL its process group if it has not exited in 60 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def blockheat_env(warehouse: Path) -> dict[str, str]:
@@ -126,13 +131,7 @@ def server(sql_home):
                              f"SELECT 'version0', count(*) FROM requests VERSION AS OF 0", sql_home / "home")
         yield proc, port, url, setup
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_server(proc)
         log.close()
 
 
