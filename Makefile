@@ -25,6 +25,8 @@ $(STAMP): pyproject.toml requirements.lock | $(S3PROXY_JAR) $(POSTGRES_JDBC_JAR)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip==26.3
 	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,bench,airflow]'
+	@# the project's byte code, also where PYTHONDONTWRITEBYTECODE is set: a command starts ~0.1 s sooner
+	$(PY) -m compileall -q jobs libs sim schemas dags >/dev/null
 	@# side by side on two cores: the Spark JVMs' class archive, and every numba loop compiled into numba's cache
 	$(VENV)/bin/blockheat jvm-archive & archive=$$!; $(PY) -m libs.warm; warm=$$?; wait $$archive && exit $$warm
 	@touch $(STAMP)

@@ -11,6 +11,9 @@ policy analyses of that day, the reorganization plans of the best policies and t
   (local mode, or a cluster URL), one mapped task instance per trace. `aged_heat` and `alis_graph` compute
   exactly trace day N from day N-1's stored state (`depends_on_past`), so a backfill equals the nightly runs.
 - **Settings**: Airflow Variable `blockheat_nightly` (JSON), see `infra/airflow/README.md`.
+- **Clean-up**: after the night's stages, `vacuum` (no Spark: delta-rs) deletes from every table the files of
+  versions replaced more than 7 days ago (Delta's VACUUM; older versions can no longer be read) and what killed
+  writes left over a day ago (libs.io.vacuum), as `blockheat vacuum` does.
 - **XCom** carries job arguments, table names, Delta versions and row counts, never data.
 """
 from __future__ import annotations
@@ -111,6 +114,19 @@ def nightly_trace_analysis() -> None:
         return {"traces": {t["trace_id"]: t["day"] for t in traces},
                 "tables": table_changes(warehouse, tables_before)}
 
+    @task(trigger_rule=TriggerRule.NONE_FAILED)
+    def vacuum(planned: dict[str, Any]) -> dict[str, Any]:
+        """Delta's VACUUM of every table (default retention) and the sweep of killed writes' files: per table the
+        files and bytes deleted."""
+        from libs.io.vacuum import DEFAULT_RETAIN_HOURS, sweep_warehouse, vacuum_warehouse
+
+        warehouse = planned["warehouse"]
+        swept = sweep_warehouse(warehouse)
+        vacuumed = vacuum_warehouse(warehouse, DEFAULT_RETAIN_HOURS)
+        return {"retain_hours": DEFAULT_RETAIN_HOURS,
+                "replaced": {r.where: {"files": r.files, "bytes": r.bytes} for r in vacuumed},
+                "orphans": {r.where: {"files": r.files, "bytes": r.bytes} for r in swept if r.files}}
+
     planned = plan()
     ingest = spark_stage("ingest_trace", planned)
     recorded = record_ingest(planned)
@@ -130,6 +146,7 @@ def nightly_trace_analysis() -> None:
     graph >> layout
     scores >> plans
     [report, aged, layout, plans] >> done
+    done >> vacuum(planned)
 
 
 nightly_trace_analysis()

@@ -18,9 +18,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
-from libs.io import storage
+from libs.io import delta_log, storage
+from libs.io.delta_log import LogUnreadable
 from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, replace_rows, scoped_version, table_version, trace_info, trace_rows
+from libs.io.tables import (
+    TABLES,
+    Location,
+    read_table,
+    replace_rows,
+    scoped_version,
+    table_path,
+    table_version,
+    trace_info,
+    trace_rows,
+)
 from libs.plans.policies import FAMILIES
 from libs.plans.scorecard import parse_window
 from libs.plans.steps import (
@@ -28,6 +39,7 @@ from libs.plans.steps import (
     PlanInputs,
     SafetyLimits,
     build_plan,
+    canonical_json,
     check_plan,
     no_improvement_reason,
     parse_utc,
@@ -238,27 +250,50 @@ def store(spark: SparkSession, cfg: SparkConfig, doc: Mapping[str, Any]) -> None
                  where)
 
 
-def load(spark: SparkSession, cfg: SparkConfig, plan_id: str) -> dict[str, Any]:
-    """A stored plan's document by id (the row's id must be the document's: it is checked again by check)."""
-    rows = [] if table_version(cfg.warehouse, reorg_plans.TABLE) is None else (
-        read_table(spark, cfg.warehouse, reorg_plans.TABLE).where(F.col("plan_id") == plan_id)
-        .select("plan_id", "plan_json").collect())
+def load(warehouse: Location, plan_id: str, spark: SparkSession | None = None) -> dict[str, Any]:
+    """A stored plan's document by id (the row's id must be the document's: it is checked again by check), read
+    without Spark (libs.io.delta_log.read); through `spark` when delta-rs cannot read the table's files (without
+    one, LogUnreadable)."""
+    root = table_path(warehouse, reorg_plans.TABLE)
+    try:
+        rows = [] if table_version(warehouse, reorg_plans.TABLE) is None else \
+            delta_log.read(root, ["plan_id", "plan_json"], {"plan_id": plan_id}).to_pylist()
+    except LogUnreadable:
+        if spark is None:
+            raise
+        rows = [r.asDict() for r in read_table(spark, warehouse, reorg_plans.TABLE)
+                .where(F.col("plan_id") == plan_id).select("plan_id", "plan_json").collect()]
     if not rows:
-        raise PlanError(f"no plan {plan_id!r} in reorg_plans under {cfg.warehouse}")
+        raise PlanError(f"no plan {plan_id!r} in reorg_plans under {warehouse}")
     doc = dict(json.loads(rows[0]["plan_json"]))
     if doc.get("plan_id") != plan_id:
         raise PlanError(f"reorg_plans row {plan_id} holds a document claiming id {doc.get('plan_id')!r}")
     return doc
 
 
-def check(spark: SparkSession, cfg: SparkConfig, doc: Mapping[str, Any], now: dt.datetime | None = None) -> list[str]:
-    """Why the plan must not be applied now (empty: it may be): libs.plans.steps.check_plan against the input
-    tables' latest versions that changed the plan's rows (its trace, window and grid)."""
+def check(warehouse: Location, doc: Mapping[str, Any], now: dt.datetime | None = None,
+          stored: Mapping[str, Any] | None = None) -> list[str]:
+    """Why the plan must not be applied now (empty: it may be). A document is trusted only as the one stored under
+    its id in reorg_plans (`stored`, default: read here): a copy from a file must equal it (formatting and key
+    order aside), so an edited plan with its ids recomputed is refused; then libs.plans.steps.check_plan against
+    the input tables' latest versions that changed the plan's rows (its trace, window and grid). Only blockheat's
+    own tables under the warehouse are read, never a path the document names."""
     now = now or dt.datetime.now(dt.UTC)
     if schema_errors(doc):
         return check_plan(doc, now=now, versions={})      # not a plan document: check_plan says why
+    if stored is None:
+        try:
+            stored = load(warehouse, str(doc["plan_id"]))
+        except PlanError as exc:
+            return [f"not a stored plan: {exc}"]
+    if canonical_json(stored) != canonical_json(doc):
+        return [f"not the stored plan: the document differs from plan {doc['plan_id']} in reorg_plans (edited after "
+                "it was built)"]
+    unknown = sorted(set(doc["inputs"]["tables"]) - set(TABLES))
+    if unknown:
+        return [f"not a blockheat plan: input tables {', '.join(unknown)} are not blockheat tables"]
     scope = plan_scope(doc)
-    versions = {t: scoped_version(cfg.warehouse, t, scope, since=v) for t, v in doc["inputs"]["tables"].items()}
+    versions = {t: scoped_version(warehouse, t, scope, since=v) for t, v in doc["inputs"]["tables"].items()}
     return check_plan(doc, now=now, versions=versions)
 
 

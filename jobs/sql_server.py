@@ -22,6 +22,7 @@ from libs.io import endpoint
 from libs.io.catalog import driver_class_path, metastore_in_use, metastore_path, sync_catalog
 from libs.io.connect_server import CONNECT_PLUGIN, ConnectServer, free_port
 from libs.io.session import SparkConfig, delta_jars
+from libs.io.table_names import NAMES_CONF, NAMES_CREATED
 from libs.io.tables import TABLES, table_exists
 
 if TYPE_CHECKING:
@@ -105,9 +106,11 @@ def start_server(cfg: SparkConfig, job: ServeConfig) -> ConnectServer:
     if cfg.metastore is None:                   # Derby under the warehouse: one JVM at a time
         _wait_for_metastore(cfg.warehouse, job.wait_metastore_s)
     # FAIR: a quick query of one client runs beside another client's long job instead of queueing behind it.
+    # NAMES_CREATED: the catalog has every table; a Connect client's session names only the tables it creates.
     extra = {"spark.driver.extraClassPath": driver_class_path(delta_jars(), cfg.metastore),
              "spark.hive.server2.thrift.bind.host": HOST, "spark.hive.server2.thrift.port": str(job.port),
-             "spark.ui.showConsoleProgress": "false", "spark.plugins": CONNECT_PLUGIN, "spark.scheduler.mode": "FAIR"}
+             "spark.ui.showConsoleProgress": "false", "spark.plugins": CONNECT_PLUGIN, "spark.scheduler.mode": "FAIR",
+             NAMES_CONF: NAMES_CREATED}
     return ConnectServer.start(replace(cfg, catalog="hive"), HOST, job.connect_port or free_port(HOST),
                                main_class=THRIFT_SERVER_CLASS, extra=extra, timeout_s=READY_TIMEOUT_S)
 

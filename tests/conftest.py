@@ -20,7 +20,7 @@ SHARED_JVM = pytest.StashKey[SharedJvm]()
 # their number of tests, which started the nightly DAG's 6-8 minutes two thirds of the way through the run and left
 # one worker idle for minutes at the end). Every other file keeps its collection order.
 LONG_FILES = ("tests/dags/test_nightly_dag.py", "tests/libs/ingest/test_errors.py",
-              "tests/jobs/cli/test_sql_catalog.py", "tests/jobs/cli/test_postgres_catalog.py",
+              "tests/jobs/cli/test_sql_catalog.py",
               "tests/jobs/cli/test_serve.py",
               "tests/libs/readers/test_clean_text.py",
               "tests/libs/alis/test_graph_files.py", "tests/libs/transforms/test_profile.py",

@@ -8,13 +8,14 @@ The directory is made in the system's temporary directory, not under pytest's: r
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from libs.io.connect_server import free_port
 
 SCRIPT = Path(__file__).resolve().parent.parent / "infra" / "postgres" / "local-cluster.sh"
 METASTORE_DB = "blockheat_metastore"
@@ -37,12 +38,6 @@ class PostgresServer:
         password_file.chmod(0o600)
         return {"BLOCKHEAT_METASTORE_URL": self.jdbc_url(), "BLOCKHEAT_METASTORE_USER": METASTORE_DB,
                 "BLOCKHEAT_METASTORE_PASSWORD_FILE": str(password_file)}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

@@ -14,7 +14,6 @@ import hmac
 import http.client
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit
+
+from libs.io.connect_server import free_port
 
 #: Overrides where the jar is looked for (default: the newest s3proxy-*-jar-with-dependencies.jar that `make` put in
 #: this interpreter's environment).
@@ -109,12 +110,6 @@ def s3proxy_jar() -> Path:
 
 class ExitedEarly(RuntimeError):
     """The server process ended before it answered (its log's tail in the message)."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class S3Proxy:

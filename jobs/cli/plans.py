@@ -168,33 +168,39 @@ def _build(args: argparse.Namespace, trace_id: str) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    # lazy: the job (pyspark) loads only for `plan check`
+    # lazy: the job's modules load only for `plan check`; it needs no Spark session
     from jobs.reorg_plan import check
+    from libs.io import storage
     from libs.plans.steps import PlanRefusedError, parse_utc, read_plan
 
-    spark, cfg = spark_session(args, "plan check")
+    warehouse = storage.warehouse_from_env()
     if args.file:
         if len(args.words) != 1:
             raise UsageError("plan check --file FILE takes no PLAN_ID")
-        doc = read_plan(args.file)
+        doc, stored = read_plan(args.file), None          # check() compares it with the stored plan of its id
     else:
-        doc = _load(spark, cfg, _plan_id(args))
-    problems = check(spark, cfg, doc, parse_utc(args.now) if args.now else None)
+        doc = stored = _load(args, warehouse, _plan_id(args))
+    problems = check(warehouse, doc, parse_utc(args.now) if args.now else None, stored)
     name = doc.get("plan_id", args.file)
     if problems:
         raise PlanRefusedError(f"plan {name} refused: " + "; ".join(problems))
-    return say(f"plan {name}: ok: hash verified, inputs unchanged, valid until {doc['valid_until']}, "
+    return say(f"plan {name}: ok: hash verified, the stored plan, inputs unchanged, valid until {doc['valid_until']}, "
                f"{human(doc['summary']['bytes_to_move'], BYTES)} to move, within the limit; status {doc['status']}"
                + (f" ({doc['reason']})" if doc["reason"] else ""))
 
 
-def _load(spark: Any, cfg: Any, plan_id: str) -> dict[str, Any]:
-    """The stored plan `plan_id`; NotFoundError (exit code 1, not a usage error) when there is none."""
-    from jobs.reorg_plan import load  # lazy: the job (pyspark) loads only for `plan`
+def _load(args: argparse.Namespace, warehouse: Any, plan_id: str) -> dict[str, Any]:
+    """The stored plan `plan_id` (read without Spark unless delta-rs cannot read the table); NotFoundError (exit
+    code 1, not a usage error) when there is none."""
+    from jobs.reorg_plan import load  # lazy: the job's modules load only for `plan`
+    from libs.io.delta_log import LogUnreadable
     from libs.plans.steps import PlanError
 
     try:
-        return load(spark, cfg, plan_id)
+        try:
+            return load(warehouse, plan_id)
+        except LogUnreadable:
+            return load(warehouse, plan_id, spark_session(args, f"plan {args.words[0]}")[0])
     except PlanError as exc:
         if str(exc).startswith("no plan "):
             raise NotFoundError(str(exc)) from exc
@@ -202,12 +208,13 @@ def _load(spark: Any, cfg: Any, plan_id: str) -> dict[str, Any]:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from jobs.reorg_plan import export  # lazy: the job (pyspark) loads only for `plan export`
+    from jobs.reorg_plan import export  # lazy: the job's modules load only for `plan export`
+    from libs.io import storage
 
     plan_id = _plan_id(args)
-    spark, cfg = spark_session(args, "plan export")
-    doc = _load(spark, cfg, plan_id)
-    path = export(doc, args.format, export_location(cfg.warehouse, plan_id, args.format, args.out))
+    warehouse = storage.warehouse_from_env()
+    doc = _load(args, warehouse, plan_id)
+    path = export(doc, args.format, export_location(warehouse, plan_id, args.format, args.out))
     return say(f"plan {plan_id} ({doc['status']}, {doc['summary']['n_steps']:,} steps) written to {path} "
                f"({args.format}); dry run: nothing was applied")
 

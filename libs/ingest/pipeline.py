@@ -16,6 +16,11 @@ driver checks, hashes and stages remote inputs through pyarrow's file system (li
 their byte ranges of a remote file with pyarrow's random-access reads, and Spark's own readers and writers get the
 URI (s3:// as s3a://, Hadoop's S3 file system).
 
+Nothing is left behind: an ingest stages decompressed inputs and its scratch copy in a folder of its own under
+the staging location and deletes that folder whole when it ends, failed or not; a failed write deletes its table
+files (libs.io.delta_files). What a killed ingest left is deleted by the next ingest's start (sweep_leftovers,
+libs.io.vacuum), once older than the longest possible write.
+
 Numbering on the general path: Spark splits a big text file into blocks read in parallel. Within a block
 rows keep file order, and monotonically_increasing_id() counts them contiguously, so a narrow ordered first
 pass (readers.scan: counts per block, backwards timestamps) gives every line its exact line number
@@ -43,16 +48,18 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from libs.ingest import direct
-from libs.io import storage
+from libs.io import storage, vacuum
 from libs.io.connect import one_row_per_task, parallelism
 from libs.io.delta_files import replace_from_driver, replace_tables_by_tasks, write_tables_by_tasks
 from libs.io.inputs import (
+    COPY_CHUNK,
     SNIFF_BYTES,
     InputError,
     InputFile,
     Location,
     file_size,
     local_path,
+    open_decompressed,
     prepare_inputs,
     read_head,
     remove_staged,
@@ -77,6 +84,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
+
+# A trace whose requests are under this share of its records read (the rest informational rejects: summary lines,
+# other events, non-data commands) is refused as not in its format: 2 events among 1,053 other lines is no trace.
+MIN_REQUEST_SHARE = 0.01
 
 TEXT_FORMATS = (*LAYOUTS, "blkparse", "csv")
 BINARY_FORMATS = ("vscsi", "hp-srt")
@@ -476,8 +487,13 @@ def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Location) ->
     >>> write(result.requests); write(result.rejected); write_row(result.trace_row)
     """
     is_binary = opts.fmt in BINARY_FORMATS
+    sweep_leftovers(warehouse, opts.staging)
     staging = _child(opts.staging, f"{opts.trace_id}-{uuid.uuid4().hex[:8]}")
-    files = prepare_inputs(list(opts.paths), staging=staging, binary=is_binary)
+    try:
+        files = prepare_inputs(list(opts.paths), staging=staging, binary=is_binary)
+    except BaseException:
+        _remove_staging(staging)
+        raise
     staged = [f.readable_path for f in files if f.is_staged]
     log.info("trace %s: %d %s file(s), %.1f MB%s", opts.trace_id, len(files), opts.fmt,
              sum(f.size_bytes for f in files) / 1e6,
@@ -491,7 +507,7 @@ def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Location) ->
     if opts.fmt == "vscsi":
         try:
             result = _load_vscsi(spark, files, opts, geometry, meta, scratch)
-        except Exception:
+        except BaseException:
             _remove_scratch(scratch, staged)
             raise
         result._staged = staged
@@ -509,29 +525,72 @@ def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Location) ->
         summary = _summarize(cached)
         log.info("trace %s: %d records read", opts.trace_id, sum(r.n for r in summary))
         result = _finish(cached, summary, files, opts, geometry, meta, scratch)
-    except Exception:
+    except BaseException as exc:
         _remove_scratch(scratch, staged)
+        # A refusal (IngestError) comes from records read whole; any other failure may be a cut-short input.
+        corrupt = _corrupt_input(files) if isinstance(exc, Exception) and not isinstance(exc, IngestError) else None
+        if corrupt is not None:
+            raise corrupt from exc
         raise
     result._staged = staged
     return result
 
 
-def _remove_scratch(scratch: Location, staged: list[Location]) -> None:
-    """Remove the scratch Parquet copy, decompressed inputs, and their folder when empty. On an object store the
-    folder (this ingest's own prefix under the staging location) goes whole, with any directory marker the store
-    keeps for it."""
-    if not storage.is_local(scratch):
-        for path in staged:
-            remove_staged(path)
-        with contextlib.suppress(OSError):
-            storage.delete_tree(storage.parent(str(scratch)))
+#: The tables an ingest writes: the start-up sweep looks for a killed ingest's files in these (`blockheat vacuum`
+#: sweeps every table).
+INGEST_TABLES = (requests.TABLE, rejected_records.TABLE, traces.TABLE)
+
+
+def sweep_leftovers(warehouse: Location, staging: Location) -> None:
+    """The ingest's start-up sweep (libs.io.vacuum): delete what a killed ingest left, older than
+    vacuum.LONGEST_WRITE: ingests' folders under `staging`, and Parquet files in the ingest's tables that no
+    committed version references. A failure to clean up is logged, never the ingest's failure."""
+    try:
+        swept = [vacuum.sweep_staging(staging)]
+        swept += [vacuum.sweep_table(storage.join(storage.normalize(warehouse), t)) for t in INGEST_TABLES]
+    except (OSError, ValueError) as exc:
+        log.warning("sweep of left-over files in %s failed: %s", warehouse, exc)
         return
-    shutil.rmtree(local_path(scratch), ignore_errors=True)
+    for removed in swept:
+        if removed.files:
+            log.info("deleted %d left-over file(s), %d bytes, of killed writes in %s (older than %s)",
+                     removed.files, removed.bytes, removed.where, vacuum.LONGEST_WRITE)
+
+
+def _corrupt_input(files: list[InputFile]) -> InputError | None:
+    """After a failed read: an InputError naming the first input Spark decompressed itself (gzip, bzip2 by their
+    extension) that is corrupt or cut short, found by decompressing it to its end; None when they are all whole
+    (the failure was something else)."""
+    for f in files:
+        if not f.compression or f.is_staged:
+            continue
+        try:
+            with open_decompressed(f.readable_path, f.compression) as src:
+                while src.read(COPY_CHUNK):
+                    pass
+        except (OSError, EOFError, ValueError) as exc:
+            return InputError(f"{f.given}: corrupt {f.compression} data (cut short or damaged): {exc}; "
+                              "nothing written")
+    return None
+
+
+def _remove_scratch(scratch: Location, staged: list[Location]) -> None:
+    """Remove the scratch Parquet copy and the decompressed inputs: this ingest's whole folder under the staging
+    location (their parent)."""
     for path in staged:
-        remove_staged(path)
-    folder = local_path(scratch).parent
-    if folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()
+        with contextlib.suppress(OSError):
+            remove_staged(path)
+    _remove_staging(local_path(scratch).parent if storage.is_local(scratch) else storage.parent(str(scratch)))
+
+
+def _remove_staging(folder: Location) -> None:
+    """Delete this ingest's own folder under the staging location and everything in it (on an object store the
+    prefix, with any directory marker the store keeps for it); nothing when it is not there."""
+    if storage.is_local(folder):
+        shutil.rmtree(local_path(folder), ignore_errors=True)
+        return
+    with contextlib.suppress(OSError):
+        storage.delete_tree(str(folder))
 
 
 def _summarize(cached: DataFrame) -> list[Any]:
@@ -713,6 +772,11 @@ def _describe(summary: list[Any], files: list[InputFile], opts: IngestOptions, g
     devices = sorted((r for r in summary if r.reason is None), key=lambda r: r.device)
     if not devices:
         raise IngestError(f"no valid requests in {', '.join(f.given for f in files)}; nothing written")
+    accepted = read - rejected
+    if accepted < MIN_REQUEST_SHARE * read:
+        raise IngestError(f"{', '.join(f.given for f in files)}: not {opts.fmt} data: {accepted} requests in {read} "
+                          f"records ({accepted / read:.2%}, under the {MIN_REQUEST_SHARE:.0%} a {opts.fmt} trace has); "
+                          "nothing written")
     ts_min = min(r.ts_min for r in devices)
     ts_max = max(r.ts_max for r in devices)
     start_utc, start_text = _start_time(opts.fmt, ts_min, meta, _layout(opts))

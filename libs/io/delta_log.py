@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
@@ -95,17 +96,49 @@ def _check(table: DeltaTable, where: str) -> None:
         raise LogUnreadable(f"{where}: column mapping mode {mode}")
 
 
-def snapshot(root: str, version: int | None = None) -> Snapshot:
-    """The table's files at `version` (default: the latest)."""
+def _readable(root: str, version: int | None = None) -> DeltaTable:
+    """The table at `version`, when its files hold its rows as they are (else LogUnreadable)."""
     table = _open(root, version)
     _check(table, root)
     if "deletionVectors" in set(table.protocol().reader_features or ()) and \
             pa.table(table.deletion_vectors()).num_rows:
         raise LogUnreadable(f"{root}: a file has a deletion vector")
+    return table
+
+
+def snapshot(root: str, version: int | None = None) -> Snapshot:
+    """The table's files at `version` (default: the latest)."""
+    table = _readable(root, version)
     files = _add_rows(table)
     meta = table.metadata()
     return Snapshot(root, table.version(), tuple(files),
                     {"partitionColumns": list(meta.partition_columns), "configuration": dict(meta.configuration)})
+
+
+def read(root: str, columns: Sequence[str], where: Mapping[str, str] | None = None) -> pa.Table:
+    """The latest version's `columns`, in the rows where column == value for each item of `where` (string columns),
+    read without Spark: for the small catalog tables a command lists or looks up. The files are read by pyarrow's
+    own file system (delta-rs's, through to_pyarrow_table, can abort the interpreter at exit). LogUnreadable when
+    there is no table, or its files cannot be read as they are."""
+    table = _readable(root)
+    partitions = list(table.metadata().partition_columns)
+    schema = pa.schema(table.schema().to_arrow())
+    wanted = pa.schema([schema.field(c) for c in columns])
+    where = dict(where or {})
+    stored = [c for c in columns if c not in partitions]
+    filters = [(c, "==", v) for c, v in where.items() if c not in partitions] or None
+    parts = [wanted.empty_table()]
+    for add in _add_rows(table):
+        values = add["partitionValues"]
+        if any(values.get(c) != v for c, v in where.items() if c in partitions):
+            continue
+        fs, path = storage.filesystem(file_path(root, add["path"]))
+        part = pq.read_table(path, filesystem=fs, columns=stored, filters=filters)
+        for c in columns:
+            if c in partitions:
+                part = part.append_column(c, pa.array([values.get(c)] * part.num_rows, pa.string()))
+        parts.append(part.select(list(columns)).cast(wanted))
+    return pa.concat_tables(parts)
 
 
 def _add_rows(table: DeltaTable) -> list[dict[str, Any]]:

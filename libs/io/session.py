@@ -26,12 +26,12 @@ from libs.io.catalog import (
     sync_catalog,
 )
 from libs.io.jvm import JAVA_OPTION_KEYS, SHORT_JOB_OPTIONS, archive_options, merge_java_options
-from libs.io.tables import NAMES_CONF, NAMES_CREATED, register_tables
+from libs.io.table_names import NAMES_CONF, NAMES_CREATED
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
-DEFAULT_WAREHOUSE = "warehouse"
+DEFAULT_WAREHOUSE = storage.DEFAULT_WAREHOUSE
 DEFAULT_DRIVER_HOST = "127.0.0.1"
 # Delta Lake's SQL extension and catalog (with its jars, see delta_builder).
 DELTA_CONF = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -79,7 +79,7 @@ class SparkConfig:
         BLOCKHEAT_SPARK_REMOTE, the warehouse's running `blockheat serve` when there is one (attach=False: never;
         the servers themselves)."""
         master = os.environ.get("BLOCKHEAT_SPARK_MASTER", default_master())
-        warehouse = storage.location(os.environ.get("BLOCKHEAT_WAREHOUSE", DEFAULT_WAREHOUSE))
+        warehouse = storage.warehouse_from_env()
         remote, served = os.environ.get("BLOCKHEAT_SPARK_REMOTE") or None, False
         if remote == "local" or not attach or "PYSPARK_GATEWAY_PORT" in os.environ:    # spark-submit: its own driver
             remote = None
@@ -246,15 +246,17 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
 
 
 def _remote_session(cfg: SparkConfig) -> SparkSession:
-    """A Spark Connect client session; tables are registered by name in it unless cfg.catalog is "none"."""
+    """A Spark Connect client session; tables are registered by name in it unless cfg.catalog is "none". A client
+    of the warehouse's `blockheat serve` (cfg.served) sets nothing: the server's catalog has every table and its
+    sessions name only the tables they create (NAMES_CREATED, jobs.sql_server), so it starts in one round trip."""
     if not cfg.remote or not cfg.remote.startswith("sc://"):
         raise ValueError(f"BLOCKHEAT_SPARK_REMOTE must be a Spark Connect URL sc://host:port, got {cfg.remote!r}")
     spark = SparkSession.builder.remote(cfg.remote).appName(cfg.app_name).getOrCreate()
-    if cfg.served:                  # the server's catalog has every table; a new one gets its name here
-        spark.conf.set(NAMES_CONF, NAMES_CREATED)
-    elif cfg.catalog == "none":
+    if cfg.catalog == "none" and not cfg.served:
         spark.conf.set(NAMES_CONF, "false")
-    else:
+    elif not cfg.served:
+        from libs.io.tables import register_tables  # lazy: a served client (the common case) needs none of it
+
         register_tables(spark, cfg.warehouse)
     log.info("spark connect %s warehouse=%s", cfg.remote, cfg.warehouse)
     return spark
@@ -326,6 +328,8 @@ def build_session(cfg: SparkConfig) -> SparkSession:
     elif cfg.catalog == "none":
         spark.conf.set(NAMES_CONF, "false")
     else:
+        from libs.io.tables import register_tables  # lazy: see _remote_session
+
         register_tables(spark, cfg.warehouse)
     log.info("spark %s master=%s warehouse=%s", spark.version, spark.sparkContext.master, cfg.warehouse)
     return spark

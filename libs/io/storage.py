@@ -29,6 +29,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+#: The warehouse when BLOCKHEAT_WAREHOUSE is not set.
+DEFAULT_WAREHOUSE = "warehouse"
+
 #: URI schemes of S3 and S3-compatible stores.
 S3_SCHEMES = ("s3a", "s3")
 #: The environment variables S3Settings reads (libs.io.session passes them on to Spark's executors).
@@ -71,6 +74,11 @@ def location(text: str | os.PathLike[str]) -> str | Path:
     """A location as configurations hold it: a Path for a local one, the normalized URI otherwise."""
     normalized = normalize(text)
     return Path(normalized) if is_local(normalized) else normalized
+
+
+def warehouse_from_env() -> str | Path:
+    """BLOCKHEAT_WAREHOUSE (default ./warehouse) as a location."""
+    return location(os.environ.get("BLOCKHEAT_WAREHOUSE", DEFAULT_WAREHOUSE))
 
 
 def join(base: str | os.PathLike[str], *parts: str) -> str:

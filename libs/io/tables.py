@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark.errors import AnalysisException
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -27,6 +28,7 @@ from libs.columns import to_schema
 from libs.io import delta_log, storage
 from libs.io.delta_files import TableTarget, replace_by_tasks, sql_literal
 from libs.io.delta_log import LogUnreadable
+from libs.io.table_names import NAMES_CONF, NAMES_CREATED
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -50,10 +52,7 @@ def _load_tables() -> tuple[dict[str, tuple[T.StructType, tuple[str, ...]]], dic
 # part of a write's cost.
 TABLES, STATS_COLUMNS = _load_tables()
 
-TRACE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
-# Set to "false" in a session built with catalog "none" (libs.io.session): ensure_table names no table there.
-NAMES_CONF = "spark.blockheat.tableNames"
-NAMES_CREATED = "created"      # NAMES_CONF of a `blockheat serve` client: name only the tables it creates
+TRACE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")    # the whole id (fullmatch: no trailing newline)
 
 
 class TraceIdError(ValueError):
@@ -62,7 +61,7 @@ class TraceIdError(ValueError):
 
 def check_trace_id(trace_id: str) -> str:
     """Trace ids become partition directories and SQL literals: letters, digits and _.:- only."""
-    if not TRACE_ID_RE.match(trace_id):
+    if not TRACE_ID_RE.fullmatch(trace_id):
         raise TraceIdError(
             f"invalid trace id {trace_id!r}: use 1-128 letters, digits and _ . : - "
             "(starting with a letter or digit)"
@@ -120,7 +119,14 @@ def ensure_table(spark: SparkSession, warehouse: Location, name: str, *, registe
 
 
 def _register(spark: SparkSession, name: str, path: str) -> None:
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{path}'")
+    """Name the table at `path`. Two sessions on one shared metastore may both find the name missing and both
+    create it: the one that loses gets TABLE_OR_VIEW_ALREADY_EXISTS, and takes the winner's entry (the same
+    warehouse's table) as its own."""
+    try:
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{path}'")
+    except AnalysisException as exc:
+        if "ALREADY_EXISTS" not in (exc.getCondition() or "") or not spark.catalog.tableExists(name):
+            raise
     _REGISTERED.setdefault(spark, set()).add(name)
 
 

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from libs.io import storage
 from libs.io.inputs import drop_cached, read_at
+from libs.readers import limits
 from libs.readers.scan import previous_valid
 from libs.readers.srt import decode_srt_records, find_record_offsets
 
@@ -158,40 +159,57 @@ class VscsiChecks:
     (mask, reason code, message of record i)."""
 
     recs: np.ndarray
-    ts: np.ndarray
+    ts: np.ndarray           # int64; a timestamp outside the plausible range (ts_ok false) is not one
     cmd: np.ndarray
     size: np.ndarray
     is_read: np.ndarray
     is_write: np.ndarray
     checks: list[tuple[np.ndarray, str, Callable[[int], str]]]
+    ts_ok: np.ndarray        # 0 <= ts < limits.TS_MAX_US
+    offset_ok: np.ndarray    # lbn x 512 + len fits a long
+    rt_ok: np.ndarray        # v2: rt <= limits.TS_MAX_US (v1: all true)
 
 
 def vscsi_checks(data: bytes, version: int, *, tolerance_us: int | None = None,
                  prev_ts: int | None = None) -> VscsiChecks:
-    """Non-data commands, bad versions, empty records, and timestamps more than tolerance_us before the
-    previous record's (prev_ts: the record just before this range) of the whole records in `data`."""
+    """Checks of the whole records in `data`: bad versions, non-data commands, empty records, timestamps
+    outside the plausible range (limits.TS_MAX_US), offsets (lbn x 512, and with the length) past 2^63 - 1
+    bytes, v2 response times above limits.TS_MAX_US, and timestamps more than tolerance_us before the previous
+    plausible one (prev_ts: the record just before this range; ignored when itself out of range). The unsigned
+    fields are compared before any cast, so nothing wraps."""
 
     dtype = VSCSI_DTYPES[version]
     n = len(data) // dtype.itemsize
     recs = np.frombuffer(data[: n * dtype.itemsize], dtype=dtype)
-    ts = recs["ts"].astype(np.int64)
+    ts_ok = recs["ts"] < np.uint64(limits.TS_MAX_US)
+    ts = np.where(ts_ok, recs["ts"], 0).astype(np.int64)
+    if prev_ts is not None and not 0 <= prev_ts < limits.TS_MAX_US:
+        prev_ts = None
     if tolerance_us is None:
         back = np.zeros(n, dtype=bool)
         prev = ts
     else:
-        prev, has_prev = previous_valid(ts, np.ones(n, dtype=bool), prev_ts)
-        back = has_prev & (ts < prev - tolerance_us)
+        prev, has_prev = previous_valid(ts, ts_ok, prev_ts)
+        back = ts_ok & has_prev & (ts < prev - tolerance_us)
     cmd = recs["cmd"].astype(np.int64)
     is_read = np.isin(cmd, VSCSI_READ_CMDS)
     is_write = np.isin(cmd, VSCSI_WRITE_CMDS)
     size = recs["len"].astype(np.int64)
+    offset_ok = recs["lbn"] <= ((limits.LONG_MAX - size) // SECTOR).astype(np.uint64)
+    rt_ok = recs["rt"] <= np.uint64(limits.TS_MAX_US) if version == 2 else np.ones(n, dtype=bool)
     return VscsiChecks(recs, ts, cmd, size, is_read, is_write, [
         ((recs["ver"] >> 8) != version, "bad_version",
          lambda i: f"record version 0x{recs['ver'][i]:04x}, file is version {version}"),
         (~(is_read | is_write), "non_data_command", lambda i: f"SCSI opcode 0x{cmd[i]:02x} carries no data"),
         (size <= 0, "nonpositive_size", lambda i: "data command with length 0"),
+        (~ts_ok, limits.TS_OUT_OF_RANGE,
+         lambda i: f"timestamp {recs['ts'][i]} us is outside the plausible range (0 to {limits.TS_MAX_US} us)"),
+        (~offset_ok, limits.OFFSET_OVERFLOW,
+         lambda i: f"lbn {recs['lbn'][i]} x {SECTOR} bytes + length {size[i]} is past 2^63 - 1 bytes"),
+        (~rt_ok, limits.BAD_RESPONSE,
+         lambda i: f"response time {recs['rt'][i]} us is above {limits.TS_MAX_US} us"),
         (back, "ts_backwards", lambda i: f"timestamp goes back {prev[i] - ts[i]} us (tolerance {tolerance_us} us)"),
-    ])
+    ], ts_ok, offset_ok, rt_ok)
 
 
 def truncated_message(tail_bytes: int, record_bytes: int) -> str:
@@ -219,11 +237,13 @@ def decode_vscsi(data: bytes, rng: ByteRange, version: int, info: VscsiFile, *,
         "byte_pos": pa.array(rng.start + np.arange(n, dtype=np.int64) * rs),
         "raw": _sparse_strings(n, rejected, [data[i * rs:(i + 1) * rs].hex() for i in rejected]),
         "device": constant_column(device, n),
-        "ts_raw_us": pa.array(ts),
+        "ts_raw_us": pa.array(ts, mask=~checked.ts_ok),
         "op": _op(is_read, is_write),
-        "offset_bytes": pa.array(recs["lbn"].astype(np.int64) * SECTOR),
+        "offset_bytes": pa.array(np.where(checked.offset_ok, recs["lbn"], 0).astype(np.int64) * SECTOR,
+                                 mask=~checked.offset_ok),
         "size_bytes": pa.array(size),
-        "response_us": pa.array(recs["rt"].astype(np.float64)) if version == 2 else pa.nulls(n, pa.float64()),
+        "response_us": (pa.array(recs["rt"].astype(np.float64), mask=~checked.rt_ok) if version == 2
+                        else pa.nulls(n, pa.float64())),
         "queue_us": pa.nulls(n, pa.float64()),
         "reason": reason,
         "message": message,
@@ -302,15 +322,28 @@ def decode_srt(data: bytes, rng: ByteRange, sector_sizes: dict[int, int]) -> pa.
     size = f["size_bytes"]
     rtype = f["record_type"]
     bad_type = rtype != 1
+    sizes = f["record_size"]
+    short = f["ioflags"] < 0              # the decoder's -1: a word past the record's end
+    ts = f["enqueue_s"] * 1_000_000 + f["enqueue_us"]       # uint32 words: no overflow, maybe -1s
+    ts_bad = (f["enqueue_s"] < 0) | (f["enqueue_us"] < 0) | (ts >= limits.TS_MAX_US)
+    # sector (uint32) x the header's sector size + size must fit a long
+    offset_ok = f["sector"] <= (limits.LONG_MAX - np.maximum(size, 0)) // np.maximum(sector_size, 1)
     reason, message = _reasons(n, [
         (bad_type & (rtype == 4), "suspect_io", "record type 4 (suspect I/O)"),
         (bad_type & (rtype != 4), "unknown_record_type",
          [f"record type {t} (1 = short I/O, 4 = suspect I/O)" for t in rtype[bad_type & (rtype != 4)]]),
+        (short, "short_record", [f"record of {r} bytes ends before its ioflags word (48 bytes needed)"
+                                 for r in sizes[short]]),
         (~known, "unknown_device", [f"disk {d} is not described in the header" for d in disk[~known]]),
         (size <= 0, "nonpositive_size", "size is not positive"),
+        (ts_bad, limits.TS_OUT_OF_RANGE,
+         [f"enqueue time {s} s {u} us is outside the plausible range (0 to {limits.TS_MAX_US} us)"
+          for s, u in zip(f["enqueue_s"][ts_bad], f["enqueue_us"][ts_bad], strict=True)]),
+        (~offset_ok, limits.OFFSET_OVERFLOW,
+         [f"sector {s} x {z} bytes + size {b} is past 2^63 - 1 bytes"
+          for s, z, b in zip(f["sector"][~offset_ok], sector_size[~offset_ok], size[~offset_ok], strict=True)]),
     ])
     rejected = np.flatnonzero(~np.asarray(pc.is_null(reason)))
-    sizes = f["record_size"]
     columns = {
         "file_uri": pa.repeat(pa.scalar(rng.file_uri, pa.string()), n),
         "block_start": pa.array(np.full(n, rng.start, np.int64)),
@@ -318,9 +351,9 @@ def decode_srt(data: bytes, rng: ByteRange, sector_sizes: dict[int, int]) -> pa.
         "byte_pos": pa.array(rng.start + offsets.astype(np.int64)),
         "raw": _sparse_strings(n, rejected, [data[offsets[i]:offsets[i] + sizes[i]].hex() for i in rejected]),
         "device": pa.array(disk.astype(str), pa.string()),
-        "ts_raw_us": pa.array(f["enqueue_s"] * 1_000_000 + f["enqueue_us"]),
+        "ts_raw_us": pa.array(ts, mask=ts_bad),
         "op": _op((f["ioflags"] & 1).astype(bool), ~(f["ioflags"] & 1).astype(bool)),
-        "offset_bytes": pa.array(f["sector"] * sector_size),
+        "offset_bytes": pa.array(np.where(offset_ok, f["sector"], 0) * sector_size, mask=~offset_ok),
         "size_bytes": pa.array(size),
         "response_us": pa.array(f["stop_us"].astype(np.float64)),
         "queue_us": pa.array(f["start_us"].astype(np.float64)),

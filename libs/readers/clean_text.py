@@ -32,6 +32,7 @@ import pyarrow.csv as pacsv
 from libs.io import storage
 from libs.io.delta_files import SIDE
 from libs.io.inputs import Resolver, drop_cached, file_size, newlines_before, open_random_access, read_fully_at
+from libs.readers import limits
 from libs.readers.binary import constant_column
 from libs.readers.text_formats import CsvLayout
 
@@ -181,7 +182,10 @@ def _duration(column: pa.ChunkedArray | None, unit: str, n: int) -> pa.Array:
         raise NotClean(f"duration: {exc}") from exc
     if not np.isfinite(values).all():
         raise NotClean("duration: not finite")
-    return pa.array(values * _DURATION_SCALE[unit])
+    us = values * _DURATION_SCALE[unit]
+    if n and (us.min() < 0 or us.max() > limits.TS_MAX_US):     # the general path's duration checks
+        raise NotClean("duration: negative or above the plausible range")
+    return pa.array(us)
 
 
 def parse_range(data: bytes, layout: CsvLayout, *, tolerance_us: int | None) -> Parsed:
@@ -242,12 +246,17 @@ def parse_range(data: bytes, layout: CsvLayout, *, tolerance_us: int | None) -> 
         raise NotClean("op")
     is_read = read_values[op_codes]
     ts = _timestamps(col(cols["ts"]), layout.ts_unit)
+    zero = limits.ts_zero_us(layout.ts_epoch)
+    if n and (ts.min() < zero or ts.max() >= zero + limits.TS_MAX_US):
+        raise NotClean("ts: outside the plausible range")
     if tolerance_us is not None and n > 1 and (ts[1:] < ts[:-1] - tolerance_us).any():
         raise NotClean("timestamp going back")
     offset = _digits(col(cols["offset"]), "offset", layout.offset_unit_bytes)
     size = _digits(col(cols["size"]), "size", layout.size_unit_bytes)
     if n and size.min() <= 0:
         raise NotClean("size")
+    if n and (offset > _LONG_MAX - size).any():
+        raise NotClean("offset + size: past a long")
     response = _duration(col(cols["response"]) if "response" in cols else None, layout.response_unit, n)
     queue = _duration(col(cols["queue"]) if "queue" in cols else None, layout.queue_unit, n)
     return Parsed(device_codes, device_names, ts, is_read, offset, size, response, queue)

@@ -11,12 +11,13 @@ from dataclasses import dataclass, replace
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from libs.readers import limits
+from libs.readers.limits import FILETIME_UNIX_OFFSET_US as FILETIME_UNIX_OFFSET_US
+
 # Time units a column may be in, as (kind, multiplier to microseconds).
 TIME_UNITS = ("s", "ms", "us", "ns", "filetime")
 # Canonical fields a layout can map from columns.
 FIELDS = ("ts", "device", "op", "offset", "size", "response", "queue")
-# Microseconds between 1601-01-01 (Windows FILETIME epoch) and 1970-01-01.
-FILETIME_UNIX_OFFSET_US = 11_644_473_600_000_000
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,8 @@ def staged(df: DataFrame, stages: list[dict[str, Column]], keep: tuple[str, ...]
 
 
 def time_to_us(text: Column, unit: str, name: str | None = None) -> Column:
-    """A numeric text field in `unit` -> whole microseconds (long, floored), null if not a number.
+    """A numeric text field in `unit` -> whole microseconds (long, floored), null if not a number or
+    past a long.
 
     Integer units (filetime, ns, us) of a named column use exact long arithmetic; fractional
     seconds use decimals, so 0.000001 s stays exact (a double would not, nor for FILETIME's 1.3e17).
@@ -137,7 +139,17 @@ def time_to_us(text: Column, unit: str, name: str | None = None) -> Column:
         divisor = {"filetime": 10, "ns": 1000, "us": 1}[unit]
         return F.expr(f"try_cast({name} AS BIGINT) div {divisor}")
     scale = {"s": "1000000", "ms": "1000", "us": "1", "ns": "0.001", "filetime": "0.1"}[unit]
-    return F.floor(text.try_cast("decimal(38,9)") * F.lit(scale).cast("decimal(20,6)")).cast("bigint")
+    return F.floor(F.try_multiply(text.try_cast("decimal(38,9)"), F.lit(scale).cast("decimal(20,6)"))
+                   ).try_cast("bigint")
+
+
+def is_number(text: Column, unit: str) -> Column:
+    """Whether a time field's text is a number at all (an integer for integer units, else a finite
+    decimal), so that a null time_to_us is an out-of-range number rather than no number."""
+    if unit in ("filetime", "ns", "us"):
+        return F.coalesce(F.regexp_like(text, F.lit(r"^[+-]?[0-9]+$")), F.lit(False))
+    value = text.try_cast("double")
+    return F.coalesce(value.isNotNull() & ~F.isnan(value) & (F.abs(value) < F.lit(float("inf"))), F.lit(False))
 
 
 def duration_to_us(text: Column, unit: str) -> Column:
@@ -156,20 +168,74 @@ def first_reason(checks: list[tuple[Column, str, Column]]) -> tuple[Column, Colu
     return reason, message
 
 
-def request_checks(ts: Column, ts_text: Column, op: Column, op_text: Column, offset: Column,
-                   offset_text: Column, size: Column, size_text: Column,
-                   device: Column) -> list[tuple[Column, str, Column]]:
-    """The checks every format shares, in the order their reasons are reported."""
-    def said(prefix: str, text: Column) -> Column:
-        return F.concat(F.lit(prefix), F.coalesce(text, F.lit("<missing>")))
+def _said(prefix: str, text: Column) -> Column:
+    return F.concat(F.lit(prefix), F.coalesce(text, F.lit("<missing>")))
 
+
+def integer_bytes(text: Column, unit_bytes: int) -> tuple[Column, Column]:
+    """An integer text field in units of unit_bytes -> (the integer, bytes): each null when it is not
+    an integer or past a long (integer_checks tells which)."""
+    value = text.try_cast("bigint")
+    return value, F.try_multiply(value, F.lit(unit_bytes).cast("bigint"))
+
+
+def integer_checks(field: str, text: Column, value: Column, in_bytes: Column, unit_bytes: int,
+                   *, positive: bool) -> list[tuple[Column, str, Column]]:
+    """Checks of one integer field read by integer_bytes: not an integer, negative (or not positive),
+    past 2^63 - 1 bytes."""
+    integer = F.coalesce(F.regexp_like(text, F.lit(r"^[+-]?[0-9]+$")), F.lit(False))
+    minus = F.coalesce(F.startswith(text, F.lit("-")), F.lit(False))
+    unit = "" if unit_bytes == 1 else f" x {unit_bytes} bytes"
+    if positive:
+        sign = ((value <= 0) | (value.isNull() & minus), "nonpositive_size",
+                F.concat(F.lit(f"{field} is not positive: "), text))
+    else:
+        sign = ((value < 0) | (value.isNull() & minus), "negative_offset",
+                F.concat(F.lit(f"negative {field}: "), text))
     return [
-        (ts.isNull(), "bad_timestamp", said("timestamp is not a number: ", ts_text)),
-        (op.isNull(), "unknown_op", said("unknown op: ", op_text)),
-        (offset.isNull(), "bad_offset", said("offset is not an integer: ", offset_text)),
-        (offset < 0, "negative_offset", F.concat(F.lit("negative offset: "), offset_text)),
-        (size.isNull(), "bad_size", said("size is not an integer: ", size_text)),
-        (size <= 0, "nonpositive_size", F.concat(F.lit("size is not positive: "), size_text)),
+        (value.isNull() & ~integer, f"bad_{field}", _said(f"{field} is not an integer: ", text)),
+        sign,
+        (in_bytes.isNull(), limits.SIZE_OVERFLOW if positive else limits.OFFSET_OVERFLOW,
+         F.concat(F.lit(f"{field} "), text, F.lit(f"{unit} is past 2^63 - 1 bytes"))),
+    ]
+
+
+def duration_checks(field: str, text: Column | None, us: Column | None) -> list[tuple[Column, str, Column]]:
+    """A duration (response, queue) given as text: a finite number from 0 to limits.TS_MAX_US, or empty."""
+    if text is None or us is None:
+        return []
+    given = text.isNotNull() & (text != "")
+    finite = us.isNotNull() & ~F.isnan(us) & (F.abs(us) < F.lit(float("inf")))
+    bad, negative = ((limits.BAD_RESPONSE, limits.NEGATIVE_RESPONSE) if field == "response"
+                     else (limits.BAD_QUEUE, limits.NEGATIVE_QUEUE))
+    return [
+        (given & ~finite, bad, _said(f"{field} time is not a finite number: ", text)),
+        (given & (us < 0), negative, F.concat(F.lit(f"negative {field} time: "), text)),
+        (given & (us > limits.TS_MAX_US), bad,
+         F.concat(F.lit(f"{field} time "), text, F.lit(f" is above {limits.TS_MAX_US} us"))),
+    ]
+
+
+def request_checks(ts: Column, ts_text: Column, ts_number: Column, ts_zero_us: int, op: Column, op_text: Column,
+                   offset: tuple[Column, Column, Column, int], size: tuple[Column, Column, Column, int],
+                   device: Column) -> list[tuple[Column, str, Column]]:
+    """The checks every format shares, in the order their reasons are reported. offset and size are
+    (text, integer, bytes, unit in bytes) as integer_bytes reads them; ts_number whether the time text is
+    a number (is_number); ts_zero_us the raw timestamp of the plausible range's zero (limits.ts_zero_us)."""
+    off_text, off_value, off_bytes, off_unit = offset
+    size_text, size_value, size_bytes, size_unit = size
+    ts_range = (ts.isNull() | (ts < ts_zero_us) | (ts >= ts_zero_us + limits.TS_MAX_US))
+    return [
+        (ts.isNull() & ~ts_number, "bad_timestamp", _said("timestamp is not a number: ", ts_text)),
+        (op.isNull(), "unknown_op", _said("unknown op: ", op_text)),       # what the record is, before its ranges
+        (ts_range, limits.TS_OUT_OF_RANGE, F.concat(
+            F.lit("timestamp "), ts_text,
+            F.lit(f" is outside the plausible range (0 to {limits.TS_MAX_US} us from "
+                  f"{'1970-01-01' if ts_zero_us else 'the trace zero'})"))),
+        *integer_checks("offset", off_text, off_value, off_bytes, off_unit, positive=False),
+        *integer_checks("size", size_text, size_value, size_bytes, size_unit, positive=True),
+        (F.try_add(off_bytes, size_bytes).isNull(), limits.OFFSET_OVERFLOW, F.concat(
+            F.lit("request end (offset "), off_text, F.lit(" + size "), size_text, F.lit(") is past 2^63 - 1 bytes"))),
         (device.isNull() | (device == ""), "bad_device", F.lit("empty device")),
     ]
 
@@ -199,17 +265,23 @@ def parse_csv(df: DataFrame, layout: CsvLayout, raw: str = "raw") -> DataFrame:
     else:
         op = F.when(op_text.isin(*layout.read_ops), "R").when(op_text.isin(*layout.write_ops), "W")
     ts_text = t[cols["ts"]] if "ts" in cols else F.lit(None).cast("string")
+    off_text, size_text = t[cols["offset"]], t[cols["size"]]
+    off_value, off_bytes = integer_bytes(off_text, layout.offset_unit_bytes)
+    size_value, size_bytes = integer_bytes(size_text, layout.size_unit_bytes)
+    durations = {field: (t[cols[field]], duration_to_us(t[cols[field]], unit)) if field in cols else (None, None)
+                 for field, unit in (("response", layout.response_unit), ("queue", layout.queue_unit))}
     typed_stage = {
         "device": device,
-        "ts_raw_us": (time_to_us(ts_text, layout.ts_unit, f"_t{cols['ts']}")
-                      if "ts" in cols else F.lit(0).cast("bigint")),
+        "_ts": (time_to_us(ts_text, layout.ts_unit, f"_t{cols['ts']}")
+                if "ts" in cols else F.lit(0).cast("bigint")),
+        "_ts_number": is_number(ts_text, layout.ts_unit) if "ts" in cols else F.lit(True),
         "op": op,
-        "offset_bytes": t[cols["offset"]].try_cast("bigint") * F.lit(layout.offset_unit_bytes),
-        "size_bytes": t[cols["size"]].try_cast("bigint") * F.lit(layout.size_unit_bytes),
-        "response_us": (duration_to_us(t[cols["response"]], layout.response_unit)
-                        if "response" in cols else F.lit(None).cast("double")),
-        "queue_us": (duration_to_us(t[cols["queue"]], layout.queue_unit)
-                     if "queue" in cols else F.lit(None).cast("double")),
+        "_offset": off_value,
+        "offset_bytes": off_bytes,
+        "_size": size_value,
+        "size_bytes": size_bytes,
+        "response_us": durations["response"][1] if "response" in cols else F.lit(None).cast("double"),
+        "queue_us": durations["queue"][1] if "queue" in cols else F.lit(None).cast("double"),
     }
     ncols = F.col("_ncols")
     if layout.max_columns is None:
@@ -226,39 +298,59 @@ def parse_csv(df: DataFrame, layout: CsvLayout, raw: str = "raw") -> DataFrame:
     line_checks.append((count_bad, "column_count", F.concat(
         F.lit(f"expected {expected_n} columns, found "), ncols.cast("string"))))
     c = F.col
+    zero = limits.ts_zero_us(layout.ts_epoch)
     reason, message = first_reason(line_checks + request_checks(
-        c("ts_raw_us"), ts_text, c("op"), op_text, c("offset_bytes"), t[cols["offset"]],
-        c("size_bytes"), t[cols["size"]], c("device")))
-    return staged(df, [split_stage, text_stage, typed_stage, {"reason": reason, "message": message}],
+        c("_ts"), ts_text, c("_ts_number"), zero, c("op"), op_text,
+        (off_text, c("_offset"), c("offset_bytes"), layout.offset_unit_bytes),
+        (size_text, c("_size"), c("size_bytes"), layout.size_unit_bytes), c("device"))
+        + duration_checks("response", durations["response"][0], c("response_us") if "response" in cols else None)
+        + duration_checks("queue", durations["queue"][0], c("queue_us") if "queue" in cols else None))
+    return staged(df, [split_stage, text_stage, typed_stage,
+                       {"reason": reason, "message": message, "ts_raw_us": in_range_ts(c("_ts"), zero)}],
                   keep=PARSED_COLUMNS)
+
+
+def in_range_ts(ts: Column, zero_us: int) -> Column:
+    """The timestamp, null outside the plausible range (a rejected record that later checks, such as the
+    scan's time order, do not compare with)."""
+    return F.when((ts >= zero_us) & (ts < zero_us + limits.TS_MAX_US), ts)
 
 
 BLKPARSE_EXPECTED = "blkparse text: MAJ,MIN CPU SEQ TIMESTAMP PID ACTION RWBS SECTOR + NSECTORS [PROCESS]"
 _BLK_HEAD = r"^\s*(\d+),(\d+)\s+(\d+)\s+(\d+)\s+(\d+\.\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s*(.*)$"
 _BLK_RANGE = r"^(\d+)\s+\+\s+(\d+)"
+# What blkparse prints besides events: "CPU0 (8,0):", " Reads Queued: ...", "Throughput (R/W): ...", a
+# per-process header "kjournald (225)", "Input file sda.blktrace.0 added". Any other line is an error.
+_BLK_SUMMARY = r"^\s*([A-Za-z][A-Za-z0-9 ./,()_-]*:(\s|$)|[^\s:]+ \([0-9]+\)\s*$|Input file \S+ added\s*$)"
 
 
 def parse_blkparse(df: DataFrame, raw: str = "raw") -> DataFrame:
     """Add PARSED_COLUMNS (and blk_action) from blkparse lines. D (issue) events are requests; C
     (complete) events give response times. Summary and message lines are kept as informational
-    rejects (nothing is lost); flushes and discards carry no data and are `no_data`."""
+    rejects (nothing is lost), any other line that is not an event is an error (`unknown_line`);
+    flushes and discards carry no data and are `no_data`."""
     line = F.col(raw)
     c = F.col
     text_stage = {f"_h{i}": F.regexp_extract(line, _BLK_HEAD, i) for i in (1, 2, 5, 7, 8, 9)}
     text_stage["_is_event"] = F.regexp_like(line, F.lit(_BLK_HEAD))
     text_stage["_looks_like_event"] = F.regexp_like(line, F.lit(r"^\s*\d+,\d+\s"))
+    text_stage["_is_summary"] = F.regexp_like(line, F.lit(_BLK_SUMMARY))
     range_stage = {
         "_has_range": F.regexp_like(c("_h9"), F.lit(_BLK_RANGE)),
         "_sector": F.regexp_extract(c("_h9"), _BLK_RANGE, 1),
         "_nsect": F.regexp_extract(c("_h9"), _BLK_RANGE, 2),
     }
     rwbs = c("_h8")
+    sector, sector_bytes = integer_bytes(c("_sector"), 512)
+    nsect, nsect_bytes = integer_bytes(c("_nsect"), 512)
     typed_stage = {
         "device": F.concat(c("_h1"), F.lit(","), c("_h2")),
-        "ts_raw_us": time_to_us(c("_h5"), "s"),
+        "_ts": time_to_us(c("_h5"), "s"),
         "op": F.when(F.contains(rwbs, F.lit("R")), "R").when(F.contains(rwbs, F.lit("W")), "W"),
-        "offset_bytes": c("_sector").try_cast("bigint") * F.lit(512),
-        "size_bytes": c("_nsect").try_cast("bigint") * F.lit(512),
+        "_offset": sector,
+        "offset_bytes": sector_bytes,
+        "_size": nsect,
+        "size_bytes": nsect_bytes,
         "response_us": F.lit(None).cast("double"),
         "queue_us": F.lit(None).cast("double"),
         "blk_action": c("_h7"),
@@ -267,7 +359,9 @@ def parse_blkparse(df: DataFrame, raw: str = "raw") -> DataFrame:
     no_data = ~c("_has_range") | F.contains(rwbs, F.lit("D")) | c("op").isNull() | (c("_nsect") == "0")
     checks = [
         (F.trim(line) == "", "blank_line", F.lit("blank line")),
-        (~c("_looks_like_event"), "summary_line", F.lit("not an event line (blkparse summary or header)")),
+        (~c("_looks_like_event") & c("_is_summary"), "summary_line",
+         F.lit("not an event line (blkparse summary or header)")),
+        (~c("_looks_like_event"), "unknown_line", F.lit("neither a blkparse event nor a summary line")),
         (~c("_is_event"), "parse_error", F.lit(f"malformed event line; expected {BLKPARSE_EXPECTED}")),
         ((action == "C") & ~no_data, "completion_event",
          F.lit("completion event (gives its request's response time)")),
@@ -275,9 +369,11 @@ def parse_blkparse(df: DataFrame, raw: str = "raw") -> DataFrame:
         (no_data, "no_data", F.concat(F.lit("issue event with no data transfer: "), rwbs, F.lit(" "), c("_h9"))),
     ]
     reason, message = first_reason(checks + request_checks(
-        c("ts_raw_us"), c("_h5"), c("op"), rwbs, c("offset_bytes"), c("_sector"), c("size_bytes"),
-        c("_nsect"), c("device")))
-    return staged(df, [text_stage, range_stage, typed_stage, {"reason": reason, "message": message}],
+        c("_ts"), c("_h5"), is_number(c("_h5"), "s"), 0, c("op"), rwbs,
+        (c("_sector"), c("_offset"), c("offset_bytes"), 512), (c("_nsect"), c("_size"), c("size_bytes"), 512),
+        c("device")))
+    return staged(df, [text_stage, range_stage, typed_stage,
+                       {"reason": reason, "message": message, "ts_raw_us": in_range_ts(c("_ts"), 0)}],
                   keep=(*PARSED_COLUMNS, "blk_action"))
 
 

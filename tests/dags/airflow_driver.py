@@ -71,7 +71,7 @@ def run(date: str, mark_success: str | None) -> dict[str, Any]:
                 seconds[ti.task_id] = seconds.get(ti.task_id, 0.0) + (ti.end_date - ti.start_date).total_seconds()
         xcoms = {x.task_id: x.value for x in session.query(XComModel).filter(
             XComModel.run_id == dr.run_id, XComModel.key == "return_value",
-            XComModel.task_id.in_(("plan", "record_ingest", "summary")))}
+            XComModel.task_id.in_(("plan", "record_ingest", "summary", "vacuum")))}
     return {"state": str(dr.state), "data_interval": [dr.data_interval_start.isoformat(),
                                                       dr.data_interval_end.isoformat()],
             "task_states": states, "task_seconds": seconds, "xcom": xcoms}

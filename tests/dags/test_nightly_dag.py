@@ -37,13 +37,13 @@ NOT_RUN_NIGHT_1 = f"{NOT_RUN}|alis_layout|policy_scores|reorg_plan"
 SPARK_STAGES = ("ingest_trace", "extent_heat", "heat_tracking", "trace_profile", "heat_report", "aged_heat",
                 "alis_graph", "alis_layout", "policy_scores", "reorg_plan")
 DOWNSTREAM = {
-    "plan": {f"{s}_args" for s in SPARK_STAGES} | {"record_ingest", "summary"},
+    "plan": {f"{s}_args" for s in SPARK_STAGES} | {"record_ingest", "summary", "vacuum"},
     "ingest_trace": {"record_ingest"},
     "record_ingest": {"extent_heat", "heat_tracking", "trace_profile", "aged_heat", "alis_graph", "policy_scores"},
     "extent_heat": {"heat_report"}, "heat_tracking": {"heat_report"}, "trace_profile": {"heat_report"},
     "alis_graph": {"alis_layout"}, "policy_scores": {"reorg_plan"},
     "heat_report": {"summary"}, "aged_heat": {"summary"}, "alis_layout": {"summary"}, "reorg_plan": {"summary"},
-    "summary": set(),
+    "summary": {"vacuum"}, "vacuum": set(),
 } | {f"{s}_args": {s} for s in SPARK_STAGES}
 
 
@@ -123,7 +123,8 @@ def test_dag_imports_cleanly_with_the_expected_tasks(quiet_runs, repo_root):
     tasks = found["tasks"]
     assert {t: set(v["downstream"]) for t, v in tasks.items()} == DOWNSTREAM
     assert {t for t, v in tasks.items() if v["depends_on_past"]} == {"aged_heat", "alis_graph"}
-    assert {t for t, v in tasks.items() if v["trigger_rule"].endswith("NONE_FAILED")} == {"record_ingest", "summary"}
+    assert {t for t, v in tasks.items() if v["trigger_rule"].endswith("NONE_FAILED")} == {
+        "record_ingest", "summary", "vacuum"}
     assert {t: v["application"] for t, v in tasks.items() if t in SPARK_STAGES} == {
         s: str(repo_root / "jobs" / f"{s}.py") for s in SPARK_STAGES}
     assert all(tasks[s]["type"] == "MappedOperator" for s in SPARK_STAGES)
@@ -196,6 +197,12 @@ def test_two_nights_run_every_task(two_nights):
     assert second["xcom"]["record_ingest"]["ingested"] == [TRACE]
     aged = second["xcom"]["summary"]["tables"]["aged_heat"]
     assert (aged["commits"], aged["rows_written"]) == (1, 27)        # exactly one day's rows, day 1's
+    # The nightly vacuum keeps 7 days of replaced versions: night 1's files, replaced tonight, stay readable.
+    cleaned = second["xcom"]["vacuum"]
+    assert cleaned["retain_hours"] == 168
+    assert cleaned["orphans"] == {}
+    assert {"requests", "aged_heat", "traces"} <= set(cleaned["replaced"])
+    assert all(r == {"files": 0, "bytes": 0} for r in cleaned["replaced"].values()), cleaned
 
 
 def test_tables_ingest_once_and_age_across_the_nights(spark, two_nights):

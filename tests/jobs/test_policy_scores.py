@@ -22,7 +22,7 @@ from jobs.reorg_plan import PlanConfig, check, export, load, target_of, validati
 from jobs.reorg_plan import run as build
 from libs.io.tables import read_table, replace_rows, table_path
 from libs.plans.policies import PENDING_FAMILIES
-from libs.plans.steps import read_plan
+from libs.plans.steps import plan_ids, read_plan
 from libs.plans.target_spec import resolve_spec
 from schemas import policy_scores as PS
 from schemas.reorg_plan_json import PLAN_JSON_SCHEMA
@@ -149,8 +149,8 @@ def test_greedy_plan_is_stored_and_stable(spark, spark_cfg, greedy_plan):
     assert round(ev["improvement"]["mean_response"], 3) == 0.468
     assert set(doc["inputs"]["tables"]) == {"traces", "requests", "policy_scores", "sim_results"}
     jsonschema.Draft202012Validator(PLAN_JSON_SCHEMA).validate(doc)
-    assert check(spark, spark_cfg, doc, NOW) == []
-    assert load(spark, spark_cfg, doc["plan_id"]) == doc
+    assert check(spark_cfg.warehouse, doc, NOW) == []
+    assert load(spark_cfg.warehouse, doc["plan_id"]) == doc
     steps = spark.sql(f"SELECT step, step_type, bytes, depends_on FROM reorg_plan_steps WHERE plan_id = "
                       f"'{doc['plan_id']}' ORDER BY step").collect()
     assert [(r.step, r.step_type, r.bytes, list(r.depends_on)) for r in steps] == \
@@ -208,6 +208,42 @@ def test_cli_export_round_trips(greedy_plan, tmp_path, capsys, fmt):
     assert capsys.readouterr().out.startswith(f"plan {greedy_plan['plan_id']}: ok: hash verified")
 
 
+def test_forged_plan_files_are_refused(greedy_plan, spark_cfg, tmp_path, capsys):
+    """A plan file passes only as the document stored under its id: formatting aside, any edit is refused, also
+    with its ids recomputed (the hash is not a signature), and a table path in the file is never read."""
+    def forged(edit, rehash: bool = True):  # type: ignore[no-untyped-def]
+        doc = json.loads(json.dumps(greedy_plan))
+        edit(doc)
+        if rehash:
+            doc["plan_id"], doc["content_id"] = plan_ids(doc)
+        return doc
+
+    def moved(doc):  # type: ignore[no-untyped-def]
+        doc["steps"][3]["dest_offset_bytes"] += 1 << 20
+
+    def unchecked(doc):  # type: ignore[no-untyped-def]
+        doc["inputs"]["tables"], doc["valid_until"] = {}, "2099-01-01T00:00:00Z"
+
+    def outside(doc):  # type: ignore[no-untyped-def]
+        doc["inputs"]["tables"] = {"/etc": 0, **doc["inputs"]["tables"]}
+
+    reformatted = tmp_path / "reformatted.json"              # another indent and key order: the same document
+    reformatted.write_text(json.dumps(dict(reversed(greedy_plan.items())), indent=7) + "\n")
+    assert main(["plan", "check", "--file", str(reformatted), "--now", "2026-01-02T12:00:00Z"]) == 0
+    assert capsys.readouterr().out.startswith(f"plan {greedy_plan['plan_id']}: ok: hash verified, the stored plan")
+    for name, doc, why in [
+            ("moved", forged(moved), "not a stored plan: no plan"),
+            ("unchecked", forged(unchecked), "not a stored plan: no plan"),
+            ("outside", forged(outside), "not a stored plan: no plan"),
+            ("same-id", forged(outside, rehash=False), "not the stored plan: the document differs from plan "
+                                                       f"{greedy_plan['plan_id']} in reorg_plans")]:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(doc))
+        assert main(["plan", "check", "--file", str(path), "--now", "2026-01-02T12:00:00Z"]) == 1, name
+        assert capsys.readouterr().err.startswith(f"blockheat: error: plan {doc['plan_id']} refused: {why}"), name
+        assert check(spark_cfg.warehouse, doc, NOW) != []
+
+
 def test_validation_reproduces_the_pinned_demerits(spark, hplajw):
     # sim/README.md: ajw.1week.srt on hp_335h (C-LOOK), device 0 25.35 / 21.53 ms, demerit 3.90; device 1 20.13 /
     # 16.07 ms, demerit 5.63 (tests/sim/pins.py).
@@ -230,8 +266,8 @@ def test_stale_plans_are_refused(spark, spark_cfg, greedy_plan, capsys, tmp_path
     monkeypatch.setenv("BLOCKHEAT_WAREHOUSE", str(cfg.warehouse))
     plan_id = greedy_plan["plan_id"]
     assert main(["plan", "check", plan_id, "--now", "2026-01-02T12:00:00Z"]) == 0
-    assert capsys.readouterr().out.startswith(f"plan {plan_id}: ok: hash verified, inputs unchanged, valid until "
-                                              "2026-01-03T03:04:05Z")
+    assert capsys.readouterr().out.startswith(f"plan {plan_id}: ok: hash verified, the stored plan, inputs unchanged, "
+                                              "valid until 2026-01-03T03:04:05Z")
     assert main(["plan", "check", plan_id, "--now", "2026-01-03T03:04:06Z"]) == 1
     assert capsys.readouterr().err == (f"blockheat: error: plan {plan_id} refused: stale: valid until "
                                        "2026-01-03T03:04:05Z, now 2026-01-03T03:04:06Z\n")
@@ -249,7 +285,7 @@ def test_stale_plans_are_refused(spark, spark_cfg, greedy_plan, capsys, tmp_path
     assert capsys.readouterr().err == (f"blockheat: error: plan {plan_id} refused: stale: input table policy_scores "
                                        f"changed since the plan read it (read version {read}, changed in version "
                                        f"{read + 3})\n")
-    assert check(spark, spark_cfg, greedy_plan, NOW) == []          # the session's warehouse is untouched
+    assert check(spark_cfg.warehouse, greedy_plan, NOW) == []          # the session's warehouse is untouched
 
 
 def test_track_aligned_plan_on_hplajw_says_why_not(spark, spark_cfg, scored):
@@ -299,7 +335,7 @@ def test_alis_is_scored_and_planned_where_its_area_fits(spark, spark_cfg, hplajw
     assert [doc["steps"][e["step"]]["step_type"] for e in doc["lookaside"]["entries"]] == ["copy_heat_unit"] * len(
         entries)
     jsonschema.Draft202012Validator(PLAN_JSON_SCHEMA).validate(doc)
-    assert check(spark, cfg, doc, NOW) == []
+    assert check(cfg.warehouse, doc, NOW) == []
     for fmt in ("json", "csv", "parquet"):
         assert read_plan(export(doc, fmt, tmp_path / f"alis.{fmt}")) == doc
 

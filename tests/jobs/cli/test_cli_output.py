@@ -67,8 +67,10 @@ def test_every_format_holds_the_same_rows(traced, capsys):
     assert {k: mine[k] for k in TRACE_ROW} == TRACE_ROW
     assert list(mine) == header
     # the table shows each exact value with its unit (84.5 KiB, 6.98 days, thousands separators), and times to
-    # the second (JSON: ISO-8601)
-    shown = [[r[c][:19].replace("T", " ") if c == "ingested_at" else human(r[c], unit_of(c)) for c in header]
+    # the second with their zone (JSON: ISO-8601 with the offset)
+    assert all(r["ingested_at"].endswith("+00:00") for r in exact)
+    shown = [[r[c][:19].replace("T", " ") + " UTC" if c == "ingested_at" else human(r[c], unit_of(c))
+              for c in header]
              for r in exact]
     assert shown == cells
     row = cells[[r["trace_id"] for r in exact].index(TRACE)]

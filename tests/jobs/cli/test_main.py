@@ -40,7 +40,7 @@ def test_sql_json_over_tables_by_name(spark, capsys):
                     {"device": "1", "n": 2, "bytes": 512 + 4096}]
 
 
-def test_traces_lists_the_catalog(spark, capsys):
+def test_traces_lists_the_catalog(spark, capsys, monkeypatch):
     main(["ingest", "--format", "spc", "--trace-id", "cli-list", str(AGREE / "spc.csv")])
     capsys.readouterr()
     assert main(["traces", "--json"]) == 0
@@ -50,6 +50,16 @@ def test_traces_lists_the_catalog(spark, capsys):
     # SPC times are relative to the trace's start, which the format does not record
     assert rows["cli-list"]["start"] == "unknown (relative times)"
     assert rows["cli-list"]["bytes"] == 4096 + 8192 + 65536 + 4096 + 512 + 4096
+    # read by delta-rs (no Spark); through Spark when delta-rs cannot read the files as they are: the same rows
+    monkeypatch.setattr("libs.io.delta_log.read", unreadable)
+    assert main(["traces", "--json"]) == 0
+    assert {r["trace_id"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())} == rows
+
+
+def unreadable(*_args, **_kwargs):  # type: ignore[no-untyped-def]
+    from libs.io.delta_log import LogUnreadable
+
+    raise LogUnreadable("forced")
 
 
 @pytest.mark.parametrize(("argv", "code", "message"), [
@@ -57,6 +67,9 @@ def test_traces_lists_the_catalog(spark, capsys):
      "blockheat: error: /no/such/file.csv: no such file\n"),
     (["ingest", "--format", "msr", "--trace-id", "bad id!", str(AGREE / "spc.csv")], 1,
      "blockheat: error: invalid trace id 'bad id!': use 1-128 letters, digits and _ . : - "
+     "(starting with a letter or digit)\n"),
+    (["ingest", "--format", "spc", "--trace-id", "hplajw\n", str(AGREE / "spc.csv")], 1,
+     "blockheat: error: invalid trace id 'hplajw\\n': use 1-128 letters, digits and _ . : - "
      "(starting with a letter or digit)\n"),
     (["sql", "SELECT * FROM no_such_table"], 1, None),
     (["ingest", "--format", "csv", "--trace-id", "x", "--csv-columns", "ts=0,when=1", "f.csv"], 2,

@@ -1,8 +1,12 @@
-"""`blockheat serve`: one warm Spark application that every command attaches to.
+"""`blockheat serve` on the shared PostgreSQL catalog: one warm Spark application that every command attaches to,
+while a job and `sql` in JVMs of their own use the same catalog at the same time.
 
-The commands run as real processes with no Java to start (JAVA_HOME and PATH point nowhere): they can only answer
-through the server. A job run through it writes a new table that a query then reads by name; stopping the server
-withdraws its endpoint file. Runs on a copy of the session's ingested hplajw tables."""
+The attached commands run as real processes with no Java to start (JAVA_HOME and PATH point nowhere): they can
+only answer through the server. A job run through it writes new tables that a query then reads by name; a job in
+its own JVM writes another, which the server (never rescanning the warehouse: --refresh 3600), the job and a
+`sql` of its own all see by name, as they see a view saved through the server; the names are rows of
+PostgreSQL's metastore, none under the warehouse. Stopping the server withdraws its endpoint file. Runs on a
+copy of the session's ingested hplajw tables, against the session's PostgreSQL (tests/postgres_server.py)."""
 from __future__ import annotations
 
 import json
@@ -18,19 +22,43 @@ from pathlib import Path
 import pytest
 
 from libs.io import endpoint
+from libs.io.catalog import METASTORE_DIR
 from libs.io.connect_server import free_port
 from libs.io.jvm import SHORT_JOB_OPTIONS
 from tests.conftest import HPLAJW_TRACE_ID
 from tests.jobs.cli.test_sql_catalog import DEVICE_TOTALS, TOTALS_SQL, stop_server
+from tests.postgres_server import METASTORE_DB
 
 START_TIMEOUT_S = 240
+COPIED_TABLES = ("requests", "rejected_records", "traces")
+SERVER_JOB_TABLES = ("extent_heat", "disk_heat")   # `blockheat heat` through the server
+OWN_JOB_TABLE = "trace_profile"                    # jobs/trace_profile.py in a JVM of its own
+PROFILED_SQL = ("SELECT sum(value) AS requests FROM trace_profile WHERE scope = 'trace' AND window_us = 3600000000 "
+                "AND metric = 'requests'")        # the hourly windows' requests: all 44,519
+# The job in its own JVM, then queries by name in its session (its driver is this process's).
+JOB = """
+import json, sys
+from pyspark.sql import SparkSession
+from jobs.trace_profile import main
+main([sys.argv[1]])
+spark = SparkSession.getActiveSession()
+rows = lambda q: [list(r) for r in spark.sql(q).collect()]
+print("RESULT " + json.dumps({"catalog": spark.conf.get("spark.sql.catalogImplementation"),
+                              "profiled": rows(sys.argv[2]),
+                              "totals": rows("SELECT * FROM device_totals ORDER BY device"),
+                              "disks": rows("SELECT count(DISTINCT disk) FROM disk_heat")}))
+"""
 
 
 def env_of(warehouse: Path, java: bool) -> dict[str, str]:
-    env = {**os.environ, "BLOCKHEAT_WAREHOUSE": str(warehouse), "BLOCKHEAT_SPARK_MASTER": "local[1]",
-           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "BLOCKHEAT_JAVA_OPTIONS": " ".join(SHORT_JOB_OPTIONS)}
-    env.pop("BLOCKHEAT_SPARK_REMOTE", None)
+    """The environment of a command on `warehouse` and the shared catalog; java=False: one that cannot start a
+    JVM of its own (the attached commands), java=True: one that may (the server, and with
+    BLOCKHEAT_SPARK_REMOTE=local the commands of their own)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BLOCKHEAT_", "AIRFLOW"))}
+    env.update(BLOCKHEAT_WAREHOUSE=str(warehouse), BLOCKHEAT_SPARK_MASTER="local[1]", PYSPARK_PYTHON=sys.executable,
+               PYSPARK_DRIVER_PYTHON=sys.executable, BLOCKHEAT_JAVA_OPTIONS=" ".join(SHORT_JOB_OPTIONS),
+               HOME=str(warehouse.parent / "home"),
+               **json.loads((warehouse.parent / "metastore.json").read_text()))
     if not java:        # a command that tried to start a JVM of its own would fail
         env.update(JAVA_HOME="/nonexistent", PATH=str(Path(sys.executable).parent) + ":/nonexistent",
                    SPARK_HOME="/nonexistent")
@@ -38,20 +66,31 @@ def env_of(warehouse: Path, java: bool) -> dict[str, str]:
 
 
 def blockheat(warehouse: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """A command attached to the server."""
     return subprocess.run([sys.executable, "-m", "jobs.cli.main", *argv], env=env_of(warehouse, java=False),
                           capture_output=True, text=True, timeout=300, check=False)
 
 
+def own_jvm(warehouse: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """A process that starts its own JVM on the shared catalog, beside the server."""
+    env = {**env_of(warehouse, java=True), "BLOCKHEAT_SPARK_REMOTE": "local"}
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
 @pytest.fixture(scope="module")
-def served(hplajw, spark_cfg, tmp_path_factory):  # type: ignore[no-untyped-def]
-    """`blockheat serve` on a copy of the session's requests and traces: (process, warehouse, JDBC port)."""
-    warehouse = tmp_path_factory.mktemp("serve") / "wh"
-    for table in ("requests", "rejected_records", "traces"):
+def served(hplajw, spark_cfg, postgres_server, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """`blockheat serve` on a copy of the session's requests and traces, its catalog in PostgreSQL: (process,
+    warehouse, JDBC port, Connect port)."""
+    root = tmp_path_factory.mktemp("serve")
+    warehouse = root / "wh"
+    for table in COPIED_TABLES:
         shutil.copytree(spark_cfg.warehouse / table, warehouse / table)
+    (root / "home").mkdir()
+    (root / "metastore.json").write_text(json.dumps(postgres_server.metastore_environment(root / "pg-password")))
     port, connect_port = free_port(), free_port()
-    log = (warehouse.parent / "serve.log").open("w")
+    log = (root / "serve.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "jobs.cli.main", "serve", "--port", str(port),
-                             "--connect-port", str(connect_port), "--refresh", "1"],
+                             "--connect-port", str(connect_port), "--refresh", "3600"],
                             env=env_of(warehouse, java=True), stdout=subprocess.PIPE, stderr=log, text=True,
                             start_new_session=True)
     try:
@@ -59,7 +98,7 @@ def served(hplajw, spark_cfg, tmp_path_factory):  # type: ignore[no-untyped-def]
         line = ""
         while time.monotonic() < deadline and proc.poll() is None and not line.startswith("serving"):
             line = proc.stdout.readline()
-        assert line.startswith(f"serving the warehouse {warehouse}"), (warehouse.parent / "serve.log").read_text()
+        assert line.startswith(f"serving the warehouse {warehouse}"), (root / "serve.log").read_text()[-3000:]
         yield proc, warehouse, port, connect_port
     finally:
         stop_server(proc)
@@ -98,6 +137,33 @@ def test_a_job_through_the_server_writes_a_table_queried_by_name(served):  # typ
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(r["disk"], r["requests"]) for r in rows] == [(d, n) for d, n, _ in DEVICE_TOTALS]
+
+
+def test_a_job_and_sql_of_their_own_share_the_catalog_with_the_server(served, postgres_server):  # type: ignore[no-untyped-def]
+    _, warehouse, _, _ = served
+    view = blockheat(warehouse, "sql", f"CREATE VIEW device_totals AS {TOTALS_SQL}")
+    assert view.returncode == 0, view.stderr[-3000:]
+    job = own_jvm(warehouse, [sys.executable, "-c", JOB, HPLAJW_TRACE_ID, PROFILED_SQL])
+    assert job.returncode == 0, job.stderr[-3000:]
+    assert json.loads(job.stdout.splitlines()[-1].removeprefix("RESULT ")) == {
+        "catalog": "hive", "profiled": [[44519.0]], "totals": [list(t) for t in DEVICE_TOTALS], "disks": [[2]]}
+    own_sql = own_jvm(warehouse, [sys.executable, "-m", "jobs.cli.main", "sql", "--json",
+                                  f"SELECT d.*, ({PROFILED_SQL}) AS profiled FROM device_totals d ORDER BY device"])
+    assert own_sql.returncode == 0, own_sql.stderr[-3000:]
+    assert "in use by another process" not in own_sql.stderr          # no fallback to per-session registration
+    assert [json.loads(line) for line in own_sql.stdout.splitlines()] == [
+        {"device": d, "n": n, "bytes": b, "profiled": 44519.0} for d, n, b in DEVICE_TOTALS]
+    attached = blockheat(warehouse, "sql", "--json", PROFILED_SQL)          # the server: by the catalog alone
+    assert attached.returncode == 0, attached.stderr[-3000:]
+    assert json.loads(attached.stdout) == {"requests": 44519.0}
+    psql = subprocess.run(["psql", "-h", "127.0.0.1", "-p", str(postgres_server.port), "-U", METASTORE_DB, "-At",
+                           "-c", 'SELECT "TBL_NAME", "TBL_TYPE" FROM "TBLS" ORDER BY 1', METASTORE_DB],
+                          env={**os.environ, "PGPASSWORD": METASTORE_DB}, capture_output=True, text=True, timeout=60,
+                          check=True)
+    assert [line.split("|") for line in psql.stdout.splitlines()] == sorted(
+        [["device_totals", "VIRTUAL_VIEW"]]
+        + [[t, "EXTERNAL_TABLE"] for t in (*COPIED_TABLES, *SERVER_JOB_TABLES, OWN_JOB_TABLE)])
+    assert not (warehouse / METASTORE_DIR).exists()
 
 
 def test_a_stopped_server_withdraws_its_endpoint(served):  # type: ignore[no-untyped-def]

@@ -92,3 +92,56 @@ def test_ranges_merge_to_the_whole():
     rows = [SimpleNamespace(**r, asDict=lambda r=r: dict(r)) for r in first + second]
     merged = {(m.device, m.reason): vars(m) for m in merge_summaries(rows)}
     assert merged == {(r["device"], r["reason"]): r for r in whole}
+
+
+def test_unsigned_fields_past_their_range_are_rejected_not_wrapped():
+    """lbn 2^64-1 (once offset_bytes = -512), 2^55+7 (once 3584), a timestamp 2^64-10 (once -10) and a v2
+    response time 2^64-1: each a rejected record with its reason; the next records are compared with the last
+    plausible timestamp, and the summary still equals the decoded totals."""
+    def rec(sn: int, lbn: int, ts: int, rt: int = 5) -> bytes:
+        return struct.pack("<HHIIIQQQ", 0x28, 0x0200, sn, 4096, 1, lbn, ts, rt)
+
+    data = b"".join([
+        rec(0, 8, 1_000_000),
+        rec(1, (1 << 64) - 1, 1_000_010),
+        rec(2, (1 << 55) + 7, 1_000_020),
+        rec(3, 16, (1 << 64) - 10),
+        rec(4, 24, 1_000_040, rt=(1 << 64) - 1),
+        rec(5, ((1 << 63) - 1) // 512 - 8, 1_000_050),       # the last 4096-byte request ending below 2^63
+        rec(6, ((1 << 63) - 1) // 512 - 7, 1_000_060),       # ends at 2^63: past 2^63 - 1
+        rec(7, 32, 1_000_070),
+    ])
+    info = VscsiFile("vm", "vm.vscsi", 0)
+    rng = ByteRange("p", "file:///p", 0, len(data))
+    batch = decode_vscsi(data, rng, 2, info, tolerance_us=0)
+    assert batch.column("reason").to_pylist() == [
+        None, "offset_overflow", "offset_overflow", "ts_out_of_range", "bad_response", None, "offset_overflow", None]
+    assert pc.drop_null(batch.column("message")).to_pylist() == [
+        f"lbn {(1 << 64) - 1} x 512 bytes + length 4096 is past 2^63 - 1 bytes",
+        f"lbn {(1 << 55) + 7} x 512 bytes + length 4096 is past 2^63 - 1 bytes",
+        f"timestamp {(1 << 64) - 10} us is outside the plausible range (0 to 4102444800000000 us)",
+        f"response time {(1 << 64) - 1} us is above 4102444800000000 us",
+        f"lbn {((1 << 63) - 1) // 512 - 7} x 512 bytes + length 4096 is past 2^63 - 1 bytes",
+    ]
+    assert batch.column("offset_bytes").to_pylist() == [
+        4096, None, None, 8192, 12288, (1 << 63) - 4096 - 512, None, 16384]
+    assert batch.column("ts_raw_us").to_pylist() == [
+        1_000_000, 1_000_010, 1_000_020, None, 1_000_040, 1_000_050, 1_000_060, 1_000_070]
+    assert batch.column("response_us").to_pylist() == [5.0, 5.0, 5.0, 5.0, None, 5.0, 5.0, 5.0]
+    summary = summarize_vscsi(data, rng, 2, info, tolerance_us=0)
+    assert sorted(summary, key=lambda r: r["first_seq"]) == sorted(summarize_decoded(batch),
+                                                                   key=lambda r: r["first_seq"])
+    accepted = next(r for r in summary if r["reason"] is None)
+    assert (accepted["n"], accepted["ts_min"], accepted["ts_max"]) == (3, 1_000_000, 1_000_070)
+    assert sum(r["n"] for r in summary) == 8
+
+
+def test_an_out_of_range_timestamp_before_a_range_is_not_its_reference():
+    def rec(sn: int, ts: int) -> bytes:
+        return struct.pack("<IIIHHQQ", sn, 4096, 1, 0x28, 0x0100, sn * 8, ts)
+
+    data = rec(1, 500) + rec(2, 400)
+    rng = ByteRange("p", "u", 32, len(data))
+    batch = decode_vscsi(data, rng, 1, VscsiFile("vm", "vm.vscsi", 0), tolerance_us=0, prev_ts=(1 << 64) - 10)
+    assert batch.column("reason").to_pylist() == [None, "ts_backwards"]
+    assert pc.drop_null(batch.column("message")).to_pylist() == ["timestamp goes back 100 us (tolerance 0 us)"]

@@ -341,3 +341,109 @@ def test_prefetched_digest_is_the_files_and_a_changed_file_is_hashed_again(tmp_p
     assert not [k for k in inputs._PREFETCHED if k[0].startswith(str(tmp_path))]   # the stale one is dropped too
     with pytest.raises(InputError, match=r"missing\.csv: no such file"):
         inputs.prepare_inputs([str(tmp_path / "missing.csv")], staging=tmp_path / "staging", binary=False)
+
+
+# ---- numbers past their range: one rejected record each, never a failed ingest or a wrapped value --
+
+TS_RANGE = "(0 to 4102444800000000 us from 1970-01-01)"
+
+
+def test_msr_numbers_past_their_range_are_rejected_at_their_lines(spark, spark_cfg, tmp_path):
+    lines = [
+        msr_line(0),                                                  # 1 ok
+        "9223372036854775807,srv,0,Read,4096,4096,1000",              # 2 ts_out_of_range (once: date out of range)
+        f"{T0 + 1000},srv,0,Read,4096,4096,-5",                       # 3 negative_response (once -0.5 us)
+        f"{T0 + 2000},srv,0,Read,9223372036854775808,4096,1000",      # 4 offset_overflow: 2^63
+        f"{T0 + 3000},srv,0,Read,{(1 << 63) - 4096},8192,1000",       # 5 offset_overflow: ends past 2^63 - 1
+        f"{T0 + 4000},srv,0,Read,4096,4096,abc",                      # 6 bad_response
+        f"{T0 + 5000},srv,0,Read,4096,99999999999999999999,1000",     # 7 size_overflow
+        "1,srv,0,Read,4096,4096,1000",                                # 8 ts_out_of_range: 1601
+        msr_line(600),                                                # 9 ok
+    ]
+    path = write_lines(tmp_path / "bignum.csv", lines)
+    ingest(spark, spark_cfg, "msr", "msr-range", [path], max_reject_share=1.0)
+    assert rejects_of(spark, "msr-range") == [
+        (2, "ts_out_of_range"), (3, "negative_response"), (4, "offset_overflow"), (5, "offset_overflow"),
+        (6, "bad_response"), (7, "size_overflow"), (8, "ts_out_of_range")]
+    assert [(r["seq"], r["ts_us"], r["response_us"]) for r in requests_of(spark, "msr-range")] == [
+        (0, 0, 100.0), (8, 600, 100.0)]
+    row = trace_row(spark, "msr-range")
+    assert (row["records_read"], row["records_accepted"], row["records_rejected"]) == (9, 2, 7)
+    assert row["start_time_utc"].year == 2007
+    messages = {r.position: r.message for r in spark.sql(
+        "SELECT position, message FROM rejected_records WHERE trace_id = 'msr-range'").collect()}
+    assert messages == {
+        2: f"timestamp 9223372036854775807 is outside the plausible range {TS_RANGE}",
+        3: "negative response time: -5",
+        4: "offset 9223372036854775808 is past 2^63 - 1 bytes",
+        5: f"request end (offset {(1 << 63) - 4096} + size 8192) is past 2^63 - 1 bytes",
+        6: "response time is not a finite number: abc",
+        7: "size 99999999999999999999 is past 2^63 - 1 bytes",
+        8: f"timestamp 1 is outside the plausible range {TS_RANGE}",
+    }
+
+
+def test_an_spc_lba_past_2_63_bytes_is_one_rejected_record(spark, spark_cfg, tmp_path):
+    lines = [f"0,{8 * i},4096,R,{i / 1000:.6f}" for i in range(300)]
+    lines[150] = f"0,{1 << 60},4096,R,0.150000"                      # once [ARITHMETIC_OVERFLOW] for the whole ingest
+    lines[151] = "0,2048,4096,W,-1.0"                                 # a negative relative timestamp
+    path = write_lines(tmp_path / "lba.csv", lines)
+    ingest(spark, spark_cfg, "spc", "spc-lba", [path], max_reject_share=0.01)
+    assert rejects_of(spark, "spc-lba") == [(151, "offset_overflow"), (152, "ts_out_of_range")]
+    row = trace_row(spark, "spc-lba")
+    assert (row["records_read"], row["records_accepted"], row["records_rejected"]) == (300, 298, 2)
+    message = spark.sql("SELECT message FROM rejected_records WHERE trace_id = 'spc-lba' AND position = 151").first()
+    assert message.message == f"offset {1 << 60} x 512 bytes is past 2^63 - 1 bytes"
+    assert max(r["offset_bytes"] for r in requests_of(spark, "spc-lba")) == 8 * 299 * 512
+
+
+def test_vscsi_numbers_past_their_range_are_rejected_not_wrapped(spark, spark_cfg, tmp_path):
+    def rec(sn: int, lbn: int, ts: int) -> bytes:
+        return struct.pack("<IIIHHQQ", sn, 4096, 1, 0x28, 0x0100, lbn, ts)
+
+    start = 5_634_195_000_000                 # the audit's trace: a first timestamp of 2^64-10 stretched it to this
+    recs = [rec(0, 8, (1 << 64) - 10), rec(1, (1 << 64) - 1, start), rec(2, (1 << 55) + 7, start + 10)]
+    recs += [rec(3 + i, 8 * i, start + 100 * i) for i in range(5)]
+    path = tmp_path / "vm9.vscsi"
+    path.write_bytes(b"".join(recs))
+    ingest(spark, spark_cfg, "vscsi", "vscsi-range", [path], max_reject_share=1.0)
+    assert rejects_of(spark, "vscsi-range") == [(0, "ts_out_of_range"), (32, "offset_overflow"),
+                                                (64, "offset_overflow")]
+    assert [(r["seq"], r["ts_us"], r["offset_bytes"]) for r in requests_of(spark, "vscsi-range")] == [
+        (3 + i, 100 * i, 4096 * i) for i in range(5)]
+    row = trace_row(spark, "vscsi-range")
+    assert (row["records_read"], row["records_accepted"], row["records_rejected"], row["span_us"]) == (8, 5, 3, 400)
+
+
+def test_a_blkparse_file_of_junk_is_refused_naming_file_and_line(spark, spark_cfg, tmp_path):
+    events = ["  8,0 0       1    0.000100000  4242  D  R 2048 + 8 [fio]",
+              "  8,0 0       2    0.000200000  4242  D  W 4096 + 8 [fio]"]
+    junk = [f"junk line {i} of no trace format" for i in range(1053)]
+    first = write_lines(tmp_path / "junk.blk", junk + events)
+    with pytest.raises(IngestError, match=r"junk\.blk: line 1: not blkparse data \(neither a blkparse event nor a "
+                                          r"summary line\); expected blkparse text"):
+        ingest(spark, spark_cfg, "blkparse", "blk-junk", [first])
+    assert_nothing_written(spark, "blk-junk")
+    last = write_lines(tmp_path / "tail.blk", events + junk)
+    with pytest.raises(IngestError, match=r"^1053 of 1055 records rejected \(99\.81%\), above the limit of 1\.00%; "
+                                          r"nothing written\. Most common: unknown_line x1053, first at .*tail\.blk "
+                                          r"line 3: neither a blkparse event nor a summary line$"):
+        ingest(spark, spark_cfg, "blkparse", "blk-junk", [last])
+    assert_nothing_written(spark, "blk-junk")
+
+
+def test_too_few_requests_among_informational_lines_is_not_the_format(spark, spark_cfg, tmp_path):
+    """Summary lines are informational (no error share), but 2 events among 300 of them is no blkparse trace."""
+    events = ["  8,0 0       1    0.000100000  4242  D  R 2048 + 8 [fio]",
+              "  8,0 0       2    0.000200000  4242  D  W 4096 + 8 [fio]"]
+    summary = [f" Reads Queued:       {i:>6},    {4 * i:>6}KiB" for i in range(300)]
+    path = write_lines(tmp_path / "summary.blk", events + summary)
+    with pytest.raises(IngestError, match=r"^.*summary\.blk: not blkparse data: 2 requests in 302 records \(0\.66%, "
+                                          r"under the 1% a blkparse trace has\); nothing written$"):
+        ingest(spark, spark_cfg, "blkparse", "blk-summary", [path])
+    assert_nothing_written(spark, "blk-summary")
+    # 1% of the records as requests is a trace: 3 events among 297 summary lines
+    path = write_lines(tmp_path / "enough.blk", [*events, events[0].replace("    1 ", "    3 "), *summary[:297]])
+    ingest(spark, spark_cfg, "blkparse", "blk-enough", [path])
+    row = trace_row(spark, "blk-enough")
+    assert (row["records_read"], row["records_accepted"], row["records_rejected"]) == (300, 3, 297)

@@ -11,10 +11,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from pyspark.errors import AnalysisException
 
 from jobs.cli.main import main
 from jobs.cli.sql import spark_sql_command
 from jobs.sql_server import ServeConfig
+from libs.io import tables
 from libs.io.catalog import (
     MetastoreConfigError,
     SharedMetastore,
@@ -199,3 +201,37 @@ def test_a_command_refuses_a_password_file_others_may_read(tmp_path, monkeypatch
     assert capsys.readouterr().err == (f"blockheat: error: BLOCKHEAT_METASTORE_PASSWORD_FILE={tmp_path}/metastore-"
                                        f"password may be read by others than its owner (mode 0644): chmod 600 "
                                        f"{tmp_path}/metastore-password\n")
+
+
+class _Raced(AnalysisException):
+    """What a session gets when another one named the table between its check and its CREATE."""
+
+    def getCondition(self) -> str:
+        return "TABLE_OR_VIEW_ALREADY_EXISTS"
+
+
+class _Session:
+    """A session whose CREATE TABLE raises `error`; the shared catalog then holds the name or not (`named`)."""
+
+    def __init__(self, error: Exception, named: bool) -> None:
+        self.error, self.named, self.statements = error, named, []
+        self.catalog = self
+
+    def sql(self, statement: str) -> None:
+        self.statements.append(statement)
+        raise self.error
+
+    def tableExists(self, name: str) -> bool:
+        return self.named
+
+
+def test_a_name_another_session_registered_meanwhile_is_taken_as_ours():
+    raced = _Session(_Raced("[TABLE_OR_VIEW_ALREADY_EXISTS] Cannot create table or view `requests`"), named=True)
+    tables._register(raced, "requests", "/wh/requests")
+    assert raced.statements == ["CREATE TABLE IF NOT EXISTS requests USING delta LOCATION '/wh/requests'"]
+    assert "requests" in tables._REGISTERED[raced]
+    # not a race: the name is still missing, or the CREATE failed for another reason
+    for session in (_Session(_Raced("exists?"), named=False), _Session(AnalysisException("denied"), named=True)):
+        with pytest.raises(AnalysisException):
+            tables._register(session, "requests", "/wh/requests")
+        assert "requests" not in tables._REGISTERED.get(session, set())

@@ -1,14 +1,14 @@
 """A table's state read through delta-rs without Spark (libs.io.delta_log): the same files as Spark's own
-snapshot at every version, across a checkpoint and removes; LogUnreadable where the files cannot be read as they
-are (deletion vectors, column mapping); trace_info's rows the same as Spark's collect(); tables created and
-written by delta-rs read and replaced by delta-spark and the other way round."""
+snapshot at every version, across a checkpoint and removes, and the same rows (read); LogUnreadable where the files
+cannot be read as they are (deletion vectors, column mapping); trace_info's rows the same as Spark's collect();
+tables created and written by delta-rs read and replaced by delta-spark and the other way round."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from libs.io.delta_log import LogUnreadable, snapshot
+from libs.io.delta_log import LogUnreadable, read, snapshot
 from libs.io.device_pass import Unsupported
 from libs.io.tables import read_table, rows_from_log, trace_info
 from tests.conftest import HPLAJW_TRACE_ID
@@ -42,6 +42,15 @@ def test_files_equal_sparks_at_every_version_across_a_checkpoint(spark, tmp_path
     assert {a["partitionValues"]["part"] for a in latest.files} == {"p 0/x", "p 1/x", "p 2/x"}
     assert sum(len(spark.read.parquet(latest.path(a)).collect()) for a in latest.files) == \
         spark.read.format("delta").load(str(root)).count()
+    # read(): the latest rows, by partition value (a file per partition directory) or stored column, as Spark's
+    table = spark.read.format("delta").load(str(root))
+    for where in ({"part": "p 1/x"}, {"k": "k5"}, {"part": "p 2/x", "k": "k5"}, {}):
+        got = read(str(root), ["v", "part", "k"], where)
+        assert got.column_names == ["v", "part", "k"]
+        assert [str(t) for t in got.schema.types] == ["int64", "string", "string"]
+        chosen = table.where(" AND ".join(f"{c} = '{v}'" for c, v in where.items()) or "true")
+        assert sorted(got.to_pylist(), key=str) == sorted((r.asDict() for r in chosen.collect()), key=str), where
+    assert read(str(root), ["k"], {"part": "p 1/x", "k": "k5"}).num_rows == 0
 
 
 def test_deletion_vectors_are_left_to_spark(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -52,6 +61,8 @@ def test_deletion_vectors_are_left_to_spark(spark, tmp_path: Path) -> None:  # t
     spark.sql(f"DELETE FROM delta.`{root}` WHERE v < 10")
     with pytest.raises(LogUnreadable, match="deletion vector"):
         snapshot(str(root))
+    with pytest.raises(LogUnreadable, match="deletion vector"):
+        read(str(root), ["v"])
     with pytest.raises(LogUnreadable, match="no Delta log"):
         snapshot(str(tmp_path / "missing"))
 

@@ -3,13 +3,11 @@ and `plan check --file`): a local file as before, an object-store URI (tests/fak
 the default location <warehouse>/plans/PLAN_ID.FORMAT under a URI warehouse."""
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
 from jobs.cli import plans as cli_plans
-from libs.io.session import SparkConfig
 from libs.plans.steps import build_plan, extent_migration_steps, read_plan, write_plan
 from tests.fake_store import fake_s3
 from tests.jobs.test_reorg_plan import NOW, SWAP, inputs, target
@@ -47,15 +45,10 @@ def test_cli_export_and_check_with_an_object_store_warehouse(doc, tmp_path, monk
     from jobs.cli.main import main
 
     store = fake_s3(monkeypatch, tmp_path / "s3")
-    cfg = SparkConfig(app_name="test", warehouse=store.url("wh"))
-
-    def session(args: argparse.Namespace, app: str, **kw: object) -> tuple[object, SparkConfig]:
-        return "spark", cfg
-
+    monkeypatch.setenv("BLOCKHEAT_WAREHOUSE", store.url("wh"))
     checked = []
-    monkeypatch.setattr(cli_plans, "spark_session", session)
-    monkeypatch.setattr(job, "load", lambda spark, cfg, plan_id: doc if plan_id == doc["plan_id"] else None)
-    monkeypatch.setattr(job, "check", lambda spark, cfg, d, now: checked.append(d) or [])
+    monkeypatch.setattr(job, "load", lambda warehouse, plan_id, spark=None: doc if plan_id == doc["plan_id"] else None)
+    monkeypatch.setattr(job, "check", lambda warehouse, d, now, stored: checked.append((warehouse, d)) or [])
     assert main(["plan", "export", doc["plan_id"], "--format", "csv"]) == 0
     out = capsys.readouterr().out
     url = f"s3a://bucket/wh/plans/{doc['plan_id']}.csv"
@@ -63,5 +56,5 @@ def test_cli_export_and_check_with_an_object_store_warehouse(doc, tmp_path, monk
     assert read_plan(url) == doc
     assert store.local(url).read_text().startswith("# blockheat-plan ")
     assert main(["plan", "check", "--file", url, "--now", NOW.isoformat()]) == 0
-    assert checked == [doc]
+    assert checked == [(store.url("wh"), doc)]
     assert f"plan {doc['plan_id']}: ok" in capsys.readouterr().out

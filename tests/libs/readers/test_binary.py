@@ -1,4 +1,4 @@
-"""vSCSI decoding without Spark: each rejected record gets its own reason and message."""
+"""Binary decoding without Spark (vSCSI, HP SRT): each rejected record gets its own reason and message."""
 from __future__ import annotations
 
 import struct
@@ -27,3 +27,31 @@ def test_binary_ranges_come_in_multiples_of_the_cores():
     assert _balanced(16 * 32, 4 * 32, 2) == 4 * 32                # 4 ranges already: unchanged
     assert _balanced(12 * 32, 4 * 32, 2) == 3 * 32                # 3 -> 4 ranges
     assert _balanced(10, 64 << 20, 4) == 3                        # tiny file: vscsi_ranges rounds up to a record
+
+
+def _srt_record(*, size: int = 4096, sector: int = 100, enqueue_s: int = 1, record_bytes: int = 56) -> bytes:
+    words = [record_bytes, 0x00040001, enqueue_s, 0, 10, 250, size, sector, 0 << 8, 0, 0, 1, 0, 0]
+    return struct.pack(">14I", *words)[:record_bytes]
+
+
+def test_srt_numbers_past_their_range_are_rejected_with_a_reason():
+    from libs.readers.binary import decode_srt
+
+    records = [
+        _srt_record(),
+        _srt_record(enqueue_s=0xFFFF_FFFF),                  # 4.29e15 us: past 2100
+        _srt_record(sector=0xFFFF_FFFF),                     # x 2^33-byte sectors: past 2^63
+        _srt_record(record_bytes=40),                        # no ioflags word (the decoder's -1)
+        _srt_record(enqueue_s=2),
+    ]
+    body = b"".join(records)
+    batch = decode_srt(body, ByteRange("x", "file:///x", 1000, len(body)), {0: 1 << 33})
+    assert batch.column("reason").to_pylist() == [None, "ts_out_of_range", "offset_overflow", "short_record", None]
+    assert pc.drop_null(batch.column("message")).to_pylist() == [
+        "enqueue time 4294967295 s 0 us is outside the plausible range (0 to 4102444800000000 us)",
+        f"sector 4294967295 x {1 << 33} bytes + size 4096 is past 2^63 - 1 bytes",
+        "record of 40 bytes ends before its ioflags word (48 bytes needed)",
+    ]
+    assert batch.column("byte_pos").to_pylist() == [1000, 1056, 1112, 1168, 1208]
+    assert batch.column("ts_raw_us").to_pylist() == [1_000_000, None, 1_000_000, 1_000_000, 2_000_000]
+    assert batch.column("offset_bytes").to_pylist() == [100 << 33, 100 << 33, None, 100 << 33, 100 << 33]

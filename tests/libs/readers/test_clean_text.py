@@ -197,9 +197,13 @@ def test_seconds_are_exact_decimals():
     (msr(0) + "\r", "carriage return"),
     ("\ufeff" + msr(0), "byte order mark"),
     (msr(0) + "\n" + msr(1).replace("srv", "sr\udcff"), "CSV conversion error|UTF8"),
+    (msr(0, rt="-5"), "duration: negative or above the plausible range"),
+    ("9223372036854775807,srv,0,Read,4096,4096,1", "ts: outside the plausible range"),
+    ("1,srv,0,Read,4096,4096,1", "ts: outside the plausible range"),     # 1601: before 1970
+    (msr(0, offset=(1 << 63) - 4096), "offset \\+ size: past a long"),
 ], ids=["hex", "plus", "space", "negative", "zero-size", "op-case", "op-padded", "nan", "empty-response",
         "padded-device", "empty-device", "extra-column", "short-line", "blank-line", "blank-first", "spaces-line",
-        "crlf", "bom", "bad-utf8"])
+        "crlf", "bom", "bad-utf8", "negative-response", "ts-past-2100", "ts-before-1970", "end-past-2^63"])
 def test_anything_the_general_path_could_read_differently_is_not_clean(text, why):
     data = (text + "\n" + msr(1) + "\n").encode("utf-8", errors="surrogateescape")
     with pytest.raises(NotClean, match=why):
