@@ -26,8 +26,7 @@ class IngestSummary:
 
 
 def run(spark: SparkSession, cfg: SparkConfig, opts: IngestOptions) -> IngestSummary:
-    """Load, check and write one trace. Each table's replace is one atomic Delta commit; the
-    catalog row is written last, so a trace listed in `traces` has its rows in place."""
+    """Load, check and write one trace: its three tables all or nothing (write_trace)."""
     result = load_trace(spark, opts, cfg.warehouse)
     try:
         write_trace(spark, cfg.warehouse, result)

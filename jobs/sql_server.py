@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from libs.io import endpoint
+from libs.io import endpoint, journal
 from libs.io.catalog import driver_class_path, metastore_in_use, metastore_path, sync_catalog
 from libs.io.connect_server import CONNECT_PLUGIN, ConnectServer, free_port
 from libs.io.session import SparkConfig, delta_jars
@@ -92,6 +92,15 @@ def _wait_for_port(port: int, timeout_s: float) -> None:
             time.sleep(0.2)
 
 
+def _finish_commits(warehouse: Any) -> None:
+    """Finish what a stopped ingest decided (libs.io.journal), so the served tables are whole between refreshes; a
+    failure is logged and tried again at the next refresh."""
+    try:
+        journal.finish(warehouse)
+    except journal.JournalError as exc:
+        log.error("serve-sql: %s", exc)
+
+
 def _existing_tables(warehouse: Path) -> frozenset[str]:
     return frozenset(n for n in TABLES if table_exists(warehouse, n))
 
@@ -128,6 +137,7 @@ def serve(cfg: SparkConfig, job: ServeConfig, on_ready: Callable[[str], None] = 
     try:
         _wait_for_port(job.port, READY_TIMEOUT_S)
         spark = SparkSession.builder.remote(server.url).getOrCreate()
+        _finish_commits(cfg.warehouse)
         sync_catalog(spark, cfg.warehouse)
         known = _existing_tables(cfg.warehouse)
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -139,6 +149,7 @@ def serve(cfg: SparkConfig, job: ServeConfig, on_ready: Callable[[str], None] = 
         while not stop.wait(job.refresh_s):
             if server.process.poll() is not None:
                 raise ServeError(f"the Thrift server exited with code {server.process.returncode}")
+            _finish_commits(cfg.warehouse)
             now = _existing_tables(cfg.warehouse)
             if now != known:
                 synced = sync_catalog(spark, cfg.warehouse)

@@ -48,9 +48,9 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from libs.ingest import direct
-from libs.io import storage, vacuum
+from libs.io import journal, storage, vacuum
 from libs.io.connect import one_row_per_task, parallelism
-from libs.io.delta_files import replace_from_driver, replace_tables_by_tasks, write_tables_by_tasks
+from libs.io.delta_files import PendingWrite, write_from_driver, write_tables_by_tasks
 from libs.io.inputs import (
     COPY_CHUNK,
     SNIFF_BYTES,
@@ -65,7 +65,7 @@ from libs.io.inputs import (
     remove_staged,
     text_problem,
 )
-from libs.io.tables import check_trace_id, replace_trace, table_target
+from libs.io.tables import check_trace_id, table_target, write_rows
 from libs.readers import binary, clean_text
 from libs.readers.scan import SCAN_DDL, scan_blocks
 from libs.readers.srt import SrtFormatError, parse_srt_header, tracedate_to_iso
@@ -134,7 +134,8 @@ class IngestResult:
     """The checked trace, ready to write (write_trace); release() afterwards.
 
     Either lazy `requests` and `rejected` frames over the classified records (a scratch Parquet copy),
-    or, for vSCSI, `write_direct`: the decoding tasks write both tables themselves (libs.ingest.direct).
+    or `write_direct`: tasks that write both tables' files themselves (vSCSI: libs.ingest.direct; clean text:
+    already written, readers.clean_text), uncommitted.
     """
 
     requests: DataFrame | None
@@ -143,29 +144,35 @@ class IngestResult:
     per_device: list[dict[str, Any]]
     _scratch: Location
     _staged: list[Location] = field(default_factory=list)
-    write_direct: Callable[[SparkSession, Location], Any] | None = None
-    _pending: Any = None          # the clean-text path's uncommitted files (delta_files.PendingWrite)
+    write_direct: Callable[[SparkSession, Location], PendingWrite] | None = None
+    _pending: list[PendingWrite] = field(default_factory=list)   # files written and not committed
 
     def release(self) -> None:
-        if self._pending is not None:
-            self._pending.discard()   # a no-op once committed
+        for pending in self._pending:
+            pending.discard()   # a no-op once committed
         _remove_scratch(self._scratch, self._staged)
 
 
 def write_trace(spark: SparkSession, warehouse: Location, result: IngestResult) -> None:
-    """Replace the trace's rows of `requests` and `rejected_records`, then its `traces` row: each one
-    atomic Delta commit, the catalog row last, so a trace listed in `traces` has its rows in place."""
+    """Replace the trace's rows of `requests` and `rejected_records` and its `traces` row, all or nothing: the
+    three tables' files are written first, then committed as one decision (libs.io.journal), so every reader sees
+    the whole old trace or the whole new one, after a crash, a kill or a full disk too."""
     trace_id = result.trace_row["trace_id"]
+    where = {"trace_id": trace_id}
     if result.write_direct is not None:
         log.info("writing %s and %s", requests.TABLE, rejected_records.TABLE)
-        result.write_direct(spark, warehouse)
+        written = result.write_direct(spark, warehouse)
+        if all(p is not written for p in result._pending):      # the clean-text path wrote its files earlier
+            result._pending.append(written)
     elif result.requests is not None and result.rejected is not None:
         log.info("writing %s", requests.TABLE)
-        replace_trace(result.requests, spark, warehouse, requests.TABLE, trace_id)
+        result._pending.append(write_rows(result.requests, spark, warehouse, requests.TABLE, where))
         log.info("writing %s", rejected_records.TABLE)
-        replace_trace(result.rejected, spark, warehouse, rejected_records.TABLE, trace_id)
+        result._pending.append(write_rows(result.rejected, spark, warehouse, rejected_records.TABLE, where))
     row = pa.Table.from_pylist([result.trace_row], schema=traces.ARROW_SCHEMA)
-    replace_from_driver(spark, table_target(spark, warehouse, traces.TABLE), {"trace_id": trace_id}, row)
+    result._pending.append(write_from_driver(table_target(spark, warehouse, traces.TABLE), where, row))
+    log.info("committing trace %s", trace_id)
+    journal.commit(warehouse, result._pending, f"the ingest of trace {trace_id}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -542,9 +549,11 @@ INGEST_TABLES = (requests.TABLE, rejected_records.TABLE, traces.TABLE)
 
 
 def sweep_leftovers(warehouse: Location, staging: Location) -> None:
-    """The ingest's start-up sweep (libs.io.vacuum): delete what a killed ingest left, older than
-    vacuum.LONGEST_WRITE: ingests' folders under `staging`, and Parquet files in the ingest's tables that no
-    committed version references. A failure to clean up is logged, never the ingest's failure."""
+    """The ingest's start-up: finish what a stopped ingest decided (libs.io.journal; JournalError when that fails),
+    then the sweep (libs.io.vacuum): delete what a killed ingest left, older than vacuum.LONGEST_WRITE: ingests'
+    folders under `staging`, and Parquet files in the ingest's tables that no committed version references. A
+    failure to clean up is logged, never the ingest's failure."""
+    journal.finish(warehouse)
     try:
         swept = [vacuum.sweep_staging(staging)]
         swept += [vacuum.sweep_table(storage.join(storage.normalize(warehouse), t)) for t in INGEST_TABLES]
@@ -624,9 +633,9 @@ def _load_vscsi(spark: SparkSession, files: list[InputFile], opts: IngestOptions
 
     trace_row, per_device, ts_min = _describe(summary, files, opts, geometry, meta, first_reject)
 
-    def write_direct(spark: SparkSession, warehouse: Location) -> None:
+    def write_direct(spark: SparkSession, warehouse: Location) -> PendingWrite:
         where = {"trace_id": opts.trace_id}
-        replace_tables_by_tasks(spark, {
+        return write_tables_by_tasks(spark, {
             requests.TABLE: (table_target(spark, warehouse, requests.TABLE), where),
             rejected_records.TABLE: (table_target(spark, warehouse, rejected_records.TABLE), where),
         }, range_df, direct.write_task(decode, opts.trace_id, ts_min))
@@ -696,7 +705,7 @@ def _load_clean_text(spark: SparkSession, files: list[InputFile], opts: IngestOp
         pending.discard()
         raise
     return IngestResult(None, None, trace_row, per_device, scratch,
-                        write_direct=lambda spark, _warehouse: pending.commit(spark), _pending=pending)
+                        write_direct=lambda _spark, _warehouse: pending, _pending=[pending])
 
 
 def _clean_summary(side: list[dict[str, Any]], rows: list[tuple], opts: IngestOptions) -> list[Any] | None:

@@ -311,7 +311,8 @@ def _uniform(path: str, where: Mapping[str, Any]) -> bool | None:
 
 def _rewrite_without(target: TableTarget, add: dict[str, Any], where: Mapping[str, Any]) -> dict[str, Any] | None:
     """A new file holding the rows of a mixed file that the replace keeps (rows where some `where`
-    column differs or is null); its FILES_DDL row, or None when no row is kept."""
+    column differs or is null); its FILES_DDL row, or None when no row is kept. Its name does not carry the
+    write's id, so discard() never takes it (an attempt that loses its commit deletes it itself)."""
     fs, path = storage.filesystem(_file_path(target, add["path"]))
     table = pq.read_table(path, filesystem=fs)
     match = None
@@ -321,7 +322,7 @@ def _rewrite_without(target: TableTarget, add: dict[str, Any], where: Mapping[st
     kept = table.filter(pc.invert(match))
     if not kept.num_rows:
         return None
-    relative = "/".join([*add["path"].split("/")[:-1], quote(task_file_name(target.write_id))])
+    relative = "/".join([*add["path"].split("/")[:-1], quote(task_file_name(f"{target.write_id}k"))])
     fs, path = storage.filesystem(_file_path(target, relative))
     pq.write_table(kept, path, filesystem=fs, compression="snappy")
     return {"path": relative, "size": storage.size(_file_path(target, relative)), "rows": kept.num_rows,
@@ -347,14 +348,18 @@ def scope_id(target: TableTarget, where: Mapping[str, Any]) -> str:
 
 
 def commit_replace(spark: SparkSession | None, target: TableTarget, where: Mapping[str, Any],
-                   files: Iterable[Any]) -> int:
+                   files: Iterable[Any], *, txn: str | None = None) -> int:
     """One Delta commit: remove the table's rows where column = value for every item of `where`, add
     `files` (FILES_DDL rows). Files in partitions outside `where` are not read; a file whose footer
     shows every row matches is removed, one with some matching rows is rewritten without them (only
     files another writer made can be mixed: the rows written here carry the `where` values). Retried
     when a concurrent commit wins the race (the removals are recomputed). Returns the new version; on
-    failure every file of this write is deleted."""
-    files = list(files)
+    failure every file of this write is deleted.
+
+    With `txn` (one step of a multi-table commit, libs.io.journal) the commit also records the application
+    transaction `txn` and is not made when the table already has it (another process finished the step: the
+    table's latest version is returned); a failure keeps the files, which the journal still names."""
+    files = [_as_dict(f) for f in files]
     columns = [f.name for f in target.schema]
     unknown = sorted(set(where) - set(columns))
     if not where or unknown:
@@ -367,8 +372,17 @@ def commit_replace(spark: SparkSession | None, target: TableTarget, where: Mappi
     version: list[int] = []
     rewritten: list[dict[str, Any]] = []
 
+    def drop_rewritten() -> None:
+        for kept in rewritten:
+            storage.delete(_file_path(target, kept["path"]))
+        rewritten.clear()
+
     def attempt() -> None:
-        removes, rewritten[:] = [], []
+        drop_rewritten()
+        if txn is not None and delta_log.has_transaction(target.root, txn):
+            version.append(delta_log.table_version(target.root) or 0)
+            return
+        removes = []
         _, matching = files_matching(target.root, where, target.partition_columns)
         for add in matching:
             if data_where:
@@ -384,17 +398,24 @@ def commit_replace(spark: SparkSession | None, target: TableTarget, where: Mappi
                    "numRemovedBytes": sum(int(r.get("size") or 0) for r in removes)}
         version.append(delta_log.commit(
             target.root, [*adds, *(_add_action(target, k) for k in rewritten)], removes,
-            app_id=scope_id(target, where),
+            app_id=scope_id(target, where), also=(txn,) if txn else (),
             info={delta_log.REPLACE_KEY: predicate, "blockheat.metrics": json.dumps(metrics)}))
 
     try:
         with_commit_retry(attempt, f"replace {target.name} where {predicate}")
     except BaseException:
-        discard(target)
+        drop_rewritten()
+        if txn is None:
+            discard(target)
         raise
-    if stray := discard(target, keep=files + rewritten):
+    if txn is None and (stray := discard(target, keep=files)):
         log.info("%s: deleted %d file(s) of failed task attempts", target.name, stray)
     return version[-1]
+
+
+def _as_dict(f: Any) -> dict[str, Any]:
+    """A FILES_DDL row (a Spark Row or a mapping) as a dict."""
+    return dict(f) if isinstance(f, Mapping) else f.asDict()
 
 
 def replace_by_tasks(spark: SparkSession, target: TableTarget, where: Mapping[str, Any], frame: DataFrame,
@@ -402,18 +423,29 @@ def replace_by_tasks(spark: SparkSession, target: TableTarget, where: Mapping[st
     """Run frame.mapInArrow with every task writing fn's output (frame's rows without fn) into the
     table, then commit_replace; nothing is committed, and the written files are deleted, if any of it
     fails. Returns the new version."""
+    return write_by_tasks(spark, target, where, frame, fn).commit(spark)[target.name]
+
+
+def write_by_tasks(spark: SparkSession, target: TableTarget, where: Mapping[str, Any], frame: DataFrame,
+                   fn: ArrowFn | None = None) -> PendingWrite:
+    """replace_by_tasks's files, written and not committed (the files are deleted if the pass fails)."""
     target = target.for_write()
     try:
         files = frame.mapInArrow(write_files(target, fn), FILES_DDL).collect()
     except BaseException:
         discard(target)
         raise
-    return commit_replace(spark, target, where, files)
+    return PendingWrite({target.name: (target, where)}, [{**f.asDict(), "table": target.name} for f in files], [])
 
 
 def replace_from_driver(spark: SparkSession, target: TableTarget, where: Mapping[str, Any], rows: pa.Table) -> int:
     """commit_replace of a few rows the driver holds, written by the driver itself (no Spark job).
     The `where` values are stamped on every row."""
+    return write_from_driver(target, where, rows).commit(spark)[target.name]
+
+
+def write_from_driver(target: TableTarget, where: Mapping[str, Any], rows: pa.Table) -> PendingWrite:
+    """replace_from_driver's file, written and not committed."""
     target = target.for_write()
     for column, value in where.items():
         rows = rows.drop_columns([column]) if column in rows.column_names else rows
@@ -425,7 +457,7 @@ def replace_from_driver(spark: SparkSession, target: TableTarget, where: Mapping
     except BaseException:
         discard(target)
         raise
-    return commit_replace(spark, target, where, files)
+    return PendingWrite({target.name: (target, where)}, [{**f, "table": target.name} for f in files], [])
 
 
 SIDE = "_side"     # the table name under which write_tables_by_tasks's fn returns small rows to the driver
@@ -433,20 +465,27 @@ SIDE = "_side"     # the table name under which write_tables_by_tasks's fn retur
 
 @dataclass
 class PendingWrite:
-    """Files tasks wrote into several tables, not committed: invisible to every reader until commit(),
-    deleted by discard(). `side` holds the rows fn returned under the name SIDE (as dicts)."""
+    """Files written into one or more tables, not committed: invisible to every reader until commit(),
+    deleted by discard(). `files` are FILES_DDL rows with their `table`; `side` holds the rows fn returned
+    under the name SIDE (as dicts)."""
 
     replaces: Mapping[str, tuple[TableTarget, Mapping[str, Any]]]   # name -> (target with its write id, where)
     files: list[Any]
     side: list[dict[str, Any]]
     done: bool = False
 
-    def commit(self, spark: SparkSession) -> dict[str, int]:
-        """One replace commit per table, in the order of `replaces`. Returns name -> new version."""
+    def table_files(self, name: str) -> list[dict[str, Any]]:
+        """The FILES_DDL rows (dicts, without `table`) written into table `name`."""
+        rows = (_as_dict(f) for f in self.files)
+        return [{k: v for k, v in f.items() if k != "table"} for f in rows if f["table"] == name]
+
+    def commit(self, spark: SparkSession | None) -> dict[str, int]:
+        """One replace commit per table, in the order of `replaces` (each atomic; for several tables at once,
+        all or none, see libs.io.journal). Returns name -> new version."""
         versions: dict[str, int] = {}
         try:
             for name, (target, where) in self.replaces.items():
-                versions[name] = commit_replace(spark, target, where, [f for f in self.files if f.table == name])
+                versions[name] = commit_replace(spark, target, where, self.table_files(name))
         except BaseException:
             for name, (target, _) in self.replaces.items():
                 if name not in versions:
@@ -457,6 +496,7 @@ class PendingWrite:
         return versions
 
     def discard(self) -> None:
+        """Delete the files (nothing once committed or handed to a journal)."""
         if not self.done:
             for target, _ in self.replaces.values():
                 discard(target)
@@ -509,4 +549,4 @@ def replace_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[Ta
 
 __all__ = ["FILES_DDL", "SIDE", "FileWriter", "PendingWrite", "TableTarget", "commit_replace", "discard",
            "replace_by_tasks", "replace_from_driver", "replace_tables_by_tasks", "sql_literal", "with_commit_retry",
-           "write_files", "write_tables_by_tasks"]
+           "write_by_tasks", "write_files", "write_from_driver", "write_tables_by_tasks"]

@@ -212,11 +212,17 @@ def add_action(row: Mapping[str, Any], mtime_ms: int) -> AddAction:
     return AddAction(unquote(row["path"]), int(row["size"]), json.loads(row["partition"]), mtime_ms, True, row["stats"])
 
 
+def has_transaction(root: str, app_id: str) -> bool:
+    """Whether a commit of the table recorded the application transaction `app_id`."""
+    return _open(root).transaction_version(app_id) is not None
+
+
 def commit(root: str, adds: Iterable[AddAction],
-           removes: Iterable[Mapping[str, Any]], *, app_id: str, info: Mapping[str, Any]) -> int:
+           removes: Iterable[Mapping[str, Any]], *, app_id: str, info: Mapping[str, Any],
+           also: Sequence[str] = ()) -> int:
     """One commit: add `adds`, remove `removes` (add actions of the current snapshot), record `info` in the commit
-    and the application transaction `app_id`. Raises CommitConflict when a concurrent commit took something this
-    one read (the same app_id, a removed file). Returns the new version."""
+    and the application transactions `app_id` and `also`. Raises CommitConflict when a concurrent commit took
+    something this one read (the same app_id, a removed file). Returns the new version."""
     now = int(time.time() * 1000)
     actions: list[AddAction | RemoveAction] = list(adds)
     actions += [RemoveAction(unquote(r["path"]), True, now, int(r.get("size") or 0),
@@ -224,7 +230,8 @@ def commit(root: str, adds: Iterable[AddAction],
     table = _open(root)
     marker = uuid.uuid4().hex
     properties = CommitProperties(custom_metadata={**info, COMMIT_KEY: marker},
-                                  app_transactions=[Transaction(app_id=app_id, version=time.time_ns() // 1000)])
+                                  app_transactions=[Transaction(app_id=a, version=time.time_ns() // 1000)
+                                                    for a in (app_id, *also)])
     try:
         table.create_write_transaction(actions, "append", table.schema(),
                                        partition_by=table.metadata().partition_columns or None,
@@ -249,6 +256,7 @@ __all__ = [
     "commit",
     "create_table",
     "file_path",
+    "has_transaction",
     "history",
     "is_table",
     "snapshot",

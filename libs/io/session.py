@@ -296,9 +296,17 @@ def _usable_catalog(cfg: SparkConfig) -> SparkConfig:
     return cfg
 
 
+def finish_commits(warehouse: Path | str) -> None:
+    """Finish the multi-table commits a stopped writer left (libs.io.journal) before anything reads the tables."""
+    from libs.io import journal  # lazy: one directory check when there is nothing to finish
+
+    journal.finish(warehouse)
+
+
 def build_session(cfg: SparkConfig) -> SparkSession:
     """Build (or reuse) the session for `cfg` and register every existing table by name (in the metastore
     with catalog "hive", see libs.io.catalog). With cfg.remote, a Spark Connect client session of that server."""
+    finish_commits(cfg.warehouse)
     if cfg.remote:
         return _remote_session(cfg)
     # Python workers must run this interpreter: the system python3 has no pyarrow/pandas, and

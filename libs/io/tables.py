@@ -26,7 +26,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 import schemas
 from libs.columns import to_schema
 from libs.io import delta_log, storage
-from libs.io.delta_files import TableTarget, replace_by_tasks, sql_literal
+from libs.io.delta_files import PendingWrite, TableTarget, sql_literal, write_by_tasks
 from libs.io.delta_log import LogUnreadable
 from libs.io.table_names import NAMES_CONF, NAMES_CREATED
 
@@ -163,6 +163,13 @@ def replace_rows(df: DataFrame, spark: SparkSession, warehouse: Location, name: 
     Concurrent readers see the old or the new version; rows outside the predicate are untouched,
     and writers with disjoint predicates on partition columns do not conflict.
     """
+    write_rows(df, spark, warehouse, name, where).commit(spark)
+
+
+def write_rows(df: DataFrame, spark: SparkSession, warehouse: Location, name: str,
+               where: Mapping[str, Any]) -> PendingWrite:
+    """replace_rows's files, written and not committed: commit() or discard() the result (several tables at once:
+    libs.io.journal)."""
     if not where:
         raise ValueError(f"replace of {name}: an empty predicate would replace the whole table")
     if "trace_id" in where:
@@ -173,7 +180,7 @@ def replace_rows(df: DataFrame, spark: SparkSession, warehouse: Location, name: 
         raise ValueError(f"replace of {name}: no column(s) {unknown}")
     # The schema is the contract: columns in its order and types (e.g. row_number()'s int -> long),
     # the `where` values stamped, in one projection (each is an analysis of the whole plan).
-    replace_by_tasks(spark, table_target(spark, warehouse, name), where, to_schema(df, schema, where))
+    return write_by_tasks(spark, table_target(spark, warehouse, name), where, to_schema(df, schema, where))
 
 
 def replace_trace(df: DataFrame, spark: SparkSession, warehouse: Location, name: str, trace_id: str) -> None:

@@ -27,7 +27,7 @@ from urllib.parse import unquote
 
 from deltalake import DeltaTable
 
-from libs.io import storage
+from libs.io import journal, storage
 from libs.io.delta_log import is_table
 
 #: The longest a blockheat write may run, from its first file written to its commit (an ingest of the largest
@@ -206,7 +206,9 @@ def sweep_staging(staging: str | os.PathLike[str], older_than: dt.timedelta = LO
 def sweep_warehouse(warehouse: str | os.PathLike[str], older_than: dt.timedelta = LONGEST_WRITE, *,
                     tables: Iterable[str] | None = None, now: float | None = None) -> list[Removed]:
     """sweep_staging() of <warehouse>/_staging, then sweep_table() of every blockheat table (or of `tables`);
-    `now` is the staging sweep's clock (the tables' is delta-rs's: the real one)."""
+    `now` is the staging sweep's clock (the tables' is delta-rs's: the real one). The decided commits a stopped
+    writer left are finished first (libs.io.journal): their files are named by no version yet."""
+    journal.finish(warehouse)
     base = storage.normalize(warehouse)
     done = [sweep_staging(storage.join(base, STAGING_DIR), older_than, now=now)]
     for name in sorted(tables if tables is not None else blockheat_tables()):

@@ -1,0 +1,287 @@
+"""Commits to several Delta tables that every later reader sees whole or not at all: an intent journal rolled forward.
+
+Delta commits one table at a time; an ingest replaces a trace's rows in `requests`, `rejected_records` and `traces`.
+commit() makes those replaces one decision:
+1. every table's files are written first, uncommitted (libs.io.delta_files.PendingWrite): invisible to readers;
+2. the journal entry <warehouse>/_journal/<id>.json names each step (table, replace predicate, files) and is
+   written atomically (a local rename after fsync; an object store's single PUT). Its existence is the decision:
+   before it, a failure deletes the files and the tables keep the old rows; after it, the steps will be made;
+3. each step is one replace commit that also records the application transaction `blockheat.journal:<id>`, so a
+   step that is already in its table is never made twice;
+4. the entry is deleted.
+
+finish() rolls forward every entry a killed or failed writer left (a full disk, a lost JVM): every blockheat
+command and Spark session on the warehouse calls it before reading, so a reader that starts after a writer stopped
+sees the complete old rows or the complete new ones, never a mix. An entry that cannot be finished (the disk still
+full) makes the reader refuse with the cause, rather than read a half-made change. On a local file system the
+entry is locked while a process applies it (flock): a reader waits for a live writer's commits rather than racing
+it. On an object store the application transaction keeps two finishing processes from making a step twice.
+
+What this does not cover: a reader already running while the steps are being made (a query inside `blockheat
+serve` at that moment) can see the tables between two steps, as with any sequence of Delta commits.
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime as dt
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from libs.io import storage
+
+if TYPE_CHECKING:
+    from libs.io.delta_files import PendingWrite, TableTarget
+
+log = logging.getLogger(__name__)
+
+Location = Path | str
+
+DIRECTORY = "_journal"
+#: The application transaction a step's commit records (with the entry's id).
+TXN_PREFIX = "blockheat.journal:"
+#: An entry's temporary file older than this is a writer that died before deciding: deleted.
+STALE_TEMPORARY_S = 24 * 3600
+# delta-rs and the Delta file helpers load only when there is an entry: a warehouse without one (the common case)
+# costs every command one directory check.
+
+
+class _Stopped(RuntimeError):
+    """A decided commit not finished: `situation` says so, the message adds the cause."""
+
+    def __init__(self, situation: str, cause: BaseException) -> None:
+        super().__init__(f"{situation}: {type(cause).__name__}: {cause}")
+        self.situation = situation
+
+
+class JournalError(_Stopped):
+    """A decided multi-table commit could not be finished; the tables must not be read until it is."""
+
+
+class CommitPending(_Stopped):
+    """The commit was decided (its journal entry written) but not every step was made; the next blockheat command
+    on the warehouse finishes it."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One table's replace: the target (with the write id in its files' names), the predicate and the files."""
+
+    target: TableTarget
+    where: dict[str, Any]
+    files: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.target
+        return {"table": t.name, "root": t.root, "schema": base64.b64encode(t.schema.serialize().to_pybytes()).decode(),
+                "partition_columns": list(t.partition_columns), "stats_columns": list(t.stats_columns),
+                "write_id": t.write_id, "where": self.where, "files": self.files}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Step:
+        from libs.io.delta_files import TableTarget
+
+        schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(d["schema"])))
+        target = TableTarget(d["table"], d["root"], schema, tuple(d["partition_columns"]),
+                             tuple(d["stats_columns"]), d["write_id"])
+        return cls(target, dict(d["where"]), list(d["files"]))
+
+
+def directory(warehouse: Location) -> str:
+    """Where a warehouse's journal entries are."""
+    return storage.join(storage.normalize(warehouse), DIRECTORY)
+
+
+def commit(warehouse: Location, writes: Sequence[PendingWrite], label: str) -> dict[str, int]:
+    """Commit every table of `writes` (each PendingWrite's tables in its order) as one decision. Before the decision
+    a failure discards the files and raises it; after it, a failure raises CommitPending (the steps are finished
+    by the next reader). Returns table -> new version."""
+    steps = [Step(target, dict(where), w.table_files(name))
+             for w in writes for name, (target, where) in w.replaces.items()]
+    entry = {"id": uuid.uuid4().hex, "label": label, "written_at": dt.datetime.now(dt.UTC).isoformat(),
+             "steps": [s.to_json() for s in steps]}
+    path = storage.join(directory(warehouse), f"{entry['id']}.json")
+    try:
+        lock = _write_entry(path, json.dumps(entry).encode())
+    except BaseException:
+        for w in writes:
+            w.discard()
+        raise
+    for w in writes:
+        w.done = True                     # the files belong to the journal now
+    with lock:
+        try:
+            versions = _apply(entry)
+        except Exception as exc:
+            raise CommitPending(f"{label} is decided but not finished; the next blockheat command on {warehouse} "
+                                "finishes it", exc) from exc
+        _done(path, steps)
+    return versions
+
+
+def finish(warehouse: Location) -> list[str]:
+    """Finish every decided commit a stopped writer left in the warehouse (waiting for a live one); the labels of
+    those this call finished. JournalError when one cannot be finished."""
+    folder = directory(warehouse)
+    if storage.is_local(folder) and not os.path.isdir(folder):
+        return []                         # the common case, without touching pyarrow's file system
+    finished = []
+    for path, _, mtime_ms in sorted(storage.file_infos(folder)):
+        name = storage.name(path)
+        if name.endswith(".tmp"):
+            if time.time() - mtime_ms / 1000 > STALE_TEMPORARY_S:
+                storage.delete(path)      # a writer that died before deciding
+            continue
+        if not name.endswith(".json"):
+            continue
+        with _locked(path) as present:
+            if not present:
+                continue                  # its writer finished it while this one waited
+            try:
+                entry = json.loads(storage.read_bytes(path))
+            except FileNotFoundError:
+                continue
+            except ValueError as exc:
+                raise JournalError(f"{path}: unreadable journal entry", exc) from exc
+            steps = [Step.from_json(s) for s in entry["steps"]]
+            try:
+                _apply(entry, recovering=True)
+            except _Abandoned as exc:
+                log.warning("%s: %s; the tables keep their rows as they were", entry["label"], exc)
+                _done(path, [Step(s.target, s.where, []) for s in steps])      # every file of the write
+                continue
+            except Exception as exc:
+                raise JournalError(
+                    f"{entry['label']} is decided but not finished, and finishing it failed; nothing is read until "
+                    f"it is: remove the cause and the next blockheat command finishes it (journal entry {path})",
+                    exc) from exc
+            _done(path, steps)
+            log.info("finished %s, which its writer left unfinished", entry["label"])
+            finished.append(entry["label"])
+    return finished
+
+
+def pending(warehouse: Location) -> list[str]:
+    """The journal entries waiting to be finished."""
+    folder = directory(warehouse)
+    if storage.is_local(folder) and not os.path.isdir(folder):
+        return []
+    return sorted(p for p, _, _ in storage.file_infos(folder) if p.endswith(".json"))
+
+
+class _Abandoned(Exception):
+    """No step was made and a file the entry names is gone: the entry is dropped (the old rows stay)."""
+
+
+def _apply(entry: dict[str, Any], *, recovering: bool = False) -> dict[str, int]:
+    from libs.io import delta_log
+    from libs.io.delta_files import commit_replace
+
+    txn = TXN_PREFIX + entry["id"]
+    steps = [Step.from_json(s) for s in entry["steps"]]
+    made = [delta_log.has_transaction(s.target.root, txn) for s in steps] if recovering else [False] * len(steps)
+    if recovering:
+        missing = [delta_log.file_path(s.target.root, f["path"]) for s, m in zip(steps, made, strict=True) if not m
+                   for f in s.files if not storage.exists(delta_log.file_path(s.target.root, f["path"]))]
+        if missing and not any(made):
+            raise _Abandoned(f"{len(missing)} written file(s) are gone (first: {missing[0]})")
+        if missing:
+            raise FileNotFoundError(f"{len(missing)} written file(s) of a step not yet made are gone "
+                                    f"(first: {missing[0]})")
+    return {s.target.name: commit_replace(None, s.target, s.where, s.files, txn=txn) for s in steps}
+
+
+def _done(path: str, steps: Sequence[Step]) -> None:
+    """After the last step: drop the entry, then the files of failed task attempts (named with a write id, in no
+    step)."""
+    from libs.io.delta_files import discard
+
+    storage.delete(path)
+    for s in steps:
+        with contextlib.suppress(OSError):
+            discard(s.target, keep=s.files)
+
+
+class _Lock:
+    """An exclusive flock on a local entry (released at close or when the process dies); a no-op elsewhere."""
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+
+    def __enter__(self) -> _Lock:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _write_entry(path: str, data: bytes) -> _Lock:
+    """Write the entry atomically and return its lock, held from before the entry is visible."""
+    if not storage.is_local(path):
+        storage.write_bytes(path, data)   # an object store's PUT is atomic
+        return _Lock(None)
+    import fcntl
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temporary = f"{path}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        os.rename(temporary, path)
+        _fsync_directory(os.path.dirname(path))
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return _Lock(fd)
+
+
+def _fsync_directory(folder: str) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _locked(path: str) -> Iterator[bool]:
+    """Hold the entry's lock (waiting for a live writer); yields whether the entry is still there."""
+    if not storage.is_local(path):
+        yield storage.exists(path)
+        return
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        yield False
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        yield same
+    finally:
+        os.close(fd)
+
+
+__all__ = ["CommitPending", "JournalError", "commit", "directory", "finish", "pending"]
