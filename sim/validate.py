@@ -103,11 +103,13 @@ def demerit_ms(measured_us: np.ndarray, simulated_us: np.ndarray) -> float:
 
 @dataclass(frozen=True, eq=False)
 class ValidationResult:
-    """Measured and simulated access times (us) of one replay, with the summary figures."""
+    """Measured and simulated access times (us) of one replay, with the summary figures (per operation too when
+    `is_read` says which requests are reads)."""
 
     label: str
     measured_us: np.ndarray
     simulated_us: np.ndarray
+    is_read: np.ndarray | None = None
 
     @property
     def requests(self) -> int:
@@ -129,6 +131,21 @@ class ValidationResult:
         return {"requests": self.requests, "measured_mean_ms": round(self.measured_mean_ms, 4),
                 "simulated_mean_ms": round(self.simulated_mean_ms, 4), "demerit_ms": round(self.demerit_ms, 4)}
 
+    def by_operation(self) -> dict[str, ValidationResult]:
+        """The reads' and the writes' own results ("read", "write"; an operation with no request is left out)."""
+        if self.is_read is None:
+            raise ValueError(f"{self.label}: the replay did not record which requests are reads")
+        parts = {}
+        for op, mask in (("read", self.is_read), ("write", ~self.is_read)):
+            if mask.any():
+                parts[op] = ValidationResult(f"{self.label} {op}s", self.measured_us[mask], self.simulated_us[mask])
+        return parts
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One summary row per operation ("all", then "read" and "write"), for a table."""
+        parts = {"all": self, **self.by_operation()} if self.is_read is not None else {"all": self}
+        return [{"op": op, **r.summary()} for op, r in parts.items()]
+
 
 def validate_closed_loop(spec: DiskSpec, trace: ValidationTrace, *, seed: int = 0) -> ValidationResult:
     """Replay closed loop with one request outstanding: request k+1 is issued idle_us[k] after request k
@@ -143,7 +160,8 @@ def validate_closed_loop(spec: DiskSpec, trace: ValidationTrace, *, seed: int = 
     status = sim.run()
     if not status.finished:
         raise RuntimeError(f"closed-loop replay stopped early at {status.now_us} us")
-    return ValidationResult(spec.name, trace.access_us, sim.out.resp.astype(np.float64))
+    return ValidationResult(spec.name, trace.access_us, sim.out.resp.astype(np.float64),
+                            np.asarray(trace.is_read, dtype=bool))
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,13 +195,15 @@ def validate_srt(header: Any, cols: Mapping[str, np.ndarray], *, spec: DiskSpec 
         byte = cols["sector"][m][order] * header.disks[device].sector_size
         lbn = byte // dspec.sector_size
         sectors = -(-(byte + size) // dspec.sector_size) - lbn
-        req = Requests.build(ts[order], np.zeros(len(ts)), lbn, sectors, (cols["ioflags"][m][order] & 1) == 1)
+        is_read = (cols["ioflags"][m][order] & 1) == 1
+        req = Requests.build(ts[order], np.zeros(len(ts)), lbn, sectors, is_read)
         sim = Simulation(dspec, DiskArray(1, scheduler=scheduler), req, SimConfig(per_request=True),
                          rng=np.random.default_rng(seed), device_sectors=[dspec.capacity_sectors])
         sim.run()
         measured = (cols["stop_us"][m] - cols["start_us"][m])[order].astype(np.float64)
         simulated = sim.out.out_service.astype(np.float64)
-        out.append(DeviceComparison(device, ValidationResult(f"device {device}", measured, simulated), dspec.name))
+        out.append(DeviceComparison(device, ValidationResult(f"device {device}", measured, simulated, is_read),
+                                    dspec.name))
     return out
 
 

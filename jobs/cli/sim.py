@@ -24,7 +24,8 @@ def add_commands(sub: Any) -> None:
         description="DiskSim validation traces replay closed loop (one request outstanding, the recorded idle gap "
                     "after each completion); HP SRT traces replay open loop per device on the disk the header "
                     "describes. Prints the measured and simulated mean access times and the demerit (RMS distance "
-                    "between the two CDFs, ms) and draws both CDFs; --format json prints one object.")
+                    "between the two CDFs, ms), for all requests and for the reads and the writes apart, and draws "
+                    "both CDFs; --format json prints one object.")
     val.add_argument("--spec", help="shipped spec name or a .json/.toml spec file (SRT: default from the header)")
     val.add_argument("--trace", required=True, help="DiskSim validate trace or HP SRT trace")
     val.add_argument("--plot", default=None,
@@ -79,12 +80,13 @@ def cmd_sim_validate(args: argparse.Namespace) -> int:
     out = output(args)
     if head == SRT_MAGIC:
         comparisons = validate_srt(*read_srt(str(trace))[:2], spec=spec, scheduler=args.scheduler)
-        rows = [{"device": c.device, **c.result.summary()} for c in comparisons]
+        rows = [{"device": c.device, **row} for c in comparisons for row in c.result.rows()]
         if plot is not None:
             plot_cdfs([c.result for c in comparisons], plot, title=f"{trace.name}: access time per request")
         if args.output == "json":
             return _json_document({"devices": rows, "spec": comparisons[0].spec_name if comparisons else None})
-        out.rows(rows, ["device", "requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"], name="devices")
+        out.rows(rows, ["device", "op", "requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"],
+                 name="devices")
         if plot is not None:
             out.note(f"CDFs: {plot}")
         return out.render()
@@ -97,10 +99,10 @@ def cmd_sim_validate(args: argparse.Namespace) -> int:
     result = validate_closed_loop(spec, vtrace)
     if plot is not None:
         plot_cdfs([result], plot, title=f"{trace.name} on {spec.name} (closed loop)")
-    summary = result.summary()
+    rows = result.rows()
     if args.output == "json":
-        return _json_document(summary)
-    out.rows([summary], ["requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"], name="validation")
+        return _json_document({**result.summary(), "operations": rows})
+    out.rows(rows, ["op", "requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"], name="validation")
     if plot is not None:
         out.note(f"CDFs: {plot}")
     return out.render()

@@ -10,6 +10,7 @@ import pytest
 from libs.readers.srt import read_srt
 from sim.specs import load
 from sim.validate import (
+    ValidationResult,
     ValidationTraceError,
     demerit_ms,
     plot_cdfs,
@@ -66,6 +67,34 @@ def test_hp_c2247a_validation_figures() -> None:
     # Sequential reads the drive served from its cache are served from the simulated cache too.
     hit = (res.measured_us < 2500) & read_validation_trace(C2247A_TRACE).is_read
     assert np.mean(res.simulated_us[hit] < 2500) > 0.95
+
+
+def test_hp_c2247a_reads_and_writes_apart() -> None:
+    res = validate_closed_loop(load("hp_c2247a"), read_validation_trace(C2247A_TRACE))
+    parts = res.by_operation()
+    assert sorted(parts) == ["read", "write"]
+    assert parts["read"].requests + parts["write"].requests == res.requests
+    for op, pin in pins.C2247A_BY_OP.items():
+        got = parts[op].summary()
+        assert got["requests"] == pin["requests"]
+        assert got["measured_mean_ms"] == pytest.approx(pin["measured_mean_ms"], abs=1e-4)
+        assert got["simulated_mean_ms"] == pytest.approx(pin["simulated_mean_ms"], abs=TOL)
+        assert got["demerit_ms"] == pytest.approx(pin["demerit_ms"], abs=TOL)
+    # The request-weighted means of the parts are the mean of all.
+    weighted = sum(p.simulated_mean_ms * p.requests for p in parts.values()) / res.requests
+    assert weighted == pytest.approx(res.simulated_mean_ms)
+    assert [r["op"] for r in res.rows()] == ["all", "read", "write"]
+
+
+def test_by_operation_splits_the_samples() -> None:
+    res = ValidationResult("toy", np.array([1000.0, 2000.0, 4000.0]), np.array([1000.0, 3000.0, 4000.0]),
+                           np.array([True, False, True]))
+    parts = res.by_operation()
+    assert parts["read"].measured_mean_ms == pytest.approx(2.5)
+    assert parts["write"].demerit_ms == pytest.approx(1.0)       # one sample each: |2000 - 3000| us
+    assert parts["read"].demerit_ms == 0.0
+    with pytest.raises(ValueError, match="did not record which requests are reads"):
+        ValidationResult("toy", res.measured_us, res.simulated_us).by_operation()
 
 
 def test_hplajw_per_device_figures() -> None:

@@ -16,8 +16,11 @@ def test_validate_json_prints_one_object_and_draws_the_cdfs(tmp_path: Path, caps
     assert main(["sim", "validate", "--spec", "hp_c2247a", "--trace", str(C2247A_TRACE), "--json",
                  "--plot", str(plot)]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"}
+    assert set(out) == {"requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms", "operations"}
     assert out["requests"] == 9999
+    assert [(r["op"], r["requests"]) for r in out["operations"]] == [("all", 9999), ("read", 5115), ("write", 4884)]
+    assert out["operations"][2]["simulated_mean_ms"] == pytest.approx(
+        pins.C2247A_BY_OP["write"]["simulated_mean_ms"], abs=0.02)
     assert out["measured_mean_ms"] == pytest.approx(15.2982)
     assert out["simulated_mean_ms"] == pytest.approx(pins.C2247A["simulated_mean_ms"], abs=0.02)
     assert plot.read_bytes()[:4] == b"\x89PNG"
@@ -26,10 +29,12 @@ def test_validate_json_prints_one_object_and_draws_the_cdfs(tmp_path: Path, caps
 def test_validate_table_for_an_srt_trace(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "validate", "--trace", str(HPLAJW_TRACE), "--plot", "none"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["device", "requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"]
-    assert [line.split()[:2] for line in lines[2:4]] == [["0", "42,252"], ["1", "2,267"]]
-    assert lines[4] == "(2 rows)"
-    assert lines[2].split()[3] == "ms"                     # measured mean access time, with its unit
+    assert lines[0].split() == ["device", "op", "requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"]
+    assert [line.split()[:3] for line in lines[2:8]] == [
+        ["0", "all", "42,252"], ["0", "read", "10,887"], ["0", "write", "31,365"],
+        ["1", "all", "2,267"], ["1", "read", "2,153"], ["1", "write", "114"]]
+    assert lines[8] == "(6 rows)"
+    assert lines[2].split()[4] == "ms"                     # measured mean access time, with its unit
 
 
 def test_validate_spec_file_and_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
