@@ -18,6 +18,16 @@ Choices where the paper is open (each tested in tests/sim/test_allocation.py):
 - on each disk, the units lie back to back in logical order, so the two methods differ only in the
   disk each unit gets; with a capacity, a disk without room is not eligible, and the fewest-extents
   rule applies among the disks with room (a file may then share a disk before all are used).
+
+incremental_moves is the layout-preserving counterpart (FIVE's cooling rule, section 3.2, applied offline to the
+current layout): only the extents whose move most lowers the hottest disk's heat move, one at a time, each from
+the hottest disk to the coolest one, and the moves stop when the next one gains less than it costs. Choices:
+- gain = how much the move lowers the hottest disk's heat (over all disks, blocks per second) times the window's
+  seconds; cost = the blocks the move transfers (its sectors read, then written); a move is made only while
+  gain > cost, so it pays for itself within one window like the one it was planned from;
+- the moved extent goes to the free space after the target disk's used area (never over data), and the space it
+  leaves is not reused; ties: the larger gain, then the hotter extent per sector, then the lower extent number;
+- a budget (max_sectors) bounds the sectors moved in all.
 """
 from __future__ import annotations
 
@@ -34,8 +44,8 @@ from sim.array import Extent, ExtentMap
 if TYPE_CHECKING:
     from sim.array import ExtentMap
 
-__all__ = ["AllocUnit", "Allocation", "AllocationError", "greedy_allocation", "greedy_disks",
-           "round_robin_allocation", "to_extent_map", "units_from_extent_heat"]
+__all__ = ["AllocUnit", "Allocation", "AllocationError", "IncrementalMove", "greedy_allocation", "greedy_disks",
+           "incremental_moves", "round_robin_allocation", "to_extent_map", "units_from_extent_heat"]
 
 
 class AllocationError(ValueError):
@@ -162,6 +172,70 @@ def _greedy(order: np.ndarray, file_id: np.ndarray, heat: np.ndarray, sectors: n
         used[best] += sectors[i]
         counts[f, best] += 1
     return -1
+
+
+@dataclass(frozen=True)
+class IncrementalMove:
+    """One move of incremental_moves: the extent, from and to which disk (and where on it), its heat, and the
+    hottest disk's heat before and after it (blocks per second)."""
+
+    extent: int
+    from_disk: int
+    to_disk: int
+    to_start: int
+    sectors: int
+    heat: float
+    hottest_before: float
+    hottest_after: float
+
+
+def incremental_moves(heat: np.ndarray, sectors: np.ndarray, disk: np.ndarray, used_end: Sequence[int], *,
+                      capacity_sectors: int, window_s: float, sector_bytes: int = 512,
+                      max_sectors: int | None = None) -> list[IncrementalMove]:
+    """The moves, in order, that cool the hottest disk of the current layout (`disk` per extent, heats in 512-byte
+    blocks per second over `window_s`; used_end: where each disk's free space starts) while each gains more than
+    it costs (see the module's choices)."""
+    heat = np.asarray(heat, dtype=np.float64)
+    sectors = np.asarray(sectors, dtype=np.int64)
+    disk = np.asarray(disk, dtype=np.int64).copy()
+    n_disks = len(used_end)
+    if len(heat) != len(sectors) or len(heat) != len(disk) or (len(disk) and (disk.min() < 0 or disk.max() >= n_disks)):
+        raise ValueError("heat, sectors and disk need one value per extent, disks within used_end")
+    if window_s <= 0:
+        raise ValueError(f"window_s must be > 0, got {window_s}")
+    free = np.asarray(used_end, dtype=np.int64).copy()
+    disk_heat = np.bincount(disk, weights=heat, minlength=n_disks).astype(np.float64)
+    blocks_per_sector = sector_bytes / 512.0
+    budget = np.iinfo(np.int64).max if max_sectors is None else int(max_sectors)
+    movable = heat > 0
+    moves: list[IncrementalMove] = []
+    while True:
+        hot = int(np.argmax(disk_heat))
+        cool = int(np.argmin(disk_heat))
+        if hot == cool:
+            break
+        others = np.delete(disk_heat, [hot, cool])
+        rest = float(others.max()) if len(others) else 0.0
+        cand = np.flatnonzero(movable & (disk == hot) & (sectors <= budget)
+                              & (free[cool] + sectors <= capacity_sectors))
+        if not len(cand):
+            break
+        after = np.maximum(np.maximum(disk_heat[hot] - heat[cand], disk_heat[cool] + heat[cand]), rest)
+        gain = (disk_heat[hot] - after) * window_s
+        cost = 2.0 * sectors[cand] * blocks_per_sector
+        best = min(range(len(cand)), key=lambda i: (-gain[i], -heat[cand[i]] / sectors[cand[i]], cand[i]))
+        if not gain[best] > cost[best]:
+            break
+        e = int(cand[best])
+        moves.append(IncrementalMove(e, hot, cool, int(free[cool]), int(sectors[e]), float(heat[e]),
+                                     float(disk_heat[hot]), float(after[best])))
+        disk_heat[hot] -= heat[e]
+        disk_heat[cool] += heat[e]
+        disk[e] = cool
+        free[cool] += sectors[e]
+        budget -= int(sectors[e])
+        movable[e] = False                       # moved once: its next move would be a plan of its own
+    return moves
 
 
 def units_from_extent_heat(rows: Iterable[Mapping[str, Any]], *, extent_bytes: int, device_bytes: Mapping[str, int],

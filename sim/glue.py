@@ -24,7 +24,14 @@ import pyarrow.compute as pc
 
 from sim.alis.params import AlisParams
 from sim.alis.policy import prepare as prepare_alis
-from sim.allocation import AllocationError, AllocUnit, greedy_disks, round_robin_allocation, to_extent_map
+from sim.allocation import (
+    AllocationError,
+    AllocUnit,
+    greedy_disks,
+    incremental_moves,
+    round_robin_allocation,
+    to_extent_map,
+)
 from sim.array import (
     AsTraced,
     Concatenated,
@@ -77,9 +84,10 @@ SIM_RESULT_SCHEMA = pa.schema([*_KEY_FIELDS, pa.field("devices", pa.list_(pa.str
 SIM_TIMESERIES_SCHEMA = pa.schema([*_KEY_FIELDS, *TIMESERIES_SCHEMA])
 #: The cooling policy's executed moves: scenario key, then sim.cooling.COOLING_MOVES_SCHEMA.
 SIM_COOLING_MOVES_SCHEMA = pa.schema([*_KEY_FIELDS, *COOLING_MOVES_SCHEMA])
-POLICY_NAMES = ("cooling", "greedy-allocation", "alis")
+POLICY_NAMES = ("cooling", "greedy-allocation", "incremental-greedy", "alis")
 _COOLING_PARAMS = tuple(f.name for f in fields(CoolingConfig))
 _GREEDY_PARAMS = ("extent_sectors", "heat_fraction")
+_INCREMENTAL_PARAMS = (*_GREEDY_PARAMS, "max_share")
 _ALIS_PARAMS = tuple(f.name for f in fields(AlisParams))
 
 
@@ -143,21 +151,34 @@ class GreedyAllocation:
     layout's round-robin extent size). Heats are extent_heat's (512-byte blocks per second) computed in the
     partition from its own requests that arrive in the first heat_fraction of the trace's span (default 1:
     the whole trace, a placement that knows the future; e.g. 0.5: the first half's statistics, the whole
-    trace is still simulated). Extents with no request in that part have heat 0."""
+    trace is still simulated). Extents with no request in that part have heat 0.
+
+    `{"name": "incremental-greedy", ..., "max_share"?}` (incremental=True): the current layout (device k on disk
+    k) with only the moves of sim.allocation.incremental_moves applied, at most max_share (default 0.1) of the
+    devices' sectors moved in all."""
 
     extent_sectors: int | None = None
     heat_fraction: float = 1.0
+    incremental: bool = False
+    max_share: float = 0.1
+
+    @property
+    def name(self) -> str:
+        return "incremental-greedy" if self.incremental else "greedy-allocation"
 
     def __post_init__(self) -> None:
         if self.extent_sectors is not None and (isinstance(self.extent_sectors, bool)
                                                 or not isinstance(self.extent_sectors, int)
                                                 or self.extent_sectors <= 0):
-            raise ScenarioError(f"policy 'greedy-allocation': extent_sectors must be a positive integer, got "
+            raise ScenarioError(f"policy {self.name!r}: extent_sectors must be a positive integer, got "
                                 f"{self.extent_sectors!r}")
         if isinstance(self.heat_fraction, bool) or not isinstance(self.heat_fraction, int | float) \
                 or not 0 < self.heat_fraction <= 1:
-            raise ScenarioError(f"policy 'greedy-allocation': heat_fraction must be in (0, 1], got "
+            raise ScenarioError(f"policy {self.name!r}: heat_fraction must be in (0, 1], got "
                                 f"{self.heat_fraction!r}")
+        if isinstance(self.max_share, bool) or not isinstance(self.max_share, int | float) \
+                or not 0 <= self.max_share <= 1:
+            raise ScenarioError(f"policy {self.name!r}: max_share must be in [0, 1], got {self.max_share!r}")
 
 
 @dataclass(frozen=True)
@@ -186,12 +207,12 @@ def policy_from_dict(data: Any) -> Policy | None:
         raise ScenarioError(f"policy: name must be one of {list(POLICY_NAMES)}, got {name!r}")
     params = {k: v for k, v in data.items() if k != "name"}
     allowed = (*_COOLING_PARAMS, "files") if name == "cooling" else (
-        _ALIS_PARAMS if name == "alis" else _GREEDY_PARAMS)
+        _ALIS_PARAMS if name == "alis" else _INCREMENTAL_PARAMS if name == "incremental-greedy" else _GREEDY_PARAMS)
     extra = sorted(set(params) - set(allowed))
     if extra:
         raise ScenarioError(f"policy {name!r}: unknown parameter(s) {extra}; allowed: {sorted(allowed)}")
-    if name == "greedy-allocation":
-        return GreedyAllocation(**params)
+    if name in ("greedy-allocation", "incremental-greedy"):
+        return GreedyAllocation(**params, incremental=name == "incremental-greedy")
     if name == "alis":
         try:
             return AlisPolicy(AlisParams(**params))
@@ -246,14 +267,14 @@ class ScenarioConfig:
                                 "kind 'as_traced' or 'concatenated', got " + type(lay).__name__)
         if isinstance(pol, GreedyAllocation):
             if not isinstance(lay, AsTraced | RoundRobinExtents):
-                raise ScenarioError("policy 'greedy-allocation' builds its own extent map: leave out 'layout' or "
+                raise ScenarioError(f"policy {pol.name!r} builds its own extent map: leave out 'layout' or "
                                     "give {\"kind\": \"extents\", \"extent_sectors\": N} (the extent size), got "
                                     + type(lay).__name__)
             size = lay.extent_sectors if isinstance(lay, RoundRobinExtents) else None
             if pol.extent_sectors is None and size is None:
-                raise ScenarioError("policy 'greedy-allocation' needs extent_sectors (in the policy or the layout)")
+                raise ScenarioError(f"policy {pol.name!r} needs extent_sectors (in the policy or the layout)")
             if pol.extent_sectors is not None and size is not None and pol.extent_sectors != size:
-                raise ScenarioError(f"policy 'greedy-allocation': extent_sectors {pol.extent_sectors} differs from "
+                raise ScenarioError(f"policy {pol.name!r}: extent_sectors {pol.extent_sectors} differs from "
                                     f"the layout's {size}")
 
     @classmethod
@@ -439,10 +460,32 @@ def _partition_layout(cfg: ScenarioConfig, requests: Any, devices: tuple[str, ..
         sectors = np.concatenate([np.minimum(size, int(total) - np.arange(0, int(total), size, dtype=np.int64))
                                   for total in dev_sectors]).astype(np.int64)
         heat = _extent_heat(requests, dev_base, sectors, greedy.heat_fraction, cfg.spec.sector_size)
+        if greedy.incremental:
+            return _incremental_map(requests, sectors, file_id, heat, dev_sectors, n_disks, cfg, greedy)
         disk, _ = greedy_disks(file_id, heat, sectors, n_disks, cap, file_names=names)
     except AllocationError as exc:
         raise ScenarioError(f"extents of {size} sectors do not fit {n_disks} disks of {cap} sectors: {exc}") from exc
     return _extent_map(sectors, disk)
+
+
+def _incremental_map(requests: Any, sectors: np.ndarray, device: np.ndarray, heat: np.ndarray, dev_sectors: Any,
+                     n_disks: int, cfg: ScenarioConfig, policy: GreedyAllocation) -> ExtentMap:
+    """The current layout (device k on disk k, each extent at its own offset) with incremental_moves applied."""
+    if n_disks < len(dev_sectors):
+        raise ScenarioError(f"policy {policy.name!r} starts from the current layout: it needs a disk per device "
+                            f"({len(dev_sectors)}), got {n_disks}")
+    used = [int(x) for x in dev_sectors] + [0] * (n_disks - len(dev_sectors))
+    t = requests.arrival_us
+    window_s = max((t[-1] - t[0]) / 1e6, 1.0)
+    lstart = np.concatenate([[0], np.cumsum(sectors)[:-1]]).astype(np.int64)
+    first = np.concatenate([[0], np.cumsum(np.asarray(dev_sectors, dtype=np.int64))[:-1]])
+    pstart = lstart - first[device]
+    disk = device.copy()
+    budget = int(policy.max_share * int(np.sum(np.asarray(dev_sectors, dtype=np.int64))))
+    for m in incremental_moves(heat, sectors, device, used, capacity_sectors=cfg.spec.capacity_sectors,
+                               window_s=window_s, sector_bytes=cfg.spec.sector_size, max_sectors=budget):
+        disk[m.extent], pstart[m.extent] = m.to_disk, m.to_start
+    return ExtentMap(tuple(map(Extent, lstart.tolist(), sectors.tolist(), disk.tolist(), pstart.tolist())))
 
 
 def _extent_map(sectors: np.ndarray, disk: np.ndarray) -> ExtentMap:

@@ -18,6 +18,10 @@ as-traced scenario is every variant's baseline. Choices where the papers leave t
   allocation is FIVE's static layout from the window's own heats (heat_fraction 1: the whole window, a
   placement knowing the window) or from the first part of the window (heat_fraction 0.5), the whole window
   replayed either way;
+- incremental greedy (sim.allocation.incremental_moves) starts from the current layout and moves only the extents
+  whose move lowers the hottest disk's heat by more than it costs, at most SweepOptions.incremental_max_share
+  of the data (default 10 %), each into free space after the target disk's data; today's greedy re-lays every
+  extent;
 - the striping methods are libs.plans.striping_advisor's global rows (five, five_phase_a, eq1, mpl_slope) for the
   window's mean request size and rate, each its own variant (same unit and width: one simulation);
 - random (each request to a random disk) is a reference point only: it is not a data layout, so it
@@ -76,6 +80,8 @@ class SweepOptions:
     # home data behind it once, a create_area step) or 1.0 (after the volume: only copies move).
     alis_ra_offsets: tuple[float, ...] = (ALIS_PAPER_RA_OFFSET,)
     alis_interval_s: float | None = None      # None: a quarter of the window, at most the paper's day
+    # Incremental greedy: the most of the devices' bytes its moves may take (sim.allocation.incremental_moves).
+    incremental_max_share: float = 0.1
     track_units: tuple[int, ...] = (1,)       # track alignment: I/Os of this many whole tracks
     track_merge_gap_ms: float = 10.0
 
@@ -90,6 +96,9 @@ class SweepOptions:
             raise PolicyError(f"cooling every N arrivals needs N > 0, got {self.cooling_every_requests}")
         if not self.alis_ra_offsets or not all(0.0 <= x <= 1.0 for x in self.alis_ra_offsets):
             raise PolicyError(f"ALIS area offsets must be in [0, 1], got {list(self.alis_ra_offsets)}")
+        if not 0 <= self.incremental_max_share <= 1:
+            raise PolicyError(f"the incremental move budget must be a share in [0, 1], got "
+                              f"{self.incremental_max_share}")
         if not self.track_units or not all(isinstance(k, int) and k >= 1 for k in self.track_units):
             raise PolicyError(f"track units must be whole numbers of tracks >= 1, got {list(self.track_units)}")
 
@@ -186,6 +195,19 @@ def _greedy(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Vari
                                {"extent_bytes": size, "heat_fraction": fraction},
                                {"layout": {"kind": "extents", "extent_sectors": sectors},
                                 "policy": {"name": "greedy-allocation", "heat_fraction": fraction}}))
+    return out
+
+
+def _incremental(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Variant]:
+    out = []
+    for size in opts.extent_bytes:
+        sectors = target.extent_sectors(size)
+        out.append(Variant(f"incremental:{size_label(size)}", "incremental",
+                           {"extent_bytes": size, "max_share": opts.incremental_max_share},
+                           {"layout": {"kind": "extents", "extent_sectors": sectors},
+                            "policy": {"name": "incremental-greedy", "max_share": opts.incremental_max_share}},
+                           note=f"the current layout with only the moves that pay for themselves within the window, "
+                                f"at most {opts.incremental_max_share:.0%} of the data"))
     return out
 
 
@@ -334,6 +356,9 @@ register_family(PolicyFamily("striped", "the devices striped over the array (lib
 register_family(PolicyFamily("random", "each request to a random disk (reference point)", _random))
 register_family(PolicyFamily("greedy", "FIVE's static greedy allocation of extents by heat", _greedy,
                              _plan_extent_map, needs="layout"))
+register_family(PolicyFamily("incremental", "FIVE's cooling rule applied offline: from the current layout, only the "
+                                           "extents whose move lowers the hottest disk's heat by more than it costs",
+                             _incremental, _plan_extent_map, needs="layout"))
 register_family(PolicyFamily("cooling", "FIVE's disk cooling from the current layout", _cooling, _plan_cooling,
                              needs="moves"))
 register_family(PolicyFamily("alis", "ALIS: hot data and runs copied to a reorganized area in each device, "

@@ -109,7 +109,8 @@ def test_grid_expands_scenarios_times_sweep(tmp_path):
       "sweep": {"policy": [None, {"name": "cooling", "treshold": 0.1}]}},
      r"grid\.json: scenario 'policy=cooling': policy 'cooling': unknown parameter\(s\) \['treshold'\]; allowed: "),
     ({"traces": ["t"], "base": {"spec": "hp_c2247a"}, "scenarios": [{"scenario_id": "g", "policy": {"name": "ga"}}]},
-     r"grid\.json: scenario 'g': policy: name must be one of \['cooling', 'greedy-allocation', 'alis'\], got 'ga'"),
+     r"grid\.json: scenario 'g': policy: name must be one of \['cooling', 'greedy-allocation', "
+     r"'incremental-greedy', 'alis'\], got 'ga'"),
     ({"traces": ["t"], "base": {"spec": "hp_c2247a", "policy": {"name": "cooling"}}},
      r"grid\.json: scenario 'base': policy 'cooling' moves extents: it needs layout kind 'extents'"),
 ])

@@ -10,6 +10,7 @@ from sim.allocation import (
     AllocUnit,
     greedy_allocation,
     greedy_disks,
+    incremental_moves,
     round_robin_allocation,
     to_extent_map,
     units_from_extent_heat,
@@ -142,3 +143,46 @@ def test_the_compiled_greedy_places_every_unit_as_the_rule_does(n_disks: int, ca
 def test_greedy_disks_names_the_file_that_did_not_fit() -> None:
     with pytest.raises(AllocationError, match=r"unit 1 \(8 sectors\) of file number 0"):
         greedy_disks(np.array([0, 0]), np.array([2.0, 1.0]), np.array([8, 8]), 1, 8)
+
+
+# --- incremental_moves: FIVE's cooling rule offline, moves that pay for themselves ------------------------------
+
+
+def _moves(heat, disk, used, *, sectors=8, window_s=10.0, cap=100, max_sectors=None):
+    heat = np.asarray(heat, dtype=np.float64)
+    return incremental_moves(heat, np.full(len(heat), sectors), np.asarray(disk), used, capacity_sectors=cap,
+                             window_s=window_s, max_sectors=max_sectors)
+
+
+def test_two_hot_extents_on_one_disk_make_one_move() -> None:
+    # Disk 0 carries 20 blocks/s in two extents, disk 1 nothing: one move halves the hottest disk; a second would
+    # only make disk 1 the hot one.
+    (m,) = _moves([10, 10, 0, 0], [0, 0, 0, 1], [24, 8])
+    assert (m.extent, m.from_disk, m.to_disk, m.to_start, m.sectors) == (0, 0, 1, 8, 8)
+    assert (m.hottest_before, m.hottest_after) == (20.0, 10.0)
+
+
+def test_one_hot_extent_alone_does_not_move() -> None:
+    # Moving the only hot extent just moves the hot spot: the hottest disk's heat does not drop.
+    assert _moves([10, 0, 0, 0], [0, 0, 0, 1], [24, 8]) == []
+
+
+def test_a_move_is_made_only_when_it_gains_more_than_it_costs() -> None:
+    # Gain: 1 block/s off the hottest disk x 10 s = 10 blocks; cost: 8 sectors read and written = 16 blocks.
+    assert _moves([1, 1, 0], [0, 0, 1], [16, 8]) == []
+    # Over 20 s the same move gains 20 blocks > 16: made.
+    assert [m.extent for m in _moves([1, 1, 0], [0, 0, 1], [16, 8], window_s=20.0)] == [0]
+
+
+def test_the_largest_drop_of_the_hottest_disk_goes_first_and_three_disks_balance() -> None:
+    # Disk 0: 6 + 3 + 3 = 12; disks 1 and 2 cold. The 6 goes first (12 -> 6, where a 3 gives 12 -> 9); then disk 1
+    # holds 6 too, so no move from disk 0 lowers the hottest disk: one move.
+    moves = _moves([6, 3, 3, 0, 0], [0, 0, 0, 1, 2], [24, 8, 8])
+    assert [(m.extent, m.to_disk, m.hottest_after) for m in moves] == [(0, 1, 6.0)]
+
+
+def test_the_budget_and_the_free_space_bound_the_moves() -> None:
+    heat, disk, used = [10, 10, 10, 10, 0], [0, 0, 0, 0, 1], [32, 8]
+    assert len(_moves(heat, disk, used)) == 2                     # 40 | 0 -> 30 | 10 -> 20 | 20
+    assert len(_moves(heat, disk, used, max_sectors=8)) == 1       # room in the budget for one extent
+    assert _moves(heat, disk, used, cap=15) == []                  # disk 1 has 7 free sectors: no extent fits

@@ -81,6 +81,28 @@ def test_greedy_allocation_with_its_own_extent_size_and_no_layout() -> None:
     assert [(e.sectors, e.disk) for e in sim.array.layout.extents] == [(16, 0), (16, 1)]
 
 
+def test_incremental_greedy_moves_one_of_two_hot_extents_from_the_current_layout() -> None:
+    # One device of 4 extents on disk 0 (as traced), disk 1 empty. Reads alternate e0, e2 every 100 ms for 3.9 s:
+    # 20 reads x 8 blocks each, 41 blocks/s per extent, 82 on disk 0. Moving e0 to the free space of disk 1 lowers
+    # the hottest disk to 41 blocks/s: 160 blocks over the window against the 16 the move transfers. Then both
+    # disks carry 41: nothing more moves. Every other extent stays where it is.
+    rows = [(0.1 * i, 0 if i % 2 == 0 else 2) for i in range(40)]
+    cfg = ScenarioConfig.from_dict({"scenario_id": "inc", **{k: v for k, v in BASE.items() if k != "layout"},
+                                    "policy": {"name": "incremental-greedy", "extent_sectors": EXTENT,
+                                               "max_share": 0.25}})
+    assert cfg.policy == GreedyAllocation(EXTENT, 1.0, incremental=True, max_share=0.25)
+    sim, _ = _build(table(rows), cfg)
+    assert [(e.logical_start, e.sectors, e.disk, e.physical_start) for e in sim.array.layout.extents] == \
+           [(0, 8, 1, 0), (8, 8, 0, 8), (16, 8, 0, 16), (24, 8, 0, 24)]
+    assert simulate_partition(table(rows), cfg).to_pylist()[0]["disk_physical_ios"] == [20, 20]
+    # A budget under one extent (10 % of 32 sectors = 3) moves nothing: the current layout.
+    none = ScenarioConfig.from_dict({"scenario_id": "inc0", **{k: v for k, v in BASE.items() if k != "layout"},
+                                     "policy": {"name": "incremental-greedy", "extent_sectors": EXTENT}})
+    assert none.policy.max_share == 0.1                            # the default
+    sim, _ = _build(table(rows), none)
+    assert [e.disk for e in sim.array.layout.extents] == [0, 0, 0, 0]
+
+
 def test_cooling_moves_one_of_two_hot_extents_and_reports_it() -> None:
     # Reads alternate e0, e2 (both on disk 0 round robin) every 100 ms. At the 10th arrival (0.9 s) both
     # have heat 5 x 8 sectors / 0.8 s = 50/s: disk 0 100, disk 1 0. e0 (lowest index) moves to disk 1 at
@@ -119,7 +141,8 @@ def test_an_empty_partition_runs_without_its_policy() -> None:
 
 
 @pytest.mark.parametrize(("policy", "changes", "message"), [
-    ({"name": "coolng"}, {}, r"policy: name must be one of \['cooling', 'greedy-allocation', 'alis'\], got 'coolng'"),
+    ({"name": "coolng"}, {}, r"policy: name must be one of \['cooling', 'greedy-allocation', 'incremental-greedy', "
+     r"'alis'\], got 'coolng'"),
     ({"delta": 0.1}, {}, r"policy: name must be one of .*, got None"),
     ("cooling", {}, r"policy must be an object"),
     ({"name": "cooling", "detla": 0.1}, {}, r"policy 'cooling': unknown parameter\(s\) \['detla'\]; allowed: "

@@ -36,7 +36,8 @@ def test_windows_parse_and_name_themselves():
 
 
 def test_registry_lists_families_and_says_what_is_missing():
-    assert list(FAMILIES) == ["as-traced", "striped", "random", "greedy", "cooling", "alis", "track-aligned"]
+    assert list(FAMILIES) == ["as-traced", "striped", "random", "greedy", "incremental", "cooling", "alis",
+                             "track-aligned"]
     assert [f.name for f in families(["cooling", "random"])] == ["as-traced", "cooling", "random"]
     assert PENDING_FAMILIES == {}            # every family the scorecard covers is scorable
     PENDING_FAMILIES["teleport"] = "no simulator support"
