@@ -15,6 +15,7 @@ import contextlib
 import gzip
 import hashlib
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,7 +25,6 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
-import zstandard
 
 from libs.io import storage
 
@@ -137,19 +137,40 @@ def detect_compression(head: bytes) -> str | None:
     return None
 
 
+class _DeflateErrors:
+    """A gzip stream whose damaged-data errors are OSErrors: zlib.error (an invalid distance, a bad block type) is
+    no OSError, and every caller turns an OSError of a compressed input into one naming the file."""
+
+    def __init__(self, src: BinaryIO) -> None:
+        self._src = src
+
+    def read(self, n: int = -1) -> bytes:
+        try:
+            return self._src.read(n)
+        except zlib.error as exc:
+            raise OSError(f"damaged deflate data: {exc}") from exc
+
+
 @contextlib.contextmanager
 def open_decompressed(path: Location, compression: str | None) -> Iterator[BinaryIO]:
-    """A binary stream of the decompressed content (a context manager), of a local or a remote file."""
+    """A binary stream of the decompressed content (a context manager), of a local or a remote file. Data cut short
+    or damaged raises OSError or EOFError when read, never a shorter stream."""
     with _open_source(path) as raw:
         if compression == "gzip":
             with gzip.open(raw, "rb") as src:
-                yield src  # type: ignore[misc]
+                yield _DeflateErrors(src)  # type: ignore[misc]
         elif compression == "bzip2":
             with bz2.open(raw, "rb") as src:
                 yield src  # type: ignore[misc]
         elif compression == "zstd":
-            with zstandard.ZstdDecompressor().stream_reader(raw, closefd=False) as src:
+            # pyarrow's stream, not zstandard's stream_reader: that one ends quietly where a cut-short file ends
+            # (half a frame read as a whole, shorter file); this one raises OSError "Truncated compressed stream".
+            # Both read every frame of a multi-frame file.
+            src = pa.CompressedInputStream(raw, "zstd")
+            try:
                 yield src  # type: ignore[misc]
+            finally:
+                src.close()
         else:
             yield raw
 
@@ -399,8 +420,9 @@ def _decompress(given: str, source: Location, compression: str, target: Location
             while chunk := src.read(COPY_CHUNK):
                 dst.write(chunk)
                 written += len(chunk)
-    except (OSError, EOFError, zstandard.ZstdError) as exc:
-        raise InputError(f"{given}: corrupt {compression} data: {exc}") from exc
+    except (OSError, EOFError) as exc:
+        raise InputError(f"{given}: corrupt {compression} data (cut short or damaged) after {written} decompressed "
+                         f"bytes: {exc}; nothing written") from exc
     if written == 0:
         raise _empty(given, compression)
 
@@ -417,12 +439,13 @@ def prepare_inputs(given: list[str], *, staging: Location, binary: bool) -> list
     if not given:
         raise InputError("no input files given")
     paths = [check_path(g) for g in given]
-    seen: dict[Location, str] = {}
+    seen: dict[object, str] = {}
     for g, p in zip(given, paths, strict=True):
-        same = f"s3a://{p.split('://', 1)[1]}" if isinstance(p, str) and storage.scheme(p) == "s3" else p
+        same = _identity(p)
         if same in seen:
-            raise InputError(f"{g}: given twice (also as {seen[same]})")
+            raise InputError(f"{g}: given twice (also as {seen[same]}); nothing written")
         seen[same] = g
+    contents: dict[str, str] = {}
     files: list[InputFile] = []
     staged: list[Location] = []
     try:
@@ -444,14 +467,30 @@ def prepare_inputs(given: list[str], *, staging: Location, binary: bool) -> list
                         if not src.read(1):
                             raise _empty(g, compression)
                     except (OSError, EOFError) as exc:
-                        raise InputError(f"{g}: corrupt {compression} data: {exc}") from exc
-            files.append(InputFile(g, p, file_size(p), _sha256(p, not binary), compression, readable))
+                        raise InputError(f"{g}: corrupt {compression} data (cut short or damaged): {exc}; "
+                                         "nothing written") from exc
+            digest = _sha256(p, not binary)
+            if digest in contents:
+                raise InputError(f"{g}: the same content as {contents[digest]} (SHA-256 {digest[:16]}...): a trace's "
+                                 "files are different recordings, a copy would count its records twice; "
+                                 "nothing written")
+            contents[digest] = g
+            files.append(InputFile(g, p, file_size(p), digest, compression, readable))
     except BaseException:
         for location in staged:
             with contextlib.suppress(OSError):
                 remove_staged(location)
         raise
     return files
+
+
+def _identity(location: Location) -> object:
+    """What makes two inputs one file: a local file's device and inode (another spelling, a symbolic or a hard
+    link is the same file), a remote one's URI (s3:// as s3a://)."""
+    if isinstance(location, Path):
+        st = location.stat()
+        return st.st_dev, st.st_ino
+    return f"s3a://{location.split('://', 1)[1]}" if storage.scheme(location) == "s3" else location
 
 
 def read_head(f: InputFile, n: int = SNIFF_BYTES) -> bytes:

@@ -325,7 +325,10 @@ def decode_srt(data: bytes, rng: ByteRange, sector_sizes: dict[int, int]) -> pa.
     sizes = f["record_size"]
     short = f["ioflags"] < 0              # the decoder's -1: a word past the record's end
     ts = f["enqueue_s"] * 1_000_000 + f["enqueue_us"]       # uint32 words: no overflow, maybe -1s
-    ts_bad = (f["enqueue_s"] < 0) | (f["enqueue_us"] < 0) | (ts >= limits.TS_MAX_US)
+    # the microseconds word of the enqueue time is under a second (a -1 word, 4294967295, shifted the record by
+    # 71 minutes); the seconds word's range is the plausible one
+    us_bad = f["enqueue_us"] >= 1_000_000
+    ts_bad = (f["enqueue_s"] < 0) | (f["enqueue_us"] < 0) | us_bad | (ts >= limits.TS_MAX_US)
     # sector (uint32) x the header's sector size + size must fit a long
     offset_ok = f["sector"] <= (limits.LONG_MAX - np.maximum(size, 0)) // np.maximum(sector_size, 1)
     reason, message = _reasons(n, [
@@ -336,6 +339,8 @@ def decode_srt(data: bytes, rng: ByteRange, sector_sizes: dict[int, int]) -> pa.
                                  for r in sizes[short]]),
         (~known, "unknown_device", [f"disk {d} is not described in the header" for d in disk[~known]]),
         (size <= 0, "nonpositive_size", "size is not positive"),
+        (us_bad, "bad_timestamp",
+         [f"enqueue time microseconds word {u} is not below 1000000" for u in f["enqueue_us"][us_bad]]),
         (ts_bad, limits.TS_OUT_OF_RANGE,
          [f"enqueue time {s} s {u} us is outside the plausible range (0 to {limits.TS_MAX_US} us)"
           for s, u in zip(f["enqueue_s"][ts_bad], f["enqueue_us"][ts_bad], strict=True)]),

@@ -218,10 +218,11 @@ def duration_checks(field: str, text: Column | None, us: Column | None) -> list[
 
 def request_checks(ts: Column, ts_text: Column, ts_number: Column, ts_zero_us: int, op: Column, op_text: Column,
                    offset: tuple[Column, Column, Column, int], size: tuple[Column, Column, Column, int],
-                   device: Column) -> list[tuple[Column, str, Column]]:
+                   device: Column, *, absolute: bool = False) -> list[tuple[Column, str, Column]]:
     """The checks every format shares, in the order their reasons are reported. offset and size are
     (text, integer, bytes, unit in bytes) as integer_bytes reads them; ts_number whether the time text is
-    a number (is_number); ts_zero_us the raw timestamp of the plausible range's zero (limits.ts_zero_us)."""
+    a number (is_number); ts_zero_us the raw timestamp of the plausible range's zero (limits.ts_zero_us);
+    absolute: timestamps of an epoch (the zero is 1970-01-01), else relative to the trace's start."""
     off_text, off_value, off_bytes, off_unit = offset
     size_text, size_value, size_bytes, size_unit = size
     ts_range = (ts.isNull() | (ts < ts_zero_us) | (ts >= ts_zero_us + limits.TS_MAX_US))
@@ -231,7 +232,7 @@ def request_checks(ts: Column, ts_text: Column, ts_number: Column, ts_zero_us: i
         (ts_range, limits.TS_OUT_OF_RANGE, F.concat(
             F.lit("timestamp "), ts_text,
             F.lit(f" is outside the plausible range (0 to {limits.TS_MAX_US} us from "
-                  f"{'1970-01-01' if ts_zero_us else 'the trace zero'})"))),
+                  f"{'1970-01-01' if absolute else 'the trace zero'})"))),
         *integer_checks("offset", off_text, off_value, off_bytes, off_unit, positive=False),
         *integer_checks("size", size_text, size_value, size_bytes, size_unit, positive=True),
         (F.try_add(off_bytes, size_bytes).isNull(), limits.OFFSET_OVERFLOW, F.concat(
@@ -302,7 +303,8 @@ def parse_csv(df: DataFrame, layout: CsvLayout, raw: str = "raw") -> DataFrame:
     reason, message = first_reason(line_checks + request_checks(
         c("_ts"), ts_text, c("_ts_number"), zero, c("op"), op_text,
         (off_text, c("_offset"), c("offset_bytes"), layout.offset_unit_bytes),
-        (size_text, c("_size"), c("size_bytes"), layout.size_unit_bytes), c("device"))
+        (size_text, c("_size"), c("size_bytes"), layout.size_unit_bytes), c("device"),
+        absolute=layout.ts_epoch is not None)
         + duration_checks("response", durations["response"][0], c("response_us") if "response" in cols else None)
         + duration_checks("queue", durations["queue"][0], c("queue_us") if "queue" in cols else None))
     return staged(df, [split_stage, text_stage, typed_stage,

@@ -257,8 +257,8 @@ def test_inputs_on_a_real_s3_server_are_checked_hashed_staged_and_read_in_ranges
                          ("traces/empty.csv", "empty file")):
         with pytest.raises(InputError, match=message):
             prepare_inputs([real_s3.url(f"remote-inputs/{key}", scheme="s3a")], staging=tmp_path, binary=False)
-    urls = [put("traces/a.csv", plain), put("traces/b.csv.gzip", gzip.compress(plain)),
-            put("traces/c.csv.gz", gzip.compress(plain), scheme="s3")]
+    urls = [put("traces/a.csv", plain), put("traces/b.csv.gzip", gzip.compress(plain, mtime=0)),   # not one content
+            put("traces/c.csv.gz", gzip.compress(plain, mtime=1), scheme="s3")]
     staging = real_s3.url("remote-inputs/wh/_staging/t-1", scheme="s3a")
     files = prepare_inputs(urls, staging=staging, binary=False)
     assert [(f.compression, f.is_staged) for f in files] == [(None, False), ("gzip", True), ("gzip", False)]

@@ -55,3 +55,20 @@ def test_srt_numbers_past_their_range_are_rejected_with_a_reason():
     assert batch.column("byte_pos").to_pylist() == [1000, 1056, 1112, 1168, 1208]
     assert batch.column("ts_raw_us").to_pylist() == [1_000_000, None, 1_000_000, 1_000_000, 2_000_000]
     assert batch.column("offset_bytes").to_pylist() == [100 << 33, 100 << 33, None, 100 << 33, 100 << 33]
+
+
+def test_an_srt_enqueue_microseconds_word_of_a_second_or_more_is_rejected():
+    """A -1 word (4294967295) once moved the record 71 minutes later; 999999 is the largest microsecond."""
+    from libs.readers.binary import decode_srt
+
+    def record(enqueue_us: int) -> bytes:
+        words = [56, 0x00040001, 7, enqueue_us, 10, 250, 4096, 100, 0, 0, 0, 1, 0, 0]
+        return struct.pack(">14I", *words)
+
+    body = record(999_999) + record(0xFFFF_FFFF) + record(1_000_000)
+    batch = decode_srt(body, ByteRange("x", "file:///x", 0, len(body)), {0: 512})
+    assert batch.column("reason").to_pylist() == [None, "bad_timestamp", "bad_timestamp"]
+    assert pc.drop_null(batch.column("message")).to_pylist() == [
+        "enqueue time microseconds word 4294967295 is not below 1000000",
+        "enqueue time microseconds word 1000000 is not below 1000000"]
+    assert batch.column("ts_raw_us").to_pylist() == [7_999_999, None, None]
