@@ -16,7 +16,7 @@ POSTGRES_JDBC_VERSION := 42.7.14
 POSTGRES_JDBC_SHA256 := 73914527305a40cce504b0d3d90b23caf565136912d607ae8ae7c5895512332c
 POSTGRES_JDBC_JAR := $(VENV)/var/blockheat/postgresql-$(POSTGRES_JDBC_VERSION).jar
 
-.PHONY: demo test airflow-check postgres-server bench-ingest bench-heat bench-profile bench-sim bench-jvm clean venv
+.PHONY: demo test airflow-check postgres-server chromium bench-ingest bench-heat bench-profile bench-sim bench-jvm clean venv
 
 venv: $(STAMP)
 
@@ -48,12 +48,20 @@ postgres-server:
 	    DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
 	  else echo "error: the PostgreSQL server is missing: sudo apt-get install postgresql"; exit 1; fi; }
 
+# Debian's Chromium, which the report's browser test drives headless (tests/chromium.py): installed when missing, as
+# root (CI, the development machines).
+chromium:
+	@test -x /usr/bin/chromium || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	  else echo "error: Chromium is missing: sudo apt-get install chromium"; exit 1; fi; }
+
 demo: $(STAMP)
 	$(VENV)/bin/blockheat ingest --format hp-srt --trace-id hplajw data/traces/hplajw/ajw.1week.srt
 	$(VENV)/bin/blockheat traces
 	$(VENV)/bin/blockheat report hplajw
 
-test: $(STAMP) postgres-server
+test: $(STAMP) postgres-server chromium
 	$(VENV)/bin/ruff check .              # lint and import order (pyproject.toml [tool.ruff])
 	$(VENV)/bin/lint-imports --no-cache   # the house's import contract (pyproject.toml [tool.importlinter])
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=25   # two workers, whole files each, the longest first (tests/conftest.py); the 25 slowest listed
