@@ -84,7 +84,7 @@ def start_server(env: dict[str, str], log: Path) -> subprocess.Popen[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10, help="runs of each command attached to the server")
-    parser.add_argument("--cold-runs", type=int, default=10, help="runs of `traces` without a server")
+    parser.add_argument("--cold-runs", type=int, default=10, help="runs of each command without a server")
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-cli-"))

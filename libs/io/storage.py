@@ -224,8 +224,9 @@ def mtime_ms(location: str) -> int:
     return int(info.mtime_ns // 1_000_000) if info.mtime_ns is not None else 0
 
 
-def files_under(location: str) -> Iterator[tuple[str, int]]:
-    """Every file below a directory or prefix (recursive): its location and size; nothing when it is missing."""
+def file_infos(location: str) -> Iterator[tuple[str, int, int]]:
+    """Every file below a directory or prefix (recursive): its location, size and modification time (ns);
+    nothing when it is missing."""
     fs, path = filesystem(location)
     try:
         infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
@@ -235,7 +236,13 @@ def files_under(location: str) -> Iterator[tuple[str, int]]:
     for info in infos:
         if info.type == pafs.FileType.File:
             relative = info.path[len(path):].lstrip("/")
-            yield join(prefix, *relative.split("/")), int(info.size or 0)
+            yield join(prefix, *relative.split("/")), int(info.size or 0), int(info.mtime_ns or 0)
+
+
+def files_under(location: str) -> Iterator[tuple[str, int]]:
+    """Every file below a directory or prefix (recursive): its location and size; nothing when it is missing."""
+    for found, size, _ in file_infos(location):
+        yield found, size
 
 
 def delete(location: str) -> bool:
@@ -291,6 +298,7 @@ __all__ = [
     "delta_options",
     "delta_uri",
     "exists",
+    "file_infos",
     "files_under",
     "filesystem",
     "is_file",

@@ -16,15 +16,15 @@ Tables may be local or on an object store (libs.io.storage).
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import shutil
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-import pyarrow.fs as pafs
 from deltalake import DeltaTable
 
 from libs.io import storage
@@ -76,21 +76,6 @@ def check_retention(retain_hours: float, *, allow_short: bool = False) -> None:
             f"explicitly to go below")
 
 
-def _listing(location: str) -> Iterator[tuple[str, int, int]]:
-    """Every file below a directory or prefix: its location, size and modification time (ns); nothing when it is
-    missing."""
-    fs, path = storage.filesystem(location)
-    try:
-        infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
-    except FileNotFoundError:
-        return
-    prefix = location.rstrip("/")
-    for info in infos:
-        if info.type == pafs.FileType.File:
-            relative = info.path[len(path):].lstrip("/")
-            yield storage.join(prefix, *relative.split("/")), int(info.size or 0), int(info.mtime_ns or 0)
-
-
 def vacuum_table(root: str, retain_hours: float = DEFAULT_RETAIN_HOURS, *, allow_short: bool = False,
                  dry_run: bool = False) -> Removed:
     """Delta's VACUUM of the table at `root` through delta-rs: delete the files of replaced versions removed from
@@ -98,10 +83,10 @@ def vacuum_table(root: str, retain_hours: float = DEFAULT_RETAIN_HOURS, *, allow
     MIN_RETAIN_HOURS unless allow_short. Returns the files and bytes deleted (to be deleted, with dry_run)."""
     check_retention(retain_hours, allow_short=allow_short)
     table = DeltaTable(storage.delta_uri(root), storage_options=storage.delta_options(root))
-    hours = int(-(-retain_hours // 1))        # delta-rs takes whole hours: round up, never deleting more than asked
+    hours = math.ceil(retain_hours)         # delta-rs takes whole hours: round up, never deleting more than asked
     # Sizes from a listing before: delta-rs names the files it deletes relative to the table, escaped its own way;
     # every data file's name is unique (a write id or UUID in it), so the last part of the path finds it.
-    sizes = {storage.name(location): size for location, size, _ in _listing(root)
+    sizes = {storage.name(location): size for location, size, _ in storage.file_infos(root)
              if f"/{LOG_DIR}/" not in location}
     # delta-rs lists every expired tombstone, also one whose file a previous vacuum deleted (and commits a VACUUM
     # START/END pair for it): only files still there count, and with none there nothing is run or committed.
@@ -142,7 +127,7 @@ def orphan_names(root: str, older_than: dt.timedelta = LONGEST_WRITE) -> set[str
     log does not name by modification time) beyond what its default one would (files the log removed), both
     asked as dry runs."""
     table = DeltaTable(storage.delta_uri(root), storage_options=storage.delta_options(root))
-    hours = int(-(-older_than.total_seconds() // 3600))
+    hours = math.ceil(older_than.total_seconds() / 3600)
     full = table.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False, full=True)
     removed = table.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False)
     return {unquote(p.rstrip("/").rsplit("/", 1)[-1]) for p in set(full) - set(removed)}
@@ -161,7 +146,7 @@ def sweep_table(root: str, older_than: dt.timedelta = LONGEST_WRITE) -> Removed:
     cutoff = _cutoff_ns(older_than, None)      # delta-rs judges the age by the same clock
     candidates = []
     prefix = root.rstrip("/") + "/"
-    for location, size, mtime_ns in _listing(root):
+    for location, size, mtime_ns in storage.file_infos(root):
         parts = location[len(prefix):].split("/") if location.startswith(prefix) else [storage.name(location)]
         if any(p.startswith(("_", ".")) for p in parts) or not parts[-1].endswith(".parquet"):
             continue
@@ -205,7 +190,7 @@ def sweep_staging(staging: str | os.PathLike[str], older_than: dt.timedelta = LO
         return Removed(STAGING_DIR, files, removed)
     groups: dict[str, list[tuple[str, int, int]]] = {}
     prefix = location.rstrip("/") + "/"
-    for path, size, mtime_ns in _listing(location):
+    for path, size, mtime_ns in storage.file_infos(location):
         top = path[len(prefix):].split("/", 1)[0]
         groups.setdefault(top, []).append((path, size, mtime_ns))
     for group in groups.values():

@@ -415,9 +415,13 @@ def test_vscsi_numbers_past_their_range_are_rejected_not_wrapped(spark, spark_cf
     assert (row["records_read"], row["records_accepted"], row["records_rejected"], row["span_us"]) == (8, 5, 3, 400)
 
 
-def test_a_blkparse_file_of_junk_is_refused_naming_file_and_line(spark, spark_cfg, tmp_path):
-    events = ["  8,0 0       1    0.000100000  4242  D  R 2048 + 8 [fio]",
+# Two blkparse issue (D) events, a read and a write.
+BLK_EVENTS = ["  8,0 0       1    0.000100000  4242  D  R 2048 + 8 [fio]",
               "  8,0 0       2    0.000200000  4242  D  W 4096 + 8 [fio]"]
+
+
+def test_a_blkparse_file_of_junk_is_refused_naming_file_and_line(spark, spark_cfg, tmp_path):
+    events = BLK_EVENTS
     junk = [f"junk line {i} of no trace format" for i in range(1053)]
     first = write_lines(tmp_path / "junk.blk", junk + events)
     with pytest.raises(IngestError, match=r"junk\.blk: line 1: not blkparse data \(neither a blkparse event nor a "
@@ -434,8 +438,7 @@ def test_a_blkparse_file_of_junk_is_refused_naming_file_and_line(spark, spark_cf
 
 def test_too_few_requests_among_informational_lines_is_not_the_format(spark, spark_cfg, tmp_path):
     """Summary lines are informational (no error share), but 2 events among 300 of them is no blkparse trace."""
-    events = ["  8,0 0       1    0.000100000  4242  D  R 2048 + 8 [fio]",
-              "  8,0 0       2    0.000200000  4242  D  W 4096 + 8 [fio]"]
+    events = BLK_EVENTS
     summary = [f" Reads Queued:       {i:>6},    {4 * i:>6}KiB" for i in range(300)]
     path = write_lines(tmp_path / "summary.blk", events + summary)
     with pytest.raises(IngestError, match=r"^.*summary\.blk: not blkparse data: 2 requests in 302 records \(0\.66%, "
