@@ -15,6 +15,10 @@ S3PROXY_JAR := $(VENV)/var/blockheat/s3proxy-$(S3PROXY_VERSION)-jar-with-depende
 POSTGRES_JDBC_VERSION := 42.7.14
 POSTGRES_JDBC_SHA256 := 73914527305a40cce504b0d3d90b23caf565136912d607ae8ae7c5895512332c
 POSTGRES_JDBC_JAR := $(VENV)/var/blockheat/postgresql-$(POSTGRES_JDBC_VERSION).jar
+# blockheat's SQL access classes (infra/spark/sql-access: the read-only guard, the Thrift password check), compiled
+# against pyspark's jars (javac of the JDK 17 that runs Spark).
+SQL_ACCESS_SOURCES := $(wildcard infra/spark/sql-access/io/blockheat/sql/*.java)
+SQL_ACCESS_JAR := $(VENV)/var/blockheat/blockheat-sql-access.jar
 
 .PHONY: demo test airflow-check postgres-server chromium bench-ingest bench-heat bench-profile bench-sim bench-jvm clean venv
 
@@ -30,6 +34,12 @@ $(STAMP): pyproject.toml requirements.lock | $(S3PROXY_JAR) $(POSTGRES_JDBC_JAR)
 	@# side by side on two cores: the Spark JVMs' class archive, and every numba loop compiled into numba's cache
 	$(VENV)/bin/blockheat jvm-archive & archive=$$!; $(PY) -m libs.warm; warm=$$?; wait $$archive && exit $$warm
 	@touch $(STAMP)
+
+$(SQL_ACCESS_JAR): $(SQL_ACCESS_SOURCES) | $(STAMP)
+	@command -v javac >/dev/null || { echo "error: javac (a JDK 17) is required"; exit 1; }
+	@rm -rf $(@D)/sql-access-classes && mkdir -p $(@D)/sql-access-classes
+	javac -nowarn -d $(@D)/sql-access-classes -cp "$$($(PY) -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars", "*"))')" $(SQL_ACCESS_SOURCES)
+	jar cf $@.part -C $(@D)/sql-access-classes io && mv $@.part $@ && rm -rf $(@D)/sql-access-classes
 
 # Order-only for $(STAMP) above: fetched when missing (a new clone, or an older venv), never a reason to reinstall.
 $(S3PROXY_JAR):
@@ -56,12 +66,12 @@ chromium:
 	    DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
 	  else echo "error: Chromium is missing: sudo apt-get install chromium"; exit 1; fi; }
 
-demo: $(STAMP)
+demo: $(STAMP) $(SQL_ACCESS_JAR)
 	$(VENV)/bin/blockheat ingest --format hp-srt --trace-id hplajw data/traces/hplajw/ajw.1week.srt
 	$(VENV)/bin/blockheat traces
 	$(VENV)/bin/blockheat report hplajw
 
-test: $(STAMP) postgres-server chromium
+test: $(STAMP) $(SQL_ACCESS_JAR) postgres-server chromium
 	$(VENV)/bin/ruff check .              # lint and import order (pyproject.toml [tool.ruff])
 	$(VENV)/bin/lint-imports --no-cache   # the house's import contract (pyproject.toml [tool.importlinter])
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=25   # two workers, whole files each, the longest first (tests/conftest.py); the 25 slowest listed

@@ -1,6 +1,8 @@
 """The Spark Thrift server (`blockheat serve-sql`), so any JDBC/ODBC client (beeline, BI tools) queries every table by
 name. Bound to 127.0.0.1; runs on the persistent catalog (libs.io.catalog), and registers tables that jobs create
-while it runs.
+while it runs. Clients authenticate (libs.io.sql_access: the password file for JDBC, the token for Spark Connect)
+and read only, unless the server allows writes (ServeConfig.allow_writes); a Spark Connect client with the token
+chooses for its own session.
 
 Spark's own HiveThriftServer2 application is started by spark-submit (libs.io.connect_server) with the Spark Connect
 plugin on a loopback port: this process keeps the catalog in step with the warehouse through that Connect endpoint.
@@ -18,10 +20,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from libs.io import endpoint, journal
+from libs.io import endpoint, journal, sql_access
 from libs.io.catalog import driver_class_path, metastore_in_use, metastore_path, sync_catalog
 from libs.io.connect_server import CONNECT_PLUGIN, ConnectServer, free_port
-from libs.io.session import SparkConfig, delta_jars
+from libs.io.jvm import merge_java_options
+from libs.io.session import SparkConfig, delta_jars, join_class_path
 from libs.io.table_names import NAMES_CONF, NAMES_CREATED
 from libs.io.tables import TABLES, table_exists
 
@@ -43,13 +46,15 @@ class ServeError(RuntimeError):
 class ServeConfig:
     """Ports of the JDBC and Spark Connect endpoints (connect_port 0: a free one), seconds between checks for new
     tables, how long to wait for a metastore another process holds (a `blockheat sql` finishing, say), and whether
-    to publish the Connect endpoint for every command to attach to (libs.io.endpoint)."""
+    to publish the Connect endpoint for every command to attach to (libs.io.endpoint), and whether clients' sessions
+    write by default (allow_writes; otherwise read-only, libs.io.sql_access)."""
 
     port: int = 10000
     refresh_s: float = 10.0
     wait_metastore_s: float = 30.0
     connect_port: int = 0
     publish: bool = False
+    allow_writes: bool = False
 
     def __post_init__(self) -> None:
         for name, port in (("port", self.port), ("connect port", self.connect_port or 1)):
@@ -105,10 +110,10 @@ def _existing_tables(warehouse: Path) -> frozenset[str]:
     return frozenset(n for n in TABLES if table_exists(warehouse, n))
 
 
-def start_server(cfg: SparkConfig, job: ServeConfig) -> ConnectServer:
+def start_server(cfg: SparkConfig, job: ServeConfig, secrets: sql_access.ServerSecrets) -> ConnectServer:
     """The Thrift server application on the persistent catalog, with the Delta jars on the driver's class path,
-    the Thrift endpoint's host and port (Spark passes spark.hive.* to HiveServer2 as hive.*), and a Connect
-    endpoint on a free loopback port for this process."""
+    the Thrift endpoint's host, port and password check (Spark passes spark.hive.* to HiveServer2 as hive.*), the
+    read-only guard, and a Connect endpoint (with the token) on a free loopback port for this process."""
     _check_port_free(job.port)
     if job.connect_port:
         _check_port_free(job.connect_port)
@@ -116,12 +121,17 @@ def start_server(cfg: SparkConfig, job: ServeConfig) -> ConnectServer:
         _wait_for_metastore(cfg.warehouse, job.wait_metastore_s)
     # FAIR: a quick query of one client runs beside another client's long job instead of queueing behind it.
     # NAMES_CREATED: the catalog has every table; a Connect client's session names only the tables it creates.
-    extra = {"spark.driver.extraClassPath": driver_class_path(delta_jars(), cfg.metastore),
-             "spark.hive.server2.thrift.bind.host": HOST, "spark.hive.server2.thrift.port": str(job.port),
+    auth, java = sql_access.thrift_auth_conf(), "spark.driver.extraJavaOptions"
+    guarded = replace(cfg, catalog="hive", sql_guard=True, allow_writes=job.allow_writes,
+                      extra={**cfg.extra, **auth, java: merge_java_options(cfg.extra.get(java), auth[java])})
+    extra = {"spark.driver.extraClassPath": join_class_path(driver_class_path(delta_jars(), cfg.metastore),
+                                                            str(sql_access.access_jar())),
+             "spark.hive.server2.thrift.bind.host": HOST,
+             "spark.hive.server2.thrift.port": str(job.port),
              "spark.ui.showConsoleProgress": "false", "spark.plugins": CONNECT_PLUGIN, "spark.scheduler.mode": "FAIR",
              NAMES_CONF: NAMES_CREATED}
-    return ConnectServer.start(replace(cfg, catalog="hive"), HOST, job.connect_port or free_port(HOST),
-                               main_class=THRIFT_SERVER_CLASS, extra=extra, timeout_s=READY_TIMEOUT_S)
+    return ConnectServer.start(guarded, HOST, job.connect_port or free_port(HOST), main_class=THRIFT_SERVER_CLASS,
+                               extra=extra, timeout_s=READY_TIMEOUT_S, secrets=secrets.environment())
 
 
 def serve(cfg: SparkConfig, job: ServeConfig, on_ready: Callable[[str], None] = lambda url: None) -> None:
@@ -131,12 +141,14 @@ def serve(cfg: SparkConfig, job: ServeConfig, on_ready: Callable[[str], None] = 
 
     stop = threading.Event()
     previous: dict[int, Any] = {}
-    server = start_server(cfg, job)
+    secrets = sql_access.ServerSecrets.ensure(cfg.warehouse)
+    server = start_server(cfg, job, secrets)
     spark: SparkSession | None = None
     published: endpoint.Endpoint | None = None
     try:
         _wait_for_port(job.port, READY_TIMEOUT_S)
-        spark = SparkSession.builder.remote(server.url).getOrCreate()
+        spark = (SparkSession.builder.remote(sql_access.connect_url(server.url, secrets.token))
+                 .config(map=sql_access.client_conf(secrets.token, allow_writes=True)).getOrCreate())
         _finish_commits(cfg.warehouse)
         sync_catalog(spark, cfg.warehouse)
         known = _existing_tables(cfg.warehouse)
@@ -171,8 +183,10 @@ def parse_args(argv: Sequence[str] | None) -> ServeConfig:
     parser.add_argument("--refresh", type=float, default=10.0, help="seconds between checks for new tables")
     parser.add_argument("--connect-port", type=int, default=0, help="Spark Connect port (0: a free one)")
     parser.add_argument("--publish", action="store_true", help="publish the endpoints for every command to attach")
+    parser.add_argument("--allow-writes", action="store_true", help="clients' sessions write (default: read-only)")
     args = parser.parse_args(argv)
-    return ServeConfig(args.port, args.refresh, connect_port=args.connect_port, publish=args.publish)
+    return ServeConfig(args.port, args.refresh, connect_port=args.connect_port, publish=args.publish,
+                       allow_writes=args.allow_writes)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

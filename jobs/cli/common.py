@@ -137,15 +137,19 @@ def spark_config(args: argparse.Namespace, app: str, *, catalog: str = "in-memor
     return cfg
 
 
-def spark_session(args: argparse.Namespace, app: str, *, catalog: str = "in-memory") -> tuple[Any, Any]:
-    """(SparkSession, SparkConfig) of the environment's settings, with this app name and catalog. A JVM started
-    here prints no start-up banners (unless --debug); Spark jobs show a progress line on a terminal."""
+def spark_session(args: argparse.Namespace, app: str, *, catalog: str = "in-memory",
+                  read_only: bool = False) -> tuple[Any, Any]:
+    """(SparkSession, SparkConfig) of the environment's settings, with this app name and catalog; read_only: the
+    session's SQL may not write (libs.io.sql_access) unless the command has --allow-writes. A JVM started here
+    prints no start-up banners (unless --debug); Spark jobs show a progress line on a terminal."""
     # lazy: pyspark loads only for commands that use Spark
     from pyspark.sql import SparkSession
 
     from libs.io.session import build_session, cached_delta_jars
 
     cfg = spark_config(args, app, catalog=catalog)
+    if read_only:
+        cfg = replace(cfg, sql_guard=True, allow_writes=bool(getattr(args, "allow_writes", False)))
     starts_jvm = SparkSession.getActiveSession() is None and not cfg.remote
     if starts_jvm and cached_delta_jars() is None:
         log.info("fetching the Delta Lake jars from Maven Central (once: about 90 MB, kept under ~/.ivy2.5.2)")

@@ -175,7 +175,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
     if args.limit < 0:
         raise UsageError(f"--limit must be >= 0, got {args.limit}")
-    spark, _ = spark_session(args, "sql", catalog="hive")  # the persistent catalog: users' views too
+    # the persistent catalog: users' views too
+    spark, _ = spark_session(args, "sql", catalog="hive", read_only=True)
     df = spark.sql(args.query)
     rows = df.limit(args.limit + 1).collect() if args.limit else df.collect()
     more = args.limit and len(rows) > args.limit
@@ -271,9 +272,16 @@ def build_parser() -> argparse.ArgumentParser:
     tr.set_defaults(func=cmd_traces)
 
     sq = add_command(sub, "sql", "run one Spark SQL statement over every table by name",
-                     'blockheat sql "SELECT device, count(*) AS n FROM requests GROUP BY device"')
+                     'blockheat sql "SELECT device, count(*) AS n FROM requests GROUP BY device"',
+                     description="Runs one Spark SQL statement over every table by name and prints its rows. "
+                                 "Read-only unless --allow-writes: queries, views, SHOW, DESCRIBE, EXPLAIN and "
+                                 "history run; statements that change tables, scripts (TRANSFORM), Java calls "
+                                 "(reflect) and queries on files are refused before they run.")
     sq.add_argument("query", metavar="SQL", help="one statement (tables by name: docs/tables.md)")
     sq.add_argument("--limit", type=int, default=1000, help="rows to print (0: all)")
+    sq.add_argument("--allow-writes", action="store_true",
+                    help="let the statement change tables (INSERT, DELETE, UPDATE, MERGE, DDL); without it only "
+                         "queries, views, SHOW, DESCRIBE, EXPLAIN and history run")
     add_output_options(sq)
     sq.set_defaults(func=cmd_sql)
 

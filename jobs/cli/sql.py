@@ -1,6 +1,7 @@
-"""`blockheat serve-sql | sql-shell | beeline`: every table by name from any JDBC/ODBC client (the Spark Thrift
+"""`blockheat serve-sql | serve | sql-shell | beeline`: every table by name from any JDBC/ODBC client (the Spark Thrift
 server), from Spark's own SQL shell, and from beeline (Hive's JDBC shell, shipped with pyspark), on the
-persistent catalog (libs.io.catalog)."""
+persistent catalog (libs.io.catalog). The servers ask for a password (JDBC) or a token (Spark Connect) and serve
+read-only unless --allow-writes (libs.io.sql_access)."""
 from __future__ import annotations
 
 import argparse
@@ -16,6 +17,8 @@ from jobs.cli import console
 from jobs.cli.common import UsageError, add_command, checked, spark_config
 
 SHELL_APP = "blockheat-sql-shell"
+ALLOW_WRITES_HELP = ("let JDBC clients change tables (INSERT, DELETE, UPDATE, MERGE, DDL): every holder of the "
+                     "password then acts as this server's user; default: read-only")
 
 
 def add_commands(sub: Any) -> None:
@@ -23,11 +26,14 @@ def add_commands(sub: Any) -> None:
         sub, "serve-sql", "Spark Thrift server (JDBC/ODBC) over every table, on 127.0.0.1",
         "blockheat serve-sql --port 10000",
         description="Serves every table by name to JDBC/ODBC clients until Ctrl-C (or SIGTERM), e.g. "
-                    "blockheat beeline. Uses the metastore under the warehouse, so views created through it "
-                    "persist; tables that jobs create meanwhile appear within --refresh seconds.")
+                    "blockheat beeline. Clients log in with any user name and the password in "
+                    "<warehouse>/_serve/sql-password (made on the first start, readable by its owner only), and "
+                    "only read unless --allow-writes. Uses the metastore under the warehouse, so views created "
+                    "through it persist; tables that jobs create meanwhile appear within --refresh seconds.")
     srv.add_argument("--port", type=int, default=10000, help="TCP port on 127.0.0.1 (default 10000)")
     srv.add_argument("--refresh", type=float, default=10.0, metavar="S",
                      help="seconds between checks for new tables (default 10)")
+    srv.add_argument("--allow-writes", action="store_true", help=ALLOW_WRITES_HELP)
     srv.set_defaults(func=cmd_serve_sql)
 
     warm = add_command(
@@ -36,13 +42,17 @@ def add_commands(sub: Any) -> None:
         description="Runs one long-lived Spark application holding the catalog, with a Spark Connect endpoint "
                     "and the JDBC/ODBC endpoint of serve-sql, until Ctrl-C (or SIGTERM). While it runs, every "
                     "blockheat command with the same BLOCKHEAT_WAREHOUSE attaches to it (it publishes its "
-                    "endpoints in <warehouse>/_serve/endpoint.json) instead of starting a JVM of its own; "
-                    "BLOCKHEAT_SPARK_REMOTE=local makes a command start its own.")
+                    "endpoints in <warehouse>/_serve/endpoint.json, its Spark Connect token in "
+                    "<warehouse>/_serve/connect-token, readable by its owner only) instead of starting a JVM of its "
+                    "own; BLOCKHEAT_SPARK_REMOTE=local makes a command start its own. JDBC clients log in with the "
+                    "password of serve-sql and only read unless --allow-writes; attached jobs write their tables, "
+                    "`blockheat sql` only with its own --allow-writes.")
     warm.add_argument("--port", type=int, default=10000, help="JDBC/ODBC (Thrift) port on 127.0.0.1")
     warm.add_argument("--connect-port", type=int, default=15002,
                       help="Spark Connect port on 127.0.0.1 (15002 is Spark Connect's own; 0: a free one)")
     warm.add_argument("--refresh", type=float, default=10.0, metavar="S",
                       help="seconds between checks for new tables")
+    warm.add_argument("--allow-writes", action="store_true", help=ALLOW_WRITES_HELP)
     warm.set_defaults(func=cmd_serve)
 
     shell = add_command(
@@ -61,8 +71,9 @@ def add_commands(sub: Any) -> None:
         sub, "beeline", "beeline, the JDBC shell, connected to blockheat serve-sql",
         ['blockheat beeline -e "SELECT count(*) FROM requests"', "blockheat beeline --port 10001"],
         description="Runs the beeline shipped with pyspark (no SPARK_HOME or PATH set up needed), connected to "
-                    "jdbc:hive2://127.0.0.1:PORT, the address of blockheat serve-sql. Anything after -- goes to "
-                    "beeline as is (e.g. -- --outputformat=csv2).")
+                    "jdbc:hive2://127.0.0.1:PORT, the address of blockheat serve-sql, as this user with the "
+                    "password file of the warehouse's server (-w <warehouse>/_serve/sql-password; none when -n, -p "
+                    "or -w is given). Anything after -- goes to beeline as is (e.g. -- --outputformat=csv2).")
     bee.add_argument("--port", type=int, default=10000, help="the port of blockheat serve-sql")
     bee.add_argument("-e", dest="execute", metavar="SQL", help="run these statements and exit")
     bee.add_argument("beeline_args", nargs=argparse.REMAINDER, metavar="-- ARGS",
@@ -74,11 +85,13 @@ def cmd_serve_sql(args: argparse.Namespace) -> int:
     # lazy: the job (pyspark) loads only when `serve-sql` runs
     from jobs.sql_server import ServeConfig, serve
 
-    job = checked(ServeConfig, args.port, args.refresh)
+    job = checked(ServeConfig, args.port, args.refresh, allow_writes=args.allow_writes)
     cfg = spark_config(args, "serve-sql", catalog="none", short_driver=False, attach=False)
 
     def ready(url: str) -> None:
-        sys.stdout.write(f"serving Spark SQL on {url} (warehouse {cfg.warehouse}); Ctrl-C stops it\n")
+        say_writes(job.allow_writes)
+        sys.stdout.write(f"serving Spark SQL on {url} (warehouse {cfg.warehouse}; password in "
+                         f"{password_file(cfg.warehouse)}); Ctrl-C stops it\n")
         sys.stdout.flush()
 
     serve(cfg, job, ready)
@@ -89,16 +102,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # lazy: the job (pyspark) loads only when `serve` runs
     from jobs.sql_server import ServeConfig, serve
 
-    job = checked(ServeConfig, args.port, args.refresh, connect_port=args.connect_port, publish=True)
+    job = checked(ServeConfig, args.port, args.refresh, connect_port=args.connect_port, publish=True,
+                  allow_writes=args.allow_writes)
     cfg = spark_config(args, "serve", catalog="none", short_driver=False, attach=False)
 
     def ready(url: str) -> None:
-        sys.stdout.write(f"serving the warehouse {cfg.warehouse}: commands attach to it; JDBC on {url}; "
-                         "Ctrl-C stops it\n")
+        say_writes(job.allow_writes)
+        sys.stdout.write(f"serving the warehouse {cfg.warehouse}: commands attach to it; JDBC on {url} (password in "
+                         f"{password_file(cfg.warehouse)}); Ctrl-C stops it\n")
         sys.stdout.flush()
 
     serve(cfg, job, ready)
     return 0
+
+
+def say_writes(allowed: bool) -> None:
+    """The line a server prints before it serves when its clients may write."""
+    if allowed:
+        sys.stdout.write("writes allowed (--allow-writes): JDBC clients may change and drop tables\n")
+
+
+def password_file(warehouse: Any) -> Path:
+    """The JDBC password file of `warehouse`'s servers (libs.io.sql_access)."""
+    from libs.io import sql_access  # lazy: the storage layer loads pyarrow
+
+    return sql_access.serve_dir(warehouse) / sql_access.PASSWORD_FILE
 
 
 def spark_sql_command(cfg: Any, jars: Sequence[str], init_file: Path | None, args: Sequence[str]) -> list[str]:
@@ -163,8 +191,12 @@ def cmd_sql_shell(args: argparse.Namespace) -> int:
         return console.run_child(spark_sql_command(cfg, jars, init_file, rest), env, quiet=not args.debug)
 
 
-def beeline_command(port: int, args: Sequence[str]) -> list[str]:
-    """The command line of pyspark's beeline connected to jdbc:hive2://127.0.0.1:PORT (unless `args` give -u)."""
+def beeline_command(port: int, args: Sequence[str], password: Path | None = None) -> list[str]:
+    """The command line of pyspark's beeline connected to jdbc:hive2://127.0.0.1:PORT (unless `args` give -u), as
+    this user with the `password` file (unless `args` give a user or password): beeline reads the file itself, so
+    the password is never on a command line, which every user can list."""
+    import getpass
+
     import pyspark  # lazy: pyspark's location only, for `beeline`
 
     from jobs.sql_server import HOST
@@ -172,6 +204,8 @@ def beeline_command(port: int, args: Sequence[str]) -> list[str]:
     cmd = [str(Path(pyspark.__file__).parent / "bin" / "beeline")]
     if "-u" not in args:
         cmd += ["-u", f"jdbc:hive2://{HOST}:{port}"]
+    if password is not None and not {"-n", "-p", "-w", "--password-file"} & set(args):
+        cmd += ["-n", getpass.getuser(), "-w", str(password)]
     return cmd + list(args)
 
 
@@ -191,4 +225,10 @@ def cmd_beeline(args: argparse.Namespace) -> int:
     rest = _after_dashes(args.beeline_args, "beeline")
     if args.execute is not None:        # beeline waits for more of a statement that does not end with ";"
         rest = ["-e", args.execute if args.execute.rstrip().endswith(";") else f"{args.execute};", *rest]
-    return console.run_child(beeline_command(args.port, rest), beeline_env(), quiet=not args.debug)
+    from libs.io import sql_access, storage  # lazy: the storage layer loads pyarrow
+
+    password = password_file(storage.warehouse_from_env())
+    if password.is_file():
+        sql_access.read_secret(password)             # refused when others may read it
+    return console.run_child(beeline_command(args.port, rest, password if password.is_file() else None),
+                             beeline_env(), quiet=not args.debug)

@@ -40,7 +40,7 @@ def server_command(cfg: SparkConfig, host: str, port: int, main_class: str = SER
                    extra: dict[str, str] | None = None) -> list[str]:
     """The spark-submit command line of a Connect server for `cfg` listening on host:port (or of another server
     application, `main_class`, with `extra` settings)."""
-    conf = {**session_conf(cfg), **DELTA_CONF, "spark.connect.grpc.binding.address": host,
+    conf = {**DELTA_CONF, **session_conf(cfg), "spark.connect.grpc.binding.address": host,
             "spark.connect.grpc.binding.port": str(port), "spark.app.name": cfg.app_name, **(extra or {})}
     cmd = [str(Path(pyspark.__file__).parent / "bin" / "spark-submit"), "--class", main_class,
            "--jars", ",".join(delta_jars())]
@@ -51,13 +51,16 @@ def server_command(cfg: SparkConfig, host: str, port: int, main_class: str = SER
     return [*cmd, "spark-internal"]
 
 
-def server_env(cfg: SparkConfig) -> dict[str, str]:
+def server_env(cfg: SparkConfig, secrets: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: this Python for its workers, the driver's address, the shared metastore's password
+    and `secrets` (libs.io.sql_access.ServerSecrets.environment)."""
     python = os.environ.get("PYSPARK_PYTHON", sys.executable)
     env = {**os.environ, "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python}
     if cfg.driver_host != "auto":
         env.setdefault("SPARK_LOCAL_IP", cfg.driver_host)
     if cfg.metastore is not None:       # the shared metastore's password, which its settings name (libs.io.catalog)
         env.update(cfg.metastore.environment())
+    env.update(secrets or {})
     return env
 
 
@@ -75,13 +78,14 @@ class ConnectServer:
 
     @classmethod
     def start(cls, cfg: SparkConfig, host: str = "127.0.0.1", port: int = 0, *, log_path: Path | None = None,
-              timeout_s: float = 180.0, main_class: str = SERVER_CLASS,
-              extra: dict[str, str] | None = None) -> ConnectServer:
-        """Start a server (port 0: a free one) and wait until its Connect endpoint accepts connections;
-        RuntimeError naming its log when it exits or does not answer in time."""
+              timeout_s: float = 180.0, main_class: str = SERVER_CLASS, extra: dict[str, str] | None = None,
+              secrets: dict[str, str] | None = None) -> ConnectServer:
+        """Start a server (port 0: a free one; `secrets` in its environment, see server_env) and wait until its
+        Connect endpoint accepts connections; RuntimeError naming its log when it exits or does not answer in
+        time."""
         port = port or free_port(host)
         log = open(log_path, "wb") if log_path else subprocess.DEVNULL      # noqa: SIM115  the server's life
-        process = subprocess.Popen(server_command(cfg, host, port, main_class, extra), env=server_env(cfg),
+        process = subprocess.Popen(server_command(cfg, host, port, main_class, extra), env=server_env(cfg, secrets),
                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         server = cls(process, host, port)
         deadline = time.monotonic() + timeout_s

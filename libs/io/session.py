@@ -16,7 +16,7 @@ import pyspark
 from delta import configure_spark_with_delta_pip
 from pyspark.sql import SparkSession
 
-from libs.io import endpoint, storage
+from libs.io import endpoint, sql_access, storage
 from libs.io.catalog import (
     SharedMetastore,
     hive_conf,
@@ -34,7 +34,8 @@ DEFAULT_MASTER = "local[*]"
 DEFAULT_WAREHOUSE = storage.DEFAULT_WAREHOUSE
 DEFAULT_DRIVER_HOST = "127.0.0.1"
 # Delta Lake's SQL extension and catalog (with its jars, see delta_builder).
-DELTA_CONF = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CONF = {"spark.sql.extensions": DELTA_EXTENSION,
               "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
 # Hadoop's S3A file system (s3a:// tables and traces) at the Hadoop version of pyspark's jars, with the two AWS SDK
 # modules it loads instead of the SDK's 690 MB bundle (12 MB in all, resolved once with Delta's jars).
@@ -69,6 +70,12 @@ class SparkConfig:
     # The remote is the warehouse's `blockheat serve` (libs.io.endpoint), which keeps every table registered in its
     # catalog: a client then registers none itself.
     served: bool = False
+    # SQL access (libs.io.sql_access): the read-only guard in the session's extensions and file queries off; the
+    # session writes only with allow_writes. For a server application (session_conf), allow_writes is the default of
+    # its clients' sessions. A client of a served remote gives its own session allow_writes (a job's session writes:
+    # sql_guard False), whatever the server's default.
+    sql_guard: bool = False
+    allow_writes: bool = False
 
     @classmethod
     def from_env(cls, app_name: str = "blockheat", short_driver: bool = True, attach: bool = True,
@@ -83,7 +90,7 @@ class SparkConfig:
         remote, served = os.environ.get("BLOCKHEAT_SPARK_REMOTE") or None, False
         if remote == "local" or not attach or "PYSPARK_GATEWAY_PORT" in os.environ:    # spark-submit: its own driver
             remote = None
-        elif remote is None and (running := endpoint.find(warehouse)) is not None:
+        elif remote is None and (running := endpoint.find(warehouse)) is not None and _holds_token(warehouse):
             remote, served = running.connect, True
         # A job's driver on a cluster plans, schedules and commits; the executors do the work. The JIT's first tier
         # and the serial GC start it sooner and leave the CPU to the executors, which matters most when they share
@@ -102,6 +109,17 @@ class SparkConfig:
             served=served,
             metastore=SharedMetastore.from_env(),
         )
+
+
+def _holds_token(warehouse: str | Path) -> bool:
+    """Whether this user can attach to the warehouse's server: its Spark Connect token is readable (another user's
+    command starts a JVM of its own instead)."""
+    try:
+        sql_access.read_token(warehouse)
+    except (OSError, sql_access.SecretFileError) as exc:
+        log.info("not attaching to the warehouse's server: %s", exc)
+        return False
+    return True
 
 
 def default_master() -> str:
@@ -240,18 +258,37 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
         raise ValueError(f"catalog must be 'in-memory', 'hive' or 'none', got {cfg.catalog!r}")
     if archive:
         conf["spark.executor.extraJavaOptions"] = archive
+    if cfg.sql_guard:
+        conf["spark.sql.extensions"] = f"{DELTA_EXTENSION},{sql_access.GUARD_EXTENSION}"
+        conf.update(sql_access.guard_conf(cfg.allow_writes))
+        conf["spark.driver.extraClassPath"] = join_class_path(conf.get("spark.driver.extraClassPath"),
+                                                              str(sql_access.access_jar()))
     for key, value in cfg.extra.items():        # java options add to ours; any other setting replaces
         conf[key] = merge_java_options(conf.get(key), value) if key in JAVA_OPTION_KEYS else value
     return conf
 
 
+def join_class_path(*parts: str | None) -> str:
+    """Class path entries joined (empty ones left out)."""
+    return os.pathsep.join(p for p in parts if p)
+
+
 def _remote_session(cfg: SparkConfig) -> SparkSession:
     """A Spark Connect client session; tables are registered by name in it unless cfg.catalog is "none". A client
-    of the warehouse's `blockheat serve` (cfg.served) sets nothing: the server's catalog has every table and its
-    sessions name only the tables they create (NAMES_CREATED, jobs.sql_server), so it starts in one round trip."""
+    of the warehouse's `blockheat serve` (cfg.served) registers nothing: the server's catalog has every table and
+    its sessions name only the tables they create (NAMES_CREATED, jobs.sql_server), so it starts in one round trip,
+    with the token from the warehouse's serve state in its URL and, beside the app name, its session's write setting
+    (sql_access.client_conf: a job's session writes, a guarded one only with cfg.allow_writes)."""
     if not cfg.remote or not cfg.remote.startswith("sc://"):
         raise ValueError(f"BLOCKHEAT_SPARK_REMOTE must be a Spark Connect URL sc://host:port, got {cfg.remote!r}")
-    spark = SparkSession.builder.remote(cfg.remote).appName(cfg.app_name).getOrCreate()
+    builder = SparkSession.builder.appName(cfg.app_name)
+    if cfg.served:
+        token = sql_access.read_token(cfg.warehouse)
+        builder = builder.remote(sql_access.connect_url(cfg.remote, token)).config(
+            map=sql_access.client_conf(token, cfg.allow_writes or not cfg.sql_guard))
+    else:
+        builder = builder.remote(cfg.remote)
+    spark = builder.getOrCreate()
     if cfg.catalog == "none" and not cfg.served:
         spark.conf.set(NAMES_CONF, "false")
     elif not cfg.served:
@@ -316,16 +353,26 @@ def build_session(cfg: SparkConfig) -> SparkSession:
     if cfg.driver_host != "auto":  # bind there (loopback by default), never to every interface
         os.environ.setdefault("SPARK_LOCAL_IP", cfg.driver_host)
     storage.makedirs(storage.normalize(cfg.warehouse))
+    if cfg.sql_guard and SparkSession.getActiveSession() is not None:
+        # A session already running in this process (a test's, an API user's) keeps the extensions it started with:
+        # none to guard it, and its settings are not this command's to change.
+        cfg = replace(cfg, sql_guard=False)
     cfg = _usable_catalog(cfg)
     if cfg.metastore is not None:  # the driver JVM reads the metastore's password from its environment
         os.environ.update(cfg.metastore.environment())
     builder = SparkSession.builder.appName(cfg.app_name)
     if cfg.master:  # "": the JVM's own master (spark-submit --master), see default_master
         builder = builder.master(cfg.master)
-    for key, value in session_conf(cfg).items():
-        builder = builder.config(key, value)
     jars = cached_delta_jars()
-    spark = delta_builder(builder, jars).getOrCreate()
+    builder = delta_builder(builder, jars)
+    conf = session_conf(cfg)
+    if cfg.sql_guard:
+        # This JVM serves this process alone: the application allows writes, so the catalog is synced below, and
+        # the session is then made read-only unless cfg.allow_writes (SQL cannot undo that: ReadOnlyGuard).
+        conf.update(sql_access.guard_conf(allow_writes=True))
+    for key, value in conf.items():     # after Delta's: the guard's spark.sql.extensions names Delta's too
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     if not jars:
         remember_delta_jars(spark)
     spark.sparkContext.setLogLevel("ERROR")
@@ -339,5 +386,7 @@ def build_session(cfg: SparkConfig) -> SparkSession:
         from libs.io.tables import register_tables  # lazy: see _remote_session
 
         register_tables(spark, cfg.warehouse)
+    if cfg.sql_guard and not cfg.allow_writes:
+        spark.conf.set(sql_access.ALLOW_WRITES, "false")
     log.info("spark %s master=%s warehouse=%s", spark.version, spark.sparkContext.master, cfg.warehouse)
     return spark

@@ -6,8 +6,9 @@ only answer through the server. A job run through it writes new tables that a qu
 its own JVM writes another, which the job and `sql` through the server (never rescanning the warehouse: --refresh
 3600) both see by name, as they see a view saved through the server and the tables the server's job wrote; the
 names are rows of PostgreSQL's metastore, none under the warehouse. Stopping the server withdraws its endpoint
-file. Runs on a copy of the session's ingested hplajw tables, against the session's PostgreSQL
-(tests/postgres_server.py)."""
+file. The server allows writes (--allow-writes, which it says): a JDBC client's DELETE runs, while an attached
+`sql` still reads only unless it has --allow-writes itself. Runs on a copy of the session's ingested hplajw tables,
+against the session's PostgreSQL (tests/postgres_server.py)."""
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ from libs.io.catalog import METASTORE_DIR
 from libs.io.connect_server import free_port
 from libs.io.jvm import SHORT_JOB_OPTIONS
 from tests.conftest import HPLAJW_TRACE_ID
-from tests.jobs.cli.test_sql_catalog import DEVICE_TOTALS, TOTALS_SQL, stop_server
+from tests.jobs.cli.test_sql_catalog import DEVICE_TOTALS, TOTALS_SQL, password_path, run_beeline, stop_server
 from tests.postgres_server import METASTORE_DB
 
 START_TIMEOUT_S = 240
@@ -80,8 +81,8 @@ def own_jvm(warehouse: Path, argv: list[str]) -> subprocess.CompletedProcess[str
 
 @pytest.fixture(scope="module")
 def served(hplajw, spark_cfg, postgres_server, tmp_path_factory):  # type: ignore[no-untyped-def]
-    """`blockheat serve` on a copy of the session's requests and traces, its catalog in PostgreSQL: (process,
-    warehouse, JDBC port, Connect port)."""
+    """`blockheat serve --allow-writes` on a copy of the session's requests and traces, its catalog in PostgreSQL:
+    (process, warehouse, JDBC port, Connect port, the lines it printed)."""
     root = tmp_path_factory.mktemp("serve")
     warehouse = root / "wh"
     for table in COPIED_TABLES:
@@ -91,23 +92,23 @@ def served(hplajw, spark_cfg, postgres_server, tmp_path_factory):  # type: ignor
     port, connect_port = free_port(), free_port()
     log = (root / "serve.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "jobs.cli.main", "serve", "--port", str(port),
-                             "--connect-port", str(connect_port), "--refresh", "3600"],
+                             "--connect-port", str(connect_port), "--refresh", "3600", "--allow-writes"],
                             env=env_of(warehouse, java=True), stdout=subprocess.PIPE, stderr=log, text=True,
                             start_new_session=True)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
-        line = ""
-        while time.monotonic() < deadline and proc.poll() is None and not line.startswith("serving"):
-            line = proc.stdout.readline()
-        assert line.startswith(f"serving the warehouse {warehouse}"), (root / "serve.log").read_text()[-3000:]
-        yield proc, warehouse, port, connect_port
+        lines = [""]
+        while time.monotonic() < deadline and proc.poll() is None and not lines[-1].startswith("serving"):
+            lines.append(proc.stdout.readline())
+        assert lines[-1].startswith(f"serving the warehouse {warehouse}"), (root / "serve.log").read_text()[-3000:]
+        yield proc, warehouse, port, connect_port, lines[1:]
     finally:
         stop_server(proc)
         log.close()
 
 
 def test_the_server_publishes_its_endpoints(served):  # type: ignore[no-untyped-def]
-    proc, warehouse, port, connect_port = served
+    proc, warehouse, port, connect_port, _ = served
     published = json.loads((warehouse / "_serve" / "endpoint.json").read_text())
     assert published == {"connect": f"sc://127.0.0.1:{connect_port}", "jdbc": f"jdbc:hive2://127.0.0.1:{port}",
                          "host": socket.gethostname(), "pid": published["pid"]}
@@ -117,7 +118,7 @@ def test_the_server_publishes_its_endpoints(served):  # type: ignore[no-untyped-
 
 
 def test_commands_without_java_answer_through_the_server(served):  # type: ignore[no-untyped-def]
-    _, warehouse, _, _ = served
+    _, warehouse, _, _, _ = served
     done = blockheat(warehouse, "sql", "--json", f"{TOTALS_SQL} ORDER BY device")
     assert done.returncode == 0, done.stderr[-3000:]
     assert [tuple(json.loads(line).values()) for line in done.stdout.splitlines()] == DEVICE_TOTALS
@@ -128,7 +129,7 @@ def test_commands_without_java_answer_through_the_server(served):  # type: ignor
 
 
 def test_a_job_through_the_server_writes_a_table_queried_by_name(served):  # type: ignore[no-untyped-def]
-    _, warehouse, _, _ = served
+    _, warehouse, _, _, _ = served
     heat = blockheat(warehouse, "heat", HPLAJW_TRACE_ID)
     assert heat.returncode == 0, heat.stderr[-3000:]
     assert (warehouse / "disk_heat" / "_delta_log").is_dir()
@@ -141,7 +142,7 @@ def test_a_job_through_the_server_writes_a_table_queried_by_name(served):  # typ
 
 
 def test_a_job_of_its_own_shares_the_catalog_with_the_server(served, postgres_server):  # type: ignore[no-untyped-def]
-    _, warehouse, _, _ = served
+    _, warehouse, _, _, _ = served
     view = blockheat(warehouse, "sql", f"CREATE VIEW device_totals AS {TOTALS_SQL}")
     assert view.returncode == 0, view.stderr[-3000:]
     job = own_jvm(warehouse, [sys.executable, "-c", JOB, HPLAJW_TRACE_ID, PROFILED_SQL])
@@ -164,8 +165,23 @@ def test_a_job_of_its_own_shares_the_catalog_with_the_server(served, postgres_se
     assert not (warehouse / METASTORE_DIR).exists()
 
 
+def test_writes_are_the_servers_and_each_sql_commands_choice(served):  # type: ignore[no-untyped-def]
+    _, warehouse, port, _, lines = served
+    assert lines == ["writes allowed (--allow-writes): JDBC clients may change and drop tables\n", lines[-1]]
+    assert f"(password in {password_path(warehouse)})" in lines[-1]
+    delete = "DELETE FROM rejected_records WHERE trace_id = 'no-such-trace'"
+    jdbc = run_beeline(f"jdbc:hive2://127.0.0.1:{port}", delete, warehouse.parent / "home", password_path(warehouse))
+    assert jdbc.returncode == 0, jdbc.stderr[-3000:]
+    refused = blockheat(warehouse, "sql", delete)                  # attached, without --allow-writes of its own
+    assert refused.returncode == 1
+    assert "read-only SQL: DeleteCommand is not allowed" in refused.stderr, refused.stderr[-3000:]
+    allowed = blockheat(warehouse, "sql", "--allow-writes", "--json", delete)
+    assert allowed.returncode == 0, allowed.stderr[-3000:]
+    assert json.loads(allowed.stdout.splitlines()[0]) == {"num_affected_rows": 0}
+
+
 def test_a_stopped_server_withdraws_its_endpoint(served):  # type: ignore[no-untyped-def]
-    proc, warehouse, _, _ = served
+    proc, warehouse, _, _, _ = served
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0
     assert not (warehouse / "_serve" / "endpoint.json").exists()

@@ -1,6 +1,8 @@
 """The persistent catalog: `blockheat serve-sql` queried with the real beeline client,
 `blockheat sql` while the server holds the metastore, and the metastore's views seen by `blockheat sql` and
-`blockheat sql-shell` after the server stopped and the warehouse moved.
+`blockheat sql-shell` after the server stopped and the warehouse moved. The server's front door: beeline logs in
+with the password file only, and reads only (no DELETE, DROP, TRANSFORM, file query or Java call, whatever the
+client sets when it connects); `blockheat sql` reads only unless --allow-writes.
 
 Runs on a copy of the ingested hplajw tables in a warehouse of its own (the session's stays metastore-free)."""
 from __future__ import annotations
@@ -19,6 +21,7 @@ from urllib.parse import urlparse
 import pyspark
 import pytest
 
+from libs.io import sql_access
 from libs.io.catalog import init_sql, metastore_in_use, metastore_path
 from libs.io.connect_server import free_port
 from libs.io.jvm import SHORT_JOB_OPTIONS
@@ -54,14 +57,24 @@ def blockheat(warehouse: Path, *argv: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, check=False)
 
 
-def beeline(url: str, sql: str, home: Path) -> list[str]:
-    """Output lines of beeline (CSV, no prompt) running `sql`; fails the test on a non-zero exit."""
-    done = subprocess.run([str(BEELINE), "-u", url, "--silent=true", "--showHeader=false", "--outputformat=csv2",
-                           "-e", sql],
+def run_beeline(url: str, sql: str, home: Path, password: Path) -> subprocess.CompletedProcess[str]:
+    """beeline (CSV, no prompt) running `sql` as user "analyst" with the password in the file `password`."""
+    return subprocess.run([str(BEELINE), "-u", url, "-n", "analyst", "-w", str(password), "--silent=true",
+                           "--showHeader=false", "--outputformat=csv2", "-e", sql],
                           env={**os.environ, "HOME": str(home)}, capture_output=True, text=True, timeout=120,
                           check=False)
+
+
+def beeline(url: str, sql: str, home: Path) -> list[str]:
+    """Output lines of beeline running `sql` with the password of the warehouse `home`/../wh1 (the server's, see
+    `server`); fails the test on a non-zero exit."""
+    done = run_beeline(url, sql, home, password_path(home.parent / "wh1"))
     assert done.returncode == 0, done.stderr[-3000:]
     return [re.sub(r"^\d+: jdbc:hive2://\S+> ", "", line) for line in done.stdout.splitlines()]
+
+
+def password_path(warehouse: Path) -> Path:
+    return sql_access.serve_dir(warehouse) / sql_access.PASSWORD_FILE
 
 
 def listening_addresses(port: int) -> set[str]:
@@ -107,9 +120,15 @@ def sql_home(hplajw, spark, spark_cfg, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(sql_home):
-    """`blockheat serve-sql` on sql_home/wh1, and what beeline printed for the setup statements: a view saved
-    in the metastore, and an entry for a blockheat table that lives outside the warehouse."""
+    """`blockheat serve-sql` (read-only, the default) on sql_home/wh1, and what beeline printed for the setup
+    statements: a view saved in the metastore, queried. Before the server starts, `blockheat sql --allow-writes`
+    adds a metastore entry for a blockheat table that lives outside the warehouse (the server drops it)."""
     warehouse, port = sql_home / "wh1", free_port()
+    elsewhere = sql_home / "elsewhere" / "cooling_moves"
+    entry = blockheat(warehouse, "sql", "--allow-writes",
+                      f"CREATE TABLE cooling_moves (x INT) USING delta LOCATION '{elsewhere}'")
+    assert entry.returncode == 0, entry.stderr[-3000:]
+    assert (elsewhere / "_delta_log").is_dir()
     log = (sql_home / "serve.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "jobs.cli.main", "serve-sql", "--port", str(port), "--refresh", "1"],
                             env=blockheat_env(warehouse), stdout=subprocess.PIPE, stderr=log, text=True,
@@ -121,12 +140,11 @@ def server(sql_home):
             line = proc.stdout.readline()
             if line.startswith("serving Spark SQL on"):
                 break
-        assert line.startswith(f"serving Spark SQL on jdbc:hive2://127.0.0.1:{port} (warehouse {warehouse})"), \
+        assert line.startswith(f"serving Spark SQL on jdbc:hive2://127.0.0.1:{port} (warehouse {warehouse}; "
+                               f"password in {password_path(warehouse)})"), \
             (sql_home / "serve.log").read_text()[-3000:]
         url = f"jdbc:hive2://127.0.0.1:{port}"
-        elsewhere = sql_home / "elsewhere" / "cooling_moves"
         setup = beeline(url, f"CREATE VIEW device_totals AS {TOTALS_SQL}; "
-                             f"CREATE TABLE cooling_moves (x INT) USING delta LOCATION '{elsewhere}'; "
                              f"SELECT 'totals', * FROM device_totals ORDER BY device; "
                              f"SELECT 'version0', count(*) FROM requests VERSION AS OF 0", sql_home / "home")
         yield proc, port, url, setup
@@ -150,6 +168,75 @@ def test_beeline_queries_tables_by_name_through_the_thrift_server(server):
     assert listening_addresses(port) <= LOOPBACK
 
 
+def test_the_server_keeps_its_password_for_its_owner_only(server, sql_home):
+    password = password_path(sql_home / "wh1")
+    assert password.stat().st_mode & 0o777 == 0o600
+    assert len(sql_access.read_secret(password)) == 43
+    token = sql_access.serve_dir(sql_home / "wh1") / sql_access.TOKEN_FILE
+    assert token.stat().st_mode & 0o777 == 0o600
+    assert sql_access.read_secret(token) != sql_access.read_secret(password)
+
+
+def test_a_wrong_password_is_refused(server, sql_home):
+    _, _, url, _ = server
+    wrong = sql_home / "wrong-password"
+    wrong.write_text("not-the-password\n")
+    done = run_beeline(url, "SELECT count(*) FROM requests", sql_home / "home", wrong)
+    assert done.returncode != 0
+    assert "Error validating the login" in done.stderr, done.stderr[-3000:]
+    assert "44519" not in done.stdout
+    anonymous = subprocess.run([str(BEELINE), "-u", url, "--silent=true", "-e", "SELECT 1"],
+                               env={**os.environ, "HOME": str(sql_home / "home")}, capture_output=True, text=True,
+                               timeout=120, check=False)
+    assert anonymous.returncode != 0
+    assert "Error validating the login" in anonymous.stderr, anonymous.stderr[-3000:]
+
+
+# Statements a read-only server refuses, and what the refusal names; the URL's part after ";?" is what a client
+# sets in its session when it connects (beeline's hive configuration).
+REFUSED = [
+    ("", f"DELETE FROM requests WHERE trace_id = '{HPLAJW_TRACE_ID}'", "read-only SQL: DeleteCommand is not allowed"),
+    ("", "DROP TABLE traces", "read-only SQL: DropTable is not allowed"),
+    ("", "INSERT INTO traces SELECT * FROM traces LIMIT 0", "read-only SQL: AppendData is not allowed"),
+    ("", "SELECT TRANSFORM(device) USING 'id' AS (who) FROM requests LIMIT 1",
+     "read-only SQL: TRANSFORM (a script) is not allowed"),
+    ("", "SELECT * FROM text.`/etc/hostname`", "The table or view `text`.`/etc/hostname` cannot be found"),
+    ("", "SELECT reflect('java.lang.System', 'getenv', 'SPARK_CONNECT_AUTHENTICATE_TOKEN')",
+     "read-only SQL: reflect/java_method (a Java call) is not allowed"),
+    ("", "SET spark.blockheat.allowWrites=true", "read-only SQL: SET spark.blockheat.allowWrites is not allowed"),
+    ("", "SET spark.sql.runSQLOnFiles=true", "read-only SQL: SET spark.sql.runSQLOnFiles is not allowed"),
+    ("spark.blockheat.allowWrites=true", f"DELETE FROM requests WHERE trace_id = '{HPLAJW_TRACE_ID}'",
+     "read-only SQL: DeleteCommand is not allowed"),
+    ("spark.sql.runSQLOnFiles=true", "SELECT * FROM text.`/etc/hostname`",
+     "read-only SQL: any statement with spark.sql.runSQLOnFiles on is not allowed"),
+]
+
+
+def test_a_read_only_server_refuses_writes_scripts_and_files(server, sql_home):
+    _, _, url, _ = server
+    home, password = sql_home / "home", password_path(sql_home / "wh1")
+    hostname = Path("/etc/hostname").read_text().strip()
+    for settings, sql, refusal in REFUSED:
+        done = run_beeline(f"{url}/default;?{settings}" if settings else url, sql, home, password)
+        assert done.returncode != 0, sql
+        assert refusal in done.stdout + done.stderr, (sql, (done.stdout + done.stderr)[-3000:])
+        assert hostname not in done.stdout.splitlines()
+    rows = beeline(url, f"SELECT count(*) FROM requests WHERE trace_id = '{HPLAJW_TRACE_ID}'; SHOW TABLES; "
+                        "DESCRIBE HISTORY traces; EXPLAIN SELECT * FROM traces", home)
+    assert rows[0] == str(sum(n for _, n, _ in DEVICE_TOTALS))
+    assert "traces" in {line.split(",")[1] for line in rows if line.count(",") == 2}     # SHOW TABLES
+
+
+def test_blockheat_beeline_logs_in_with_the_password_file(server, sql_home):
+    _, port, _, _ = server
+    done = subprocess.run([sys.executable, "-m", "jobs.cli.main", "beeline", "--port", str(port), "-e",
+                           f"SELECT count(*) FROM requests WHERE trace_id = '{HPLAJW_TRACE_ID}'"],
+                          env={**blockheat_env(sql_home / "wh1"), "HOME": str(sql_home / "home")},
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(rf"^\|\s*{sum(n for _, n, _ in DEVICE_TOTALS)}\s*\|$", done.stdout, re.MULTILINE), done.stdout
+
+
 def test_documented_examples_run_through_the_server(server, sql_home, repo_root):
     """Every example of docs/sql.md runs (on real requests and traces, the other tables
     empty), except the TIMESTAMP AS OF current_date() one: it needs a table written before today's midnight,
@@ -161,7 +248,8 @@ def test_documented_examples_run_through_the_server(server, sql_home, repo_root)
     script = sql_home / "examples.sql"
     script.write_text("".join(f"{q.strip()};\n" for q in runnable))
     _, _, url, _ = server
-    done = subprocess.run([str(BEELINE), "-u", url, "--silent=true", "-f", str(script)],
+    done = subprocess.run([str(BEELINE), "-u", url, "-n", "analyst", "-w", str(password_path(sql_home / "wh1")),
+                           "--silent=true", "-f", str(script)],
                           env={**os.environ, "HOME": str(sql_home / "home")}, capture_output=True, text=True,
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -173,6 +261,12 @@ def test_sql_registers_tables_itself_while_the_server_holds_the_metastore(server
     assert done.returncode == 0, done.stderr[-3000:]
     assert [tuple(json.loads(line).values()) for line in done.stdout.splitlines()] == DEVICE_TOTALS
     assert f"metastore {sql_home / 'wh1' / 'metastore_db'} is in use by another process" in done.stderr
+
+
+def test_sql_is_read_only_unless_allow_writes(server, sql_home):
+    done = blockheat(sql_home / "wh1", "sql", f"DELETE FROM requests WHERE trace_id = '{HPLAJW_TRACE_ID}'")
+    assert done.returncode == 1
+    assert "blockheat: error: read-only SQL: DeleteCommand is not allowed" in done.stderr, done.stderr[-3000:]
 
 
 def test_saved_views_outlive_the_server_and_follow_a_moved_warehouse(server, sql_home):

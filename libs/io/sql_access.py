@@ -1,0 +1,144 @@
+"""Who may use the SQL endpoints, and what they may do: the settings of blockheat's SQL access classes
+(infra/spark/sql-access, compiled by `make` into the environment) and the secrets the servers hand their owner.
+
+- Read-only sessions: ReadOnlyGuard (a Spark SQL extension) refuses at analysis every command that writes or changes
+  a table, Java calls (reflect), SQL's SET of the protected settings and file queries (`SELECT * FROM
+  text.`/etc/...``, spark.sql.runSQLOnFiles), and a script (TRANSFORM) in any session. A session writes when it
+  asks to (ALLOW_WRITES) and either its application allows writes (its Spark configuration's ALLOW_WRITES: a
+  server's --allow-writes) or it gives the application's Spark Connect token as its WRITE_KEY (client_conf).
+- The Thrift JDBC/ODBC endpoint: HiveServer2's CUSTOM authentication with PasswordFileAuthenticator, whose password
+  is the first line of a file only its owner may read (PASSWORD_FILE_ENV in the server's environment).
+- The Spark Connect endpoint: Spark's pre-shared token (TOKEN_ENV in the server's environment); clients give it in
+  the URL, sc://localhost:PORT/;token=... (pyspark sends a token without TLS only to "localhost").
+
+A server keeps both secrets in its warehouse's serve state (serve_dir), made on its first start.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import stat
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from libs.io import storage
+
+GUARD_EXTENSION = "io.blockheat.sql.ReadOnlyGuard"
+AUTHENTICATOR = "io.blockheat.sql.PasswordFileAuthenticator"
+#: The session setting that lets a session write (ReadOnlyGuard's ALLOW_WRITES).
+ALLOW_WRITES = "spark.blockheat.allowWrites"
+#: The session setting that proves a Spark Connect client holds the server's token (ReadOnlyGuard's WRITE_KEY).
+WRITE_KEY = "spark.blockheat.writeKey"
+PASSWORD_FILE_ENV = "BLOCKHEAT_SQL_PASSWORD_FILE"
+TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+
+
+class SecretFileError(PermissionError):
+    """A secret file that others may read, or that is not this user's."""
+
+
+def access_jar(prefix: str | Path | None = None) -> Path:
+    """The compiled SQL access classes of the environment at `prefix` (default: this interpreter's)."""
+    path = Path(sys.prefix if prefix is None else prefix) / "var" / "blockheat" / "blockheat-sql-access.jar"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: blockheat's SQL access classes are missing; run `make` (needs javac)")
+    return path
+
+
+def guard_conf(allow_writes: bool) -> dict[str, str]:
+    """The application settings of a guarded Spark application (the extension itself goes into spark.sql.extensions
+    beside Delta's): its sessions write only if allow_writes (or with the token, client_conf), and query no files."""
+    return {ALLOW_WRITES: "true" if allow_writes else "false", "spark.sql.runSQLOnFiles": "false"}
+
+
+def client_conf(token: str, allow_writes: bool) -> dict[str, str]:
+    """The settings a Spark Connect client of a guarded server gives its own session: writes (proved by the token)
+    or read-only, whatever the server's default."""
+    return {ALLOW_WRITES: "true", WRITE_KEY: token} if allow_writes else {ALLOW_WRITES: "false"}
+
+
+def thrift_auth_conf() -> dict[str, str]:
+    """The Thrift server's settings for the password check: the method through Spark (which passes spark.hive.* to
+    HiveServer2), the class as a system property of the driver's JVM, since HiveServer2 reads it from a HiveConf
+    of its own, made from hive-site.xml and the system properties."""
+    return {"spark.hive.server2.authentication": "CUSTOM",
+            "spark.driver.extraJavaOptions": f"-Dhive.server2.custom.authentication.class={AUTHENTICATOR}"}
+
+
+def read_secret(path: Path) -> str:
+    """The first line of a secret file that only its owner, this user, may read (SecretFileError otherwise)."""
+    info = path.stat()
+    if info.st_uid != os.getuid():
+        raise SecretFileError(f"{path}: owned by uid {info.st_uid}, not by this user")
+    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise SecretFileError(f"{path}: others may read it (mode {stat.S_IMODE(info.st_mode):o}); chmod 600 it")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return lines[0].strip() if lines else ""
+
+
+def ensure_secret(path: Path) -> str:
+    """The secret in `path`, made (32 random bytes, URL-safe) with mode 600 when there is none."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return read_secret(path)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(secrets.token_urlsafe(32) + "\n")
+    return read_secret(path)
+
+
+SERVE_DIR = "_serve"
+PASSWORD_FILE = "sql-password"
+TOKEN_FILE = "connect-token"
+
+
+def serve_dir(warehouse: str | os.PathLike[str]) -> Path:
+    """Where the servers of `warehouse` keep their secrets: <warehouse>/_serve for a local warehouse (beside the
+    endpoint file, libs.io.endpoint), a directory of this user's ($XDG_STATE_HOME/blockheat/serve/<hash of the
+    URI>) for one in an object store, which has no file modes."""
+    if storage.is_local(warehouse):
+        return Path(storage.normalize(warehouse)) / SERVE_DIR
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    digest = hashlib.sha256(storage.normalize(warehouse).encode()).hexdigest()[:16]
+    return state / "blockheat" / "serve" / digest
+
+
+@dataclass(frozen=True)
+class ServerSecrets:
+    """A server's JDBC password file and its Spark Connect token."""
+
+    password_file: Path
+    token: str
+
+    @classmethod
+    def ensure(cls, warehouse: str | os.PathLike[str]) -> ServerSecrets:
+        """The secrets of `warehouse`'s servers, each made on first use (mode 600); SecretFileError when one is
+        another user's or others may read it."""
+        home = serve_dir(warehouse)
+        password = home / PASSWORD_FILE
+        ensure_secret(password)
+        return cls(password, ensure_secret(home / TOKEN_FILE))
+
+    def environment(self) -> dict[str, str]:
+        """The server's environment for both checks (never its command line, which every user can list)."""
+        return {PASSWORD_FILE_ENV: str(self.password_file), TOKEN_ENV: self.token}
+
+
+def read_token(warehouse: str | os.PathLike[str]) -> str:
+    """The Spark Connect token of `warehouse`'s server (FileNotFoundError, SecretFileError)."""
+    return read_secret(serve_dir(warehouse) / TOKEN_FILE)
+
+
+def connect_url(url: str, token: str) -> str:
+    """A Spark Connect URL of a loopback server (sc://127.0.0.1:PORT) with its token, as pyspark sends it there."""
+    host_port = url.removeprefix("sc://").split("/", 1)[0]
+    port = host_port.rsplit(":", 1)[1]
+    return f"sc://localhost:{port}/;token={token}"
+
+
+__all__ = ["ALLOW_WRITES", "AUTHENTICATOR", "GUARD_EXTENSION", "PASSWORD_FILE", "PASSWORD_FILE_ENV", "TOKEN_ENV",
+           "TOKEN_FILE", "WRITE_KEY", "SecretFileError", "ServerSecrets", "access_jar", "client_conf", "connect_url",
+           "ensure_secret", "guard_conf", "read_secret", "read_token", "serve_dir", "thrift_auth_conf"]
