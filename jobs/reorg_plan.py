@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
 from libs.io import delta_log, storage
@@ -32,6 +33,7 @@ from libs.io.tables import (
     trace_info,
     trace_rows,
 )
+from libs.plans.cost import IDLE_MIN_S, MoveBudget
 from libs.plans.policies import FAMILIES
 from libs.plans.scorecard import parse_window
 from libs.plans.steps import (
@@ -88,6 +90,7 @@ class PlanConfig:
     valid_hours: float = 24.0
     min_improvement: float = 0.01
     limits: SafetyLimits = field(default_factory=SafetyLimits)
+    budget: MoveBudget = field(default_factory=MoveBudget)
 
     def __post_init__(self) -> None:
         if not self.valid_hours > 0:
@@ -119,7 +122,9 @@ def target_of(trace_id: str, scenario: Mapping[str, Any]) -> Target:
 
 
 def run(spark: SparkSession, cfg: SparkConfig, job: PlanConfig) -> dict[str, Any]:
-    """Builds the plan, replaces its rows of reorg_plans and reorg_plan_steps, returns the document."""
+    """Builds the plan, replaces its rows of reorg_plans and reorg_plan_steps, returns the document. With policy
+    "best", every plannable scored policy is planned and the one worth running with the largest net value
+    (libs.plans.cost) is kept; when none is worth running, the best-ranked one's document says why."""
     now = job.now or dt.datetime.now(dt.UTC)
     info = trace_info(spark, cfg.warehouse, job.trace_id)
     window = parse_window(job.window, span_us=int(info["span_us"]))
@@ -132,10 +137,37 @@ def run(spark: SparkSession, cfg: SparkConfig, job: PlanConfig) -> dict[str, Any
     if not scores:
         raise PlanError(f"policy_scores has no rows for trace {job.trace_id!r} window {window.window_id}: run "
                         f"blockheat score {job.trace_id} --window {job.window}")
-    row = choose(scores, job.policy)
     base = next((r for r in scores if r["policy_id"] == BASELINE), None)
     if base is None:
         raise PlanError(f"policy_scores of trace {job.trace_id!r} window {window.window_id} has no {BASELINE} row")
+    requests = read_table(spark, cfg.warehouse, "requests", job.trace_id, version=tables["requests"])
+    windowed = requests.where((F.col("ts_us") >= window.start_us) & (F.col("ts_us") < window.end_us))
+    measured: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}     # spec -> (validation, idle), once each
+
+    def document(row: Mapping[str, Any]) -> dict[str, Any]:
+        return _document(spark, cfg, job, row, base, window, dict(tables), windowed, now, measured)
+
+    if job.policy == "best":
+        ranked = sorted((r for r in scores if r["plannable"] and r["family"] != BASELINE), key=lambda r: r["rank"])
+        if not ranked:
+            raise PolicyError(f"no plannable policy in the scorecard of trace {job.trace_id!r} window "
+                              f"{window.window_id}")
+        docs = [document(r) for r in ranked]
+        worth = [d for d in docs if d["status"] == "proposed"]
+        doc = max(worth, key=lambda d: d["cost_benefit"]["net_s_per_window"] or 0.0) if worth else docs[0]
+    else:
+        doc = document(choose(scores, job.policy))
+    store(spark, cfg, doc)
+    log.info("plan %s for %s (%s, window %s): %s, %d steps, %d bytes", doc["plan_id"], job.trace_id,
+             doc["policy"]["policy_id"], window.window_id, doc["status"], doc["summary"]["n_steps"],
+             doc["summary"]["bytes_to_move"])
+    return doc
+
+
+def _document(spark: SparkSession, cfg: SparkConfig, job: PlanConfig, row: Mapping[str, Any],
+              base: Mapping[str, Any], window: Any, tables: dict[str, int | None], windowed: DataFrame,
+              now: dt.datetime, measured: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+    """The plan document of one scored policy (not stored)."""
     family = FAMILIES.get(row["family"])
     if family is None or family.plan is None:
         raise PolicyError(f"policy family {row['family']!r} has no planner in this version")
@@ -151,12 +183,15 @@ def run(spark: SparkSession, cfg: SparkConfig, job: PlanConfig) -> dict[str, Any
     target = target_of(job.trace_id, scenario)
     variant = Variant(row["policy_id"], row["family"], json.loads(row["params_json"]),
                       {k: v for k, v in scenario.items() if k not in BASE_KEYS}, bool(row["plannable"]), row["note"])
-    requests = read_table(spark, cfg.warehouse, "requests", job.trace_id, version=tables["requests"])
-    windowed = requests.where((F.col("ts_us") >= window.start_us) & (F.col("ts_us") < window.end_us))
+    key = json.dumps(scenario["spec"], sort_keys=True)
+    if key not in measured:
+        measured[key] = (validation(windowed, target),
+                         idle_time(windowed, target.devices, window.start_us, window.end_us))
+    checked, idle = measured[key]
     inputs = PlanInputs(target, variant, family.description, window.as_dict(int(row["window_requests"])),
                         {t: int(v) for t, v in tables.items() if v is not None}, row, base, sims[row["scenario_id"]],
-                        sims[base["scenario_id"]], validation(windowed, target), now,
-                        dt.timedelta(hours=job.valid_hours), job.limits, job.min_improvement)
+                        sims[base["scenario_id"]], checked, now, dt.timedelta(hours=job.valid_hours), job.limits,
+                        job.min_improvement, idle, job.budget)
     part = PlanPart([], {})
     if no_improvement_reason(inputs) is None:
         outcome = Outcome(variant, target)
@@ -168,12 +203,7 @@ def run(spark: SparkSession, cfg: SparkConfig, job: PlanConfig) -> dict[str, Any
             # One window's requests: the planner runs the same numpy cores as the simulated partition did.
             outcome = Outcome(variant, target, requests=windowed.select(*REPLAY_COLUMNS).toArrow())
         part = family.plan(outcome)
-    doc = build_plan(inputs, part)
-    store(spark, cfg, doc)
-    log.info("plan %s for %s (%s, window %s): %s, %d steps, %d bytes", doc["plan_id"], job.trace_id,
-             row["policy_id"], window.window_id, doc["status"], doc["summary"]["n_steps"],
-             doc["summary"]["bytes_to_move"])
-    return doc
+    return build_plan(inputs, part)
 
 
 def _moves(spark: SparkSession, cfg: SparkConfig, row: Mapping[str, Any], version: int | None) -> list[dict[str, Any]]:
@@ -237,6 +267,36 @@ def validation(windowed: DataFrame, target: Target) -> dict[str, Any]:
                                                            "queue_us) in this window",
                            "per_device": rows}
     return out
+
+
+def idle_time(windowed: DataFrame, devices: Sequence[str], start_us: int, end_us: int) -> dict[str, Any]:
+    """The window's idle time per device (libs.plans.cost.IDLE_MODEL): gaps of at least IDLE_MIN_S between the
+    latest completion so far (arrival + recorded response) and the next arrival, and the window's edges; per device
+    the idle seconds, the number of gaps and the three longest (start and end, seconds into the window)."""
+    least = int(IDLE_MIN_S * 1e6)
+    done = (F.col("ts_us") + F.coalesce(F.col("response_us"), F.lit(0.0))).cast("long")
+    before = W.partitionBy("device").orderBy("ts_us", "seq").rowsBetween(W.unboundedPreceding, -1)
+    gaps = (windowed.select("device", "ts_us", "seq", done.alias("done"))
+            .withColumn("free_from", F.max("done").over(before))
+            .where(F.col("ts_us") - F.col("free_from") >= least)
+            .select("device", F.col("free_from").alias("start_us"), F.col("ts_us").alias("end_us")))
+    edges = {r.device: (r.first, r.last) for r in windowed.groupBy("device").agg(
+        F.min("ts_us").alias("first"), F.max(done).alias("last")).collect()}
+    found: dict[str, list[tuple[int, int]]] = {d: [] for d in devices}
+    for r in gaps.collect():
+        found.setdefault(r.device, []).append((int(r.start_us), int(r.end_us)))
+    per_device = []
+    for d in devices:
+        periods = list(found.get(d, []))
+        first, last = edges.get(d, (end_us, start_us))
+        if d not in edges:
+            periods.append((start_us, end_us))
+        else:
+            periods += [p for p in ((start_us, first), (last, end_us)) if p[1] - p[0] >= least]
+        periods.sort(key=lambda p: (p[0] - p[1], p[0]))
+        per_device.append({"device": d, "idle_s": sum(b - a for a, b in periods) / 1e6, "periods": len(periods),
+                           "longest": [[(a - start_us) / 1e6, (b - start_us) / 1e6] for a, b in periods[:3]]})
+    return {"min_period_s": IDLE_MIN_S, "window_s": (end_us - start_us) / 1e6, "per_device": per_device}
 
 
 def store(spark: SparkSession, cfg: SparkConfig, doc: Mapping[str, Any]) -> None:
@@ -310,8 +370,12 @@ def config_from_args(trace_id: str, args: argparse.Namespace) -> PlanConfig:
     if not args.policy:
         raise PlanError("--policy is required (a policy_id, a family or 'best')")
     limits = SafetyLimits(int(args.max_gib * (1 << 30)), args.max_moves_per_disk, args.throttle_mb_s)
+    try:
+        budget = MoveBudget(args.max_volume_share, args.max_idle_share, args.min_gain_per_gib)
+    except ValueError as exc:
+        raise PlanError(f"--max-volume-share, --max-idle-share, --min-gain-per-gib: {exc}") from exc
     return PlanConfig(trace_id, args.policy, args.window, parse_utc(args.now) if args.now else None, args.valid_hours,
-                      args.min_improvement, limits)
+                      args.min_improvement, limits, budget)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -327,6 +391,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--max-gib", type=float, default=64.0, help="safety: most data to move, GiB (default 64)")
     parser.add_argument("--max-moves-per-disk", type=int, default=1, help="safety: concurrent moves per disk")
     parser.add_argument("--throttle-mb-s", type=float, default=50.0, help="safety: copy bandwidth, MB/s (default 50)")
+    budget = MoveBudget()
+    parser.add_argument("--max-volume-share", type=float, default=budget.max_volume_share,
+                        help=f"budget: most of each volume a plan moves (default {budget.max_volume_share:g})")
+    parser.add_argument("--max-idle-share", type=float, default=budget.max_idle_share,
+                        help="budget: most of each disk's idle time in a window like the scored one the moves may "
+                             f"take (default {budget.max_idle_share:g})")
+    parser.add_argument("--min-gain-per-gib", type=float, default=budget.min_gain_per_gib,
+                        help="budget: least improvement of the mean response per GiB moved (default "
+                             f"{budget.min_gain_per_gib:g})")
     return parser
 
 

@@ -132,6 +132,20 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
                           "heat_copies": _COUNT, "create_area_bytes": _COUNT, "copy_bytes": _COUNT, "addresses": _STR},
                          required=["window", "interval_s", "run_copies", "heat_copies", "addresses"]),
         }, required=[]),
+        # Added without a version change, so optional (older plans have none).
+        "cost_benefit": _obj({
+            "move_model": _STR, "idle_model": _STR, "bytes_to_move": _COUNT, "n_moves": _COUNT,
+            "move_s": {"type": "number", "minimum": 0}, "disk_busy_s": {"type": "number", "minimum": 0},
+            "per_disk": {"type": "array", "items": _obj({
+                "device": _STR, "bytes_read": _COUNT, "bytes_written": _COUNT, "volume_share_moved": _NUM,
+                "move_s": _NUM, "idle_s": _NUM, "idle_share_used": _NUM})},
+            "idle": {"type": "object"},
+            "benefit": _obj({"mean_response": _NUM, "p95_response": _NUM, "hottest_utilization_before": _NUM,
+                             "hottest_utilization_after": _NUM, "saved_response_s_per_window": _NUM,
+                             "validation_demerit_ms": _NUM}),
+            "gain_per_gib": _NUM, "net_s_per_window": _NUM,
+            "budget": _obj({"max_volume_share": _NUM, "max_idle_share": _NUM, "min_gain_per_gib": _NUM}),
+        }),
     }, required=["plan_id", "content_id", "schema_version", "created_at", "valid_until", "status", "reason", "target",
                  "inputs", "policy", "steps", "summary", "safety", "evidence", "detail"]),
 }

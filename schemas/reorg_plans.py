@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 TABLE = "reorg_plans"
 PARTITION_COLUMNS = ("trace_id",)
 KEY_COLUMNS = ("trace_id", "plan_id")
-STATUSES = ("proposed", "no_improvement")
+STATUSES = ("proposed", "no_improvement", "not_worth_it")
 FIELDS = (
     ("trace_id", "string", False),
     ("plan_id", "string", False),                # SHA-256 hex of the canonical document without plan_id
@@ -35,8 +35,8 @@ FIELDS = (
     ("window_id", "string", False),              # policy_scores.window_id the plan was scored on
     ("policy_id", "string", False),              # policy_scores.policy_id
     ("family", "string", False),
-    ("status", "string", False),                 # "proposed" (steps listed) or "no_improvement" (none, see reason)
-    ("reason", "string", True),                  # why there are no steps (status no_improvement)
+    ("status", "string", False),                 # "proposed" (steps listed), "no_improvement" or "not_worth_it" (none)
+    ("reason", "string", True),                  # why there are no steps (status no_improvement or not_worth_it)
     ("n_steps", "long", False),
     ("bytes_to_move", "long", False),            # sum of the steps' bytes
     ("predicted_mean_response_ms", "double", True),  # the policy in the simulator (NULL: saturated)

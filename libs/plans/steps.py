@@ -42,7 +42,9 @@ Choices (each tested in tests/jobs/test_reorg_plan.py):
   in the step rows and the header holds only the areas.
 - a plan proposes steps only when the simulated mean response improves on as-traced by at least
   min_improvement (default 1 %) and the policy's run is not saturated; otherwise status no_improvement,
-  no steps, and the reason gives the figures.
+  no steps, and the reason gives the figures;
+- every plan carries its cost against its benefit (cost_benefit, libs.plans.cost); a proposal over a budget is
+  status not_worth_it, no steps, the reason naming each breach with its numbers.
 """
 from __future__ import annotations
 
@@ -64,6 +66,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from libs.io import storage
+from libs.plans.cost import MoveBudget, breaches, cost_benefit
 from libs.plans.types import BASELINE, PlanPart, Target, Variant
 from schemas import reorg_plan_steps as STEPS
 from schemas.reorg_plan_json import SCHEMA_VERSION, schema_errors, validate_plan_document
@@ -562,6 +565,9 @@ class PlanInputs:
     valid_for: dt.timedelta = dt.timedelta(hours=24)
     limits: SafetyLimits = field(default_factory=SafetyLimits)
     min_improvement: float = 0.01
+    idle: Mapping[str, Any] | None = None          # the window's idle time per device (libs.plans.cost); None: not
+    # measured
+    budget: MoveBudget = field(default_factory=MoveBudget)
 
 
 def _balance(sim_row: Mapping[str, Any], window_s: float) -> dict[str, Any]:
@@ -595,6 +601,16 @@ def build_plan(inp: PlanInputs, part: PlanPart) -> dict[str, Any]:
     """The plan document (schemas.reorg_plan_json) with its ids."""
     t, v = inp.target, inp.variant
     reason = no_improvement_reason(inp, part.steps)
+    status = "no_improvement" if reason is not None else "proposed"
+    costs = cost_benefit(t, part.steps if reason is None else [], idle=inp.idle, window=inp.window, score=inp.score,
+                         baseline=inp.baseline, validation_demerit_ms=inp.validation.get("demerit_ms"),
+                         throttle_mb_per_s=inp.limits.throttle_mb_per_s, budget=inp.budget)
+    over = breaches(costs, inp.budget, inp.limits.max_bytes) if reason is None else []
+    if over:
+        status = "not_worth_it"
+        imp = inp.score["improvement_mean"]
+        reason = (f"{v.policy_id}: not worth running: " + "; ".join(over) + f" (for {imp:+.1%} mean response over "
+                  f"window {inp.window['window_id']}); no moves are proposed")
     steps = [] if reason is not None else list(part.steps)
     per_disk = {d: {"device": d, "bytes_in": 0, "bytes_out": 0} for d in t.devices}
     moving = [s for s in steps if s.step_type not in STEPS.NO_DATA_STEP_TYPES]
@@ -610,7 +626,7 @@ def build_plan(inp: PlanInputs, part: PlanPart) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "created_at": iso_utc(inp.created_at),
         "valid_until": iso_utc(inp.created_at + inp.valid_for),
-        "status": "no_improvement" if reason is not None else "proposed",
+        "status": status,
         "reason": reason,
         "target": {
             "trace_id": t.trace_id, "array_group": str(inp.sim["array_group"]), "devices": devices,
@@ -644,6 +660,7 @@ def build_plan(inp: PlanInputs, part: PlanPart) -> dict[str, Any]:
             "validation": dict(inp.validation),
         },
         "detail": part.detail if reason is None else {},
+        "cost_benefit": costs,
     }
     if part.lookaside is not None and reason is None:
         doc["lookaside"] = {"areas": part.lookaside, "entries": lookaside_entries(doc["steps"], part.lookaside)}

@@ -21,6 +21,7 @@ from jobs.cli.output import human
 from jobs.reorg_plan import PlanConfig, check, export, load, target_of, validation
 from jobs.reorg_plan import run as build
 from libs.io.tables import read_table, replace_rows, table_path
+from libs.plans.cost import MoveBudget
 from libs.plans.policies import PENDING_FAMILIES
 from libs.plans.steps import plan_ids, read_plan
 from libs.plans.target_spec import resolve_spec
@@ -31,6 +32,8 @@ from tests.conftest import HPLAJW_TRACE_ID
 
 WINDOW = "327600:331200"              # hour 91 of the week, its busiest: 6,386 requests (25 on device 1)
 WINDOW_ID = "327600s-331200s"
+# Budgets that let every proposal through: the tests of each family's steps (the default budgets: below).
+OPEN = MoveBudget(max_volume_share=1.0, max_idle_share=1.0, min_gain_per_gib=0.0)
 NOW = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
 
 
@@ -131,7 +134,7 @@ def test_score_prints_the_ranking_and_what_is_not_scored(scored):
 
 @pytest.fixture(scope="module")
 def greedy_plan(spark, spark_cfg, scored):
-    return build(spark, spark_cfg, PlanConfig(HPLAJW_TRACE_ID, "greedy", WINDOW, now=NOW))
+    return build(spark, spark_cfg, PlanConfig(HPLAJW_TRACE_ID, "greedy", WINDOW, now=NOW, budget=OPEN))
 
 
 def test_greedy_plan_is_stored_and_stable(spark, spark_cfg, greedy_plan):
@@ -157,7 +160,7 @@ def test_greedy_plan_is_stored_and_stable(spark, spark_cfg, greedy_plan):
                       f"'{doc['plan_id']}' ORDER BY step").collect()
     assert [(r.step, r.step_type, r.bytes, list(r.depends_on)) for r in steps] == \
            [(s["step"], s["step_type"], s["bytes"], s["depends_on"]) for s in doc["steps"]]
-    again = build(spark, spark_cfg, PlanConfig(HPLAJW_TRACE_ID, "greedy:1MiB,heat=1", WINDOW, now=NOW))
+    again = build(spark, spark_cfg, PlanConfig(HPLAJW_TRACE_ID, "greedy:1MiB,heat=1", WINDOW, now=NOW, budget=OPEN))
     assert again["plan_id"] == doc["plan_id"]                          # same inputs, same clock: same id
     assert spark.sql(f"SELECT count(*) FROM reorg_plans WHERE plan_id = '{doc['plan_id']}'").first()[0] == 1
 
@@ -180,8 +183,36 @@ def test_incremental_plan_moves_three_extents_for_most_of_coolings_gain(spark, s
     assert round(doc["evidence"]["improvement"]["mean_response"], 3) == 0.184
 
 
+def test_default_budgets_weigh_cost_against_benefit_and_best_picks_the_net_value(spark, spark_cfg, scored):
+    docs = {p: build(spark, spark_cfg, PlanConfig(HPLAJW_TRACE_ID, p, WINDOW, now=NOW))
+            for p in ("greedy:1MiB,heat=1", "cooling:1MiB", "striped:eq1", "incremental:1MiB")}
+    got = {p: (d["status"], d["cost_benefit"]["n_moves"], d["cost_benefit"]["bytes_to_move"],
+               round(d["cost_benefit"]["move_s"], 1), round(d["cost_benefit"]["net_s_per_window"], 1))
+           for p, d in docs.items()}
+    # (status, moves, bytes, seconds the moves take on the modeled disks, response seconds saved per window minus
+    # the disks' seconds). Re-laying all of device 0 (greedy, striping) costs more disk time than the hour's whole
+    # gain; cooling's 19 moves and incremental's 3 pay back within the hour, incremental the most.
+    assert got == {"greedy:1MiB,heat=1": ("not_worth_it", 321, 335_538_176, 511.7, -354.1),
+                   "cooling:1MiB": ("proposed", 19, 19_922_944, 20.4, 114.7),
+                   "striped:eq1": ("not_worth_it", 4, 336_586_496, 503.3, -398.8),
+                   "incremental:1MiB": ("proposed", 3, 3_145_728, 3.2, 124.0)}
+    assert docs["greedy:1MiB,heat=1"]["reason"] == (
+        "greedy:1MiB,heat=1: not worth running: moves 99.7% of volume 0, over the 10% budget; moves 100.0% of "
+        "volume 1, over the 10% budget (for +46.8% mean response over window 327600s-331200s); no moves are proposed")
+    inc = docs["incremental:1MiB"]["cost_benefit"]
+    # Idle time from the trace: device 0 is idle 3,312.6 s of the hour in 221 gaps of a second or more, device 1
+    # 3,597.3 s; the three moves take 3.2 s of each disk, under 0.1 % of it.
+    assert [(d["device"], round(d["idle_s"], 1), d["periods"]) for d in inc["idle"]["per_device"]] == \
+           [("0", 3312.6, 221), ("1", 3597.3, 12)]
+    assert [round(d["idle_share_used"], 4) for d in inc["per_disk"]] == [0.001, 0.0009]
+    assert inc["benefit"]["validation_demerit_ms"] == docs["incremental:1MiB"]["evidence"]["validation"]["demerit_ms"]
+    best = build(spark, spark_cfg, PlanConfig(HPLAJW_TRACE_ID, "best", WINDOW, now=NOW))
+    assert (best["policy"]["policy_id"], best["status"], best["summary"]["n_steps"]) == \
+           ("incremental:1MiB", "proposed", 3)
+
+
 def test_striped_plan_carries_unit_and_width_per_device(spark, spark_cfg, scored):
-    doc = build(spark, spark_cfg, PlanConfig(HPLAJW_TRACE_ID, "striped:eq1", WINDOW, now=NOW))
+    doc = build(spark, spark_cfg, PlanConfig(HPLAJW_TRACE_ID, "striped:eq1", WINDOW, now=NOW, budget=OPEN))
     assert [(s["step_type"], s["source_device"], s["dest_device"], s["bytes"], s["unit_bytes"], s["width"])
             for s in doc["steps"]] == [("restripe", "0", "0", 167_438_080, 256, 2),
                                        ("restripe", "0", "1", 167_438_336, 256, 2),
@@ -193,7 +224,7 @@ def test_striped_plan_carries_unit_and_width_per_device(spark, spark_cfg, scored
 
 
 def test_cooling_plan_is_the_demons_moves_in_order(spark, spark_cfg, scored):
-    doc = build(spark, spark_cfg, PlanConfig(HPLAJW_TRACE_ID, "cooling", WINDOW, now=NOW))
+    doc = build(spark, spark_cfg, PlanConfig(HPLAJW_TRACE_ID, "cooling", WINDOW, now=NOW, budget=OPEN))
     moves = spark.sql(f"SELECT * FROM cooling_moves WHERE grid_id = 'score.{HPLAJW_TRACE_ID}.{WINDOW_ID}' AND "
                       "scenario_id = 'cooling:1MiB' ORDER BY time_us, unit").collect()
     assert (doc["policy"]["policy_id"], doc["status"], len(moves), doc["summary"]["bytes_to_move"]) == \
@@ -207,7 +238,7 @@ def test_cooling_plan_is_the_demons_moves_in_order(spark, spark_cfg, scored):
 
 
 def test_a_plan_without_improvement_says_why(spark, spark_cfg, scored, capsys):
-    doc = build(spark, spark_cfg, PlanConfig(HPLAJW_TRACE_ID, "striped:five", WINDOW, now=NOW))
+    doc = build(spark, spark_cfg, PlanConfig(HPLAJW_TRACE_ID, "striped:five", WINDOW, now=NOW, budget=OPEN))
     assert (doc["status"], doc["steps"], doc["summary"]["bytes_to_move"]) == ("no_improvement", [], 0)
     assert doc["reason"] == (f"striped:five: simulated mean response 111.1 ms against 111.1 ms as traced over "
                              f"window {WINDOW_ID} (+0.0%), below the minimum improvement of 1.0%; no moves are "
@@ -310,7 +341,7 @@ def test_stale_plans_are_refused(spark, spark_cfg, greedy_plan, capsys, tmp_path
 
 def test_track_aligned_plan_on_hplajw_says_why_not(spark, spark_cfg, scored):
     # Scored per traced request it loses to as traced (the ranking's last row): the plan proposes no I/O rule.
-    doc = build(spark, spark_cfg, PlanConfig(HPLAJW_TRACE_ID, "track-aligned", WINDOW, now=NOW))
+    doc = build(spark, spark_cfg, PlanConfig(HPLAJW_TRACE_ID, "track-aligned", WINDOW, now=NOW, budget=OPEN))
     assert (doc["status"], doc["steps"], doc["detail"]) == ("no_improvement", [], {})
     assert doc["reason"] == (f"track-aligned:1track: simulated mean response 154.7 ms against 111.1 ms as traced over "
                              f"window {WINDOW_ID} (-39.2%), below the minimum improvement of 1.0%; no moves are "
@@ -333,7 +364,7 @@ def test_alis_is_scored_and_planned_where_its_area_fits(spark, spark_cfg, hplajw
     got = [(r["policy_id"], round(r["mean_response_ms"], 2), r["plannable"]) for r in summary.rows]
     assert got == [("alis:heat", 43.8, True), ("as-traced", 45.64, True)]          # HP C2247A: 1 GB disks
     assert summary.skipped == {}
-    doc = build(spark, cfg, PlanConfig(HPLAJW_TRACE_ID, "alis", ALIS_WINDOW, now=NOW))
+    doc = build(spark, cfg, PlanConfig(HPLAJW_TRACE_ID, "alis", ALIS_WINDOW, now=NOW, budget=OPEN))
     assert (doc["status"], doc["detail"]["alis"]["window"], doc["detail"]["alis"]["interval_s"]) == \
            ("proposed", 368, 900.0)                       # the window's intervals are 364..367 (900 s each)
     # Device 0 holds 654,056 sectors of 512 B: its area of 98,108 sectors goes in at sector 196,216, so the

@@ -12,6 +12,7 @@ import jsonschema
 import numpy as np
 import pytest
 
+from libs.plans.cost import MoveBudget
 from libs.plans.policies import FAMILIES, SweepOptions
 from libs.plans.steps import (
     PlanError,
@@ -37,6 +38,9 @@ from sim.array import Extent, ExtentMap
 from sim.specs import load
 
 SPEC = load("hp_c2247a")            # 512-byte sectors
+# The toy plans below move half of their 4 KiB volumes: budgets that let them through (the budgets' own tests are in
+# tests/libs/plans/test_cost.py and below).
+NO_BUDGET = MoveBudget(max_volume_share=1.0, max_idle_share=1.0, min_gain_per_gib=0.0)
 NOW = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
 
 
@@ -176,7 +180,7 @@ def inputs(improvement: float = 0.25, **changes) -> PlanInputs:
                   validation={"available": True, "method": "m", "spec": SPEC.name, "demerit_ms": 0.5, "reason": None,
                               "per_device": [{"device": "a", "requests": 60, "measured_mean_ms": 15.0,
                                               "simulated_mean_ms": 15.2, "demerit_ms": 0.5}]},
-                  created_at=NOW)
+                  created_at=NOW, budget=NO_BUDGET)
     return PlanInputs(**{**fields, **changes})
 
 
@@ -186,6 +190,19 @@ SWAP = ExtentMap((Extent(0, 4, 0, 0), Extent(4, 4, 1, 0), Extent(8, 4, 0, 4), Ex
 @pytest.fixture(scope="module")
 def doc():
     return build_plan(inputs(), extent_migration_steps(target(8, 8), SWAP))
+
+
+def test_a_plan_over_its_budget_is_not_worth_it_and_says_why():
+    over = build_plan(inputs(budget=MoveBudget()), extent_migration_steps(target(8, 8), SWAP))
+    assert (over["status"], over["steps"], over["summary"]["bytes_to_move"]) == ("not_worth_it", [], 0)
+    # a1 and b0 change places (a1 staged in a's free space first): half of each volume moves.
+    assert over["reason"] == ("greedy:2KiB,heat=1: not worth running: moves 50.0% of volume a, over the 10% budget; "
+                              "moves 50.0% of volume b, over the 10% budget (for +25.0% mean response over window "
+                              "all); no moves are proposed")
+    cost = over["cost_benefit"]                       # the proposal's figures stay for review
+    assert (cost["n_moves"], cost["bytes_to_move"], cost["idle"]) == (3, 6144, {"measured": False})
+    assert cost["benefit"]["saved_response_s_per_window"] == pytest.approx(60 * 7.5 / 1000)
+    validate_plan_document(over)
 
 
 def test_plan_id_is_the_hash_of_the_canonical_document(doc):
@@ -230,9 +247,13 @@ def test_check_refuses_stale_and_oversized_plans(doc):
         "stale: input table sim_results changed since the plan read it (read version 3, changed in version 4)"]
     assert check_plan(doc, now=NOW, versions={"requests": 1, "policy_scores": 3}) == [
         "stale: input table sim_results changed since the plan read it (read version 3, now gone or recreated)"]
+    # A plan over the byte limit is not worth running when built; a document claiming more bytes than its limit
+    # (however it came to be) is refused by the check too.
     small = build_plan(inputs(limits=SafetyLimits(max_bytes=4096)), extent_migration_steps(target(8, 8), SWAP))
-    assert small["safety"]["within_limits"] is False
-    assert check_plan(small, now=NOW, versions=current) == ["over limit: moves 6144 bytes, the limit is 4096"]
+    assert (small["status"], small["steps"]) == ("not_worth_it", [])
+    assert "moves 6,144 bytes, over the 4,096-byte safety limit" in small["reason"]
+    edited = {**doc, "safety": {**doc["safety"], "max_bytes": 4096, "within_limits": False}}
+    assert check_plan(edited, now=NOW, versions=current)[1:] == ["over limit: moves 6144 bytes, the limit is 4096"]
 
 
 def test_a_plan_without_enough_improvement_explains_itself():
