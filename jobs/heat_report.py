@@ -1,9 +1,10 @@
-"""Spark application: the HTML report of one trace (heat map, disk heat, CDFs, tracking accuracy, profile).
+"""Spark application: the HTML report of one trace (summary, load over time, disk heat per layout, heat map,
+distributions per device, scorecard and latest plan, profile, tracking accuracy).
 
 Runs the heat, profile and tracking-evaluation jobs first when their tables lack the trace, then
-gathers small binned inputs (never trace-sized data) and renders them with libs.report. The distributions
-come from the requests files in one pass (libs.transforms.report_files), through Spark SQL when the files
-cannot be read directly.
+gathers small binned inputs (never trace-sized data: windows, bins, percentiles, policies) and renders them with
+libs.report. The distributions come from the requests files in one pass (libs.transforms.report_files), through
+Spark SQL when the files cannot be read directly. The scorecard and the plan are shown when they exist.
 """
 from __future__ import annotations
 
@@ -24,10 +25,10 @@ from libs.columns import idiv
 from libs.io import storage
 from libs.io.device_pass import files_or_sql
 from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, table_exists, trace_info
+from libs.io.tables import read_table, table_exists, trace_info, trace_rows
 from libs.report import ReportInputs, render, write_report
 from libs.transforms.profile import chunked_lag, round_significant
-from libs.transforms.report_files import report_cdfs
+from libs.transforms.report_files import ALL_OPS, METRICS, PER_OP, Cdfs, report_cdfs
 from libs.transforms.tracking_eval import DEFAULT_SPEC, KS, StepSpec, paper_claims
 
 if TYPE_CHECKING:
@@ -36,7 +37,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 EXTENT_BYTES = 1 << 20
 WINDOW_US = 3_600_000_000
-MAX_BINS = (400, 300)  # heat-map resolution: time bins x address bins
+MAX_BINS = (400, 512)  # heat-map resolution at most: time bins x address bins (address bins of the extent size when
+#                        a device's touched range fits, else a whole number of extents)
 CDF_POINTS = [i / 200 for i in range(201)]
 
 
@@ -64,31 +66,70 @@ def _heat_map(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> tuple[lis
         (F.col("extent_bytes") == EXTENT_BYTES) & (F.col("window_us") == WINDOW_US))
     extent = heat.agg(F.max("window_start_us"), F.max("extent_id")).first()
     time_bin = WINDOW_US * max(1, math.ceil((extent[0] // WINDOW_US + 1) / MAX_BINS[0]))
-    addr_bin = EXTENT_BYTES * max(1, math.ceil((extent[1] + 1) / MAX_BINS[1]))
+    addr_bin = EXTENT_BYTES * max(1, math.ceil((extent[1] + 1) / MAX_BINS[1]))  # extent[1]: the highest extent
     binned = heat.groupBy("device", (idiv(F.col("window_start_us"), time_bin) * time_bin).alias("time_bin_us"),
                           (idiv(F.col("extent_id") * EXTENT_BYTES, addr_bin) * addr_bin).alias("addr_bin_bytes")) \
         .agg((F.sum("blocks") / F.lit(time_bin / 1e6)).alias("heat"))
     return [r.asDict() for r in binned.collect()], (time_bin, addr_bin)
 
 
-def _cdf(values: DataFrame, column: str, *, rounded: bool) -> list[tuple[float, float]]:
+def _cdf(values: DataFrame, column: str, *, rounded: bool) -> dict[tuple[str, str], list[tuple[float, float]]]:
+    """Per (device, op) of `values`: [(value at p, p) for p in CDF_POINTS] over the non-null values of `column`."""
     v = round_significant(F.col(column)) if rounded else F.col(column).cast("double")
-    counted = values.where(F.col(column).isNotNull()).groupBy(v.alias("_v")).agg(F.count(F.lit(1)).alias("_n"))
-    row = counted.agg(F.percentile("_v", CDF_POINTS, F.col("_n"))).first()
-    if row is None or row[0] is None:
-        return []
-    return list(zip(row[0], CDF_POINTS, strict=True))
+    counted = values.where(F.col(column).isNotNull()).groupBy("device", "op", v.alias("_v")) \
+        .agg(F.count(F.lit(1)).alias("_n"))
+    rows = counted.groupBy("device", "op").agg(F.percentile("_v", CDF_POINTS, F.col("_n")).alias("_p")).collect()
+    return {(r["device"], r["op"]): list(zip(r["_p"], CDF_POINTS, strict=True))
+            for r in sorted(rows, key=lambda r: (r["device"], r["op"]))}
 
 
-def spark_cdfs(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> dict[str, list[tuple[float, float]]]:
+def spark_cdfs(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> Cdfs:
     """The report's distributions in Spark SQL (the definition; libs.transforms.report_files reads the files
-    in one pass instead): request size, per-device interarrival time, response time."""
+    in one pass instead): per device, request size and response time of reads and writes apart, interarrival
+    time of all the device's requests (op ALL_OPS)."""
     requests = read_table(spark, cfg.warehouse, "requests", trace_id)
     gaps = chunked_lag(requests.select("device", "seq", "ts_us"), keys=["device"], chunk_us=60_000_000,
-                       cols=["ts_us"]).select((F.col("ts_us") - F.col("prev_ts_us")).alias("interarrival_us"))
-    return {"size_bytes": _cdf(requests, "size_bytes", rounded=False),
-            "interarrival_us": _cdf(gaps, "interarrival_us", rounded=True),
-            "response_us": _cdf(requests, "response_us", rounded=True)}
+                       cols=["ts_us"]).select("device", F.lit(ALL_OPS).alias("op"),
+                                              (F.col("ts_us") - F.col("prev_ts_us")).alias("interarrival_us"))
+    frames = {"interarrival_us": gaps} | dict.fromkeys(PER_OP, requests)
+    return {m: _cdf(frames[m], m, rounded=m != "size_bytes") for m in METRICS}
+
+
+def _rates(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> tuple[list[dict[str, Any]], int]:
+    """Per device and window of the profile's windowed rows (the shortest window there): requests, bytes_read,
+    bytes_written; and the window's length in us (0: no windowed rows)."""
+    windowed = read_table(spark, cfg.warehouse, "trace_profile", trace_id) \
+        .where((F.col("scope") == "device") & (F.col("window_us") > 0))
+    window = windowed.agg(F.min("window_us")).first()[0]
+    if window is None:
+        return [], 0
+    metrics = ["requests", "bytes_read", "bytes_written"]
+    rows = windowed.where((F.col("window_us") == window) & F.col("metric").isin(metrics)) \
+        .groupBy("device", "window_start_us").pivot("metric", metrics).agg(F.first("value")).collect()
+    return [r.asDict() for r in rows], int(window)
+
+
+def _scores_and_plan(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> tuple[
+        list[dict[str, Any]], dict[str, Any] | None, list[dict[str, Any]]]:
+    """The scorecard of one window (the latest plan's, else the whole trace "all", else the window that ends
+    last), the latest plan's row (every column the table has) and its steps summed per (step_type, source_device,
+    dest_device): steps, extents, bytes. Empty when the tables or the trace's rows are missing."""
+    plans = trace_rows(spark, cfg.warehouse, "reorg_plans", trace_id) if table_exists(cfg.warehouse,
+                                                                                      "reorg_plans") else []
+    plan = max(plans, key=lambda r: (r["created_at"], r["plan_id"])) if plans else None
+    scores = trace_rows(spark, cfg.warehouse, "policy_scores", trace_id) if table_exists(cfg.warehouse,
+                                                                                         "policy_scores") else []
+    windows = {r["window_id"]: r["window_end_us"] for r in scores}
+    window = (plan["window_id"] if plan and plan["window_id"] in windows else
+              "all" if "all" in windows else max(windows, key=lambda w: (windows[w], w), default=None))
+    steps: list[dict[str, Any]] = []
+    if plan and table_exists(cfg.warehouse, "reorg_plan_steps"):
+        steps = [r.asDict() for r in read_table(spark, cfg.warehouse, "reorg_plan_steps", trace_id)
+                 .where(F.col("plan_id") == plan["plan_id"])
+                 .groupBy("step_type", "source_device", "dest_device")
+                 .agg(F.count(F.lit(1)).alias("steps"), F.count_distinct("extent").alias("extents"),
+                      F.sum("bytes").alias("bytes")).collect()]
+    return [r for r in scores if r["window_id"] == window], plan, steps
 
 
 def report_dir(cfg: SparkConfig, trace_id: str, out_dir: str | None = None) -> str:
@@ -108,24 +149,28 @@ def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, out_dir: str | 
     _ensure_inputs(spark, cfg, trace_id, eval_ks, eval_spec)
     log.info("report: gathering figures for %s", trace_id)
     heat_map, bins = _heat_map(spark, cfg, trace_id)
-    disk_rows = read_table(spark, cfg.warehouse, "disk_heat", trace_id).where(F.col("window_us") == WINDOW_US)
-    disk_heat = {layout: [r.asDict() for r in disk_rows.where(F.col("layout") == layout)
-                          .select("window_start_us", "disk", "heat").collect()]
-                 for layout in ("as-traced", "striped")}
-    params = disk_rows.where(F.col("layout") == "striped").select("layout_params").first()
-    if params:
-        disk_heat[f"striped ({params[0]})"] = disk_heat.pop("striped")
+    disk_heat = [r.asDict() for r in read_table(spark, cfg.warehouse, "disk_heat", trace_id)
+                 .where(F.col("window_us").isin(0, WINDOW_US))
+                 .select("layout", "layout_params", "window_start_us", "window_us", "disk", "requests", "heat",
+                         "max_over_mean").collect()]
+    hottest = [r.asDict() for r in read_table(spark, cfg.warehouse, "extent_heat", trace_id)
+               .where((F.col("extent_bytes") == EXTENT_BYTES) & (F.col("window_us") == 0))
+               .orderBy(F.desc("heat"), "device", "extent_id").limit(5).collect()]
+    rates, rate_window = _rates(spark, cfg, trace_id)
     cdfs = files_or_sql(lambda: report_cdfs(spark, cfg.warehouse, trace_id, CDF_POINTS),
                         lambda: spark_cdfs(spark, cfg, trace_id), f"report {trace_id}: distributions")
     tracking = [r.asDict() for r in read_table(spark, cfg.warehouse, "tracking_eval", trace_id)
                 .where(F.col("extent_bytes") == EXTENT_BYTES).orderBy("k").collect()]
     profile = [r.asDict() for r in read_table(spark, cfg.warehouse, "trace_profile", trace_id)
                .where(F.col("window_us") == 0).select("scope", "device", "metric", "value").collect()]
+    scores, plan, steps = _scores_and_plan(spark, cfg, trace_id)
     inputs = ReportInputs(
-        trace=trace, heat_map=heat_map, heat_map_bins=bins, disk_heat=disk_heat, cdfs=cdfs, tracking=tracking,
-        claims=paper_claims(tracking), profile=profile,
-        notes=["Heat = 512-byte blocks accessed per second; temperature = heat per block of extent size.",
-               "Interarrival CDF: per device. Percentiles of continuous values are computed on values "
+        trace=trace, heat_map=heat_map, heat_map_bins=bins, disk_heat=disk_heat, rates=rates,
+        rate_window_us=rate_window, cdfs=cdfs, tracking=tracking, claims=paper_claims(tracking), profile=profile,
+        extent_bytes=EXTENT_BYTES, hottest_extents=hottest, scores=scores, plan=plan, plan_steps=steps,
+        notes=["Heat = 512-byte blocks accessed per second; temperature = heat per block of extent size "
+               f"({EXTENT_BYTES // 2**20} MiB extents).",
+               "Percentiles of continuous values (response, interarrival and idle times) are computed on values "
                "rounded to 4 significant digits."])
     page, figures = render(inputs)
     return write_report(report_dir(cfg, trace_id, out_dir), page, figures)

@@ -1,6 +1,8 @@
-"""The HTML report: every figure has labelled axes with units; the page embeds figures and tables;
-the report job runs end to end on a small ingested trace, written to a local directory or an object store
-(tests/fake_store.py); `blockheat heat` prints its summary."""
+"""The HTML report: every figure has labelled axes with units; the page embeds figures and tables, the summary
+states its inputs' numbers, the scorecard and the plan show what their tables hold; the report job runs end to end
+on a small ingested trace, written to a local directory or an object store (tests/fake_store.py); the distributions
+from the files equal Spark SQL's; `blockheat heat` prints its summary. tests/libs/test_report_browser.py opens the
+bundled trace's report in Chromium."""
 from __future__ import annotations
 
 import base64
@@ -34,50 +36,150 @@ def captured(monkeypatch):
     return figs
 
 
-def _inputs():
-    return report.ReportInputs(
+def _inputs(**changes):
+    disk_rows = [{"layout": layout, "layout_params": params, "window_start_us": w, "window_us": wu, "disk": d,
+                  "requests": 2, "heat": h, "max_over_mean": m}
+                 for layout, params in (("as-traced", ""), ("striped", "unit_bytes=65536,width=2"),
+                                        ("random", "disks=2,seed=0"))
+                 for w, wu, d, h, m in ((0, 0, "a", 2.0, 4 / 3), (0, 0, "b", 1.0, 4 / 3), (0, HOUR, "a", 2.0, 4 / 3),
+                                        (0, HOUR, "b", 1.0, 4 / 3), (HOUR, HOUR, "a", 0.5, 1.0),
+                                        (HOUR, HOUR, "b", 0.5, 1.0))]
+    inputs = report.ReportInputs(
         trace={"trace_id": "t", "format": "msr", "records_accepted": 3, "records_rejected": 0, "reads": 2,
-               "writes": 1, "span_us": 2 * HOUR, "devices": ["a", "b"], "start_time_source": None},
+               "writes": 1, "bytes_read": 8192, "bytes_written": 4096, "span_us": 2 * HOUR, "devices": ["a", "b"],
+               "start_time_source": None, "start_time_utc": None, "source_files": [{"path": "/x/t_0.csv"}]},
         heat_map=[{"device": "a", "time_bin_us": 0, "addr_bin_bytes": 0, "heat": 2.0},
                   {"device": "a", "time_bin_us": HOUR, "addr_bin_bytes": 1 << 20, "heat": 0.5},
                   {"device": "b", "time_bin_us": 0, "addr_bin_bytes": 0, "heat": 1.0}],
         heat_map_bins=(HOUR, 1 << 20),
-        disk_heat={"as-traced": [{"window_start_us": 0, "disk": "a", "heat": 2.0},
-                                 {"window_start_us": 0, "disk": "b", "heat": 1.0}]},
-        cdfs={"size_bytes": [(512.0, 0.0), (4096.0, 1.0)], "interarrival_us": [(10.0, 0.0), (100.0, 1.0)],
-              "response_us": []},
+        disk_heat=disk_rows,
+        rates=[{"device": "a", "window_start_us": 0, "requests": 2, "bytes_read": 8192, "bytes_written": 0},
+               {"device": "b", "window_start_us": HOUR, "requests": 1, "bytes_read": 0, "bytes_written": 4096}],
+        rate_window_us=HOUR,
+        cdfs={"size_bytes": {("a", "R"): [(512.0, 0.0), (4096.0, 1.0)], ("b", "W"): [(4096.0, 0.0), (4096.0, 1.0)]},
+              "interarrival_us": {("a", "*"): [(10.0, 0.0), (100.0, 1.0)]}, "response_us": {}},
         tracking=[{"k": 5, "checkpoints": 10, "mean_relative_error": 0.5, "median_relative_error": 0.4,
                    "requests_to_90pct": 5.2, "stale_s_aging": 5.1, "stale_s_no_aging": None}],
         claims=[("quick to follow a rise", True, "k=5: 5.2 requests")],
         profile=[{"scope": "trace", "device": "*", "metric": "requests", "value": 3.0},
-                 {"scope": "device", "device": "a", "metric": "requests", "value": 2.0}])
+                 {"scope": "device", "device": "a", "metric": "requests", "value": 2.0},
+                 {"scope": "trace", "device": "*", "metric": "size_bytes_p50", "value": 4096.0},
+                 {"scope": "trace", "device": "*", "metric": "idle_1s_total_s", "value": 5400.0},
+                 {"scope": "trace", "device": "*", "metric": "skew_x_pct", "value": 80.0},
+                 {"scope": "trace", "device": "*", "metric": "skew_y_pct", "value": 20.0},
+                 {"scope": "trace", "device": "*", "metric": "new_metric_bytes", "value": 3 * 2.0**20}],
+        hottest_extents=[{"device": "a", "extent_id": 1, "heat": 0.5, "requests": 2}])
+    for key, value in changes.items():
+        setattr(inputs, key, value)
+    return inputs
 
 
 def test_every_figure_axis_has_a_label_with_units(captured):
     report.render(_inputs())
-    assert len(captured) == 3
+    assert len(captured) == 5      # load, disk heat, heat map, size and interarrival (no response times here)
     for fig in captured:
         for ax in fig.axes:
             if ax.get_label() == "<colorbar>":
                 assert "blocks / s" in ax.get_ylabel()
                 continue
-            assert ax.get_ylabel(), fig
+            if ax.get_ylabel():
+                assert re.search(r"\((requests / s|blocks / s|MiB)|MB/s|cumulative share|hottest / mean",
+                                 ax.get_ylabel()), ax.get_ylabel()
             if ax.get_xlabel():
-                assert re.search(r"\((hours|bytes|us)\)", ax.get_xlabel()), ax.get_xlabel()
-    heat_map_axes = captured[0].axes
-    assert [a.get_title() for a in heat_map_axes[:2]] == ["device a", "device b"]
-    assert heat_map_axes[1].get_xlabel() == "time since trace start (hours)"
+                assert re.search(r"\((hours|KiB|ms)[);]", ax.get_xlabel()), ax.get_xlabel()
+    heat_map_axes = captured[2].axes
+    assert [t.get_text() for a in heat_map_axes[:2] for t in a.texts] == ["device a", "device b"]
+    assert heat_map_axes[1].get_xlabel() == "time since trace start (hours; absolute start not recorded)"
+    disk_titles = [t.get_text() for a in captured[1].axes for t in a.texts]
+    assert disk_titles == ["as traced: each device its own disk", "striped: 64 KiB stripe unit over 2 disks",
+                           "random: each request on a disk picked by a hash, 2 disks (seed 0)",
+                           "imbalance: hottest / mean disk heat per window (1 = even)"]
+    size_ticks = [t.get_text() for t in captured[3].axes[0].get_xticklabels()]
+    assert size_ticks == ["0.5", "1", "2", "4"]   # 512 B to 4 KiB, in KiB
 
 
 def test_page_embeds_figures_and_tables():
     page, figures = report.render(_inputs())
     images = re.findall(r"src='data:image/png;base64,([^']+)'", page)
-    assert len(images) == len(figures) == 3
+    assert len(images) == len(figures) == 5
     assert all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
-    assert "not in this trace&#x27;s format: response time (us)" in page
-    assert "<td>quick to follow a rise" not in page  # claims are a list, not a table
+    assert "Not in this trace's format: response time." in page
     assert "<b>holds</b>" in page
+    assert "never (within the test)" in page
     assert "<th>device a</th>" in page
+    assert "<script" not in page
+    assert [m for m in re.findall(r"<section id='(\w+)'>", page)] == [
+        "summary", "load", "disks", "distributions", "scores", "plan", "profile", "tracking"]
+    # the profile grouped, with units and readable numbers; an unknown metric under Other, by its unit
+    assert re.findall(r"<h3>([^<]+)</h3>", page) == ["Rates and volume", "Request sizes",
+                                                      "Interarrival and idle periods", "Skew", "Other"]
+    assert "<td class='t'>request size, median</td><td>4 KiB</td>" in page
+    assert "<td class='t'>time in idle periods longer than 1s</td><td>1.5 h</td>" in page
+    assert "<td>80/20</td>" in page
+    assert "<td class='t'>new_metric_bytes</td><td>3 MiB</td>" in page
+    assert "Not scored yet" in page
+    assert "No plan yet" in page
+
+
+def test_summary_states_the_numbers_of_the_inputs():
+    items = {i.key: i for i in report.summary(_inputs())}
+    assert items["requests"].value == 3
+    assert items["read_share_requests"].value == 2 / 3
+    assert items["iops_mean"].value == 3 / 7200
+    assert items["iops_peak_window"].value == 2 / 3600             # window 0: device a's 2 requests
+    assert items["mbps_peak_window"].value == 8192 / 3600 / 1e6
+    assert items["imbalance"].value == 4 / 3
+    assert items["imbalance"].text == "as traced: 1.33; striped: 1.33; random: 1.33 (1 = even)"
+    assert items["hottest_disk"].text == "a: 2 blocks/s (66.7% of the heat); b: 1 blocks/s (33.3% of the heat)"
+    assert items["best_policy"].value is None
+
+
+SCORE = {"trace_id": "t", "window_id": "all", "family": "greedy", "params_json": "{}", "window_start_us": 0,
+         "window_end_us": 2 * HOUR, "window_requests": 3, "array_group": "all", "n_disks": 2, "spec": "hp335h",
+         "scheduler": "clook", "speedup": 1.0, "grid_id": "g", "scenario_id": "s", "saturated": False,
+         "p99_response_ms": 9.0, "mean_service_ms": 1.0, "mean_queue_ms": 1.0, "hottest_utilization": 0.001,
+         "utilization_max_over_mean": 1.1, "migration_mb": 0.0, "remaps": 0, "baseline_mean_response_ms": 10.0,
+         "baseline_p95_response_ms": 20.0, "plannable": True, "note": None}
+PLAN = {"trace_id": "t", "plan_id": "p" * 64, "content_id": "c" * 64, "schema_version": 1,
+        "created_at": "2026-01-02T03:04:05Z", "valid_until": "2026-01-03T03:04:05Z", "window_id": "all",
+        "policy_id": "greedy:1MiB", "family": "greedy", "status": "proposed", "reason": None, "n_steps": 3,
+        "bytes_to_move": 3 << 20, "predicted_mean_response_ms": 6.0, "baseline_mean_response_ms": 10.0,
+        "improvement_mean": 0.4, "validation_demerit_ms": None, "plan_json": "{}"}
+
+
+def test_scorecard_and_plan_show_what_exists_and_any_new_column():
+    scores = [SCORE | {"rank": 2, "policy_id": "as-traced", "mean_response_ms": 10.0, "p95_response_ms": 20.0,
+                       "improvement_mean": 0.0, "improvement_p95": 0.0},
+              SCORE | {"rank": 1, "policy_id": "greedy:1MiB", "mean_response_ms": 6.0, "p95_response_ms": 12.0,
+                       "improvement_mean": 0.4, "improvement_p95": 0.4, "move_time_s": 12.5}]
+    steps = [{"step_type": "migrate_extent", "source_device": "a", "dest_device": "b", "steps": 3, "extents": 3,
+              "bytes": 3 << 20}]
+    page, _ = report.render(_inputs(scores=scores, plan=PLAN | {"idle_share_used": 0.25}, plan_steps=steps))
+    items = {i.key: i for i in report.summary(_inputs(scores=scores, plan=PLAN))}
+    assert items["best_policy"].value == "greedy:1MiB"
+    assert items["best_policy"].text == ("greedy:1MiB (window all): mean response 6 ms against 10 ms as traced, "
+                                         "gain 40%; its latest plan (proposed): 3 steps moving 3 MiB, "
+                                         "predicted gain 40%")
+    scorecard = page[page.index("<section id='scores'>"):page.index("<section id='plan'>")]
+    assert scorecard.index(">greedy:1MiB<") < scorecard.index(">as-traced<")     # by rank
+    assert "<th>move_time_s</th>" in scorecard
+    assert "<td>12.5 s</td>" in scorecard
+    plan = page[page.index("<section id='plan'>"):page.index("<section id='profile'>")]
+    assert "<td class='t'>bytes moved</td><td>3 MiB</td>" in plan
+    assert "<td class='t'>idle_share_used</td><td>25%</td>" in plan          # a cost column the table gains later
+    assert "validation demerit" not in plan                                   # NULL: not shown
+    assert "<td class='t'>migrate_extent</td><td class='t'>a</td><td class='t'>b</td><td>3</td>" in plan
+
+
+def test_day_marks_fall_on_the_sources_midnights():
+    trace = {"span_us": 2 * 86_400_000_000, "start_time_utc": None,
+             "start_time_source": "1992-05-30T00:03:06 local time of h (zone not recorded)"}
+    marks = report.day_marks(trace)
+    assert [(round(h, 6), d.strftime("%a %Y-%m-%d")) for h, d in marks] == [
+        (round(-186 / 3600, 6), "Sat 1992-05-30"), (round(24 - 186 / 3600, 6), "Sun 1992-05-31"),
+        (round(48 - 186 / 3600, 6), "Mon 1992-06-01")]
+    assert report.trace_start(trace).clock == "local time of h (zone not recorded)"
+    assert report.day_marks({"span_us": 1, "start_time_utc": None, "start_time_source": None}) == []
 
 
 def _small_trace(path):
@@ -91,9 +193,11 @@ def test_report_job_end_to_end(spark, spark_cfg, tmp_path):
                       eval_spec=StepSpec(extents=4, change_s=60.0, end_s=70.0))
     page = path.read_text()
     assert path.name == "report.html"
-    assert sorted(p.name for p in path.parent.glob("*.png")) == ["cdfs.png", "disk_heat.png", "extent_heat_map.png"]
+    assert sorted(p.name for p in path.parent.glob("*.png")) == [
+        "disk_heat.png", "extent_heat_map.png", "interarrival_cdf.png", "load_over_time.png", "response_cdf.png",
+        "size_cdf.png"]
     assert "<h1>Trace report-t</h1>" in page
-    assert "<td>requests</td><td>5</td><td>3</td><td>2</td>" in page  # trace, device h_0, device h_1
+    assert "<td class='t'>requests</td><td>5</td><td>3</td><td>2</td>" in page  # trace, device h_0, device h_1
 
 
 def test_report_files_to_an_object_store(tmp_path, monkeypatch, captured):
@@ -107,8 +211,9 @@ def test_report_files_to_an_object_store(tmp_path, monkeypatch, captured):
     assert where == "s3a://bucket/wh/reports/t/report.html"
     assert store.local(where).read_text() == page
     assert sorted(p.name for p in store.local(where).parent.iterdir()) == [
-        "cdfs.png", "disk_heat.png", "extent_heat_map.png", "report.html"]
-    assert store.local("s3a://bucket/wh/reports/t/cdfs.png").read_bytes() == b"png"
+        "disk_heat.png", "extent_heat_map.png", "interarrival_cdf.png", "load_over_time.png", "report.html",
+        "size_cdf.png"]
+    assert store.local("s3a://bucket/wh/reports/t/size_cdf.png").read_bytes() == b"png"
     local = report.write_report(tmp_path / "out" / "t", page, figures)
     assert local == (tmp_path / "out" / "t" / "report.html").resolve()
     assert local.read_text() == page
@@ -136,11 +241,14 @@ def test_percentiles_weigh_each_value_by_its_count():
 
 
 def test_report_distributions_from_the_files_equal_spark_sql_on_hplajw(spark, spark_cfg, hplajw):
-    # The real week: 44,519 requests on 2 disks; every point of all three distributions to the last bit.
+    # The real week: 44,519 requests on 2 disks; every point of every distribution to the last bit.
     direct = report_cdfs(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID, CDF_POINTS)
     assert direct == spark_cdfs(spark, spark_cfg, HPLAJW_TRACE_ID)
-    assert [len(direct[m]) for m in METRICS] == [201, 201, 201]
-    assert direct["size_bytes"][100] == (8192.0, 0.5)
+    per_op = [("0", "R"), ("0", "W"), ("1", "R"), ("1", "W")]
+    assert {m: sorted(direct[m]) for m in METRICS} == {
+        "size_bytes": per_op, "response_us": per_op, "interarrival_us": [("0", "*"), ("1", "*")]}
+    assert {len(points) for m in METRICS for points in direct[m].values()} == {201}
+    assert direct["size_bytes"][("0", "W")][100] == (8192.0, 0.5)
 
 
 def test_report_distributions_from_the_files_equal_spark_sql_on_ties_and_many_devices(spark, spark_cfg, tmp_path):
@@ -154,5 +262,7 @@ def test_report_distributions_from_the_files_equal_spark_sql_on_ties_and_many_de
     ingest(spark, spark_cfg, "msr", "report-ties", paths)
     direct = report_cdfs(spark, spark_cfg.warehouse, "report-ties", CDF_POINTS)
     assert direct == spark_cdfs(spark, spark_cfg, "report-ties")
-    assert direct["interarrival_us"][0] == (0.0, 0.0)
-    assert direct["response_us"][0][0] == 10.0
+    assert len(direct["interarrival_us"]) == 5
+    assert len(direct["size_bytes"]) == 10
+    assert all(points[0] == (0.0, 0.0) for points in direct["interarrival_us"].values())
+    assert min(points[0][0] for points in direct["response_us"].values()) == 10.0
