@@ -125,43 +125,71 @@ def run(spark: SparkSession, cfg: SparkConfig, job: PlanConfig) -> dict[str, Any
     """Builds the plan, replaces its rows of reorg_plans and reorg_plan_steps, returns the document. With policy
     "best", every plannable scored policy is planned and the one worth running with the largest net value
     (libs.plans.cost) is kept; when none is worth running, the best-ranked one's document says why."""
-    now = job.now or dt.datetime.now(dt.UTC)
-    info = trace_info(spark, cfg.warehouse, job.trace_id)
-    window = parse_window(job.window, span_us=int(info["span_us"]))
-    tables = {t: table_version(cfg.warehouse, t) for t in ("traces", "requests", policy_scores.TABLE,
-                                                            sim_results.TABLE)}
-    if tables[policy_scores.TABLE] is None:
-        raise PlanError(f"no scorecard yet: run blockheat score {job.trace_id} --window {job.window}")
-    scores = [r for r in trace_rows(spark, cfg.warehouse, policy_scores.TABLE, job.trace_id,
-                                    version=tables[policy_scores.TABLE]) if r["window_id"] == window.window_id]
-    if not scores:
-        raise PlanError(f"policy_scores has no rows for trace {job.trace_id!r} window {window.window_id}: run "
-                        f"blockheat score {job.trace_id} --window {job.window}")
-    base = next((r for r in scores if r["policy_id"] == BASELINE), None)
-    if base is None:
-        raise PlanError(f"policy_scores of trace {job.trace_id!r} window {window.window_id} has no {BASELINE} row")
-    requests = read_table(spark, cfg.warehouse, "requests", job.trace_id, version=tables["requests"])
-    windowed = requests.where((F.col("ts_us") >= window.start_us) & (F.col("ts_us") < window.end_us))
-    measured: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}     # spec -> (validation, idle), once each
-
-    def document(row: Mapping[str, Any]) -> dict[str, Any]:
-        return _document(spark, cfg, job, row, base, window, dict(tables), windowed, now, measured)
-
     if job.policy == "best":
-        ranked = sorted((r for r in scores if r["plannable"] and r["family"] != BASELINE), key=lambda r: r["rank"])
-        if not ranked:
-            raise PolicyError(f"no plannable policy in the scorecard of trace {job.trace_id!r} window "
-                              f"{window.window_id}")
-        docs = [document(r) for r in ranked]
+        docs = candidates(spark, cfg, job)
         worth = [d for d in docs if d["status"] == "proposed"]
         doc = max(worth, key=lambda d: d["cost_benefit"]["net_s_per_window"] or 0.0) if worth else docs[0]
     else:
-        doc = document(choose(scores, job.policy))
+        plan = _Planning.of(spark, cfg, job)
+        doc = plan.document(choose(plan.scores, job.policy))
     store(spark, cfg, doc)
     log.info("plan %s for %s (%s, window %s): %s, %d steps, %d bytes", doc["plan_id"], job.trace_id,
-             doc["policy"]["policy_id"], window.window_id, doc["status"], doc["summary"]["n_steps"],
-             doc["summary"]["bytes_to_move"])
+             doc["policy"]["policy_id"], doc["inputs"]["window"]["window_id"], doc["status"],
+             doc["summary"]["n_steps"], doc["summary"]["bytes_to_move"])
     return doc
+
+
+def candidates(spark: SparkSession, cfg: SparkConfig, job: PlanConfig) -> list[dict[str, Any]]:
+    """The plan document (not stored) of every plannable scored policy but the baseline, in rank order: what `plan
+    --policy best` chooses from and what `score` shows each policy's cost and benefit with."""
+    plan = _Planning.of(spark, cfg, job)
+    ranked = sorted((r for r in plan.scores if r["plannable"] and r["family"] != BASELINE), key=lambda r: r["rank"])
+    if not ranked:
+        raise PolicyError(f"no plannable policy in the scorecard of trace {job.trace_id!r} window "
+                          f"{plan.window.window_id}")
+    return [plan.document(r) for r in ranked]
+
+
+@dataclass
+class _Planning:
+    """What every plan of one trace's scored window reads once: the scorecard, its baseline, the window's requests,
+    and (per disk spec) the model's validation and the window's idle time."""
+
+    spark: SparkSession
+    cfg: SparkConfig
+    job: PlanConfig
+    now: dt.datetime
+    window: Any
+    tables: dict[str, int | None]
+    scores: list[dict[str, Any]]
+    base: dict[str, Any]
+    windowed: DataFrame
+    measured: dict[str, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, spark: SparkSession, cfg: SparkConfig, job: PlanConfig) -> _Planning:
+        info = trace_info(spark, cfg.warehouse, job.trace_id)
+        window = parse_window(job.window, span_us=int(info["span_us"]))
+        tables = {t: table_version(cfg.warehouse, t) for t in ("traces", "requests", policy_scores.TABLE,
+                                                                sim_results.TABLE)}
+        if tables[policy_scores.TABLE] is None:
+            raise PlanError(f"no scorecard yet: run blockheat score {job.trace_id} --window {job.window}")
+        scores = [r for r in trace_rows(spark, cfg.warehouse, policy_scores.TABLE, job.trace_id,
+                                        version=tables[policy_scores.TABLE]) if r["window_id"] == window.window_id]
+        if not scores:
+            raise PlanError(f"policy_scores has no rows for trace {job.trace_id!r} window {window.window_id}: run "
+                            f"blockheat score {job.trace_id} --window {job.window}")
+        base = next((r for r in scores if r["policy_id"] == BASELINE), None)
+        if base is None:
+            raise PlanError(f"policy_scores of trace {job.trace_id!r} window {window.window_id} has no {BASELINE} "
+                            "row")
+        requests = read_table(spark, cfg.warehouse, "requests", job.trace_id, version=tables["requests"])
+        windowed = requests.where((F.col("ts_us") >= window.start_us) & (F.col("ts_us") < window.end_us))
+        return cls(spark, cfg, job, job.now or dt.datetime.now(dt.UTC), window, tables, scores, base, windowed)
+
+    def document(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        return _document(self.spark, self.cfg, self.job, row, self.base, self.window, dict(self.tables),
+                         self.windowed, self.now, self.measured)
 
 
 def _document(spark: SparkSession, cfg: SparkConfig, job: PlanConfig, row: Mapping[str, Any],

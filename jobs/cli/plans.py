@@ -90,16 +90,21 @@ def cmd_score(args: argparse.Namespace) -> int:
         summary = run(spark, cfg, job)
     except PolicyError as exc:
         raise UsageError(str(exc)) from exc
+    costs = _costs(spark, cfg, args)
     rows = [{"rank": r["rank"], "policy_id": r["policy_id"], "mean_ms": r["mean_response_ms"],
              "p95_ms": r["p95_response_ms"], "vs_traced": r["improvement_mean"],
              "util_max_over_mean": r["utilization_max_over_mean"], "remaps": r["remaps"],
-             "plannable": r["plannable"]} for r in summary.rows]
+             "plannable": r["plannable"], **costs.get(r["policy_id"], dict.fromkeys(COST_COLUMNS))}
+            for r in summary.rows]
     first = summary.rows[0]
     out = output(args)
     out.note(f"trace {first['trace_id']}, window {summary.window.window_id} ({first['window_requests']:,} requests), "
              f"{first['n_disks']} disks of {first['spec']}, {first['scheduler']}, speed-up {first['speedup']:g}\n")
     out.rows(rows, ["rank", "policy_id", "mean_ms", "p95_ms", "vs_traced", "util_max_over_mean", "remaps",
-                    "plannable"], name="policies", units={"vs_traced": CHANGE})
+                    "plannable", *COST_COLUMNS], name="policies", units={"vs_traced": CHANGE})
+    out.note("\ncost: the plan's moves, their bytes and their time on the modeled disks; net_s: response time saved "
+             "over a window like this one minus that time; plan: its status under the default budgets "
+             "(blockheat plan TRACE_ID --policy best keeps the largest net_s worth running)")
     notes = [f"  {r['policy_id']}: {r['note']}" for r in summary.rows if r["note"]]
     if notes:
         out.note("\nnotes:\n" + "\n".join(notes))
@@ -111,6 +116,25 @@ def cmd_score(args: argparse.Namespace) -> int:
     out.note(f"\ntables: policy_scores WHERE trace_id = '{first['trace_id']}' AND window_id = "
              f"'{summary.window.window_id}'; sim_results WHERE grid_id = '{summary.grid_id}'")
     return out.render()
+
+
+COST_COLUMNS = ("moves", "moved_bytes", "move_s", "net_s", "plan")
+
+
+def _costs(spark: Any, cfg: Any, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Per plannable policy of the new scorecard, its plan's cost beside its benefit (jobs.reorg_plan.candidates,
+    the default budgets; nothing stored)."""
+    from jobs.reorg_plan import PlanConfig, candidates  # lazy: the job (pyspark) loads only for `score`
+
+    try:
+        docs = candidates(spark, cfg, PlanConfig(args.trace_id, "best", args.window))
+    except PolicyError:
+        return {}                                   # nothing plannable among the scored families
+    return {d["policy"]["policy_id"]: {"moves": d["cost_benefit"]["n_moves"],
+                                       "moved_bytes": d["cost_benefit"]["bytes_to_move"],
+                                       "move_s": d["cost_benefit"]["move_s"],
+                                       "net_s": d["cost_benefit"]["net_s_per_window"], "plan": d["status"]}
+            for d in docs}
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

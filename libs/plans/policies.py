@@ -29,7 +29,8 @@ as-traced scenario is every variant's baseline. Choices where the papers leave t
 - ALIS (sim.alis through sim.glue's "alis" policy, each device its own volume with its reorganized area,
   plans realizable from the window's own history) reorganizes every quarter of the window (at most the
   paper's day), one variant per mode and area placement (SweepOptions.alis_ra_offsets, default the paper's
-  30 % only; 1.0 puts the area after the volume so installing it moves no home data); it applies only
+  30 % and 1.0, the area after the volume, so installing it moves no home data: the plans' costs tell them apart);
+  it applies only
   when the area fits next to each device on the
   disk; its plan is the placement it would install after the window (libs.plans.steps.alis_steps: the
   realizable directory of the interval after the window's last, planned from all of the window);
@@ -78,7 +79,7 @@ class SweepOptions:
     alis_ra_share: float = 0.15
     # Where the reorganized area goes, as a share of the volume: the paper's 0.30 (installing it shifts the
     # home data behind it once, a create_area step) or 1.0 (after the volume: only copies move).
-    alis_ra_offsets: tuple[float, ...] = (ALIS_PAPER_RA_OFFSET,)
+    alis_ra_offsets: tuple[float, ...] = (ALIS_PAPER_RA_OFFSET, 1.0)
     alis_interval_s: float | None = None      # None: a quarter of the window, at most the paper's day
     # Incremental greedy: the most of the devices' bytes its moves may take (sim.allocation.incremental_moves).
     incremental_max_share: float = 0.1

@@ -120,7 +120,13 @@ def test_score_prints_the_ranking_and_what_is_not_scored(scored):
     assert lines[0] == (f"trace {HPLAJW_TRACE_ID}, window {WINDOW_ID} (6,386 requests), 2 disks of hp335h "
                         "(device 0, from trace geometry), clook, speed-up 1")
     assert lines[2].split() == ["rank", "policy_id", "mean_ms", "p95_ms", "vs_traced", "util_max_over_mean", "remaps",
-                                "plannable"]
+                                "plannable", "moves", "moved_bytes", "move_s", "net_s", "plan"]
+    # cost beside benefit for every plannable policy (the default budgets' verdicts, test_default_budgets_... below)
+    by_policy = {line.split()[1]: line.split() for line in lines[4:15]}
+    inc = by_policy["incremental:1MiB"]
+    assert (inc[inc.index("true") + 1], inc[-1]) == ("3", "proposed")
+    assert by_policy["greedy:1MiB,heat=1"][-1] == "not_worth_it"
+    assert (by_policy["random"][-1], by_policy["as-traced"][-1]) == ("NULL", "NULL")         # nothing to plan
     # times in ms to 3 significant digits, as the table shows them (exact: --format json)
     assert lines[4].split()[:7] == ["1", "random", *human(rows[0]["mean_response_ms"], "ms").split(),
                                     *human(rows[0]["p95_response_ms"], "ms").split(), "+49.7%"]
@@ -362,8 +368,20 @@ def test_alis_is_scored_and_planned_where_its_area_fits(spark, spark_cfg, hplajw
     summary = score(spark, cfg, ScoreConfig(HPLAJW_TRACE_ID, ALIS_WINDOW, spec="hp_c2247a", families=("alis",),
                                             sweep=SweepOptions(alis_modes=("heat",))))
     got = [(r["policy_id"], round(r["mean_response_ms"], 2), r["plannable"]) for r in summary.rows]
-    assert got == [("alis:heat", 43.8, True), ("as-traced", 45.64, True)]          # HP C2247A: 1 GB disks
+    # HP C2247A: 1 GB disks. The area after the volume is a little slower (longer seeks to it) and moves no home data.
+    assert got == [("alis:heat", 43.8, True), ("alis:heat,area@1", 44.4, True), ("as-traced", 45.64, True)]
     assert summary.skipped == {}
+    # The area at the paper's 30 % shifts the home data behind it once; after the volume it moves none.
+    paper, after = (build(spark, cfg, PlanConfig(HPLAJW_TRACE_ID, p, ALIS_WINDOW, now=NOW))
+                    for p in ("alis:heat", "alis:heat,area@1"))
+    assert (paper["status"], paper["cost_benefit"]["n_moves"], paper["cost_benefit"]["bytes_to_move"]) == \
+           ("not_worth_it", 1636, 246_265_856)
+    assert paper["reason"].startswith("alis:heat: not worth running: moves 73.1% of volume 0, over the 10% budget; "
+                                      "moves 77.4% of volume 1, over the 10% budget (for +4.0% mean response")
+    assert (after["status"], after["cost_benefit"]["n_moves"], after["cost_benefit"]["bytes_to_move"]) == \
+           ("proposed", 1634, 10_654_720)
+    assert {s["step_type"] for s in after["steps"]} == {"copy_heat_unit"}          # no create_area: no home data
+    assert round(after["cost_benefit"]["move_s"], 1) == 62.0
     doc = build(spark, cfg, PlanConfig(HPLAJW_TRACE_ID, "alis", ALIS_WINDOW, now=NOW, budget=OPEN))
     assert (doc["status"], doc["detail"]["alis"]["window"], doc["detail"]["alis"]["interval_s"]) == \
            ("proposed", 368, 900.0)                       # the window's intervals are 364..367 (900 s each)

@@ -148,11 +148,12 @@ def test_alis_is_scored_where_its_area_fits():
     assert alis.why_not(roomy, stats, opts) is None
     variants = alis.variants(roomy, stats, opts)
     assert [(v.policy_id, v.plannable, v.params["interval_s"]) for v in variants] == [
-        ("alis:heat", True, 900.0), ("alis:run", True, 900.0), ("alis:combined", True, 900.0)]
+        ("alis:heat", True, 900.0), ("alis:run", True, 900.0), ("alis:combined", True, 900.0),
+        ("alis:heat,area@1", True, 900.0), ("alis:run,area@1", True, 900.0), ("alis:combined,area@1", True, 900.0)]
     assert (alis.needs, alis.plan is not None) == ("requests", True)
     for sid, scenario in sweep_scenarios(variants, roomy)[0]:
         cfg = ScenarioConfig.from_dict({"scenario_id": sid, **scenario})
-        assert (cfg.policy.params.mode, cfg.policy.params.interval_s) == (sid.split(":")[1], 900.0)
+        assert (cfg.policy.params.mode, cfg.policy.params.interval_s) == (sid.split(":")[1].split(",")[0], 900.0)
     assert alis.why_not(roomy, WindowStats(2.0, 3, 512.0), opts) == (
         "the window is too short for reorganization intervals (a quarter of it is under a second)")
 
