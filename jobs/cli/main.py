@@ -200,14 +200,22 @@ def cmd_jvm_archive(args: argparse.Namespace) -> int:
 
 
 def cmd_connect_server(args: argparse.Namespace) -> int:
-    from libs.io.connect_server import server_command, server_env  # lazy: loads only when `connect-server` runs
+    """A Spark Connect server that only holders of the warehouse's token (a file only its owner may read) use."""
+    from libs.io import sql_access  # lazy: loads only when `connect-server` runs
+    from libs.io.connect_server import server_command, server_env
 
     cfg = spark_config(args, "blockheat-connect", catalog="none", short_driver=False, attach=False)
+    secrets = sql_access.ServerSecrets.ensure(cfg.warehouse)
     with console.quiet_stderr(not args.debug):       # the jar resolution of a first start, too
         cmd = server_command(cfg, args.host, args.port)
-    console.write_stderr(f"Spark Connect on sc://{args.host}:{args.port} (warehouse {cfg.warehouse}); clients set "
-                         f"BLOCKHEAT_SPARK_REMOTE=sc://{args.host}:{args.port}; Ctrl-C stops it\n")
-    return console.run_child(cmd, server_env(cfg), quiet=not args.debug)
+    token_file = sql_access.serve_dir(cfg.warehouse) / sql_access.TOKEN_FILE
+    console.write_stderr(f"Spark Connect on {args.host}:{args.port} (warehouse {cfg.warehouse}), token required; "
+                         f"clients set BLOCKHEAT_SPARK_REMOTE=\"sc://localhost:{args.port}/;token=$(cat {token_file})\""
+                         "; Ctrl-C stops it\n")
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        console.write_stderr("note: pyspark sends the token without TLS only to localhost: remote clients reach this "
+                             "server through a tunnel to their own localhost (ssh -L)\n")
+    return console.run_child(cmd, server_env(cfg, {sql_access.TOKEN_ENV: secrets.token}), quiet=not args.debug)
 
 
 def _ingest_arguments(ing: argparse.ArgumentParser) -> None:

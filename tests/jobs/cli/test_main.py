@@ -102,3 +102,24 @@ def test_custom_csv_layout_from_command_line(spark, capsys):
             str(AGREE / "custom.csv")]
     assert main(argv) == 0
     assert "7 records read, 6 requests, 1 rejected" in capsys.readouterr().out
+
+
+def test_connect_server_requires_the_warehouses_token(tmp_path, monkeypatch, capsys):
+    """`connect-server` hands its server the token of the warehouse (a file only its owner may read) and tells
+    clients how to give it; Spark Connect then refuses a client without it (tests/jobs/cli/test_serve.py)."""
+    import stat
+
+    from jobs.cli import console
+    from libs.io import sql_access
+
+    started = {}
+    monkeypatch.setenv("BLOCKHEAT_WAREHOUSE", str(tmp_path / "wh"))
+    monkeypatch.setattr("libs.io.connect_server.server_command", lambda cfg, host, port: ["spark-connect", host])
+    monkeypatch.setattr(console, "run_child", lambda cmd, env, quiet: started.update(cmd=cmd, env=env) or 0)
+    assert main(["connect-server", "--port", "15999"]) == 0
+    token_file = tmp_path / "wh" / "_serve" / sql_access.TOKEN_FILE
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert started["env"][sql_access.TOKEN_ENV] == token_file.read_text().strip()
+    assert sql_access.TOKEN_ENV not in " ".join(started["cmd"])         # never on the command line
+    assert (f'clients set BLOCKHEAT_SPARK_REMOTE="sc://localhost:15999/;token=$(cat {token_file})"'
+            in capsys.readouterr().err)
