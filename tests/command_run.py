@@ -24,7 +24,9 @@ def commands(srt: str, vscsi: str) -> list[list[str]]:
             ["heat", SRT_TRACE],
             ["graph", SRT_TRACE], ["alis", SRT_TRACE],
             ["score", SRT_TRACE, "--window", WINDOW],
-            ["plan", SRT_TRACE, "--policy", "greedy", "--window", WINDOW, "--now", NOW]]
+            # budgets open: greedy's re-layout (steps in every plan table) rather than its not_worth_it verdict
+            ["plan", SRT_TRACE, "--policy", "greedy", "--window", WINDOW, "--now", NOW, "--max-volume-share", "1",
+             "--max-idle-share", "1", "--min-gain-per-gib", "0"]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,17 +1,31 @@
 """An ingest is all or nothing across `requests`, `rejected_records` and `traces` (libs.io.journal): a re-ingest
 killed at each boundary of its commit, or stopped by a full disk, leaves every later reader the whole old trace or
-the whole new one, with records_read = accepted + rejected = the rows each table holds for it."""
+the whole new one, with records_read = accepted + rejected = the rows each table holds for it.
+
+The ingests run as `blockheat` commands in sessions of their own, killed with their process tree. The journal and
+the commits run in the command's own Python process, so most of them are clients of one Spark Connect server (the
+tasks that wrote the files have finished when the process dies); the issue's case, a kill just after the `requests`
+commit, also runs with the command's own Spark JVM, killed with it.
+"""
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
+from jobs.cli.main import main
 from libs.io import delta_log, journal
+from libs.io.connect_server import ConnectServer
+from libs.io.jvm import SHORT_JOB_OPTIONS
+from libs.io.session import SparkConfig
 from tests.jobs.cli.test_faults import tmpfs
 from tests.libs.ingest.crash_at import FILLER, fill
 
@@ -23,25 +37,54 @@ SOURCES = {"msr": [str(AGREE / "msr_fix_0.csv")], "blkparse": [str(AGREE / "blkp
            "vscsi": [str(AGREE / "dev0.v1.vscsi"), str(AGREE / "dev1.v1.vscsi")]}
 
 
-def run(warehouse: Path, point: str, action: str, *command: str) -> subprocess.CompletedProcess[str]:
+@pytest.fixture(scope="module")
+def disk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A small file system of its own (tmpfs), so a test can fill it."""
+    with tmpfs(tmp_path_factory.mktemp("atomic") / "disk", "size=24m") as mount:
+        yield mount
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One Spark Connect server for the ingests: its URL."""
+    tmp = tmp_path_factory.mktemp("atomic-server")
+    cfg = SparkConfig(master="local[2]", warehouse=tmp / "wh", app_name="blockheat-atomic-test",
+                      extra={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+                             "spark.driver.extraJavaOptions": " ".join(SHORT_JOB_OPTIONS)})
+    with ConnectServer.start(cfg, log_path=tmp / "connect-server.log") as running:
+        yield running.url
+
+
+def run(warehouse: Path, remote: str, point: str, action: str, *command: str) -> subprocess.CompletedProcess[str]:
     """A `blockheat` command in a session of its own (so a kill takes its JVM too), stopped at `point`."""
     env = {**os.environ, "BLOCKHEAT_WAREHOUSE": str(warehouse), "PYSPARK_PYTHON": sys.executable,
-           "BLOCKHEAT_SPARK_REMOTE": "local", "BLOCKHEAT_SPARK_MASTER": "local[2]"}
+           "BLOCKHEAT_SPARK_REMOTE": remote, "BLOCKHEAT_SPARK_MASTER": "local[2]"}
     env.pop("PYSPARK_GATEWAY_PORT", None)
     env.pop("PYSPARK_GATEWAY_SECRET", None)
     return subprocess.run([sys.executable, "-m", "tests.libs.ingest.crash_at", point, action, "--", *command],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600, start_new_session=True)
 
 
-def ingest(warehouse: Path, fmt: str, point: str = "none", action: str = "kill") -> subprocess.CompletedProcess[str]:
-    return run(warehouse, point, action, "ingest", "--format", fmt, "--trace-id", TRACE, *SOURCES[fmt])
+def ingest(warehouse: Path, remote: str, fmt: str, point: str = "none",
+           action: str = "kill") -> subprocess.CompletedProcess[str]:
+    return run(warehouse, remote, point, action, "ingest", "--format", fmt, "--trace-id", TRACE, *SOURCES[fmt])
+
+
+def traces(warehouse: Path) -> tuple[int, str, str]:
+    """`blockheat traces --json` on the warehouse (a reader: it finishes a decided commit first): exit code, stdout
+    and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.dict(os.environ, {"BLOCKHEAT_WAREHOUSE": str(warehouse)}), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        code = main(["traces", "--json"])
+    return code, out.getvalue(), err.getvalue()
 
 
 def read_back(warehouse: Path) -> str:
-    """What a reader sees after the stop: `blockheat traces` (which finishes a decided commit first), then the
-    tables read directly. Asserts the invariant; returns the trace's format (which ingest it is)."""
-    listed = run(warehouse, "none", "kill", "traces", "--json")
-    assert listed.returncode == 0, listed.stderr
+    """What a reader sees after the stop: `blockheat traces`, then the tables read directly. Asserts the invariant;
+    returns the trace's format (which ingest it is)."""
+    code, listed, err = traces(warehouse)
+    assert code == 0, err
     assert journal.pending(warehouse) == []
     (row,) = delta_log.read(str(warehouse / "traces"), ["trace_id", "format", "records_read", "records_accepted",
                                                          "records_rejected"], {"trace_id": TRACE}).to_pylist()
@@ -49,14 +92,19 @@ def read_back(warehouse: Path) -> str:
     rejected = delta_log.read(str(warehouse / "rejected_records"), ["position"], {"trace_id": TRACE}).num_rows
     assert row["records_read"] == row["records_accepted"] + row["records_rejected"]
     assert (row["records_accepted"], row["records_rejected"]) == (requests, rejected), row
-    assert f'"format": "{row["format"]}"' in listed.stdout.replace('":"', '": "')
+    assert [(t["trace_id"], t["format"]) for t in map(json.loads, listed.splitlines())] == [(TRACE, row["format"])]
     return row["format"]
 
 
+def last_line(done: subprocess.CompletedProcess[str] | str) -> str:
+    text = done if isinstance(done, str) else done.stderr
+    return text.strip().splitlines()[-1]
+
+
 @pytest.fixture(scope="module")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    where = tmp_path_factory.mktemp("atomic") / "wh"
-    first = ingest(where, "msr")
+def warehouse(disk: Path, server: str) -> Path:
+    where = disk / "wh"
+    first = ingest(where, server, "msr")
     assert first.returncode == 0, first.stderr
     assert read_back(where) == "msr"
     return where
@@ -68,48 +116,40 @@ KILLS = [("entry", "blkparse", "msr"), ("step-0", "blkparse", "blkparse"), ("ste
          ("step-2", "msr", "msr"), ("done", "blkparse", "blkparse")]
 
 
-def test_a_re_ingest_killed_at_each_commit_boundary_leaves_one_whole_trace(warehouse: Path) -> None:
+def test_a_re_ingest_killed_at_each_commit_boundary_leaves_one_whole_trace(warehouse: Path, server: str) -> None:
     for point, fmt, seen in KILLS:
-        killed = ingest(warehouse, fmt, point)
+        killed = ingest(warehouse, server, fmt, point)
         assert killed.returncode == -9, (point, killed.stdout, killed.stderr)
         assert bool(journal.pending(warehouse)) == (point != "entry"), point
         assert read_back(warehouse) == seen, point
+    # The same with the command's own Spark JVM, killed with it just after the `requests` commit.
+    killed = ingest(warehouse, "local", "vscsi", "step-1")
+    assert killed.returncode == -9, killed.stderr
+    assert len(journal.pending(warehouse)) == 1
+    assert read_back(warehouse) == "vscsi"
 
 
-def last_line(done: subprocess.CompletedProcess[str]) -> str:
-    return done.stderr.strip().splitlines()[-1]
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    with tmpfs(tmp_path / "disk", "size=24m") as mount:
-        yield mount
-
-
-def test_a_full_disk_during_the_commit_leaves_one_whole_trace(small_disk: Path) -> None:
-    warehouse = small_disk / "wh"
-    assert ingest(warehouse, "msr").returncode == 0
+def test_a_full_disk_during_the_commit_leaves_one_whole_trace(warehouse: Path, server: str, disk: Path) -> None:
     # Full after the first step: the ingest fails, decided; readers refuse while the disk is full, then finish it.
-    failed = ingest(warehouse, "blkparse", "step-1", f"fill:{small_disk}")
+    failed = ingest(warehouse, server, "blkparse", "step-1", f"fill:{disk}")
     assert failed.returncode == 1
     assert last_line(failed) == (f"blockheat: error: the ingest of trace t is decided but not finished; the next "
                                  f"blockheat command on {warehouse} finishes it: disk full: no space left on the "
                                  f"device (under the warehouse {warehouse}); free space there and run the command "
                                  "again")
-    (small_disk / FILLER).unlink()
-    fill(small_disk)                       # the failed ingest freed its staging copies: full again
-    refused = run(warehouse, "none", "kill", "traces")
-    assert refused.returncode == 1
-    assert last_line(refused).startswith("blockheat: error: the ingest of trace t is decided but not finished, and "
-                                         "finishing it failed; nothing is read until it is"), refused.stderr
-    assert "disk full: no space left on the device" in last_line(refused)
-    assert refused.stdout == ""
-    (small_disk / FILLER).unlink()
+    (disk / FILLER).unlink()
+    fill(disk)                             # the failed ingest freed its staging copies: full again
+    code, listed, err = traces(warehouse)
+    assert (code, listed) == (1, "")
+    assert last_line(err).startswith("blockheat: error: the ingest of trace t is decided but not finished, and "
+                                     "finishing it failed; nothing is read until it is"), err
+    assert "disk full: no space left on the device" in last_line(err)
+    (disk / FILLER).unlink()
     assert read_back(warehouse) == "blkparse"
     # Full before the journal entry: nothing decided, the files are deleted, the trace stays as it was.
-    failed = ingest(warehouse, "msr", "entry", f"fill:{small_disk}")
+    failed = ingest(warehouse, server, "msr", "entry", f"fill:{disk}")
     assert failed.returncode == 1
     assert last_line(failed).startswith("blockheat: error: disk full: no space left on the device"), failed.stderr
-    (small_disk / FILLER).unlink()
+    (disk / FILLER).unlink()
     assert journal.pending(warehouse) == []
     assert read_back(warehouse) == "blkparse"
