@@ -109,7 +109,7 @@ def _rates(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> tuple[list[d
     return [r.asDict() for r in rows], int(window)
 
 
-def _scores_and_plan(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> tuple[
+def scores_and_plan(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> tuple[
         list[dict[str, Any]], dict[str, Any] | None, list[dict[str, Any]]]:
     """The scorecard of one window (the latest plan's, else the whole trace "all", else the window that ends
     last), the latest plan's row (every column the table has) and its steps summed per (step_type, source_device,
@@ -163,7 +163,7 @@ def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, out_dir: str | 
                 .where(F.col("extent_bytes") == EXTENT_BYTES).orderBy("k").collect()]
     profile = [r.asDict() for r in read_table(spark, cfg.warehouse, "trace_profile", trace_id)
                .where(F.col("window_us") == 0).select("scope", "device", "metric", "value").collect()]
-    scores, plan, steps = _scores_and_plan(spark, cfg, trace_id)
+    scores, plan, steps = scores_and_plan(spark, cfg, trace_id)
     inputs = ReportInputs(
         trace=trace, heat_map=heat_map, heat_map_bins=bins, disk_heat=disk_heat, rates=rates,
         rate_window_us=rate_window, cdfs=cdfs, tracking=tracking, claims=paper_claims(tracking), profile=profile,

@@ -270,8 +270,9 @@ def _at(trace: dict[str, Any], offset_us: int) -> str:
 
 
 def best_score(scores: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """The scorecard's rank 1."""
-    ranked = sorted(scores, key=lambda r: r["rank"])
+    """The scorecard's best-ranked policy that is a layout to plan (not the random reference, not as-traced)."""
+    ranked = sorted((r for r in scores if r.get("plannable", True) and r["policy_id"] != "as-traced"),
+                    key=lambda r: r["rank"])
     return ranked[0] if ranked else None
 
 

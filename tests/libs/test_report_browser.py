@@ -9,8 +9,10 @@ import pytest
 from pyspark.sql import functions as F
 
 from jobs.heat_report import run as run_report
+from jobs.heat_report import scores_and_plan
 from libs import report
 from libs.io.tables import read_table, trace_info
+from libs.report import best_score
 from libs.transforms.tracking_eval import StepSpec
 from tests.chromium import Browser
 from tests.conftest import HPLAJW_TRACE_ID
@@ -96,7 +98,12 @@ def test_report_summary_equals_the_tables_on_hplajw(spark, spark_cfg, opened):
         .where("layout = 'as-traced' AND window_us = 0").orderBy(F.desc("heat")).collect()
     assert shown["hottest_disk"] == disks[0].disk == "0"
     assert float(shown["imbalance"]) == disks[0].max_over_mean
-    assert shown["best_policy"] == ""             # not scored in this suite: the page says how to score
+    # The scorecard the page shows (the latest plan's window, else "all"): scored or not, depending on which test
+    # files ran before in this worker's warehouse; its best-ranked plannable policy, or nothing.
+    scores, _, _ = scores_and_plan(spark, spark_cfg, HPLAJW_TRACE_ID)
+    best = best_score(scores)
+    assert shown["best_policy"] == (best["policy_id"] if best else "")
+    assert best is None or (best["plannable"] and best["policy_id"] not in ("random", "as-traced"))
 
 
 def test_report_days_are_the_traces_real_dates(spark, spark_cfg, rendered):
