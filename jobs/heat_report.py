@@ -29,7 +29,7 @@ from libs.io.tables import read_table, table_exists, trace_info, trace_rows
 from libs.report import ReportInputs, render, write_report
 from libs.transforms.profile import chunked_lag, round_significant
 from libs.transforms.report_files import ALL_OPS, METRICS, PER_OP, Cdfs, report_cdfs
-from libs.transforms.tracking_eval import DEFAULT_SPEC, KS, StepSpec, paper_claims
+from libs.transforms.tracking_eval import DEFAULT_SPEC, KS, StepSpec, report_claims
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -166,7 +166,7 @@ def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, out_dir: str | 
     scores, plan, steps = scores_and_plan(spark, cfg, trace_id)
     inputs = ReportInputs(
         trace=trace, heat_map=heat_map, heat_map_bins=bins, disk_heat=disk_heat, rates=rates,
-        rate_window_us=rate_window, cdfs=cdfs, tracking=tracking, claims=paper_claims(tracking), profile=profile,
+        rate_window_us=rate_window, cdfs=cdfs, tracking=tracking, claims=report_claims(tracking), profile=profile,
         extent_bytes=EXTENT_BYTES, hottest_extents=hottest, scores=scores, plan=plan, plan_steps=steps,
         notes=["Heat = 512-byte blocks accessed per second; temperature = heat per block of extent size "
                f"({EXTENT_BYTES // 2**20} MiB extents).",

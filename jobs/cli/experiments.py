@@ -46,10 +46,10 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         result = run_experiment(name, scale=args.scale, seed=args.seed)
         target = args.out if args.out is not None else warehouse / "experiments" / name
         written = result.write(target)
-        out.rows([{"experiment": name, "claim": c.claim, "paper": c.paper, "ours": c.ours, "holds": c.holds}
-                  for c in result.claims], ["experiment", "claim", "holds", "ours"], name=name,
+        out.rows([{"experiment": name, "claim": c.claim, "paper": c.paper, "ours": c.ours, "verdict": c.verdict,
+                   "reason": c.reason} for c in result.claims], ["experiment", "claim", "verdict", "ours"], name=name,
                  title=f"\n{result.title}\n{name} ({args.scale}): {result.seconds:.1f} s, "
-                       f"{sum(c.holds for c in result.claims)} of {len(result.claims)} claims hold")
+                       f"{sum(c.holds is True for c in result.claims)} of {len(result.claims)} claims hold")
         out.note(f"written: {target}/ ({', '.join(p.name for p in written)})")
     return out.render()
 

@@ -93,7 +93,7 @@ def cmd_track(args: argparse.Namespace) -> int:
 def cmd_track_eval(args: argparse.Namespace) -> int:
     # lazy: the job (pyspark) loads only for `track-eval`
     from jobs.heat_tracking import run_eval
-    from libs.transforms.tracking_eval import paper_claims
+    from libs.transforms.tracking_eval import accuracy, judge_claims
 
     spark, cfg = spark_session(args, f"track-eval {args.trace_id}")
     rows = run_eval(spark, cfg, args.trace_id, aging_period_us=_seconds_to_us(args.aging_period, "--aging-period"),
@@ -104,8 +104,11 @@ def cmd_track_eval(args: argparse.Namespace) -> int:
              units={"stale_s_aging": SECONDS, "stale_s_no_aging": SECONDS},
              title="\ntracking accuracy (real trace: relative error against the next period's true heat; "
                    "generated traces: 10x rise and sudden stop):")
-    out.rows([{"claim": claim, "holds": holds, "evidence": evidence} for claim, holds, evidence in paper_claims(rows)],
-             ["claim", "holds", "evidence"], name="claims", title="\nFIVE section 3.3 claims against these numbers:")
+    accurate, verdict = accuracy(rows)
+    out.rows([{"accurate": accurate, "verdict": verdict}], ["accurate", "verdict"], name="accuracy",
+             title="\naccuracy on the real trace (the estimate against the next period's true heat):")
+    out.rows([c._asdict() for c in judge_claims(rows)], ["claim", "holds", "ours", "reason"], name="claims",
+             title="\nFIVE section 3.3 claims against these numbers (insensitivity to k is not accuracy):")
     return out.render()
 
 

@@ -12,20 +12,37 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["SCALES", "Claim", "ExperimentOutput", "fmt", "markdown_table", "new_figure", "save_figure"]
+__all__ = ["SCALES", "VERDICTS", "Claim", "ExperimentOutput", "fmt", "markdown_table", "new_figure", "save_figure"]
 
 SCALES = ("tiny", "full")
 
 
+#: A claim's verdict, as the summary prints it.
+VERDICTS = {True: "holds", False: "does not hold", None: "not comparable"}
+
+
 @dataclass(frozen=True)
 class Claim:
-    """One of the paper's claims: how we test it, the paper's numbers, ours, and whether it holds here."""
+    """One of the paper's claims: how we test it, the paper's number, ours, and the verdict here.
+
+    holds: True (holds), False (does not hold) or None (not comparable: our setup cannot measure what the
+    paper measured). A claim that does not hold or is not comparable must state its reason, which a test
+    or a sensitivity run in the same experiment supports."""
 
     claim: str
     test: str
     paper: str
     ours: str
-    holds: bool
+    holds: bool | None
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.holds is not True and not self.reason.strip():
+            raise ValueError(f"claim {self.claim!r} {VERDICTS[self.holds]} and needs a reason")
+
+    @property
+    def verdict(self) -> str:
+        return VERDICTS[self.holds]
 
 
 @dataclass
@@ -54,13 +71,16 @@ class ExperimentOutput:
         return found[0]
 
     def markdown(self) -> str:
-        held = sum(c.holds for c in self.claims)
+        """The summary: the claim table first (claim, paper's number, ours, verdict, reason), then how each
+        claim is tested, then the sections."""
+        held = sum(c.holds is True for c in self.claims)
         lines = [f"# {self.title}", "",
+                 markdown_table([{"claim": c.claim, "paper": c.paper, "ours": c.ours, "verdict": c.verdict,
+                                  "reason": c.reason or "-"} for c in self.claims],
+                                ["claim", "paper", "ours", "verdict", "reason"]), "",
                  f"Experiment `{self.name}`, scale `{self.scale}`, {self.seconds:.1f} s. "
-                 f"Claims holding here: {held} of {len(self.claims)}.", "", "## Claims", "",
-                 markdown_table([{"claim": c.claim, "test": c.test, "paper": c.paper, "ours": c.ours,
-                                  "holds": "yes" if c.holds else "**no**"} for c in self.claims],
-                                ["claim", "test", "paper", "ours", "holds"]), ""]
+                 f"Claims holding here: {held} of {len(self.claims)}.", "", "## How each claim is tested", "",
+                 *[f"- **{c.claim}**: {c.test}" for c in self.claims], ""]
         for block in self.sections:
             lines += [block, ""]
         if self.tables:

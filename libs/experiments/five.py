@@ -1,25 +1,31 @@
 """FIVE's synthetic setup shared by the five-* experiments: the 32-disk array of table 1, the file workload of
 table 2, and files striped round robin as an extent map (each file cut into striping units, dealt over the
 disks with one cursor across files in logical order, each disk packed in logical order), so one map serves
-both striping and cooling (cooling moves the striping units, FIVE's extents)."""
+both striping and cooling (cooling moves the striping units, FIVE's extents), and Gopt-140, the one tuned
+global unit every five-* experiment uses (gopt140)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
+from libs.plans.striping_advisor import DiskModel, PhaseB, Workload, advise, phase_b
 from sim.allocation import AllocUnit, round_robin_allocation, to_extent_map
-from sim.array import Extent, ExtentMap
+from sim.array import DiskArray, Extent, ExtentMap, LayoutArrays
 from sim.spec import DiskSpec
 from sim.specs import load
 from sim.workloads import FiveWorkload, five_synthetic
 
 N_DISKS = 32
 SPEC_NAME = "five_table1"
-#: Striping units in 1 KB blocks (FIVE 4.1.1): a track is 35 blocks, a cylinder 11 tracks; Gopt140 is
-#: ceil(260 / 3) = 87 KB; Gopt (light load) 8 KB; Block 1 KB.
-UNITS = {"Block": 1, "Gopt": 8, "Track": 35, "Gopt140": 87, "Cyl": 385}
+#: Fixed striping units in 1 KB blocks (FIVE 4.1.1): a track is 35 blocks, a cylinder 11 tracks; Block 1 KB.
+#: The tuned units (Gopt, Gopt-140) are computed (gopt140, five_striping.all_file_units).
+UNITS = {"Block": 1, "Track": 35, "Cyl": 385}
+#: The arrival rate Gopt-140 and Opt-140 are tuned for, and FIVE's printed Gopt-140: ceil(260 / 3) KB.
+TUNED_RATE = 140.0
+PAPER_GOPT140 = 87
 #: The replays' backlog limit (SimConfig.max_outstanding): a run whose backlog exceeds it is saturated.
 MAX_OUTSTANDING = 3_000
 #: A saturated rate's response, as the papers' tables and ours print it.
@@ -28,6 +34,11 @@ INF = math.inf
 
 def spec() -> DiskSpec:
     return load(SPEC_NAME)
+
+
+@cache
+def disk_model() -> DiskModel:
+    return DiskModel.from_spec(spec())
 
 
 def workload(seed: int, n_requests: int, rate_per_s: float, skew: str) -> FiveWorkload:
@@ -85,6 +96,57 @@ def striped_file_map(w: FiveWorkload, unit_blocks: np.ndarray | int, n_disks: in
     physical[by_disk] = np.cumsum(length[by_disk]) - length[by_disk] - np.repeat(np.cumsum(held) - held, 
                                                                                   np.bincount(disk, minlength=n_disks))
     logical = np.cumsum(length) - length
-    return ExtentMap(tuple(Extent(int(a), int(b), int(c), int(d))
-                           for a, b, c, d in zip(logical.tolist(), length.tolist(), disk.tolist(), physical.tolist(),
-                                                 strict=True)))
+    return ExtentMap(tuple(map(Extent, logical.tolist(), length.tolist(), disk.tolist(), physical.tolist())))
+
+
+@dataclass(frozen=True)
+class SharedArray(DiskArray):
+    """A DiskArray that builds its numeric layout once and hands each run a fresh copy: building it walks
+    every extent in Python (about 250,000 here), which costs more than a tiny run. Runs may change the copy
+    (cooling's remaps), never the kept one."""
+
+    _built: dict[tuple[int, bytes], LayoutArrays] = field(default_factory=dict, compare=False, repr=False)
+
+    def compile(self, capacity: int, dev_base: np.ndarray) -> LayoutArrays:
+        key = (capacity, np.ascontiguousarray(dev_base, dtype=np.int64).tobytes())
+        if key not in self._built:
+            self._built[key] = super().compile(capacity, dev_base)
+        return LayoutArrays(*(a.copy() for a in self._built[key]))
+
+
+@dataclass(frozen=True, eq=False)
+class TunedUnit:
+    """Figure 2's global striping unit for whole-file requests of mean size r_bar (blocks) at rate_per_s:
+    unit = ceil(r_bar / min(p_opt, p_bar)); phase_b holds equation 25 and rho for P = 1, 2, ..."""
+
+    rate_per_s: float
+    r_bar: float
+    p_opt: int
+    p_bar: int
+    unit: int
+    phase_b: PhaseB
+
+
+def tuned_unit(w: FiveWorkload, rate_per_s: float = TUNED_RATE) -> TunedUnit:
+    """The advisor's global unit ("five") for w's requested files (R-bar = their mean size, aligned)."""
+    r_bar = float(w.file_sectors[w.file_class < 2].mean())
+    m = disk_model()
+    recs = advise(m, n_disks=N_DISKS, workload=Workload(r_bar, r_bar, rate_per_s, aligned=True))
+    rec = next(r for r in recs if r.file == "*" and r.method == "five")
+    b = phase_b(m, r_bar, rate_per_s, N_DISKS)
+    return TunedUnit(rate_per_s, r_bar, int(rec.phase_a_p or 0), int(rec.phase_b_p or 0), rec.striping_unit_blocks, b)
+
+
+@cache
+def gopt140(seed: int = 1) -> TunedUnit:
+    """Gopt-140 for the files of `seed`'s workload (the files do not depend on the skew, rate or length):
+    the one unit five-striping and five-cooling stripe "Gopt140" with."""
+    return tuned_unit(workload(seed, 1, 1.0, "uniform"))
+
+
+def striped_file_units(w: FiveWorkload, unit_blocks: np.ndarray | int, n_disks: int = N_DISKS) -> StripedFiles:
+    """striped_files through striped_file_map (numpy): the same map and each unit's file."""
+    units = np.broadcast_to(np.asarray(unit_blocks, dtype=np.int64), w.file_sectors.shape)
+    order = np.argsort(w.file_start, kind="stable")
+    count = -(-w.file_sectors[order] // units[order])
+    return StripedFiles(striped_file_map(w, units, n_disks), np.repeat(order, count).astype(np.int64))

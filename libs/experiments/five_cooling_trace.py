@@ -3,7 +3,7 @@
 cooling (every 100 s of trace time, i.e. every 100/alpha s simulated; whole extents; delta = 0.05).
 
 Choices where the paper is open or the trace differs (one line each, tested in
-tests/libs/experiments/test_experiments.py):
+tests/libs/experiments/test_five.py):
 - disks: 4 of FIVE's table-1 model, so that at alpha = 1000 the mean utilization (about 0.27) is near the
   paper's 0.24 for its WWW trace; the two traced devices are concatenated and striped over them;
 - hplajw's 256-byte sector addresses become the table-1 disk's 1 KB blocks (a request covers every block it
@@ -12,7 +12,9 @@ tests/libs/experiments/test_experiments.py):
   files every disk would hold both devices' extents and no move would ever be allowed);
 - queue length is time-averaged and counts the request in service (sim.stats); the paper's 63 and 1.6 are
   averaged over the instants a request was enqueued, so only the direction compares;
-- scale: the whole week at full scale, its first 15,000 requests at tiny scale.
+- scale: the whole week at full scale, its first 15,000 requests at tiny scale;
+- sensitivity run: the same requests (addresses, sizes, order) at Poisson arrivals over the same span (sorted
+  uniform times, seeded), Track and Track-C at the highest alpha, to separate the bursts from the load.
 """
 from __future__ import annotations
 
@@ -85,14 +87,25 @@ def bursts(req: Requests, window_s: float = 10.0) -> dict[str, float]:
             "share_in_bursts_of_100_plus": float((before >= 100).mean())}
 
 
+def poisson_arrivals(req: Requests, seed: int) -> Requests:
+    """The same requests in the same order with Poisson arrivals over the trace's span (sorted uniform times)."""
+    t = req.arrival_us
+    times = np.sort(np.random.default_rng(seed).uniform(float(t.min()), float(t.max()), len(t)))
+    return Requests.build(times, req.device, req.lbn, req.sectors, req.is_read)
+
+
 def run(scale: str = "full", seed: int = 1) -> ExperimentOutput:
     out = ExperimentOutput("five-cooling-trace", TITLE, scale)
     cfg = SCALE[scale]
     req, sizes = trace_requests(cfg["limit"])
     rows = [run_point(req, sizes, a, c, seed) for a in cfg["alphas"] for c in (False, True)]
+    top = float(max(cfg["alphas"]))
+    smooth = poisson_arrivals(req, seed)
+    poisson = [run_point(smooth, sizes, top, c, seed) for c in (False, True)]
     out.tables["responses"] = pa.Table.from_pylist(rows)
+    out.tables["poisson_arrivals"] = pa.Table.from_pylist(poisson)
     b = bursts(req)
-    _claims(out, rows, cfg)
+    _claims(out, rows, cfg, poisson, b)
     _sections(out, rows, b, cfg)
     out.plots.append(("response_vs_alpha.png", lambda p: _plot(p, rows)))
     return out.finish()
@@ -102,16 +115,26 @@ def _get(rows: list[dict[str, Any]], alpha: float, cooling: bool) -> dict[str, A
     return next(r for r in rows if r["alpha"] == alpha and r["cooling"] == cooling)
 
 
-def _claims(out: ExperimentOutput, rows: list[dict[str, Any]], cfg: dict[str, Any]) -> None:
+def _claims(out: ExperimentOutput, rows: list[dict[str, Any]], cfg: dict[str, Any], poisson: list[dict[str, Any]],
+            b: dict[str, float]) -> None:
     lo, hi = float(min(cfg["alphas"])), float(max(cfg["alphas"]))
     t, tc = _get(rows, hi, False), _get(rows, hi, True)
     gain = t["mean_response_ms"] / tc["mean_response_ms"] if np.isfinite(tc["mean_response_ms"]) else 0.0
+    p, pc = _get(poisson, hi, False), _get(poisson, hi, True)
+    holds = bool(gain >= 10.0 or (t["saturated"] and not tc["saturated"]))
+    reason = "" if holds else (
+        f"hplajw arrives in bursts ({100 * b['share_in_bursts_of_10_plus']:.0f} % of requests with at least 10 "
+        f"others in the {b['window_s']:g} s before them): the same requests at Poisson arrivals (sensitivity run) "
+        f"take {fmt(p['mean_response_ms'])} ms (Track) and {fmt(pc['mean_response_ms'])} ms (Track-C) against "
+        f"{fmt(t['mean_response_ms'])} ms with the trace's timing, so response time is burst drain time, not the "
+        f"average load cooling evens; and Track striping leaves little imbalance to remove (hottest disk "
+        f"{fmt(t['hottest_utilization'], 2)} against the mean {fmt(t['mean_utilization'], 2)}; paper 0.67 "
+        "against 0.24)")
     out.claims.append(Claim(
         "cooling: an order of magnitude at the highest load",
         f"at alpha = {fmt(hi)}, Track at least 10x Track-C (or Track saturated and Track-C not)",
         "alpha 1000: 203.36 vs 28.57 ms (7.1x; 'an order of magnitude', over 20x at the load peak)",
-        f"{fmt(t['mean_response_ms'])} vs {fmt(tc['mean_response_ms'])} ms ({gain:.2f}x)",
-        bool(gain >= 10.0 or (t["saturated"] and not tc["saturated"]))))
+        f"{fmt(t['mean_response_ms'])} vs {fmt(tc['mean_response_ms'])} ms ({gain:.2f}x)", holds, reason))
     a, b = _get(rows, lo, False), _get(rows, lo, True)
     out.claims.append(Claim(
         "cooling costs little at light load", f"at alpha = {fmt(lo)}, Track-C within 10 % of Track",
@@ -152,7 +175,8 @@ def _sections(out: ExperimentOutput, rows: list[dict[str, Any]], b: dict[str, fl
         "every disk, at mean utilizations of a few percent: response time is set by burst "
         "drain times, and a burst spreads over all disks under Track striping whatever the extents' heat. "
         "Cooling evens the disks' average load (the hottest disk's utilization falls), which is what it is "
-        "built to do, but that average is not what the bursts queue on.",
+        "built to do, but that average is not what the bursts queue on. The sensitivity run replays the same "
+        "requests at Poisson arrivals (`tables/poisson_arrivals.parquet`, quoted in the claim table).",
     ]
 
 

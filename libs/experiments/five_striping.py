@@ -2,11 +2,14 @@
 Opt, Gopt, Block, Track, Cyl, Opt-140 and Gopt-140, at light load (lambda = 1, with table 4's breakdown by
 request size) and over arrival rates 20..140 per second.
 
-Choices where the paper is open (one line each, tested in tests/libs/experiments/test_experiments.py):
+Choices where the paper is open (one line each, tested in tests/libs/experiments/test_five.py):
 - units come from our advisor (libs.plans.striping_advisor.advise) on the table-1 disk, not the paper's printed values:
   Gopt is the global Phase A unit for R-bar = the mean size of the requested files (ours 5 KB; the paper's
-  Gopt 8 KB, its exhaustive Gbest 5 KB), Gopt-140 the global unit at 140/s, Opt and Opt-140 the same per
-  file with R_i = L_i (each request reads its whole file, so requests start at unit boundaries: aligned);
+  Gopt 8 KB, its exhaustive Gbest 5 KB), Gopt-140 the global unit at 140/s (five.gopt140, also five-cooling's),
+  Opt and Opt-140 the same per file with R_i = L_i (each request reads its whole file: aligned);
+- Gbest: the best simulated global unit (requested files; class C in Track units) at λ = 1 and 140 over
+  powers of two to a cylinder, a track, the paper's 5, 70 and 87 KB and every global method's unit (full
+  scale), over the methods' units and 8, 64, 70 and 87 KB at tiny scale; the lowest unit wins a tie;
 - the never-requested class-C files are striped in Track units under every method, so methods differ only
   in how the requested files are striped (and Block stays an extent map of about 760,000 units);
 - files are dealt round robin in logical order with one cursor (libs.experiments.five.striped_file_map);
@@ -16,7 +19,6 @@ Choices where the paper is open (one line each, tested in tests/libs/experiments
 """
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +28,18 @@ import pyarrow as pa
 from libs.experiments import five
 from libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
 from libs.experiments.five import INF, MAX_OUTSTANDING
-from libs.plans.striping_advisor import DiskModel, FileStats, Workload, advise
-from sim.array import DiskArray
+from libs.plans.striping_advisor import FileStats, Workload, advise, default_sweep, phase_b
 from sim.engine import SimConfig, Simulation
 
 TITLE = "FIVE striping methods on the uniform synthetic workload (FIVE tables 3-5)"
 METHODS = ("Opt", "Gopt", "Block", "Track", "Cyl", "Opt140", "Gopt140")
-TUNED_RATE = 140.0
+TUNED_RATE = five.TUNED_RATE
 LIGHT = 1.0
 RATES = (20, 40, 60, 80, 100, 120, 140)
-SCALE = {"full": {"requests": 20_000, "rates": RATES},
-         "tiny": {"requests": 3_000, "rates": (20, 80, 140)}}
+#: FIVE 4.1.1's exhaustive Gbest: 5 KB at light load; 70 KB (about 110 ms) at 140/s.
+PAPER_GBEST = {LIGHT: (5, 24.54), TUNED_RATE: (70, 110.0)}
+SCALE = {"full": {"requests": 20_000, "rates": RATES, "sweep": (5, 70, 87)},
+         "tiny": {"requests": 3_000, "rates": (20, 80, 140), "sweep": (8, 64, 70, 87)}}
 #: Table 4's request-size classes (KB, inclusive upper bounds).
 SIZE_CLASSES = ((10, "≤ 10"), (50, "11-50"), (100, "51-100"), (200, "101-200"), (500, "201-500"),
                 (1000, "501-1000"), (None, "> 1000"))
@@ -56,51 +59,56 @@ PAPER_UNITS_KB = {"Gopt": "8", "Block": "1", "Track": "35", "Cyl": "385", "Gopt1
                   "Opt": "per file", "Opt140": "per file (parallelism ≤ 3)"}
 
 
-@cache
-def disk_model() -> DiskModel:
-    return DiskModel.from_spec(five.spec())
+disk_model = five.disk_model
 
 
-def file_units(w: five.FiveWorkload, method: str) -> np.ndarray:
-    """Each file's striping unit (blocks) under `method`; class-C files get Track units (see the docstring)."""
+def global_units(w: five.FiveWorkload, unit: int) -> np.ndarray:
+    """Each file's unit under a global unit: the requested files `unit`, class-C files Track (the docstring)."""
+    units = np.full(len(w.file_sectors), five.UNITS["Track"], dtype=np.int64)
+    units[w.file_class < 2] = unit
+    return units
+
+
+def all_file_units(w: five.FiveWorkload) -> dict[str, np.ndarray]:
+    """Each method's per-file striping units (blocks): one advisor pass gives Opt (Phase A per file) and Opt140
+    (per file with the global P-bar at 140/s); Gopt140 is five.tuned_unit, the unit five-cooling uses too."""
     m = disk_model()
     active = w.file_class < 2
-    units = np.full(len(w.file_sectors), five.UNITS["Track"], dtype=np.int64)
-    if method in ("Block", "Track", "Cyl"):
-        units[active] = five.UNITS[method]
-        return units
     sizes = w.file_sectors[active]
-    rate = TUNED_RATE if method.endswith("140") else None
-    load = Workload(float(sizes.mean()), float(sizes.mean()), rate, aligned=True)
-    if method.startswith("Gopt"):
-        recs = advise(m, n_disks=five.N_DISKS, workload=load)
-        want = "five" if rate else "five_phase_a"
-        units[active] = next(r.striping_unit_blocks for r in recs if r.file == "*" and r.method == want)
-        return units
+    r_bar = float(sizes.mean())
+    gopt = advise(m, n_disks=five.N_DISKS, workload=Workload(r_bar, r_bar, None, aligned=True))
+    out = {k: global_units(w, five.UNITS[k]) for k in ("Block", "Track", "Cyl")}
+    out["Gopt"] = global_units(w, next(r.striping_unit_blocks for r in gopt if r.file == "*"
+                                       and r.method == "five_phase_a"))
+    out["Gopt140"] = global_units(w, five.tuned_unit(w, TUNED_RATE).unit)
     distinct = np.unique(sizes)
-    recs = advise(m, n_disks=five.N_DISKS, workload=load,
+    recs = advise(m, n_disks=five.N_DISKS, workload=Workload(r_bar, r_bar, TUNED_RATE, aligned=True),
                   files=[FileStats(str(s), float(s), float(s)) for s in distinct.tolist()])
-    want = "five" if rate else "five_phase_a"
-    by_size = {int(r.file): r.striping_unit_blocks for r in recs if r.file != "*" and r.method == want}
-    units[active] = [by_size[int(s)] for s in sizes.tolist()]
-    return units
+    for method, want in (("Opt", "five_phase_a"), ("Opt140", "five")):
+        by_size = {int(r.file): r.striping_unit_blocks for r in recs if r.file != "*" and r.method == want}
+        units = global_units(w, five.UNITS["Track"])
+        units[active] = [by_size[int(s)] for s in sizes.tolist()]
+        out[method] = units
+    return {k: out[k] for k in METHODS}
 
 
 def run_point(w: five.FiveWorkload, method: str, units: np.ndarray, rate: float, seed: int,
               maps: dict[str, Any]) -> tuple[dict[str, Any], np.ndarray]:
-    """One (method, rate) run: its table row and each request's response (ms)."""
+    """One (method, rate) run (method: one of METHODS, or "unit N" for a sweep point): its table row and each
+    request's response (ms)."""
     if method not in maps:
-        maps[method] = five.striped_file_map(w, units)
+        maps[method] = five.SharedArray(five.N_DISKS, five.striped_file_map(w, units))
     n = len(w.requests)
-    sim = Simulation(five.spec(), DiskArray(five.N_DISKS, maps[method]), w.requests,
+    sim = Simulation(five.spec(), maps[method], w.requests,
                      SimConfig(max_outstanding=MAX_OUTSTANDING, saturation_min_backlog=max(1, n // 100),
                                spindles="independent"),
                      np.random.default_rng(seed + 1), device_sectors=[w.logical_sectors])
     sim.run()
     r = sim.result()
     active = units[w.file_class < 2]
-    i = METHODS.index(method)
-    paper = PAPER_LIGHT.get(method) if rate == LIGHT else PAPER.get(int(rate), (None,) * 7)[i]
+    paper = None
+    if method in METHODS:
+        paper = PAPER_LIGHT.get(method) if rate == LIGHT else PAPER.get(int(rate), (None,) * 7)[METHODS.index(method)]
     row = {"method": method, "rate_per_s": float(rate), "requests": r.requests, "saturated": r.saturated,
            "mean_response_ms": r.mean_response_ms, "p95_response_ms": r.p95_response_ms,
            "mean_utilization": r.mean_utilization, "hottest_utilization": r.hottest_utilization,
@@ -113,7 +121,7 @@ def run(scale: str = "full", seed: int = 1) -> ExperimentOutput:
     out = ExperimentOutput("five-striping", TITLE, scale)
     cfg = SCALE[scale]
     base = five.workload(seed, cfg["requests"], LIGHT, "uniform")
-    units = {m: file_units(base, m) for m in METHODS}
+    units = all_file_units(base)
     maps: dict[str, Any] = {}
     rows, size_rows = [], []
     # The same seed gives the same files and requests at every rate (only arrival times scale).
@@ -124,12 +132,44 @@ def run(scale: str = "full", seed: int = 1) -> ExperimentOutput:
             rows.append(row)
             if rate == LIGHT:
                 size_rows += _by_size(w, m, resp)
+    sweep = gbest_sweep(base, units, rows, cfg, seed, maps, full=scale == "full")
     out.tables["responses"] = pa.Table.from_pylist(rows)
     out.tables["light_load_by_size"] = pa.Table.from_pylist(size_rows)
+    out.tables["gbest_sweep"] = pa.Table.from_pylist(sweep)
     _claims(out, rows, cfg)
+    _gbest_claims(out, rows, sweep, base)
     _sections(out, rows, size_rows, units, base, cfg)
+    out.sections += sweep_sections(sweep, base)
     out.plots.append(("response_vs_rate.png", lambda p: _plot(p, rows)))
     return out.finish()
+
+
+GLOBAL = ("Gopt", "Block", "Track", "Cyl", "Gopt140")
+
+
+def gbest_sweep(base: five.FiveWorkload, units: dict[str, np.ndarray], rows: list[dict[str, Any]],
+                cfg: dict[str, Any], seed: int, maps: dict[str, Any], *, full: bool) -> list[dict[str, Any]]:
+    """Simulated mean response of each global unit at λ = 1 and 140 (a global method's own run where it has
+    that unit); each row marks the methods with that unit and whether it is Gbest (the lowest response)."""
+    active = base.file_class < 2
+    by_unit: dict[int, list[str]] = {}
+    for m in GLOBAL:
+        by_unit.setdefault(int(units[m][active][0]), []).append(m)
+    grid = sorted(set(cfg["sweep"]) | set(by_unit) | (set(default_sweep(disk_model())) if full else set()))
+    out = []
+    for rate in (LIGHT, TUNED_RATE):
+        w = base if rate == LIGHT else five.workload(seed, cfg["requests"], rate, "uniform")
+        for u in grid:
+            if u in by_unit:
+                r = _get(rows, by_unit[u][0], rate)
+            else:
+                r, _ = run_point(w, f"unit {u}", global_units(w, u), rate, seed, maps)
+            ms = INF if r["saturated"] else r["mean_response_ms"]
+            out.append({"rate_per_s": rate, "unit_kb": u, "mean_response_ms": ms, "saturated": r["saturated"],
+                        "methods": ", ".join(by_unit.get(u, [])), "gbest": False})
+        here = [x for x in out if x["rate_per_s"] == rate]
+        min(here, key=lambda x: (x["mean_response_ms"], x["unit_kb"]))["gbest"] = True
+    return out
 
 
 def _by_size(w: five.FiveWorkload, method: str, resp: np.ndarray) -> list[dict[str, Any]]:
@@ -179,6 +219,76 @@ def _claims(out: ExperimentOutput, rows: list[dict[str, Any]], cfg: dict[str, An
         "140/s: Opt140 121.26, Gopt140 127.49 vs Track 206.71, Cyl 211.29 ms",
         ", ".join(f"{m} {fmt(v)}" for m, v in hi.items()) + " ms",
         bool(max(hi["Opt140"], hi["Gopt140"]) < min(hi["Track"], hi["Cyl"]))))
+
+
+def p_bar_by_rate(r_bar: float, rates: tuple[float, ...] = (100.0, 110.0, 120.0, 130.0, 140.0)) -> dict[float, int]:
+    """Phase B's P-bar for R-bar on the table-1 disk at each rate (where it switches from 3 to 2)."""
+    return {r: int(phase_b(disk_model(), r_bar, r, five.N_DISKS).p_bar or 0) for r in rates}
+
+
+def _gbest_claims(out: ExperimentOutput, rows: list[dict[str, Any]], sweep: list[dict[str, Any]],
+                  w: five.FiveWorkload) -> None:
+    tuned = five.tuned_unit(w, TUNED_RATE)
+    b = tuned.phase_b
+    at = {(x["rate_per_s"], x["unit_kb"]): x["mean_response_ms"] for x in sweep}
+    best = {x["rate_per_s"]: x for x in sweep if x["gbest"]}
+    ours, paper_unit = tuned.unit, five.PAPER_GOPT140
+    switch = p_bar_by_rate(tuned.r_bar)
+    three = [r for r, p in switch.items() if p == 3]
+    sim_cmp = (f"simulated at 140/s: {ours} KB {fmt(at[(TUNED_RATE, ours)])} ms, {paper_unit} KB "
+               f"{fmt(at[(TUNED_RATE, paper_unit)])} ms")
+    out.claims.append(Claim(
+        "Gopt-140 is ceil(260 / 3) = 87 KB",
+        "Figure 2 on the table-1 disk for R-bar (requested files' mean) at 140/s: ceil(R-bar / min(P_opt, P-bar))",
+        "87 KB (R-bar 260 KB, P-bar 3)",
+        f"{ours} KB (R-bar {tuned.r_bar:.1f} KB, P_opt {tuned.p_opt}, P-bar {tuned.p_bar})", ours == paper_unit,
+        "" if ours == paper_unit else
+        f"P-bar: equation 25 on the table-1 disk at 140/s gives {fmt(b.response_ms[1])} ms at P = 2 and "
+        f"{fmt(b.response_ms[2])} ms at P = 3 (rho {fmt(b.rho[1], 2)} and {fmt(b.rho[2], 2)}); P-bar is 3 only up "
+        f"to {fmt(max(three)) if three else '-'}/s; {sim_cmp}"))
+    light = best[LIGHT]
+    lo = {m: _get(rows, m, LIGHT)["mean_response_ms"] / light["mean_response_ms"] - 1.0 for m in ("Opt", "Gopt")}
+    ok = all(v <= 0.10 for v in lo.values())
+    out.claims.append(Claim(
+        "Opt and Gopt close to Gbest at light load",
+        "at λ = 1, Opt and Gopt each within 10 % of Gbest (the best unit of the sweep)",
+        "Gbest 5 KB, almost identical to Opt and Gopt",
+        f"Gbest {light['unit_kb']} KB {fmt(light['mean_response_ms'])} ms; "
+        + ", ".join(f"{m} {100 * v:+.1f} %" for m, v in lo.items()), ok,
+        "" if ok else "see the Gbest sweep table"))
+    high = best[TUNED_RATE]
+    hi = {m: _get(rows, m, TUNED_RATE)["mean_response_ms"] / high["mean_response_ms"] - 1.0
+          for m in ("Opt140", "Gopt140")}
+    ok = all(v <= 0.15 for v in hi.values())
+    out.claims.append(Claim(
+        "Opt-140 and Gopt-140 within about 10-15 % of Gbest at 140/s",
+        "at 140/s, Opt140 and Gopt140 each within 15 % of Gbest's mean response",
+        "Gbest 70 KB, about 110 ms; Opt140 121.26 (+10 %), Gopt140 127.49 ms (+16 %)",
+        f"Gbest {high['unit_kb']} KB {fmt(high['mean_response_ms'])} ms; "
+        + ", ".join(f"{m} {100 * v:+.1f} %" for m, v in hi.items()), ok,
+        "" if ok else "see the Gbest sweep table"))
+
+
+def sweep_sections(sweep: list[dict[str, Any]], w: five.FiveWorkload) -> list[str]:
+    """The Gbest sweep beside Phase A (Gopt) and Phase B (Gopt-140), and Phase B's P-bar by rate."""
+    rows = []
+    for u in sorted({x["unit_kb"] for x in sweep}):
+        a, b = (next(x for x in sweep if x["unit_kb"] == u and x["rate_per_s"] == r) for r in (LIGHT, TUNED_RATE))
+        rows.append({"unit (KB)": u, "λ = 1 (ms)": fmt(a["mean_response_ms"]) + (" Gbest" if a["gbest"] else ""),
+                     "λ = 140 (ms)": fmt(b["mean_response_ms"]) + (" Gbest" if b["gbest"] else ""),
+                     "methods": a["methods"] or "-"})
+    tuned = five.tuned_unit(w, TUNED_RATE)
+    pb = [{"λ": r, "P-bar": p, "Gopt unit (KB)": -(-int(tuned.r_bar * 1000) // (p * 1000)) if p else "-"}
+          for r, p in p_bar_by_rate(tuned.r_bar).items()]
+    eq25 = [{"P": p + 1, "rho": fmt(tuned.phase_b.rho[p], 3), "eq. 25 (ms)": fmt(tuned.phase_b.response_ms[p])}
+            for p in range(4)]
+    return ["## Gbest sweep beside Phase A and B\n\nSimulated mean response of each global unit (requested files; "
+            "class C in Track units). Phase A gives Gopt, Phase B at 140/s Gopt-140; FIVE's Gbest: 5 KB at λ = 1, "
+            "70 KB (about 110 ms) at 140/s.",
+            markdown_table(rows, ["unit (KB)", "λ = 1 (ms)", "λ = 140 (ms)", "methods"]),
+            f"## Phase B's P-bar for R-bar = {tuned.r_bar:.1f} KB (FIVE: 3 at 140/s, R-bar 260 KB)",
+            markdown_table(pb, ["λ", "P-bar", "Gopt unit (KB)"]), "Equation 25 at 140/s:",
+            markdown_table(eq25, ["P", "rho", "eq. 25 (ms)"])]
 
 
 def _sections(out: ExperimentOutput, rows: list[dict[str, Any]], size_rows: list[dict[str, Any]],

@@ -4,7 +4,7 @@ with no think time to 4 SSA disks (`ssa_table1`), each request striped over n = 
 MPL beside the study's figure 5 and the Lee-Katz prediction of its table 3.
 
 Choices where the study is open or our model differs (one line each, tested in
-tests/libs/experiments/test_experiments.py):
+tests/libs/experiments/test_ssa_bsu.py):
 - layout: the 4 disks striped with unit BSU, each request starting at a random stripe unit, so a request's
   BSUs share one disk offset except those wrapped past disk 4, which lie one BSU further (the study put
   every BSU at the same sector);
@@ -14,6 +14,9 @@ tests/libs/experiments/test_experiments.py):
 - optimal BSU: the largest BSU whose mean response is within 2 % of the best (the study took the larger of
   "almost identical" responses);
 - cycles: 300 requests per process at full scale (the study: 100 measurement cycles), 60 at tiny scale;
+- host-cost sensitivity (the failing claims' reasons): every BSU after a request's first adds h ms to its
+  response (the study's process forks one thread per BSU, which issues its SCSI commands in turn; our model has
+  no host cost), applied to the simulated responses (disk load unchanged) for h in HOST_MS;
 - Lee-Katz: sqrt(L X (MPL - 1) q / D) (libs.plans.striping_advisor.eq1_unit) with L = mean seek + half a rotation and X
   the media rate of our spec; the study's table 3 used its Table 1 figures (L = 12.97 ms, X = 7.9 MB/s = 8.09 KB/ms).
 """
@@ -40,6 +43,8 @@ WIDTHS = (1, 2, 4)
 SIZES_KB = (2, 8, 32, 128, 512, 1024, 2048, 4096)
 MPLS = (1, 2, 3, 4)
 TIE = 0.02
+#: Host cost per BSU after the first (ms) of the sensitivity run.
+HOST_MS = (0.0, 2.0, 4.0, 8.0, 12.0)
 SCALE = {"full": {"cycles": 300, "sizes": SIZES_KB, "mpls": MPLS},
          "tiny": {"cycles": 60, "sizes": (8, 128, 1024, 4096), "mpls": (1, 4)}}
 
@@ -111,28 +116,39 @@ def run(scale: str = "full", seed: int = 1) -> ExperimentOutput:
             for q in cfg["sizes"] for mpl in cfg["mpls"]]
     out.tables["responses"] = pa.Table.from_pylist(rows)
     out.tables["optimal_bsu"] = pa.Table.from_pylist(best)
-    _claims(out, rows, best, cfg)
-    _sections(out, rows, best, cfg, m)
+    sens = [host_cost(rows, best, cfg, h) for h in HOST_MS]
+    out.tables["sensitivity"] = pa.Table.from_pylist(sens)
+    _claims(out, rows, best, cfg, sens)
+    _sections(out, rows, best, cfg, m, sens)
     out.plots.append(("optimal_bsu.png", lambda p: _plot(p, best, cfg)))
     return out.finish()
 
 
-def _claims(out: ExperimentOutput, rows: list[dict[str, Any]], best: list[dict[str, Any]], cfg: dict[str, Any]) -> None:
+def with_host_cost(rows: list[dict[str, Any]], host_ms: float) -> list[dict[str, Any]]:
+    """The responses with host_ms added per BSU after a request's first."""
+    return [{**r, "mean_response_ms": r["mean_response_ms"] + (r["disks"] - 1) * host_ms} for r in rows]
+
+
+def host_cost(rows: list[dict[str, Any]], best: list[dict[str, Any]], cfg: dict[str, Any],
+              host_ms: float) -> dict[str, Any]:
+    """The optimal BSUs with a host cost of host_ms per extra BSU, and every claim's criterion on them."""
+    adj = with_host_cost(rows, host_ms)
+    cells = [{**b, "optimal_bsu_kb": optimal_bsu(adj, b["request_kb"], b["mpl"])} for b in best]
+    small = [b for b in cells if b["request_kb"] <= 128]
+    judged = _judge(adj, cells, cfg)
+    return {"host_ms": host_ms, "small_unstriped": sum(b["optimal_bsu_kb"] == b["request_kb"] for b in small),
+            "small_cells": len(small), "agree": sum(b["optimal_bsu_kb"] == b["paper_bsu_kb"] for b in cells),
+            "cells": len(cells), **{f"MPL {m} (KB)": ", ".join(fmt(b["optimal_bsu_kb"]) for b in cells if b["mpl"] == m)
+                                    for m in cfg["mpls"]},
+            **{claim: holds for claim, (_, holds) in judged.items()}}
+
+
+def _judge(rows: list[dict[str, Any]], best: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, tuple[str, bool]]:
+    """Each claim's figure (as the summary prints it) and verdict from the responses and optimal BSUs."""
     by = {(b["request_kb"], b["mpl"]): b for b in best}
     small = [b for b in best if b["request_kb"] <= 128]
-    out.claims.append(Claim(
-        "requests up to 128 KB are best not striped", "for q <= 128 KB the optimal BSU is q at every MPL",
-        "2 KB .. 128 KB: BSU = request size at MPL 1-4",
-        ", ".join(f"{b['request_kb']} KB@{b['mpl']}: {fmt(b['optimal_bsu_kb'])}" for b in small),
-        all(b["optimal_bsu_kb"] == b["request_kb"] for b in small)))
     lo, hi = min(cfg["mpls"]), max(cfg["mpls"])
-    large = [q for q in cfg["sizes"] if q >= 512]
-    grows = [(q, by[(q, lo)]["optimal_bsu_kb"], by[(q, hi)]["optimal_bsu_kb"]) for q in large]
-    out.claims.append(Claim(
-        "the optimal BSU grows with the MPL", f"for q >= 512 KB, BSU at MPL {hi} >= at MPL {lo}, larger for some q",
-        "512 KB: 256 -> 512; 1 MB: 256 -> 512; 2 MB: 512 -> 1024; 4 MB: 1024 -> 1024",
-        "; ".join(f"{q} KB: {fmt(a)} -> {fmt(b)}" for q, a, b in grows),
-        all(b >= a for _, a, b in grows) and any(b > a for _, a, b in grows)))
+    grows = [(q, by[(q, lo)]["optimal_bsu_kb"], by[(q, hi)]["optimal_bsu_kb"]) for q in cfg["sizes"] if q >= 512]
 
     def gain(q: int, mpl: int) -> float:
         one = next(r for r in rows if r["request_kb"] == q and r["mpl"] == mpl and r["disks"] == 1)
@@ -141,27 +157,65 @@ def _claims(out: ExperimentOutput, rows: list[dict[str, Any]], best: list[dict[s
 
     top = max(cfg["sizes"])
     g1, g4 = gain(top, lo), gain(top, hi)
-    out.claims.append(Claim(
-        "striping's benefit for large requests shrinks as the MPL grows",
-        f"{top} KB over 4 disks vs 1: the response drop at MPL {lo} exceeds the one at MPL {hi}",
-        "4 MB: -65 % at MPL 1, -17 % at MPL 4", f"{-100 * g1:+.0f} % at MPL {lo}, {-100 * g4:+.0f} % at MPL {hi}",
-        g1 > g4))
     cmp = [b for b in best if b["request_kb"] >= 1024 and b["mpl"] in (2, 4)]
-    out.claims.append(Claim(
-        "Lee-Katz predicts smaller BSUs than measured",
-        "for q >= 1 MB at MPL 2 and 4, Lee-Katz's BSU below the optimum",
-        "1 MB: 164/284 vs 512/512; 2 MB: 232/401 vs 512/2048; 4 MB: 328/568 vs 1024/1024",
-        "; ".join(f"{b['request_kb']} KB@{b['mpl']}: {fmt(b['lee_katz_kb'], 3)} vs {fmt(b['optimal_bsu_kb'])}"
-                  for b in cmp),
-        bool(cmp) and all(b["lee_katz_kb"] < b["optimal_bsu_kb"] for b in cmp)))
     agree = sum(b["optimal_bsu_kb"] == b["paper_bsu_kb"] for b in best)
-    out.claims.append(Claim(
-        "figure 5's optimal BSUs", "our optimal BSU equals the study's in at least 3/4 of the (size, MPL) cells",
-        "figure 5", f"{agree} of {len(best)} cells agree", agree >= 0.75 * len(best)))
+    return {
+        CLAIMS[0]: (", ".join(f"{b['request_kb']} KB@{b['mpl']}: {fmt(b['optimal_bsu_kb'])}" for b in small),
+                    all(b["optimal_bsu_kb"] == b["request_kb"] for b in small)),
+        CLAIMS[1]: ("; ".join(f"{q} KB: {fmt(a)} -> {fmt(b)}" for q, a, b in grows),
+                    all(b >= a for _, a, b in grows) and any(b > a for _, a, b in grows)),
+        CLAIMS[2]: (f"{-100 * g1:+.0f} % at MPL {lo}, {-100 * g4:+.0f} % at MPL {hi}", g1 > g4),
+        CLAIMS[3]: ("; ".join(f"{b['request_kb']} KB@{b['mpl']}: {fmt(b['lee_katz_kb'], 3)} vs "
+                              f"{fmt(b['optimal_bsu_kb'])}" for b in cmp),
+                    bool(cmp) and all(b["lee_katz_kb"] < b["optimal_bsu_kb"] for b in cmp)),
+        CLAIMS[4]: (f"{agree} of {len(best)} cells agree", agree >= 0.75 * len(best)),
+    }
+
+
+CLAIMS = ("requests up to 128 KB are best not striped", "the optimal BSU grows with the MPL",
+          "striping's benefit for large requests shrinks as the MPL grows",
+          "Lee-Katz predicts smaller BSUs than measured", "figure 5's optimal BSUs")
+
+
+def _claims(out: ExperimentOutput, rows: list[dict[str, Any]], best: list[dict[str, Any]], cfg: dict[str, Any],
+            sens: list[dict[str, Any]]) -> None:
+    judged = _judge(rows, best, cfg)
+    lo, hi = min(cfg["mpls"]), max(cfg["mpls"])
+    top = max(cfg["sizes"])
+    tests = {
+        CLAIMS[0]: ("for q <= 128 KB the optimal BSU is q at every MPL",
+                    "2 KB .. 128 KB: BSU = request size at MPL 1-4"),
+        CLAIMS[1]: (f"for q >= 512 KB, BSU at MPL {hi} >= at MPL {lo}, larger for some q",
+                    "512 KB: 256 -> 512; 1 MB: 256 -> 512; 2 MB: 512 -> 1024; 4 MB: 1024 -> 1024"),
+        CLAIMS[2]: (f"{top} KB over 4 disks vs 1: the response drop at MPL {lo} exceeds the one at MPL {hi}",
+                    "4 MB: -65 % at MPL 1, -17 % at MPL 4"),
+        CLAIMS[3]: ("for q >= 1 MB at MPL 2 and 4, Lee-Katz's BSU below the optimum",
+                    "1 MB: 164/284 vs 512/512; 2 MB: 232/401 vs 512/2048; 4 MB: 328/568 vs 1024/1024"),
+        CLAIMS[4]: ("our optimal BSU equals the study's in at least 3/4 of the (size, MPL) cells", "figure 5"),
+    }
+    for claim in CLAIMS:
+        ours, holds = judged[claim]
+        out.claims.append(Claim(claim, *tests[claim], ours, holds, "" if holds else _reason(claim, sens)))
+
+
+def _reason(claim: str, sens: list[dict[str, Any]]) -> str:
+    held = [r["host_ms"] for r in sens if r[claim]]
+    hs = "/".join(fmt(r["host_ms"]) for r in sens)
+    if claim == CLAIMS[0]:
+        figure = "small requests unstriped in " + "/".join(str(r["small_unstriped"]) for r in sens) + \
+            f" of {sens[0]['small_cells']} cells"
+    elif claim == CLAIMS[4]:
+        figure = "figure 5 agrees in " + "/".join(str(r["agree"]) for r in sens) + f" of {sens[0]['cells']} cells"
+    else:
+        figure = "larger requests' optimal BSUs rise"
+    return ("our model has no host cost per BSU (the study forked a thread per BSU, each issuing its own SCSI "
+            f"commands); with {hs} ms per BSU after the first, {figure}: the claim "
+            + (f"holds at {', '.join(fmt(h) for h in held)} ms" if held else "holds at none of these")
+            + " (sensitivity table)")
 
 
 def _sections(out: ExperimentOutput, rows: list[dict[str, Any]], best: list[dict[str, Any]], cfg: dict[str, Any],
-              m: DiskModel) -> None:
+              m: DiskModel, sens: list[dict[str, Any]]) -> None:
     by = {(b["request_kb"], b["mpl"]): b for b in best}
     fig5 = [{"request (KB)": q, **{f"MPL {k}": f"{fmt(by[(q, k)]['optimal_bsu_kb'])} ({PAPER_BSU[q][k - 1]})"
                                    for k in cfg["mpls"]}} for q in cfg["sizes"]]
@@ -187,6 +241,11 @@ def _sections(out: ExperimentOutput, rows: list[dict[str, Any]], best: list[dict
         markdown_table(lk, ["request (KB)", *[f"MPL {k}" for k in cfg["mpls"] if k in (2, 4)]]),
         "## Mean response in ms by number of disks striped over", markdown_table(resp, ["request (KB)", "MPL",
                                                                                        *[f"n = {n}" for n in WIDTHS]]),
+        "## Sensitivity: a host cost per BSU (the failing claims' reasons)\n\n"
+        "Each BSU after a request's first adds h ms to its response; optimal BSUs per MPL (request sizes "
+        f"{', '.join(map(str, cfg['sizes']))} KB) and each claim's verdict on them.",
+        markdown_table([{k: ("yes" if v is True else "no" if v is False else v) for k, v in r.items()} for r in sens],
+                       list(sens[0])),
     ]
 
 

@@ -8,10 +8,14 @@ import pytest
 
 from libs.transforms.tracking import compute_heat_tracking
 from libs.transforms.tracking_eval import (
+    ACCURACY_LABEL,
     StepSpec,
+    accuracy,
     generated_trace,
+    judge_claims,
     paper_claims,
     relative_errors,
+    report_claims,
     requests_to_reach,
     requests_to_reach_arrays,
     stale_seconds,
@@ -170,7 +174,7 @@ def test_stale_seconds_matches_stepping_pseudo_requests(spark):
     assert 3.5 < np.mean(stale) < 7.0
 
 
-def test_paper_claims_verdicts():
+def test_paper_claims_verdicts_reasons_and_accuracy():
     rows = [{"k": 5, "mean_relative_error": 1.0, "requests_to_90pct": 5.5, "stale_s_aging": 5.0,
              "stale_s_no_aging": None},
             {"k": 50, "mean_relative_error": 2.0, "requests_to_90pct": 70.0, "stale_s_aging": 45.0,
@@ -178,6 +182,24 @@ def test_paper_claims_verdicts():
     verdicts = {claim.split(" (")[0]: holds for claim, holds, _ in paper_claims(rows)}
     assert verdicts == {"estimate fairly insensitive to k": False, "quick to follow a rise": False,
                         "aging needed for a sudden drop": True}
+    # A claim that does not hold names the k values failing it and by how much; one that holds has no reason.
+    assert [c.reason for c in judge_claims(rows)] == ["k=50 errs 2.00x as much as k=5", "k=50: 1.40 k requests", ""]
+    assert paper_claims(rows)[1][2] == "k=5: 5.5 requests, k=50: 70.0 requests; does not hold: k=50: 1.40 k requests"
+    stale = [{**rows[0], "stale_s_aging": None}, {**rows[1], "stale_s_no_aging": 3.25}]
+    assert judge_claims(stale)[2].reason == "k=5: stale forever with aging; k=50: cold after 3.2 s without aging"
+    # Accuracy is its own line: 100-200 % mean error is inaccurate whatever the insensitivity; 25 % at most is
+    # accurate; no measured error is no verdict.
+    assert accuracy(rows) == (False, "inaccurate: estimates off by 1.0x to 2.0x the true heat on average (mean "
+                                     "relative error k=5: 100%, k=50: 200%)")
+    calm = [{**r, "mean_relative_error": e} for r, e in zip(rows, (0.2, 0.25), strict=True)]
+    assert accuracy(calm) == (True, "accurate within 25% (mean relative error k=5: 20%, k=50: 25%)")
+    assert judge_claims(calm)[0].holds is True
+    none = [{**r, "mean_relative_error": None} for r in rows]
+    assert accuracy(none)[0] is None
+    assert [c.claim.split(" (")[0] for c in judge_claims(none)] == ["quick to follow a rise",
+                                                                    "aging needed for a sudden drop"]
+    # The report lists the accuracy line before the paper's claims.
+    assert report_claims(rows) == [(ACCURACY_LABEL, *accuracy(rows)), *paper_claims(rows)]
 
 
 def test_eval_job_on_the_real_trace_and_its_window_function_fallback(spark, spark_cfg, hplajw, monkeypatch):
@@ -203,6 +225,11 @@ def test_eval_job_on_the_real_trace_and_its_window_function_fallback(spark, spar
         errors = relative_errors(table(r["k"]))
         assert (r["mean_relative_error"], r["median_relative_error"]) == (
             pytest.approx(errors["mean"], rel=1e-12), pytest.approx(errors["median"], rel=1e-12))
+    # The real trace's accuracy, as its own line: the estimates are far off whatever k (which the paper's
+    # insensitivity claim would pass: 2.76 / 2.01 < 1.5).
+    assert accuracy(rows) == (False, "inaccurate: estimates off by 2.0x to 2.8x the true heat on average (mean "
+                                     "relative error k=5: 276%, k=10: 201%)")
+    assert judge_claims(rows)[0].holds is True
     stored = read_table(spark, spark_cfg.warehouse, "tracking_eval", TID).orderBy("k").collect()
     assert [(s.k, s.checkpoints) for s in stored] == [(r["k"], r["checkpoints"]) for r in rows]
 
