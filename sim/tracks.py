@@ -76,8 +76,9 @@ class IoShapingError(ValueError):
 @dataclass(frozen=True, eq=False)
 class TrackMap:
     """A spec's mapped tracks in runs: run r holds tracks first_track[r] .. first_track[r] + tracks[r] - 1,
-    each of spt[r] blocks, from block first_lbn[r] on. Spare, slipped and management-area tracks hold no
-    blocks, so they are absent; a track mapped only in part (behind a zone's empty front) is a run of its own."""
+    each of spt[r] blocks, from block first_lbn[r] on (usually one run per zone). Spare, slipped and
+    management-area tracks hold no blocks, so they are absent; a track mapped only in part (behind a zone's
+    empty front) is a run of its own."""
 
     name: str
     sector_size: int
@@ -140,10 +141,16 @@ def _runs(spec: DiskSpec) -> list[tuple[int, int, int, int, int]]:
 
 def track_map(spec: DiskSpec) -> TrackMap:
     """The spec's mapped tracks (zones as sim.spec compiles them: empty fronts, slipped and spare tracks
-    unmapped, spare sectors at each track's end not counted)."""
-    runs = _runs(spec)
-    tracks = np.array([r[3] for r in runs], dtype=np.int64)
-    spt = np.array([r[4] for r in runs], dtype=np.int64)
+    unmapped, spare sectors at each track's end not counted), in logical runs: runs of equal track size
+    that a slipped track separates on the platter follow each other in block numbers, so they are one."""
+    merged: list[list[int]] = []
+    for _zone, _first, _sector, n, size in _runs(spec):
+        if merged and merged[-1][1] == size:
+            merged[-1][0] += n
+        else:
+            merged.append([n, size])
+    tracks = np.array([m[0] for m in merged], dtype=np.int64)
+    spt = np.array([m[1] for m in merged], dtype=np.int64)
     first_lbn = np.concatenate([[0], np.cumsum(tracks * spt)[:-1]]).astype(np.int64)
     first_track = np.concatenate([[0], np.cumsum(tracks)[:-1]]).astype(np.int64)
     return TrackMap(spec.name, spec.sector_size, first_lbn, first_track, tracks, spt)
@@ -155,17 +162,18 @@ def track_boundaries(spec: DiskSpec) -> pa.Table:
     first-block offset plus the track skew per head switch and the cylinder skew per cylinder switch over the
     zone's physical tracks, modulo the track size)."""
     cols: dict[str, list[np.ndarray]] = {f.name: [] for f in TRACK_SCHEMA}
-    m = track_map(spec)
-    for r, (i, first, sector, n, size) in enumerate(_runs(spec)):
+    track0 = lbn0 = 0
+    for i, first, sector, n, size in _runs(spec):
         z = spec.zones[i]
         k = np.arange(n, dtype=np.int64)
         cz, head = np.divmod(first + k, spec.surfaces)
         spt = z.sectors_per_track
-        cols["track"].append(m.first_track[r] + k)
+        cols["track"].append(track0 + k)
         cols["zone"].append(np.full(n, i))
         cols["cylinder"].append(z.first_cylinder + cz)
         cols["head"].append(head)
-        cols["first_lbn"].append(m.first_lbn[r] + k * size)
+        cols["first_lbn"].append(lbn0 + k * size)
+        track0, lbn0 = track0 + n, lbn0 + n * size
         cols["sectors"].append(np.full(n, size))
         cols["skew_sectors"].append((z.first_block_offset + sector + cz * ((spec.surfaces - 1) * z.track_skew
                                                                          + z.cylinder_skew)

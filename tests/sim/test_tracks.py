@@ -41,10 +41,10 @@ def test_c2247a_track_boundaries_by_hand() -> None:
     spec = load("hp_c2247a")
     m = track_map(spec)
     # Zone 0: 559 cylinders x 13 surfaces - 325 spare tracks = 6942 tracks of 96 blocks, less 1632 blocks (17
-    # tracks) of management area at its front: 6925 mapped tracks from physical track 17 on. The slipped
-    # tracks 468, 526, ... split them into runs: 17..467 (451 tracks), 469..525 (57), ...
-    assert m.tracks.tolist()[:2] == [451, 57]
-    assert m.first_lbn.tolist()[:3] == [0, 451 * 96, 508 * 96]
+    # tracks) of management area at its front: 6925 mapped tracks from physical track 17 on (the slipped
+    # tracks 468, 526, ... are skipped on the platter, not in block numbers). Zone 1: 202 x 13 - 130.
+    assert m.tracks.tolist()[:2] == [6925, 2496]
+    assert m.first_lbn.tolist()[:3] == [0, 6925 * 96, 6925 * 96 + 2496 * 92]
     assert m.n_tracks == 6925 + sum(z.cylinders * 13 - z.spare_tracks for z in spec.zones[1:])
     assert m.capacity_sectors == spec.capacity_sectors == 2_054_864
     assert [x.tolist() for x in m.bounds(np.array([0, 95, 96, 664_799, 664_800, 2_054_863]))] == [
