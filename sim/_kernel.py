@@ -92,10 +92,10 @@ CYL_BLOCK = 64
 SB_ENQ, SB_START, SB_SVC = range(3)
 PF_ISSUE, PF_QUEUE, PF_SVC = range(3)
 SLOT_F = 3
-# Per-disk ints: columns 0-3 belong to the disk model (sim.disk DI_*), then the engine's.
+# Per-disk ints: columns 0-5 belong to the disk model (sim.disk DI_*), then the engine's.
 # DK_INDEXED: the disk's queue is also kept per cylinder (from when it outgrew CI_QSCAN until it empties).
-DK_BUSY, DK_QHEAD, DK_QTAIL, DK_QLEN, DK_DHEAD, DK_DTAIL, DK_NSYS, DK_IOS, DK_MAXQ, DK_NSYS_R, DK_INDEXED = range(4, 15)
-DK_I = 15
+DK_BUSY, DK_QHEAD, DK_QTAIL, DK_QLEN, DK_DHEAD, DK_DTAIL, DK_NSYS, DK_IOS, DK_MAXQ, DK_NSYS_R, DK_INDEXED = range(6, 17)
+DK_I = 17
 # Per-disk floats: columns 0-3 belong to the disk model (sim.disk DF_*), then the engine's.
 DKF_LAST, DKF_AREA, DKF_BUSY = range(4, 7)
 DKF_PHASE, DKF_CLOCK = 7, 8     # sim.disk.DF_PHASE / DF_CLOCK: the disk's own clock

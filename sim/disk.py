@@ -17,21 +17,47 @@ from sim.spec import (
     P_BUS_US,
     P_BUS_WRITE_US,
     P_CAPACITY,
+    P_CPL_READ_US,
+    P_CPL_WRITE_US,
+    P_DATA_PREP_US,
+    P_DISC_WRITE_IF_SEEK,
     P_HEAD_SWITCH_US,
+    P_MARK_BY_REQ,
+    P_MIN_WRITE_SEEK_US,
+    P_OH_HIT_AW_US,
     P_OH_HIT_US,
+    P_OH_MISS_AW_US,
     P_OH_MISS_US,
+    P_OH_WRITE_AW_US,
     P_OH_WRITE_US,
+    P_RA_OVER_REQ,
+    P_RA_TO,
     P_READ_AHEAD,
     P_READ_BUS_START,
+    P_READ_HITS_ON_WRITES,
+    P_RESEL_FIRST_US,
+    P_RESEL_OTHER_US,
     P_ROT_US,
     P_SEG_SECTORS,
     P_SEGMENTS,
     P_SURFACES,
     P_WRITE_BACK,
+    P_WRITE_MARK,
+    P_WRITE_SEG,
     P_WRITE_SETTLE_US,
+    P_XD_CMD_US,
+    P_XD_DELAY_US,
+    P_XD_DISC_US,
+    P_XD_ON,
+    P_XD_SEEK_DELTA_US,
+    P_ZL_WRITES,
     Z_CSKEW,
     Z_FIRST_CYL,
     Z_FIRST_LBN,
+    Z_FIRST_SECTOR,
+    Z_FIRST_TRACK,
+    Z_LSPT,
+    Z_OFFSET,
     Z_SPT,
     Z_TSKEW,
 )
@@ -41,8 +67,9 @@ MODE_DETAILED, MODE_EXPECTED, MODE_CONSTANT, MODE_EXPONENTIAL = 0, 1, 2, 3
 MODES = {"detailed": MODE_DETAILED, "expected": MODE_EXPECTED, "constant": MODE_CONSTANT,
          "exponential": MODE_EXPONENTIAL}
 
-# Per-disk integer state columns (engine array `di`), shared with the engine.
-DI_CYL, DI_HEAD, DI_RA_SEG, DI_LRU = 0, 1, 2, 3
+# Per-disk integer state columns (engine array `di`), shared with the engine: head position, the segment
+# being read ahead into, the LRU clock, whether the last host request was a write, and where it ended.
+DI_CYL, DI_HEAD, DI_RA_SEG, DI_LRU, DI_LAST_WRITE, DI_LAST_END = 0, 1, 2, 3, 4, 5
 # Per-disk float state columns (engine array `df`): the active read-ahead stream; DF_PHASE and DF_CLOCK (later
 # columns of the same array, sim._kernel) give the disk its own clock t' = t x clock + phase (us), 0 and 1 on
 # every disk for synchronized spindles.
@@ -70,22 +97,33 @@ def zone_of(zones: np.ndarray, lbn: int) -> int:  # pragma: no cover
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def locate(zones: np.ndarray, surfaces: int, lbn: int) -> tuple[int, int, int, int, int]:  # pragma: no cover
-    """Logical block -> (cylinder, head, sector in track, sectors per track, physical slot of sector 0).
+def locate_run(zones: np.ndarray, surfaces: int,
+               lbn: int) -> tuple[int, int, int, int, int, int]:  # pragma: no cover
+    """Logical block -> (cylinder, head, logical sector in track, physical sectors per track, physical slot
+    of logical sector 0, logical sectors per track).
 
-    Sector s of a track passes under the head at slot (s + skew) mod spt; the skew of a track grows by the
-    track skew at each head switch and by the cylinder skew at each cylinder switch, from 0 at the start of
-    its zone.
+    Logical sector s of a track passes under the head at slot (s + skew) mod spt; the skew of a physical
+    track is the zone's first-block offset plus the track skew per head switch and the cylinder skew per
+    cylinder switch over the zone's physical tracks (slipped and empty ones included).
     """
     z = zone_of(zones, lbn)
-    off = lbn - zones[z, Z_FIRST_LBN]
+    lspt = zones[z, Z_LSPT]
+    off = lbn - zones[z, Z_FIRST_LBN] + zones[z, Z_FIRST_SECTOR]
+    track = zones[z, Z_FIRST_TRACK] + off // lspt
+    s = off % lspt
     spt = zones[z, Z_SPT]
-    track = off // spt
-    s = off - track * spt
     cz = track // surfaces
     head = track - cz * surfaces
-    skew = (cz * ((surfaces - 1) * zones[z, Z_TSKEW] + zones[z, Z_CSKEW]) + head * zones[z, Z_TSKEW]) % spt
-    return zones[z, Z_FIRST_CYL] + cz, head, s, spt, skew
+    skew = (zones[z, Z_OFFSET] + cz * ((surfaces - 1) * zones[z, Z_TSKEW] + zones[z, Z_CSKEW])
+            + head * zones[z, Z_TSKEW]) % spt
+    return zones[z, Z_FIRST_CYL] + cz, head, s, spt, skew, lspt
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def locate(zones: np.ndarray, surfaces: int, lbn: int) -> tuple[int, int, int, int, int]:  # pragma: no cover
+    """Logical block -> (cylinder, head, sector in track, sectors per track, physical slot of sector 0)."""
+    cyl, head, s, spt, skew, _lspt = locate_run(zones, surfaces, lbn)
+    return cyl, head, s, spt, skew
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -95,11 +133,28 @@ def cylinder_of(zones: np.ndarray, surfaces: int, lbn: int) -> int:  # pragma: n
 
 @njit(cache=True, nogil=True, _nrt=False)
 def stream_rate(zones: np.ndarray, params: np.ndarray, lbn: int) -> float:  # pragma: no cover
-    """Sequential media rate (sectors per us) in the zone of lbn: each track costs a revolution plus its
-    track skew (which the skew sizes to cover the head switch)."""
+    """Sequential media rate (sectors per us) in the zone of lbn: each track's logical sectors cost a
+    revolution plus its track skew (which the skew sizes to cover the head switch)."""
     z = zone_of(zones, lbn)
     spt = zones[z, Z_SPT]
-    return float(spt / (params[P_ROT_US] * (spt + zones[z, Z_TSKEW]) / spt))
+    return float(zones[z, Z_LSPT] / (params[P_ROT_US] * (spt + zones[z, Z_TSKEW]) / spt))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def head_move_us(seek_us: np.ndarray, params: np.ndarray, cur_cyl: int, cur_head: int, cyl: int, head: int,
+                 is_write: bool) -> float:  # pragma: no cover
+    """Seek or head switch from (cur_cyl, cur_head) to (cyl, head); a write adds the write settle (which
+    may be negative) whenever the head moves, never below zero in all."""
+    dist = abs(cyl - cur_cyl)
+    if dist > 0:
+        move = seek_us[dist]
+    elif head != cur_head:
+        move = params[P_HEAD_SWITCH_US]
+    else:
+        return 0.0
+    if is_write:
+        move = max(0.0, move + params[P_WRITE_SETTLE_US])
+    return float(move)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -114,21 +169,14 @@ def media_access(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, cur
     """
     rot = params[P_ROT_US]
     surfaces = int(params[P_SURFACES])
-    hs = params[P_HEAD_SWITCH_US]
-    settle = params[P_WRITE_SETTLE_US] if is_write else 0.0
-    cyl, head, s, spt, skew = locate(zones, surfaces, lbn)
-    dist = abs(cyl - cur_cyl)
-    if dist > 0:
-        t += seek_us[dist]
-    elif head != cur_head:
-        t += hs
-    t += settle
+    cyl, head, s, spt, skew, lspt = locate_run(zones, surfaces, lbn)
+    t += head_move_us(seek_us, params, cur_cyl, cur_head, cyl, head, is_write)
     if t < earliest:
         t = earliest
     t_first = -1.0
     remaining = n
     while True:
-        k = min(remaining, spt - s)
+        k = min(remaining, lspt - s)
         st = rot / spt
         pos = (t % rot) / st                    # head position in slots, [0, spt)
         rel = pos - ((s + skew) % spt)          # slots past the start of the first wanted sector
@@ -151,12 +199,8 @@ def media_access(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, cur
         if remaining <= 0:
             break
         lbn += k
-        ncyl, nhead, s, spt, skew = locate(zones, surfaces, lbn)
-        if ncyl != cyl:
-            t += seek_us[abs(ncyl - cyl)]
-        else:
-            t += hs
-        t += settle
+        ncyl, nhead, s, spt, skew, lspt = locate_run(zones, surfaces, lbn)
+        t += head_move_us(seek_us, params, cyl, head, ncyl, nhead, is_write)
         cyl = ncyl
         head = nhead
     return t_first, t, cyl, head
@@ -222,13 +266,33 @@ def _touch(di: np.ndarray, seg: np.ndarray, d: int, s: int) -> None:  # pragma: 
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _extend_read_ahead(params: np.ndarray, df: np.ndarray, seg: np.ndarray, d: int, s: int,
+def _ra_limit(zones: np.ndarray, params: np.ndarray, end: float) -> float:  # pragma: no cover
+    """Where read-ahead after a read ending at block `end` stops: the capacity, or the end of the track or
+    cylinder holding block end - 1 (cache.read_ahead_to)."""
+    cap = params[P_CAPACITY]
+    mode = int(params[P_RA_TO])
+    if mode == 0 or end <= 0:
+        return float(cap)
+    surfaces = int(params[P_SURFACES])
+    last = int(end) - 1
+    _c, head, s, _spt, _k, lspt = locate_run(zones, surfaces, last)
+    limit = last - s + lspt
+    if mode == 2:
+        limit += (surfaces - 1 - head) * lspt
+    return float(min(limit, cap))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _extend_read_ahead(zones: np.ndarray, params: np.ndarray, df: np.ndarray, seg: np.ndarray, d: int, s: int,
                        want_end: float) -> None:  # pragma: no cover
-    """Push the active stream's target to want_end + read-ahead, sliding the segment window forward."""
-    target = max(want_end, min(want_end + params[P_READ_AHEAD], params[P_CAPACITY]))
+    """Push the active stream's target to want_end + read-ahead (within its limit); the segment's window
+    slides forward when read-ahead may replace requested data, else the target stops at the segment's end."""
+    size = params[P_SEG_SECTORS]
+    target = max(want_end, min(want_end + params[P_READ_AHEAD], _ra_limit(zones, params, want_end)))
+    if params[P_RA_OVER_REQ] == 0.0:
+        target = max(want_end, min(target, seg[d, s, SG_START] + size))
     if target > df[d, DF_RA_TARGET]:
         df[d, DF_RA_TARGET] = target
-    size = params[P_SEG_SECTORS]
     if df[d, DF_RA_TARGET] - seg[d, s, SG_START] > size:
         seg[d, s, SG_START] = df[d, DF_RA_TARGET] - size
 
@@ -254,7 +318,68 @@ def _stream_service(params: np.ndarray, df: np.ndarray, d: int, now: float, end:
     """Service of a read fed by the active stream: bus transfer overlapped with the stream's arrival."""
     t_data = df[d, DF_RA_T0] + (end - df[d, DF_RA_L0]) / df[d, DF_RA_RATE]
     bus = params[P_BUS_US]
-    return float(max(oh + n * bus, t_data - now + bus))
+    return float(max(oh + params[P_DATA_PREP_US] + n * bus, t_data - now + bus) + params[P_CPL_READ_US])
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _lru(di: np.ndarray, seg: np.ndarray, d: int, nseg: int) -> int:  # pragma: no cover
+    victim = 0
+    for s in range(1, nseg):
+        if seg[d, s, SG_LRU] < seg[d, victim, SG_LRU]:
+            victim = s
+    return victim
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _mark_sectors(params: np.ndarray, fraction: float, n: int) -> int:  # pragma: no cover
+    """A water mark in sectors: the fraction of the request (or of the segment), at least 1, at most n."""
+    ref = n if params[P_MARK_BY_REQ] > 0.0 else params[P_SEG_SECTORS]
+    return int(min(n, max(1.0, math.ceil(fraction * ref))))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _write_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray,
+                   d: int, now: float, lbn: int, n: int, after_write: bool,
+                   sequential: bool) -> float:  # pragma: no cover
+    """A write through to the media: command overhead (or the extra-disconnect command, then disconnect,
+    inter-disconnect delay and reselection before the data), data over the bus with data preparation, the
+    media write held back so no sector is written before its data arrive, at least minimum_write_seek after
+    the command unless sequential, then reselection (when the disk disconnected) and the completion overhead.
+    A write larger than its segment refills it at the write water mark; each refill that leaves the media
+    without data (the mark's sectors take less time to write than reconnecting) costs a revolution."""
+    bus = params[P_BUS_WRITE_US]
+    prep = params[P_DATA_PREP_US]
+    surfaces = int(params[P_SURFACES])
+    if params[P_XD_ON] > 0.0:
+        t_cmd = now + params[P_XD_CMD_US]
+        bus_start = t_cmd + params[P_XD_DISC_US] + params[P_XD_DELAY_US] + params[P_RESEL_FIRST_US] + prep
+        mech = t_cmd + params[P_XD_SEEK_DELTA_US]
+        resel_end = params[P_RESEL_OTHER_US]
+    else:
+        t_cmd = now + (params[P_OH_WRITE_AW_US] if after_write else params[P_OH_WRITE_US])
+        bus_start = t_cmd + prep
+        mech = t_cmd
+        resel_end = params[P_RESEL_FIRST_US]
+    cyl, head, _s, spt, _k = locate(zones, surfaces, lbn)
+    st = params[P_ROT_US] / spt
+    earliest = bus_start + max(bus, n * bus - (n - 1) * st)
+    if not sequential:
+        earliest = max(earliest, t_cmd + params[P_MIN_WRITE_SEEK_US])
+    t_pos = mech * df[d, DF_CLOCK] + df[d, DF_PHASE]
+    t_pos = (t_pos + head_move_us(seek_us, params, di[d, DI_CYL], di[d, DI_HEAD], cyl, head, True)
+             - df[d, DF_PHASE]) / df[d, DF_CLOCK]
+    _tf, te = disk_access(zones, seek_us, params, di, df, d, mech, earliest, lbn, n, True,
+                          params[P_ZL_WRITES] > 0.0)
+    bus_end = bus_start + n * bus
+    size = params[P_SEG_SECTORS]
+    refills = 0
+    if size > 0 and n > size:
+        low = _mark_sectors(params, params[P_WRITE_MARK], n)
+        refills = math.ceil((n - size) / max(1.0, size - low))
+        if low * st < params[P_RESEL_OTHER_US] + prep + bus:
+            te += refills * params[P_ROT_US]
+    stays = refills == 0 and bus_end <= t_pos and params[P_DISC_WRITE_IF_SEEK] == 0.0
+    return float(te + (0.0 if stays else resel_end) + params[P_CPL_WRITE_US] - now)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -263,14 +388,18 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
                      zero_latency: bool) -> tuple[float, int]:  # pragma: no cover
     """Serve one sub-request on disk d starting at now; returns (service time us, outcome flags).
 
-    Reads, in order: a full hit in a segment costs the hit overhead and the bus transfer (and restarts
-    read-ahead when less than the read-ahead amount is left beyond the request); a read starting inside
-    the active read-ahead stream waits for the stream; a read starting inside or right after a cached
+    Command overheads depend on the previous request (read or write); every host request ends with the
+    completion overhead. Reads, in order: a full hit in a segment (the write segment too, when read hits on
+    write data are allowed) costs the hit overhead, data preparation and the bus transfer (and restarts
+    read-ahead when less than the read-ahead amount is left beyond the request); a read starting inside the
+    active read-ahead stream waits for the stream; a read starting inside or right after a cached read
     segment restarts the stream there (a partial hit, counted as physical); anything else is a miss: abort
-    read-ahead, read from the media, start the bus transfer once read_bus_start_fraction of the sectors are
-    buffered, and start read-ahead after the last sector into the least recently used segment.
-    Writes invalidate overlapping segments; with write-back they finish after the bus transfer and leave a
-    destage job (F_DESTAGE); without, the media write may not overtake the data on the bus.
+    read-ahead, read from the media, reselect once the read water mark's sectors are buffered, prepare and
+    transfer (never ahead of the media), and read ahead after the last sector into the least recently used
+    read segment, up to the read-ahead limit. Writes invalidate overlapping read data and leave theirs in
+    the write segment (or the least recently used read segment when there is no dedicated one); with
+    write-back they finish after the bus transfer and leave a destage job (F_DESTAGE), else see
+    _write_service.
     """
     nseg = int(params[P_SEGMENTS])
     end = lbn + n
@@ -279,23 +408,31 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
         settle_read_ahead(zones, params, di, df, seg, d, now, True)
         tf, te = disk_access(zones, seek_us, params, di, df, d, now, now, lbn, n, True, False)
         return te - now, F_PHYSICAL
+    after_write = di[d, DI_LAST_WRITE] > 0
+    sequential = lbn == di[d, DI_LAST_END]
+    di[d, DI_LAST_WRITE] = 1 if is_write else 0
+    di[d, DI_LAST_END] = end
     if not is_write:
         bus = params[P_BUS_US]
-        oh_hit = params[P_OH_HIT_US]
+        prep = params[P_DATA_PREP_US]
+        cpl = params[P_CPL_READ_US]
+        oh_hit = params[P_OH_HIT_AW_US] if after_write else params[P_OH_HIT_US]
         settle_read_ahead(zones, params, di, df, seg, d, now, False)
         active = di[d, DI_RA_SEG]
-        for s in range(nseg):
+        searched = nseg + 1 if params[P_READ_HITS_ON_WRITES] > 0.0 and params[P_WRITE_SEG] > 0.0 else nseg
+        for s in range(searched):
             if seg[d, s, SG_START] <= lbn and end <= seg[d, s, SG_END]:
                 _touch(di, seg, d, s)
                 if active == s:
-                    _extend_read_ahead(params, df, seg, d, s, end)
-                elif (active < 0 and params[P_READ_AHEAD] > 0 and seg[d, s, SG_END] < cap
-                      and seg[d, s, SG_END] - end < params[P_READ_AHEAD]):
+                    _extend_read_ahead(zones, params, df, seg, d, s, end)
+                elif (s < nseg and active < 0 and params[P_READ_AHEAD] > 0 and seg[d, s, SG_END] < cap
+                      and seg[d, s, SG_END] - end < params[P_READ_AHEAD]
+                      and seg[d, s, SG_END] < _ra_limit(zones, params, end)):
                     _start_stream(zones, seek_us, params, di, df, d, s, now + oh_hit, seg[d, s, SG_END])
-                    _extend_read_ahead(params, df, seg, d, s, end)
-                return oh_hit + n * bus, F_HIT
+                    _extend_read_ahead(zones, params, df, seg, d, s, end)
+                return oh_hit + prep + n * bus + cpl, F_HIT
         if active >= 0 and seg[d, active, SG_START] <= lbn <= df[d, DF_RA_TARGET]:
-            _extend_read_ahead(params, df, seg, d, active, end)
+            _extend_read_ahead(zones, params, df, seg, d, active, end)
             _touch(di, seg, d, active)
             return _stream_service(params, df, d, now, end, n, oh_hit), F_HIT
         for s in range(nseg):
@@ -305,27 +442,28 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
                     and not (zero_latency and lbn >= seg[d, s, SG_END])):
                 settle_read_ahead(zones, params, di, df, seg, d, now, True)
                 _start_stream(zones, seek_us, params, di, df, d, s, now + oh_hit, seg[d, s, SG_END])
-                _extend_read_ahead(params, df, seg, d, s, end)
+                _extend_read_ahead(zones, params, df, seg, d, s, end)
                 _touch(di, seg, d, s)
                 return _stream_service(params, df, d, now, end, n, oh_hit), F_PHYSICAL
         settle_read_ahead(zones, params, di, df, seg, d, now, True)
-        t0 = now + params[P_OH_MISS_US]
+        t0 = now + (params[P_OH_MISS_AW_US] if after_write else params[P_OH_MISS_US])
         tf, te = disk_access(zones, seek_us, params, di, df, d, t0, t0, lbn, n, False, zero_latency)
-        # The bus starts once the fraction of the sectors is buffered (time interpolated over the transfer).
-        k0 = max(1.0, math.ceil(params[P_READ_BUS_START] * n))
+        # The bus starts once the read water mark's sectors are buffered (time interpolated over the transfer).
+        k0 = _mark_sectors(params, params[P_READ_BUS_START], n)
         t_k0 = tf + (te - tf) * (k0 - 1.0) / (n - 1.0) if n > 1 else tf
-        done = max(te + bus, t_k0 + n * bus)
+        done = max(te + bus, t_k0 + params[P_RESEL_FIRST_US] + prep + n * bus) + cpl
         if nseg > 0:
-            victim = 0
-            for s in range(1, nseg):
-                if seg[d, s, SG_LRU] < seg[d, victim, SG_LRU]:
-                    victim = s
+            victim = _lru(di, seg, d, nseg)
             size = params[P_SEG_SECTORS]
             seg[d, victim, SG_START] = max(lbn, end - size)
             seg[d, victim, SG_END] = end
             _touch(di, seg, d, victim)
-            target = min(end + params[P_READ_AHEAD], cap, seg[d, victim, SG_START] + size)
+            target = min(end + params[P_READ_AHEAD], _ra_limit(zones, params, end))
+            if params[P_RA_OVER_REQ] == 0.0:
+                target = min(target, seg[d, victim, SG_START] + size)
             if target > end:
+                if target - seg[d, victim, SG_START] > size:
+                    seg[d, victim, SG_START] = target - size
                 di[d, DI_RA_SEG] = victim
                 df[d, DF_RA_T0] = te
                 df[d, DF_RA_L0] = end
@@ -333,17 +471,18 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
                 df[d, DF_RA_RATE] = stream_rate(zones, params, end)
         return done - now, F_PHYSICAL
     # Write.
-    bus = params[P_BUS_WRITE_US]
     settle_read_ahead(zones, params, di, df, seg, d, now, True)
-    for s in range(nseg):
+    for s in range(nseg + 1):
         if seg[d, s, SG_START] < end and lbn < seg[d, s, SG_END]:
             seg[d, s, SG_START] = -1.0
             seg[d, s, SG_END] = -1.0
-    oh = params[P_OH_WRITE_US]
+    if nseg > 0:
+        w = nseg if params[P_WRITE_SEG] > 0.0 else _lru(di, seg, d, nseg)
+        keep = params[P_READ_HITS_ON_WRITES] > 0.0
+        seg[d, w, SG_START] = max(lbn, end - params[P_SEG_SECTORS]) if keep else -1.0
+        seg[d, w, SG_END] = end if keep else -1.0
+        _touch(di, seg, d, w)
     if params[P_WRITE_BACK] > 0.0:
-        return oh + n * bus, F_DESTAGE
-    t0 = now + oh
-    st = params[P_ROT_US] / locate(zones, int(params[P_SURFACES]), lbn)[3]
-    earliest = t0 + max(bus, n * bus - (n - 1) * st)
-    tf, te = disk_access(zones, seek_us, params, di, df, d, t0, earliest, lbn, n, True, zero_latency)
-    return te - now, F_PHYSICAL
+        oh = params[P_OH_WRITE_AW_US] if after_write else params[P_OH_WRITE_US]
+        return oh + params[P_DATA_PREP_US] + n * params[P_BUS_WRITE_US] + params[P_CPL_WRITE_US], F_DESTAGE
+    return _write_service(zones, seek_us, params, di, df, d, now, lbn, n, after_write, sequential), F_PHYSICAL

@@ -15,9 +15,9 @@ import numpy as np
 
 from sim import _kernel as K
 from sim.array import SCHEDULERS, AsTraced, DiskArray, ExtentMap, RandomDisk, RemapEvent, Striped
-from sim.disk import DF_CLOCK, DF_PHASE, DI_RA_SEG, MODES
+from sim.disk import DF_CLOCK, DF_PHASE, DI_LAST_END, DI_RA_SEG, MODES
 from sim.records import Requests
-from sim.spec import P_SEGMENTS, P_ZERO_LATENCY, DiskSpec
+from sim.spec import P_SEGMENTS, P_ZERO_LATENCY, P_ZL_WRITES, DiskSpec
 from sim.stats import RunResult, summarize
 
 __all__ = ["ClosedLoop", "Policy", "PolicyBase", "SimConfig", "Simulation", "Status", "Window", "run_with_policy"]
@@ -136,6 +136,7 @@ class Simulation:
         self.disk = spec.compile()
         if config.zero_latency is not None:
             self.disk.params[P_ZERO_LATENCY] = 1.0 if config.zero_latency else 0.0
+            self.disk.params[P_ZL_WRITES] = self.disk.params[P_ZERO_LATENCY]
         self.requests = self._scaled(requests, config)
         r = self.requests
         self._req = K.ReqArrays(r.arrival_us, r.device, r.lbn, r.sectors, r.flags,
@@ -242,8 +243,8 @@ class Simulation:
             last = float(self.requests.arrival_us[-1]) if n else 0.0
             ts_k = int(last / sf[K.CF_TS_W]) + 16
         dk_i = np.zeros((ndisk, K.DK_I), dtype=np.int64)
-        dk_i[:, [DI_RA_SEG, K.DK_BUSY, K.DK_QHEAD, K.DK_QTAIL, K.DK_DHEAD, K.DK_DTAIL]] = -1
-        nseg = max(1, int(self.disk.params[P_SEGMENTS]))
+        dk_i[:, [DI_RA_SEG, DI_LAST_END, K.DK_BUSY, K.DK_QHEAD, K.DK_QTAIL, K.DK_DHEAD, K.DK_DTAIL]] = -1
+        nseg = int(self.disk.params[P_SEGMENTS]) + 1     # the read segments and the write segment
         seg = np.full((ndisk, nseg, 3), -1.0)
         seg[:, :, 2] = 0.0
         heap = ndisk + (cfg.closed_loop.outstanding if cfg.closed_loop is not None else 0) + 4

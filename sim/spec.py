@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 __all__ = [
+    "BusProtocol",
     "CacheSpec",
     "DiskArrays",
     "DiskSpec",
@@ -23,14 +24,22 @@ __all__ = [
     "load_spec_file",
 ]
 
-# Column indices of DiskArrays.zones (int64 [n_zones, Z_COLS]).
-Z_FIRST_CYL, Z_NCYL, Z_SPT, Z_TSKEW, Z_CSKEW, Z_SPARE, Z_FIRST_LBN, Z_NLBN = range(8)
-Z_COLS = 8
-# Indices of DiskArrays.params (float64).
+# Column indices of DiskArrays.zones (int64 [n_pieces, Z_COLS]): one row per run of consecutive mapped
+# tracks of a zone (a zone is split where a slipped track or the empty space at its front interrupts it).
+(Z_FIRST_CYL, Z_NCYL, Z_SPT, Z_TSKEW, Z_CSKEW, Z_SPARE, Z_FIRST_LBN, Z_NLBN, Z_OFFSET, Z_LSPT, Z_FIRST_TRACK,
+ Z_FIRST_SECTOR, Z_ZONE) = range(13)
+Z_COLS = 13
+# Indices of DiskArrays.params (float64). Overheads without a suffix apply after a read, *_AW after a write.
 (P_ROT_US, P_HEAD_SWITCH_US, P_WRITE_SETTLE_US, P_OH_HIT_US, P_OH_MISS_US, P_OH_WRITE_US, P_BUS_US,
  P_SEGMENTS, P_SEG_SECTORS, P_READ_AHEAD, P_WRITE_BACK, P_ZERO_LATENCY, P_SURFACES, P_CAPACITY,
- P_AVG_SEEK_US, P_CYLINDERS, P_BUS_WRITE_US, P_READ_BUS_START) = range(18)
-P_COUNT = 18
+ P_AVG_SEEK_US, P_CYLINDERS, P_BUS_WRITE_US, P_READ_BUS_START,
+ P_OH_HIT_AW_US, P_OH_MISS_AW_US, P_OH_WRITE_AW_US, P_CPL_READ_US, P_CPL_WRITE_US, P_ZL_WRITES,
+ P_RA_TO, P_RA_OVER_REQ, P_WRITE_SEG, P_READ_HITS_ON_WRITES, P_WRITE_MARK, P_MARK_BY_REQ,
+ P_RESEL_FIRST_US, P_RESEL_OTHER_US, P_DATA_PREP_US, P_XD_ON, P_XD_CMD_US, P_XD_DISC_US, P_XD_DELAY_US,
+ P_XD_SEEK_DELTA_US, P_MIN_WRITE_SEEK_US, P_DISC_WRITE_IF_SEEK) = range(40)
+P_COUNT = 40
+#: cache.read_ahead_to: where read-ahead after a read stops (DiskSim "Buffer continuous read" 3, 1, 2).
+READ_AHEAD_TO = {"segment": 0, "track": 1, "cylinder": 2}
 
 
 class SpecError(ValueError):
@@ -47,9 +56,15 @@ class DiskArrays(NamedTuple):
 
 @dataclass(frozen=True)
 class Zone:
-    """Cylinders first..last (inclusive) recorded with sectors_per_track; skews in sectors.
+    """Cylinders first..last (inclusive) recorded with sectors_per_track physical sectors; skews in sectors.
 
-    spare_tracks are the zone's last tracks, held back for defect sparing (no logical blocks map there).
+    Layout within the zone (DiskSim's g1 layout): logical blocks fill its physical tracks in order (track t
+    is cylinder first + t // surfaces, head t % surfaces), after empty_front_sectors of management area and
+    skipping the tracks listed in slips (physical track numbers within the zone). Every track's last
+    spare_sectors_per_track sectors are spares; the zone's last spare_tracks tracks are spare tracks, and
+    each slipped track uses one of them. The first block of the zone lies first_block_offset sectors past
+    physical sector 0; each track's first block is skewed a further track_skew per head switch and
+    cylinder_skew per cylinder switch, counted over physical tracks.
     """
 
     first_cylinder: int
@@ -58,10 +73,42 @@ class Zone:
     track_skew: int = 0
     cylinder_skew: int = 0
     spare_tracks: int = 0
+    first_block_offset: int = 0
+    empty_front_sectors: int = 0
+    slips: tuple[int, ...] = ()
+    spare_sectors_per_track: int = 0
 
     @property
     def cylinders(self) -> int:
         return self.last_cylinder - self.first_cylinder + 1
+
+    @property
+    def logical_per_track(self) -> int:
+        return self.sectors_per_track - self.spare_sectors_per_track
+
+    def mapped_sectors(self, surfaces: int) -> int:
+        return (self.cylinders * surfaces - self.spare_tracks) * self.logical_per_track - self.empty_front_sectors
+
+    def pieces(self, surfaces: int) -> list[tuple[int, int, int]]:
+        """Runs of mapped tracks: (first physical track in the zone, first logical sector in it, blocks)."""
+        lspt = self.logical_per_track
+        track, sector = divmod(self.empty_front_sectors, lspt)
+        left = self.mapped_sectors(surfaces)
+        slips = sorted(self.slips)
+        out: list[tuple[int, int, int]] = []
+        while left > 0:
+            while slips and slips[0] < track:
+                slips.pop(0)
+            if slips and slips[0] == track:
+                slips.pop(0)
+                track += 1
+                continue
+            run_end = slips[0] if slips else track + (left + sector + lspt - 1) // lspt
+            n = min(left, (run_end - track) * lspt - sector)
+            out.append((track, sector, n))
+            left -= n
+            track, sector = run_end, 0
+        return out
 
 
 @dataclass(frozen=True)
@@ -154,21 +201,65 @@ class SeekCurve:
 
 @dataclass(frozen=True)
 class Overheads:
-    """Controller command overhead (ms) by outcome."""
+    """Controller overheads (ms): command overhead by outcome when the previous request was a read, the
+    same after a write (None: as after a read), and the completion overhead before the completion message."""
 
     read_hit_ms: float = 0.0
     read_miss_ms: float = 0.0
     write_ms: float = 0.0
+    read_hit_after_write_ms: float | None = None
+    read_miss_after_write_ms: float | None = None
+    write_after_write_ms: float | None = None
+    read_completion_ms: float = 0.0
+    write_completion_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class BusProtocol:
+    """SCSI reconnection costs (ms) of a disconnecting disk (DiskSim's reselect, data preparation and
+    extra-write-disconnect overheads). extra_write_disconnect: a write disconnects after its command, before
+    any data (extra_command replaces the write command overhead; the data follow extra_disconnect +
+    inter_disconnect_delay + first_reselect later; positioning starts seek_delta after the command).
+    minimum_write_seek: a write not sequential to the previous request reaches the media no sooner than
+    this after its command. disconnect_write_if_seek: a write whose data are all in while the actuator still
+    moves disconnects anyway (and so reselects to complete)."""
+
+    first_reselect_ms: float = 0.0
+    other_reselect_ms: float = 0.0
+    data_preparation_ms: float = 0.0
+    extra_write_disconnect: bool = False
+    extra_command_ms: float = 0.0
+    extra_disconnect_ms: float = 0.0
+    inter_disconnect_delay_ms: float = 0.0
+    seek_delta_ms: float = 0.0
+    minimum_write_seek_ms: float = 0.0
+    disconnect_write_if_seek: bool = False
 
 
 @dataclass(frozen=True)
 class CacheSpec:
-    """On-board cache: segments of segment_sectors; read-ahead after a read up to read_ahead_sectors."""
+    """On-board cache: `segments` read segments of segment_sectors; read-ahead after a read up to
+    read_ahead_sectors, stopping at read_ahead_to ("segment": when the segment is full, "track" or
+    "cylinder": at the end of the one holding the request's last sector).
+
+    read_ahead_over_requested: read-ahead may replace the data just returned (the segment's window slides);
+    else it stops when the segment is full. write_segment: writes pass through one dedicated segment and
+    never evict read data; else a write takes the least recently used read segment. read_hits_on_write_data:
+    a read of data the last write left in its segment hits. write_water_mark: a write larger than its
+    segment refills it when the dirty data fall to this fraction (of the request when water_marks_by is
+    "request", of the segment when "segment"); read_bus_start_fraction (the spec's top level) is the read
+    water mark on the same basis."""
 
     segments: int = 0
     segment_sectors: int = 0
     read_ahead_sectors: int = 0
     write_back: bool = False
+    read_ahead_to: str = "segment"
+    read_ahead_over_requested: bool = True
+    write_segment: bool = True
+    read_hits_on_write_data: bool = False
+    write_water_mark: float = 0.0
+    water_marks_by: str = "request"
 
 
 @dataclass(frozen=True)
@@ -190,6 +281,8 @@ class DiskSpec:
     read_bus_start_fraction: float = 0.0
     cache: CacheSpec = field(default_factory=CacheSpec)
     zero_latency: bool = False
+    zero_latency_writes: bool | None = None
+    bus_protocol: BusProtocol = field(default_factory=BusProtocol)
     average_seek_ms: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     assumed: Mapping[str, str] = field(default_factory=dict)
@@ -203,7 +296,7 @@ class DiskSpec:
 
     @property
     def capacity_sectors(self) -> int:
-        return sum((z.cylinders * self.surfaces - z.spare_tracks) * z.sectors_per_track for z in self.zones)
+        return sum(z.mapped_sectors(self.surfaces) for z in self.zones)
 
     @property
     def capacity_bytes(self) -> int:
@@ -216,13 +309,14 @@ class DiskSpec:
         return self.seek.average_ms(self.cylinders)
 
     def compile(self) -> DiskArrays:
-        zones = np.zeros((len(self.zones), Z_COLS), dtype=np.int64)
+        rows = []
         lbn = 0
         for i, z in enumerate(self.zones):
-            n = (z.cylinders * self.surfaces - z.spare_tracks) * z.sectors_per_track
-            zones[i] = (z.first_cylinder, z.cylinders, z.sectors_per_track, z.track_skew, z.cylinder_skew,
-                        z.spare_tracks, lbn, n)
-            lbn += n
+            for track, sector, n in z.pieces(self.surfaces):
+                rows.append((z.first_cylinder, z.cylinders, z.sectors_per_track, z.track_skew, z.cylinder_skew,
+                             z.spare_tracks, lbn, n, z.first_block_offset, z.logical_per_track, track, sector, i))
+                lbn += n
+        zones = np.array(rows, dtype=np.int64).reshape(len(rows), Z_COLS)
         seek_us = self.seek.time_ms(np.arange(self.cylinders)) * 1000.0
         params = np.zeros(P_COUNT, dtype=np.float64)
         params[P_ROT_US] = self.rotation_ms * 1000.0
@@ -244,6 +338,32 @@ class DiskSpec:
         write_bus = self.bus_ms_per_sector if self.bus_write_ms_per_sector is None else self.bus_write_ms_per_sector
         params[P_BUS_WRITE_US] = write_bus * 1000.0
         params[P_READ_BUS_START] = self.read_bus_start_fraction
+        o = self.overhead
+        params[P_OH_HIT_AW_US] = _after_write(o.read_hit_after_write_ms, o.read_hit_ms) * 1000.0
+        params[P_OH_MISS_AW_US] = _after_write(o.read_miss_after_write_ms, o.read_miss_ms) * 1000.0
+        params[P_OH_WRITE_AW_US] = _after_write(o.write_after_write_ms, o.write_ms) * 1000.0
+        params[P_CPL_READ_US] = o.read_completion_ms * 1000.0
+        params[P_CPL_WRITE_US] = o.write_completion_ms * 1000.0
+        params[P_ZL_WRITES] = 1.0 if (self.zero_latency if self.zero_latency_writes is None
+                                      else self.zero_latency_writes) else 0.0
+        c = self.cache
+        params[P_RA_TO] = READ_AHEAD_TO[c.read_ahead_to]
+        params[P_RA_OVER_REQ] = 1.0 if c.read_ahead_over_requested else 0.0
+        params[P_WRITE_SEG] = 1.0 if c.write_segment else 0.0
+        params[P_READ_HITS_ON_WRITES] = 1.0 if c.read_hits_on_write_data else 0.0
+        params[P_WRITE_MARK] = c.write_water_mark
+        params[P_MARK_BY_REQ] = 1.0 if c.water_marks_by == "request" else 0.0
+        b = self.bus_protocol
+        params[P_RESEL_FIRST_US] = b.first_reselect_ms * 1000.0
+        params[P_RESEL_OTHER_US] = b.other_reselect_ms * 1000.0
+        params[P_DATA_PREP_US] = b.data_preparation_ms * 1000.0
+        params[P_XD_ON] = 1.0 if b.extra_write_disconnect else 0.0
+        params[P_XD_CMD_US] = b.extra_command_ms * 1000.0
+        params[P_XD_DISC_US] = b.extra_disconnect_ms * 1000.0
+        params[P_XD_DELAY_US] = b.inter_disconnect_delay_ms * 1000.0
+        params[P_XD_SEEK_DELTA_US] = b.seek_delta_ms * 1000.0
+        params[P_MIN_WRITE_SEEK_US] = b.minimum_write_seek_ms * 1000.0
+        params[P_DISC_WRITE_IF_SEEK] = 1.0 if b.disconnect_write_if_seek else 0.0
         return DiskArrays(zones, np.ascontiguousarray(seek_us), params)
 
     # ---------------------------------------------------------------------------------------------
@@ -265,35 +385,56 @@ class DiskSpec:
             if not isinstance(z, Mapping):
                 raise SpecError(f"{where} must be a table, got {z!r}")
             _only(z, _ZONE_KEYS, where)
+            slips = z.get("slips", [])
+            if not isinstance(slips, list):
+                raise SpecError(f"{where}: slips must be a list of track numbers, got {slips!r}")
             zones.append(Zone(
                 first_cylinder=_int(z, "first_cylinder", where), last_cylinder=_int(z, "last_cylinder", where),
                 sectors_per_track=_int(z, "sectors_per_track", where),
                 track_skew=_int(z, "track_skew", where, 0), cylinder_skew=_int(z, "cylinder_skew", where, 0),
-                spare_tracks=_int(z, "spare_tracks", where, 0)))
+                spare_tracks=_int(z, "spare_tracks", where, 0),
+                first_block_offset=_int(z, "first_block_offset", where, 0),
+                empty_front_sectors=_int(z, "empty_front_sectors", where, 0),
+                slips=tuple(_int({"slip": v}, "slip", f"{where}: slips[{k}]") for k, v in enumerate(slips)),
+                spare_sectors_per_track=_int(z, "spare_sectors_per_track", where, 0)))
         cylinders = _int(data, "cylinders", source)
         seek = _seek_from(data["seek"], cylinders, f"{source}: seek")
         overhead = data.get("overhead_ms", {})
-        _only(overhead, ("read_hit", "read_miss", "write"), f"{source}: overhead_ms")
+        ow = f"{source}: overhead_ms"
+        _only(overhead, ("read_hit", "read_miss", "write", "read_completion", "write_completion"), ow)
         cache = data.get("cache", {})
-        _only(cache, ("segments", "segment_sectors", "read_ahead_sectors", "write_back"), f"{source}: cache")
+        cw = f"{source}: cache"
+        _only(cache, _CACHE_KEYS, cw)
+        zl = data.get("zero_latency", False)
+        if isinstance(zl, Mapping):
+            _only(zl, ("reads", "writes"), f"{source}: zero_latency")
+            zl_reads = _bool(zl, "reads", f"{source}: zero_latency", False)
+            zl_writes: bool | None = _bool(zl, "writes", f"{source}: zero_latency", False)
+        else:
+            zl_reads, zl_writes = _bool(data, "zero_latency", source, False), None
         avg = data.get("average_seek_ms")
         return cls(
             name=str(data["name"]), sector_size=_int(data, "sector_size", source), cylinders=cylinders,
             surfaces=_int(data, "surfaces", source), rpm=_float(data, "rpm", source), zones=tuple(zones),
             seek=seek, head_switch_ms=_float(data, "head_switch_ms", source, 0.0),
             write_settle_ms=_float(data, "write_settle_ms", source, 0.0),
-            overhead=Overheads(_float(overhead, "read_hit", f"{source}: overhead_ms", 0.0),
-                               _float(overhead, "read_miss", f"{source}: overhead_ms", 0.0),
-                               _float(overhead, "write", f"{source}: overhead_ms", 0.0)),
+            overhead=_overheads(overhead, ow,
+                                read_completion_ms=_float(overhead, "read_completion", ow, 0.0),
+                                write_completion_ms=_float(overhead, "write_completion", ow, 0.0)),
             bus_ms_per_sector=_float(data, "bus_ms_per_sector", source, 0.0),
             bus_write_ms_per_sector=(None if data.get("bus_write_ms_per_sector") is None
                                      else _float(data, "bus_write_ms_per_sector", source)),
             read_bus_start_fraction=_float(data, "read_bus_start_fraction", source, 0.0),
-            cache=CacheSpec(_int(cache, "segments", f"{source}: cache", 0),
-                            _int(cache, "segment_sectors", f"{source}: cache", 0),
-                            _int(cache, "read_ahead_sectors", f"{source}: cache", 0),
-                            _bool(cache, "write_back", f"{source}: cache", False)),
-            zero_latency=_bool(data, "zero_latency", source, False),
+            cache=CacheSpec(_int(cache, "segments", cw, 0), _int(cache, "segment_sectors", cw, 0),
+                            _int(cache, "read_ahead_sectors", cw, 0), _bool(cache, "write_back", cw, False),
+                            read_ahead_to=_choice(cache, "read_ahead_to", cw, tuple(READ_AHEAD_TO), "segment"),
+                            read_ahead_over_requested=_bool(cache, "read_ahead_over_requested", cw, True),
+                            write_segment=_bool(cache, "write_segment", cw, True),
+                            read_hits_on_write_data=_bool(cache, "read_hits_on_write_data", cw, False),
+                            write_water_mark=_float(cache, "write_water_mark", cw, 0.0),
+                            water_marks_by=_choice(cache, "water_marks_by", cw, ("request", "segment"), "request")),
+            zero_latency=zl_reads, zero_latency_writes=zl_writes,
+            bus_protocol=_bus_protocol(data.get("bus_protocol_ms", {}), f"{source}: bus_protocol_ms"),
             average_seek_ms=None if avg is None else _float(data, "average_seek_ms", source),
             sources=_notes(data.get("sources", {}), f"{source}: sources"),
             assumed=_notes(data.get("assumed", {}), f"{source}: assumed"),
@@ -305,18 +446,30 @@ class DiskSpec:
             "surfaces": self.surfaces, "rpm": self.rpm,
             "zones": [{"first_cylinder": z.first_cylinder, "last_cylinder": z.last_cylinder,
                        "sectors_per_track": z.sectors_per_track, "track_skew": z.track_skew,
-                       "cylinder_skew": z.cylinder_skew, "spare_tracks": z.spare_tracks} for z in self.zones],
+                       "cylinder_skew": z.cylinder_skew, "spare_tracks": z.spare_tracks,
+                       **({"first_block_offset": z.first_block_offset} if z.first_block_offset else {}),
+                       **({"empty_front_sectors": z.empty_front_sectors} if z.empty_front_sectors else {}),
+                       **({"slips": list(z.slips)} if z.slips else {}),
+                       **({"spare_sectors_per_track": z.spare_sectors_per_track}
+                          if z.spare_sectors_per_track else {})} for z in self.zones],
             "seek": self.seek.to_dict(), "head_switch_ms": self.head_switch_ms,
             "write_settle_ms": self.write_settle_ms,
-            "overhead_ms": {"read_hit": self.overhead.read_hit_ms, "read_miss": self.overhead.read_miss_ms,
-                            "write": self.overhead.write_ms},
+            "overhead_ms": _overheads_dict(self.overhead),
             "bus_ms_per_sector": self.bus_ms_per_sector,
             **({"bus_write_ms_per_sector": self.bus_write_ms_per_sector}
                if self.bus_write_ms_per_sector is not None else {}),
             "read_bus_start_fraction": self.read_bus_start_fraction,
             "cache": {"segments": self.cache.segments, "segment_sectors": self.cache.segment_sectors,
-                      "read_ahead_sectors": self.cache.read_ahead_sectors, "write_back": self.cache.write_back},
-            "zero_latency": self.zero_latency,
+                      "read_ahead_sectors": self.cache.read_ahead_sectors, "write_back": self.cache.write_back,
+                      "read_ahead_to": self.cache.read_ahead_to,
+                      "read_ahead_over_requested": self.cache.read_ahead_over_requested,
+                      "write_segment": self.cache.write_segment,
+                      "read_hits_on_write_data": self.cache.read_hits_on_write_data,
+                      "write_water_mark": self.cache.write_water_mark, "water_marks_by": self.cache.water_marks_by},
+            "zero_latency": (self.zero_latency if self.zero_latency_writes is None
+                             else {"reads": self.zero_latency, "writes": self.zero_latency_writes}),
+            **({"bus_protocol_ms": _bus_protocol_dict(self.bus_protocol)}
+               if self.bus_protocol != BusProtocol() else {}),
             **({"average_seek_ms": self.average_seek_ms} if self.average_seek_ms is not None else {}),
             "sources": dict(self.sources), "assumed": dict(self.assumed),
         }
@@ -343,10 +496,83 @@ def load_spec_file(path: str | Path) -> DiskSpec:
 
 _TOP_KEYS = ("name", "sector_size", "cylinders", "surfaces", "rpm", "zones", "seek", "head_switch_ms",
              "write_settle_ms", "overhead_ms", "bus_ms_per_sector", "bus_write_ms_per_sector",
-             "read_bus_start_fraction", "cache", "zero_latency", "average_seek_ms",
+             "read_bus_start_fraction", "cache", "zero_latency", "bus_protocol_ms", "average_seek_ms",
              "sources", "assumed", "description")
 _ZONE_KEYS = ("first_cylinder", "last_cylinder", "sectors_per_track", "track_skew", "cylinder_skew",
-              "spare_tracks")
+              "spare_tracks", "first_block_offset", "empty_front_sectors", "slips", "spare_sectors_per_track")
+_CACHE_KEYS = ("segments", "segment_sectors", "read_ahead_sectors", "write_back", "read_ahead_to",
+               "read_ahead_over_requested", "write_segment", "read_hits_on_write_data", "write_water_mark",
+               "water_marks_by")
+_XD_KEYS = ("command", "disconnect", "inter_disconnect_delay", "seek_delta")
+
+
+def _after_write(after_write: float | None, after_read: float) -> float:
+    return after_read if after_write is None else after_write
+
+
+def _by_previous(data: Mapping[str, Any], key: str, where: str) -> tuple[float, float | None]:
+    """An overhead given as one number, or as {"after_read": ms, "after_write": ms}."""
+    v = data.get(key, 0.0)
+    if isinstance(v, Mapping):
+        _only(v, ("after_read", "after_write"), f"{where}.{key}")
+        return _float(v, "after_read", f"{where}.{key}"), _float(v, "after_write", f"{where}.{key}")
+    return _float(data, key, where, 0.0), None
+
+
+def _overheads(data: Mapping[str, Any], where: str, **completion: float) -> Overheads:
+    (hit, hit_w), (miss, miss_w), (write, write_w) = (_by_previous(data, k, where)
+                                                      for k in ("read_hit", "read_miss", "write"))
+    return Overheads(hit, miss, write, hit_w, miss_w, write_w, **completion)
+
+
+def _overheads_dict(o: Overheads) -> dict[str, Any]:
+    def one(after_read: float, after_write: float | None) -> Any:
+        return after_read if after_write is None else {"after_read": after_read, "after_write": after_write}
+    out = {"read_hit": one(o.read_hit_ms, o.read_hit_after_write_ms),
+           "read_miss": one(o.read_miss_ms, o.read_miss_after_write_ms),
+           "write": one(o.write_ms, o.write_after_write_ms)}
+    if o.read_completion_ms or o.write_completion_ms:
+        out |= {"read_completion": o.read_completion_ms, "write_completion": o.write_completion_ms}
+    return out
+
+
+def _bus_protocol(data: Any, where: str) -> BusProtocol:
+    _only(data, ("first_reselect", "other_reselect", "data_preparation", "extra_write_disconnect",
+                 "minimum_write_seek", "disconnect_write_if_seek"), where)
+    xd = data.get("extra_write_disconnect")
+    if xd is not None:
+        _only(xd, _XD_KEYS, f"{where}.extra_write_disconnect")
+    xw = f"{where}.extra_write_disconnect"
+    return BusProtocol(
+        first_reselect_ms=_float(data, "first_reselect", where, 0.0),
+        other_reselect_ms=_float(data, "other_reselect", where, 0.0),
+        data_preparation_ms=_float(data, "data_preparation", where, 0.0),
+        extra_write_disconnect=xd is not None,
+        extra_command_ms=0.0 if xd is None else _float(xd, "command", xw),
+        extra_disconnect_ms=0.0 if xd is None else _float(xd, "disconnect", xw, 0.0),
+        inter_disconnect_delay_ms=0.0 if xd is None else _float(xd, "inter_disconnect_delay", xw, 0.0),
+        seek_delta_ms=0.0 if xd is None else _float(xd, "seek_delta", xw, 0.0),
+        minimum_write_seek_ms=_float(data, "minimum_write_seek", where, 0.0),
+        disconnect_write_if_seek=_bool(data, "disconnect_write_if_seek", where, False))
+
+
+def _bus_protocol_dict(b: BusProtocol) -> dict[str, Any]:
+    out: dict[str, Any] = {"first_reselect": b.first_reselect_ms, "other_reselect": b.other_reselect_ms,
+                           "data_preparation": b.data_preparation_ms,
+                           "minimum_write_seek": b.minimum_write_seek_ms,
+                           "disconnect_write_if_seek": b.disconnect_write_if_seek}
+    if b.extra_write_disconnect:
+        out["extra_write_disconnect"] = {"command": b.extra_command_ms, "disconnect": b.extra_disconnect_ms,
+                                         "inter_disconnect_delay": b.inter_disconnect_delay_ms,
+                                         "seek_delta": b.seek_delta_ms}
+    return out
+
+
+def _choice(data: Mapping[str, Any], key: str, where: str, allowed: tuple[str, ...], default: str) -> str:
+    v = data.get(key, default)
+    if v not in allowed:
+        raise SpecError(f"{where}: {key} must be one of {', '.join(allowed)}, got {v!r}")
+    return str(v)
 
 
 def _only(data: Any, allowed: tuple[str, ...], where: str) -> None:
@@ -442,14 +668,20 @@ def _check_spec(s: DiskSpec) -> None:
     _positive("cylinders", s.cylinders, n)
     _positive("surfaces", s.surfaces, n)
     _positive("rpm", s.rpm, n)
-    for name in ("head_switch_ms", "write_settle_ms", "bus_ms_per_sector"):
+    for name in ("head_switch_ms", "bus_ms_per_sector"):
         _nonneg(name, getattr(s, name), n)
     if s.bus_write_ms_per_sector is not None:
         _nonneg("bus_write_ms_per_sector", s.bus_write_ms_per_sector, n)
     if not 0.0 <= s.read_bus_start_fraction <= 1.0:
         raise SpecError(f"{n}: read_bus_start_fraction must be in [0, 1], got {s.read_bus_start_fraction!r}")
-    for name in ("read_hit_ms", "read_miss_ms", "write_ms"):
-        _nonneg(f"overhead {name}", getattr(s.overhead, name), n)
+    for name in ("read_hit_ms", "read_miss_ms", "write_ms", "read_hit_after_write_ms", "read_miss_after_write_ms",
+                 "write_after_write_ms", "read_completion_ms", "write_completion_ms"):
+        v = getattr(s.overhead, name)
+        if v is not None:
+            _nonneg(f"overhead {name}", v, n)
+    for name, v in vars(s.bus_protocol).items():
+        if isinstance(v, float):
+            _nonneg(f"bus_protocol {name}", v, n)
     expect = 0
     for i, z in enumerate(s.zones):
         where = f"{n} zone {i}"
@@ -465,6 +697,21 @@ def _check_spec(s: DiskSpec) -> None:
                 raise SpecError(f"{where}: {name} must be in [0, sectors_per_track={z.sectors_per_track}), got {v}")
         if not 0 <= z.spare_tracks < z.cylinders * s.surfaces:
             raise SpecError(f"{where}: spare_tracks must be in [0, {z.cylinders * s.surfaces}), got {z.spare_tracks}")
+        if not 0 <= z.spare_sectors_per_track < z.sectors_per_track:
+            raise SpecError(f"{where}: spare_sectors_per_track must be in [0, {z.sectors_per_track}), "
+                            f"got {z.spare_sectors_per_track}")
+        if not 0 <= z.first_block_offset < z.sectors_per_track:
+            raise SpecError(f"{where}: first_block_offset must be in [0, {z.sectors_per_track}), "
+                            f"got {z.first_block_offset}")
+        if z.empty_front_sectors < 0 or z.mapped_sectors(s.surfaces) <= 0:
+            raise SpecError(f"{where}: empty_front_sectors {z.empty_front_sectors} leaves no mapped sectors")
+        tracks = z.cylinders * s.surfaces
+        if len(set(z.slips)) != len(z.slips) or any(not 0 <= t < tracks for t in z.slips):
+            raise SpecError(f"{where}: slips must be distinct physical track numbers in [0, {tracks}), "
+                            f"got {list(z.slips)}")
+        if len(z.slips) > z.spare_tracks:
+            raise SpecError(f"{where}: {len(z.slips)} slipped tracks need as many spare tracks, "
+                            f"the zone has {z.spare_tracks}")
         expect = z.last_cylinder + 1
     if expect != s.cylinders:
         raise SpecError(f"{n}: zones end at cylinder {expect - 1}, but the disk has {s.cylinders} cylinders")
@@ -486,3 +733,5 @@ def _check_spec(s: DiskSpec) -> None:
                         f"{c.segment_sectors}")
     if s.average_seek_ms is not None:
         _positive("average_seek_ms", s.average_seek_ms, n)
+    if not 0.0 <= c.write_water_mark <= 1.0:
+        raise SpecError(f"{n}: cache write_water_mark must be in [0, 1], got {c.write_water_mark!r}")

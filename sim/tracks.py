@@ -75,15 +75,17 @@ class IoShapingError(ValueError):
 
 @dataclass(frozen=True, eq=False)
 class TrackMap:
-    """A spec's mapped tracks by zone: zone z holds tracks first_track[z] .. first_track[z] + tracks[z] - 1,
-    each of spt[z] sectors, from block first_lbn[z] on. Spare tracks hold no blocks, so they are absent."""
+    """A spec's mapped tracks in runs: run r holds tracks first_track[r] .. first_track[r] + tracks[r] - 1,
+    each of spt[r] blocks, from block first_lbn[r] on (usually one run per zone). Spare, slipped and
+    management-area tracks hold no blocks, so they are absent; a track mapped only in part (behind a zone's
+    empty front) is a run of its own."""
 
     name: str
     sector_size: int
-    first_lbn: np.ndarray       # int64 [zones]
-    first_track: np.ndarray     # int64 [zones]
-    tracks: np.ndarray          # int64 [zones]
-    spt: np.ndarray             # int64 [zones]
+    first_lbn: np.ndarray       # int64 [runs]
+    first_track: np.ndarray     # int64 [runs]
+    tracks: np.ndarray          # int64 [runs]
+    spt: np.ndarray             # int64 [runs]
 
     @property
     def capacity_sectors(self) -> int:
@@ -99,7 +101,7 @@ class TrackMap:
             raise IoShapingError(f"sector {int(lbn[bad[0]])} is outside {self.name} (0..{self.capacity_sectors - 1})")
 
     def track_of(self, lbn: np.ndarray | int) -> np.ndarray:
-        """Global track index (0-based, spare tracks not counted) of each logical block."""
+        """Global track index (0-based, unmapped tracks not counted) of each logical block."""
         x = np.asarray(lbn, dtype=np.int64)
         self._check_lbn(np.atleast_1d(x))
         z = np.searchsorted(self.first_lbn, x, side="right") - 1
@@ -121,32 +123,60 @@ class TrackMap:
         return self.start_of(t), self.start_of(t + 1)
 
 
+def _runs(spec: DiskSpec) -> list[tuple[int, int, int, int, int]]:
+    """(zone, first physical track in the zone, first logical sector in it, tracks, blocks per track) for
+    every run of whole or partial mapped tracks, in logical block order (the pieces sim.spec compiles)."""
+    out = []
+    for i, z in enumerate(spec.zones):
+        lspt = z.logical_per_track
+        for track, sector, n in z.pieces(spec.surfaces):
+            if sector:
+                part = min(n, lspt - sector)
+                out.append((i, track, sector, 1, part))
+                track, n = track + 1, n - part
+            if n:
+                out.append((i, track, 0, n // lspt, lspt))
+    return out
+
+
 def track_map(spec: DiskSpec) -> TrackMap:
-    """The spec's tracks per zone (zones as sim.spec compiles them: spare tracks end each zone, unmapped)."""
-    tracks = np.array([z.cylinders * spec.surfaces - z.spare_tracks for z in spec.zones], dtype=np.int64)
-    spt = np.array([z.sectors_per_track for z in spec.zones], dtype=np.int64)
+    """The spec's mapped tracks (zones as sim.spec compiles them: empty fronts, slipped and spare tracks
+    unmapped, spare sectors at each track's end not counted), in logical runs: runs of equal track size
+    that a slipped track separates on the platter follow each other in block numbers, so they are one."""
+    merged: list[list[int]] = []
+    for _zone, _first, _sector, n, size in _runs(spec):
+        if merged and merged[-1][1] == size:
+            merged[-1][0] += n
+        else:
+            merged.append([n, size])
+    tracks = np.array([m[0] for m in merged], dtype=np.int64)
+    spt = np.array([m[1] for m in merged], dtype=np.int64)
     first_lbn = np.concatenate([[0], np.cumsum(tracks * spt)[:-1]]).astype(np.int64)
     first_track = np.concatenate([[0], np.cumsum(tracks)[:-1]]).astype(np.int64)
     return TrackMap(spec.name, spec.sector_size, first_lbn, first_track, tracks, spt)
 
 
 def track_boundaries(spec: DiskSpec) -> pa.Table:
-    """Every mapped track of the spec (TRACK_SCHEMA), in logical block order: where each starts, its size,
-    its cylinder and head, and the skew of its first sector (from 0 at the start of each zone, growing by
-    the track skew per head switch and the cylinder skew per cylinder switch, modulo the track size)."""
+    """Every mapped track of the spec (TRACK_SCHEMA), in logical block order: where each starts, its size
+    (its mapped blocks), its cylinder and head, and the physical slot of its first mapped block (the zone's
+    first-block offset plus the track skew per head switch and the cylinder skew per cylinder switch over the
+    zone's physical tracks, modulo the track size)."""
     cols: dict[str, list[np.ndarray]] = {f.name: [] for f in TRACK_SCHEMA}
-    m = track_map(spec)
-    for i, z in enumerate(spec.zones):
-        k = np.arange(m.tracks[i], dtype=np.int64)
-        cz, head = np.divmod(k, spec.surfaces)
+    track0 = lbn0 = 0
+    for i, first, sector, n, size in _runs(spec):
+        z = spec.zones[i]
+        k = np.arange(n, dtype=np.int64)
+        cz, head = np.divmod(first + k, spec.surfaces)
         spt = z.sectors_per_track
-        cols["track"].append(m.first_track[i] + k)
-        cols["zone"].append(np.full(len(k), i))
+        cols["track"].append(track0 + k)
+        cols["zone"].append(np.full(n, i))
         cols["cylinder"].append(z.first_cylinder + cz)
         cols["head"].append(head)
-        cols["first_lbn"].append(m.first_lbn[i] + k * spt)
-        cols["sectors"].append(np.full(len(k), spt))
-        cols["skew_sectors"].append((cz * ((spec.surfaces - 1) * z.track_skew + z.cylinder_skew)
+        cols["first_lbn"].append(lbn0 + k * size)
+        track0, lbn0 = track0 + n, lbn0 + n * size
+        cols["sectors"].append(np.full(n, size))
+        cols["skew_sectors"].append((z.first_block_offset + sector + cz * ((spec.surfaces - 1) * z.track_skew
+                                                                         + z.cylinder_skew)
                                      + head * z.track_skew) % spt)
     arrays = {name: np.concatenate(parts) for name, parts in cols.items() if parts}
     arrays["offset_bytes"] = arrays["first_lbn"] * spec.sector_size

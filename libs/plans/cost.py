@@ -58,8 +58,8 @@ def _zone_rates(target: Target) -> tuple[list[int], list[float]]:
     starts, rates, first = [], [], 0
     for z in spec.zones:
         starts.append(first)
-        rates.append(z.sectors_per_track * spec.sector_size * spec.rpm / 60.0)
-        first += (z.cylinders * spec.surfaces - z.spare_tracks) * z.sectors_per_track
+        rates.append(z.logical_per_track * spec.sector_size * spec.rpm / 60.0)
+        first += z.mapped_sectors(spec.surfaces)
     return starts, rates
 
 

@@ -1,4 +1,4 @@
-"""Shipped disk specs (JSON files in this directory, each with its sources and assumptions) and the
+"""Shipped disk specs (JSON or TOML files in this directory, each with its sources and assumptions) and the
 builder of a spec from a trace's recorded geometry (the `traces.geometry` struct or an SRT header)."""
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ def load(name: str) -> DiskSpec:
     """A shipped spec by name (see SHIPPED)."""
     if name not in SHIPPED:
         raise SpecError(f"no shipped spec {name!r}; shipped: {', '.join(SHIPPED)}")
-    return load_spec_file(DIR / f"{name}.json")
+    toml = DIR / f"{name}.toml"
+    return load_spec_file(toml if toml.exists() else DIR / f"{name}.json")
 
 
 def resolve(name_or_path: str | Path) -> DiskSpec:

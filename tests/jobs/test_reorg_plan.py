@@ -479,16 +479,16 @@ def test_alis_plan_on_a_small_window_round_trips(alis_doc, tmp_path):
 
 
 def test_track_alignment_plan_is_a_host_rule_per_device():
-    # HP C2247A: zone 0 has 7003 tracks of 96 sectors (49,152 bytes); a device of 200 sectors spans 3 tracks.
-    part = track_alignment_steps(target(200, 96 * 7003 + 10), tracks=2, merge_gap_ms=10.0)
+    # HP C2247A: zone 0 has 6925 tracks of 96 sectors (49,152 bytes); a device of 200 sectors spans 3 tracks.
+    part = track_alignment_steps(target(200, 96 * 6925 + 10), tracks=2, merge_gap_ms=10.0)
     assert [(s.step_type, s.source_device, s.dest_device, s.bytes, s.unit_bytes, s.width) for s in part.steps] == [
-        ("align_to_track", "a", "a", 102_400, 49_152, 2), ("align_to_track", "b", "b", (96 * 7003 + 10) * 512,
+        ("align_to_track", "a", "a", 102_400, 49_152, 2), ("align_to_track", "b", "b", (96 * 6925 + 10) * 512,
                                                             49_152, 2)]
     zones = part.detail["io_shaping"]["devices"]
     assert zones[0]["zones"] == [{"first_offset_bytes": 0, "track_bytes": 49_152, "tracks": 3}]
-    assert [z["tracks"] for z in zones[1]["zones"]] == [7003, 1]
-    assert zones[1]["zones"][1]["first_offset_bytes"] == 96 * 7003 * 512
-    plan = build_plan(inputs(target=target(200, 96 * 7003 + 10)), part)
+    assert [z["tracks"] for z in zones[1]["zones"]] == [6925, 1]
+    assert zones[1]["zones"][1]["first_offset_bytes"] == 96 * 6925 * 512
+    plan = build_plan(inputs(target=target(200, 96 * 6925 + 10)), part)
     jsonschema.Draft202012Validator(PLAN_JSON_SCHEMA).validate(plan)
     # No data moves: nothing to copy, no bytes in or out, and the safety limit cannot be crossed.
     assert (plan["status"], plan["summary"]["n_steps"], plan["summary"]["bytes_to_move"]) == ("proposed", 2, 0)

@@ -10,12 +10,12 @@ from sim.specs import load
 from sim.validate import read_validation_trace, validate_closed_loop, validate_srt
 from tests.sim.conftest import C2247A_TRACE, HPLAJW_TRACE
 
-#: hp_c2247a.trace closed loop on sim/specs/hp_c2247a.json.
-C2247A = {"requests": 9999, "measured_mean_ms": 15.2982, "simulated_mean_ms": 15.2274, "demerit_ms": 0.3343}
-#: The same replay, reads and writes apart: the errors of the two cancel in the mean of all requests.
+#: hp_c2247a.trace closed loop on sim/specs/hp_c2247a.toml (DiskSim's parameters, translated).
+C2247A = {"requests": 9999, "measured_mean_ms": 15.2982, "simulated_mean_ms": 15.2747, "demerit_ms": 0.1354}
+#: The same replay, reads and writes apart.
 C2247A_BY_OP = {
-    "read": {"requests": 5115, "measured_mean_ms": 14.6104, "simulated_mean_ms": 14.9803, "demerit_ms": 0.5699},
-    "write": {"requests": 4884, "measured_mean_ms": 16.0186, "simulated_mean_ms": 15.4862, "demerit_ms": 0.5629},
+    "read": {"requests": 5115, "measured_mean_ms": 14.6104, "simulated_mean_ms": 14.7687, "demerit_ms": 0.2176},
+    "write": {"requests": 4884, "measured_mean_ms": 16.0186, "simulated_mean_ms": 15.8046, "demerit_ms": 0.2596},
 }
 #: ajw.1week.srt open loop (C-LOOK) on the header's HP 335H, per device.
 HPLAJW = {

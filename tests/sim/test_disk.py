@@ -8,15 +8,24 @@ import pytest
 
 from sim import _kernel as K
 from sim.array import DiskArray
-from sim.disk import F_HIT, F_PHYSICAL, detailed_service, expected_service, locate, media_access
+from sim.disk import (
+    DI_LAST_END,
+    DI_RA_SEG,
+    F_HIT,
+    F_PHYSICAL,
+    detailed_service,
+    expected_service,
+    locate,
+    media_access,
+)
 from sim.spec import DiskSpec
 from tests.sim.conftest import requests, run, toy_spec
 
 
 def _state(spec: DiskSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     dk_i = np.zeros((1, K.DK_I), dtype=np.int64)
-    dk_i[0, 2] = -1
-    seg = np.full((1, max(1, spec.cache.segments), 3), -1.0)
+    dk_i[0, [DI_RA_SEG, DI_LAST_END]] = -1        # no read-ahead, no previous request
+    seg = np.full((1, spec.cache.segments + 1, 3), -1.0)      # the read segments and the write segment
     seg[:, :, 2] = 0.0
     dk_f = np.zeros((1, K.DK_F))
     dk_f[:, K.DKF_CLOCK] = 1.0                 # the disk's own clock runs at nominal speed (synchronized)
@@ -92,13 +101,20 @@ def test_read_miss_service_adds_overhead_and_bus_after_media() -> None:
     assert svc == pytest.approx(1550.0)          # bus keeps pace with the media: last sector + 50 us
 
 
-def test_write_service_includes_write_settle() -> None:
-    spec = toy_spec(write_settle_ms=0.4)
-    a = spec.compile()
-    dk_i, dk_f, seg = _state(spec)
-    svc, _ = detailed_service(a.zones, a.seek_us, a.params, dk_i, dk_f, seg, 0, 0.0, 10, 5, True, False, False)
-    # 0.3 ms overhead + 0.4 ms settle -> 700 us (slot 7), wait 3 slots, write 5 sectors.
-    assert svc == pytest.approx(1500.0)
+def test_write_settle_only_when_the_head_moves_and_may_be_negative() -> None:
+    def write(spec: DiskSpec, lbn: int) -> float:
+        a = spec.compile()
+        dk_i, dk_f, seg = _state(spec)
+        return detailed_service(a.zones, a.seek_us, a.params, dk_i, dk_f, seg, 0, 0.0, lbn, 5, True, False,
+                                False)[0]
+    # Same track: 0.3 ms overhead -> 300 us (slot 3), wait 7 slots, write 5; the settle is not added.
+    assert write(toy_spec(write_settle_ms=0.4), 10) == pytest.approx(1500.0)
+    # Head switch to track 1 (lbn 110 = head 1, sector 10): 300 + 500 + 400 settle = 1200 us (slot 12),
+    # wait 98 slots, write 5 -> 11,500; with a settle of -0.4 ms: 400 us (slot 4), wait 6 -> 1500.
+    assert write(toy_spec(write_settle_ms=0.4), 110) == pytest.approx(11_500.0)
+    assert write(toy_spec(write_settle_ms=-0.4), 110) == pytest.approx(1500.0)
+    # A settle more negative than the move leaves the move at zero, never below: 300 us, as on the track.
+    assert write(toy_spec(write_settle_ms=-0.9), 110) == pytest.approx(1500.0)
 
 
 def test_sequential_reread_hits_the_read_ahead_cache() -> None:

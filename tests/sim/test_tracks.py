@@ -40,25 +40,29 @@ def two_zone():
 def test_c2247a_track_boundaries_by_hand() -> None:
     spec = load("hp_c2247a")
     m = track_map(spec)
-    # Zone 0: 559 cylinders x 13 surfaces - 264 spare tracks = 7003 tracks of 96 blocks; zone 1 starts after.
-    assert m.tracks.tolist()[:2] == [7003, 202 * 13 - 95]
-    assert m.first_lbn.tolist()[:3] == [0, 7003 * 96, 7003 * 96 + 2531 * 92]
-    assert m.n_tracks == sum(z.cylinders * 13 - z.spare_tracks for z in spec.zones)
+    # Zone 0: 559 cylinders x 13 surfaces - 325 spare tracks = 6942 tracks of 96 blocks, less 1632 blocks (17
+    # tracks) of management area at its front: 6925 mapped tracks from physical track 17 on (the slipped
+    # tracks 468, 526, ... are skipped on the platter, not in block numbers). Zone 1: 202 x 13 - 130.
+    assert m.tracks.tolist()[:2] == [6925, 2496]
+    assert m.first_lbn.tolist()[:3] == [0, 6925 * 96, 6925 * 96 + 2496 * 92]
+    assert m.n_tracks == 6925 + sum(z.cylinders * 13 - z.spare_tracks for z in spec.zones[1:])
     assert m.capacity_sectors == spec.capacity_sectors == 2_054_864
-    assert [x.tolist() for x in m.bounds(np.array([0, 95, 96, 672_287, 672_288, 2_054_863]))] == [
-        [0, 0, 96, 672_192, 672_288, 2_054_808], [96, 96, 192, 672_288, 672_380, 2_054_864]]
+    assert [x.tolist() for x in m.bounds(np.array([0, 95, 96, 664_799, 664_800, 2_054_863]))] == [
+        [0, 0, 96, 664_704, 664_800, 2_054_808], [96, 96, 192, 664_800, 664_892, 2_054_864]]
     table = track_boundaries(spec)
     assert table.schema == TRACK_SCHEMA
     assert table.num_rows == m.n_tracks
     assert int(pa.compute.sum(table["sectors"]).as_py()) == spec.capacity_sectors
-    rows = table.take([0, 1, 14, 7002, 7003]).to_pylist()
-    # Track 14 is cylinder 1, head 1: skew 12 track skews + 1 cylinder skew to cylinder 1, then one more
-    # track skew: (12 * 14 + 32 + 14) mod 96 = 22. Track 7002 = cylinder 538, head 8 (the zone's last 4 + 20 x 13
-    # = 264 tracks are spares); zone 1 starts at cylinder 559, head 0, skew 0.
+    rows = table.take([0, 450, 451, 6924, 6925]).to_pylist()
+    # A cylinder switch adds 12 track skews + 1 cylinder skew = 12 x 14 + 32 = 200 sectors, a head switch 14.
+    # Track 0 = physical track 17 (cylinder 1, head 4): 200 + 4 x 14 = 256 = 64 (mod 96). Track 450 = physical
+    # 467 (cylinder 35, head 12): 7000 + 168 = 64. Track 451 is physical 469 (468 is slipped): cylinder 36,
+    # head 1: 7214 = 14. Track 6924 = physical 6951 (cylinder 534, head 9): 106,926 = 78. Zone 1 starts at
+    # cylinder 559, head 0, at its first-block offset 14.
     assert [(r["cylinder"], r["head"], r["first_lbn"], r["sectors"], r["skew_sectors"]) for r in rows] == [
-        (0, 0, 0, 96, 0), (0, 1, 96, 96, 14), (1, 1, 14 * 96, 96, 22), (538, 8, 7002 * 96, 96, 0),
-        (559, 0, 672_288, 92, 0)]
-    assert rows[2]["offset_bytes"] == 14 * 96 * 512
+        (1, 4, 0, 96, 64), (35, 12, 450 * 96, 96, 64), (36, 1, 451 * 96, 96, 14), (534, 9, 6924 * 96, 96, 78),
+        (559, 0, 664_800, 92, 14)]
+    assert rows[2]["offset_bytes"] == 451 * 96 * 512
     assert rows[4]["size_bytes"] == 92 * 512
 
 
@@ -204,7 +208,9 @@ def test_zero_latency_on_the_next_track_when_the_skew_exceeds_the_switch() -> No
     a = spec.compile()
     n, st = 96, spec.rotation_ms * 1000.0 / 96
     times = (np.arange(960) + 0.5) * st / 10
-    media = [media_access(a.zones, a.seek_us, a.params, 0, 0, t, t, 48, n, False, True)[1] - t for t in times]
+    cyl, head = locate(a.zones, spec.surfaces, 48)[:2]           # the first mapped track: cylinder 1, head 4
+    assert (cyl, head) == (1, 4)
+    media = [media_access(a.zones, a.seek_us, a.params, cyl, head, t, t, 48, n, False, True)[1] - t for t in times]
     slack = 14 - spec.head_switch_ms * 1000.0 / st
     assert 158.0 - slack < np.mean(media) / st < 158.0
     assert np.mean(media) / st == pytest.approx(157.84375, abs=1e-6)

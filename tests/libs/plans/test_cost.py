@@ -24,9 +24,9 @@ def step(src: str, dst: str, n: int = MIB, at: int = 0) -> Step:
 
 def test_one_move_reads_on_one_disk_and_writes_on_the_other():
     # Zone 1 (outermost) of the C2247A: 96 sectors per track at 5400 rpm = 4,423,680 B/s on the media, but its bus
-    # takes 0.17 ms per sector (3.0 MB/s): the slower of the two, 2048 sectors x 0.17 ms = 348.16 ms per MiB.
+    # takes 0.1701 ms per sector (3.0 MB/s): the slower of the two, 2048 sectors x 0.1701 ms = 348.3648 ms per MiB.
     busy = move_seconds(target(), [step("a", "b")])
-    assert busy == pytest.approx({"a": POSITION_S + 0.34816, "b": POSITION_S + 0.34816})
+    assert busy == pytest.approx({"a": POSITION_S + 0.3483648, "b": POSITION_S + 0.3483648})
     assert move_seconds(target(), [Step("align_to_track", "g", "a", 0, "a", 0, MIB)]) == {"a": 0.0, "b": 0.0}
 
 
@@ -43,7 +43,7 @@ def section(steps, idle_s=(100.0, 100.0), improvement=0.2):
 
 def test_cost_benefit_of_two_moves():
     got = section([step("a", "b"), step("a", "b", at=MIB)])
-    one = POSITION_S + 0.34816
+    one = POSITION_S + 0.3483648
     assert got["bytes_to_move"] == 2 * MIB
     assert got["move_s"] == pytest.approx(2 * one)                     # each disk busy for both; they overlap
     assert got["disk_busy_s"] == pytest.approx(4 * one)
@@ -59,7 +59,7 @@ def test_cost_benefit_of_two_moves():
 
 def test_each_budget_names_its_breach():
     three = [step("a", "b", at=k * MIB) for k in range(3)]             # 15 % of volume a
-    one = POSITION_S + 0.34816
+    one = POSITION_S + 0.3483648
     # 3 x 365 ms on each disk = 1.1 s, 55 % of disk a's 2 s of idle time; 0.005 % better for 3 MiB: 1.71 % per GiB.
     assert breaches(section(three, idle_s=(2.0, 100.0), improvement=0.00005), MoveBudget(), 2 * MIB) == [
         "moves 15.0% of volume a, over the 10% budget",

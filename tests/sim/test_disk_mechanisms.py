@@ -1,0 +1,230 @@
+"""DiskSim's mechanisms in the disk model, each against a hand-computed request timeline on the toy disk
+(tests.sim.conftest.toy_spec: 10 ms per revolution, 100 us per sector, seek 1 ms + 10 us per cylinder, head
+switch 0.5 ms, overheads 0.1 hit / 0.2 miss / 0.3 write ms): overheads after a read or a write, completion
+overheads, the read and write water marks, reselection and the extra write disconnect, the minimum write
+seek delay, zero latency for reads only, read-ahead limits, the write segment, read hits on write data,
+and the g1 layout's first-block offset, empty zone front, slipped tracks and spare sectors."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from sim import _kernel as K
+from sim.disk import (
+    DF_RA_TARGET,
+    DI_LAST_END,
+    DI_RA_SEG,
+    F_HIT,
+    F_PHYSICAL,
+    SG_END,
+    SG_START,
+    detailed_service,
+    locate,
+    media_access,
+)
+from sim.spec import DiskSpec, SpecError
+from sim.tracks import track_boundaries
+from tests.sim.conftest import toy_spec
+
+
+class Disk:
+    """One toy disk and its state, served request by request as the engine would."""
+
+    def __init__(self, spec: DiskSpec) -> None:
+        self.spec = spec
+        self.a = spec.compile()
+        self.di = np.zeros((1, K.DK_I), dtype=np.int64)
+        self.di[0, [DI_RA_SEG, DI_LAST_END]] = -1
+        self.df = np.zeros((1, K.DK_F))
+        self.df[:, K.DKF_CLOCK] = 1.0
+        self.seg = np.full((1, spec.cache.segments + 1, 3), -1.0)
+        self.seg[:, :, 2] = 0.0
+
+    def serve(self, now: float, lbn: int, n: int, op: str, zero_latency: bool = False) -> tuple[float, int]:
+        a = self.a
+        svc, flags = detailed_service(a.zones, a.seek_us, a.params, self.di, self.df, self.seg, 0, now, lbn, n,
+                                      op == "W", False, zero_latency)
+        return float(svc), int(flags)
+
+
+def toy(**changes: Any) -> Disk:
+    return Disk(toy_spec(**changes))
+
+
+CACHE = {"segments": 1, "segment_sectors": 256, "read_ahead_sectors": 0}
+
+
+def test_command_overhead_depends_on_the_previous_request() -> None:
+    def read_after_a_write(miss: Any) -> float:
+        d = toy(overhead_ms={"read_hit": 0.1, "read_miss": miss, "write": 0.3})
+        d.serve(0.0, 50, 1, "W")                 # 300 us, wait 47 slots, write: 5100 us; the head stays on track 0
+        return d.serve(10_000.0, 5, 5, "R")[0]
+    # After the write, 0.6 ms: at 10,600 us sector 5 has passed, wait 99 slots (9900), read 5: 11,000 us.
+    assert read_after_a_write({"after_read": 0.2, "after_write": 0.6}) == pytest.approx(11_000.0)
+    # One value for both: 0.2 ms, slot 2, wait 3 slots, read 5: 1000 us.
+    assert read_after_a_write(0.2) == pytest.approx(1000.0)
+
+
+def test_a_hit_costs_overhead_data_preparation_bus_and_completion() -> None:
+    d = toy(cache=CACHE, bus_ms_per_sector=0.05, overhead_ms={"read_hit": 0.1, "read_miss": 0.2, "write": 0.3,
+                                                            "read_completion": 0.06, "write_completion": 0.04},
+            bus_protocol_ms={"data_preparation": 0.02})
+    d.serve(0.0, 0, 8, "R")
+    assert d.serve(50_000.0, 0, 8, "R") == (pytest.approx(100.0 + 20.0 + 8 * 50.0 + 60.0), F_HIT)
+
+
+def test_read_miss_reselects_at_the_read_water_mark() -> None:
+    def miss(by: str, **protocol: float) -> float:
+        d = toy(cache={**CACHE, "water_marks_by": by}, bus_ms_per_sector=0.2, read_bus_start_fraction=0.75,
+                overhead_ms={"read_hit": 0.1, "read_miss": 0.2, "write": 0.3, "read_completion": 0.05},
+                bus_protocol_ms=protocol)
+        return d.serve(0.0, 10, 8, "R")[0]
+    # 200 us overhead, slot 2, wait 8: sector 10 done at 1100, the last at 1800. The mark: 6 of 8 sectors,
+    # in at 1100 + 700 x 5/7 = 1600; reselect 150, prepare 20, 8 x 200 on the bus (slower than the media):
+    # 3370, then the 50 us completion.
+    assert miss("request", first_reselect=0.15, data_preparation=0.02) == pytest.approx(3420.0)
+    # By segment (0.75 x 256 > 8): the whole request first, 1800 + 170 + 1600 + 50.
+    assert miss("segment", first_reselect=0.15, data_preparation=0.02) == pytest.approx(3620.0)
+    # Without reconnection costs the bus never runs ahead of the media: 1600 + 1600 + 50.
+    assert miss("request") == pytest.approx(3250.0)
+
+
+WRITE_PROTOCOL = {"first_reselect": 0.15, "other_reselect": 0.1, "data_preparation": 0.02,
+                  "minimum_write_seek": 0.6, "extra_write_disconnect": {"command": 0.5, "disconnect": 0.05,
+                                                                        "inter_disconnect_delay": 0.4,
+                                                                        "seek_delta": 0.25}}
+
+
+def test_write_with_the_extra_disconnect() -> None:
+    def write(lbn: int, **protocol: Any) -> float:
+        d = toy(bus_write_ms_per_sector=0.2, bus_protocol_ms={**WRITE_PROTOCOL, **protocol},
+                overhead_ms={"read_hit": 0.1, "read_miss": 0.2, "write": 0.3, "write_completion": 0.05})
+        return d.serve(0.0, lbn, 4, "W")[0]
+    # Command 500 us; data from 500 + 50 + 400 + 150 + 20 = 1120, 4 x 200 us (in by 1920); positioning from
+    # 750 (seek delta), 10 cylinders (1100 us) to 1850; the media may start at 1120 + (800 - 300) = 1620.
+    # Slot 18.5, sector 10 after 91.5 slots: 11,000, 4 sectors: 11,400. The data came in after the seek,
+    # so the disk disconnected: reselect 100, completion 50.
+    assert write(2010) == pytest.approx(11_550.0)
+    # 90 cylinders away the seek (1900 us) outlasts the data: the disk stays connected, no reselect.
+    # Positioned at 2650 (slot 26.5), sector 10 after 83.5 slots: 11,000 + 400 + 50.
+    assert write(18_010) == pytest.approx(11_450.0)
+    assert write(18_010, disconnect_write_if_seek=True) == pytest.approx(11_550.0)
+
+
+def test_minimum_write_seek_delay_spares_sequential_writes() -> None:
+    protocol = {"minimum_write_seek": 0.6}
+    d = toy(bus_protocol_ms=protocol)
+    # Not sequential: the media no sooner than 300 + 600 us (slot 9): sector 0 after 91 slots (10,000), 5 sectors.
+    assert d.serve(0.0, 0, 5, "W")[0] == pytest.approx(10_500.0)
+    # Sequential to it: 300 us (slot 3), sector 5 after 2 slots, one sector: 600 us.
+    assert d.serve(20_000.0, 5, 1, "W")[0] == pytest.approx(600.0)
+    # The same write on a fresh disk is not sequential: 900 us (slot 9), wait 96 slots: 10,600.
+    assert toy(bus_protocol_ms=protocol).serve(20_000.0, 5, 1, "W")[0] == pytest.approx(10_600.0)
+
+
+def test_zero_latency_for_reads_but_not_writes() -> None:
+    d = toy(zero_latency={"reads": True, "writes": False})
+    # A full track read starts where the head lands (slot 2): one revolution after the 200 us overhead.
+    assert d.serve(0.0, 0, 100, "R", zero_latency=True)[0] == pytest.approx(10_200.0)
+    # The write waits for sector 0: 300 us, 97 slots, then a revolution.
+    assert d.serve(30_000.0, 0, 100, "W", zero_latency=True)[0] == pytest.approx(20_000.0)
+    both = toy(zero_latency=True)
+    assert both.serve(30_000.0, 0, 100, "W", zero_latency=True)[0] == pytest.approx(10_300.0)
+
+
+@pytest.mark.parametrize(("to", "over", "target", "start"), [
+    ("segment", True, 288, 32), ("segment", False, 286, 30), ("track", True, 100, 30), ("cylinder", True, 200, 30)])
+def test_read_ahead_limits(to: str, over: bool, target: int, start: int) -> None:
+    # A miss of 30..37 with 250 sectors of read-ahead into a 256-sector segment: up to 288 when read-ahead
+    # may replace the requested data (the window slides to 32), 286 when it stops at the full segment, the
+    # end of track 0 (100) or of cylinder 0 (200).
+    d = toy(cache={"segments": 1, "segment_sectors": 256, "read_ahead_sectors": 250, "read_ahead_to": to,
+                   "read_ahead_over_requested": over})
+    d.serve(0.0, 30, 8, "R")
+    assert d.df[0, DF_RA_TARGET] == target
+    assert d.seg[0, 0, SG_START] == start
+
+
+@pytest.mark.parametrize(("write_segment", "flags"), [(True, F_HIT), (False, F_PHYSICAL)])
+def test_a_dedicated_write_segment_keeps_read_data(write_segment: bool, flags: int) -> None:
+    d = toy(cache={**CACHE, "write_segment": write_segment})
+    d.serve(0.0, 0, 8, "R")
+    d.serve(50_000.0, 5000, 8, "W")
+    assert d.serve(100_000.0, 0, 8, "R")[1] == flags
+
+
+@pytest.mark.parametrize(("allowed", "flags"), [(True, F_HIT), (False, F_PHYSICAL)])
+def test_read_hits_on_write_data(allowed: bool, flags: int) -> None:
+    d = toy(cache={**CACHE, "read_hits_on_write_data": allowed})
+    d.serve(0.0, 5000, 8, "W")
+    assert d.serve(50_000.0, 5000, 8, "R")[1] == flags
+    assert d.seg[0, 1, SG_END] == (5008 if allowed else -1)
+
+
+def test_write_water_mark_refills() -> None:
+    def write(mark: float) -> float:
+        d = toy(cache={"segments": 1, "segment_sectors": 4, "write_water_mark": mark, "water_marks_by": "segment"},
+                bus_protocol_ms={"other_reselect": 0.25})
+        return d.serve(0.0, 0, 12, "W")[0]
+    # 12 sectors through a 4-sector segment. At a mark of 1 sector the 3 refills ((12 - 4) / 3) reconnect in
+    # 250 us while the media writes the one sector left in 100: each refill loses a revolution. At 3 sectors
+    # (300 us of media work) the data come in time.
+    assert write(0.25) - write(0.75) == pytest.approx(3 * 10_000.0)
+
+
+def layout() -> DiskSpec:
+    return toy_spec(cylinders=10, zones=[{"first_cylinder": 0, "last_cylinder": 9, "sectors_per_track": 10,
+                                          "track_skew": 1, "cylinder_skew": 2, "first_block_offset": 3,
+                                          "empty_front_sectors": 15, "slips": [4], "spare_tracks": 3,
+                                          "spare_sectors_per_track": 2}])
+
+
+def test_g1_layout_offset_empty_front_slips_and_spare_sectors() -> None:
+    spec = layout()
+    a = spec.compile()
+    # 20 tracks of 8 logical sectors, 3 spare tracks, 15 sectors of management area: 121 blocks.
+    assert spec.capacity_sectors == 121
+    # The front takes track 0 and 7 sectors of track 1 (cylinder 0, head 1; skew 3 + 1): block 0 is its last
+    # logical sector. Track 2 (cylinder 1, head 0): 3 + (1 + 2). Track 3: one more track skew. Track 4 is
+    # slipped: block 17 is on track 5 (cylinder 2, head 1): 3 + 2 x 3 + 1 = 10 = 0 (mod 10).
+    assert locate(a.zones, 2, 0) == (0, 1, 7, 10, 4)
+    assert locate(a.zones, 2, 1) == (1, 0, 0, 10, 6)
+    assert locate(a.zones, 2, 9) == (1, 1, 0, 10, 7)
+    assert locate(a.zones, 2, 17) == (2, 1, 0, 10, 0)
+    assert locate(a.zones, 2, 120) == (8, 1, 7, 10, (3 + 8 * 3 + 1) % 10)   # track 17, the last before 3 spares
+    rows = track_boundaries(spec).to_pylist()
+    assert [(r["cylinder"], r["head"], r["first_lbn"], r["sectors"], r["skew_sectors"]) for r in rows[:4]] == [
+        (0, 1, 0, 1, 1), (1, 0, 1, 8, 6), (1, 1, 9, 8, 7), (2, 1, 17, 8, 0)]
+    assert sum(r["sectors"] for r in rows) == 121
+
+
+def test_a_transfer_steps_over_the_slipped_track() -> None:
+    a = layout().compile()
+    # From cylinder 1, head 1 at 0 us: block 16 (sector 7 of track 3, slot 4) after 4 slots of 1000 us, then a
+    # one-cylinder seek (1010 us) to track 5, where block 17 is at slot 0: 6010 -> 10,000, read: 11,000.
+    first, end, cyl, head = media_access(a.zones, a.seek_us, a.params, 1, 1, 0.0, 0.0, 16, 2, False, False)
+    assert (first, end, cyl, head) == (pytest.approx(5000.0), pytest.approx(11_000.0), 2, 1)
+
+
+def test_layout_errors_name_the_zone() -> None:
+    zone = {"first_cylinder": 0, "last_cylinder": 99, "sectors_per_track": 100}
+    with pytest.raises(SpecError, match="zone 0: 2 slipped tracks need as many spare tracks, the zone has 1"):
+        toy_spec(zones=[{**zone, "slips": [3, 7], "spare_tracks": 1}])
+    with pytest.raises(SpecError, match="zone 0: first_block_offset must be in"):
+        toy_spec(zones=[{**zone, "first_block_offset": 100}])
+    with pytest.raises(SpecError, match="read_ahead_to must be one of segment, track, cylinder"):
+        toy_spec(cache={"read_ahead_to": "disk"})
+    with pytest.raises(SpecError, match="overhead_ms.read_miss: unknown key"):
+        toy_spec(overhead_ms={"read_miss": {"after_read": 0.2, "later": 1.0}})
+
+
+def test_the_new_fields_round_trip() -> None:
+    spec = layout()
+    spec2 = toy_spec(zero_latency={"reads": True, "writes": False}, bus_protocol_ms=WRITE_PROTOCOL,
+                     overhead_ms={"read_hit": {"after_read": 0.1, "after_write": 0.2}, "read_miss": 0.2,
+                                  "write": 0.3, "read_completion": 0.05, "write_completion": 0.04},
+                     cache={**CACHE, "read_ahead_to": "track", "write_water_mark": 0.5})
+    for s in (spec, spec2):
+        assert DiskSpec.from_dict(s.to_dict()) == s
