@@ -667,10 +667,12 @@ def _tracking_html(inputs: ReportInputs) -> str:
         "|estimate - true| / true, over this trace's extent-hours. Rise and stop: generated traces; "
         "an extent reads cold when its estimate falls below 10% of its old heat.</p>",
         _table(rows, columns, {c: "text" for c in columns}),
-        "<ul>" + "".join(f"<li>{html.escape(c)}: <b>{'holds' if ok else 'does not hold'}</b> ({html.escape(ev)})</li>"
+        "<ul>" + "".join(f"<li>{html.escape(c)}: <b>{_VERDICT[ok]}</b> ({html.escape(ev)})</li>"
                          for c, ok, ev in inputs.claims) + "</ul>"]
     return "".join(parts)
 
+
+_VERDICT = {True: "holds", False: "does not hold", None: "not measured"}
 
 SCORE_COLUMNS = (
     ("rank", "rank", "count"), ("policy_id", "policy", "text"),

@@ -216,7 +216,7 @@ def test_layout_errors_name_the_zone() -> None:
         toy_spec(zones=[{**zone, "first_block_offset": 100}])
     with pytest.raises(SpecError, match="read_ahead_to must be one of segment, track, cylinder"):
         toy_spec(cache={"read_ahead_to": "disk"})
-    with pytest.raises(SpecError, match="overhead_ms.read_miss: unknown key"):
+    with pytest.raises(SpecError, match=r"overhead_ms\.read_miss: unknown key"):
         toy_spec(overhead_ms={"read_miss": {"after_read": 0.2, "later": 1.0}})
 
 

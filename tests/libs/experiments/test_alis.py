@@ -52,7 +52,7 @@ def test_alis_claims(alis) -> None:
     # threshold place one run in three plans; a context of 2 beats 9; the area serves fewer than half of days
     # 1-3's reads from history (most are first reads).
     assert {c.claim: c.holds for c in alis.claims} == {
-        "combined beats either alone": True, "PCs: read response about 17 % better": True,
+        "combined beats either alone": True, "PCs: read response about 17 % better": False,
         "the PC set suits a PC-like trace": False, "runs work through prefetch": True,
         "read-ahead turns order into fewer physical reads": True, "history predicts heat better than runs": True,
         "the area serves most reads (combined)": False, "updating the runs slows PC writes": True,
@@ -117,11 +117,12 @@ def test_warm_up_supports_the_pc_set_reason(alis) -> None:
     assert (pc["days_to_threshold"], pc["runs_per_plan"], pc["run_units"]) == (5, [0, 0, 1], 16)
     assert (server["days_to_threshold"], server["runs_per_plan"]) == (1, [0, 1, 8])
     # either the server's beta or its threshold alone recovers most of the server set's gain
+    gap = server["read_response_impr_pct"] - pc["read_response_impr_pct"]
     for key in (("combined", 0.8, 0.4), ("combined", 0.1, 0.1)):
         assert warm[key]["set"] == "mixed"
-        assert warm[key]["read_response_impr_pct"] > pc["read_response_impr_pct"] + 4.0
-    assert round(pc["read_response_impr_pct"], 1) == 17.8
-    assert round(server["read_response_impr_pct"], 1) == 23.6
+        assert warm[key]["read_response_impr_pct"] - pc["read_response_impr_pct"] > 0.5 * gap
+    assert round(pc["read_response_impr_pct"], 1) == 23.3
+    assert round(server["read_response_impr_pct"], 1) == 28.1
     # the run-alone rows are the clustering table's
     rows = {r["configuration"]: r for r in alis.tables["clustering"].to_pylist() if r["disk"] == "sized"}
     assert warm[("run", 0.1, 0.1)]["runs_placed"] == rows["run (realizable)"]["runs_placed"] == 27
@@ -233,12 +234,12 @@ def test_pinned_tiny_figures(rows) -> None:
                      ("sized", "combined (realizable)"), ("sized", "combined (lookahead)"),
                      ("sized", "combined (realizable), server set"), ("sized", "baseline, no read-ahead"),
                      ("shipped", "baseline"), ("shipped", "combined (realizable)"))}
-    assert got == {("sized", "baseline"): (3.54, 4196), ("sized", "heat (realizable)"): (3.0, 3918),
-                   ("sized", "run (realizable)"): (2.91, 3351), ("sized", "combined (realizable)"): (2.91, 3739),
-                   ("sized", "combined (lookahead)"): (0.83, 1120),
-                   ("sized", "combined (realizable), server set"): (2.71, 3340),
-                   ("sized", "baseline, no read-ahead"): (4.88, 6688), ("shipped", "baseline"): (2.45, 4206),
-                   ("shipped", "combined (realizable)"): (2.16, 3710)}
+    assert got == {("sized", "baseline"): (3.81, 4450), ("sized", "heat (realizable)"): (3.04, 3998),
+                   ("sized", "run (realizable)"): (3.04, 3466), ("sized", "combined (realizable)"): (2.92, 3777),
+                   ("sized", "combined (lookahead)"): (0.84, 1146),
+                   ("sized", "combined (realizable), server set"): (2.74, 3403),
+                   ("sized", "baseline, no read-ahead"): (4.88, 6688), ("shipped", "baseline"): (2.57, 4420),
+                   ("shipped", "combined (realizable)"): (2.18, 3748)}
     # run clustering alone serves about a third of days 1-3's reads from the area (the 17 % reason's figure)
     assert round(rows[("sized", "run (realizable)")]["ra_read_share"], 3) == 0.355
 
@@ -256,7 +257,7 @@ def test_alis_outputs_are_written(alis, tmp_path) -> None:
     assert len(sens) == 2 * 5 + 2 * 2 + 2
     text = (tmp_path / "summary.md").read_text()
     assert text.splitlines()[2] == "| claim | paper | ours | verdict | reason |"
-    assert "Claims holding here: 11 of 15." in text
+    assert "Claims holding here: 10 of 15." in text
     for heading in ("## Why this trace differs", "## Warm-up: beta and the run threshold", "## Run lengths",
                     "## The same on the shipped 36.7 GB disk"):
         assert heading in text
