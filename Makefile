@@ -15,12 +15,13 @@ S3PROXY_JAR := $(VENV)/var/blockheat/s3proxy-$(S3PROXY_VERSION)-jar-with-depende
 POSTGRES_JDBC_VERSION := 42.7.14
 POSTGRES_JDBC_SHA256 := 73914527305a40cce504b0d3d90b23caf565136912d607ae8ae7c5895512332c
 POSTGRES_JDBC_JAR := $(VENV)/var/blockheat/postgresql-$(POSTGRES_JDBC_VERSION).jar
-# blockheat's SQL access classes (infra/spark/sql-access: the read-only guard, the Thrift password check), compiled
-# against pyspark's jars (javac of the JDK 17 that runs Spark).
-SQL_ACCESS_SOURCES := $(wildcard infra/spark/sql-access/io/blockheat/sql/*.java)
+# blockheat's SQL access classes (libs/io/java: the read-only guard, the Thrift password check), compiled against
+# pyspark's jars by javac of the JDK 17 that runs Spark (libs/io/sql_access.py; an installed wheel does the same on
+# first use).
+SQL_ACCESS_SOURCES := $(wildcard libs/io/java/io/blockheat/sql/*.java)
 SQL_ACCESS_JAR := $(VENV)/var/blockheat/blockheat-sql-access.jar
 
-.PHONY: demo test airflow-check postgres-server chromium bench-ingest bench-heat bench-profile bench-sim bench-jvm clean venv
+.PHONY: demo test test-fast wheel-check airflow-check postgres-server chromium bench-ingest bench-heat bench-profile bench-sim bench-jvm clean venv
 
 venv: $(STAMP)
 
@@ -30,16 +31,13 @@ $(STAMP): pyproject.toml requirements.lock | $(S3PROXY_JAR) $(POSTGRES_JDBC_JAR)
 	$(PY) -m pip install --quiet --upgrade pip==26.3
 	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,bench,airflow]'
 	@# the project's byte code, also where PYTHONDONTWRITEBYTECODE is set: a command starts ~0.1 s sooner
-	$(PY) -m compileall -q jobs libs sim schemas dags >/dev/null
+	$(PY) -m compileall -q jobs libs sim schemas dags data >/dev/null
 	@# side by side on two cores: the Spark JVMs' class archive, and every numba loop compiled into numba's cache
-	$(VENV)/bin/blockheat jvm-archive & archive=$$!; $(PY) -m libs.warm; warm=$$?; wait $$archive && exit $$warm
+	$(VENV)/bin/blockheat jvm-archive & archive=$$!; $(PY) -m blockheat.libs.warm; warm=$$?; wait $$archive && exit $$warm
 	@touch $(STAMP)
 
 $(SQL_ACCESS_JAR): $(SQL_ACCESS_SOURCES) | $(STAMP)
-	@command -v javac >/dev/null || { echo "error: javac (a JDK 17) is required"; exit 1; }
-	@rm -rf $(@D)/sql-access-classes && mkdir -p $(@D)/sql-access-classes
-	javac -nowarn -d $(@D)/sql-access-classes -cp "$$($(PY) -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars", "*"))')" $(SQL_ACCESS_SOURCES)
-	jar cf $@.part -C $(@D)/sql-access-classes io && mv $@.part $@ && rm -rf $(@D)/sql-access-classes
+	$(PY) -c 'from blockheat.libs.io.sql_access import access_jar; print(access_jar())'
 
 # Order-only for $(STAMP) above: fetched when missing (a new clone, or an older venv), never a reason to reinstall.
 $(S3PROXY_JAR):
@@ -67,14 +65,24 @@ chromium:
 	  else echo "error: Chromium is missing: sudo apt-get install chromium"; exit 1; fi; }
 
 demo: $(STAMP) $(SQL_ACCESS_JAR)
-	$(VENV)/bin/blockheat ingest --format hp-srt --trace-id hplajw data/traces/hplajw/ajw.1week.srt
-	$(VENV)/bin/blockheat traces
-	$(VENV)/bin/blockheat report hplajw
+	$(VENV)/bin/blockheat demo
 
 test: $(STAMP) $(SQL_ACCESS_JAR) postgres-server chromium
 	$(VENV)/bin/ruff check .              # lint and import order (pyproject.toml [tool.ruff])
 	$(VENV)/bin/lint-imports --no-cache   # the house's import contract (pyproject.toml [tool.importlinter])
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=25   # two workers, whole files each, the longest first (tests/conftest.py); the 25 slowest listed
+
+# The lane without a JVM: lint, the import contracts and every test not marked `spark` (tests/conftest.py marks the
+# tests whose fixtures start a JVM); `java` on PATH refuses to start (.ci/no-jvm), so an unmarked JVM test fails.
+test-fast: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-cache
+	PATH="$(abspath .ci/no-jvm):$$PATH" JAVA_HOME= $(PY) -m pytest -n 2 -m "not spark" --durations=10
+
+# The package outside the checkout: sdist and wheel built, the wheel installed into fresh venvs (the locked set, every
+# lower bound) in a temporary directory, and the smoke commands run there (.ci/wheel-check.sh).
+wheel-check: $(STAMP)
+	.ci/wheel-check.sh
 
 # The nightly DAG under a real Airflow scheduler (LocalExecutor, PostgreSQL): one night of the bundled trace
 # (infra/airflow/check_scheduler.py; infra/airflow/README.md says how long it takes).

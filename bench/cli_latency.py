@@ -22,10 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from libs.io.connect_server import free_port
+from blockheat.libs.io.connect_server import free_port
 
 REPO = Path(__file__).resolve().parents[1]
-BLOCKHEAT = [sys.executable, "-m", "jobs.cli.main"]
+BLOCKHEAT = [sys.executable, "-m", "blockheat.jobs.cli.main"]
 TRACE = REPO / "data/traces/hplajw/ajw.1week.srt"
 NOW = "2026-01-02T03:04:05Z"
 README_QUERY = ("SELECT device, count(*) AS n, avg(response_us) AS mean_rt_us "

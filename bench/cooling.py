@@ -28,7 +28,7 @@ sys.path.insert(1, str(REPO / "bench"))
 
 from scale import SCORECARD_SPEC, trace_chunks  # noqa: E402
 
-from sim.glue import ScenarioConfig, simulate_scenario  # noqa: E402
+from blockheat.sim.glue import ScenarioConfig, simulate_scenario  # noqa: E402
 
 DISK_BYTES = 32 << 30
 EXTENT_SECTORS = 2048                       # 1 MiB of 512-byte sectors

@@ -95,8 +95,8 @@ def spark_edges(spark, refs: str, out: str, reads: int, tau: int = TAU, *,  # ty
                 writer: str = "task") -> float:
     """writer "task": write_edge_counts, the reduce tasks write Parquet themselves (what alis_graph
     runs); "spark": build_edge_counts and Spark's own Parquet writer. refs, out: local paths or URIs."""
-    from libs.alis.graph import build_edge_counts, partitions_for, write_edge_counts
-    from libs.io import storage
+    from blockheat.libs.alis.graph import build_edge_counts, partitions_for, write_edge_counts
+    from blockheat.libs.io import storage
 
     storage.delete_tree(out)
     start = time.perf_counter()
@@ -123,7 +123,7 @@ def same_edges(a: Path, b: str) -> int:
 
 def run_discovery(edges: str) -> tuple[int, float, int]:
     """discover_runs on the largest (device, interval) graph: (edges, seconds, runs kept)."""
-    from sim.alis.runs import discover_runs
+    from blockheat.sim.alis.runs import discover_runs
 
     t = object_store.read_parquet(edges)
     groups = (t.group_by(["device", "interval_id"]).aggregate([("pairs", "count")])
@@ -160,8 +160,8 @@ def main() -> int:
 
 
 def run(args: argparse.Namespace, work: Path, wh: object_store.Warehouse) -> int:
-    from libs.io import storage
-    from libs.io.session import SparkConfig, build_session
+    from blockheat.libs.io import storage
+    from blockheat.libs.io.session import SparkConfig, build_session
 
     n = int(args.millions * 1_000_000)
     refs, warm = work / "refs.parquet", work / "warm.parquet"

@@ -41,7 +41,7 @@ WINDOW_US = 3_600_000_000
 
 def make_requests(n: int, trace_id: str, seed: int = 5) -> pa.Table:
     """n requests with the `requests` schema: 8 devices, one day, Zipf-like hot extents."""
-    from schemas import requests as R
+    from blockheat.schemas import requests as R
 
     rng = np.random.default_rng(seed)
     ts = np.sort(rng.integers(0, 86_400_000_000, n))
@@ -58,7 +58,7 @@ def make_requests(n: int, trace_id: str, seed: int = 5) -> pa.Table:
 
 
 def load(spark, cfg, table: pa.Table, trace_id: str, tmp: Path) -> None:  # type: ignore[no-untyped-def]
-    from libs.io.tables import replace_trace
+    from blockheat.libs.io.tables import replace_trace
 
     staged = tmp / f"{trace_id}.parquet"
     pq.write_table(table, staged)
@@ -66,8 +66,8 @@ def load(spark, cfg, table: pa.Table, trace_id: str, tmp: Path) -> None:  # type
 
 
 def blockheat_heat(spark, cfg, trace_id: str, span_us: int) -> float:  # type: ignore[no-untyped-def]
-    from libs.io.tables import read_table, replace_rows
-    from libs.transforms.heat import compute_extent_heat
+    from blockheat.libs.io.tables import read_table, replace_rows
+    from blockheat.libs.transforms.heat import compute_extent_heat
 
     t0 = time.perf_counter()
     heat = compute_extent_heat(read_table(spark, cfg.warehouse, "requests", trace_id), extent_bytes=EXTENT,
@@ -107,7 +107,7 @@ def duckdb_heat(con, files: str, trace_id: str, out: Path) -> float:  # type: ig
 def reference_files(spark, wh: object_store.Warehouse, trace_id: str, tmp: Path) -> str:  # type: ignore[no-untyped-def]
     """The glob DuckDB reads the trace's `requests` files by: in a local warehouse, the table's own files; in an
     object-store one, a local copy of the table's current files for the trace (same partition directories)."""
-    from libs.io.tables import read_table
+    from blockheat.libs.io.tables import read_table
 
     if wh.local:
         return f"{wh.location}/requests/trace_id={trace_id}/**/*.parquet"
@@ -121,7 +121,7 @@ def same_numbers(spark, con, wh: object_store.Warehouse, trace_id: str,  # type:
     """Rows in one result and not the other (0 = identical; heat compared to 1e-9 relative)."""
     from urllib.parse import unquote, urlparse
 
-    from libs.io.tables import read_table
+    from blockheat.libs.io.tables import read_table
 
     # The table's current files only: replaced files stay on disk until VACUUM.
     files = read_table(spark, wh.location, "extent_heat").inputFiles()
@@ -164,7 +164,7 @@ def main() -> int:
 def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
     import duckdb
 
-    from libs.io.session import SparkConfig, build_session
+    from blockheat.libs.io.session import SparkConfig, build_session
 
     cfg = SparkConfig(master="local[2]", warehouse=wh.location, app_name="bench-heat",
                       extra={"spark.ui.showConsoleProgress": "false"})

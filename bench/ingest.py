@@ -56,7 +56,7 @@ def make_msr_csv(path: Path, n: int, seed: int = 7) -> None:
 
 
 def make_vscsi(path: Path, n: int, seed: int = 11) -> None:
-    from libs.readers.binary import VSCSI_DTYPES
+    from blockheat.libs.readers.binary import VSCSI_DTYPES
 
     rng = np.random.default_rng(seed)
     recs = np.zeros(n, dtype=VSCSI_DTYPES[2])
@@ -101,12 +101,12 @@ class _Said(logging.Handler):
 
 def blockheat_ingest(spark, cfg, fmt: str, trace_id: str, path: Path,  # type: ignore[no-untyped-def]
                      fast_text: bool = True) -> float:
-    from jobs.ingest_trace import run
-    from libs.ingest.pipeline import IngestOptions, staging_location
+    from blockheat.jobs.ingest_trace import run
+    from blockheat.libs.ingest.pipeline import IngestOptions, staging_location
 
     opts = IngestOptions(fmt, trace_id, (str(path),), staging=staging_location(cfg.warehouse), fast_text=fast_text)
     said = _Said()
-    logger = logging.getLogger("libs.ingest.pipeline")
+    logger = logging.getLogger("blockheat.libs.ingest.pipeline")
     logger.addHandler(said)
     level, propagate = logger.level, logger.propagate
     logger.setLevel(logging.INFO)
@@ -149,7 +149,7 @@ def main() -> int:
 
 
 def run(args: argparse.Namespace, work: Path, wh: object_store.Warehouse) -> int:
-    from libs.io.session import SparkConfig, build_session
+    from blockheat.libs.io.session import SparkConfig, build_session
 
     n = int(args.millions * 1_000_000)
     nv = int(args.vscsi_millions * 1_000_000)

@@ -24,10 +24,10 @@ CHILD = """
 import json, shutil, sys, tempfile, time
 t0 = time.perf_counter()
 from pathlib import Path
-import libs.io.jvm as J
+import blockheat.libs.io.jvm as J
 if sys.argv[1] == "off":
     J.archive_options = lambda prefix=None: []          # as if the environment had none
-from libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.session import SparkConfig, build_session
 wh = Path(tempfile.mkdtemp(prefix="bench-jvm-"))
 spark = build_session(SparkConfig(master="local[2]", warehouse=wh, app_name="bench-jvm",
                                   extra={"spark.driver.extraJavaOptions": sys.argv[2],
@@ -51,7 +51,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    from libs.io.jvm import make_archive
+    from blockheat.libs.io.jvm import make_archive
 
     print(f"archive: {make_archive()}", flush=True)
     once(True, "")                                   # warm the page cache for the archive and the jars

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from libs.io import storage
+from blockheat.libs.io import storage
 
 HELP = ("where blockheat's tables go: a local directory (default <workdir>/warehouse) or s3a://bucket/prefix; "
         "without AWS_ENDPOINT_URL set, the bench starts S3Proxy on loopback (data under its work directory) "

@@ -21,7 +21,7 @@ from cold import cold_run
 CHILD = """
 import json, os, shutil, sys, tempfile, time
 from pathlib import Path
-from libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.session import SparkConfig, build_session
 extra = {"spark.sql.shuffle.partitions": "2", "spark.python.worker.reuse": "false"}
 if sys.argv[1] == "pyspark":
     extra["spark.python.daemon.module"] = "pyspark.daemon"
@@ -32,7 +32,7 @@ spark = build_session(SparkConfig(master="local[2]", warehouse=wh, app_name="ben
 df = spark.range(0, 2000, numPartitions=2)
 
 def same(batches):
-    import libs.ingest.pipeline  # noqa: F401  (what an ingest task imports: pyarrow, numba, the readers)
+    import blockheat.libs.ingest.pipeline  # noqa: F401  (what an ingest task imports: pyarrow, numba, the readers)
     yield from batches
 
 t0 = time.perf_counter()

@@ -118,8 +118,8 @@ def landing_for(root: Path, trace_id: str, n: int, disks: int = 4) -> Path:
 
 def stage_commands(landing: Path, warehouse: Path, stages: Sequence[str]) -> list[tuple[str, list[str]]]:
     """(stage, argv) for trace day 0, from the DAG's own libs.nightly.stage_args."""
-    from libs.ingest.pipeline import FORMATS
-    from libs.nightly import NightlySettings, read_manifest, scan_landing, stage_args
+    from blockheat.libs.ingest.pipeline import FORMATS
+    from blockheat.libs.nightly import NightlySettings, read_manifest, scan_landing, stage_args
 
     settings = NightlySettings.from_mapping({"landing_dir": str(landing.parent), "warehouse": str(warehouse),
                                              "scorecard_args": ["--spec", SCORECARD_SPEC]}, python=sys.executable)
@@ -182,7 +182,7 @@ def pipeline(work: Path, n: int, spark_conf: Mapping[str, str], only: Sequence[s
              disks: int = 4) -> PipelineRun:
     """The pipeline's stages on an n-request trace; only: just these stages, on the warehouse an earlier run in
     the same work directory kept (it is kept then, for the next call)."""
-    from libs.nightly import STAGES
+    from blockheat.libs.nightly import STAGES
 
     stages = [s for s in STAGES[: STAGES.index(PIPELINE_END) + 1] if only is None or s in only]
     trace_id = f"scale{n}" if disks == 4 else f"scale{n}x{disks}"

@@ -122,10 +122,10 @@ def main() -> int:
 def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
     from heat import load, make_requests  # bench/heat.py
 
-    from libs.io.session import SparkConfig, build_session
-    from libs.io.tables import read_table, replace_rows
-    from libs.transforms.profile import compute_trace_profile
-    from libs.transforms.profile_files import profile_trace
+    from blockheat.libs.io.session import SparkConfig, build_session
+    from blockheat.libs.io.tables import read_table, replace_rows
+    from blockheat.libs.transforms.profile import compute_trace_profile
+    from blockheat.libs.transforms.profile_files import profile_trace
 
     cfg = SparkConfig(master="local[2]", warehouse=wh.location, app_name="bench-profile",
                       extra={"spark.ui.showConsoleProgress": "false", "spark.driver.memory": args.driver_memory})
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
                     "--driver-memory", args.driver_memory, "--warehouse", str(wh.location)], check=True)
     spans = json.loads((tmp / "spans.json").read_text())
     spark = build_session(cfg)
-    said, logger = _Said(), logging.getLogger("libs.io.device_pass")
+    said, logger = _Said(), logging.getLogger("blockheat.libs.io.device_pass")
     logger.addHandler(said)
     logger.setLevel(logging.INFO)
     logger.propagate = False

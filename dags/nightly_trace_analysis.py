@@ -7,7 +7,8 @@ policy analyses of that day, the reorganization plans of the best policies and t
 - **Landing**: `<landing_dir>/<trace_id>/manifest.json` (`format`, `start_date` = the date of trace day 0,
   optional `days`) beside the trace's files. A file whose content was seen before (under any name) is
   ingested once; the trace is re-ingested only when its set of files changed.
-- **Spark**: every stage is a `SparkSubmitOperator` on `jobs/<stage>.py` over connection `spark_default`
+- **Spark**: every stage is a `SparkSubmitOperator` on the installed `blockheat/jobs/<stage>.py` over connection
+  `spark_default`
   (local mode, or a cluster URL), one mapped task instance per trace. `aged_heat` and `alis_graph` compute
   exactly trace day N from day N-1's stored state (`depends_on_past`), so a backfill equals the nightly runs.
 - **Settings**: Airflow Variable `blockheat_nightly` (JSON), see `infra/airflow/README.md`.
@@ -15,6 +16,8 @@ policy analyses of that day, the reorganization plans of the best policies and t
   versions replaced more than 7 days ago (Delta's VACUUM; older versions can no longer be read) and what killed
   writes left over a day ago (libs.io.vacuum), as `blockheat vacuum` does.
 - **XCom** carries job arguments, table names, Delta versions and row counts, never data.
+- **Installing**: the DAG comes with the blockheat package; a DAG folder holds one line (dags/README.md):
+  `from blockheat.dags.nightly_trace_analysis import dag  # noqa: F401  (airflow)`.
 """
 from __future__ import annotations
 
@@ -24,9 +27,13 @@ from typing import Any
 
 import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import CronDataIntervalTimetable, TriggerRule, dag, task
+from airflow.sdk import CronDataIntervalTimetable, TriggerRule, task
+from airflow.sdk import dag as dag_of
 
-JOBS = Path(__file__).resolve().parent.parent / "jobs"
+from blockheat import jobs
+
+#: The installed job files the Spark stages submit (blockheat/jobs/<stage>.py of this environment).
+JOBS = Path(jobs.__file__).resolve().parent
 SPARK_CONN = "spark_default"
 LOCAL_CONN = '{"conn_type": "spark", "host": "local[*]"}'
 CHAINED = ("aged_heat", "alis_graph")  # day N reads day N-1's rows: depends_on_past
@@ -39,14 +46,15 @@ def stage_kwargs(planned: dict[str, Any], stage: str) -> list[dict[str, Any]]:
 
 
 def spark_stage(stage: str, planned: Any) -> Any:
-    """jobs/<stage>.py once per trace (expand_kwargs: application_args, name, conf, env_vars, jars/packages)."""
+    """blockheat/jobs/<stage>.py once per trace (expand_kwargs: application_args, name, conf, env_vars,
+    jars/packages)."""
     kwargs = stage_kwargs.override(task_id=f"{stage}_args")(planned, stage)
     return SparkSubmitOperator.partial(
         task_id=stage, application=str(JOBS / f"{stage}.py"), conn_id=SPARK_CONN, depends_on_past=stage in CHAINED,
     ).expand_kwargs(kwargs)
 
 
-@dag(
+@dag_of(
     dag_id="nightly_trace_analysis",
     schedule=CronDataIntervalTimetable("@daily", timezone="UTC"),
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
@@ -66,10 +74,10 @@ def nightly_trace_analysis() -> None:
         from airflow.sdk import Connection, Variable
         from airflow.sdk.exceptions import AirflowNotFoundException
 
-        from libs.ingest.pipeline import FORMATS
-        from libs.io.session import cached_delta_jars
-        from libs.nightly import SETTINGS_VARIABLE, NightlySettings, plan_run, submit_options, table_versions
-        from libs.nightly import stage_kwargs as kwargs_of
+        from blockheat.libs.ingest.pipeline import FORMATS
+        from blockheat.libs.io.session import cached_delta_jars
+        from blockheat.libs.nightly import SETTINGS_VARIABLE, NightlySettings, plan_run, submit_options, table_versions
+        from blockheat.libs.nightly import stage_kwargs as kwargs_of
 
         try:
             Connection.get(SPARK_CONN)
@@ -89,7 +97,7 @@ def nightly_trace_analysis() -> None:
     @task(trigger_rule=TriggerRule.NONE_FAILED)
     def record_ingest(planned: dict[str, Any], run_id: Any = None) -> dict[str, Any]:
         """The ingested traces' fingerprints into the ledger; the ingest tables' versions and rows written."""
-        from libs.nightly import record_ledger, table_changes
+        from blockheat.libs.nightly import record_ledger, table_changes
 
         # the warehouse as the plan task wrote it: a local path or a URI (Path() would break a URI's "//")
         traces, warehouse, tables_before = planned["traces"], planned["warehouse"], planned["tables_before"]
@@ -105,7 +113,7 @@ def nightly_trace_analysis() -> None:
     @task(trigger_rule=TriggerRule.NONE_FAILED)
     def summary(planned: dict[str, Any], run_id: Any = None) -> dict[str, Any]:
         """Marks the whole-trace stages done in the ledger; per table written today its version and rows."""
-        from libs.nightly import record_ledger, table_changes
+        from blockheat.libs.nightly import record_ledger, table_changes
 
         traces, warehouse, tables_before = planned["traces"], planned["warehouse"], planned["tables_before"]
         for t in traces:
@@ -118,7 +126,7 @@ def nightly_trace_analysis() -> None:
     def vacuum(planned: dict[str, Any]) -> dict[str, Any]:
         """Delta's VACUUM of every table (default retention) and the sweep of killed writes' files: per table the
         files and bytes deleted."""
-        from libs.io.vacuum import DEFAULT_RETAIN_HOURS, sweep_warehouse, vacuum_warehouse
+        from blockheat.libs.io.vacuum import DEFAULT_RETAIN_HOURS, sweep_warehouse, vacuum_warehouse
 
         warehouse = planned["warehouse"]
         swept = sweep_warehouse(warehouse)
@@ -149,4 +157,5 @@ def nightly_trace_analysis() -> None:
     done >> vacuum(planned)
 
 
-nightly_trace_analysis()
+#: The DAG object, by name: what a DAG folder's one line imports (Airflow collects a module's DAG globals).
+dag = nightly_trace_analysis()

@@ -18,15 +18,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
-from libs.io.delta_files import replace_from_driver
-from libs.io.delta_log import LogUnreadable, snapshot
-from libs.io.device_pass import files_or_sql, read_files
-from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, replace_rows, table_exists, table_path, table_target, trace_info
-from libs.transforms.aging import age_values
-from libs.transforms.heat import compute_interval_counts
-from libs.transforms.heat_files import interval_counts
-from schemas import aged_heat
+from blockheat.libs.io.delta_files import replace_from_driver
+from blockheat.libs.io.delta_log import LogUnreadable, snapshot
+from blockheat.libs.io.device_pass import files_or_sql, read_files
+from blockheat.libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.tables import read_table, replace_rows, table_exists, table_path, table_target, trace_info
+from blockheat.libs.transforms.aging import age_values
+from blockheat.libs.transforms.heat import compute_interval_counts
+from blockheat.libs.transforms.heat_files import interval_counts
+from blockheat.schemas import aged_heat
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

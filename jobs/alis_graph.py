@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from libs.alis import graph_files
-from libs.alis.graph import (
+from blockheat.libs.alis import graph_files
+from blockheat.libs.alis.graph import (
     CHUNK_US,
     age_graph,
     budget_bytes,
@@ -34,18 +34,18 @@ from libs.alis.graph import (
     with_weight,
     write_edge_counts,
 )
-from libs.alis.graph_inputs import graph_params, graph_refs
-from libs.alis.runs import write_graphs_and_runs
-from libs.alis.units import compute_reorg_units, extend_reorg_units, storage_used, unit_refs
-from libs.io import storage
-from libs.io.connect import parallelism
-from libs.io.device_pass import files_or_sql
-from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, replace_rows, replace_trace
-from libs.io.task_parquet import scratch_dir
-from schemas import access_graph, alis_graphs, alis_runs, reorg_units, requests
-from sim.alis.params import DAY_US
-from sim.alis.runs import THRESHOLD
+from blockheat.libs.alis.graph_inputs import graph_params, graph_refs
+from blockheat.libs.alis.runs import write_graphs_and_runs
+from blockheat.libs.alis.units import compute_reorg_units, extend_reorg_units, storage_used, unit_refs
+from blockheat.libs.io import storage
+from blockheat.libs.io.connect import parallelism
+from blockheat.libs.io.device_pass import files_or_sql
+from blockheat.libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.tables import read_table, replace_rows, replace_trace
+from blockheat.libs.io.task_parquet import scratch_dir
+from blockheat.schemas import access_graph, alis_graphs, alis_runs, reorg_units, requests
+from blockheat.sim.alis.params import DAY_US
+from blockheat.sim.alis.runs import THRESHOLD
 
 if TYPE_CHECKING:
     from pathlib import Path

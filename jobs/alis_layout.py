@@ -16,25 +16,25 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from libs.alis import layout_files
-from libs.alis.graph import budget_bytes, build_edge_counts, partitions_for, prune_to_budget, with_weight
-from libs.alis.graph_inputs import graph_params, graph_refs
-from libs.alis.layout import (
+from blockheat.libs.alis import layout_files
+from blockheat.libs.alis.graph import budget_bytes, build_edge_counts, partitions_for, prune_to_budget, with_weight
+from blockheat.libs.alis.graph_inputs import graph_params, graph_refs
+from blockheat.libs.alis.layout import (
     area_hits,
     interval_counts,
     plan_layouts,
     reorganized_area,
 )
-from libs.alis.runs import find_runs, find_stored_runs
-from libs.alis.units import storage_used, unit_refs
-from libs.io.connect import parallelism
-from libs.io.device_pass import files_or_sql
-from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, replace_trace
-from libs.transforms.aging import age_values
-from schemas import alis_layout, alis_runs, alis_summary, reorg_units, requests
-from sim.alis.layout import LAYOUTS, MODES, check_plan
-from sim.alis.runs import THRESHOLD, THRESHOLD_COMBINED
+from blockheat.libs.alis.runs import find_runs, find_stored_runs
+from blockheat.libs.alis.units import storage_used, unit_refs
+from blockheat.libs.io.connect import parallelism
+from blockheat.libs.io.device_pass import files_or_sql
+from blockheat.libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.tables import read_table, replace_trace
+from blockheat.libs.transforms.aging import age_values
+from blockheat.schemas import alis_layout, alis_runs, alis_summary, reorg_units, requests
+from blockheat.sim.alis.layout import LAYOUTS, MODES, check_plan
+from blockheat.sim.alis.runs import THRESHOLD, THRESHOLD_COMBINED
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

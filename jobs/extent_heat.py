@@ -9,19 +9,19 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from libs.io.delta_files import replace_from_driver
-from libs.io.device_pass import files_or_sql
-from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, replace_rows, table_target, trace_info
-from libs.transforms.heat import (
+from blockheat.libs.io.delta_files import replace_from_driver
+from blockheat.libs.io.device_pass import files_or_sql
+from blockheat.libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.tables import read_table, replace_rows, table_target, trace_info
+from blockheat.libs.transforms.heat import (
     LAYOUTS,
     compute_extent_heat,
     disk_heat_table,
     whole_trace_disk_table,
     whole_trace_extent_heat,
 )
-from libs.transforms.heat_files import HeatParams, extent_and_disk_heat
-from schemas import disk_heat, extent_heat
+from blockheat.libs.transforms.heat_files import HeatParams, extent_and_disk_heat
+from blockheat.schemas import disk_heat, extent_heat
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 # The report runs these stages itself when their tables lack the trace (_ensure_inputs): job to job on purpose.
-from jobs import extent_heat as heat_job
-from jobs import heat_tracking as tracking_job
-from jobs import trace_profile as profile_job
-from libs.columns import idiv
-from libs.io import storage
-from libs.io.device_pass import files_or_sql
-from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, table_exists, trace_info, trace_rows
-from libs.report import ReportInputs, render, write_report
-from libs.transforms.profile import chunked_lag, round_significant
-from libs.transforms.report_files import ALL_OPS, METRICS, PER_OP, Cdfs, report_cdfs
-from libs.transforms.tracking_eval import DEFAULT_SPEC, KS, StepSpec, report_claims
+from blockheat.jobs import extent_heat as heat_job
+from blockheat.jobs import heat_tracking as tracking_job
+from blockheat.jobs import trace_profile as profile_job
+from blockheat.libs.columns import idiv
+from blockheat.libs.io import storage
+from blockheat.libs.io.device_pass import files_or_sql
+from blockheat.libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.tables import read_table, table_exists, trace_info, trace_rows
+from blockheat.libs.report import ReportInputs, render, write_report
+from blockheat.libs.transforms.profile import chunked_lag, round_significant
+from blockheat.libs.transforms.report_files import ALL_OPS, METRICS, PER_OP, Cdfs, report_cdfs
+from blockheat.libs.transforms.tracking_eval import DEFAULT_SPEC, KS, StepSpec, report_claims
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from libs.io.device_pass import files_or_sql
-from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, replace_rows, trace_info
-from libs.transforms.tracking import compute_heat_tracking
-from libs.transforms.tracking_eval import (
+from blockheat.libs.io.device_pass import files_or_sql
+from blockheat.libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.tables import read_table, replace_rows, trace_info
+from blockheat.libs.transforms.tracking import compute_heat_tracking
+from blockheat.libs.transforms.tracking_eval import (
     DEFAULT_SPEC,
     KS,
     StepSpec,
@@ -20,8 +20,8 @@ from libs.transforms.tracking_eval import (
     requests_to_reach_arrays,
     stale_seconds_arrays,
 )
-from libs.transforms.tracking_files import relative_errors_files, track_trace
-from schemas import heat_tracking, tracking_eval
+from blockheat.libs.transforms.tracking_files import relative_errors_files, track_trace
+from blockheat.schemas import heat_tracking, tracking_eval
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -7,9 +7,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from libs.ingest.pipeline import BINARY_FORMATS, FORMATS, IngestOptions, load_trace, staging_location, write_trace
-from libs.io.inputs import prefetch_digests
-from libs.io.session import SparkConfig, build_session
+from blockheat.libs.ingest.pipeline import (
+    BINARY_FORMATS,
+    FORMATS,
+    IngestOptions,
+    load_trace,
+    staging_location,
+    write_trace,
+)
+from blockheat.libs.io.inputs import prefetch_digests
+from blockheat.libs.io.session import SparkConfig, build_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

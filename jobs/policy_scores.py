@@ -15,18 +15,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pyspark.sql import functions as F
 
-from libs.io import storage
-from libs.io.device_pass import spark_tasks
-from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, replace_rows, table_version, trace_info, trace_rows
-from libs.plans.policies import COOLING_EVERY_S, PENDING_FAMILIES, SweepOptions, families
-from libs.plans.scorecard import Window, parse_window, score_rows, sweep_scenarios
-from libs.plans.target_spec import resolve_spec, spec_param
-from libs.plans.types import PolicyError, Target, WindowStats
-from libs.simulation.grid import parse_grid
-from libs.simulation.stage import TableFiles, table_files
-from libs.simulation.stage import run as simulate
-from schemas import policy_scores as PS
+from blockheat.libs.io import storage
+from blockheat.libs.io.device_pass import spark_tasks
+from blockheat.libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.tables import read_table, replace_rows, table_version, trace_info, trace_rows
+from blockheat.libs.plans.policies import COOLING_EVERY_S, PENDING_FAMILIES, SweepOptions, families
+from blockheat.libs.plans.scorecard import Window, parse_window, score_rows, sweep_scenarios
+from blockheat.libs.plans.target_spec import resolve_spec, spec_param
+from blockheat.libs.plans.types import PolicyError, Target, WindowStats
+from blockheat.libs.simulation.grid import parse_grid
+from blockheat.libs.simulation.stage import TableFiles, table_files
+from blockheat.libs.simulation.stage import run as simulate
+from blockheat.schemas import policy_scores as PS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -19,10 +19,10 @@ import pyarrow.compute as pc
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
-from libs.io import delta_log, storage
-from libs.io.delta_log import LogUnreadable
-from libs.io.session import SparkConfig, build_session
-from libs.io.tables import (
+from blockheat.libs.io import delta_log, storage
+from blockheat.libs.io.delta_log import LogUnreadable
+from blockheat.libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.tables import (
     TABLES,
     Location,
     read_table,
@@ -33,10 +33,10 @@ from libs.io.tables import (
     trace_info,
     trace_rows,
 )
-from libs.plans.cost import IDLE_MIN_S, MoveBudget
-from libs.plans.policies import FAMILIES
-from libs.plans.scorecard import parse_window
-from libs.plans.steps import (
+from blockheat.libs.plans.cost import IDLE_MIN_S, MoveBudget
+from blockheat.libs.plans.policies import FAMILIES
+from blockheat.libs.plans.scorecard import parse_window
+from blockheat.libs.plans.steps import (
     PlanError,
     PlanInputs,
     SafetyLimits,
@@ -50,17 +50,17 @@ from libs.plans.steps import (
     plan_scope,
     write_plan,
 )
-from libs.plans.target_spec import resolve_spec
-from libs.plans.types import BASELINE, Outcome, PlanPart, PolicyError, Target, Variant
-from schemas import cooling_moves, policy_scores, reorg_plan_steps, reorg_plans, sim_results
-from schemas.reorg_plan_json import schema_errors
-from schemas.requests import REPLAY_COLUMNS
-from sim.array import DiskArray, Extent, ExtentMap
-from sim.engine import SimConfig, Simulation
-from sim.glue import ScenarioConfig, partition_layout
-from sim.stats import per_request
-from sim.validate import demerit_ms
-from sim.workloads import from_arrow
+from blockheat.libs.plans.target_spec import resolve_spec
+from blockheat.libs.plans.types import BASELINE, Outcome, PlanPart, PolicyError, Target, Variant
+from blockheat.schemas import cooling_moves, policy_scores, reorg_plan_steps, reorg_plans, sim_results
+from blockheat.schemas.reorg_plan_json import schema_errors
+from blockheat.schemas.requests import REPLAY_COLUMNS
+from blockheat.sim.array import DiskArray, Extent, ExtentMap
+from blockheat.sim.engine import SimConfig, Simulation
+from blockheat.sim.glue import ScenarioConfig, partition_layout
+from blockheat.sim.stats import per_request
+from blockheat.sim.validate import demerit_ms
+from blockheat.sim.workloads import from_arrow
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

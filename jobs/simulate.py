@@ -8,9 +8,9 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from libs.io.session import SparkConfig, build_session
-from libs.simulation.grid import load_grid
-from libs.simulation.stage import run
+from blockheat.libs.io.session import SparkConfig, build_session
+from blockheat.libs.simulation.grid import load_grid
+from blockheat.libs.simulation.stage import run
 
 
 def parse_args(argv: Sequence[str] | None) -> Path:

@@ -20,13 +20,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from libs.io import endpoint, journal, sql_access
-from libs.io.catalog import driver_class_path, metastore_in_use, metastore_path, sync_catalog
-from libs.io.connect_server import CONNECT_PLUGIN, ConnectServer, free_port
-from libs.io.jvm import merge_java_options
-from libs.io.session import SparkConfig, delta_jars, join_class_path
-from libs.io.table_names import NAMES_CONF, NAMES_CREATED
-from libs.io.tables import TABLES, table_exists
+from blockheat.libs.io import endpoint, journal, sql_access
+from blockheat.libs.io.catalog import driver_class_path, metastore_in_use, metastore_path, sync_catalog
+from blockheat.libs.io.connect_server import CONNECT_PLUGIN, ConnectServer, free_port
+from blockheat.libs.io.jvm import merge_java_options
+from blockheat.libs.io.session import SparkConfig, delta_jars, join_class_path
+from blockheat.libs.io.table_names import NAMES_CONF, NAMES_CREATED
+from blockheat.libs.io.tables import TABLES, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

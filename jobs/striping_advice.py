@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from libs.io.session import SparkConfig, build_session
-from libs.io.tables import read_table, replace_rows, trace_info
-from libs.plans.striping_advisor import (
+from blockheat.libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.tables import read_table, replace_rows, trace_info
+from blockheat.libs.plans.striping_advisor import (
     DiskModel,
     FileStats,
     Workload,
@@ -24,17 +24,17 @@ from libs.plans.striping_advisor import (
     recommendation_rows,
     simulated_response,
 )
-from schemas import striping_recommendations as SR
-from schemas import trace_profile
-from schemas.requests import REPLAY_COLUMNS
-from sim.engine import SimConfig
-from sim.specs import resolve
-from sim.workloads import from_arrow
+from blockheat.schemas import striping_recommendations as SR
+from blockheat.schemas import trace_profile
+from blockheat.schemas.requests import REPLAY_COLUMNS
+from blockheat.sim.engine import SimConfig
+from blockheat.sim.specs import resolve
+from blockheat.sim.workloads import from_arrow
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from sim.spec import DiskSpec
+    from blockheat.sim.spec import DiskSpec
 
 log = logging.getLogger(__name__)
 

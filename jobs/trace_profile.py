@@ -6,9 +6,9 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from libs.io.session import SparkConfig, build_session
-from libs.io.tables import trace_info
-from libs.transforms.profile_files import profile_trace
+from blockheat.libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.tables import trace_info
+from blockheat.libs.transforms.profile_files import profile_trace
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -35,8 +35,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from libs.io import storage
-from libs.io.jvm import JAVA_OPTION_KEYS, archive_options, merge_java_options, prefix_of
+from blockheat.libs.io import storage
+from blockheat.libs.io.jvm import JAVA_OPTION_KEYS, archive_options, merge_java_options, prefix_of
 
 DAY_S = 86_400
 MANIFEST = "manifest.json"
@@ -102,7 +102,7 @@ class Landing:
 
 def read_manifest(folder: Path, formats: Sequence[str]) -> Manifest:
     """The folder's manifest.json; LandingError naming the file and the problem."""
-    from libs.io.tables import TraceIdError, check_trace_id  # lazy: pyspark stays out of the DAG's parse
+    from blockheat.libs.io.tables import TraceIdError, check_trace_id  # lazy: pyspark stays out of the DAG's parse
 
     path = folder / MANIFEST
     if not path.is_file():
@@ -134,7 +134,7 @@ def read_manifest(folder: Path, formats: Sequence[str]) -> Manifest:
 
 
 def _sha256(path: Path) -> str:
-    from libs.io.inputs import file_sha256  # lazy: numpy and zstandard stay out of the DAG's parse
+    from blockheat.libs.io.inputs import file_sha256  # lazy: numpy and zstandard stay out of the DAG's parse
 
     return file_sha256(path)
 
@@ -452,7 +452,7 @@ def delta_commits(table: Location, after: int | None) -> list[dict[str, Any]]:
     """Commits of the table at `table` (a local path or a URI) after version `after` (all with None), oldest
     first, from its history (libs.io.delta_log): version, operation, rows_written (_rows_written; 0 for commits
     that write no rows). [] when there is no table."""
-    from libs.io import delta_log  # lazy: deltalake stays out of the DAG's parse
+    from blockheat.libs.io import delta_log  # lazy: deltalake stays out of the DAG's parse
 
     root = storage.normalize(table)
     latest = delta_log.table_version(root)
@@ -466,7 +466,7 @@ def delta_commits(table: Location, after: int | None) -> list[dict[str, Any]]:
 
 def table_versions(warehouse: Location, tables: Sequence[str] = TABLES) -> dict[str, int | None]:
     """Each table's latest Delta version (None: not created yet)."""
-    from libs.io.tables import table_version  # lazy: pyspark stays out of the DAG's parse
+    from blockheat.libs.io.tables import table_version  # lazy: pyspark stays out of the DAG's parse
 
     return {t: table_version(warehouse, t) for t in tables}
 

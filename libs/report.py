@@ -26,8 +26,8 @@ import numpy as np
 from matplotlib.colors import LogNorm
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from libs.io import storage
-from schemas import policy_scores as PS
+from blockheat.libs.io import storage
+from blockheat.schemas import policy_scores as PS
 
 HOUR_US = 3_600_000_000
 DAY_US = 24 * HOUR_US

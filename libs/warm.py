@@ -11,13 +11,13 @@ import time
 
 import numpy as np
 
-from libs.alis import warm as alis_warm
-from libs.readers.srt import find_record_offsets
-from libs.transforms import heat_kernels as HK
-from libs.transforms import profile_kernels as PK
-from libs.transforms import tracking_kernels as TK
-from sim import warm as sim_warm
-from sim.warm import frozen
+from blockheat.libs.alis import warm as alis_warm
+from blockheat.libs.readers.srt import find_record_offsets
+from blockheat.libs.transforms import heat_kernels as HK
+from blockheat.libs.transforms import profile_kernels as PK
+from blockheat.libs.transforms import tracking_kernels as TK
+from blockheat.sim import warm as sim_warm
+from blockheat.sim.warm import frozen
 
 VIEWS = (np.array, frozen)        # writable, and read-only as a requests file's Arrow columns give them
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from schemas._check import check
+from blockheat.schemas._check import check
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

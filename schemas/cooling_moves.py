@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from schemas._check import check
+from blockheat.schemas._check import check
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

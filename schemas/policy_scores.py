@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from schemas._check import check, flat_schemas
+from blockheat.schemas._check import check, flat_schemas
 
 if TYPE_CHECKING:
     import pyarrow as pa

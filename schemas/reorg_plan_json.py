@@ -11,8 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from schemas.reorg_plan_steps import STEP_TYPES
-from schemas.reorg_plans import STATUSES
+from blockheat.schemas.reorg_plan_steps import STEP_TYPES
+from blockheat.schemas.reorg_plans import STATUSES
 
 SCHEMA_VERSION = 1
 

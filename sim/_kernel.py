@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from sim.array import (
+from blockheat.sim.array import (
     LAYOUT_AS_TRACED,
     LAYOUT_CONCAT,
     LAYOUT_RANDOM,
@@ -35,7 +35,7 @@ from sim.array import (
     LayoutArrays,
     extent_at,
 )
-from sim.disk import (
+from blockheat.sim.disk import (
     DI_CYL,
     F_DESTAGE,
     F_HIT,
@@ -47,8 +47,8 @@ from sim.disk import (
     detailed_service,
     expected_service,
 )
-from sim.records import FLAG_BACKGROUND, FLAG_READ
-from sim.spec import P_SURFACES, DiskArrays
+from blockheat.sim.records import FLAG_BACKGROUND, FLAG_READ
+from blockheat.sim.spec import P_SURFACES, DiskArrays
 
 # Status codes returned by run_loop.
 ST_DONE, ST_PAUSED, ST_GROW_POOL, ST_GROW_TS, ST_GROW_LOG, ST_SATURATED = range(6)

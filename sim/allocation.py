@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numba import njit
 
-from sim.array import Extent, ExtentMap
+from blockheat.sim.array import Extent, ExtentMap
 
 if TYPE_CHECKING:
-    from sim.array import ExtentMap
+    from blockheat.sim.array import ExtentMap
 
 __all__ = ["AllocUnit", "Allocation", "AllocationError", "IncrementalMove", "greedy_allocation", "greedy_disks",
            "incremental_moves", "round_robin_allocation", "to_extent_map", "units_from_extent_heat"]

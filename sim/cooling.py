@@ -36,13 +36,13 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from sim import _kernel as K
-from sim.array import LP_SHIFT, Extent, ExtentMap, LayoutArrays, RemapEvent
-from sim.engine import PolicyBase, Window
-from sim.tracker import InterarrivalTracker, split_into_units
+from blockheat.sim import _kernel as K
+from blockheat.sim.array import LP_SHIFT, Extent, ExtentMap, LayoutArrays, RemapEvent
+from blockheat.sim.engine import PolicyBase, Window
+from blockheat.sim.tracker import InterarrivalTracker, split_into_units
 
 if TYPE_CHECKING:
-    from sim.engine import Simulation
+    from blockheat.sim.engine import Simulation
 
 __all__ = ["COOLING_MOVES_SCHEMA", "CoolingConfig", "CoolingMove", "DiskCooling", "Step", "cooling_step",
            "fragment_map"]

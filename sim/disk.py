@@ -12,7 +12,7 @@ import math
 import numpy as np
 from numba import njit
 
-from sim.spec import (
+from blockheat.sim.spec import (
     P_AVG_SEEK_US,
     P_BUS_US,
     P_BUS_WRITE_US,

@@ -13,12 +13,12 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from sim import _kernel as K
-from sim.array import SCHEDULERS, AsTraced, DiskArray, ExtentMap, RandomDisk, RemapEvent, Striped
-from sim.disk import DF_CLOCK, DF_PHASE, DI_LAST_END, DI_RA_SEG, MODES
-from sim.records import Requests
-from sim.spec import P_SEGMENTS, P_ZERO_LATENCY, P_ZL_WRITES, DiskSpec
-from sim.stats import RunResult, summarize
+from blockheat.sim import _kernel as K
+from blockheat.sim.array import SCHEDULERS, AsTraced, DiskArray, ExtentMap, RandomDisk, RemapEvent, Striped
+from blockheat.sim.disk import DF_CLOCK, DF_PHASE, DI_LAST_END, DI_RA_SEG, MODES
+from blockheat.sim.records import Requests
+from blockheat.sim.spec import P_SEGMENTS, P_ZERO_LATENCY, P_ZL_WRITES, DiskSpec
+from blockheat.sim.stats import RunResult, summarize
 
 __all__ = ["ClosedLoop", "Policy", "PolicyBase", "SimConfig", "Simulation", "Status", "Window", "run_with_policy"]
 

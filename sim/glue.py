@@ -22,9 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sim.alis.params import AlisParams
-from sim.alis.policy import prepare as prepare_alis
-from sim.allocation import (
+from blockheat.sim.alis.params import AlisParams
+from blockheat.sim.alis.policy import prepare as prepare_alis
+from blockheat.sim.allocation import (
     AllocationError,
     AllocUnit,
     greedy_disks,
@@ -32,7 +32,7 @@ from sim.allocation import (
     round_robin_allocation,
     to_extent_map,
 )
-from sim.array import (
+from blockheat.sim.array import (
     AsTraced,
     Concatenated,
     DiskArray,
@@ -43,16 +43,16 @@ from sim.array import (
     RemapEvent,
     Striped,
 )
-from sim.cooling import COOLING_MOVES_SCHEMA, CoolingConfig, DiskCooling
-from sim.engine import ClosedLoop, SimConfig, Simulation, run_with_policy
-from sim.records import Requests
-from sim.spec import DiskSpec, SpecError
-from sim.specs import from_geometry, resolve
-from sim.stats import RESULT_SCHEMA, TIMESERIES_SCHEMA, timeseries
-from sim.stats import _order_stats as order_stats
-from sim.tracker import split_into_units
-from sim.tracks import IoShaping, IoShapingError, ShapedRequests, io_shaping_from_dict, original_responses
-from sim.workloads import from_arrow, mix, poisson_background
+from blockheat.sim.cooling import COOLING_MOVES_SCHEMA, CoolingConfig, DiskCooling
+from blockheat.sim.engine import ClosedLoop, SimConfig, Simulation, run_with_policy
+from blockheat.sim.records import Requests
+from blockheat.sim.spec import DiskSpec, SpecError
+from blockheat.sim.specs import from_geometry, resolve
+from blockheat.sim.stats import RESULT_SCHEMA, TIMESERIES_SCHEMA, timeseries
+from blockheat.sim.stats import _order_stats as order_stats
+from blockheat.sim.tracker import split_into_units
+from blockheat.sim.tracks import IoShaping, IoShapingError, ShapedRequests, io_shaping_from_dict, original_responses
+from blockheat.sim.workloads import from_arrow, mix, poisson_background
 
 __all__ = [
     "POLICY_NAMES",

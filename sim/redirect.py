@@ -36,13 +36,13 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from sim.array import DiskArray, Extent, ExtentMap
-from sim.engine import Simulation
-from sim.records import Requests
+from blockheat.sim.array import DiskArray, Extent, ExtentMap
+from blockheat.sim.engine import Simulation
+from blockheat.sim.records import Requests
 
 if TYPE_CHECKING:
-    from sim.engine import SimConfig, Simulation
-    from sim.spec import DiskSpec
+    from blockheat.sim.engine import SimConfig, Simulation
+    from blockheat.sim.spec import DiskSpec
 
 __all__ = ["REGIONS", "SOURCES", "Directory", "Redirected", "Reorganization", "Volume", "device_mapping", "redirect"]
 

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from sim import _kernel as K
+from blockheat.sim import _kernel as K
 
 if TYPE_CHECKING:
-    from sim.records import Requests
-    from sim.spec import DiskSpec
+    from blockheat.sim.records import Requests
+    from blockheat.sim.spec import DiskSpec
 
 __all__ = ["RESULT_SCHEMA", "TIMESERIES_SCHEMA", "Replay", "RunResult", "saturation_verdict", "summarize"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sim.array import extent_at, extent_index
+from blockheat.sim.array import extent_at, extent_index
 
 __all__ = ["InterarrivalTracker", "split_into_units", "unit_heat"]
 

@@ -29,8 +29,8 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from sim.records import Requests
-from sim.spec import DiskSpec
+from blockheat.sim.records import Requests
+from blockheat.sim.spec import DiskSpec
 
 __all__ = [
     "IO_KINDS",

@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from sim.array import DiskArray
-from sim.engine import ClosedLoop, SimConfig, Simulation
-from sim.records import Requests
-from sim.spec import DiskSpec
-from sim.specs import from_srt_header
+from blockheat.sim.array import DiskArray
+from blockheat.sim.engine import ClosedLoop, SimConfig, Simulation
+from blockheat.sim.records import Requests
+from blockheat.sim.spec import DiskSpec
+from blockheat.sim.specs import from_srt_header
 
 __all__ = [
     "DeviceComparison",

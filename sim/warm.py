@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from sim.alis.graph import count_pairs, prune_arrays
-from sim.alis.runs import discover_run_arrays
-from sim.glue import ScenarioConfig, simulate_scenario
-from sim.tracker import InterarrivalTracker
+from blockheat.sim.alis.graph import count_pairs, prune_arrays
+from blockheat.sim.alis.runs import discover_run_arrays
+from blockheat.sim.glue import ScenarioConfig, simulate_scenario
+from blockheat.sim.tracker import InterarrivalTracker
 
 DEVICE_SECTORS = 1 << 18          # 128 MiB of 512-byte sectors per device
 SCENARIOS: tuple[dict[str, Any], ...] = (

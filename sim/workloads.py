@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sim.records import FLAG_BACKGROUND, FLAG_READ, Requests
+from blockheat.sim.records import FLAG_BACKGROUND, FLAG_READ, Requests
 
 __all__ = [
     "FIVE_CLASSES",

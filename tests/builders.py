@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs.ingest_trace import IngestSummary, run
-from libs.ingest.pipeline import IngestOptions, staging_location
-from libs.io.session import SparkConfig
-from schemas import requests as R
+from blockheat.jobs.ingest_trace import IngestSummary, run
+from blockheat.libs.ingest.pipeline import IngestOptions, staging_location
+from blockheat.libs.io.session import SparkConfig
+from blockheat.schemas import requests as R
 
 
 def ingest(spark: Any, cfg: SparkConfig, fmt: str, trace_id: str, paths: list[Any], **options: Any) -> IngestSummary:
@@ -26,7 +26,7 @@ def _log_rows(spark: Any, table: str, trace_id: str) -> list[dict[str, Any]] | N
     2-4 s a read-back here, and most tests of ingest read back what they just wrote. tests/libs/io/test_delta_log.py
     checks that reader's files equal Spark's at every version; the catalog, CLI and SQL tests keep querying
     through Spark SQL."""
-    from libs.io.tables import table_exists, trace_rows
+    from blockheat.libs.io.tables import table_exists, trace_rows
     from tests.shared_jvm import WAREHOUSE_CONF
 
     warehouse = Path(spark.conf.get(WAREHOUSE_CONF))
@@ -97,7 +97,7 @@ def table_digest(spark: Any, warehouse: Path, name: str, trace_id: str, drop: tu
     rows collected by Spark (the dicts keep the columns' order and collect()'s values)."""
     import hashlib
 
-    from libs.io.tables import trace_rows
+    from blockheat.libs.io.tables import trace_rows
 
     rows = sorted(repr(tuple(v for k, v in r.items() if k not in drop))
                   for r in trace_rows(spark, warehouse, name, trace_id) if where is None or where(r))

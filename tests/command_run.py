@@ -30,8 +30,8 @@ def commands(srt: str, vscsi: str) -> list[list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from jobs.cli.main import main as blockheat
-    from libs.io.tables import rows_from_log
+    from blockheat.jobs.cli.main import main as blockheat
+    from blockheat.libs.io.tables import rows_from_log
 
     parser = argparse.ArgumentParser(prog="tests.command_run")
     parser.add_argument("--srt", required=True)

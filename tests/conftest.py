@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.session import SparkConfig, build_session
 from tests.postgres_server import PostgresServer, running_postgres
 from tests.s3_server import S3Server, running_s3_server
 from tests.shared_jvm import SWITCH_ENV, WAREHOUSE_CONF, SharedJvm, attach, session_config, shared_worker
@@ -27,9 +27,19 @@ LONG_FILES = ("tests/dags/test_nightly_dag.py", "tests/libs/ingest/test_errors.p
               "tests/jobs/test_cluster.py")
 
 
+# Fixtures that start a JVM (Spark, S3Proxy): a test using one, directly or through another fixture, is marked
+# `spark` at collection; `make test-fast` runs the rest (-m "not spark") with a `java` that refuses to start
+# (.ci/no-jvm), so a JVM test left unmarked fails there instead of slowing the lane. Files whose tests start
+# JVMs in child processes (the `blockheat` command, Airflow, spark-submit) carry `pytestmark = pytest.mark.spark`.
+JVM_FIXTURES = frozenset({"spark", "s3_server"})
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     first = {name: rank for rank, name in enumerate(LONG_FILES)}
     items.sort(key=lambda item: first.get(item.nodeid.split("::", 1)[0], len(first)))   # stable: the rest in order
+    for item in items:
+        if JVM_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.spark)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.session import SparkConfig, build_session
 
 SLICE_TRACE_ID = "hplajw-slice"
 SLICE_RECORDS = 3000             # the first 3,000 requests of hplajw span 2.6 days (3 ALIS intervals)
@@ -44,8 +44,8 @@ def slice_grid(grid_id: str, speedups: Sequence[float]) -> dict[str, Any]:
 def run_pipeline(spark: Any, cfg: SparkConfig, trace: Path, grid_file: Path, *, announce: bool = False) -> None:
     """ingest -> heat (whole trace) -> ALIS graph -> simulation grid, as the CLI runs them; `announce` prints
     {"step": NAME} before each step."""
-    from jobs import alis_graph, extent_heat, simulate
-    from libs.simulation.grid import load_grid
+    from blockheat.jobs import alis_graph, extent_heat, simulate
+    from blockheat.libs.simulation.grid import load_grid
     from tests.builders import ingest
 
     steps = (("ingest", lambda: ingest(spark, cfg, "hp-srt", SLICE_TRACE_ID, [trace])),
@@ -62,7 +62,7 @@ def generated_requests(spark: Any, n: int) -> Any:
     """n requests of trace GENERATED_TRACE_ID on 4 devices, computed from their position (no input files)."""
     from pyspark.sql import functions as F
 
-    from schemas import requests as R
+    from blockheat.schemas import requests as R
 
     i = F.col("id")
     return spark.range(0, n, 1, 8).select(
@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with StageReporter(spark):
             run_pipeline(spark, cfg, args.trace, args.grid, announce=True)
     else:
-        from libs.io.tables import replace_trace
+        from blockheat.libs.io.tables import replace_trace
 
         print("writing", flush=True)
         replace_trace(generated_requests(spark, args.rows), spark, cfg.warehouse, "requests", GENERATED_TRACE_ID)

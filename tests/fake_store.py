@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 from fsspec.implementations.local import LocalFileSystem
 
-from libs.io import storage
+from blockheat.libs.io import storage
 
 BUCKET = "bucket"
 

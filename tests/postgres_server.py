@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from libs.io.connect_server import free_port
+from blockheat.libs.io.connect_server import free_port
 
 SCRIPT = Path(__file__).resolve().parent.parent / "infra" / "postgres" / "local-cluster.sh"
 METASTORE_DB = "blockheat_metastore"

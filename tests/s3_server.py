@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from libs.io.connect_server import free_port
+from blockheat.libs.io.connect_server import free_port
 
 #: Overrides where the jar is looked for (default: the newest s3proxy-*-jar-with-dependencies.jar that `make` put in
 #: this interpreter's environment).

@@ -19,7 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.session import SparkConfig, build_session
 
 #: The file, named in the workers' environment, where the controller writes the JVM's py4j port and secret.
 INFO_ENV = "BLOCKHEAT_TEST_JVM"

@@ -1,6 +1,7 @@
-"""The house's one-way imports: jobs > libs > sim, schemas a leaf, no circles. Two independent checks: the
-import contract (import-linter, pyproject.toml) and an AST scan of every import statement, function-level ones
-included; each must pass on the tree and fail on a deliberately added back-import."""
+"""The house's one-way imports under the one import root `blockheat`: jobs > libs > sim, schemas and data leaves,
+no circles. Two independent checks: the import contract (import-linter, pyproject.toml) and an AST scan of every
+import statement, function-level ones included; each must pass on the tree and fail on a deliberately added
+back-import."""
 from __future__ import annotations
 
 import ast
@@ -15,17 +16,19 @@ import networkx as nx
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("jobs", "libs", "sim", "schemas")
-FLOOR = {"jobs": 3, "libs": 2, "sim": 1, "schemas": 1}
+ROOT = "blockheat"
+PACKAGES = ("jobs", "libs", "sim", "schemas", "data")
+FLOOR = {"jobs": 3, "libs": 2, "sim": 1, "schemas": 1, "data": 1}
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
 def module_names(root: Path) -> dict[str, Path]:
-    """Dotted module name -> file, for every module of the project's packages under `root`."""
+    """Installed dotted module name (blockheat.<folder>...) -> file, for every module of the project's packages
+    under `root`."""
     out = {}
     for package in PACKAGES:
         for path in (root / package).rglob("*.py"):
-            name = ".".join(path.relative_to(root).with_suffix("").parts)
+            name = ".".join((ROOT, *path.relative_to(root).with_suffix("").parts))
             out[name.removesuffix(".__init__")] = path
     return out
 
@@ -50,7 +53,7 @@ def import_graph(root: Path) -> nx.DiGraph:
             else:
                 continue
             for name in names:
-                target = resolve(name) if name.split(".")[0] in PACKAGES else None
+                target = resolve(name) if name.split(".")[0] == ROOT else None
                 if target and target != module:
                     graph.add_edge(module, target, line=node.lineno)
     return graph
@@ -61,25 +64,32 @@ def house_faults(root: Path) -> list[str]:
     graph = import_graph(root)
     faults = []
     for a, b, data in graph.edges(data=True):
-        top_a, top_b = a.split(".")[0], b.split(".")[0]
+        top_a, top_b = a.split(".")[1], b.split(".")[1]
         if top_a != top_b and (FLOOR[top_a] <= FLOOR[top_b]):
             faults.append(f"{a} -> {b} (line {data['line']}): {top_a} may not import {top_b}")
-        if a.startswith("jobs.") and not a.startswith("jobs.cli") and b.startswith("jobs.cli"):
+        if a.startswith("blockheat.jobs.") and not a.startswith("blockheat.jobs.cli") and b.startswith(
+                "blockheat.jobs.cli"):
             faults.append(f"{a} -> {b} (line {data['line']}): a job may not import the command")
     faults += [f"circle: {' -> '.join([*cycle, cycle[0]])}" for cycle in nx.simple_cycles(graph)]
     return faults
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(root)}       # the packages under `root`, not the installed ones
+    """import-linter on the house under `root`: the repository (through the editable install), or a copy whose
+    folders are laid out as installed (<root>/_site/blockheat/<folder>) and found first on the path."""
+    site = root / "_site"
+    env = {**os.environ, "PYTHONPATH": str(site)} if site.is_dir() else dict(os.environ)
     return subprocess.run([str(LINT_IMPORTS), "--no-cache", str(root / "pyproject.toml")], cwd=root,
                           env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
 @pytest.fixture
 def copied_house(tmp_path: Path) -> Path:
+    """A copy of the house: its folders at the top (the AST scan) and, as links, in the installed layout."""
+    (tmp_path / "_site" / ROOT).mkdir(parents=True)
     for package in PACKAGES:
         shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+        (tmp_path / "_site" / ROOT / package).symlink_to(tmp_path / package, target_is_directory=True)
     shutil.copy(REPO / "pyproject.toml", tmp_path)
     return tmp_path
 
@@ -95,10 +105,13 @@ def test_the_import_contract_holds() -> None:
 
 
 @pytest.mark.parametrize(("importer", "line", "fault"), [
-    ("sim/records.py", "from libs.io import tables", "sim.records -> libs.io.tables"),
-    ("schemas/traces.py", "import sim.records", "schemas.traces -> sim.records"),
-    ("libs/readers/scan.py", "from jobs.cli import main", "libs.readers.scan -> jobs.cli.main"),
-    ("jobs/extent_heat.py", "from jobs.cli import main", "jobs.extent_heat -> jobs.cli.main"),
+    ("sim/records.py", "from blockheat.libs.io import tables", "blockheat.sim.records -> blockheat.libs.io.tables"),
+    ("schemas/traces.py", "import blockheat.sim.records", "blockheat.schemas.traces -> blockheat.sim.records"),
+    ("libs/readers/scan.py", "from blockheat.jobs.cli import main",
+     "blockheat.libs.readers.scan -> blockheat.jobs.cli.main"),
+    ("jobs/extent_heat.py", "from blockheat.jobs.cli import main",
+     "blockheat.jobs.extent_heat -> blockheat.jobs.cli.main"),
+    ("data/__init__.py", "from blockheat.sim import records", "blockheat.data -> blockheat.sim.records"),
 ])
 def test_a_back_import_breaks_both_checks(copied_house: Path, importer: str, line: str, fault: str) -> None:
     path = copied_house / importer
@@ -111,11 +124,11 @@ def test_a_back_import_breaks_both_checks(copied_house: Path, importer: str, lin
 
 def test_a_circle_inside_libs_breaks_both_checks(copied_house: Path) -> None:
     path = copied_house / "libs/readers/scan.py"           # readers.scan -> ingest.pipeline -> readers.scan
-    path.write_text(path.read_text() + "\n\ndef _back() -> None:\n    from libs.ingest import pipeline\n")
-    assert any(f.startswith("circle:") and "libs.readers.scan" in f for f in house_faults(copied_house))
+    path.write_text(path.read_text() + "\n\ndef _back() -> None:\n    from blockheat.libs.ingest import pipeline\n")
+    assert any(f.startswith("circle:") and "blockheat.libs.readers.scan" in f for f in house_faults(copied_house))
     run = lint_imports(copied_house)
     assert run.returncode == 1
-    assert "No cycles are allowed in libs." in run.stdout
+    assert "No cycles are allowed in blockheat.libs." in run.stdout
 
 
 PY4J_INTERNALS = re.compile(r"\._(jvm|jsparkSession|jsc|jdf|jconf|gateway|jss|jreader|jwrite|jseq|jmap)\b")
@@ -125,7 +138,7 @@ def test_no_py4j_access_to_spark_or_delta_internals() -> None:
     """Public APIs only (they also work under Spark Connect, which has no py4j gateway): no spark._jvm,
     _jsparkSession, _jsc, _jdf or other py4j handle anywhere in the product's code."""
     found = []
-    for top in ("libs", "jobs", "sim", "dags"):
+    for top in ("libs", "jobs", "sim", "dags", "data"):
         for path in sorted((REPO / top).rglob("*.py")):
             for number, line in enumerate(path.read_text().splitlines(), start=1):
                 if PY4J_INTERNALS.search(line.split("#")[0]):

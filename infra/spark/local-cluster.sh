@@ -103,7 +103,7 @@ case "$action" in
     # No REST submission server: it would take the fixed port 6066 (one cluster per machine), and nothing uses it.
     export SPARK_MASTER_OPTS="${SPARK_MASTER_OPTS:-} -Dspark.master.rest.enabled=false"
     # The environment's JVM class archive (blockheat jvm-archive), if made: the daemons start faster.
-    archive=$("$python" -c 'from libs.io.jvm import archive_options; print(" ".join(archive_options()))' 2>/dev/null || true)
+    archive=$("$python" -c 'from blockheat.libs.io.jvm import archive_options; print(" ".join(archive_options()))' 2>/dev/null || true)
     export SPARK_DAEMON_JAVA_OPTS="${SPARK_DAEMON_JAVA_OPTS:-} $archive"
     # spark-class execs java, so $! is the daemon's own pid. setsid: the daemons outlive this shell's session.
     setsid "$spark_home/bin/spark-class" org.apache.spark.deploy.master.Master \

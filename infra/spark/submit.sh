@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# spark-submit one blockheat job (jobs/JOB.py) to a Spark cluster, in client mode from this machine:
+# spark-submit one blockheat job (the installed blockheat/jobs/JOB.py) to a Spark cluster, in client mode from this machine:
 #
 #   BLOCKHEAT_SPARK_MASTER=spark://spark-master.example:7077 BLOCKHEAT_WAREHOUSE=/mnt/blockheat/warehouse \
 #   BLOCKHEAT_DRIVER_HOST=10.0.0.12 infra/spark/submit.sh extent_heat hplajw
@@ -19,15 +19,16 @@ job=$1
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-[ -f "$repo/jobs/$job.py" ] || { echo "submit.sh: no such job: $repo/jobs/$job.py" >&2; exit 2; }
 : "${BLOCKHEAT_SPARK_MASTER:?set BLOCKHEAT_SPARK_MASTER to the master URL of the cluster}"
 : "${BLOCKHEAT_WAREHOUSE:?set BLOCKHEAT_WAREHOUSE to the shared warehouse path}"
 python=${PYTHON:-$repo/.venv/bin/python}
+application=$("$python" -c 'import pathlib, sys; from blockheat import jobs; print(pathlib.Path(jobs.__file__).parent / (sys.argv[1] + ".py"))' "$job")
+[ -f "$application" ] || { echo "submit.sh: no such job: $application" >&2; exit 2; }
 interpreter=$("$python" -c 'import sys; print(sys.executable)')
 spark_home=$("$python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')
 # The Delta jars an earlier session resolved (executors fetch them from the driver), else Maven coordinates.
-jars=$("$python" -c 'from libs.io.session import cached_delta_jars; print(",".join(cached_delta_jars() or []))')
-package=$("$python" -c 'from libs.nightly import delta_package; print(delta_package())')
+jars=$("$python" -c 'from blockheat.libs.io.session import cached_delta_jars; print(",".join(cached_delta_jars() or []))')
+package=$("$python" -c 'from blockheat.libs.nightly import delta_package; print(delta_package())')
 if [ -n "$jars" ]; then delta=(--jars "$jars"); else delta=(--packages "$package"); fi
 properties=${SPARK_PROPERTIES:-}
 if [ -z "$properties" ] && [[ "$BLOCKHEAT_SPARK_MASTER" == spark://* ]]; then properties=$here/standalone.conf; fi
@@ -35,4 +36,4 @@ props=()
 [ -n "$properties" ] && props=(--properties-file "$properties")
 export PYSPARK_PYTHON=$interpreter PYSPARK_DRIVER_PYTHON=$interpreter BLOCKHEAT_WAREHOUSE
 exec "$spark_home/bin/spark-submit" --master "$BLOCKHEAT_SPARK_MASTER" --deploy-mode client "${props[@]}" \
-  "${delta[@]}" --conf "spark.pyspark.python=$interpreter" "$repo/jobs/$job.py" "$@"
+  "${delta[@]}" --conf "spark.pyspark.python=$interpreter" "$application" "$@"

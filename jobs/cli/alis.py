@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jobs.cli.common import add_command, add_output_options, checked, output, spark_session
-from jobs.cli.output import SHARE
+from blockheat.jobs.cli.common import add_command, add_output_options, checked, output, spark_session
+from blockheat.jobs.cli.output import SHARE
 
 
 def _share(hits: int, reads: int) -> float | None:
@@ -14,21 +14,21 @@ def _share(hits: int, reads: int) -> float | None:
 
 
 def _graph_arguments(parser: argparse.ArgumentParser) -> None:
-    from jobs.alis_graph import add_arguments  # lazy: the job (pyspark) loads only for `graph`
+    from blockheat.jobs.alis_graph import add_arguments  # lazy: the job (pyspark) loads only for `graph`
 
     add_arguments(parser)
     add_output_options(parser)
 
 
 def _layout_arguments(parser: argparse.ArgumentParser) -> None:
-    from jobs.alis_layout import add_arguments  # lazy: the job (pyspark) loads only for `alis`
+    from blockheat.jobs.alis_layout import add_arguments  # lazy: the job (pyspark) loads only for `alis`
 
     add_arguments(parser)
     add_output_options(parser)
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from jobs.alis_graph import options_from_args, run  # lazy: the job (pyspark) loads only for `graph`
+    from blockheat.jobs.alis_graph import options_from_args, run  # lazy: the job (pyspark) loads only for `graph`
 
     opts = checked(options_from_args, args)
     spark, cfg = spark_session(args, f"graph {opts.trace_id}")
@@ -52,7 +52,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_alis(args: argparse.Namespace) -> int:
-    from jobs.alis_layout import options_from_args, run  # lazy: the job (pyspark) loads only for `alis`
+    from blockheat.jobs.alis_layout import options_from_args, run  # lazy: the job (pyspark) loads only for `alis`
 
     opts = checked(options_from_args, args)
     spark, cfg = spark_session(args, f"alis {opts.trace_id}")

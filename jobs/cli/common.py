@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from jobs.cli import console
-from jobs.cli.output import FORMATS, Output
+from blockheat.jobs.cli import console
+from blockheat.jobs.cli.output import FORMATS, Output
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -127,8 +127,8 @@ def say(text: str) -> int:
 def spark_config(args: argparse.Namespace, app: str, *, catalog: str = "in-memory", **from_env: Any) -> Any:
     """The environment's SparkConfig with this app name and catalog; with --debug, the driver logs at Spark's
     default level."""
-    from libs.io.jvm import merge_java_options  # lazy: loads only for commands that use Spark
-    from libs.io.session import SparkConfig
+    from blockheat.libs.io.jvm import merge_java_options  # lazy: loads only for commands that use Spark
+    from blockheat.libs.io.session import SparkConfig
 
     cfg = replace(SparkConfig.from_env(app, **from_env), catalog=catalog)
     if getattr(args, "debug", False):
@@ -145,7 +145,7 @@ def spark_session(args: argparse.Namespace, app: str, *, catalog: str = "in-memo
     # lazy: pyspark loads only for commands that use Spark
     from pyspark.sql import SparkSession
 
-    from libs.io.session import build_session, cached_delta_jars
+    from blockheat.libs.io.session import build_session, cached_delta_jars
 
     cfg = spark_config(args, app, catalog=catalog)
     if read_only:

@@ -199,7 +199,7 @@ class SparkProgress:
     def start(cls, spark: Any, label: str) -> SparkProgress | None:
         """A running progress line for `spark` when stderr is a terminal and the session has a SparkContext
         (a Spark Connect client has none: no progress line)."""
-        from libs.io.connect import is_remote  # lazy: pyspark loads only for commands that use Spark
+        from blockheat.libs.io.connect import is_remote  # lazy: pyspark loads only for commands that use Spark
 
         if not sys.stderr.isatty() or is_remote(spark):
             return None

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs.cli.common import UsageError, add_command, add_output_options, output
+from blockheat.jobs.cli.common import UsageError, add_command, add_output_options, output
 
 
 def add_commands(sub: Any) -> None:
@@ -18,7 +18,10 @@ def add_commands(sub: Any) -> None:
 
 
 def _experiment_arguments(exp: argparse.ArgumentParser) -> None:
-    from libs.experiments import EXPERIMENTS, SCALES  # lazy: numpy and the simulator load only for `experiment`
+    from blockheat.libs.experiments import (  # lazy: numpy and the simulator load only for `experiment`
+        EXPERIMENTS,
+        SCALES,
+    )
 
     exp.description = ("Experiments: " + ", ".join(sorted(EXPERIMENTS)) + " (or 'all'). Outputs go to "
                        "<warehouse>/experiments/<name>/ (BLOCKHEAT_WAREHOUSE, default ./warehouse) unless --out.")
@@ -32,8 +35,8 @@ def _experiment_arguments(exp: argparse.ArgumentParser) -> None:
 
 def cmd_experiment(args: argparse.Namespace) -> int:
     # lazy: numpy, the simulator and the session settings load only when `experiment` runs
-    from libs.experiments import EXPERIMENTS, run_experiment
-    from libs.io.session import SparkConfig
+    from blockheat.libs.experiments import EXPERIMENTS, run_experiment
+    from blockheat.libs.io.session import SparkConfig
 
     names = sorted(EXPERIMENTS) if args.name == "all" else [args.name]
     if args.name != "all" and args.name not in EXPERIMENTS:

@@ -9,8 +9,8 @@ import json
 import sys
 from typing import Any
 
-from jobs.cli.common import UsageError, add_command, add_output_options, output, say, spark_session
-from jobs.cli.output import BYTES, SECONDS, human, unit_in
+from blockheat.jobs.cli.common import UsageError, add_command, add_output_options, output, say, spark_session
+from blockheat.jobs.cli.output import BYTES, SECONDS, human, unit_in
 
 
 def _seconds_to_us(value: float, name: str, *, allow_zero: bool = False) -> int:
@@ -20,7 +20,7 @@ def _seconds_to_us(value: float, name: str, *, allow_zero: bool = False) -> int:
 
 
 def cmd_heat(args: argparse.Namespace) -> int:
-    from jobs.extent_heat import HeatConfig, run  # lazy: the job (pyspark) loads only for `heat`
+    from blockheat.jobs.extent_heat import HeatConfig, run  # lazy: the job (pyspark) loads only for `heat`
 
     job = HeatConfig(args.trace_id, args.extent_bytes, _seconds_to_us(args.window, "--window", allow_zero=True),
                      args.stripe_unit_bytes, args.stripe_width, args.random_disks, args.seed)
@@ -49,7 +49,7 @@ def cmd_heat(args: argparse.Namespace) -> int:
 
 
 def cmd_age(args: argparse.Namespace) -> int:
-    from jobs.aged_heat import AgingConfig, run  # lazy: the job (pyspark) loads only for `age`
+    from blockheat.jobs.aged_heat import AgingConfig, run  # lazy: the job (pyspark) loads only for `age`
 
     if not 0.0 <= args.alpha <= 1.0:
         raise UsageError(f"--alpha must be in [0, 1], got {args.alpha}")
@@ -69,7 +69,7 @@ def cmd_age(args: argparse.Namespace) -> int:
 
 
 def cmd_track(args: argparse.Namespace) -> int:
-    from jobs.heat_tracking import TrackConfig, run_track  # lazy: the job (pyspark) loads only for `track`
+    from blockheat.jobs.heat_tracking import TrackConfig, run_track  # lazy: the job (pyspark) loads only for `track`
 
     if args.k < 2:
         raise UsageError(f"--k must be >= 2, got {args.k}")
@@ -92,8 +92,8 @@ def cmd_track(args: argparse.Namespace) -> int:
 
 def cmd_track_eval(args: argparse.Namespace) -> int:
     # lazy: the job (pyspark) loads only for `track-eval`
-    from jobs.heat_tracking import run_eval
-    from libs.transforms.tracking_eval import accuracy, judge_claims
+    from blockheat.jobs.heat_tracking import run_eval
+    from blockheat.libs.transforms.tracking_eval import accuracy, judge_claims
 
     spark, cfg = spark_session(args, f"track-eval {args.trace_id}")
     rows = run_eval(spark, cfg, args.trace_id, aging_period_us=_seconds_to_us(args.aging_period, "--aging-period"),
@@ -113,7 +113,7 @@ def cmd_track_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    from jobs.trace_profile import run  # lazy: the job (pyspark) loads only for `profile`
+    from blockheat.jobs.trace_profile import run  # lazy: the job (pyspark) loads only for `profile`
 
     spark, cfg = spark_session(args, f"profile {args.trace_id}")
     run(spark, cfg, args.trace_id, window_us=_seconds_to_us(args.window, "--window"))
@@ -127,7 +127,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         output(args).render()                               # erases the progress line
         sys.stdout.write(json.dumps(doc, indent=1, sort_keys=True) + "\n")
         return 0
-    from libs.report import profile_table  # lazy: the report's plotting libraries load only for this table
+    from blockheat.libs.report import profile_table  # lazy: the report's plotting libraries load only for this table
 
     table, columns = profile_table([r.asDict() for r in rows])
     out = output(args)
@@ -138,7 +138,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from jobs.heat_report import run  # lazy: the job (pyspark) loads only for `report`
+    from blockheat.jobs.heat_report import run  # lazy: the job (pyspark) loads only for `report`
 
     spark, cfg = spark_session(args, f"report {args.trace_id}")
     path = run(spark, cfg, args.trace_id, out_dir=args.out)

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from jobs.cli import alis, console, experiments, heat, maintenance, plans, policies, sim, sql
-from jobs.cli.common import (
+from blockheat.jobs.cli import alis, console, experiments, heat, maintenance, plans, policies, sim, sql
+from blockheat.jobs.cli.common import (
     CommandParser,
     HelpFormatter,
     UsageError,
@@ -28,8 +28,8 @@ from jobs.cli.common import (
     spark_config,
     spark_session,
 )
-from jobs.cli.faults import fault_message
-from jobs.cli.output import MICROSECONDS, human
+from blockheat.jobs.cli.faults import fault_message
+from blockheat.jobs.cli.output import MICROSECONDS, human
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -53,7 +53,7 @@ def _unit_bytes(text: str) -> int:
 
 def csv_layout_from_args(args: argparse.Namespace) -> Any:
     """--csv-* options -> a validated CsvLayout."""
-    from libs.readers.text_formats import custom_layout  # lazy: numpy loads only for `ingest --format csv`
+    from blockheat.libs.readers.text_formats import custom_layout  # lazy: numpy loads only for `ingest --format csv`
 
     columns: dict[str, int] = {}
     for item in args.csv_columns.split(","):
@@ -87,9 +87,9 @@ def _regex_literal(delim: str) -> str:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     # lazy: the ingest job, its pipeline and pyspark load only when `ingest` runs
-    from jobs.ingest_trace import run
-    from libs.ingest.pipeline import BINARY_FORMATS, IngestOptions, staging_location
-    from libs.io.inputs import prefetch_digests
+    from blockheat.jobs.ingest_trace import run
+    from blockheat.libs.ingest.pipeline import BINARY_FORMATS, IngestOptions, staging_location
+    from blockheat.libs.io.inputs import prefetch_digests
 
     layout = csv_layout_from_args(args) if args.format == "csv" else None
     if args.format != "csv" and args.csv_columns:
@@ -122,7 +122,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_traces(args: argparse.Namespace) -> int:
     """The `traces` catalog read by delta-rs: no Spark session, with or without `blockheat serve` (through Spark
     only when delta-rs cannot read the table's files as they are, e.g. deletion vectors)."""
-    from libs.io import delta_log, storage  # lazy: pyarrow and delta-rs load only when `traces` runs
+    from blockheat.libs.io import delta_log, storage  # lazy: pyarrow and delta-rs load only when `traces` runs
 
     warehouse = storage.warehouse_from_env()
     out = output(args)
@@ -171,7 +171,7 @@ def _traces_by_spark(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    from libs.io.catalog import release_metastore  # lazy: pyspark loads only when `sql` runs
+    from blockheat.libs.io.catalog import release_metastore  # lazy: pyspark loads only when `sql` runs
 
     if args.limit < 0:
         raise UsageError(f"--limit must be >= 0, got {args.limit}")
@@ -189,7 +189,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 def cmd_jvm_archive(args: argparse.Namespace) -> int:
-    from libs.io.jvm import archive_path, make_archive  # lazy: loads only when `jvm-archive` runs
+    from blockheat.libs.io.jvm import archive_path, make_archive  # lazy: loads only when `jvm-archive` runs
 
     existed = archive_path().is_file() and not args.force
     with console.quiet_stderr(not args.debug):
@@ -201,8 +201,8 @@ def cmd_jvm_archive(args: argparse.Namespace) -> int:
 
 def cmd_connect_server(args: argparse.Namespace) -> int:
     """A Spark Connect server that only holders of the warehouse's token (a file only its owner may read) use."""
-    from libs.io import sql_access  # lazy: loads only when `connect-server` runs
-    from libs.io.connect_server import server_command, server_env
+    from blockheat.libs.io import sql_access  # lazy: loads only when `connect-server` runs
+    from blockheat.libs.io.connect_server import server_command, server_env
 
     cfg = spark_config(args, "blockheat-connect", catalog="none", short_driver=False, attach=False)
     secrets = sql_access.ServerSecrets.ensure(cfg.warehouse)
@@ -218,9 +218,26 @@ def cmd_connect_server(args: argparse.Namespace) -> int:
     return console.run_child(cmd, server_env(cfg, {sql_access.TOKEN_ENV: secrets.token}), quiet=not args.debug)
 
 
+def demo_commands() -> list[list[str]]:
+    """What `blockheat demo` runs, in order: the bundled real trace (shipped with the package) ingested, the catalog,
+    the report."""
+    from blockheat.data import HPLAJW_TRACE
+
+    return [["ingest", "--format", "hp-srt", "--trace-id", "hplajw", str(HPLAJW_TRACE)], ["traces"],
+            ["report", "hplajw"]]
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    for argv in demo_commands():
+        code = main([*(["--debug"] if args.debug else []), *argv])
+        if code:
+            return code
+    return 0
+
+
 def _ingest_arguments(ing: argparse.ArgumentParser) -> None:
     """The options of `blockheat ingest`."""
-    from libs.ingest.pipeline import FORMATS  # lazy: the ingest pipeline loads pyspark and numba
+    from blockheat.libs.ingest.pipeline import FORMATS  # lazy: the ingest pipeline loads pyspark and numba
 
     ing.add_argument("--format", required=True, choices=FORMATS, metavar="FMT",
                      help=f"the trace format: {', '.join(FORMATS)} (docs/ingest.md)")
@@ -267,6 +284,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true",
                         help="full tracebacks (Java ones too) and the Spark JVM's own log output")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser, metavar="COMMAND")
+
+    dm = add_command(sub, "demo", "ingest the bundled real trace (hplajw), list the catalog, write its report",
+                     "blockheat demo",
+                     description="Runs `blockheat ingest --format hp-srt --trace-id hplajw` on the HP trace shipped "
+                                 "with the package (one week of the workstation hplajw, 1992), then `blockheat "
+                                 "traces` and `blockheat report hplajw`, into the warehouse (BLOCKHEAT_WAREHOUSE, "
+                                 "default ./warehouse).")
+    dm.set_defaults(func=cmd_demo)
 
     ing = add_command(sub, "ingest", "ingest trace files into the Delta tables",
                       "blockheat ingest --format hp-srt --trace-id hplajw data/traces/hplajw/ajw.1week.srt",
@@ -332,7 +357,7 @@ def finish_commits() -> None:
     where = os.environ.get("BLOCKHEAT_WAREHOUSE", "warehouse")
     if "://" not in where and not os.path.isdir(os.path.join(where, "_journal")):
         return
-    from libs.io import journal, storage  # lazy: see above
+    from blockheat.libs.io import journal, storage  # lazy: see above
 
     journal.finish(storage.warehouse_from_env())
 

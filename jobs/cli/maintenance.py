@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jobs.cli.common import UsageError, add_command, add_output_options, output
+from blockheat.jobs.cli.common import UsageError, add_command, add_output_options, output
 
 COLUMNS = ["table", "replaced_files", "replaced_bytes", "orphan_files", "orphan_bytes"]
 
@@ -24,7 +24,10 @@ def add_commands(sub: Any) -> None:
 
 
 def _vacuum_arguments(parser: argparse.ArgumentParser) -> None:
-    from libs.io.vacuum import DEFAULT_RETAIN_HOURS, MIN_RETAIN_HOURS  # lazy: delta-rs loads only for `vacuum`
+    from blockheat.libs.io.vacuum import (  # lazy: delta-rs loads only for `vacuum`
+        DEFAULT_RETAIN_HOURS,
+        MIN_RETAIN_HOURS,
+    )
 
     parser.add_argument("--retain-hours", type=float, default=DEFAULT_RETAIN_HOURS, metavar="H",
                         help="keep the files of versions replaced less than H hours ago (Delta's own: 7 days)")
@@ -35,7 +38,7 @@ def _vacuum_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_vacuum(args: argparse.Namespace) -> int:
-    from libs.io import storage, vacuum  # lazy: delta-rs and pyarrow load only when `vacuum` runs
+    from blockheat.libs.io import storage, vacuum  # lazy: delta-rs and pyarrow load only when `vacuum` runs
 
     try:
         vacuum.check_retention(args.retain_hours, allow_short=args.allow_short_retention)

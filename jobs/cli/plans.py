@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs.cli.common import (
+from blockheat.jobs.cli.common import (
     NotFoundError,
     UsageError,
     add_command,
@@ -18,8 +18,8 @@ from jobs.cli.common import (
     say,
     spark_session,
 )
-from jobs.cli.output import BYTES, CHANGE, human
-from libs.plans.types import PolicyError
+from blockheat.jobs.cli.output import BYTES, CHANGE, human
+from blockheat.libs.plans.types import PolicyError
 
 PLAN_VERBS = ("export", "check", "schema")
 
@@ -48,7 +48,7 @@ def add_commands(sub: Any) -> None:
 
 
 def _score_arguments(parser: argparse.ArgumentParser) -> None:
-    from jobs.policy_scores import add_arguments  # lazy: the job (pyspark) loads only for `score`
+    from blockheat.jobs.policy_scores import add_arguments  # lazy: the job (pyspark) loads only for `score`
 
     parser.add_argument("trace_id", metavar="TRACE_ID", help="an ingested trace")
     add_arguments(parser)
@@ -56,8 +56,8 @@ def _score_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _plan_arguments(parser: argparse.ArgumentParser) -> None:
-    from jobs.reorg_plan import add_arguments  # lazy: the job (pyspark) loads only for `plan`
-    from libs.plans.steps import EXPORT_FORMATS  # lazy: pyarrow loads only for `plan`
+    from blockheat.jobs.reorg_plan import add_arguments  # lazy: the job (pyspark) loads only for `plan`
+    from blockheat.libs.plans.steps import EXPORT_FORMATS  # lazy: pyarrow loads only for `plan`
 
     parser.add_argument("words", nargs="+", metavar="WORD",
                         help="TRACE_ID (build a plan), check PLAN_ID, export PLAN_ID, or schema")
@@ -79,7 +79,7 @@ def _ms(x: float | None) -> str:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from jobs.policy_scores import config_from_args, run  # lazy: the job (pyspark) loads only for `score`
+    from blockheat.jobs.policy_scores import config_from_args, run  # lazy: the job (pyspark) loads only for `score`
 
     try:
         job = config_from_args(args.trace_id, args)
@@ -124,7 +124,7 @@ COST_COLUMNS = ("moves", "moved_bytes", "move_s", "net_s", "plan")
 def _costs(spark: Any, cfg: Any, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Per plannable policy of the new scorecard, its plan's cost beside its benefit (jobs.reorg_plan.candidates,
     the default budgets; nothing stored)."""
-    from jobs.reorg_plan import PlanConfig, candidates  # lazy: the job (pyspark) loads only for `score`
+    from blockheat.jobs.reorg_plan import PlanConfig, candidates  # lazy: the job (pyspark) loads only for `score`
 
     try:
         docs = candidates(spark, cfg, PlanConfig(args.trace_id, "best", args.window))
@@ -138,12 +138,12 @@ def _costs(spark: Any, cfg: Any, args: argparse.Namespace) -> dict[str, dict[str
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from libs.plans.steps import PlanError  # lazy: pyarrow loads only for `plan`
+    from blockheat.libs.plans.steps import PlanError  # lazy: pyarrow loads only for `plan`
 
     words = args.words
     try:
         if words[0] == "schema":
-            from schemas.reorg_plan_json import PLAN_JSON_SCHEMA  # lazy: loads only for `plan schema`
+            from blockheat.schemas.reorg_plan_json import PLAN_JSON_SCHEMA  # lazy: loads only for `plan schema`
 
             sys.stdout.write(json.dumps(PLAN_JSON_SCHEMA, indent=2) + "\n")
             return 0
@@ -165,7 +165,7 @@ def _plan_id(args: argparse.Namespace) -> str:
 
 
 def _build(args: argparse.Namespace, trace_id: str) -> int:
-    from jobs.reorg_plan import config_from_args, run  # lazy: the job (pyspark) loads only for `plan`
+    from blockheat.jobs.reorg_plan import config_from_args, run  # lazy: the job (pyspark) loads only for `plan`
 
     job = config_from_args(trace_id, args)
     spark, cfg = spark_session(args, f"plan {trace_id}")
@@ -193,9 +193,9 @@ def _build(args: argparse.Namespace, trace_id: str) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     # lazy: the job's modules load only for `plan check`; it needs no Spark session
-    from jobs.reorg_plan import check
-    from libs.io import storage
-    from libs.plans.steps import PlanRefusedError, parse_utc, read_plan
+    from blockheat.jobs.reorg_plan import check
+    from blockheat.libs.io import storage
+    from blockheat.libs.plans.steps import PlanRefusedError, parse_utc, read_plan
 
     warehouse = storage.warehouse_from_env()
     if args.file:
@@ -216,9 +216,9 @@ def _check(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace, warehouse: Any, plan_id: str) -> dict[str, Any]:
     """The stored plan `plan_id` (read without Spark unless delta-rs cannot read the table); NotFoundError (exit
     code 1, not a usage error) when there is none."""
-    from jobs.reorg_plan import load  # lazy: the job's modules load only for `plan`
-    from libs.io.delta_log import LogUnreadable
-    from libs.plans.steps import PlanError
+    from blockheat.jobs.reorg_plan import load  # lazy: the job's modules load only for `plan`
+    from blockheat.libs.io.delta_log import LogUnreadable
+    from blockheat.libs.plans.steps import PlanError
 
     try:
         try:
@@ -232,8 +232,8 @@ def _load(args: argparse.Namespace, warehouse: Any, plan_id: str) -> dict[str, A
 
 
 def _export(args: argparse.Namespace) -> int:
-    from jobs.reorg_plan import export  # lazy: the job's modules load only for `plan export`
-    from libs.io import storage
+    from blockheat.jobs.reorg_plan import export  # lazy: the job's modules load only for `plan export`
+    from blockheat.libs.io import storage
 
     plan_id = _plan_id(args)
     warehouse = storage.warehouse_from_env()
@@ -247,7 +247,7 @@ def export_location(warehouse: str | Path, plan_id: str, fmt: str, out: str | No
     """Where `plan export` writes: --out (a local file, or a URI), else <warehouse>/plans/PLAN_ID.FORMAT on the
     warehouse's file system (a local directory or an object-store prefix). libs.plans.steps.write_plan writes
     either (a local file's directory created)."""
-    from libs.io import storage  # lazy: pyarrow loads only for `plan`
+    from blockheat.libs.io import storage  # lazy: pyarrow loads only for `plan`
 
     if out and storage.scheme(out) == "":
         return Path(out)

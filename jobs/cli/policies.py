@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jobs.cli.common import add_command, add_output_options, checked, output, spark_session
+from blockheat.jobs.cli.common import add_command, add_output_options, checked, output, spark_session
 
 SUMMARY = ("scope", "file", "method", "parallelism", "striping_unit_bytes", "width", "predicted_response_ms",
            "simulated_response_ms", "distance_from_gbest")
@@ -22,7 +22,7 @@ def add_commands(sub: Any) -> None:
 
 
 def _advice_arguments(parser: argparse.ArgumentParser) -> None:
-    from jobs.striping_advice import add_arguments  # lazy: the job (pyspark) loads only for `advise`
+    from blockheat.jobs.striping_advice import add_arguments  # lazy: the job (pyspark) loads only for `advise`
 
     add_arguments(parser)
     parser.add_argument("--files", action="store_true", help="also print the per-file rows")
@@ -30,7 +30,7 @@ def _advice_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_advise(args: argparse.Namespace) -> int:
-    from jobs.striping_advice import config_from_args, run  # lazy: the job (pyspark) loads only for `advise`
+    from blockheat.jobs.striping_advice import config_from_args, run  # lazy: the job (pyspark) loads only for `advise`
 
     job = checked(config_from_args, args)
     spark, cfg = spark_session(args, f"advise {args.trace_id}")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs.cli.common import UsageError, add_command, add_output_options, output, spark_session
+from blockheat.jobs.cli.common import UsageError, add_command, add_output_options, output, spark_session
 
 SRT_MAGIC = b"$$TR_IOREC"
 
@@ -54,8 +54,8 @@ def add_commands(sub: Any) -> None:
 
 def _spec(text: str | None) -> Any:
     # lazy: the simulator (numpy) loads only for `sim validate`
-    from sim.spec import SpecError
-    from sim.specs import resolve
+    from blockheat.sim.spec import SpecError
+    from blockheat.sim.specs import resolve
 
     if text is None:
         return None
@@ -67,8 +67,14 @@ def _spec(text: str | None) -> Any:
 
 def cmd_sim_validate(args: argparse.Namespace) -> int:
     # lazy: the simulator, its validation and the trace readers load only for `sim validate`
-    from libs.readers.srt import read_srt
-    from sim.validate import ValidationTraceError, plot_cdfs, read_validation_trace, validate_closed_loop, validate_srt
+    from blockheat.libs.readers.srt import read_srt
+    from blockheat.sim.validate import (
+        ValidationTraceError,
+        plot_cdfs,
+        read_validation_trace,
+        validate_closed_loop,
+        validate_srt,
+    )
 
     trace = Path(args.trace)
     try:
@@ -114,7 +120,7 @@ def _json_document(doc: Any) -> int:
 
 
 def cmd_sim_specs(args: argparse.Namespace) -> int:
-    from sim.specs import SHIPPED, load  # lazy: the simulator (numpy) loads only for `sim specs`
+    from blockheat.sim.specs import SHIPPED, load  # lazy: the simulator (numpy) loads only for `sim specs`
 
     rows = []
     for name in SHIPPED:
@@ -129,8 +135,8 @@ def cmd_sim_specs(args: argparse.Namespace) -> int:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     # lazy: the job (pyspark, numba) loads only when `simulate` runs
-    from jobs.simulate import run
-    from libs.simulation.grid import GridError, load_grid
+    from blockheat.jobs.simulate import run
+    from blockheat.libs.simulation.grid import GridError, load_grid
 
     try:
         grid = load_grid(args.grid_file)      # checked before Spark starts

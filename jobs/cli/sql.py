@@ -13,8 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from jobs.cli import console
-from jobs.cli.common import UsageError, add_command, checked, spark_config
+from blockheat.jobs.cli import console
+from blockheat.jobs.cli.common import UsageError, add_command, checked, spark_config
 
 SHELL_APP = "blockheat-sql-shell"
 ALLOW_WRITES_HELP = ("let JDBC clients change tables (INSERT, DELETE, UPDATE, MERGE, DDL): every holder of the "
@@ -83,7 +83,7 @@ def add_commands(sub: Any) -> None:
 
 def cmd_serve_sql(args: argparse.Namespace) -> int:
     # lazy: the job (pyspark) loads only when `serve-sql` runs
-    from jobs.sql_server import ServeConfig, serve
+    from blockheat.jobs.sql_server import ServeConfig, serve
 
     job = checked(ServeConfig, args.port, args.refresh, allow_writes=args.allow_writes)
     cfg = spark_config(args, "serve-sql", catalog="none", short_driver=False, attach=False)
@@ -100,7 +100,7 @@ def cmd_serve_sql(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     # lazy: the job (pyspark) loads only when `serve` runs
-    from jobs.sql_server import ServeConfig, serve
+    from blockheat.jobs.sql_server import ServeConfig, serve
 
     job = checked(ServeConfig, args.port, args.refresh, connect_port=args.connect_port, publish=True,
                   allow_writes=args.allow_writes)
@@ -124,7 +124,7 @@ def say_writes(allowed: bool) -> None:
 
 def password_file(warehouse: Any) -> Path:
     """The JDBC password file of `warehouse`'s servers (libs.io.sql_access)."""
-    from libs.io import sql_access  # lazy: the storage layer loads pyarrow
+    from blockheat.libs.io import sql_access  # lazy: the storage layer loads pyarrow
 
     return sql_access.serve_dir(warehouse) / sql_access.PASSWORD_FILE
 
@@ -135,8 +135,8 @@ def spark_sql_command(cfg: Any, jars: Sequence[str], init_file: Path | None, arg
     # lazy: pyspark loads only when `sql-shell` runs
     import pyspark
 
-    from libs.io.catalog import driver_class_path
-    from libs.io.session import DELTA_CONF, session_conf
+    from blockheat.libs.io.catalog import driver_class_path
+    from blockheat.libs.io.session import DELTA_CONF, session_conf
 
     conf = {**session_conf(cfg), **DELTA_CONF, "spark.jars": ",".join(jars),
             "spark.driver.extraClassPath": driver_class_path(jars, cfg.metastore)}
@@ -160,8 +160,8 @@ def _after_dashes(rest: Sequence[str], tool: str) -> list[str]:
 
 def cmd_sql_shell(args: argparse.Namespace) -> int:
     # lazy: pyspark loads only when `sql-shell` runs
-    from libs.io.catalog import init_sql, metastore_in_use, metastore_path
-    from libs.io.session import delta_jars
+    from blockheat.libs.io.catalog import init_sql, metastore_in_use, metastore_path
+    from blockheat.libs.io.session import delta_jars
 
     rest = _after_dashes(args.spark_sql_args, "spark-sql")
     if args.execute is not None:
@@ -199,7 +199,7 @@ def beeline_command(port: int, args: Sequence[str], password: Path | None = None
 
     import pyspark  # lazy: pyspark's location only, for `beeline`
 
-    from jobs.sql_server import HOST
+    from blockheat.jobs.sql_server import HOST
 
     cmd = [str(Path(pyspark.__file__).parent / "bin" / "beeline")]
     if "-u" not in args:
@@ -225,7 +225,7 @@ def cmd_beeline(args: argparse.Namespace) -> int:
     rest = _after_dashes(args.beeline_args, "beeline")
     if args.execute is not None:        # beeline waits for more of a statement that does not end with ";"
         rest = ["-e", args.execute if args.execute.rstrip().endswith(";") else f"{args.execute};", *rest]
-    from libs.io import sql_access, storage  # lazy: the storage layer loads pyarrow
+    from blockheat.libs.io import sql_access, storage  # lazy: the storage layer loads pyarrow
 
     password = password_file(storage.warehouse_from_env())
     if password.is_file():

@@ -30,11 +30,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
-from libs.alis.units import REF_ORDER, idiv
-from libs.io.partitioning import partition_keys
-from libs.io.task_parquet import sink_parquet, sink_parquet_groups
-from libs.transforms.aging import age_values
-from sim.alis.graph import EDGE_BYTES, PRUNE_SHARE, VERTEX_BYTES, check_context, count_pairs, prune_arrays, sum_pairs
+from blockheat.libs.alis.units import REF_ORDER, idiv
+from blockheat.libs.io.partitioning import partition_keys
+from blockheat.libs.io.task_parquet import sink_parquet, sink_parquet_groups
+from blockheat.libs.transforms.aging import age_values
+from blockheat.sim.alis.graph import (
+    EDGE_BYTES,
+    PRUNE_SHARE,
+    VERTEX_BYTES,
+    check_context,
+    count_pairs,
+    prune_arrays,
+    sum_pairs,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, GroupedData

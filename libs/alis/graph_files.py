@@ -28,12 +28,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from libs.io.device_pass import Output, Read, RequestFiles, Unsupported, device_pass, request_files, trace_files
-from libs.io.tables import table_exists, table_target
-from schemas import access_graph, alis_runs, reorg_units
-from schemas.requests import DEVICE_FILE_COLUMNS
-from sim.alis.graph import EDGE_BYTES, PRUNE_SHARE, VERTEX_BYTES, count_pairs, prune_arrays
-from sim.alis.runs import discover_run_arrays
+from blockheat.libs.io.device_pass import (
+    Output,
+    Read,
+    RequestFiles,
+    Unsupported,
+    device_pass,
+    request_files,
+    trace_files,
+)
+from blockheat.libs.io.tables import table_exists, table_target
+from blockheat.schemas import access_graph, alis_runs, reorg_units
+from blockheat.schemas.requests import DEVICE_FILE_COLUMNS
+from blockheat.sim.alis.graph import EDGE_BYTES, PRUNE_SHARE, VERTEX_BYTES, count_pairs, prune_arrays
+from blockheat.sim.alis.runs import discover_run_arrays
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from libs.alis.graph import prefilter_refs
-from libs.io.tables import read_table, table_exists
-from schemas import alis_graphs
+from blockheat.libs.alis.graph import prefilter_refs
+from blockheat.libs.io.tables import read_table, table_exists
+from blockheat.schemas import alis_graphs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

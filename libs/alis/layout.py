@@ -11,8 +11,8 @@ import pyarrow as pa
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from libs.alis.graph import GROUP
-from sim.alis.layout import check_plan, plan_area
+from blockheat.libs.alis.graph import GROUP
+from blockheat.sim.alis.layout import check_plan, plan_area
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -22,14 +22,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from libs.alis import graph_files as GF
-from libs.io.delta_files import replace_from_driver
-from libs.io.device_pass import Output, Read, device_pass
-from libs.io.tables import table_target
-from schemas import alis_layout, alis_runs, alis_summary
-from schemas.requests import DEVICE_FILE_COLUMNS
-from sim.alis.graph import PRUNE_SHARE, count_pairs, prune_arrays
-from sim.alis.layout import plan_area
+from blockheat.libs.alis import graph_files as GF
+from blockheat.libs.io.delta_files import replace_from_driver
+from blockheat.libs.io.device_pass import Output, Read, device_pass
+from blockheat.libs.io.tables import table_target
+from blockheat.schemas import alis_layout, alis_runs, alis_summary
+from blockheat.schemas.requests import DEVICE_FILE_COLUMNS
+from blockheat.sim.alis.graph import PRUNE_SHARE, count_pairs, prune_arrays
+from blockheat.sim.alis.layout import plan_area
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

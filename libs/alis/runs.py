@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from libs.alis.graph import (
+from blockheat.libs.alis.graph import (
     GRAPH_BYTES_DDL,
     GROUP,
     WEIGHT_DDL,
@@ -19,11 +19,11 @@ from libs.alis.graph import (
     _graphs_with_budgets,
     _prune_group,
 )
-from libs.io.device_pass import Read, device_pass, files_or_sql, trace_files
-from libs.io.tables import read_table
-from libs.io.task_parquet import arrow_schema, sink_parquet_groups_multi
-from sim.alis.graph import PRUNE_SHARE, check_context
-from sim.alis.runs import THRESHOLD, discover_run_arrays
+from blockheat.libs.io.device_pass import Read, device_pass, files_or_sql, trace_files
+from blockheat.libs.io.tables import read_table
+from blockheat.libs.io.task_parquet import arrow_schema, sink_parquet_groups_multi
+from blockheat.sim.alis.graph import PRUNE_SHARE, check_context
+from blockheat.sim.alis.runs import THRESHOLD, discover_run_arrays
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from schemas import reorg_units as U
+from blockheat.schemas import reorg_units as U
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.compute as pc
 
-from libs.alis.graph import _split_by_bucket
-from libs.alis.graph_files import Build, GraphParams, device_build
-from sim.warm import compile_alis, trace
+from blockheat.libs.alis.graph import _split_by_bucket
+from blockheat.libs.alis.graph_files import Build, GraphParams, device_build
+from blockheat.sim.warm import compile_alis, trace
 
 
 def compile_all() -> int:

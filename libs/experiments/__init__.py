@@ -2,7 +2,7 @@
 claims checked against the paper and a markdown summary; `blockheat experiment NAME` writes them under
 <warehouse>/experiments/<name>/. No Spark.
 
-    from libs.experiments import run_experiment
+    from blockheat.libs.experiments import run_experiment
     out = run_experiment("placement", scale="tiny")
     out.claims                      # [Claim(claim, paper, ours, holds), ...]
     out.write(Path("warehouse/experiments/placement"))
@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import importlib
 
-from libs.experiments.common import SCALES, Claim, ExperimentOutput
+from blockheat.libs.experiments.common import SCALES, Claim, ExperimentOutput
 
 __all__ = ["EXPERIMENTS", "SCALES", "Claim", "ExperimentOutput", "run_experiment"]
 
 #: name -> module (each has TITLE and run(scale, seed) -> ExperimentOutput).
 EXPERIMENTS: dict[str, str] = {
-    "placement": "libs.experiments.placement",
-    "five-cooling": "libs.experiments.five_cooling",
-    "alis": "libs.experiments.alis",
-    "lachesis": "libs.experiments.lachesis",
-    "five-striping": "libs.experiments.five_striping",
-    "five-cooling-trace": "libs.experiments.five_cooling_trace",
-    "ssa-bsu": "libs.experiments.ssa_bsu",
+    "placement": "blockheat.libs.experiments.placement",
+    "five-cooling": "blockheat.libs.experiments.five_cooling",
+    "alis": "blockheat.libs.experiments.alis",
+    "lachesis": "blockheat.libs.experiments.lachesis",
+    "five-striping": "blockheat.libs.experiments.five_striping",
+    "five-cooling-trace": "blockheat.libs.experiments.five_cooling_trace",
+    "ssa-bsu": "blockheat.libs.experiments.ssa_bsu",
 }
 
 

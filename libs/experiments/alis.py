@@ -39,19 +39,19 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
-from libs.experiments.placement import load_hplajw
-from sim.alis.layout import MODES
-from sim.alis.params import DAY_US, AlisParams
-from sim.alis.plan import plan_schedule, volumes_for
-from sim.alis.policy import AlisSetup, prepare, run_measured
-from sim.alis.runs import REL_TOLERANCE
-from sim.array import Concatenated, DiskArray
-from sim.engine import SimConfig, Simulation
-from sim.records import Requests
-from sim.redirect import Reorganization
-from sim.spec import DiskSpec, SeekCurve
-from sim.specs import load as load_spec
+from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
+from blockheat.libs.experiments.placement import load_hplajw
+from blockheat.sim.alis.layout import MODES
+from blockheat.sim.alis.params import DAY_US, AlisParams
+from blockheat.sim.alis.plan import plan_schedule, volumes_for
+from blockheat.sim.alis.policy import AlisSetup, prepare, run_measured
+from blockheat.sim.alis.runs import REL_TOLERANCE
+from blockheat.sim.array import Concatenated, DiskArray
+from blockheat.sim.engine import SimConfig, Simulation
+from blockheat.sim.records import Requests
+from blockheat.sim.redirect import Reorganization
+from blockheat.sim.spec import DiskSpec, SeekCurve
+from blockheat.sim.specs import load as load_spec
 
 TITLE = ("ALIS heat, run and combined clustering on the hplajw week (ALIS sections 5.3 and 6, figures 10, 14, 15, "
          "16)")

@@ -36,11 +36,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from libs.experiments import five
-from libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
-from libs.experiments.five import INF, MAX_OUTSTANDING
-from sim.cooling import CoolingConfig, DiskCooling
-from sim.engine import SimConfig, Simulation, Window, run_with_policy
+from blockheat.libs.experiments import five
+from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
+from blockheat.libs.experiments.five import INF, MAX_OUTSTANDING
+from blockheat.sim.cooling import CoolingConfig, DiskCooling
+from blockheat.sim.engine import SimConfig, Simulation, Window, run_with_policy
 
 TITLE = "FIVE disk cooling on the skewed synthetic workload (FIVE table 6)"
 METHODS = ("Gopt140", "Track", "Cyl")

@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from libs.experiments import five
-from libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
-from libs.experiments.placement import load_hplajw
-from sim.array import DiskArray, ExtentMap
-from sim.cooling import CoolingConfig, DiskCooling
-from sim.engine import SimConfig, Simulation, run_with_policy
-from sim.records import Requests
+from blockheat.libs.experiments import five
+from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
+from blockheat.libs.experiments.placement import load_hplajw
+from blockheat.sim.array import DiskArray, ExtentMap
+from blockheat.sim.cooling import CoolingConfig, DiskCooling
+from blockheat.sim.engine import SimConfig, Simulation, run_with_policy
+from blockheat.sim.records import Requests
 
 TITLE = "FIVE disk cooling on a real trace: the hplajw week sped up (FIVE table 7's method)"
 N_DISKS = 4

@@ -38,15 +38,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
-from sim import _kernel as K
-from sim.array import DiskArray
-from sim.engine import ClosedLoop, SimConfig, Simulation
-from sim.records import Requests
-from sim.spec import CacheSpec, DiskSpec, Overheads, SeekCurve
-from sim.specs import load
-from sim.tracks import align_to_tracks, fixed_size_io, track_map
-from sim.workloads import mix, poisson_background
+from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
+from blockheat.sim import _kernel as K
+from blockheat.sim.array import DiskArray
+from blockheat.sim.engine import ClosedLoop, SimConfig, Simulation
+from blockheat.sim.records import Requests
+from blockheat.sim.spec import CacheSpec, DiskSpec, Overheads, SeekCurve
+from blockheat.sim.specs import load
+from blockheat.sim.tracks import align_to_tracks, fixed_size_io, track_map
+from blockheat.sim.workloads import mix, poisson_background
 
 TITLE = "Lachesis: track-aligned I/O, disk efficiency and a scan under competing traffic (figures 3 and 5)"
 SPECS = ("maxtor_atlas_10k3", "hp_c2247a")

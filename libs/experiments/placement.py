@@ -31,16 +31,17 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
-from libs.readers.srt import read_srt
-from sim.array import AsTraced, DiskArray, Extent, ExtentMap, Layout, RandomDisk, Striped
-from sim.engine import SimConfig, Simulation
-from sim.records import Requests
-from sim.spec import DiskSpec
-from sim.specs import from_srt_header
+from blockheat.data import HPLAJW_TRACE
+from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
+from blockheat.libs.readers.srt import read_srt
+from blockheat.sim.array import AsTraced, DiskArray, Extent, ExtentMap, Layout, RandomDisk, Striped
+from blockheat.sim.engine import SimConfig, Simulation
+from blockheat.sim.records import Requests
+from blockheat.sim.spec import DiskSpec
+from blockheat.sim.specs import from_srt_header
 
 TITLE = "Striping vs placement: load balance on the hplajw week (tables 1-2 of the striping-vs-placement study)"
-TRACE = Path(__file__).resolve().parents[2] / "data/traces/hplajw/ajw.1week.srt"
+TRACE = HPLAJW_TRACE
 ACCESS_MS = 25.0
 STRIPE_BYTES = (32 * 1024, 64 * 1024)
 #: Disk counts of the sensitivity run by scale.

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from libs.readers.binary import (
+from blockheat.libs.readers.binary import (
     VSCSI_DTYPES,
     ByteRange,
     VscsiFile,

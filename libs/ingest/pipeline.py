@@ -47,11 +47,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from libs.ingest import direct
-from libs.io import journal, storage, vacuum
-from libs.io.connect import one_row_per_task, parallelism
-from libs.io.delta_files import PendingWrite, write_from_driver, write_tables_by_tasks
-from libs.io.inputs import (
+from blockheat.libs.ingest import direct
+from blockheat.libs.io import journal, storage, vacuum
+from blockheat.libs.io.connect import one_row_per_task, parallelism
+from blockheat.libs.io.delta_files import PendingWrite, write_from_driver, write_tables_by_tasks
+from blockheat.libs.io.inputs import (
     COPY_CHUNK,
     SNIFF_BYTES,
     InputError,
@@ -65,11 +65,11 @@ from libs.io.inputs import (
     remove_staged,
     text_problem,
 )
-from libs.io.tables import check_trace_id, table_target, write_rows
-from libs.readers import binary, clean_text
-from libs.readers.scan import SCAN_DDL, scan_blocks
-from libs.readers.srt import SrtFormatError, parse_srt_header, tracedate_to_iso
-from libs.readers.text_formats import (
+from blockheat.libs.io.tables import check_trace_id, table_target, write_rows
+from blockheat.libs.readers import binary, clean_text
+from blockheat.libs.readers.scan import SCAN_DDL, scan_blocks
+from blockheat.libs.readers.srt import SrtFormatError, parse_srt_header, tracedate_to_iso
+from blockheat.libs.readers.text_formats import (
     BLKPARSE_EXPECTED,
     FILETIME_UNIX_OFFSET_US,
     LAYOUTS,
@@ -77,8 +77,8 @@ from libs.readers.text_formats import (
     parse_blkparse,
     parse_csv,
 )
-from schemas import rejected_records, requests, traces
-from schemas import rejected_records as RJ
+from blockheat.schemas import rejected_records, requests, traces
+from blockheat.schemas import rejected_records as RJ
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

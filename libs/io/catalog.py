@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from libs.io import storage
+from blockheat.libs.io import storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -213,8 +213,8 @@ def sync_catalog(spark: SparkSession, warehouse: Path) -> CatalogSync:
     """Make the session catalog's blockheat entries match the warehouse: drop entries of tables whose Delta
     log is gone or that point elsewhere (entries are external: dropping one deletes no data), then register
     every existing table. Other entries (users' views and tables) are left alone."""
-    from libs.io import delta_log  # lazy: a Spark Connect client (libs.io.session) needs neither
-    from libs.io.tables import TABLES, forget_registered, register_tables, table_path
+    from blockheat.libs.io import delta_log  # lazy: a Spark Connect client (libs.io.session) needs neither
+    from blockheat.libs.io.tables import TABLES, forget_registered, register_tables, table_path
 
     known = set(TABLES)
     stale, moved = [], []
@@ -241,8 +241,8 @@ def sync_catalog(spark: SparkSession, warehouse: Path) -> CatalogSync:
 
 def init_sql(warehouse: Path) -> str:
     """SQL that registers every existing table (for `spark-sql -i`, which has no blockheat code)."""
-    from libs.io import delta_log  # lazy: a Spark Connect client (libs.io.session) needs neither
-    from libs.io.tables import TABLES, table_path
+    from blockheat.libs.io import delta_log  # lazy: a Spark Connect client (libs.io.session) needs neither
+    from blockheat.libs.io.tables import TABLES, table_path
 
     lines = []
     for name in TABLES:

@@ -22,7 +22,7 @@ from types import TracebackType
 
 import pyspark
 
-from libs.io.session import DELTA_CONF, SparkConfig, delta_jars, session_conf
+from blockheat.libs.io.session import DELTA_CONF, SparkConfig, delta_jars, session_conf
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 #: Spark Connect as a plugin of another Spark application (the Thrift server of `blockheat serve-sql`).

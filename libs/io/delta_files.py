@@ -40,9 +40,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from libs.io import delta_log, storage
-from libs.io.delta_log import CommitConflict, file_path
-from libs.io.task_parquet import task_file_name
+from blockheat.libs.io import delta_log, storage
+from blockheat.libs.io.delta_log import CommitConflict, file_path
+from blockheat.libs.io.task_parquet import task_file_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

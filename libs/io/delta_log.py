@@ -29,7 +29,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
-from libs.io import storage
+from blockheat.libs.io import storage
 
 #: The commitInfo key under which a replace records its predicate (column = value terms, libs.io.delta_files).
 REPLACE_KEY = "blockheat.replace"

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from libs.io import storage
-from libs.io.delta_files import FileWriter, TableTarget, commit_replace, discard
-from libs.io.delta_log import LogUnreadable, snapshot
-from libs.io.tables import Location, table_path
+from blockheat.libs.io import storage
+from blockheat.libs.io.delta_files import FileWriter, TableTarget, commit_replace, discard
+from blockheat.libs.io.delta_log import LogUnreadable, snapshot
+from blockheat.libs.io.tables import Location, table_path
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -15,7 +15,7 @@ import socket
 from dataclasses import asdict, dataclass
 from urllib.parse import urlparse
 
-from libs.io import storage
+from blockheat.libs.io import storage
 
 Location = str | os.PathLike[str]
 

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from libs.io import storage
+from blockheat.libs.io import storage
 
 MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\x28\xb5\x2f\xfd": "zstd"}
 # Compressions Spark's text reader decodes itself, chosen by file extension (Hadoop codecs).

@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from libs.io import storage
+from blockheat.libs.io import storage
 
 if TYPE_CHECKING:
-    from libs.io.delta_files import PendingWrite, TableTarget
+    from blockheat.libs.io.delta_files import PendingWrite, TableTarget
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class Step:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Step:
-        from libs.io.delta_files import TableTarget
+        from blockheat.libs.io.delta_files import TableTarget
 
         schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(d["schema"])))
         target = TableTarget(d["table"], d["root"], schema, tuple(d["partition_columns"]),
@@ -183,8 +183,8 @@ class _Abandoned(Exception):
 
 
 def _apply(entry: dict[str, Any], *, recovering: bool = False) -> dict[str, int]:
-    from libs.io import delta_log
-    from libs.io.delta_files import commit_replace
+    from blockheat.libs.io import delta_log
+    from blockheat.libs.io.delta_files import commit_replace
 
     txn = TXN_PREFIX + entry["id"]
     steps = [Step.from_json(s) for s in entry["steps"]]
@@ -203,7 +203,7 @@ def _apply(entry: dict[str, Any], *, recovering: bool = False) -> dict[str, int]
 def _done(path: str, steps: Sequence[Step]) -> None:
     """After the last step: drop the entry, then the files of failed task attempts (named with a write id, in no
     step)."""
-    from libs.io.delta_files import discard
+    from blockheat.libs.io.delta_files import discard
 
     storage.delete(path)
     for s in steps:

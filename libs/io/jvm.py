@@ -69,7 +69,7 @@ def sample_workload(spark: Any, warehouse: Path) -> None:
     # lazy: libs.nightly imports this module while Airflow parses the DAG; pyspark and pyarrow stay out of it
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from libs.io.delta_files import TableTarget, replace_by_tasks
+    from blockheat.libs.io.delta_files import TableTarget, replace_by_tasks
 
     df = spark.range(2000).selectExpr("id", "id % 7 AS k", "cast(id AS double) / 3 AS x")
     df.write.format("delta").partitionBy("k").save(str(warehouse / "t"))
@@ -85,8 +85,8 @@ def sample_workload(spark: Any, warehouse: Path) -> None:
 _WORKLOAD = """
 import shutil, sys, tempfile
 from pathlib import Path
-from libs.io.jvm import sample_workload
-from libs.io.session import SparkConfig, build_session
+from blockheat.libs.io.jvm import sample_workload
+from blockheat.libs.io.session import SparkConfig, build_session
 wh = Path(tempfile.mkdtemp(prefix="blockheat-jvm-"))
 cfg = SparkConfig(master="local[2]", warehouse=wh, app_name="blockheat-jvm-archive",
                   extra={"spark.driver.extraJavaOptions": sys.argv[1], "spark.sql.shuffle.partitions": "2"})
@@ -109,10 +109,9 @@ def make_archive(*, force: bool = False, timeout_s: float = 600.0) -> Path:
     os.close(fd)
     os.unlink(tmp)                      # the JVM creates it
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    repo = Path(__file__).resolve().parents[2]
     try:
         done = subprocess.run([sys.executable, "-c", _WORKLOAD, f"-XX:ArchiveClassesAtExit={tmp}"], env=env,
-                              cwd=repo, capture_output=True, text=True, timeout=timeout_s, check=False)
+                              cwd=path.parent, capture_output=True, text=True, timeout=timeout_s, check=False)
         if done.returncode != 0 or not Path(tmp).is_file():
             raise RuntimeError(f"making the JVM class archive failed (exit {done.returncode}): "
                                f"{done.stderr.strip()[-2000:]}")

@@ -16,8 +16,8 @@ import pyspark
 from delta import configure_spark_with_delta_pip
 from pyspark.sql import SparkSession
 
-from libs.io import endpoint, sql_access, storage
-from libs.io.catalog import (
+from blockheat.libs.io import endpoint, sql_access, storage
+from blockheat.libs.io.catalog import (
     SharedMetastore,
     hive_conf,
     metastore_in_use,
@@ -25,8 +25,8 @@ from libs.io.catalog import (
     session_catalog,
     sync_catalog,
 )
-from libs.io.jvm import JAVA_OPTION_KEYS, SHORT_JOB_OPTIONS, archive_options, merge_java_options
-from libs.io.table_names import NAMES_CONF, NAMES_CREATED
+from blockheat.libs.io.jvm import JAVA_OPTION_KEYS, SHORT_JOB_OPTIONS, archive_options, merge_java_options
+from blockheat.libs.io.table_names import NAMES_CONF, NAMES_CREATED
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +229,7 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
         "spark.pyspark.python": python,
         # Python workers import pyspark from its installed package, not the source zip Spark puts first on their
         # path (libs.io.spark_daemon: a new worker starts sooner, on Python 3.11 especially).
-        "spark.python.daemon.module": "libs.io.spark_daemon",
+        "spark.python.daemon.module": "blockheat.libs.io.spark_daemon",
         "spark.sql.shuffle.partitions": "8",
         # Scans split into pieces of at most 32 MB (default 128): a 10 M-request table (195 MB) is ~8 tasks, not 3,
         # so two cores or workers share a stage evenly.
@@ -292,7 +292,7 @@ def _remote_session(cfg: SparkConfig) -> SparkSession:
     if cfg.catalog == "none" and not cfg.served:
         spark.conf.set(NAMES_CONF, "false")
     elif not cfg.served:
-        from libs.io.tables import register_tables  # lazy: a served client (the common case) needs none of it
+        from blockheat.libs.io.tables import register_tables  # lazy: a served client (the common case) needs none of it
 
         register_tables(spark, cfg.warehouse)
     log.info("spark connect %s warehouse=%s", cfg.remote, cfg.warehouse)
@@ -335,7 +335,7 @@ def _usable_catalog(cfg: SparkConfig) -> SparkConfig:
 
 def finish_commits(warehouse: Path | str) -> None:
     """Finish the multi-table commits a stopped writer left (libs.io.journal) before anything reads the tables."""
-    from libs.io import journal  # lazy: one directory check when there is nothing to finish
+    from blockheat.libs.io import journal  # lazy: one directory check when there is nothing to finish
 
     journal.finish(warehouse)
 
@@ -383,7 +383,7 @@ def build_session(cfg: SparkConfig) -> SparkSession:
     elif cfg.catalog == "none":
         spark.conf.set(NAMES_CONF, "false")
     else:
-        from libs.io.tables import register_tables  # lazy: see _remote_session
+        from blockheat.libs.io.tables import register_tables  # lazy: see _remote_session
 
         register_tables(spark, cfg.warehouse)
     if cfg.sql_guard and not cfg.allow_writes:

@@ -27,9 +27,11 @@ from pathlib import Path
 #: Imported by the daemon before it forks its workers; BLOCKHEAT_WORKER_MODULES (comma-separated, "" for none)
 #: replaces the list. The modules whose functions run in tasks (device passes, mapInArrow, applyInArrow), and what
 #: they import.
-WORKER_MODULES = ("pyarrow", "numba", "libs.ingest.pipeline", "libs.ingest.direct", "libs.io.device_pass",
-                  "libs.io.task_parquet", "libs.transforms.profile", "libs.transforms.heat_files",
-                  "libs.transforms.tracking_files", "libs.alis.graph", "libs.alis.runs", "libs.alis.graph_files")
+WORKER_MODULES = ("pyarrow", "numba", "blockheat.libs.ingest.pipeline", "blockheat.libs.ingest.direct",
+                  "blockheat.libs.io.device_pass", "blockheat.libs.io.task_parquet",
+                  "blockheat.libs.transforms.profile", "blockheat.libs.transforms.heat_files",
+                  "blockheat.libs.transforms.tracking_files",
+                  "blockheat.libs.alis.graph", "blockheat.libs.alis.runs", "blockheat.libs.alis.graph_files")
 
 
 def installed_archives(path: list[str]) -> list[str]:

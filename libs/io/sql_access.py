@@ -1,5 +1,6 @@
 """Who may use the SQL endpoints, and what they may do: the settings of blockheat's SQL access classes
-(infra/spark/sql-access, compiled by `make` into the environment) and the secrets the servers hand their owner.
+(libs/io/java, shipped as sources and compiled into the environment on first use) and the secrets the servers hand
+their owner.
 
 - Read-only sessions: ReadOnlyGuard (a Spark SQL extension) refuses at analysis every command that writes or changes
   a table, Java calls (reflect), SQL's SET of the protected settings and file queries (`SELECT * FROM
@@ -18,12 +19,15 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import shutil
 import stat
+import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from libs.io import storage
+from blockheat.libs.io import storage
 
 GUARD_EXTENSION = "io.blockheat.sql.ReadOnlyGuard"
 AUTHENTICATOR = "io.blockheat.sql.PasswordFileAuthenticator"
@@ -39,11 +43,43 @@ class SecretFileError(PermissionError):
     """A secret file that others may read, or that is not this user's."""
 
 
+#: The Java sources of the access classes, shipped in the package.
+JAVA_SOURCES = Path(__file__).with_name("java")
+
+
+def _sources() -> list[Path]:
+    return sorted(JAVA_SOURCES.rglob("*.java"))
+
+
 def access_jar(prefix: str | Path | None = None) -> Path:
-    """The compiled SQL access classes of the environment at `prefix` (default: this interpreter's)."""
+    """The compiled SQL access classes of the environment at `prefix` (default: this interpreter's), compiled from
+    the shipped sources on first use (build_access_jar) when missing or older than the sources."""
     path = Path(sys.prefix if prefix is None else prefix) / "var" / "blockheat" / "blockheat-sql-access.jar"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: blockheat's SQL access classes are missing; run `make` (needs javac)")
+    if path.is_file() and all(s.stat().st_mtime <= path.stat().st_mtime for s in _sources()):
+        return path
+    return build_access_jar(path)
+
+
+def build_access_jar(path: Path) -> Path:
+    """Compile the shipped sources against pyspark's jars with the JDK's javac and jar into `path` (written whole
+    or not at all); RuntimeError saying what is missing when there is no JDK."""
+    import pyspark  # the jars the classes compile against
+
+    javac, jar = shutil.which("javac"), shutil.which("jar")
+    if javac is None or jar is None:
+        raise RuntimeError(f"{path}: blockheat's SQL access classes are not compiled yet and there is no JDK to "
+                           "compile them (javac and jar of Java 17 on PATH)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    classpath = str(Path(pyspark.__file__).parent / "jars" / "*")
+    with tempfile.TemporaryDirectory(prefix="sql-access-", dir=path.parent) as tmp:
+        classes, part = Path(tmp) / "classes", Path(tmp) / "access.jar"
+        for cmd in ([javac, "-nowarn", "-d", str(classes), "-cp", classpath, *map(str, _sources())],
+                    [jar, "cf", str(part), "-C", str(classes), "io"]):
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"compiling blockheat's SQL access classes into {path} failed: "
+                                   f"{(done.stderr or done.stdout).strip()[-2000:]}")
+        os.replace(part, path)
     return path
 
 
@@ -140,5 +176,6 @@ def connect_url(url: str, token: str) -> str:
 
 
 __all__ = ["ALLOW_WRITES", "AUTHENTICATOR", "GUARD_EXTENSION", "PASSWORD_FILE", "PASSWORD_FILE_ENV", "TOKEN_ENV",
-           "TOKEN_FILE", "WRITE_KEY", "SecretFileError", "ServerSecrets", "access_jar", "client_conf", "connect_url",
-           "ensure_secret", "guard_conf", "read_secret", "read_token", "serve_dir", "thrift_auth_conf"]
+           "TOKEN_FILE", "WRITE_KEY", "SecretFileError", "ServerSecrets", "access_jar", "build_access_jar",
+           "client_conf", "connect_url", "ensure_secret", "guard_conf", "read_secret", "read_token", "serve_dir",
+           "thrift_auth_conf"]

@@ -23,12 +23,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-import schemas
-from libs.columns import to_schema
-from libs.io import delta_log, storage
-from libs.io.delta_files import PendingWrite, TableTarget, sql_literal, write_by_tasks
-from libs.io.delta_log import LogUnreadable
-from libs.io.table_names import NAMES_CONF, NAMES_CREATED
+from blockheat import schemas
+from blockheat.libs.columns import to_schema
+from blockheat.libs.io import delta_log, storage
+from blockheat.libs.io.delta_files import PendingWrite, TableTarget, sql_literal, write_by_tasks
+from blockheat.libs.io.delta_log import LogUnreadable
+from blockheat.libs.io.table_names import NAMES_CONF, NAMES_CREATED
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -40,7 +40,7 @@ def _load_tables() -> tuple[dict[str, tuple[T.StructType, tuple[str, ...]]], dic
     tables: dict[str, tuple[T.StructType, tuple[str, ...]]] = {}
     stats: dict[str, str] = {}
     for module_name in schemas.TABLE_MODULES:
-        module = importlib.import_module(f"schemas.{module_name}")
+        module = importlib.import_module(f"{schemas.__name__}.{module_name}")
         tables[module.TABLE] = (module.SPARK_SCHEMA, tuple(getattr(module, "PARTITION_COLUMNS", ())))
         if getattr(module, "STATS_COLUMNS", None):
             stats[module.TABLE] = ",".join(module.STATS_COLUMNS)

@@ -32,7 +32,7 @@ from pyspark import TaskContext
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType, _parse_datatype_string
 
-from libs.io import storage
+from blockheat.libs.io import storage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, GroupedData, SparkSession

@@ -27,8 +27,8 @@ from urllib.parse import unquote
 
 from deltalake import DeltaTable
 
-from libs.io import journal, storage
-from libs.io.delta_log import is_table
+from blockheat.libs.io import journal, storage
+from blockheat.libs.io.delta_log import is_table
 
 #: The longest a blockheat write may run, from its first file written to its commit (an ingest of the largest
 #: trace, a nightly stage; each takes minutes to a few hours). A file no committed version references and older
@@ -60,7 +60,7 @@ class Removed:
 
 def blockheat_tables() -> tuple[str, ...]:
     """The names of the tables blockheat writes (schemas.TABLE_MODULES)."""
-    import schemas
+    from blockheat import schemas
 
     return tuple(schemas.TABLE_MODULES)
 

@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from libs.plans.types import Target
-from schemas import reorg_plan_steps as STEPS
+from blockheat.libs.plans.types import Target
+from blockheat.schemas import reorg_plan_steps as STEPS
 
 __all__ = ["IDLE_MIN_S", "MOVE_MODEL", "MoveBudget", "breaches", "cost_benefit", "move_seconds"]
 

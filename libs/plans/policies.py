@@ -49,9 +49,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from libs.plans.striping_advisor import METHODS, DiskModel, FileStats, Workload, advise
-from libs.plans.types import BASELINE, Outcome, PlanPart, PolicyError, Target, Variant, WindowStats
-from sim.alis.layout import MODES as ALIS_MODES
+from blockheat.libs.plans.striping_advisor import METHODS, DiskModel, FileStats, Workload, advise
+from blockheat.libs.plans.types import BASELINE, Outcome, PlanPart, PolicyError, Target, Variant, WindowStats
+from blockheat.sim.alis.layout import MODES as ALIS_MODES
 
 __all__ = ["FAMILIES", "PENDING_FAMILIES", "PolicyFamily", "SweepOptions", "families", "register_family",
            "size_label"]
@@ -178,7 +178,7 @@ def _striped(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Var
 
 def _plan_striped(outcome: Outcome) -> PlanPart:
     # lazy: steps imports pyspark (schemas/) and numba; the blockheat command loads this module at start
-    from libs.plans.steps import restripe_steps
+    from blockheat.libs.plans.steps import restripe_steps
 
     layout = outcome.variant.scenario["layout"]
     if layout.get("kind") == "as_traced":
@@ -214,7 +214,7 @@ def _incremental(target: Target, stats: WindowStats, opts: SweepOptions) -> list
 
 def _plan_extent_map(outcome: Outcome) -> PlanPart:
     # lazy: steps imports pyspark (schemas/) and numba; the blockheat command loads this module at start
-    from libs.plans.steps import extent_migration_steps
+    from blockheat.libs.plans.steps import extent_migration_steps
 
     if outcome.layout is None:
         raise PolicyError(f"{outcome.variant.policy_id}: the plan needs the scenario's extent map")
@@ -251,7 +251,7 @@ def _cooling(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Var
 
 def _plan_cooling(outcome: Outcome) -> PlanPart:
     # lazy: steps imports pyspark (schemas/) and numba; the blockheat command loads this module at start
-    from libs.plans.steps import cooling_steps
+    from blockheat.libs.plans.steps import cooling_steps
 
     if outcome.moves is None:
         raise PolicyError(f"{outcome.variant.policy_id}: the plan needs the scenario's cooling moves")
@@ -278,9 +278,9 @@ def _alis(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Varian
 
 def _plan_alis(outcome: Outcome) -> PlanPart:
     # lazy: steps and sim.alis import pyspark (schemas/) and numba; the blockheat command loads this module at start
-    from libs.plans.steps import PlanError, alis_steps
-    from sim.alis.params import AlisParams
-    from sim.alis.plan import plan_trace_window
+    from blockheat.libs.plans.steps import PlanError, alis_steps
+    from blockheat.sim.alis.params import AlisParams
+    from blockheat.sim.alis.plan import plan_trace_window
 
     if outcome.requests is None or outcome.requests.num_rows == 0:
         raise PolicyError(f"{outcome.variant.policy_id}: the plan needs the window's requests")
@@ -310,14 +310,14 @@ def _track_aligned(target: Target, stats: WindowStats, opts: SweepOptions) -> li
 
 def _plan_track_aligned(outcome: Outcome) -> PlanPart:
     # lazy: steps imports pyspark (schemas/) and numba; the blockheat command loads this module at start
-    from libs.plans.steps import track_alignment_steps
+    from blockheat.libs.plans.steps import track_alignment_steps
 
     io = outcome.variant.scenario["io"]
     return track_alignment_steps(outcome.target, tracks=int(io["tracks"]), merge_gap_ms=float(io["merge_gap_ms"]))
 
 
 def _alis_not_applicable(target: Target, stats: WindowStats, opts: SweepOptions) -> str | None:
-    from sim.alis.plan import volumes_for  # lazy: numba; the blockheat command loads this module at start
+    from blockheat.sim.alis.plan import volumes_for  # lazy: numba; the blockheat command loads this module at start
 
     volumes, _, _ = volumes_for(target.device_sectors, concatenated=False, ra_share=opts.alis_ra_share,
                                 ra_offset=ALIS_PAPER_RA_OFFSET)             # the offset does not change the size

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from libs.plans.types import BASELINE, PolicyError, Target, Variant
+from blockheat.libs.plans.types import BASELINE, PolicyError, Target, Variant
 
 __all__ = ["Window", "parse_window", "rank_rows", "score_rows", "sweep_scenarios", "utilization_balance"]
 

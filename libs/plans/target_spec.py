@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from libs.plans.types import PolicyError
-from sim.glue import ScenarioConfig
-from sim.specs import from_geometry
+from blockheat.libs.plans.types import PolicyError
+from blockheat.sim.glue import ScenarioConfig
+from blockheat.sim.specs import from_geometry
 
 if TYPE_CHECKING:
-    from sim.spec import DiskSpec
+    from blockheat.sim.spec import DiskSpec
 
 
 def spec_param(info: Mapping[str, Any], devices: Sequence[str], spec: str | None) -> Any:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from sim.array import ExtentMap
-    from sim.spec import DiskSpec
+    from blockheat.sim.array import ExtentMap
+    from blockheat.sim.spec import DiskSpec
 
 __all__ = ["BASELINE", "Outcome", "PlanPart", "PolicyError", "Target", "Variant", "WindowStats"]
 

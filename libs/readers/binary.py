@@ -14,11 +14,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from libs.io import storage
-from libs.io.inputs import drop_cached, read_at
-from libs.readers import limits
-from libs.readers.scan import previous_valid
-from libs.readers.srt import decode_srt_records, find_record_offsets
+from blockheat.libs.io import storage
+from blockheat.libs.io.inputs import drop_cached, read_at
+from blockheat.libs.readers import limits
+from blockheat.libs.readers.scan import previous_valid
+from blockheat.libs.readers.srt import decode_srt_records, find_record_offsets
 
 # The columns every reader (text or binary) produces before numbering; see readers.records.
 RECORD_SCHEMA = pa.schema([

@@ -29,12 +29,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from libs.io import storage
-from libs.io.delta_files import SIDE
-from libs.io.inputs import Resolver, drop_cached, file_size, newlines_before, open_random_access, read_fully_at
-from libs.readers import limits
-from libs.readers.binary import constant_column
-from libs.readers.text_formats import CsvLayout
+from blockheat.libs.io import storage
+from blockheat.libs.io.delta_files import SIDE
+from blockheat.libs.io.inputs import (
+    Resolver,
+    drop_cached,
+    file_size,
+    newlines_before,
+    open_random_access,
+    read_fully_at,
+)
+from blockheat.libs.readers import limits
+from blockheat.libs.readers.binary import constant_column
+from blockheat.libs.readers.text_formats import CsvLayout
 
 # Single-character delimiters that mean the same as a Java regex (the general path splits with one).
 PLAIN_DELIMITERS = frozenset(",;\t:")

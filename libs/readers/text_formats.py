@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from libs.readers import limits
-from libs.readers.limits import FILETIME_UNIX_OFFSET_US as FILETIME_UNIX_OFFSET_US
+from blockheat.libs.readers import limits
+from blockheat.libs.readers.limits import FILETIME_UNIX_OFFSET_US as FILETIME_UNIX_OFFSET_US
 
 # Time units a column may be in, as (kind, multiplier to microseconds).
 TIME_UNITS = ("s", "ms", "us", "ns", "filetime")

@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sim.array import DiskArray
-from sim.glue import ScenarioConfig
-from sim.spec import SpecError
-from sim.specs import SHIPPED, from_geometry
+from blockheat.sim.array import DiskArray
+from blockheat.sim.glue import ScenarioConfig
+from blockheat.sim.spec import SpecError
+from blockheat.sim.specs import SHIPPED, from_geometry
 
 #: `"spec": "from-trace"`: each array group's disks are built from the trace's recorded geometry
 #: (traces.geometry, the HP SRT header) by sim.specs.from_geometry.

@@ -21,12 +21,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
-from libs.io import storage
-from libs.io.connect import is_remote, parallelism
-from libs.io.delta_files import replace_from_driver
-from libs.io.device_pass import Unsupported, row_groups, spark_tasks, trace_files
-from libs.io.tables import read_table, table_exists, table_target, table_version, trace_info
-from libs.io.task_parquet import (
+from blockheat.libs.io import storage
+from blockheat.libs.io.connect import is_remote, parallelism
+from blockheat.libs.io.delta_files import replace_from_driver
+from blockheat.libs.io.device_pass import Unsupported, row_groups, spark_tasks, trace_files
+from blockheat.libs.io.tables import read_table, table_exists, table_target, table_version, trace_info
+from blockheat.libs.io.task_parquet import (
     Opener,
     from_ipc,
     release_memory,
@@ -36,18 +36,18 @@ from libs.io.task_parquet import (
     task_opener,
     to_ipc,
 )
-from libs.simulation.grid import Grid, Part, plan_parts
-from schemas import cooling_moves, sim_results, sim_timeseries
-from schemas.requests import REPLAY_COLUMNS
-from sim.array import Striped
-from sim.cooling import COOLING_MOVES_SCHEMA
-from sim.glue import AlisPolicy, CoolingPolicy, GreedyAllocation, RoundRobinExtents, simulate_requests
-from sim.workloads import from_parquet_files
+from blockheat.libs.simulation.grid import Grid, Part, plan_parts
+from blockheat.schemas import cooling_moves, sim_results, sim_timeseries
+from blockheat.schemas.requests import REPLAY_COLUMNS
+from blockheat.sim.array import Striped
+from blockheat.sim.cooling import COOLING_MOVES_SCHEMA
+from blockheat.sim.glue import AlisPolicy, CoolingPolicy, GreedyAllocation, RoundRobinExtents, simulate_requests
+from blockheat.sim.workloads import from_parquet_files
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from libs.io.session import SparkConfig
+    from blockheat.libs.io.session import SparkConfig
 
 log = logging.getLogger(__name__)
 

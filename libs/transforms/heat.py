@@ -12,10 +12,10 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from libs.columns import idiv_sql, to_schema, window_start
-from libs.transforms.heat_kernels import BLOCK_BYTES
-from schemas import disk_heat as DH
-from schemas import extent_heat as EH
+from blockheat.libs.columns import idiv_sql, to_schema, window_start
+from blockheat.libs.transforms.heat_kernels import BLOCK_BYTES
+from blockheat.schemas import disk_heat as DH
+from blockheat.schemas import extent_heat as EH
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

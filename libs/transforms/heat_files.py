@@ -26,14 +26,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from libs.io.device_pass import Output, Read, Unsupported, device_pass, request_files
-from libs.io.tables import table_target
-from libs.transforms import heat_kernels as HK
-from libs.transforms.heat import LAYOUTS, _check_unit, _volume_bases, _window_seconds, disk_heat_rows
-from libs.transforms.heat_kernels import BLOCK_BYTES
-from libs.transforms.tracking_kernels import unit_pieces
-from schemas import extent_heat as EH
-from schemas.requests import DEVICE_FILE_COLUMNS
+from blockheat.libs.io.device_pass import Output, Read, Unsupported, device_pass, request_files
+from blockheat.libs.io.tables import table_target
+from blockheat.libs.transforms import heat_kernels as HK
+from blockheat.libs.transforms.heat import LAYOUTS, _check_unit, _volume_bases, _window_seconds, disk_heat_rows
+from blockheat.libs.transforms.heat_kernels import BLOCK_BYTES
+from blockheat.libs.transforms.tracking_kernels import unit_pieces
+from blockheat.schemas import extent_heat as EH
+from blockheat.schemas.requests import DEVICE_FILE_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

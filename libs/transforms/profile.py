@@ -54,10 +54,10 @@ import pyarrow.compute as pc
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from libs.columns import idiv, to_schema
-from libs.io.connect import parallelism as session_parallelism
-from libs.transforms.profile_kernels import block_pass, group_cells, round_significant_code
-from schemas import trace_profile as TP
+from blockheat.libs.columns import idiv, to_schema
+from blockheat.libs.io.connect import parallelism as session_parallelism
+from blockheat.libs.transforms.profile_kernels import block_pass, group_cells, round_significant_code
+from blockheat.schemas import trace_profile as TP
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

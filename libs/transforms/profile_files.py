@@ -54,13 +54,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from libs.io import storage
-from libs.io.connect import parallelism as session_parallelism
-from libs.io.delta_files import replace_from_driver
-from libs.io.device_pass import RowGroup, files_or_sql, row_groups, spark_tasks, trace_files
-from libs.io.tables import read_table, replace_rows, table_target
-from libs.io.task_parquet import Opener, from_ipc, release_memory, scratch_dir, task_file_name, task_opener, to_ipc
-from libs.transforms import profile as P
+from blockheat.libs.io import storage
+from blockheat.libs.io.connect import parallelism as session_parallelism
+from blockheat.libs.io.delta_files import replace_from_driver
+from blockheat.libs.io.device_pass import RowGroup, files_or_sql, row_groups, spark_tasks, trace_files
+from blockheat.libs.io.tables import read_table, replace_rows, table_target
+from blockheat.libs.io.task_parquet import (
+    Opener,
+    from_ipc,
+    release_memory,
+    scratch_dir,
+    task_file_name,
+    task_opener,
+    to_ipc,
+)
+from blockheat.libs.transforms import profile as P
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

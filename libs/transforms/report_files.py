@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from libs.io.device_pass import Read, Unsupported, device_pass, trace_files
-from libs.transforms.profile import percentile_cells, round_significant_np
+from blockheat.libs.io.device_pass import Read, Unsupported, device_pass, trace_files
+from blockheat.libs.transforms.profile import percentile_cells, round_significant_np
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

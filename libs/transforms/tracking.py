@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from libs.columns import idiv, to_schema
-from libs.transforms.heat import split_at
-from schemas import heat_tracking as HT
+from blockheat.libs.columns import idiv, to_schema
+from blockheat.libs.transforms.heat import split_at
+from blockheat.schemas import heat_tracking as HT
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -17,11 +17,11 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from libs.columns import idiv
-from libs.transforms.heat import split_at
-from libs.transforms.tracking import with_tracked_heat
-from libs.transforms.tracking_kernels import extent_pieces
-from schemas import requests as R
+from blockheat.libs.columns import idiv
+from blockheat.libs.transforms.heat import split_at
+from blockheat.libs.transforms.tracking import with_tracked_heat
+from blockheat.libs.transforms.tracking_kernels import extent_pieces
+from blockheat.schemas import requests as R
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

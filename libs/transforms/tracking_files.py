@@ -21,14 +21,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from libs.io import storage
-from libs.io.device_pass import Output, Read, Unsupported, device_pass, spark_tasks, trace_files
-from libs.io.tables import table_target
-from libs.io.task_parquet import scratch_dir
-from libs.transforms.profile import interpolate
-from libs.transforms.tracking import _check
-from libs.transforms.tracking_kernels import checkpoint_rows, extent_pieces, track
-from schemas import heat_tracking as HT
+from blockheat.libs.io import storage
+from blockheat.libs.io.device_pass import Output, Read, Unsupported, device_pass, spark_tasks, trace_files
+from blockheat.libs.io.tables import table_target
+from blockheat.libs.io.task_parquet import scratch_dir
+from blockheat.libs.transforms.profile import interpolate
+from blockheat.libs.transforms.tracking import _check
+from blockheat.libs.transforms.tracking_kernels import checkpoint_rows, extent_pieces, track
+from blockheat.schemas import heat_tracking as HT
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from libs.transforms.heat_kernels import BLOCK_BYTES
+from blockheat.libs.transforms.heat_kernels import BLOCK_BYTES
 
 
 @njit(cache=True, nogil=True)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sim.alis.layout import LAYOUTS, MODES
-from sim.alis.runs import THRESHOLD, THRESHOLD_COMBINED
+from blockheat.sim.alis.layout import LAYOUTS, MODES
+from blockheat.sim.alis.runs import THRESHOLD, THRESHOLD_COMBINED
 
 __all__ = ["DAY_S", "DAY_US", "PLANS", "AlisParams"]
 

@@ -29,15 +29,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from sim.alis.graph import count_pairs, prune_arrays
-from sim.alis.layout import plan_area
-from sim.alis.runs import discover_runs
-from sim.redirect import REGION_HEAT, REGION_RUN, Directory, Reorganization, Volume, device_mapping
-from sim.workloads import from_arrow
+from blockheat.sim.alis.graph import count_pairs, prune_arrays
+from blockheat.sim.alis.layout import plan_area
+from blockheat.sim.alis.runs import discover_runs
+from blockheat.sim.redirect import REGION_HEAT, REGION_RUN, Directory, Reorganization, Volume, device_mapping
+from blockheat.sim.workloads import from_arrow
 
 if TYPE_CHECKING:
-    from sim.alis.params import AlisParams
-    from sim.records import Requests
+    from blockheat.sim.alis.params import AlisParams
+    from blockheat.sim.records import Requests
 
 __all__ = ["IntervalState", "VolumeUnits", "WindowPlan", "interval_plans", "interval_states", "plan_schedule",
            "plan_trace_window", "plan_window", "volume_units", "volumes_for"]

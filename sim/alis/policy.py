@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim import _kernel as K
-from sim.alis.params import AlisParams
-from sim.alis.plan import plan_schedule, volumes_for
-from sim.redirect import Redirected, Reorganization, Volume, redirect
+from blockheat.sim import _kernel as K
+from blockheat.sim.alis.params import AlisParams
+from blockheat.sim.alis.plan import plan_schedule, volumes_for
+from blockheat.sim.redirect import Redirected, Reorganization, Volume, redirect
 
 if TYPE_CHECKING:
-    from sim.engine import Simulation
-    from sim.records import Requests
+    from blockheat.sim.engine import Simulation
+    from blockheat.sim.records import Requests
 
 __all__ = ["FIGURES", "AlisSetup", "prepare", "run_measured"]
 

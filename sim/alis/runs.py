@@ -25,7 +25,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from sim.alis.graph import check_context, edge_weight
+from blockheat.sim.alis.graph import check_context, edge_weight
 
 THRESHOLD = 0.1           # run clustering alone
 THRESHOLD_COMBINED = 0.4  # runs plus heat clustering (the paper's section 5.3 default)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sim.spec import CacheSpec, DiskSpec, Overheads, SeekCurve, SpecError, Zone, load_spec_file
+from blockheat.sim.spec import CacheSpec, DiskSpec, Overheads, SeekCurve, SpecError, Zone, load_spec_file
 
 __all__ = ["SHIPPED", "from_geometry", "from_srt_header", "load", "resolve"]
 

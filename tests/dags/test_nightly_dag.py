@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from libs.io.tables import table_version, trace_rows
+from blockheat.libs.io.tables import table_version, trace_rows
 from tests.builders import write_srt_days
 from tests.jobs.test_nightly_jobs import CHAIN_DIGESTS, chain_digests
 
@@ -53,7 +53,7 @@ def airflow_env(tmp_path_factory, repo_root):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("AIRFLOW", "BLOCKHEAT_", "PYSPARK_")) and k != "SPARK_TESTING"}
     env.update(AIRFLOW_HOME=str(tmp_path_factory.mktemp("airflow_home")), AIRFLOW__CORE__LOAD_EXAMPLES="False",
-               AIRFLOW__CORE__DAGS_FOLDER=str(repo_root / "dags"), PYTHONDONTWRITEBYTECODE="1",
+               AIRFLOW__CORE__DAGS_FOLDER=str(repo_root / "infra" / "airflow" / "dags"), PYTHONDONTWRITEBYTECODE="1",
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
     return env
 

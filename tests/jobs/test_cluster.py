@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from libs.io.jvm import SHORT_JOB_OPTIONS
-from libs.io.tables import read_table, replace_trace, table_path
+from blockheat.libs.io.jvm import SHORT_JOB_OPTIONS
+from blockheat.libs.io.tables import read_table, replace_trace, table_path
 from tests.drivers import (
     GENERATED_TRACE_ID,
     SLICE_TRACE_ID,

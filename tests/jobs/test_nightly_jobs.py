@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from jobs import aged_heat, alis_graph
-from libs import nightly
-from libs.io.tables import read_table, table_path, table_version, trace_rows
+from blockheat.jobs import aged_heat, alis_graph
+from blockheat.libs import nightly
+from blockheat.libs.io.tables import read_table, table_path, table_version, trace_rows
 from tests.builders import ingest, table_digest, write_srt_days
 
 TRACE = "nl-backfill"
@@ -102,7 +102,7 @@ def test_interval_errors_name_the_missing_day(spark, spark_cfg, chain):
 def test_stored_intervals_read_from_the_log_equal_sparks(spark, spark_cfg, chain, monkeypatch):
     """The chain check and the previous day's values come from the files the log lists; the same rows as
     through Spark (the path taken when the reader does not handle a log)."""
-    from libs.io import delta_log
+    from blockheat.libs.io import delta_log
 
     def rows(table):
         return sorted(zip(*(table.column(c).to_pylist() for c in ("device", "extent_id", "aged_count")),

@@ -16,11 +16,11 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from libs.io import delta_log, storage
-from libs.io.connect_server import ConnectServer
-from libs.io.delta_files import FileWriter, TableTarget, commit_replace
-from libs.io.jvm import SHORT_JOB_OPTIONS
-from libs.io.session import SparkConfig
+from blockheat.libs.io import delta_log, storage
+from blockheat.libs.io.connect_server import ConnectServer
+from blockheat.libs.io.delta_files import FileWriter, TableTarget, commit_replace
+from blockheat.libs.io.jvm import SHORT_JOB_OPTIONS
+from blockheat.libs.io.session import SparkConfig
 from tests.command_run import SRT_TRACE, VSCSI_TRACE
 from tests.drivers import write_slice
 

@@ -16,18 +16,18 @@ import jsonschema
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.cli.main import main
-from jobs.cli.output import human
-from jobs.reorg_plan import PlanConfig, check, export, load, target_of, validation
-from jobs.reorg_plan import run as build
-from libs.io.tables import read_table, replace_rows, table_path
-from libs.plans.cost import MoveBudget
-from libs.plans.policies import PENDING_FAMILIES
-from libs.plans.steps import plan_ids, read_plan
-from libs.plans.target_spec import resolve_spec
-from schemas import policy_scores as PS
-from schemas.reorg_plan_json import PLAN_JSON_SCHEMA
-from sim.glue import ScenarioConfig, simulate_partition
+from blockheat.jobs.cli.main import main
+from blockheat.jobs.cli.output import human
+from blockheat.jobs.reorg_plan import PlanConfig, check, export, load, target_of, validation
+from blockheat.jobs.reorg_plan import run as build
+from blockheat.libs.io.tables import read_table, replace_rows, table_path
+from blockheat.libs.plans.cost import MoveBudget
+from blockheat.libs.plans.policies import PENDING_FAMILIES
+from blockheat.libs.plans.steps import plan_ids, read_plan
+from blockheat.libs.plans.target_spec import resolve_spec
+from blockheat.schemas import policy_scores as PS
+from blockheat.schemas.reorg_plan_json import PLAN_JSON_SCHEMA
+from blockheat.sim.glue import ScenarioConfig, simulate_partition
 from tests.conftest import HPLAJW_TRACE_ID
 
 WINDOW = "327600:331200"              # hour 91 of the week, its busiest: 6,386 requests (25 on device 1)
@@ -360,9 +360,9 @@ ALIS_WINDOW = "327600:331200"
 
 
 def test_alis_is_scored_and_planned_where_its_area_fits(spark, spark_cfg, hplajw, tmp_path):
-    from jobs.policy_scores import ScoreConfig
-    from jobs.policy_scores import run as score
-    from libs.plans.policies import SweepOptions
+    from blockheat.jobs.policy_scores import ScoreConfig
+    from blockheat.jobs.policy_scores import run as score
+    from blockheat.libs.plans.policies import SweepOptions
 
     cfg = isolated(spark_cfg, tmp_path, ["traces", "requests"])
     summary = score(spark, cfg, ScoreConfig(HPLAJW_TRACE_ID, ALIS_WINDOW, spec="hp_c2247a", families=("alis",),
@@ -391,8 +391,8 @@ def test_alis_is_scored_and_planned_where_its_area_fits(spark, spark_cfg, hplajw
     assert (first["step_type"], first["source_device"], first["source_offset_bytes"], first["dest_offset_bytes"],
             first["bytes"]) == ("create_area", "0", 196_216 * 512, (196_216 + 98_108) * 512, 457_840 * 512)
     # The lookaside directory is the planner's, recomputed here from the window's requests.
-    from sim.alis.params import AlisParams
-    from sim.alis.plan import plan_trace_window
+    from blockheat.sim.alis.params import AlisParams
+    from blockheat.sim.alis.plan import plan_trace_window
 
     window = read_table(spark, cfg.warehouse, "requests", HPLAJW_TRACE_ID).where(
         (F.col("ts_us") >= 327_600_000_000) & (F.col("ts_us") < 331_200_000_000)).toArrow()
@@ -412,10 +412,10 @@ def test_alis_is_scored_and_planned_where_its_area_fits(spark, spark_cfg, hplajw
 def test_device_figures_from_the_files_equal_spark(spark, spark_cfg, hplajw):
     # The scorecard's pass over the requests (device sizes, the window's requests and bytes) from the table's files
     # equals the Spark aggregation; the busiest hour holds 6,386 requests, 25 of them on the second device.
-    from jobs.policy_scores import device_figures, device_figures_files
-    from libs.io.tables import trace_info
-    from libs.plans.scorecard import parse_window
-    from libs.simulation.stage import table_files
+    from blockheat.jobs.policy_scores import device_figures, device_figures_files
+    from blockheat.libs.io.tables import trace_info
+    from blockheat.libs.plans.scorecard import parse_window
+    from blockheat.libs.simulation.stage import table_files
 
     window = parse_window(WINDOW, span_us=int(trace_info(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID)["span_us"]))
     files = table_files(spark, spark_cfg.warehouse, [HPLAJW_TRACE_ID], None)

@@ -12,9 +12,9 @@ import jsonschema
 import numpy as np
 import pytest
 
-from libs.plans.cost import MoveBudget
-from libs.plans.policies import FAMILIES, SweepOptions
-from libs.plans.steps import (
+from blockheat.libs.plans.cost import MoveBudget
+from blockheat.libs.plans.policies import FAMILIES, SweepOptions
+from blockheat.libs.plans.steps import (
     PlanError,
     PlanInputs,
     SafetyLimits,
@@ -31,11 +31,11 @@ from libs.plans.steps import (
     track_alignment_steps,
     write_plan,
 )
-from libs.plans.types import Outcome, PlanPart, PolicyError, Target, Variant, WindowStats
-from schemas import reorg_plan_steps
-from schemas.reorg_plan_json import PLAN_JSON_SCHEMA, PlanDocumentError, validate_plan_document
-from sim.array import Extent, ExtentMap
-from sim.specs import load
+from blockheat.libs.plans.types import Outcome, PlanPart, PolicyError, Target, Variant, WindowStats
+from blockheat.schemas import reorg_plan_steps
+from blockheat.schemas.reorg_plan_json import PLAN_JSON_SCHEMA, PlanDocumentError, validate_plan_document
+from blockheat.sim.array import Extent, ExtentMap
+from blockheat.sim.specs import load
 
 SPEC = load("hp_c2247a")            # 512-byte sectors
 # The toy plans below move half of their 4 KiB volumes: budgets that let them through (the budgets' own tests are in
@@ -324,7 +324,7 @@ def test_step_rejects_unknown_types():
 
 
 def test_cli_prints_the_plan_schema_and_names_bad_plan_words(capsys):
-    from jobs.cli.main import main
+    from blockheat.jobs.cli.main import main
 
     assert main(["plan", "schema"]) == 0
     assert json.loads(capsys.readouterr().out) == PLAN_JSON_SCHEMA
@@ -350,14 +350,14 @@ def test_every_familys_detail_matches_the_schema():
 
 
 def alis_window_plan(directory):
-    from sim.alis.plan import WindowPlan, volumes_for
+    from blockheat.sim.alis.plan import WindowPlan, volumes_for
 
     volumes, dv, do = volumes_for([1000, 800], concatenated=False, ra_share=0.15, ra_offset=0.30)
     return WindowPlan(3, directory, volumes, ("a", "b"), ("a", "b"), dv, do, 512)
 
 
 def test_alis_lookaside_directory_becomes_area_and_copy_steps():
-    from sim.redirect import REGION_HEAT, REGION_RUN, Directory
+    from blockheat.sim.redirect import REGION_HEAT, REGION_RUN, Directory
 
     # Volumes of 1000 and 800 sectors: areas of 150 and 120 sectors at 300 and 240 (15 % at 30 %).
     # Copies on a: run 4 = units 7 (area 0) and 9 (area 8), unit 7 again in the heat region (area 24); on b:

@@ -14,13 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from jobs.cli.main import main
-from jobs.cli.output import human
-from libs.simulation.grid import GridError, load_grid, parse_grid, plan_parts
-from libs.simulation.stage import SimulationError, part_memory, run, simulate_parts, stage_requests
-from schemas import cooling_moves, sim_results, sim_timeseries
-from sim.glue import ScenarioConfig, simulate_partition, simulate_partition_with_timeseries
-from sim.specs import from_geometry
+from blockheat.jobs.cli.main import main
+from blockheat.jobs.cli.output import human
+from blockheat.libs.simulation.grid import GridError, load_grid, parse_grid, plan_parts
+from blockheat.libs.simulation.stage import SimulationError, part_memory, run, simulate_parts, stage_requests
+from blockheat.schemas import cooling_moves, sim_results, sim_timeseries
+from blockheat.sim.glue import ScenarioConfig, simulate_partition, simulate_partition_with_timeseries
+from blockheat.sim.specs import from_geometry
 from tests.builders import ingest
 from tests.conftest import HPLAJW_TRACE_ID
 
@@ -139,7 +139,7 @@ def test_plan_checks_groups_and_trace_geometry():
 
 
 def test_partitions_start_heaviest_first():
-    from libs.simulation.stage import longest_first
+    from blockheat.libs.simulation.stage import longest_first
 
     grid = parse_grid({"traces": ["small", "big"], "base": {"spec": "hp_c2247a", "device_sectors": [4096, 4096]},
                        "scenarios": [
@@ -251,7 +251,7 @@ def test_spark_result_equals_direct_call_one_part_per_partition(spark, spark_cfg
 
 
 def test_lanes_claim_each_part_once_heaviest_first_keeping_their_requests(tmp_path):
-    from libs.simulation.stage import _Queue, claimed_parts
+    from blockheat.libs.simulation.stage import _Queue, claimed_parts
 
     # Queue order 3, 0, 1, 2, 4 (heaviest first); parts 1 and 3 replay requests "b", the others "a".
     queue = _Queue(str(tmp_path), [3, 0, 1, 2, 4], ["a", "b", "a", "b", "a"])
@@ -270,9 +270,15 @@ def test_lanes_claim_each_part_once_heaviest_first_keeping_their_requests(tmp_pa
 
 
 def test_memory_bounds_the_parts_simulating_at_once():
-    from libs.simulation.grid import Part
-    from libs.simulation.stage import LANE_HELD_BYTES, LANE_LOAD_BYTES, PART_EXTRA_BYTES, lane_assignment, lanes_for
-    from sim.glue import ScenarioConfig
+    from blockheat.libs.simulation.grid import Part
+    from blockheat.libs.simulation.stage import (
+        LANE_HELD_BYTES,
+        LANE_LOAD_BYTES,
+        PART_EXTRA_BYTES,
+        lane_assignment,
+        lanes_for,
+    )
+    from blockheat.sim.glue import ScenarioConfig
 
     def part(**scenario) -> Part:
         cfg = ScenarioConfig.from_dict({"scenario_id": "s", "spec": "hp_c2247a", **scenario})
@@ -400,8 +406,8 @@ def test_the_table_files_replay_equals_the_staged_one(spark, spark_cfg, hplajw, 
     # table has moved past, the files are not used (run() stages the DataFrame instead).
     from pyspark.sql import functions as F
 
-    from libs.io.tables import read_table, table_version
-    from libs.simulation.stage import TableFiles, table_files
+    from blockheat.libs.io.tables import read_table, table_version
+    from blockheat.libs.simulation.stage import TableFiles, table_files
 
     day = (86_400_000_000, 2 * 86_400_000_000)
     grid = parse_grid({"grid_id": "files", "traces": [HPLAJW_TRACE_ID], "array_groups": "all",
@@ -417,7 +423,7 @@ def test_the_table_files_replay_equals_the_staged_one(spark, spark_cfg, hplajw, 
         rows = spark.sql("SELECT * FROM sim_results WHERE grid_id = 'files' ORDER BY scenario_id").collect()
         return [{k: v for k, v in r.asDict(recursive=True).items() if k != "wall_s"} for r in rows]
 
-    with caplog.at_level("INFO", logger="libs.simulation.stage"):
+    with caplog.at_level("INFO", logger="blockheat.libs.simulation.stage"):
         run(spark, spark_cfg, grid, requests=windowed, files=TableFiles(version, day))
         assert "staged" not in caplog.text
         from_files = results()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from libs.io.tables import read_table
-from libs.simulation.grid import load_grid
-from libs.simulation.stage import run
-from schemas import sim_results
-from sim.glue import ScenarioConfig, simulate_partition
+from blockheat.libs.io.tables import read_table
+from blockheat.libs.simulation.grid import load_grid
+from blockheat.libs.simulation.stage import run
+from blockheat.schemas import sim_results
+from blockheat.sim.glue import ScenarioConfig, simulate_partition
 from tests.conftest import HPLAJW_TRACE_ID
 
 

@@ -11,10 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from libs.io import storage
-from libs.io import tables as T
-from libs.simulation.grid import parse_grid, plan_parts
-from libs.simulation.stage import _claims_dir, run, simulate_parts, stage_requests
+from blockheat.libs.io import storage
+from blockheat.libs.io import tables as T
+from blockheat.libs.simulation.grid import parse_grid, plan_parts
+from blockheat.libs.simulation.stage import _claims_dir, run, simulate_parts, stage_requests
 from tests.builders import ingest
 from tests.fake_store import fake_s3
 
@@ -73,7 +73,7 @@ def test_simulate_with_an_object_store_warehouse(spark, local_warehouse, remote)
 def test_staged_requests_and_claimed_parts_on_an_object_store(spark, local_warehouse, remote):
     """stage_requests writes to the store (tasks), its leftovers listed and deleted there; lanes taking parts
     from a claims queue in a local temporary directory read the staged objects through the store."""
-    from libs.io.tables import read_table
+    from blockheat.libs.io.tables import read_table
 
     store, cfg = remote
     grid = parse_grid(GRID, source="test")

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake.transaction import AddAction
 
-from libs import nightly as N
-from libs.io import delta_log, storage
+from blockheat.libs import nightly as N
+from blockheat.libs.io import delta_log, storage
 from tests.fake_store import fake_s3
 
 FORMATS = ("hp-srt", "msr")
@@ -238,15 +238,15 @@ def test_stage_arguments_parse_with_the_jobs_own_parsers(tmp_path, monkeypatch):
     calls = {}
     entry = {"heat_tracking": "run_eval"}
     for stage in N.STAGES:
-        module = importlib.import_module(f"jobs.{stage}")
+        module = importlib.import_module(f"blockheat.jobs.{stage}")
         monkeypatch.setattr(module, "build_session", lambda cfg: "session")
         monkeypatch.setattr(module, entry.get(stage, "run"),
                             lambda *a, _s=stage, **kw: calls.setdefault(_s, (a, kw)) and {"plan_id": "p1"})
     exported = []
-    monkeypatch.setattr(importlib.import_module("jobs.reorg_plan"), "export", lambda doc, fmt, out: exported.append(
-        (doc["plan_id"], fmt, out)))
+    monkeypatch.setattr(importlib.import_module("blockheat.jobs.reorg_plan"), "export",
+                        lambda doc, fmt, out: exported.append((doc["plan_id"], fmt, out)))
     for stage in N.STAGES:
-        assert importlib.import_module(f"jobs.{stage}").main(args[stage][0]) == 0, stage
+        assert importlib.import_module(f"blockheat.jobs.{stage}").main(args[stage][0]) == 0, stage
     job = {stage: a[-1] if a else None for stage, (a, _) in calls.items()}
     assert job["ingest_trace"].paths == (str(tmp_path / "landing" / "tr1" / "a.csv"),)
     assert (job["extent_heat"].trace_id, job["extent_heat"].window_us) == ("tr1", 3_600_000_000)

@@ -11,12 +11,12 @@ import re
 import numpy as np
 import pytest
 
-from jobs.cli.main import main as cli_main
-from jobs.heat_report import CDF_POINTS, report_dir, spark_cdfs
-from jobs.heat_report import run as run_report
-from libs import report
-from libs.transforms.report_files import METRICS, percentiles, report_cdfs
-from libs.transforms.tracking_eval import StepSpec
+from blockheat.jobs.cli.main import main as cli_main
+from blockheat.jobs.heat_report import CDF_POINTS, report_dir, spark_cdfs
+from blockheat.jobs.heat_report import run as run_report
+from blockheat.libs import report
+from blockheat.libs.transforms.report_files import METRICS, percentiles, report_cdfs
+from blockheat.libs.transforms.tracking_eval import StepSpec
 from tests.builders import ingest, write_msr
 from tests.conftest import HPLAJW_TRACE_ID
 from tests.fake_store import fake_s3
@@ -203,7 +203,7 @@ def test_report_job_end_to_end(spark, spark_cfg, tmp_path):
 def test_report_files_to_an_object_store(tmp_path, monkeypatch, captured):
     """write_report: the page and the figures as objects under a URI (one PUT each), or files in a local directory
     (created); the report's default place is <warehouse>/reports/TRACE_ID on the warehouse's file system."""
-    from libs.io.session import SparkConfig
+    from blockheat.libs.io.session import SparkConfig
 
     store = fake_s3(monkeypatch, tmp_path / "s3")
     page, figures = report.render(_inputs())

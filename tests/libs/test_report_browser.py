@@ -8,12 +8,12 @@ from datetime import datetime
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.heat_report import run as run_report
-from jobs.heat_report import scores_and_plan
-from libs import report
-from libs.io.tables import read_table, trace_info
-from libs.report import best_score
-from libs.transforms.tracking_eval import StepSpec
+from blockheat.jobs.heat_report import run as run_report
+from blockheat.jobs.heat_report import scores_and_plan
+from blockheat.libs import report
+from blockheat.libs.io.tables import read_table, trace_info
+from blockheat.libs.report import best_score
+from blockheat.libs.transforms.tracking_eval import StepSpec
 from tests.chromium import Browser
 from tests.conftest import HPLAJW_TRACE_ID
 

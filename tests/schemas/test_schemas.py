@@ -5,9 +5,9 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from schemas import rejected_records, requests, traces
-from schemas.requests import RequestsSchemaError, validate_requests
-from schemas.traces import TracesSchemaError, validate_traces
+from blockheat.schemas import rejected_records, requests, traces
+from blockheat.schemas.requests import RequestsSchemaError, validate_requests
+from blockheat.schemas.traces import TracesSchemaError, validate_traces
 
 
 @pytest.mark.parametrize("module", [requests, rejected_records, traces])

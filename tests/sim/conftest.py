@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sim.array import DiskArray
-from sim.engine import SimConfig, Simulation
-from sim.records import Requests
-from sim.spec import DiskSpec
+from blockheat.sim.array import DiskArray
+from blockheat.sim.engine import SimConfig, Simulation
+from blockheat.sim.records import Requests
+from blockheat.sim.spec import DiskSpec
 
 REPO = Path(__file__).resolve().parents[2]
 C2247A_TRACE = REPO / "data/traces/disksim-validation/hp_c2247a.trace"

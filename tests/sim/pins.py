@@ -5,9 +5,9 @@ change; say why in the commit).
 """
 from __future__ import annotations
 
-from libs.readers.srt import read_srt
-from sim.specs import load
-from sim.validate import read_validation_trace, validate_closed_loop, validate_srt
+from blockheat.libs.readers.srt import read_srt
+from blockheat.sim.specs import load
+from blockheat.sim.validate import read_validation_trace, validate_closed_loop, validate_srt
 from tests.sim.conftest import C2247A_TRACE, HPLAJW_TRACE
 
 #: hp_c2247a.trace closed loop on sim/specs/hp_c2247a.toml (DiskSim's parameters, translated).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.allocation import (
+from blockheat.sim.allocation import (
     AllocationError,
     AllocUnit,
     greedy_allocation,

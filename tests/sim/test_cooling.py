@@ -8,11 +8,18 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from sim.array import DiskArray, Extent, ExtentMap, RemapEvent, extent_index
-from sim.cooling import COOLING_MOVES_SCHEMA, CoolingConfig, CoolingMove, DiskCooling, cooling_step, fragment_map
-from sim.engine import SimConfig, Simulation, Window, run_with_policy
-from sim.records import Requests
-from sim.tracker import InterarrivalTracker, split_into_units
+from blockheat.sim.array import DiskArray, Extent, ExtentMap, RemapEvent, extent_index
+from blockheat.sim.cooling import (
+    COOLING_MOVES_SCHEMA,
+    CoolingConfig,
+    CoolingMove,
+    DiskCooling,
+    cooling_step,
+    fragment_map,
+)
+from blockheat.sim.engine import SimConfig, Simulation, Window, run_with_policy
+from blockheat.sim.records import Requests
+from blockheat.sim.tracker import InterarrivalTracker, split_into_units
 from tests.sim.conftest import toy_spec
 
 ROOM = np.array([1000, 1000, 1000, 1000])
@@ -302,7 +309,7 @@ def test_variance_objective_in_a_run(copy_cost: bool, outcomes: dict[str, int]) 
 
 
 def test_free_ranges_per_disk() -> None:
-    from sim.cooling import free_ranges
+    from blockheat.sim.cooling import free_ranges
 
     # Disk 0: units at 10-19 and 30-39 of a 50-sector disk; disk 1: 0-49 (full); disk 2: empty.
     got = free_ranges(np.array([0, 1, 0]), np.array([30, 0, 10]), np.array([10, 50, 10]), 3, 50)
@@ -320,7 +327,7 @@ def test_cooling_and_tracker_never_import_pyspark() -> None:
 
 
 def test_candidates_come_by_descending_rank_ties_by_index() -> None:
-    from sim.cooling import _descending
+    from blockheat.sim.cooling import _descending
 
     assert list(_descending(np.array([3, 5, 7, 9]), np.array([1.0, 4.0, 4.0, 2.0]))) == [5, 7, 9, 3]
     assert list(_descending(np.array([2]), np.array([0.5]))) == [2]
@@ -334,7 +341,7 @@ class _WholeArrays(DiskCooling):
     ranges of every disk recomputed, cooling_step for every decision (the definition the fast path keeps)."""
 
     def on_interval(self, sim: Simulation, window: Window) -> Sequence[RemapEvent]:
-        from sim.cooling import _disk_free, free_ranges
+        from blockheat.sim.cooling import _disk_free, free_ranges
 
         cfg, lay, r = self.config, sim.layout, sim.requests
         self._tracker.observe(*split_into_units(lay.ext_lstart, sim.dev_base, r.arrival_us, r.device, r.lbn,
@@ -409,7 +416,7 @@ def test_demon_fast_path_equals_figure_5_on_whole_arrays(cfg: dict[str, object],
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Same moves, outcomes and run results, call by call, with each unit its own file (the fast path
     decides most calls) or the traced device as file (the same-file rule sends most to cooling_step)."""
-    import sim.cooling as cooling
+    import blockheat.sim.cooling as cooling
 
     fragments = 250 if cfg.get("unit") == "fragment" else None
     files = np.arange(108 if fragments else 54) if own_files else None

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim import _kernel as K
-from sim.array import DiskArray
-from sim.disk import (
+from blockheat.sim import _kernel as K
+from blockheat.sim.array import DiskArray
+from blockheat.sim.disk import (
     DI_LAST_END,
     DI_RA_SEG,
     F_HIT,
@@ -18,7 +18,7 @@ from sim.disk import (
     locate,
     media_access,
 )
-from sim.spec import DiskSpec
+from blockheat.sim.spec import DiskSpec
 from tests.sim.conftest import requests, run, toy_spec
 
 
@@ -163,8 +163,8 @@ def test_constant_mode_ignores_size_and_position() -> None:
 
 def test_zero_latency_saves_half_a_revolution_on_track_aligned_reads() -> None:
     # Lachesis's effect on the Atlas 10k III: whole-track reads at random tracks of zone 0, one at a time.
-    from sim.records import Requests
-    from sim.specs import load
+    from blockheat.sim.records import Requests
+    from blockheat.sim.specs import load
 
     spec = load("maxtor_atlas_10k3")
     spt = spec.zones[0].sectors_per_track

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sim import _kernel as K
-from sim.disk import (
+from blockheat.sim import _kernel as K
+from blockheat.sim.disk import (
     DF_RA_TARGET,
     DI_LAST_END,
     DI_RA_SEG,
@@ -24,8 +24,8 @@ from sim.disk import (
     locate,
     media_access,
 )
-from sim.spec import DiskSpec, SpecError
-from sim.tracks import track_boundaries
+from blockheat.sim.spec import DiskSpec, SpecError
+from blockheat.sim.tracks import track_boundaries
 from tests.sim.conftest import toy_spec
 
 

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from sim import _kernel as K
-from sim.array import AsTraced, Concatenated, DiskArray, Extent, ExtentMap, RandomDisk, RemapEvent, Striped
-from sim.engine import ClosedLoop, PolicyBase, SimConfig, Simulation, Window, run_with_policy
-from sim.records import Requests
-from sim.specs import load
+from blockheat.sim import _kernel as K
+from blockheat.sim.array import AsTraced, Concatenated, DiskArray, Extent, ExtentMap, RandomDisk, RemapEvent, Striped
+from blockheat.sim.engine import ClosedLoop, PolicyBase, SimConfig, Simulation, Window, run_with_policy
+from blockheat.sim.records import Requests
+from blockheat.sim.specs import load
 from tests.sim.conftest import requests, run, toy_spec
 
 
@@ -253,7 +253,7 @@ def test_event_log_of_one_request_is_exact() -> None:
 
 
 def test_time_series_adds_up_to_the_run() -> None:
-    from sim.stats import timeseries
+    from blockheat.sim.stats import timeseries
 
     reqs = _poisson(np.random.default_rng(9), 5000, 50.0)
     sim = run(toy_spec(), DiskArray(1), reqs, service="constant", constant_ms=10.0, interval_ms=10_000.0)
@@ -267,7 +267,7 @@ def test_time_series_adds_up_to_the_run() -> None:
 
 
 def test_c2247a_spec_runs_an_array_of_eight_with_background_traffic() -> None:
-    from sim.workloads import mix, poisson_background
+    from blockheat.sim.workloads import mix, poisson_background
 
     spec = load("hp_c2247a")
     rng = np.random.default_rng(11)
@@ -288,7 +288,7 @@ def test_c2247a_spec_runs_an_array_of_eight_with_background_traffic() -> None:
 
 
 def test_closed_loop_trace_with_open_loop_background() -> None:
-    from sim.workloads import mix, poisson_background
+    from blockheat.sim.workloads import mix, poisson_background
 
     fg = requests([(0.0, 0, 64 * k, 64, "R") for k in range(200)])
     bg = poisson_background(np.random.default_rng(3), rate_per_s=50.0, start_us=0.0, end_us=2e6,

@@ -6,11 +6,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim import _kernel as K
-from sim.array import LAYOUT_EXTENTS, LP_COUNT, LP_KIND, LP_SHIFT, DiskArray, Extent, ExtentMap, Striped, extent_index
-from sim.engine import SimConfig, Simulation
-from sim.records import Requests
-from sim.specs import load
+from blockheat.sim import _kernel as K
+from blockheat.sim.array import (
+    LAYOUT_EXTENTS,
+    LP_COUNT,
+    LP_KIND,
+    LP_SHIFT,
+    DiskArray,
+    Extent,
+    ExtentMap,
+    Striped,
+    extent_index,
+)
+from blockheat.sim.engine import SimConfig, Simulation
+from blockheat.sim.records import Requests
+from blockheat.sim.specs import load
 from tests.sim.conftest import requests, run, toy_spec
 
 

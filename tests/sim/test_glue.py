@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from sim.array import ExtentMap, Striped
-from sim.glue import (
+from blockheat.sim.array import ExtentMap, Striped
+from blockheat.sim.glue import (
     SIM_RESULT_SCHEMA,
     SIM_TIMESERIES_SCHEMA,
     ScenarioConfig,
@@ -100,11 +100,12 @@ def test_layouts_from_grid_entries() -> None:
 
 
 def test_sim_package_never_imports_pyspark_or_the_project_above_it() -> None:
-    code = ("import importlib, pkgutil, sys, sim; "
-            "[importlib.import_module(m.name) for m in pkgutil.walk_packages(sim.__path__, 'sim.')]; "
-            "assert {'sim.glue', 'sim.validate', 'sim.warm', 'sim.alis.plan', 'sim.alis.policy'} <= set(sys.modules); "
-            "above = ('pyspark', 'py4j', 'libs', 'jobs', 'schemas', 'dags'); "
-            "bad = [m for m in sys.modules if m.split('.')[0] in above]; "
+    code = ("import importlib, pkgutil, sys; from blockheat import sim; "
+            "[importlib.import_module(m.name) for m in pkgutil.walk_packages(sim.__path__, 'blockheat.sim.')]; "
+            "assert {'blockheat.sim.glue', 'blockheat.sim.validate', 'blockheat.sim.warm', 'blockheat.sim.alis.plan', "
+            "'blockheat.sim.alis.policy'} <= set(sys.modules); "
+            "above = ('pyspark', 'py4j', 'blockheat.libs', 'blockheat.jobs', 'blockheat.schemas', 'blockheat.dags'); "
+            "bad = [m for m in sys.modules if m.split('.')[0] in above or '.'.join(m.split('.')[:2]) in above]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 

@@ -8,8 +8,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from sim.alis.params import AlisParams
-from sim.glue import AlisPolicy, ScenarioConfig, ScenarioError, simulate_partition
+from blockheat.sim.alis.params import AlisParams
+from blockheat.sim.glue import AlisPolicy, ScenarioConfig, ScenarioError, simulate_partition
 
 SCATTERED = [k * 10_000 for k in range(10)]        # ten 4 KiB reads 5 MB apart (512-byte sectors)
 

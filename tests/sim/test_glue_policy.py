@@ -8,9 +8,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from sim.array import ExtentMap
-from sim.cooling import COOLING_MOVES_SCHEMA
-from sim.glue import (
+from blockheat.sim.array import ExtentMap
+from blockheat.sim.cooling import COOLING_MOVES_SCHEMA
+from blockheat.sim.glue import (
     SIM_COOLING_MOVES_SCHEMA,
     CoolingPolicy,
     GreedyAllocation,

@@ -10,10 +10,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim import _kernel as K
-from sim.array import AsTraced, Concatenated, DiskArray, Extent, ExtentMap, RandomDisk, RemapEvent, Striped
-from sim.engine import ClosedLoop, SimConfig, Simulation
-from sim.records import Requests
+from blockheat.sim import _kernel as K
+from blockheat.sim.array import AsTraced, Concatenated, DiskArray, Extent, ExtentMap, RandomDisk, RemapEvent, Striped
+from blockheat.sim.engine import ClosedLoop, SimConfig, Simulation
+from blockheat.sim.records import Requests
 from tests.sim.conftest import toy_spec
 
 SPEC = toy_spec(cache={"segments": 2, "segment_sectors": 64, "read_ahead_sectors": 32}, bus_ms_per_sector=0.02)

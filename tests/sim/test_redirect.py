@@ -8,9 +8,9 @@ import bisect
 import numpy as np
 import pytest
 
-from sim.array import Concatenated, DiskArray
-from sim.engine import SimConfig, Simulation
-from sim.redirect import (
+from blockheat.sim.array import Concatenated, DiskArray
+from blockheat.sim.engine import SimConfig, Simulation
+from blockheat.sim.redirect import (
     REGION_HEAT,
     REGION_RUN,
     SRC_HEAT,
@@ -178,7 +178,7 @@ def test_reads_always_see_the_latest_write() -> None:
 
 
 def test_an_empty_area_replays_like_the_plain_volume() -> None:
-    from libs.experiments.alis import load as load_hplajw
+    from blockheat.libs.experiments.alis import load as load_hplajw
 
     w = load_hplajw(days=3)                      # the hplajw trace in the 73LZX's sectors
     spec = w.spec
@@ -229,7 +229,7 @@ def test_a_volume_and_its_area_must_fit_the_disk() -> None:
 
 
 def test_directory_in_bytes_has_the_alis_layout_columns() -> None:
-    from schemas import alis_layout
+    from blockheat.schemas import alis_layout
 
     d = directory((REGION_RUN, 3, 100, 8, 0), (REGION_HEAT, -1, 40, 4, 8))
     table = d.to_arrow([VOL], sector_size=512, volume_names=["dev0"])

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.spec import DiskSpec, SeekCurve, SpecError, load_spec_file
-from sim.specs import SHIPPED, from_geometry, from_srt_header, load, resolve
+from blockheat.sim.spec import DiskSpec, SeekCurve, SpecError, load_spec_file
+from blockheat.sim.specs import SHIPPED, from_geometry, from_srt_header, load, resolve
 from tests.sim.conftest import HPLAJW_TRACE, toy_spec
 
 
@@ -64,7 +64,7 @@ def test_fitted_seek_curve_hits_average_and_single_cylinder() -> None:
 
 
 def test_hp335h_spec_is_built_from_the_trace_header() -> None:
-    from libs.readers.srt import parse_srt_header
+    from blockheat.libs.readers.srt import parse_srt_header
 
     header = parse_srt_header(HPLAJW_TRACE.read_bytes()[: 1 << 20])
     built = from_srt_header(header, 0).to_dict()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.specs import load
+from blockheat.sim.specs import load
 
 ROOT = Path(__file__).resolve().parents[2]
 DISKSIM = ROOT / "data" / "disksim" / "hp_c2247a"

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from schemas import cooling_moves, sim_results, sim_timeseries
-from sim.cooling import COOLING_MOVES_SCHEMA
-from sim.glue import (
+from blockheat.schemas import cooling_moves, sim_results, sim_timeseries
+from blockheat.sim.cooling import COOLING_MOVES_SCHEMA
+from blockheat.sim.glue import (
     SIM_COOLING_MOVES_SCHEMA,
     SIM_RESULT_SCHEMA,
     SIM_TIMESERIES_SCHEMA,
     ScenarioConfig,
     simulate_scenario,
 )
-from sim.stats import RESULT_SCHEMA, TIMESERIES_SCHEMA
+from blockheat.sim.stats import RESULT_SCHEMA, TIMESERIES_SCHEMA
 
 GLUE_KEYS = ["scenario_id", "trace_id"]       # the glue's keys in front of every row; the job sets its own
 TABLE_KEYS = ("grid_id", "trace_id", "array_group", "scenario_id")

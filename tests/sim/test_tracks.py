@@ -8,12 +8,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from sim.array import DiskArray
-from sim.disk import locate, media_access
-from sim.glue import ScenarioConfig, ScenarioError, simulate_partition
-from sim.records import Requests
-from sim.specs import load
-from sim.tracks import (
+from blockheat.sim.array import DiskArray
+from blockheat.sim.disk import locate, media_access
+from blockheat.sim.glue import ScenarioConfig, ScenarioError, simulate_partition
+from blockheat.sim.records import Requests
+from blockheat.sim.specs import load
+from blockheat.sim.tracks import (
     TRACK_SCHEMA,
     IoShaping,
     IoShapingError,
@@ -147,7 +147,7 @@ def test_fixed_size_io_cuts_from_the_run_start() -> None:
 
 def test_hplajw_week_aligned_to_its_tracks() -> None:
     # Pinned on the real trace (HP 335H from the header: one zone of 113 sectors of 256 B per track).
-    from libs.experiments.placement import load_hplajw
+    from blockheat.libs.experiments.placement import load_hplajw
 
     w = load_hplajw()
     r, spec = w.requests, w.spec
@@ -360,7 +360,7 @@ def _merge_by_dict(reqs: Requests, max_gap_us: float) -> list[int]:
 def test_compiled_merge_equals_the_dict_rule(seed: int) -> None:
     # Streams that collide on their keys (few addresses, two ops, three devices), gaps around the merge gap, and
     # 20,000 requests: the open-run table fills and drops its stale entries many times over.
-    from sim.tracks import _merge
+    from blockheat.sim.tracks import _merge
 
     rng = np.random.default_rng(seed)
     n = 20_000
@@ -386,7 +386,7 @@ def test_compiled_merge_equals_the_dict_rule(seed: int) -> None:
 def _shape_by_rule(requests: Requests, spec, io: IoShaping) -> tuple[list[tuple], list[int], list[int]]:
     """The transform run by run in plain Python (TrackMap's scalar lookups): pieces as (arrival, device, lbn,
     sectors, flags, think), and each request's first and last piece."""
-    import sim.tracks as T
+    import blockheat.sim.tracks as T
 
     runs, run_of = T._prepare(requests, spec, io.merge, io.merge_gap_ms)
     m = track_map(spec)
@@ -424,7 +424,7 @@ def _shape_by_rule(requests: Requests, spec, io: IoShaping) -> tuple[list[tuple]
 def test_compiled_cut_equals_the_rule_on_hplajw(io: IoShaping) -> None:
     # The compiled cut and request-to-piece map against the rule run by run, on the first 8,000 requests of the
     # hplajw week with think times (merged runs of many pieces, runs left whole under min_bytes).
-    from libs.experiments.placement import load_hplajw
+    from blockheat.libs.experiments.placement import load_hplajw
 
     w = load_hplajw()
     n = 8000

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from libs.readers.srt import read_srt
-from sim.specs import load
-from sim.validate import (
+from blockheat.libs.readers.srt import read_srt
+from blockheat.sim.specs import load
+from blockheat.sim.validate import (
     ValidationResult,
     ValidationTraceError,
     demerit_ms,

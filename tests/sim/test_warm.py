@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from numba import types
 
-from sim import warm
+from blockheat.sim import warm
 
 
 def read_only_signature(dispatcher) -> bool:
@@ -20,7 +20,7 @@ def test_a_frozen_array_is_a_read_only_copy():
 
 
 def test_every_warm_up_scenario_replays_every_request():
-    from sim.tracker import _heat
+    from blockheat.sim.tracker import _heat
 
     assert len(warm.SCENARIOS) == 11
     assert warm.trace().num_rows == 2_000
@@ -29,7 +29,7 @@ def test_every_warm_up_scenario_replays_every_request():
 
 
 def test_the_alis_warm_up_finds_runs_on_writable_and_read_only_weights():
-    from sim.alis import graph, runs
+    from blockheat.sim.alis import graph, runs
 
     assert warm.compile_alis() == 2 * 3
     assert read_only_signature(runs._csr)                        # a stored graph's weights
@@ -38,11 +38,11 @@ def test_the_alis_warm_up_finds_runs_on_writable_and_read_only_weights():
 
 
 def test_the_kernels_the_jobs_call_on_arrow_columns_are_compiled_read_only():
-    from libs import warm as libs_warm
-    from libs.readers import srt
-    from libs.transforms import heat_kernels as HK
-    from libs.transforms import profile_kernels as PK
-    from libs.transforms import tracking_kernels as TK
+    from blockheat.libs import warm as libs_warm
+    from blockheat.libs.readers import srt
+    from blockheat.libs.transforms import heat_kernels as HK
+    from blockheat.libs.transforms import profile_kernels as PK
+    from blockheat.libs.transforms import tracking_kernels as TK
 
     assert set(libs_warm.compile_all(only=("profile", "tracking", "heat", "srt"))) == {
         "profile", "tracking", "heat", "srt"}

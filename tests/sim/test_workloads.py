@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from sim.records import FLAG_BACKGROUND, Requests
-from sim.workloads import five_synthetic, from_arrow, mix, poisson_background, xy_skew_ranks
+from blockheat.sim.records import FLAG_BACKGROUND, Requests
+from blockheat.sim.workloads import five_synthetic, from_arrow, mix, poisson_background, xy_skew_ranks
 
 
 def test_xy_skew_sends_x_percent_of_requests_to_y_percent_of_items() -> None:
@@ -116,7 +116,7 @@ def test_from_parquet_files_of_a_partitioned_table_and_a_window(tmp_path) -> Non
     # With a window, only the rows with start <= ts_us < end are read, whatever file they are in.
     import pyarrow.parquet as pq
 
-    from sim.workloads import from_parquet_files
+    from blockheat.sim.workloads import from_parquet_files
 
     table = _scattered_requests(4000)
     files, devices = [], []
@@ -143,7 +143,7 @@ def test_from_parquet_files_and_tables_equal_from_arrow(tmp_path) -> None:
     # One table cut into files of uneven sizes, in no particular order: the same requests, ordered by (ts, seq).
     import pyarrow.parquet as pq
 
-    from sim.workloads import from_arrow_tables, from_parquet_files
+    from blockheat.sim.workloads import from_arrow_tables, from_parquet_files
 
     table = _scattered_requests(5000)
     want, devices = from_arrow(table, sector_size=512)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # spark-submit one blockheat job to Kubernetes in cluster mode: the driver runs in a pod of the blockheat image
-# (infra/spark/kubernetes/Dockerfile), the job file is the image's copy.
+# (infra/spark/kubernetes/Dockerfile), the job file is the image's installed one.
 #
 #   K8S_API=https://k8s.example.com:6443 infra/spark/kubernetes/submit-k8s.sh extent_heat hplajw
 #
@@ -18,4 +18,4 @@ python=${PYTHON:-$here/../../../.venv/bin/python}
 spark_home=$("$python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')
 exec "$spark_home/bin/spark-submit" --master "k8s://$K8S_API" \
   --properties-file "${SPARK_PROPERTIES:-$here/spark-k8s.conf}" --name "blockheat-${job//_/-}" \
-  "local:///opt/blockheat/jobs/$job.py" "$@"
+  "local:///opt/blockheat/.venv/lib/python3.11/site-packages/blockheat/jobs/$job.py" "$@"

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from jobs.cli.main import build_parser, main
-from jobs.cli.output import human, unit_of
-from libs.io.jvm import SHORT_JOB_OPTIONS
-from libs.io.session import SparkConfig, session_conf
+from blockheat.jobs.cli.main import build_parser, main
+from blockheat.jobs.cli.output import human, unit_of
+from blockheat.libs.io.jvm import SHORT_JOB_OPTIONS
+from blockheat.libs.io.session import SparkConfig, session_conf
 
 AGREE = Path(__file__).parents[2] / "data" / "agree"
 BLOCKHEAT = Path(sys.executable).parent / "blockheat"

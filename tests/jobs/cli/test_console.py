@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from jobs.cli import console
+from blockheat.jobs.cli import console
 
 # What a Spark driver JVM and the Maven resolver print on a first start, between lines that must stay.
 CHILD_STDERR = """\
@@ -73,8 +73,8 @@ def py4j_record(level: int) -> logging.LogRecord:
 def test_py4j_tracebacks_only_with_debug(capsys, debug):
     handler = console.stderr_handler(debug)
     for record in (py4j_record(logging.INFO), py4j_record(logging.ERROR),
-                   logging.LogRecord("libs.io.session", logging.INFO, "session.py", 1, "spark 4.2.0 master=local[2]",
-                                     None, None),
+                   logging.LogRecord("blockheat.libs.io.session", logging.INFO, "session.py", 1,
+                                     "spark 4.2.0 master=local[2]", None, None),
                    logging.LogRecord("some.library", logging.INFO, "lib.py", 1, "chatter", None, None),
                    logging.LogRecord("some.library", logging.WARNING, "lib.py", 1, "a library warning", None, None)):
         handler.handle(record)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from py4j.protocol import Py4JNetworkError
 
-from jobs.cli.faults import fault_message
-from jobs.cli.main import main
+from blockheat.jobs.cli.faults import fault_message
+from blockheat.jobs.cli.main import main
 from tests.libs.readers.test_agree import AGREE
 
 

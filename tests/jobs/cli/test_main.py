@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.cli.main import main
+from blockheat.jobs.cli.main import main
 
 AGREE = Path(__file__).parents[2] / "data" / "agree"
 
@@ -51,13 +51,13 @@ def test_traces_lists_the_catalog(spark, capsys, monkeypatch):
     assert rows["cli-list"]["start"] == "unknown (relative times)"
     assert rows["cli-list"]["bytes"] == 4096 + 8192 + 65536 + 4096 + 512 + 4096
     # read by delta-rs (no Spark); through Spark when delta-rs cannot read the files as they are: the same rows
-    monkeypatch.setattr("libs.io.delta_log.read", unreadable)
+    monkeypatch.setattr("blockheat.libs.io.delta_log.read", unreadable)
     assert main(["traces", "--json"]) == 0
     assert {r["trace_id"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())} == rows
 
 
 def unreadable(*_args, **_kwargs):  # type: ignore[no-untyped-def]
-    from libs.io.delta_log import LogUnreadable
+    from blockheat.libs.io.delta_log import LogUnreadable
 
     raise LogUnreadable("forced")
 
@@ -109,12 +109,13 @@ def test_connect_server_requires_the_warehouses_token(tmp_path, monkeypatch, cap
     clients how to give it; Spark Connect then refuses a client without it (tests/jobs/cli/test_serve.py)."""
     import stat
 
-    from jobs.cli import console
-    from libs.io import sql_access
+    from blockheat.jobs.cli import console
+    from blockheat.libs.io import sql_access
 
     started = {}
     monkeypatch.setenv("BLOCKHEAT_WAREHOUSE", str(tmp_path / "wh"))
-    monkeypatch.setattr("libs.io.connect_server.server_command", lambda cfg, host, port: ["spark-connect", host])
+    monkeypatch.setattr("blockheat.libs.io.connect_server.server_command",
+                        lambda cfg, host, port: ["spark-connect", host])
     monkeypatch.setattr(console, "run_child", lambda cmd, env, quiet: started.update(cmd=cmd, env=env) or 0)
     assert main(["connect-server", "--port", "15999"]) == 0
     token_file = tmp_path / "wh" / "_serve" / sql_access.TOKEN_FILE

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from jobs.cli.output import Output, human, human_bytes, human_seconds, significant, unit_in, unit_of
+from blockheat.jobs.cli.output import Output, human, human_bytes, human_seconds, significant, unit_in, unit_of
 
 
 @pytest.mark.parametrize(("value", "digits", "text"), [

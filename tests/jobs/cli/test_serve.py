@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from libs.io import endpoint
-from libs.io.catalog import METASTORE_DIR
-from libs.io.connect_server import free_port
-from libs.io.jvm import SHORT_JOB_OPTIONS
+from blockheat.libs.io import endpoint
+from blockheat.libs.io.catalog import METASTORE_DIR
+from blockheat.libs.io.connect_server import free_port
+from blockheat.libs.io.jvm import SHORT_JOB_OPTIONS
 from tests.conftest import HPLAJW_TRACE_ID
 from tests.jobs.cli.test_sql_catalog import DEVICE_TOTALS, TOTALS_SQL, password_path, run_beeline, stop_server
 from tests.postgres_server import METASTORE_DB
@@ -41,7 +41,7 @@ PROFILED_SQL = ("SELECT sum(value) AS requests FROM trace_profile WHERE scope = 
 JOB = """
 import json, sys
 from pyspark.sql import SparkSession
-from jobs.trace_profile import main
+from blockheat.jobs.trace_profile import main
 main([sys.argv[1]])
 spark = SparkSession.getActiveSession()
 rows = lambda q: [list(r) for r in spark.sql(q).collect()]
@@ -69,7 +69,7 @@ def env_of(warehouse: Path, java: bool) -> dict[str, str]:
 
 def blockheat(warehouse: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     """A command attached to the server."""
-    return subprocess.run([sys.executable, "-m", "jobs.cli.main", *argv], env=env_of(warehouse, java=False),
+    return subprocess.run([sys.executable, "-m", "blockheat.jobs.cli.main", *argv], env=env_of(warehouse, java=False),
                           capture_output=True, text=True, timeout=300, check=False)
 
 
@@ -91,7 +91,7 @@ def served(hplajw, spark_cfg, postgres_server, tmp_path_factory):  # type: ignor
     (root / "metastore.json").write_text(json.dumps(postgres_server.metastore_environment(root / "pg-password")))
     port, connect_port = free_port(), free_port()
     log = (root / "serve.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "jobs.cli.main", "serve", "--port", str(port),
+    proc = subprocess.Popen([sys.executable, "-m", "blockheat.jobs.cli.main", "serve", "--port", str(port),
                              "--connect-port", str(connect_port), "--refresh", "3600", "--allow-writes"],
                             env=env_of(warehouse, java=True), stdout=subprocess.PIPE, stderr=log, text=True,
                             start_new_session=True)

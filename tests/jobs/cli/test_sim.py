@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-import sim.specs
-from jobs.cli.main import EXIT_USAGE, main
+from blockheat.jobs.cli.main import EXIT_USAGE, main
+from blockheat.sim import specs
 from tests.sim import pins
 from tests.sim.conftest import C2247A_TRACE, HPLAJW_TRACE
 
 
 def test_validate_json_prints_one_object_and_draws_the_cdfs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     plot = tmp_path / "cdf.png"
-    spec_file = Path(sim.specs.__file__).parent / "hp_c2247a.toml"        # a spec file: the shipped one's
+    spec_file = Path(specs.__file__).parent / "hp_c2247a.toml"        # a spec file: the shipped one's
     assert main(["sim", "validate", "--spec", str(spec_file), "--trace", str(C2247A_TRACE), "--json",
                  "--plot", str(plot)]) == 0
     out = json.loads(capsys.readouterr().out)

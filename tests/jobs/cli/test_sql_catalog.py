@@ -21,10 +21,10 @@ from urllib.parse import urlparse
 import pyspark
 import pytest
 
-from libs.io import sql_access
-from libs.io.catalog import init_sql, metastore_in_use, metastore_path
-from libs.io.connect_server import free_port
-from libs.io.jvm import SHORT_JOB_OPTIONS
+from blockheat.libs.io import sql_access
+from blockheat.libs.io.catalog import init_sql, metastore_in_use, metastore_path
+from blockheat.libs.io.connect_server import free_port
+from blockheat.libs.io.jvm import SHORT_JOB_OPTIONS
 from tests.conftest import HPLAJW_TRACE_ID
 
 BEELINE = Path(pyspark.__file__).parent / "bin" / "beeline"
@@ -53,7 +53,7 @@ def blockheat_env(warehouse: Path) -> dict[str, str]:
 
 
 def blockheat(warehouse: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "jobs.cli.main", *argv], env=blockheat_env(warehouse),
+    return subprocess.run([sys.executable, "-m", "blockheat.jobs.cli.main", *argv], env=blockheat_env(warehouse),
                           capture_output=True, text=True, timeout=300, check=False)
 
 
@@ -106,7 +106,7 @@ def sql_home(hplajw, spark, spark_cfg, tmp_path_factory):
     """A warehouse holding a copy of the session's requests, rejected_records and traces (hplajw ingested), and
     empty tables docs/sql.md's examples query (created as the jobs create them, by path only: the session's
     catalog is left alone)."""
-    from libs.io.tables import ensure_table
+    from blockheat.libs.io.tables import ensure_table
 
     root = tmp_path_factory.mktemp("sql")
     warehouse = root / "wh1"
@@ -130,7 +130,8 @@ def server(sql_home):
     assert entry.returncode == 0, entry.stderr[-3000:]
     assert (elsewhere / "_delta_log").is_dir()
     log = (sql_home / "serve.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "jobs.cli.main", "serve-sql", "--port", str(port), "--refresh", "1"],
+    proc = subprocess.Popen([sys.executable, "-m", "blockheat.jobs.cli.main", "serve-sql", "--port", str(port),
+                             "--refresh", "1"],
                             env=blockheat_env(warehouse), stdout=subprocess.PIPE, stderr=log, text=True,
                             start_new_session=True)
     try:
@@ -229,7 +230,7 @@ def test_a_read_only_server_refuses_writes_scripts_and_files(server, sql_home):
 
 def test_blockheat_beeline_logs_in_with_the_password_file(server, sql_home):
     _, port, _, _ = server
-    done = subprocess.run([sys.executable, "-m", "jobs.cli.main", "beeline", "--port", str(port), "-e",
+    done = subprocess.run([sys.executable, "-m", "blockheat.jobs.cli.main", "beeline", "--port", str(port), "-e",
                            f"SELECT count(*) FROM requests WHERE trace_id = '{HPLAJW_TRACE_ID}'"],
                           env={**blockheat_env(sql_home / "wh1"), "HOME": str(sql_home / "home")},
                           capture_output=True, text=True, timeout=120, check=False)
@@ -286,7 +287,7 @@ def test_saved_views_outlive_the_server_and_follow_a_moved_warehouse(server, sql
     assert [(r["device"], r["n"], r["bytes"]) for r in rows] == DEVICE_TOTALS
     assert {Path(urlparse(r["file"]).path).is_relative_to(moved / "requests") for r in rows} == {True}, rows
 
-    shell = subprocess.run([sys.executable, "-m", "jobs.cli.main", "sql-shell", "-e",
+    shell = subprocess.run([sys.executable, "-m", "blockheat.jobs.cli.main", "sql-shell", "-e",
                             "SHOW TABLES; SELECT * FROM device_totals ORDER BY device"],
                            env=blockheat_env(moved), capture_output=True, text=True, timeout=300, check=False)
     assert shell.returncode == 0, shell.stderr[-3000:]

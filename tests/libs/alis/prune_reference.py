@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.alis.graph import EDGE_BYTES, PRUNE_SHARE, VERTEX_BYTES, _nearest_rank
+from blockheat.sim.alis.graph import EDGE_BYTES, PRUNE_SHARE, VERTEX_BYTES, _nearest_rank
 
 
 def prune_arrays_reference(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, budget: int, *,

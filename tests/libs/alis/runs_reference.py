@@ -7,8 +7,8 @@ from collections import deque
 
 import numpy as np
 
-from sim.alis.graph import check_context
-from sim.alis.runs import REL_TOLERANCE, THRESHOLD, once_weight
+from blockheat.sim.alis.graph import check_context
+from blockheat.sim.alis.runs import REL_TOLERANCE, THRESHOLD, once_weight
 
 
 class _Side:

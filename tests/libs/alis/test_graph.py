@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
-from libs.alis.graph import (
+from blockheat.libs.alis.graph import (
     _bucket,
     _chunk_of,
     _reduce_bucket,
@@ -23,8 +23,8 @@ from libs.alis.graph import (
     write_edge_counts,
     write_pruned,
 )
-from libs.io.partitioning import partition_keys, spark_hash_long
-from sim.alis.graph import EDGE_BYTES, VERTEX_BYTES, count_pairs, edge_weight, prune_arrays
+from blockheat.libs.io.partitioning import partition_keys, spark_hash_long
+from blockheat.sim.alis.graph import EDGE_BYTES, VERTEX_BYTES, count_pairs, edge_weight, prune_arrays
 from tests.libs.alis.prune_reference import prune_arrays_reference
 from tests.libs.alis.refs import (
     counts_of,

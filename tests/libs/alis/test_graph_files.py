@@ -13,9 +13,9 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
-import libs.alis.graph_files as GF
-from jobs import alis_graph
-from libs.io.tables import read_table, replace_trace, trace_rows
+import blockheat.libs.alis.graph_files as GF
+from blockheat.jobs import alis_graph
+from blockheat.libs.io.tables import read_table, replace_trace, trace_rows
 from tests.builders import table_digest
 from tests.conftest import HPLAJW_TRACE_ID
 
@@ -78,7 +78,7 @@ def _through_spark(monkeypatch):
 def _build(spark, spark_cfg, opts, monkeypatch, caplog, *, files: bool):
     """alis_graph.run through the files (asserted) or through Spark (the fallback, asserted by its log line)."""
     calls = []
-    caplog.set_level("INFO", logger="libs.io.device_pass")
+    caplog.set_level("INFO", logger="blockheat.libs.io.device_pass")
     caplog.clear()
     with monkeypatch.context() as m:
         if files:
@@ -122,10 +122,10 @@ def test_layout_from_the_files_equals_the_spark_layout(spark, spark_cfg, trace, 
                                                        heat_writes):
     """alis_layout over the two days' graphs of the test above (tau 4, writes counted, prefilter 2, a budget that
     prunes): plans, runs and summary row for row, both ways (libs.alis.layout_files against the Spark job)."""
-    from jobs import alis_layout
+    from blockheat.jobs import alis_layout
 
     opts = alis_layout.LayoutOptions(trace, mode=mode, layout=layout, heat_writes=heat_writes)
-    caplog.set_level("INFO", logger="libs.io.device_pass")
+    caplog.set_level("INFO", logger="blockheat.libs.io.device_pass")
     got = {}
     for files in (False, True):
         caplog.clear()

@@ -10,9 +10,9 @@ from collections import Counter
 
 import pytest
 
-from jobs.alis_graph import GraphOptions
-from jobs.alis_graph import run as build_graphs
-from libs.io.tables import read_table
+from blockheat.jobs.alis_graph import GraphOptions
+from blockheat.jobs.alis_graph import run as build_graphs
+from blockheat.libs.io.tables import read_table
 from tests.builders import requests_of
 from tests.conftest import HPLAJW_TRACE_ID
 from tests.libs.alis.refs import reference_counts
@@ -83,7 +83,7 @@ def test_pinned_week_figures(spark, spark_cfg, hplajw_alis):
 if __name__ == "__main__":
     from pyspark.sql import SparkSession
 
-    from libs.io.session import SparkConfig, build_session
+    from blockheat.libs.io.session import SparkConfig, build_session
 
     cfg = SparkConfig(master="local[2]", warehouse=__import__("pathlib").Path(sys.argv[1]))
     session: SparkSession = build_session(cfg)

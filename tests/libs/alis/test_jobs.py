@@ -7,9 +7,9 @@ import io
 
 import pytest
 
-from jobs.cli.main import main
-from libs.io.tables import read_table, replace_trace
-from schemas import requests as R
+from blockheat.jobs.cli.main import main
+from blockheat.libs.io.tables import read_table, replace_trace
+from blockheat.schemas import requests as R
 
 TRACE = "alis-hand"
 KIB4 = 4096
@@ -93,7 +93,7 @@ def test_alis_command_plans_and_scores_the_area(spark, spark_cfg, built):
 
 
 def test_incremental_graph_from_an_interval_equals_the_full_build(spark, spark_cfg, built):
-    from jobs.alis_graph import GraphOptions, run
+    from blockheat.jobs.alis_graph import GraphOptions, run
 
     def snapshot():
         return (sorted(tuple(r) for r in table(spark, spark_cfg, "access_graph").collect()),
@@ -107,7 +107,7 @@ def test_incremental_graph_from_an_interval_equals_the_full_build(spark, spark_c
 
 
 def test_incremental_build_refuses_other_parameters(spark, spark_cfg, built):
-    from jobs.alis_graph import GraphOptions, GraphParamsError, run
+    from blockheat.jobs.alis_graph import GraphOptions, GraphParamsError, run
 
     with pytest.raises(GraphParamsError, match="built with other beta, min_run_length, tau"):
         run(spark, spark_cfg, GraphOptions(TRACE, tau=3, beta=0.1, interval_us=1_000_000_000, from_interval=1))
@@ -127,10 +127,10 @@ def test_argument_errors_are_one_line(spark, capsys, argv, message):
 def test_stored_runs_read_from_the_graph_files_equal_find_runs(spark, spark_cfg, built, monkeypatch):
     """alis_layout's runs of the stored graphs: one task per device reading its files, the same rows as
     find_runs over the table (and find_runs itself when the files cannot be read directly)."""
-    import libs.alis.runs as stored
-    from libs.alis.runs import find_runs, find_stored_runs
-    from libs.io.device_pass import Unsupported
-    from sim.alis.runs import THRESHOLD_COMBINED
+    import blockheat.libs.alis.runs as stored
+    from blockheat.libs.alis.runs import find_runs, find_stored_runs
+    from blockheat.libs.io.device_pass import Unsupported
+    from blockheat.sim.alis.runs import THRESHOLD_COMBINED
 
     def rows(df):
         return sorted(tuple(r) for r in df.select("device", "interval_id", "run_id", "rank", "position",

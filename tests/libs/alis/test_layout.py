@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from libs.alis.layout import area_hits, plan_layouts, reorganized_area
-from sim.alis.layout import arrange, hot_units, plan_area
+from blockheat.libs.alis.layout import area_hits, plan_layouts, reorganized_area
+from blockheat.sim.alis.layout import arrange, hot_units, plan_area
 
 MIB = 1 << 20
 # unit:          0     1     2     3        4               5

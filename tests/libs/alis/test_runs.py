@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from libs.alis.runs import find_runs
-from sim.alis.graph import count_pairs
-from sim.alis.runs import discover_runs, once_weight
+from blockheat.libs.alis.runs import find_runs
+from blockheat.sim.alis.graph import count_pairs
+from blockheat.sim.alis.runs import discover_runs, once_weight
 from tests.libs.alis.refs import make_graph, name, units_of
 
 
@@ -152,7 +152,7 @@ def test_compiled_discovery_matches_the_python_reference_on_random_graphs(seed):
 def test_seed_order_and_vertices_equal_the_plain_sorts(ids: int, distinct_weights: int, sorted_edges: bool) -> None:
     # The shortcuts (presence array for dense unit ids, the pair sort skipped for sorted edges, a radix sort of
     # the weights' ranks) give np.unique's vertices and the two stable sorts' seed order, ties included.
-    from sim.alis.runs import _seed_order, _vertices
+    from blockheat.sim.alis.runs import _seed_order, _vertices
 
     rng = np.random.default_rng(ids % 97 + distinct_weights)
     pairs = np.unique(rng.integers(0, ids, (60_000, 2)), axis=0)             # sorted by (src, dst), no duplicates

@@ -5,8 +5,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
-import schemas
-from schemas import access_graph, alis_graphs, alis_layout, alis_runs, alis_summary, reorg_units
+from blockheat import schemas
+from blockheat.schemas import access_graph, alis_graphs, alis_layout, alis_runs, alis_summary, reorg_units
 
 MODULES = [reorg_units, access_graph, alis_runs, alis_layout, alis_summary, alis_graphs]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from libs.alis.units import compute_reorg_units, storage_used, unit_refs
-from schemas import requests as R
-from schemas.reorg_units import validate_reorg_units
+from blockheat.libs.alis.units import compute_reorg_units, storage_used, unit_refs
+from blockheat.schemas import requests as R
+from blockheat.schemas.reorg_units import validate_reorg_units
 
 GIB = 1 << 30
 

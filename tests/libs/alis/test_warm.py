@@ -10,10 +10,10 @@ def read_only_signature(dispatcher) -> bool:  # type: ignore[no-untyped-def]
 
 
 def test_the_alis_warm_up_builds_graphs_and_finds_runs() -> None:
-    from libs.alis import graph
-    from libs.alis import warm as alis_warm
-    from sim.alis import graph as core
-    from sim.alis import runs
+    from blockheat.libs.alis import graph
+    from blockheat.libs.alis import warm as alis_warm
+    from blockheat.sim.alis import graph as core
+    from blockheat.sim.alis import runs
 
     assert alis_warm.compile_all() == 1_298
     assert read_only_signature(runs._csr)                        # a stored graph's weights

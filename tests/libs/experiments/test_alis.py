@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from libs.experiments import EXPERIMENTS, run_experiment
-from libs.experiments.alis import (
+from blockheat.libs.experiments import EXPERIMENTS, run_experiment
+from blockheat.libs.experiments.alis import (
     DAY_US,
     DAYS_TINY,
     FILL,
@@ -25,7 +25,7 @@ from libs.experiments.alis import (
     parameters,
     sized_disk,
 )
-from sim.specs import load as load_spec
+from blockheat.sim.specs import load as load_spec
 
 MEASURED = ["baseline", "area inserted, empty", "heat (realizable)", "run (realizable)", "combined (realizable)",
             "heat (lookahead)", "run (lookahead)", "combined (lookahead)", "run (realizable), server set",
@@ -245,7 +245,7 @@ def test_pinned_tiny_figures(rows) -> None:
 
 
 def test_alis_outputs_are_written(alis, tmp_path) -> None:
-    assert EXPERIMENTS["alis"] == "libs.experiments.alis"
+    assert EXPERIMENTS["alis"] == "blockheat.libs.experiments.alis"
     written = {p.name for p in alis.write(tmp_path)}
     assert written == {"clustering.parquet", "sensitivity.parquet", "warm_up.parquet", "run_lengths.parquet",
                        "clustering.png", "figure10.png", "figure15_16.png", "summary.md"}

@@ -7,10 +7,10 @@ import itertools
 import numpy as np
 import pytest
 
-from libs.experiments import five as F
-from libs.experiments import five_cooling as C
-from libs.experiments import run_experiment
-from libs.experiments.placement import load_hplajw
+from blockheat.libs.experiments import five as F
+from blockheat.libs.experiments import five_cooling as C
+from blockheat.libs.experiments import run_experiment
+from blockheat.libs.experiments.placement import load_hplajw
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +110,7 @@ def striping():
 
 
 def test_five_striping_claims(striping) -> None:
-    from libs.experiments import five_striping as S
+    from blockheat.libs.experiments import five_striping as S
 
     assert {c.claim: c.holds for c in striping.claims} == {
         "Opt near Block at light load": True, "Gopt close to Opt at light load": True,
@@ -143,8 +143,8 @@ def test_five_striping_claims(striping) -> None:
 
 
 def test_five_striping_units() -> None:
-    from libs.experiments import five_striping as S
-    from libs.plans.striping_advisor import phase_a, phase_b
+    from blockheat.libs.experiments import five_striping as S
+    from blockheat.libs.plans.striping_advisor import phase_a, phase_b
 
     w = F.workload(1, 10, 1.0, "uniform")
     active = w.file_class < 2
@@ -170,7 +170,7 @@ def test_five_striping_units() -> None:
 
 
 def test_shared_array_hands_out_copies() -> None:
-    from sim.array import DiskArray, ExtentMap
+    from blockheat.sim.array import DiskArray, ExtentMap
 
     m = ExtentMap.round_robin(700, 35, 32)
     base = np.zeros(1, dtype=np.int64)
@@ -204,8 +204,8 @@ def test_striped_file_map_matches_the_dealing() -> None:
 
 
 def test_five_cooling_trace() -> None:
-    from libs.experiments import five_cooling_trace as T
-    from sim.records import Requests
+    from blockheat.libs.experiments import five_cooling_trace as T
+    from blockheat.sim.records import Requests
 
     out = run_experiment("five-cooling-trace", scale="tiny")
     # hplajw's bursts defeat cooling's average-load balancing: it cools the hottest disk, but the response

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-import libs.experiments
-from jobs.cli.main import main
-from libs.experiments import EXPERIMENTS, run_experiment
-from libs.experiments import lachesis as L
-from sim.specs import load
+import blockheat.libs.experiments
+from blockheat.jobs.cli.main import main
+from blockheat.libs.experiments import EXPERIMENTS, run_experiment
+from blockheat.libs.experiments import lachesis as L
+from blockheat.sim.specs import load
 
 # ---- HP C2247A pins: every figure of the HP C2247A these tests pin (tiny scale, seed 1), in this block only, so
 # that a change of its spec re-pins here.
@@ -164,14 +164,14 @@ def test_lachesis_outputs_and_command(lachesis, tmp_path, capsys, monkeypatch) -
     assert "## Sensitivity: the HP C2247A with the Atlas's seek ratio and bus" in summary
     assert "lachesis" in EXPERIMENTS
     # The command writes and prints what the experiment returns (the experiment itself: the fixture).
-    monkeypatch.setattr(libs.experiments, "run_experiment", lambda name, scale, seed: lachesis)
+    monkeypatch.setattr(blockheat.libs.experiments, "run_experiment", lambda name, scale, seed: lachesis)
     assert main(["experiment", "lachesis", "--scale", "tiny", "--out", str(tmp_path / "cli")]) == 0
     assert "5 of 9 claims hold" in capsys.readouterr().out
     assert (tmp_path / "cli/scan.png").is_file()
 
 
 def test_grid_sweeps_the_io_key() -> None:
-    from libs.simulation.grid import GridError, parse_grid
+    from blockheat.libs.simulation.grid import GridError, parse_grid
 
     grid = parse_grid({"traces": ["t"], "base": {"spec": "hp_c2247a"},
                        "sweep": {"io": [None, {"kind": "track-aligned"}, {"kind": "fixed", "io_bytes": 65536}]}},

@@ -7,10 +7,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-import libs.experiments
-from jobs.cli.main import main
-from libs.experiments import EXPERIMENTS, run_experiment
-from libs.experiments.placement import SENSITIVITY_DISKS, Workload, load_hplajw
+import blockheat.libs.experiments
+from blockheat.jobs.cli.main import main
+from blockheat.libs.experiments import EXPERIMENTS, run_experiment
+from blockheat.libs.experiments.placement import SENSITIVITY_DISKS, Workload, load_hplajw
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_outputs_and_command(placement, tmp_path, capsys, monkeypatch) -> None:
     assert "Claims holding here: 2 of 4." in summary
     assert "## Sensitivity: the same week over more disks" in summary
     # The command writes and prints what the experiment returns (the experiment itself: the fixture).
-    monkeypatch.setattr(libs.experiments, "run_experiment", lambda name, scale, seed: placement)
+    monkeypatch.setattr(blockheat.libs.experiments, "run_experiment", lambda name, scale, seed: placement)
     assert main(["experiment", "placement", "--scale", "tiny", "--out", str(tmp_path / "cli")]) == 0
     out = capsys.readouterr().out
     assert "placement (tiny):" in out

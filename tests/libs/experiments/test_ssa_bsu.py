@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from libs.experiments import run_experiment
-from libs.experiments import ssa_bsu as S
-from libs.plans.striping_advisor import eq1_unit
+from blockheat.libs.experiments import run_experiment
+from blockheat.libs.experiments import ssa_bsu as S
+from blockheat.libs.plans.striping_advisor import eq1_unit
 
 
 @pytest.fixture(scope="module")

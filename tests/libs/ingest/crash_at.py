@@ -46,7 +46,7 @@ def _before(owner: Any, name: str, act: Callable[[], None], when: Callable[..., 
 def main(argv: Sequence[str]) -> int:
     point, action, separator, *command = argv
     assert separator == "--", argv
-    from libs.io import delta_log, journal
+    from blockheat.libs.io import delta_log, journal
 
     def act() -> None:
         if action == "kill":
@@ -69,7 +69,7 @@ def main(argv: Sequence[str]) -> int:
         _before(delta_log, "commit", act, is_wanted_step)
     elif point != "none":
         raise SystemExit(f"unknown point {point!r}")
-    from jobs.cli.main import main as blockheat
+    from blockheat.jobs.cli.main import main as blockheat
 
     return blockheat(command)
 

@@ -17,7 +17,7 @@ import pyarrow.fs as pafs
 from fsspec.implementations.dirfs import DirFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
-from libs.io import storage
+from blockheat.libs.io import storage
 
 BUCKET = "bucket"
 OPENS = "_opens.log"

@@ -21,11 +21,11 @@ from unittest import mock
 
 import pytest
 
-from jobs.cli.main import main
-from libs.io import delta_log, journal
-from libs.io.connect_server import ConnectServer
-from libs.io.jvm import SHORT_JOB_OPTIONS
-from libs.io.session import SparkConfig
+from blockheat.jobs.cli.main import main
+from blockheat.libs.io import delta_log, journal
+from blockheat.libs.io.connect_server import ConnectServer
+from blockheat.libs.io.jvm import SHORT_JOB_OPTIONS
+from blockheat.libs.io.session import SparkConfig
 from tests.jobs.cli.test_faults import tmpfs
 from tests.libs.ingest.crash_at import FILLER, fill
 

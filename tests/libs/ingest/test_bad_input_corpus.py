@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 import zstandard
 
-from libs.ingest.pipeline import FORMATS, IngestError
-from libs.io.inputs import InputError
-from libs.readers.text_formats import BLKPARSE_EXPECTED, LAYOUTS, custom_layout
+from blockheat.libs.ingest.pipeline import FORMATS, IngestError
+from blockheat.libs.io.inputs import InputError
+from blockheat.libs.readers.text_formats import BLKPARSE_EXPECTED, LAYOUTS, custom_layout
 from tests.builders import ingest, requests_of, table_count, trace_row
 
 AGREE = Path(__file__).parents[2] / "data" / "agree"
@@ -411,7 +411,7 @@ def test_every_record_of_a_bad_file_is_accounted_for(spark, ingested, name):
 
 def _read_all(path: Path, codec: str, into: bytearray) -> None:
     """Decompress the file to its end (libs.io.inputs.open_decompressed), appending to `into` as it goes."""
-    from libs.io.inputs import open_decompressed
+    from blockheat.libs.io.inputs import open_decompressed
 
     with open_decompressed(path, codec) as src:
         while chunk := src.read(1 << 16):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from libs.io.inputs import InputError
+from blockheat.libs.io.inputs import InputError
 from tests.builders import ingest, table_count, write_msr
 
 LINES = 40_000          # about 2.4 MB of MSR text: Spark reads past the first 64 KB the driver checks

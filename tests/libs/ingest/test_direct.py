@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from libs.ingest.direct import merge_summaries, summarize_vscsi
-from libs.readers.binary import ByteRange, VscsiFile, decode_vscsi
+from blockheat.libs.ingest.direct import merge_summaries, summarize_vscsi
+from blockheat.libs.readers.binary import ByteRange, VscsiFile, decode_vscsi
 
 
 def summarize_decoded(batch: pa.RecordBatch) -> list[dict[str, Any]]:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from libs.ingest.pipeline import IngestError
-from libs.io.inputs import InputError
+from blockheat.libs.ingest.pipeline import IngestError
+from blockheat.libs.io.inputs import InputError
 from tests.builders import ingest, rejects_of, requests_of, table_count, trace_row
 
 AGREE = Path(__file__).parents[2] / "data" / "agree"
@@ -227,7 +227,7 @@ def test_bad_paths_fail_before_spark_reads(spark, spark_cfg, tmp_path, make, mes
 
 
 def test_unreadable_file_is_named(spark, spark_cfg, tmp_path, monkeypatch):
-    import libs.io.inputs
+    import blockheat.libs.io.inputs
 
     path = write_lines(tmp_path / "locked.csv", [msr_line(0)])
     real_open = open
@@ -237,7 +237,7 @@ def test_unreadable_file_is_named(spark, spark_cfg, tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied", str(file))
         return real_open(file, *args, **kwargs)
 
-    monkeypatch.setattr(libs.io.inputs, "open", deny, raising=False)
+    monkeypatch.setattr(blockheat.libs.io.inputs, "open", deny, raising=False)
     with pytest.raises(InputError, match=r"locked\.csv: cannot open: Permission denied"):
         ingest(spark, spark_cfg, "msr", "locked", [path])
     assert_nothing_written(spark, "locked")
@@ -288,11 +288,11 @@ def test_compressed_vscsi_is_decoded(spark, spark_cfg, tmp_path):
 
 
 def test_vscsi_seq_and_time_check_across_ranges(spark, spark_cfg, tmp_path, monkeypatch):
-    import libs.ingest.pipeline
+    import blockheat.libs.ingest.pipeline
 
     # 4 v1 records per Spark task: a's 16 records make 4 ranges, a multiple of the 2 cores
     # (libs.ingest.pipeline._balanced).
-    monkeypatch.setattr(libs.ingest.pipeline, "BINARY_RANGE_BYTES", 4 * 32)
+    monkeypatch.setattr(blockheat.libs.ingest.pipeline, "BINARY_RANGE_BYTES", 4 * 32)
 
     def rec(sn: int, ts_s: int) -> bytes:
         return struct.pack("<IIIHHQQ", sn, 4096, 1, 0x28, 0x0100, sn * 8, ts_s * 1_000_000)
@@ -326,7 +326,7 @@ def test_prefetched_digest_is_the_files_and_a_changed_file_is_hashed_again(tmp_p
     import hashlib
     import os
 
-    from libs.io import inputs
+    from blockheat.libs.io import inputs
 
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     a.write_bytes(b"1,2,3\n" * 100_000)

@@ -16,13 +16,13 @@ import pyarrow as pa
 import pytest
 import zstandard
 
-from jobs.ingest_trace import run
-from libs.ingest.pipeline import IngestOptions
-from libs.io import inputs, storage
-from libs.io.inputs import InputError, prepare_inputs
-from libs.io.tables import trace_rows
-from libs.readers import clean_text
-from libs.readers.binary import range_task
+from blockheat.jobs.ingest_trace import run
+from blockheat.libs.ingest.pipeline import IngestOptions
+from blockheat.libs.io import inputs, storage
+from blockheat.libs.io.inputs import InputError, prepare_inputs
+from blockheat.libs.io.tables import trace_rows
+from blockheat.libs.readers import clean_text
+from blockheat.libs.readers.binary import range_task
 from tests.libs.ingest.remote_store import Store
 
 AGREE = Path(__file__).parents[2] / "data" / "agree"
@@ -242,7 +242,7 @@ def real_s3(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def test_inputs_on_a_real_s3_server_are_checked_hashed_staged_and_read_in_ranges(real_s3, tmp_path):
-    from libs.ingest.pipeline import _remove_scratch
+    from blockheat.libs.ingest.pipeline import _remove_scratch
 
     def put(key: str, data: bytes, scheme: str = "s3a") -> str:
         url = real_s3.url(f"remote-inputs/{key}", scheme=scheme)

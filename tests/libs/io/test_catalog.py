@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from pyspark.errors import AnalysisException
 
-from jobs.cli.main import main
-from jobs.cli.sql import spark_sql_command
-from jobs.sql_server import ServeConfig
-from libs.io import tables
-from libs.io.catalog import (
+from blockheat.jobs.cli.main import main
+from blockheat.jobs.cli.sql import spark_sql_command
+from blockheat.jobs.sql_server import ServeConfig
+from blockheat.libs.io import tables
+from blockheat.libs.io.catalog import (
     MetastoreConfigError,
     SharedMetastore,
     driver_class_path,
@@ -25,7 +25,7 @@ from libs.io.catalog import (
     metastore_in_use,
     postgres_jar,
 )
-from libs.io.session import SparkConfig, session_conf
+from blockheat.libs.io.session import SparkConfig, session_conf
 
 DRIVER_KEYS = ("spark.ui.host", "spark.driver.host", "spark.driver.bindAddress")
 

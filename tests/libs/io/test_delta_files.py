@@ -13,7 +13,14 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import types as T
 
-from libs.io.delta_files import HIVE_NULL, FileWriter, TableTarget, commit_replace, escape_partition, replace_by_tasks
+from blockheat.libs.io.delta_files import (
+    HIVE_NULL,
+    FileWriter,
+    TableTarget,
+    commit_replace,
+    escape_partition,
+    replace_by_tasks,
+)
 
 SCHEMA = T.StructType([
     T.StructField("trace_id", T.StringType(), False),
@@ -191,7 +198,7 @@ def test_concurrent_replaces_of_one_trace_leave_one_of_them_whole(spark, tmp_pat
 
 
 def test_the_footer_tells_uniform_excluded_and_mixed_files(tmp_path):
-    from libs.io.delta_files import _uniform
+    from blockheat.libs.io.delta_files import _uniform
 
     def file(name: str, w: list[int], k: list[int | None], row_group: int = 10) -> str:
         path = str(tmp_path / name)

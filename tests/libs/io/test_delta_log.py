@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from libs.io.delta_log import LogUnreadable, read, snapshot
-from libs.io.device_pass import Unsupported
-from libs.io.tables import read_table, rows_from_log, trace_info
+from blockheat.libs.io.delta_log import LogUnreadable, read, snapshot
+from blockheat.libs.io.device_pass import Unsupported
+from blockheat.libs.io.tables import read_table, rows_from_log, trace_info
 from tests.conftest import HPLAJW_TRACE_ID
 
 
@@ -78,12 +78,12 @@ def test_trace_info_from_the_log_equals_sparks_collect(spark, spark_cfg, hplajw,
 
     def unreadable(*_a, **_k):  # type: ignore[no-untyped-def]
         raise LogUnreadable("forced")
-    monkeypatch.setattr("libs.io.delta_log.snapshot", unreadable)
+    monkeypatch.setattr("blockheat.libs.io.delta_log.snapshot", unreadable)
     assert trace_info(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID) == expected
 
 
 def test_trace_files_from_the_log_equal_the_transactions(spark, spark_cfg, hplajw, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from libs.io.device_pass import trace_files
+    from blockheat.libs.io.device_pass import trace_files
 
     from_log = trace_files(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID)
     devices = trace_info(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID)["devices"]
@@ -93,7 +93,7 @@ def test_trace_files_from_the_log_equal_the_transactions(spark, spark_cfg, hplaj
 
     def unreadable(*_a, **_k):  # type: ignore[no-untyped-def]
         raise LogUnreadable("forced")
-    monkeypatch.setattr("libs.io.device_pass.snapshot", unreadable)
+    monkeypatch.setattr("blockheat.libs.io.device_pass.snapshot", unreadable)
     with pytest.raises(Unsupported, match="forced"):      # the callers take the Spark SQL form
         trace_files(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID)
 
@@ -109,9 +109,9 @@ def test_column_mapping_is_left_to_spark(spark, tmp_path: Path) -> None:  # type
 def test_tables_of_either_engine_are_read_and_replaced_by_the_other(spark, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from delta.tables import DeltaTable
 
-    from libs.io import tables as T
+    from blockheat.libs.io import tables as T
 
-    monkeypatch.setattr("libs.io.tables.registers_names", lambda _s: False)   # the session's own names stay
+    monkeypatch.setattr("blockheat.libs.io.tables.registers_names", lambda _s: False)   # the session's own names stay
     ours = T.ensure_table(spark, tmp_path / "ours", "extent_heat")              # delta-rs creates it
     schema, partitions = T.TABLES["extent_heat"]
     theirs = str(tmp_path / "theirs" / "extent_heat")                           # delta-spark creates it
@@ -146,7 +146,7 @@ def test_tables_of_either_engine_are_read_and_replaced_by_the_other(spark, tmp_p
 def test_create_table_makes_version_0_once(tmp_path: Path) -> None:
     import pyarrow as pa
 
-    from libs.io.delta_log import create_table
+    from blockheat.libs.io.delta_log import create_table
 
     root = str(tmp_path / "t")
     assert create_table(root, pa.schema([("v", pa.int64())]), [], {})

@@ -7,9 +7,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from libs.io import device_pass as DP
-from libs.io.tables import read_table, table_target, table_version
-from schemas import extent_heat as EH
+from blockheat.libs.io import device_pass as DP
+from blockheat.libs.io.tables import read_table, table_target, table_version
+from blockheat.schemas import extent_heat as EH
 from tests.builders import ingest, write_msr
 
 TRACE = "device-pass"

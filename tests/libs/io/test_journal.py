@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from libs.io import delta_log, journal
-from libs.io.delta_files import TableTarget, write_from_driver
+from blockheat.libs.io import delta_log, journal
+from blockheat.libs.io.delta_files import TableTarget, write_from_driver
 
 SCHEMA = pa.schema([pa.field("trace_id", pa.string()), pa.field("n", pa.int64())])
 
@@ -87,7 +87,7 @@ def test_an_entry_whose_files_are_gone_before_any_step_is_dropped(tables, monkey
     (gone,) = writes[0].table_files("a")
     Path(delta_log.file_path(a.root, gone["path"])).unlink()
     (left,) = writes[1].table_files("b")
-    with caplog.at_level(logging.WARNING, logger="libs.io.journal"):
+    with caplog.at_level(logging.WARNING, logger="blockheat.libs.io.journal"):
         assert journal.finish(warehouse) == []
     assert "the fourth write: 1 written file(s) are gone" in caplog.text
     assert journal.pending(warehouse) == []

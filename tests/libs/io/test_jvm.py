@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-import libs.io.jvm as J
-from libs import nightly as N
-from libs.io.session import LOG4J_CONFIG, SparkConfig, session_conf
+import blockheat.libs.io.jvm as J
+from blockheat.libs import nightly as N
+from blockheat.libs.io.session import LOG4J_CONFIG, SparkConfig, session_conf
 from tests.builders import python_child
 
 

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from libs.io import delta_log
-from libs.io.tables import scoped_version
+from blockheat.libs.io import delta_log
+from blockheat.libs.io.tables import scoped_version
 
 SCHEMA = pa.schema([("trace_id", pa.string()), ("window_id", pa.string()), ("x", pa.int64())])
 

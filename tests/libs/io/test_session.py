@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from libs.io import session as S
-from libs.io.tables import registers_names
+from blockheat.libs.io import session as S
+from blockheat.libs.io.tables import registers_names
 from tests.shared_jvm import WAREHOUSE_CONF, shared_worker
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyspark
 
-from libs.io.spark_daemon import WORKER_MODULES, installed_archives, preimport, worker_modules
+from blockheat.libs.io.spark_daemon import WORKER_MODULES, installed_archives, preimport, worker_modules
 
 
 def _package(root: Path) -> Path:
@@ -60,7 +60,7 @@ def test_a_sessions_python_worker_imports_the_installed_pyspark(spark):
         return (worker_pyspark.__file__, [p for p in worker_sys.path if p.endswith((".zip", ".jar"))],
                 daemon_maps)
 
-    assert spark.conf.get("spark.python.daemon.module") == "libs.io.spark_daemon"
+    assert spark.conf.get("spark.python.daemon.module") == "blockheat.libs.io.spark_daemon"
     [(file, archives, daemon_maps)] = spark.sparkContext.parallelize([0], 1).map(probe).collect()
     assert file == pyspark.__file__                                   # the installed package, not pyspark.zip
     root = Path(pyspark.__file__).parent

@@ -1,14 +1,14 @@
 """The SQL endpoints' secrets and settings without a JVM: a secret is made once, readable by its owner only, and
 refused when others may read it; a server keeps its password and token in its warehouse's serve state; the token
 goes into a Connect URL as pyspark sends it on loopback; a guarded session names Delta's extension and the guard;
-the compiled access classes are in the environment."""
+the compiled access classes are in the environment, compiled from the shipped sources when missing."""
 from __future__ import annotations
 
 import zipfile
 
 import pytest
 
-from libs.io import sql_access
+from blockheat.libs.io import sql_access
 
 
 def test_a_secret_is_made_once_for_its_owner_only(tmp_path):
@@ -39,6 +39,23 @@ def test_the_access_classes_are_compiled_into_the_environment():
             jar.namelist())
 
 
+@pytest.mark.spark          # javac is a JVM
+def test_a_missing_or_stale_jar_is_compiled_from_the_shipped_sources(tmp_path, monkeypatch):
+    built = sql_access.access_jar(prefix=tmp_path)                    # none there yet: compiled on first use
+    assert built == tmp_path / "var" / "blockheat" / "blockheat-sql-access.jar"
+    with zipfile.ZipFile(built) as jar:
+        assert {"io/blockheat/sql/ReadOnlyGuard.class", "io/blockheat/sql/PasswordFileAuthenticator.class"} <= set(
+            jar.namelist())
+    assert list(built.parent.iterdir()) == [built]                    # nothing left beside it
+    stamp = built.stat().st_mtime_ns
+    assert sql_access.access_jar(prefix=tmp_path) == built             # up to date: kept
+    assert built.stat().st_mtime_ns == stamp
+    monkeypatch.setattr(sql_access.shutil, "which", lambda _name: None)
+    built.unlink()
+    with pytest.raises(RuntimeError, match="not compiled yet and there is no JDK to compile them"):
+        sql_access.access_jar(prefix=tmp_path)
+
+
 def test_server_secrets_live_in_the_warehouses_serve_state(tmp_path, monkeypatch):
     warehouse = tmp_path / "wh"
     secrets = sql_access.ServerSecrets.ensure(warehouse)
@@ -63,7 +80,7 @@ def test_a_clients_session_settings():
 
 
 def test_a_guarded_session_names_delta_and_the_guard(tmp_path):
-    from libs.io.session import SparkConfig, session_conf
+    from blockheat.libs.io.session import SparkConfig, session_conf
 
     conf = session_conf(SparkConfig(warehouse=tmp_path, sql_guard=True))
     assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension,io.blockheat.sql.ReadOnlyGuard"

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from libs.io import storage, task_parquet
-from libs.io.task_parquet import scratch_dir, sink_parquet, sink_parquet_groups, sink_parquet_groups_multi
+from blockheat.libs.io import storage, task_parquet
+from blockheat.libs.io.task_parquet import scratch_dir, sink_parquet, sink_parquet_groups, sink_parquet_groups_multi
 from tests.fake_store import fake_s3
 
 DDL = "key long, label string, value double"

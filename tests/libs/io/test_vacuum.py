@@ -13,10 +13,10 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from jobs.cli.main import main as blockheat
-from libs.io import vacuum
-from libs.io.delta_log import snapshot, table_version
-from libs.io.table_names import NAMES_CONF
+from blockheat.jobs.cli.main import main as blockheat
+from blockheat.libs.io import vacuum
+from blockheat.libs.io.delta_log import snapshot, table_version
+from blockheat.libs.io.table_names import NAMES_CONF
 from tests.builders import ingest, write_msr
 
 DAY = 24 * 3600
@@ -85,7 +85,7 @@ def test_vacuum_after_three_reingests_leaves_exactly_the_latest_version(spark, o
 
 def requests_of_warehouse(warehouse: Path) -> list[dict]:
     """The `requests` rows of a warehouse, read from the files its latest version lists."""
-    from libs.io.tables import rows_from_log
+    from blockheat.libs.io.tables import rows_from_log
 
     return sorted(rows_from_log(warehouse, "requests", "again"), key=lambda r: r["seq"])
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from libs.plans.cost import MoveBudget, breaches, cost_benefit, move_seconds
-from libs.plans.steps import Step
-from libs.plans.types import Target
-from sim.specs import load
+from blockheat.libs.plans.cost import MoveBudget, breaches, cost_benefit, move_seconds
+from blockheat.libs.plans.steps import Step
+from blockheat.libs.plans.types import Target
+from blockheat.sim.specs import load
 
 SPEC = load("hp_c2247a")
 MIB = 1 << 20

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.cli import plans as cli_plans
-from libs.plans.steps import build_plan, extent_migration_steps, read_plan, write_plan
+from blockheat.jobs.cli import plans as cli_plans
+from blockheat.libs.plans.steps import build_plan, extent_migration_steps, read_plan, write_plan
 from tests.fake_store import fake_s3
 from tests.jobs.test_reorg_plan import NOW, SWAP, inputs, target
 
@@ -41,8 +41,8 @@ def test_export_location(tmp_path, monkeypatch):
 def test_cli_export_and_check_with_an_object_store_warehouse(doc, tmp_path, monkeypatch, capsys):
     """`blockheat plan export PLAN_ID` with BLOCKHEAT_WAREHOUSE a URI writes <warehouse>/plans/PLAN_ID.csv to the
     store; `plan check --file URI` reads it back (the stored plan and the tables' check are stand-ins here)."""
-    import jobs.reorg_plan as job
-    from jobs.cli.main import main
+    import blockheat.jobs.reorg_plan as job
+    from blockheat.jobs.cli.main import main
 
     store = fake_s3(monkeypatch, tmp_path / "s3")
     monkeypatch.setenv("BLOCKHEAT_WAREHOUSE", store.url("wh"))

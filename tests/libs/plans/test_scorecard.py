@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from libs.plans.policies import (
+from blockheat.libs.plans.policies import (
     FAMILIES,
     PENDING_FAMILIES,
     PolicyFamily,
@@ -15,11 +15,11 @@ from libs.plans.policies import (
     register_family,
     size_label,
 )
-from libs.plans.scorecard import Window, parse_window, rank_rows, score_rows, sweep_scenarios
-from libs.plans.types import PolicyError, Target, WindowStats
-from sim.cooling import CoolingConfig
-from sim.glue import ScenarioConfig
-from sim.specs import load
+from blockheat.libs.plans.scorecard import Window, parse_window, rank_rows, score_rows, sweep_scenarios
+from blockheat.libs.plans.types import PolicyError, Target, WindowStats
+from blockheat.sim.cooling import CoolingConfig
+from blockheat.sim.glue import ScenarioConfig
+from blockheat.sim.specs import load
 
 SPEC = load("hp_c2247a")
 
@@ -135,7 +135,7 @@ def test_ranking_puts_saturated_last_and_improvements_against_the_baseline():
 
 
 def test_alis_is_scored_where_its_area_fits():
-    from sim.glue import ScenarioConfig
+    from blockheat.sim.glue import ScenarioConfig
 
     alis = FAMILIES["alis"]
     stats, opts = WindowStats(3600.0, 100, 4096.0), SweepOptions()
@@ -159,8 +159,8 @@ def test_alis_is_scored_where_its_area_fits():
 
 
 def test_track_alignment_variants_report_per_traced_request():
-    from sim.glue import ScenarioConfig
-    from sim.tracks import IoShaping
+    from blockheat.sim.glue import ScenarioConfig
+    from blockheat.sim.tracks import IoShaping
 
     tgt = Target("t", ("a", "b"), (1000, 800), SPEC, "hp_c2247a")
     variants = FAMILIES["track-aligned"].variants(tgt, WindowStats(10.0, 50, 2048.0), SweepOptions(track_units=(1, 4)))
@@ -178,7 +178,7 @@ def test_table_schemas_agree_and_validators_name_problems():
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from schemas import policy_scores, reorg_plan_steps, reorg_plans
+    from blockheat.schemas import policy_scores, reorg_plan_steps, reorg_plans
 
     for module in (policy_scores, reorg_plans, reorg_plan_steps):
         converted = to_arrow_schema(module.SPARK_SCHEMA, timezone="UTC")

@@ -9,9 +9,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from libs.plans import striping_advisor as S
-from sim.spec import DiskSpec
-from sim.specs import load
+from blockheat.libs.plans import striping_advisor as S
+from blockheat.sim.spec import DiskSpec
+from blockheat.sim.specs import load
 
 
 def hand_spec() -> DiskSpec:
@@ -305,7 +305,7 @@ def test_gbest_is_the_best_of_the_sweep_and_distances_are_relative(m: S.DiskMode
 
 
 def test_simulated_response_sweeps_the_stripe_unit_in_the_simulator() -> None:
-    from sim.records import Requests
+    from blockheat.sim.records import Requests
     from tests.sim.conftest import toy_spec
 
     # One 40-sector read on an idle 4-disk array: 10-sector units read 10 sectors on each disk at once.
@@ -326,7 +326,7 @@ def test_recommendation_rows_carry_bytes(m: S.DiskModel) -> None:
 # -- the job -----------------------------------------------------------------------------------------
 
 def test_advice_inputs_from_profile_rows() -> None:
-    from jobs.striping_advice import AdviceConfig, advice_inputs
+    from blockheat.jobs.striping_advice import AdviceConfig, advice_inputs
 
     def row(scope: str, device: str, metric: str, value: float, window_us: int = 0) -> dict[str, object]:
         return {"scope": scope, "device": device, "window_us": window_us, "metric": metric, "value": value}
@@ -349,11 +349,11 @@ def test_advice_inputs_from_profile_rows() -> None:
 def test_striping_advice_job_writes_its_rows(spark, spark_cfg) -> None:  # type: ignore[no-untyped-def]
     import datetime as dt
 
-    from jobs.striping_advice import AdviceConfig, run
-    from libs.io.tables import read_table, replace_rows
-    from schemas import striping_recommendations as SR
-    from schemas import trace_profile as TP
-    from schemas import traces
+    from blockheat.jobs.striping_advice import AdviceConfig, run
+    from blockheat.libs.io.tables import read_table, replace_rows
+    from blockheat.schemas import striping_recommendations as SR
+    from blockheat.schemas import trace_profile as TP
+    from blockheat.schemas import traces
     from tests.builders import make_requests
 
     # 40 reads of 8 KiB on devices h_0 / h_1 alternately, one every 0.25 s; catalog and profile rows by hand

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from libs.readers.text_formats import custom_layout
+from blockheat.libs.readers.text_formats import custom_layout
 from tests.builders import ingest, rejects_of, requests_of, trace_row
 from tests.data.make_fixtures import CANONICAL, DEVICES
 

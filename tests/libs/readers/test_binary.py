@@ -5,7 +5,7 @@ import struct
 
 import pyarrow.compute as pc
 
-from libs.readers.binary import ByteRange, VscsiFile, decode_vscsi
+from blockheat.libs.readers.binary import ByteRange, VscsiFile, decode_vscsi
 
 
 def test_messages_follow_their_records_when_a_check_rejects_many():
@@ -21,7 +21,7 @@ def test_messages_follow_their_records_when_a_check_rejects_many():
 
 
 def test_binary_ranges_come_in_multiples_of_the_cores():
-    from libs.ingest.pipeline import _balanced
+    from blockheat.libs.ingest.pipeline import _balanced
 
     assert _balanced(400_000_000, 64 << 20, 2) == 66_666_667     # 6 ranges (not 5 of 64 MiB and a short one)
     assert _balanced(16 * 32, 4 * 32, 2) == 4 * 32                # 4 ranges already: unchanged
@@ -35,7 +35,7 @@ def _srt_record(*, size: int = 4096, sector: int = 100, enqueue_s: int = 1, reco
 
 
 def test_srt_numbers_past_their_range_are_rejected_with_a_reason():
-    from libs.readers.binary import decode_srt
+    from blockheat.libs.readers.binary import decode_srt
 
     records = [
         _srt_record(),
@@ -59,7 +59,7 @@ def test_srt_numbers_past_their_range_are_rejected_with_a_reason():
 
 def test_an_srt_enqueue_microseconds_word_of_a_second_or_more_is_rejected():
     """A -1 word (4294967295) once moved the record 71 minutes later; 999999 is the largest microsecond."""
-    from libs.readers.binary import decode_srt
+    from blockheat.libs.readers.binary import decode_srt
 
     def record(enqueue_us: int) -> bytes:
         words = [56, 0x00040001, 7, enqueue_us, 10, 250, 4096, 100, 0, 0, 0, 1, 0, 0]

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import libs.ingest.pipeline as ingest_module
-from libs.io.tables import table_path
-from libs.readers.clean_text import NotClean, eligible, lines_per_range, parse_range, read_lines
-from libs.readers.text_formats import ALIBABA, DISKSIM_ASCII, MSR, SPC, TENCENT, custom_layout
+import blockheat.libs.ingest.pipeline as ingest_module
+from blockheat.libs.io.tables import table_path
+from blockheat.libs.readers.clean_text import NotClean, eligible, lines_per_range, parse_range, read_lines
+from blockheat.libs.readers.text_formats import ALIBABA, DISKSIM_ASCII, MSR, SPC, TENCENT, custom_layout
 from tests.builders import ingest, rejects_of, requests_of, trace_row
 
 AGREE = Path(__file__).parents[2] / "data" / "agree"
@@ -49,7 +49,7 @@ def test_ranges_are_counted_from_the_index_made_while_hashing(tmp_path, monkeypa
     import hashlib
     import os
 
-    from libs.io import inputs
+    from blockheat.libs.io import inputs
 
     monkeypatch.setattr(inputs, "NEWLINE_BLOCK", block)
     data = bytes(random.Random(5).choice(b"ab\n") for _ in range(301)) + b"\n"
@@ -77,7 +77,7 @@ def test_the_scan_hashes_and_counts_every_chunk_once(tmp_path, monkeypatch, leng
     files of whole buffers, one byte more or less, give hashlib's digest and bytes.count's newlines per block."""
     import hashlib
 
-    from libs.io import inputs
+    from blockheat.libs.io import inputs
 
     monkeypatch.setattr(inputs, "NEWLINE_BLOCK", 1)
     data = bytes(random.Random(length).choice(b"ab\n") for _ in range(length))
@@ -94,7 +94,7 @@ def test_newlines_are_counted_across_chunk_edges(tmp_path):
     answer (a newline on a chunk's first or last byte counted once)."""
     import mmap
 
-    from libs.readers.clean_text import _newlines
+    from blockheat.libs.readers.clean_text import _newlines
 
     data = bytes(random.Random(4).choice(b"ab\n") for _ in range(997))
     path = tmp_path / "f.bin"
@@ -134,7 +134,7 @@ def test_a_range_read_leaves_the_page_cache_and_the_rest_stays(tmp_path):
 
     import pyarrow as pa
 
-    from libs.readers.binary import range_task
+    from blockheat.libs.readers.binary import range_task
 
     mib, page = 1 << 20, os.sysconf("SC_PAGE_SIZE")
     path = tmp_path / "f.txt"
@@ -254,7 +254,7 @@ def _committed(spark, spark_cfg, trace_id):
     ("msr", ["msr_fix_0.csv", "msr_fix_1.csv"]), ("alibaba", ["alibaba.csv"]), ("tencent", ["tencent.csv"])])
 def test_fixture_ingests_equal_the_general_paths(spark, spark_cfg, monkeypatch, fmt, files, caplog):
     monkeypatch.setattr(ingest_module, "BINARY_RANGE_BYTES", 64)     # many ranges of a tiny file
-    caplog.set_level("INFO", logger="libs.ingest.pipeline")
+    caplog.set_level("INFO", logger="blockheat.libs.ingest.pipeline")
     fast, general = _both(spark, spark_cfg, fmt, fmt, [AGREE / f for f in files])
     assert fast == general
     assert (len(fast[0]), fast[2]) == (6, [])
@@ -278,7 +278,7 @@ def test_a_generated_multi_device_trace_equals_the_general_paths(spark, spark_cf
 def test_an_earliest_timestamp_after_the_first_line_reruns_the_pass(spark, spark_cfg, caplog, tmp_path):
     """Within the tolerance, the second line is the earliest: the time base must be its timestamp."""
     path = write(tmp_path / "late.csv", [msr(800_000), msr(100_000, disk=1), msr(900_000), msr(2_000_000)])
-    caplog.set_level("INFO", logger="libs.ingest.pipeline")
+    caplog.set_level("INFO", logger="blockheat.libs.ingest.pipeline")
     fast, general = _both(spark, spark_cfg, "msr", "late", [path])
     assert fast == general
     assert [r["ts_us"] for r in fast[0]] == [700_000, 0, 800_000, 1_900_000]
@@ -299,7 +299,7 @@ def test_a_bad_line_in_a_later_range_hands_the_trace_to_the_general_path(spark, 
     # 25 lines a range: line index 150 is the first of its range, so "back" is found across a range edge
     monkeypatch.setattr(ingest_module, "BINARY_RANGE_BYTES", 25 * (len(lines[0]) + 1))
     path = write(tmp_path / f"{name}.csv", lines)
-    caplog.set_level("INFO", logger="libs.ingest.pipeline")
+    caplog.set_level("INFO", logger="blockheat.libs.ingest.pipeline")
     fast, general = _both(spark, spark_cfg, "msr", name, [path], max_reject_share=0.05)
     assert fast == general
     assert fast[2] == [(151, reason)]                       # line 151, as the general path numbers lines

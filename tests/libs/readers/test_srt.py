@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from libs.readers import srt
-from libs.readers.srt import (
+from blockheat.libs.readers import srt
+from blockheat.libs.readers.srt import (
     RECORD_FIELDS,
     SrtFormatError,
     SrtHeader,

@@ -8,12 +8,12 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from jobs.aged_heat import AgingConfig
-from jobs.aged_heat import run as run_aging
-from libs.columns import idiv, idiv_sql
-from libs.io.tables import read_table
-from libs.transforms.aging import age_values
-from libs.transforms.heat import (
+from blockheat.jobs.aged_heat import AgingConfig
+from blockheat.jobs.aged_heat import run as run_aging
+from blockheat.libs.columns import idiv, idiv_sql
+from blockheat.libs.io.tables import read_table
+from blockheat.libs.transforms.aging import age_values
+from blockheat.libs.transforms.heat import (
     LAYOUTS,
     compute_disk_heat,
     compute_disk_heats,
@@ -21,7 +21,7 @@ from libs.transforms.heat import (
     disk_heat_rows,
     split_at,
 )
-from schemas import disk_heat, extent_heat
+from blockheat.schemas import disk_heat, extent_heat
 from tests.builders import ingest, make_requests, write_msr
 
 MIB = 1 << 20
@@ -221,8 +221,8 @@ def test_aged_heat_job_incremental_equals_from_scratch(spark, spark_cfg, tmp_pat
     for key, (count, aged) in expected.items():
         assert incremental[key][0] == count
         assert incremental[key][1] == pytest.approx(aged, rel=1e-12), key
-    import jobs.aged_heat as J
-    import libs.transforms.heat_files as HF
+    import blockheat.jobs.aged_heat as J
+    import blockheat.libs.transforms.heat_files as HF
 
     def refuse(*args, **kwargs):
         raise HF.Unsupported("refused by the test")
@@ -243,8 +243,8 @@ def test_whole_trace_heat_from_the_hourly_rows_equals_a_pass_over_the_requests(s
     """extent_heat's whole-trace rows are the hourly rows' counts summed (the job does not read the requests
     again for them): the same rows on the bundled HP trace, for extents and a striped layout (counts exactly;
     floating values to 1e-12: the disks' variance is an aggregate whose last bits follow Spark's summing order)."""
-    from libs.io.tables import trace_info
-    from libs.transforms.heat import whole_trace_disk_heat, whole_trace_extent_heat
+    from blockheat.libs.io.tables import trace_info
+    from blockheat.libs.transforms.heat import whole_trace_disk_heat, whole_trace_extent_heat
     from tests.conftest import HPLAJW_TRACE_ID as TID
 
     span = int(trace_info(spark, spark_cfg.warehouse, TID)["span_us"])
@@ -262,7 +262,7 @@ def test_whole_trace_heat_from_the_hourly_rows_equals_a_pass_over_the_requests(s
                          rtol=1e-12, atol=0.0)
     # The files path's arrays (libs.transforms.heat_files, per device on the driver here): the same rows, every
     # float to the last bit.
-    from libs.transforms.heat_files import HeatParams, device_heat, disk_counts
+    from blockheat.libs.transforms.heat_files import HeatParams, device_heat, disk_counts
 
     p = HeatParams(span, MIB, 3_600_000_000, 65_536, width=3, disks=5, seed=5)
     table = requests.toArrow()
@@ -288,7 +288,7 @@ def test_whole_trace_heat_from_the_hourly_rows_equals_a_pass_over_the_requests(s
 def test_spark_xxhash64_disk_reproduces_spark_bit_for_bit(spark):
     # The random layout's disk: devices of 0 to 45 UTF-8 bytes (the 4-lane path from 32 bytes on, the 8-, 4- and
     # 1-byte tails), seqs across the int64 range, seeds as ints and beyond 32 bits (a long literal).
-    from libs.transforms.heat_files import spark_xxhash64_disk
+    from blockheat.libs.transforms.heat_files import spark_xxhash64_disk
 
     rng = np.random.default_rng(3)
     seqs = np.concatenate([rng.integers(-(1 << 62), 1 << 62, 300), [0, -1, (1 << 63) - 1, -(1 << 63)]])
@@ -312,8 +312,8 @@ DH_KEYS = ("layout", "window_us", "window_start_us", "disk")
 
 def _heat_by_both_paths(spark, cfg, trace_id, monkeypatch, job):
     """The extent_heat job's tables from the requests files, then from Spark SQL (the files refused)."""
-    import jobs.extent_heat as J
-    import libs.transforms.heat_files as HF
+    import blockheat.jobs.extent_heat as J
+    import blockheat.libs.transforms.heat_files as HF
 
     def refuse(*args, **kwargs):
         raise HF.Unsupported("refused by the test")
@@ -332,7 +332,7 @@ def _heat_by_both_paths(spark, cfg, trace_id, monkeypatch, job):
 def test_heat_from_the_files_equals_spark_sql_on_many_devices(spark, spark_cfg, tmp_path, monkeypatch):
     # 4,000 requests on 6 disks over 3 hours in two files, sizes up to 2 MiB (requests crossing extents and stripe
     # units), 64 KiB extents, 10-minute windows, 4 striped and 5 random disks, seed 9; both paths' tables equal.
-    from jobs.extent_heat import HeatConfig
+    from blockheat.jobs.extent_heat import HeatConfig
 
     rng = np.random.default_rng(11)
     rows = [(int(rng.integers(0, 3 * 3_600_000_000)), int(rng.integers(0, 6)), "R" if rng.random() < 0.4 else "W",
@@ -372,7 +372,7 @@ def _reference_heat(table: pa.Table, device: str, p) -> tuple[dict[int, set], di
     as {(window_start_us, disk, requests, blocks)}."""
     from collections import Counter
 
-    from libs.transforms.heat_files import spark_xxhash64_disk
+    from blockheat.libs.transforms.heat_files import spark_xxhash64_disk
 
     def blocks(a: int, b: int) -> int:
         return (b + 511) // 512 - a // 512
@@ -414,7 +414,7 @@ def test_the_compiled_pass_counts_every_piece_of_every_request(params, passes, m
     extent_heat column, every layout's counts, the device's end, for an ASCII and a non-ASCII device; the same
     when the extent grid is counted in many passes of a few windows each, and when extents are numbered by binary
     search instead of marks."""
-    from libs.transforms import heat_files as HF
+    from blockheat.libs.transforms import heat_files as HF
 
     if passes == "window passes":
         monkeypatch.setattr(HF, "_GRID_CELLS", 64)
@@ -446,7 +446,7 @@ def test_the_compiled_pass_counts_every_piece_of_every_request(params, passes, m
 def test_a_device_with_no_piece_and_one_with_too_many_windows() -> None:
     """Requests of size 0 on extent boundaries touch no extent: no extent rows, but they count as traced; windows
     far too short for one task's grids are left to Spark SQL (Unsupported)."""
-    from libs.transforms import heat_files as HF
+    from blockheat.libs.transforms import heat_files as HF
 
     p = HF.HeatParams(span_us=3_600_000_000)
     empty = pa.table({"ts_us": [5, 9], "seq": [1, 2], "op": ["R", "W"], "offset_bytes": [1 << 20, 0],

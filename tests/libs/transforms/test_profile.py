@@ -12,10 +12,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from jobs.cli.main import main as cli_main
-from jobs.trace_profile import run as run_profile
-from libs.io.tables import read_table, trace_info
-from libs.transforms.profile import (
+from blockheat.jobs.cli.main import main as cli_main
+from blockheat.jobs.trace_profile import run as run_profile
+from blockheat.libs.io.tables import read_table, trace_info
+from blockheat.libs.transforms.profile import (
     CODES,
     PS,
     _cell_views,
@@ -29,8 +29,8 @@ from libs.transforms.profile import (
     stitch_runs,
     value_of_code,
 )
-from libs.transforms.profile_kernels import block_pass, round_significant_code
-from schemas import trace_profile
+from blockheat.libs.transforms.profile_kernels import block_pass, round_significant_code
+from blockheat.schemas import trace_profile
 from tests.builders import ingest, make_requests, write_msr
 from tests.conftest import HPLAJW_TRACE_ID
 

@@ -10,12 +10,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from libs.io import device_pass as DP
-from libs.io.delta_files import FileWriter, commit_replace
-from libs.io.tables import read_table, table_target
-from libs.transforms import profile_files as PF
-from libs.transforms.profile import compute_trace_profile
-from schemas import requests as R
+from blockheat.libs.io import device_pass as DP
+from blockheat.libs.io.delta_files import FileWriter, commit_replace
+from blockheat.libs.io.tables import read_table, table_target
+from blockheat.libs.transforms import profile_files as PF
+from blockheat.libs.transforms.profile import compute_trace_profile
+from blockheat.schemas import requests as R
 from tests.libs.transforms.test_profile import TINY
 
 WINDOW_US = 30_000_000
@@ -193,8 +193,8 @@ def test_spill_files_on_an_object_store(spark, spark_cfg, gen_expected, tmp_path
     """The first job's spill files (cells by merge bucket, read by the second job's tasks) under an object-store
     scratch (tests/fake_store.py): written and read through storage.filesystem as the driver has it, the same
     profile as with a local scratch directory."""
-    from libs.io import storage
-    from libs.transforms import profile as P
+    from blockheat.libs.io import storage
+    from blockheat.libs.transforms import profile as P
     from tests.fake_store import fake_s3
 
     rows, span, _ = gen_expected

@@ -9,10 +9,17 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from sim.alis.params import AlisParams
-from sim.alis.plan import interval_states, plan_schedule, plan_trace_window, plan_window, volume_units, volumes_for
-from sim.records import Requests
-from sim.redirect import REGION_HEAT, REGION_RUN, Directory
+from blockheat.sim.alis.params import AlisParams
+from blockheat.sim.alis.plan import (
+    interval_states,
+    plan_schedule,
+    plan_trace_window,
+    plan_window,
+    volume_units,
+    volumes_for,
+)
+from blockheat.sim.records import Requests
+from blockheat.sim.redirect import REGION_HEAT, REGION_RUN, Directory
 
 # test_jobs.py's hand trace in 4 KiB sectors: units A 0, B 5, C 9, D 20, X 39 -> ids 0..4; intervals of 1000 s.
 BLOCK = {"A": 0, "B": 5, "C": 9, "D": 20, "X": 39}
@@ -144,8 +151,8 @@ def test_concatenated_devices_share_one_volume() -> None:
 def test_the_aged_chain_matches_the_spark_pipeline_on_hplajw() -> None:
     # tests/libs/alis/test_hplajw.py pins, per device, the units, the edges of days 0 and 6, and the runs kept
     # over the week (with their units) of jobs/alis_graph.py's defaults; the same chain in numpy:
-    from libs.experiments.placement import load_hplajw
-    from sim.alis.runs import discover_runs
+    from blockheat.libs.experiments.placement import load_hplajw
+    from blockheat.sim.alis.runs import discover_runs
     from tests.libs.alis.test_hplajw import PINNED
 
     w = load_hplajw()                                   # addresses in the trace's 256-byte sectors
@@ -169,7 +176,7 @@ def test_the_aged_chain_matches_the_spark_pipeline_on_hplajw() -> None:
 
 def test_the_parameters_take_the_cores_constants() -> None:
     # One definition each (sim.alis.runs, sim.alis.layout), shared by the parameters and the Spark jobs.
-    from sim.alis import layout, params, runs
+    from blockheat.sim.alis import layout, params, runs
 
     assert (params.THRESHOLD, params.THRESHOLD_COMBINED, params.LAYOUTS, params.MODES) == \
         (runs.THRESHOLD, runs.THRESHOLD_COMBINED, layout.LAYOUTS, layout.MODES) == \
