@@ -4,7 +4,7 @@ the policy, in one process, on one core.
 
     python bench/cooling.py [--millions 1] [--repeats 3]
 
-Both runs go through sim.glue.simulate_scenario exactly as a policy_scores partition does (IBM Ultrastar
+Both runs go through sim.scenarios.simulate_scenario exactly as a policy_scores partition does (IBM Ultrastar
 73LZX, C-LOOK, the as-traced layout cut into 131,072 extents of 1 MiB; cooling every 100 arrivals, delta
 0.05). Prints seconds (best of the repeats; numba caches warmed on a small slice first), the ratio cooling /
 no policy, the demon's cost per call ((cooling - no policy) / calls) and the moves, and ends with
@@ -28,7 +28,7 @@ sys.path.insert(1, str(REPO / "bench"))
 
 from scale import SCORECARD_SPEC, trace_chunks  # noqa: E402
 
-from blockheat.sim.glue import ScenarioConfig, simulate_scenario  # noqa: E402
+from blockheat.sim import ScenarioConfig, simulate_scenario  # noqa: E402
 
 DISK_BYTES = 32 << 30
 EXTENT_SECTORS = 2048                       # 1 MiB of 512-byte sectors

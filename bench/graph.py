@@ -123,7 +123,7 @@ def same_edges(a: Path, b: str) -> int:
 
 def run_discovery(edges: str) -> tuple[int, float, int]:
     """discover_runs on the largest (device, interval) graph: (edges, seconds, runs kept)."""
-    from blockheat.sim.alis.runs import discover_runs
+    from blockheat.sim import discover_runs
 
     t = object_store.read_parquet(edges)
     groups = (t.group_by(["device", "interval_id"]).aggregate([("pairs", "count")])

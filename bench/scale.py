@@ -22,7 +22,7 @@ VM's speed drifts between runs minutes apart):
     .venv/bin/python bench/scale.py --cluster-only --cluster-millions 100 --pin-workers --cluster-rounds 3
 
 --cluster-disks D gives the cluster trace D disks (default 4): past 120 M requests use more, so that no device
-exceeds extent heat's per-device task limit (libs.io.device_pass.MAX_DEVICE_REQUESTS, 30 M), e.g.
+exceeds extent heat's per-device task limit (libs.table_io.device_pass.MAX_DEVICE_REQUESTS, 30 M), e.g.
 --cluster-millions 300 --cluster-disks 12 (25 M a device, as 100 M on 4).
 
 Generated trace: MSR CSV, N requests on 4 disks over exactly one day (sorted uniform arrival times, so both
@@ -136,13 +136,13 @@ class StageRun:
 
 
 def run_stage(stage: str, argv: Sequence[str], env: dict[str, str], logfile: Path) -> StageRun:
-    """`python -m jobs.<stage> ARGV`, sampling the process tree's memory every 0.2 s; fails loudly."""
+    """`python -m blockheat.jobs.<stage> ARGV`, sampling the process tree's memory every 0.2 s; fails loudly."""
     peak = 0
     started = time.perf_counter()
     with logfile.open("a") as out:
         out.write(f"\n=== {stage} {' '.join(argv)}\n")
         out.flush()
-        proc = subprocess.Popen([sys.executable, "-m", f"jobs.{stage}", *argv], env=env, cwd=REPO, stdout=out,
+        proc = subprocess.Popen([sys.executable, "-m", f"blockheat.jobs.{stage}", *argv], env=env, cwd=REPO, stdout=out,
                                 stderr=subprocess.STDOUT)
         while proc.poll() is None:
             peak = max(peak, tree_rss_bytes(proc.pid))
@@ -265,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="trace size of the 2- vs 1-worker comparison (0: skip it)")
     parser.add_argument("--cluster-disks", type=int, default=4,
                         help="disks of the cluster comparison's trace (default 4); keep a device's requests within "
-                             "libs.io.device_pass.MAX_DEVICE_REQUESTS (30 M) for its per-device heat task, "
+                             "libs.table_io.device_pass.MAX_DEVICE_REQUESTS (30 M) for its per-device heat task, "
                              "e.g. 12 for 300 M")
     parser.add_argument("--worker-memory", default="4g", help="memory of each standalone worker (default 4g)")
     parser.add_argument("--executor-memory", default="3g", help="spark.executor.memory on the cluster")

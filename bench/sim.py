@@ -23,10 +23,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from blockheat.libs.readers.srt import read_srt
-from blockheat.sim.array import DiskArray
-from blockheat.sim.engine import SimConfig, Simulation
-from blockheat.sim.records import Requests
-from blockheat.sim.specs import from_srt_header
+from blockheat.sim import DiskArray, Requests, SimConfig, Simulation
+from blockheat.sim import spec_from_srt_header as from_srt_header
 
 TRACE = Path(__file__).resolve().parents[1] / "data/traces/hplajw/ajw.1week.srt"
 REFERENCE_C_SIMULATOR = 240_000.0

@@ -6,7 +6,7 @@ device scope) on a generated trace of N million requests, local[2].
 (Not bench/profile.py: that name would shadow the standard library's `profile`,
 which pyspark imports through cProfile, for every script run from bench/.)
 
-The profile is read straight from the `requests` files (libs.transforms.profile_files, what the job
+The profile is read straight from the `requests` files (libs.table_io.profile, what the job
 runs); --spark-path times the DataFrame path (compute_trace_profile) on the same trace afterwards and
 checks both give the same rows.
 
@@ -88,7 +88,7 @@ def tree_rss_bytes(root: int, skip: list[int]) -> int:
 
 
 class _Said(logging.Handler):
-    """Collects libs.io.device_pass's log lines (whether the profile fell back to Spark SQL)."""
+    """Collects libs.table_io.device_pass's log lines (whether the profile fell back to Spark SQL)."""
 
     def __init__(self) -> None:
         super().__init__(logging.INFO)
@@ -124,8 +124,8 @@ def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
 
     from blockheat.libs.io.session import SparkConfig, build_session
     from blockheat.libs.io.tables import read_table, replace_rows
+    from blockheat.libs.table_io.profile import profile_trace
     from blockheat.libs.transforms.profile import compute_trace_profile
-    from blockheat.libs.transforms.profile_files import profile_trace
 
     cfg = SparkConfig(master="local[2]", warehouse=wh.location, app_name="bench-profile",
                       extra={"spark.ui.showConsoleProgress": "false", "spark.driver.memory": args.driver_memory})
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
                     "--driver-memory", args.driver_memory, "--warehouse", str(wh.location)], check=True)
     spans = json.loads((tmp / "spans.json").read_text())
     spark = build_session(cfg)
-    said, logger = _Said(), logging.getLogger("blockheat.libs.io.device_pass")
+    said, logger = _Said(), logging.getLogger("blockheat.libs.table_io.device_pass")
     logger.addHandler(said)
     logger.setLevel(logging.INFO)
     logger.propagate = False

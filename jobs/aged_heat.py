@@ -20,12 +20,12 @@ from pyspark.sql import functions as F
 
 from blockheat.libs.io.delta_files import replace_from_driver
 from blockheat.libs.io.delta_log import LogUnreadable, snapshot
-from blockheat.libs.io.device_pass import files_or_sql, read_files
 from blockheat.libs.io.session import SparkConfig, build_session
 from blockheat.libs.io.tables import read_table, replace_rows, table_exists, table_path, table_target, trace_info
+from blockheat.libs.table_io.device_pass import files_or_sql, read_files
+from blockheat.libs.table_io.heat import interval_counts
 from blockheat.libs.transforms.aging import age_values
 from blockheat.libs.transforms.heat import compute_interval_counts
-from blockheat.libs.transforms.heat_files import interval_counts
 from blockheat.schemas import aged_heat
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ def aged_rows(current: pa.Table, previous: pa.Table | None, job: AgingConfig, in
 
 def _interval_from_files(spark: SparkSession, cfg: SparkConfig, job: AgingConfig, interval_id: int,
                          previous: pa.Table | None = None) -> None:
-    """One interval's rows from the requests files (libs.transforms.heat_files.interval_counts) and the stored
+    """One interval's rows from the requests files (libs.table_io.heat.interval_counts) and the stored
     previous interval (`previous` when the caller has read it already), aged and written from the driver;
     Unsupported, before anything is written, when the files cannot be read directly."""
     current = interval_counts(spark, cfg.warehouse, job.trace_id, extent_bytes=job.extent_bytes,

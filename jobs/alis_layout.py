@@ -16,25 +16,36 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from blockheat.libs.alis import layout_files
-from blockheat.libs.alis.graph import budget_bytes, build_edge_counts, partitions_for, prune_to_budget, with_weight
-from blockheat.libs.alis.graph_inputs import graph_params, graph_refs
+from blockheat.libs.alis.graph import (
+    budget_bytes,
+    build_edge_counts,
+    graph_refs,
+    partitions_for,
+    prune_to_budget,
+    with_weight,
+)
 from blockheat.libs.alis.layout import (
     area_hits,
     interval_counts,
     plan_layouts,
     reorganized_area,
 )
-from blockheat.libs.alis.runs import find_runs, find_stored_runs
+from blockheat.libs.alis.runs import find_runs
 from blockheat.libs.alis.units import storage_used, unit_refs
 from blockheat.libs.io.connect import parallelism
-from blockheat.libs.io.device_pass import files_or_sql
 from blockheat.libs.io.session import SparkConfig, build_session
 from blockheat.libs.io.tables import read_table, replace_trace
+from blockheat.libs.table_io import alis_layout as layout_files
+from blockheat.libs.table_io.alis_graph import graph_params
+from blockheat.libs.table_io.alis_runs import find_stored_runs
+from blockheat.libs.table_io.device_pass import files_or_sql
 from blockheat.libs.transforms.aging import age_values
 from blockheat.schemas import alis_layout, alis_runs, alis_summary, reorg_units, requests
-from blockheat.sim.alis.layout import LAYOUTS, MODES, check_plan
-from blockheat.sim.alis.runs import THRESHOLD, THRESHOLD_COMBINED
+from blockheat.sim import ALIS_LAYOUTS as LAYOUTS
+from blockheat.sim import ALIS_MODES as MODES
+from blockheat.sim import ALIS_THRESHOLD as THRESHOLD
+from blockheat.sim import ALIS_THRESHOLD_COMBINED as THRESHOLD_COMBINED
+from blockheat.sim import check_alis_plan as check_plan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -153,7 +164,7 @@ def _run_sql(spark: SparkSession, cfg: SparkConfig, opts: LayoutOptions, params:
 
 def _run_files(spark: SparkSession, cfg: SparkConfig, opts: LayoutOptions, params: dict[str, Any]
                ) -> list[dict[str, Any]]:
-    """run by one task per device reading the table files (libs.alis.layout_files)."""
+    """run by one task per device reading the table files (libs.table_io.alis_layout)."""
     log.info("alis %s: plans and scores of every interval, one task per device", opts.trace_id)
     p = layout_files.LayoutParams(
         interval_us=int(params["interval_us"]), last=int(params["intervals"]) - 1, tau=int(params["tau"]),

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from blockheat.libs.io.delta_files import replace_from_driver
-from blockheat.libs.io.device_pass import files_or_sql
 from blockheat.libs.io.session import SparkConfig, build_session
 from blockheat.libs.io.tables import read_table, replace_rows, table_target, trace_info
+from blockheat.libs.table_io.device_pass import files_or_sql
+from blockheat.libs.table_io.heat import HeatParams, extent_and_disk_heat
 from blockheat.libs.transforms.heat import (
     LAYOUTS,
     compute_extent_heat,
@@ -20,7 +21,6 @@ from blockheat.libs.transforms.heat import (
     whole_trace_disk_table,
     whole_trace_extent_heat,
 )
-from blockheat.libs.transforms.heat_files import HeatParams, extent_and_disk_heat
 from blockheat.schemas import disk_heat, extent_heat
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def _run_sql(spark: SparkSession, cfg: SparkConfig, job: HeatConfig, span_us: in
 
 
 def _run_files(spark: SparkSession, cfg: SparkConfig, job: HeatConfig, span_us: int, disks: int) -> dict[str, int]:
-    """run's tables from one pass over the requests files (libs.transforms.heat_files); Unsupported, before
+    """run's tables from one pass over the requests files (libs.table_io.heat); Unsupported, before
     anything is written, when they cannot be read directly."""
     params = HeatParams(span_us, job.extent_bytes, job.window_us, job.stripe_unit_bytes, job.stripe_width or disks,
                         job.random_disks or disks, job.seed)

@@ -3,7 +3,7 @@ distributions per device, scorecard and latest plan, profile, tracking accuracy)
 
 Runs the heat, profile and tracking-evaluation jobs first when their tables lack the trace, then
 gathers small binned inputs (never trace-sized data: windows, bins, percentiles, policies) and renders them with
-libs.report. The distributions come from the requests files in one pass (libs.transforms.report_files), through
+libs.report. The distributions come from the requests files in one pass (libs.table_io.report), through
 Spark SQL when the files cannot be read directly. The scorecard and the plan are shown when they exist.
 """
 from __future__ import annotations
@@ -23,12 +23,12 @@ from blockheat.jobs import heat_tracking as tracking_job
 from blockheat.jobs import trace_profile as profile_job
 from blockheat.libs.columns import idiv
 from blockheat.libs.io import storage
-from blockheat.libs.io.device_pass import files_or_sql
 from blockheat.libs.io.session import SparkConfig, build_session
 from blockheat.libs.io.tables import read_table, table_exists, trace_info, trace_rows
 from blockheat.libs.report import ReportInputs, render, write_report
+from blockheat.libs.table_io.device_pass import files_or_sql
+from blockheat.libs.table_io.report import ALL_OPS, METRICS, PER_OP, Cdfs, report_cdfs
 from blockheat.libs.transforms.profile import chunked_lag, round_significant
-from blockheat.libs.transforms.report_files import ALL_OPS, METRICS, PER_OP, Cdfs, report_cdfs
 from blockheat.libs.transforms.tracking_eval import DEFAULT_SPEC, KS, StepSpec, report_claims
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def _cdf(values: DataFrame, column: str, *, rounded: bool) -> dict[tuple[str, st
 
 
 def spark_cdfs(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> Cdfs:
-    """The report's distributions in Spark SQL (the definition; libs.transforms.report_files reads the files
+    """The report's distributions in Spark SQL (the definition; libs.table_io.report reads the files
     in one pass instead): per device, request size and response time of reads and writes apart, interarrival
     time of all the device's requests (op ALL_OPS)."""
     requests = read_table(spark, cfg.warehouse, "requests", trace_id)

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from blockheat.libs.io.device_pass import files_or_sql
 from blockheat.libs.io.session import SparkConfig, build_session
 from blockheat.libs.io.tables import read_table, replace_rows, trace_info
+from blockheat.libs.table_io.device_pass import files_or_sql
+from blockheat.libs.table_io.tracking import relative_errors_files, track_trace
 from blockheat.libs.transforms.tracking import compute_heat_tracking
 from blockheat.libs.transforms.tracking_eval import (
     DEFAULT_SPEC,
@@ -20,7 +21,6 @@ from blockheat.libs.transforms.tracking_eval import (
     requests_to_reach_arrays,
     stale_seconds_arrays,
 )
-from blockheat.libs.transforms.tracking_files import relative_errors_files, track_trace
 from blockheat.schemas import heat_tracking, tracking_eval
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ class TrackConfig:
 def track_ks(spark: SparkSession, cfg: SparkConfig, trace_id: str, ks: Sequence[int], *,
              aging_period_us: int = 3_600_000_000, extent_bytes: int = 1 << 20) -> dict[int, int]:
     """Writes the trace's heat_tracking rows of every k (extent size, aging period); returns k -> rows.
-    Read from the requests files in one pass for all k (libs.transforms.tracking_files); the window
+    Read from the requests files in one pass for all k (libs.table_io.tracking); the window
     functions (libs.transforms.tracking), one pass per k, when the files cannot be read directly."""
     span_us = int(trace_info(spark, cfg.warehouse, trace_id)["span_us"])
     log.info("heat tracking: %s, k in %s, aging every %g s", trace_id, list(ks), aging_period_us / 1e6)
@@ -81,7 +81,7 @@ def run_eval(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, ks: Sequen
              aging_period_us: int = 3_600_000_000, extent_bytes: int = 1 << 20,
              spec: StepSpec = DEFAULT_SPEC) -> list[dict[str, Any]]:
     """For each k: tracking error on the real trace (via heat_tracking; the relative errors read from its files,
-    libs.transforms.tracking_files.relative_errors_files, or through Spark SQL when they cannot be) and
+    libs.table_io.tracking.relative_errors_files, or through Spark SQL when they cannot be) and
     step/drop behaviour on generated traces. Writes and returns the tracking_eval rows."""
     track_ks(spark, cfg, trace_id, ks, aging_period_us=aging_period_us, extent_bytes=extent_bytes)
     errors = files_or_sql(

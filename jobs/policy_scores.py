@@ -16,7 +16,6 @@ import numpy as np
 from pyspark.sql import functions as F
 
 from blockheat.libs.io import storage
-from blockheat.libs.io.device_pass import spark_tasks
 from blockheat.libs.io.session import SparkConfig, build_session
 from blockheat.libs.io.tables import read_table, replace_rows, table_version, trace_info, trace_rows
 from blockheat.libs.plans.policies import COOLING_EVERY_S, PENDING_FAMILIES, SweepOptions, families
@@ -26,6 +25,7 @@ from blockheat.libs.plans.types import PolicyError, Target, WindowStats
 from blockheat.libs.simulation.grid import parse_grid
 from blockheat.libs.simulation.stage import TableFiles, table_files
 from blockheat.libs.simulation.stage import run as simulate
+from blockheat.libs.table_io.device_pass import spark_tasks
 from blockheat.schemas import policy_scores as PS
 
 if TYPE_CHECKING:

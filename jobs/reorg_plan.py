@@ -1,6 +1,6 @@
 """Spark application: a reorganization plan for one trace, window and policy from its scorecard
-(`policy_scores`), stored in `reorg_plans` and `reorg_plan_steps`; also the plan check and export behind
-`blockheat plan check|export`. Nothing is ever applied: plans are documents for review."""
+(`policy_scores`), stored in `reorg_plans` and `reorg_plan_steps` (libs.table_io.plans, which also holds the plan
+check and export behind `blockheat plan check|export`). Nothing is ever applied: plans are documents for review."""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +10,6 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,16 +18,10 @@ import pyarrow.compute as pc
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
-from blockheat.libs.io import delta_log, storage
-from blockheat.libs.io.delta_log import LogUnreadable
+from blockheat.libs.io import storage
 from blockheat.libs.io.session import SparkConfig, build_session
 from blockheat.libs.io.tables import (
-    TABLES,
-    Location,
     read_table,
-    replace_rows,
-    scoped_version,
-    table_path,
     table_version,
     trace_info,
     trace_rows,
@@ -41,26 +34,26 @@ from blockheat.libs.plans.steps import (
     PlanInputs,
     SafetyLimits,
     build_plan,
-    canonical_json,
-    check_plan,
     no_improvement_reason,
     parse_utc,
-    plan_ids,
-    plan_rows,
-    plan_scope,
-    write_plan,
 )
 from blockheat.libs.plans.target_spec import resolve_spec
 from blockheat.libs.plans.types import BASELINE, Outcome, PlanPart, PolicyError, Target, Variant
-from blockheat.schemas import cooling_moves, policy_scores, reorg_plan_steps, reorg_plans, sim_results
-from blockheat.schemas.reorg_plan_json import schema_errors
+from blockheat.libs.table_io.plans import export, store
+from blockheat.schemas import cooling_moves, policy_scores, sim_results
 from blockheat.schemas.requests import REPLAY_COLUMNS
-from blockheat.sim.array import DiskArray, Extent, ExtentMap
-from blockheat.sim.engine import SimConfig, Simulation
-from blockheat.sim.glue import ScenarioConfig, partition_layout
-from blockheat.sim.stats import per_request
-from blockheat.sim.validate import demerit_ms
-from blockheat.sim.workloads import from_arrow
+from blockheat.sim import (
+    DiskArray,
+    Extent,
+    ExtentMap,
+    ScenarioConfig,
+    SimConfig,
+    Simulation,
+    demerit_ms,
+    partition_layout,
+    per_request,
+)
+from blockheat.sim import requests_from_arrow as from_arrow
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -244,7 +237,7 @@ def _moves(spark: SparkSession, cfg: SparkConfig, row: Mapping[str, Any], versio
 
 def scenario_layout(windowed: DataFrame, scenario: Mapping[str, Any]) -> ExtentMap:
     """The extent map the scenario ran with (greedy allocation: from the window's heats), built on an executor
-    from the window's requests by sim.glue.partition_layout, as the simulation built it."""
+    from the window's requests by sim.scenarios.partition_layout, as the simulation built it."""
 
     def build(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
         layout = partition_layout(table, ScenarioConfig.from_dict({"scenario_id": "plan", **scenario}))
@@ -325,72 +318,6 @@ def idle_time(windowed: DataFrame, devices: Sequence[str], start_us: int, end_us
         per_device.append({"device": d, "idle_s": sum(b - a for a, b in periods) / 1e6, "periods": len(periods),
                            "longest": [[(a - start_us) / 1e6, (b - start_us) / 1e6] for a, b in periods[:3]]})
     return {"min_period_s": IDLE_MIN_S, "window_s": (end_us - start_us) / 1e6, "per_device": per_device}
-
-
-def store(spark: SparkSession, cfg: SparkConfig, doc: Mapping[str, Any]) -> None:
-    """Replace the plan's rows of reorg_plans and reorg_plan_steps (a rerun with the same id rewrites them)."""
-    row, steps = plan_rows(doc)
-    where = {"trace_id": row["trace_id"], "plan_id": row["plan_id"]}
-    replace_rows(spark.createDataFrame([tuple(row[c] for c in reorg_plans.COLUMNS)], reorg_plans.SPARK_SCHEMA),
-                 spark, cfg.warehouse, reorg_plans.TABLE, where)
-    replace_rows(spark.createDataFrame([tuple(s[c] for c in reorg_plan_steps.COLUMNS) for s in steps],
-                                       reorg_plan_steps.SPARK_SCHEMA), spark, cfg.warehouse, reorg_plan_steps.TABLE,
-                 where)
-
-
-def load(warehouse: Location, plan_id: str, spark: SparkSession | None = None) -> dict[str, Any]:
-    """A stored plan's document by id (the row's id must be the document's: it is checked again by check), read
-    without Spark (libs.io.delta_log.read); through `spark` when delta-rs cannot read the table's files (without
-    one, LogUnreadable)."""
-    root = table_path(warehouse, reorg_plans.TABLE)
-    try:
-        rows = [] if table_version(warehouse, reorg_plans.TABLE) is None else \
-            delta_log.read(root, ["plan_id", "plan_json"], {"plan_id": plan_id}).to_pylist()
-    except LogUnreadable:
-        if spark is None:
-            raise
-        rows = [r.asDict() for r in read_table(spark, warehouse, reorg_plans.TABLE)
-                .where(F.col("plan_id") == plan_id).select("plan_id", "plan_json").collect()]
-    if not rows:
-        raise PlanError(f"no plan {plan_id!r} in reorg_plans under {warehouse}")
-    doc = dict(json.loads(rows[0]["plan_json"]))
-    if doc.get("plan_id") != plan_id:
-        raise PlanError(f"reorg_plans row {plan_id} holds a document claiming id {doc.get('plan_id')!r}")
-    return doc
-
-
-def check(warehouse: Location, doc: Mapping[str, Any], now: dt.datetime | None = None,
-          stored: Mapping[str, Any] | None = None) -> list[str]:
-    """Why the plan must not be applied now (empty: it may be). A document is trusted only as the one stored under
-    its id in reorg_plans (`stored`, default: read here): a copy from a file must equal it (formatting and key
-    order aside), so an edited plan with its ids recomputed is refused; then libs.plans.steps.check_plan against
-    the input tables' latest versions that changed the plan's rows (its trace, window and grid). Only blockheat's
-    own tables under the warehouse are read, never a path the document names."""
-    now = now or dt.datetime.now(dt.UTC)
-    if schema_errors(doc):
-        return check_plan(doc, now=now, versions={})      # not a plan document: check_plan says why
-    if stored is None:
-        try:
-            stored = load(warehouse, str(doc["plan_id"]))
-        except PlanError as exc:
-            return [f"not a stored plan: {exc}"]
-    if canonical_json(stored) != canonical_json(doc):
-        return [f"not the stored plan: the document differs from plan {doc['plan_id']} in reorg_plans (edited after "
-                "it was built)"]
-    unknown = sorted(set(doc["inputs"]["tables"]) - set(TABLES))
-    if unknown:
-        return [f"not a blockheat plan: input tables {', '.join(unknown)} are not blockheat tables"]
-    scope = plan_scope(doc)
-    versions = {t: scoped_version(warehouse, t, scope, since=v) for t, v in doc["inputs"]["tables"].items()}
-    return check_plan(doc, now=now, versions=versions)
-
-
-def export(doc: Mapping[str, Any], fmt: str, out: Path) -> Path:
-    """Write the plan for review (a dry run: nothing is applied); refuses a document whose id does not match."""
-    plan_id, _ = plan_ids(doc)
-    if plan_id != doc.get("plan_id"):
-        raise PlanError(f"plan {doc.get('plan_id')}: hash mismatch (the document hashes to {plan_id}); not exported")
-    return write_plan(doc, out, fmt)
 
 
 def config_from_args(trace_id: str, args: argparse.Namespace) -> PlanConfig:

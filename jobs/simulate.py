@@ -1,6 +1,6 @@
 """Spark application: simulate a scenario grid (`blockheat simulate GRID_FILE`) into `sim_results`,
 `sim_timeseries` and `cooling_moves`, one partition per (trace, array group, scenario), each simulated by
-sim.glue on an executor (a scenario's policy, e.g. disk cooling, runs there too)."""
+sim.scenarios on an executor (a scenario's policy, e.g. disk cooling, runs there too)."""
 from __future__ import annotations
 
 import argparse

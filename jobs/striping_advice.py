@@ -27,14 +27,14 @@ from blockheat.libs.plans.striping_advisor import (
 from blockheat.schemas import striping_recommendations as SR
 from blockheat.schemas import trace_profile
 from blockheat.schemas.requests import REPLAY_COLUMNS
-from blockheat.sim.engine import SimConfig
-from blockheat.sim.specs import resolve
-from blockheat.sim.workloads import from_arrow
+from blockheat.sim import SimConfig
+from blockheat.sim import requests_from_arrow as from_arrow
+from blockheat.sim import resolve_spec as resolve
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from blockheat.sim.spec import DiskSpec
+    from blockheat.sim import DiskSpec
 
 log = logging.getLogger(__name__)
 

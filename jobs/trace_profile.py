@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from blockheat.libs.io.session import SparkConfig, build_session
 from blockheat.libs.io.tables import trace_info
-from blockheat.libs.transforms.profile_files import profile_trace
+from blockheat.libs.table_io.profile import profile_trace
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -3,21 +3,24 @@ it): otherwise each process that first calls a loop compiles it (seconds of CPU 
 every Spark Python worker at once on a cold cache). Each warm-up calls its loops with the argument types the
 jobs pass, writable arrays and the read-only ones Arrow columns give (numba compiles those again).
 
-    python -m libs.warm
+    python -m blockheat.libs.warm
 """
 from __future__ import annotations
 
 import time
 
 import numpy as np
+import pyarrow.compute as pc
 
-from blockheat.libs.alis import warm as alis_warm
+from blockheat.libs.alis.graph import _split_by_bucket
 from blockheat.libs.readers.srt import find_record_offsets
+from blockheat.libs.table_io.alis_graph import Build, GraphParams, device_build
 from blockheat.libs.transforms import heat_kernels as HK
 from blockheat.libs.transforms import profile_kernels as PK
 from blockheat.libs.transforms import tracking_kernels as TK
-from blockheat.sim import warm as sim_warm
-from blockheat.sim.warm import frozen
+from blockheat.sim import compile_alis, warm_trace
+from blockheat.sim import compile_all as compile_simulator
+from blockheat.sim import frozen_array as frozen
 
 VIEWS = (np.array, frozen)        # writable, and read-only as a requests file's Arrow columns give them
 
@@ -61,8 +64,24 @@ def srt() -> None:
     assert (offsets.tolist(), stop) == ([0, 8], 20)
 
 
-STEPS = {"profile": profile, "tracking": tracking, "heat": heat, "srt": srt, "sim": sim_warm.compile_all,
-         "alis": alis_warm.compile_all}
+def alis() -> int:
+    """ALIS's loops: one device's graphs and runs built per device (libs.table_io.alis_graph) from sim's warm-up
+    trace, whole-trace and then nightly with the first night's graph aged in, as jobs/alis_graph.py's tasks run
+    them; then the loops only the Spark build calls (its fallback): the reduce buckets' split, and the cores on
+    the arrays its Arrow groups give (sim.warm.compile_alis). Returns the runs' member rows found."""
+    table = warm_trace()
+    requests = table.filter(pc.equal(table.column("device"), "0"))
+    params = GraphParams(graph_share=0.5)          # a budget small enough that pruning runs
+    first = device_build(requests, None, None, Build("warm", 0, 1, 4_000_000), params)
+    night = device_build(requests, first["units"], first["graph"].filter(pc.equal(first["graph"]["interval_id"], 1)),
+                         Build("warm", 2, 2, 4_000_000, nightly=True), params)
+    src, dst = np.array([0, 1, 2, 0], np.int64), np.array([1, 2, 0, 2], np.int64)
+    _split_by_bucket(src % 2, src, dst, dst, dst, 2)
+    compile_alis()
+    return first["runs"].num_rows + night["runs"].num_rows
+
+
+STEPS = {"profile": profile, "tracking": tracking, "heat": heat, "srt": srt, "sim": compile_simulator, "alis": alis}
 
 
 def compile_all(only: tuple[str, ...] | None = None) -> dict[str, float]:

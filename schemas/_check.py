@@ -1,15 +1,17 @@
-"""Shared schema comparison used by every table's validate_<table>()."""
+"""What every table module shares: its Arrow schema from plain (name, kind, nullable) triples, its Spark schema
+derived from the Arrow one on first use (a table module imports no pyspark), and the schema comparison of every
+validate_<table>()."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyspark.sql import types as T
-from pyspark.sql.types import StructType
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
 
 
 def _diff(have: dict[str, str], want: dict[str, str]) -> list[str]:
@@ -35,33 +37,50 @@ def arrow_problems(actual: pa.Schema, expected: pa.Schema) -> list[str]:
     return _diff({f.name: str(f.type) for f in actual}, {f.name: str(f.type) for f in expected})
 
 
-def check(df_or_schema: DataFrame | pa.Schema, spark_schema: StructType, arrow_schema: pa.Schema,
-          error: type[ValueError], table: str) -> None:
-    """Raise `error` naming the table and every problem, or return None when the schema matches."""
+def check(df_or_schema: DataFrame | pa.Schema, arrow_schema: pa.Schema, error: type[ValueError], table: str) -> None:
+    """Raise `error` naming the table and every problem, or return None when the schema matches (a DataFrame's
+    against the Spark schema derived from `arrow_schema`)."""
     if isinstance(df_or_schema, pa.Schema):
         problems = arrow_problems(df_or_schema, arrow_schema)
     else:
-        problems = schema_problems(df_or_schema.schema, spark_schema)
+        problems = schema_problems(df_or_schema.schema, spark_schema(arrow_schema))
     if problems:
         raise error(f"{table}: " + "; ".join(problems))
 
 
-_KINDS: dict[str, tuple[Any, pa.DataType]] = {
-    "string": (T.StringType(), pa.string()),
-    "long": (T.LongType(), pa.int64()),
-    "int": (T.IntegerType(), pa.int32()),
-    "double": (T.DoubleType(), pa.float64()),
-    "boolean": (T.BooleanType(), pa.bool_()),
+_KINDS: dict[str, pa.DataType] = {
+    "string": pa.string(),
+    "long": pa.int64(),
+    "int": pa.int32(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
     # Named like Spark's own Arrow conversion (toArrow), so Arrow schemas compare equal as text too.
-    "array<long>": (T.ArrayType(T.LongType(), True), pa.list_(pa.field("element", pa.int64()))),
+    "array<long>": pa.list_(pa.field("element", pa.int64())),
 }
 
 
-def flat_schemas(fields: Sequence[tuple[str, str, bool]]) -> tuple[StructType, pa.Schema]:
-    """Spark and Arrow schemas of a flat table from (name, kind, nullable) triples."""
+def flat_schema(fields: Sequence[tuple[str, str, bool]]) -> pa.Schema:
+    """The Arrow schema of a flat table from (name, kind, nullable) triples."""
     unknown = [kind for _, kind, _ in fields if kind not in _KINDS]
     if unknown:
         raise ValueError(f"unknown column kinds {unknown}; known: {sorted(_KINDS)}")
-    spark = T.StructType([T.StructField(n, _KINDS[k][0], nullable) for n, k, nullable in fields])
-    arrow = pa.schema([pa.field(n, _KINDS[k][1], nullable) for n, k, nullable in fields])
-    return spark, arrow
+    return pa.schema([pa.field(n, _KINDS[k], nullable) for n, k, nullable in fields])
+
+
+def spark_schema(arrow_schema: pa.Schema) -> StructType:
+    """The Spark schema of a table, derived from its Arrow schema (pyspark's own conversion)."""
+    from pyspark.sql.pandas.types import from_arrow_schema  # lazy: importing a schema loads no pyspark
+
+    return from_arrow_schema(arrow_schema)
+
+
+def spark_schema_attr(module: str) -> Callable[[str], Any]:
+    """A table module's __getattr__: SPARK_SCHEMA derived from the module's ARROW_SCHEMA on first use, then kept."""
+    def __getattr__(name: str) -> Any:
+        if name != "SPARK_SCHEMA":
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        found = spark_schema(sys.modules[module].ARROW_SCHEMA)
+        sys.modules[module].SPARK_SCHEMA = found
+        return found
+
+    return __getattr__

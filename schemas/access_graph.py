@@ -8,9 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql import types as T
 
-from blockheat.schemas._check import check
+from blockheat.schemas._check import check, spark_schema_attr
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -27,14 +26,6 @@ COLUMNS = (
     "weight",         # aged sum of 1 - f + f * (tau - j + 1) / tau over the pairs at distance j
 )
 
-SPARK_SCHEMA = T.StructType([
-    T.StructField("trace_id", T.StringType(), False),
-    T.StructField("device", T.StringType(), False),
-    T.StructField("interval_id", T.LongType(), False),
-    T.StructField("src_unit", T.LongType(), False),
-    T.StructField("dst_unit", T.LongType(), False),
-    T.StructField("weight", T.DoubleType(), False),
-])
 
 ARROW_SCHEMA = pa.schema([
     pa.field("trace_id", pa.string(), False),
@@ -52,4 +43,8 @@ class AccessGraphSchemaError(ValueError):
 
 def validate_access_graph(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise AccessGraphSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, AccessGraphSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, AccessGraphSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

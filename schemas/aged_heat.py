@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from blockheat.schemas._check import check, flat_schemas
+from blockheat.schemas._check import check, flat_schema, spark_schema_attr
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -26,7 +26,7 @@ FIELDS = (
     ("aged_count", "double", False)
 )
 COLUMNS = tuple(name for name, _, _ in FIELDS)
-SPARK_SCHEMA, ARROW_SCHEMA = flat_schemas(FIELDS)
+ARROW_SCHEMA = flat_schema(FIELDS)
 
 
 class AgedHeatSchemaError(ValueError):
@@ -35,4 +35,8 @@ class AgedHeatSchemaError(ValueError):
 
 def validate_aged_heat(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise AgedHeatSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, AgedHeatSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, AgedHeatSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

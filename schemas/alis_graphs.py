@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql import types as T
 
-from blockheat.schemas._check import check
+from blockheat.schemas._check import check, spark_schema_attr
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -29,21 +28,6 @@ COLUMNS = (
     "min_run_length",
 )
 
-SPARK_SCHEMA = T.StructType([
-    T.StructField("trace_id", T.StringType(), False),
-    T.StructField("unit_bytes", T.LongType(), False),
-    T.StructField("interval_us", T.LongType(), False),
-    T.StructField("intervals", T.LongType(), False),
-    T.StructField("tau", T.LongType(), False),
-    T.StructField("f", T.DoubleType(), False),
-    T.StructField("beta", T.DoubleType(), False),
-    T.StructField("include_writes", T.BooleanType(), False),
-    T.StructField("graph_share", T.DoubleType(), False),
-    T.StructField("prefilter_min_refs", T.LongType(), False),
-    T.StructField("chunk_us", T.LongType(), False),
-    T.StructField("threshold", T.DoubleType(), False),
-    T.StructField("min_run_length", T.LongType(), False),
-])
 
 ARROW_SCHEMA = pa.schema([
     pa.field("trace_id", pa.string(), False),
@@ -68,4 +52,8 @@ class AlisGraphsSchemaError(ValueError):
 
 def validate_alis_graphs(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise AlisGraphsSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, AlisGraphsSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, AlisGraphsSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

@@ -8,9 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql import types as T
 
-from blockheat.schemas._check import check
+from blockheat.schemas._check import check, spark_schema_attr
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -32,18 +31,6 @@ COLUMNS = (
     "ra_address_bytes",   # ra_offset_bytes + the area's start (a share of the storage used)
 )
 
-SPARK_SCHEMA = T.StructType([
-    T.StructField("trace_id", T.StringType(), False),
-    T.StructField("device", T.StringType(), False),
-    T.StructField("interval_id", T.LongType(), False),
-    T.StructField("region", T.StringType(), False),
-    T.StructField("run_id", T.LongType(), True),
-    T.StructField("unit_id", T.LongType(), False),
-    T.StructField("home_offset_bytes", T.LongType(), False),
-    T.StructField("size_bytes", T.LongType(), False),
-    T.StructField("ra_offset_bytes", T.LongType(), False),
-    T.StructField("ra_address_bytes", T.LongType(), False),
-])
 
 ARROW_SCHEMA = pa.schema([
     pa.field("trace_id", pa.string(), False),
@@ -65,4 +52,8 @@ class AlisLayoutSchemaError(ValueError):
 
 def validate_alis_layout(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise AlisLayoutSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, AlisLayoutSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, AlisLayoutSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

@@ -8,9 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql import types as T
 
-from blockheat.schemas._check import check
+from blockheat.schemas._check import check, spark_schema_attr
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -27,15 +26,6 @@ COLUMNS = (
     "unit_id",
 )
 
-SPARK_SCHEMA = T.StructType([
-    T.StructField("trace_id", T.StringType(), False),
-    T.StructField("device", T.StringType(), False),
-    T.StructField("interval_id", T.LongType(), False),
-    T.StructField("run_id", T.LongType(), False),
-    T.StructField("rank", T.LongType(), False),
-    T.StructField("position", T.LongType(), False),
-    T.StructField("unit_id", T.LongType(), False),
-])
 
 ARROW_SCHEMA = pa.schema([
     pa.field("trace_id", pa.string(), False),
@@ -54,4 +44,8 @@ class AlisRunsSchemaError(ValueError):
 
 def validate_alis_runs(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise AlisRunsSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, AlisRunsSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, AlisRunsSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

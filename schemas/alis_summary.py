@@ -8,9 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql import types as T
 
-from blockheat.schemas._check import check
+from blockheat.schemas._check import check, spark_schema_attr
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -37,25 +36,6 @@ COLUMNS = (
     "lookahead_share",
 )
 
-SPARK_SCHEMA = T.StructType([
-    T.StructField("trace_id", T.StringType(), False),
-    T.StructField("device", T.StringType(), False),
-    T.StructField("interval_id", T.LongType(), False),
-    T.StructField("mode", T.StringType(), False),
-    T.StructField("layout", T.StringType(), False),
-    T.StructField("storage_used_bytes", T.LongType(), False),
-    T.StructField("ra_start_bytes", T.LongType(), False),
-    T.StructField("ra_bytes", T.LongType(), False),
-    T.StructField("runs_placed", T.LongType(), False),
-    T.StructField("run_copies", T.LongType(), False),
-    T.StructField("heat_copies", T.LongType(), False),
-    T.StructField("bytes_placed", T.LongType(), False),
-    T.StructField("next_reads", T.LongType(), True),
-    T.StructField("realizable_reads", T.LongType(), True),
-    T.StructField("lookahead_reads", T.LongType(), True),
-    T.StructField("realizable_share", T.DoubleType(), True),
-    T.StructField("lookahead_share", T.DoubleType(), True),
-])
 
 ARROW_SCHEMA = pa.schema([
     pa.field("trace_id", pa.string(), False),
@@ -84,4 +64,8 @@ class AlisSummarySchemaError(ValueError):
 
 def validate_alis_summary(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise AlisSummarySchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, AlisSummarySchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, AlisSummarySchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

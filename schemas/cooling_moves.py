@@ -3,17 +3,17 @@ keyed like sim_results by (grid_id, trace_id, array_group, scenario_id) of the s
 (`blockheat simulate`, a scenario with `"policy": {"name": "cooling", ...}`): time, extent, source and
 target disk and place, bytes, heats before and after.
 
-MOVE_SCHEMA is the table's contract for the move columns, as the simulator's cooling policy returns them
-(sim.cooling.COOLING_MOVES_SCHEMA; heats in the spec's sectors per second, from the tracker inside the
-simulation; tests/sim/test_table_schemas.py checks the two agree)."""
+MOVE_SCHEMA is the one schema of the move columns, as the simulator's cooling policy returns them
+(sim.cooling.moves_table: a column per CoolingMove field; heats in the spec's sectors per second, from the tracker
+inside the simulation): the simulation stage casts the simulator's columns to it, and
+tests/sim/test_table_schemas.py checks that the simulator's columns are these, in order and type."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import from_arrow_schema
 
-from blockheat.schemas._check import check
+from blockheat.schemas._check import check, spark_schema_attr
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -51,7 +51,6 @@ ARROW_SCHEMA = pa.schema([
     pa.field("scenario_id", pa.string(), False),   # the scenario the moves belong to
     *MOVE_SCHEMA,
 ])
-SPARK_SCHEMA = from_arrow_schema(ARROW_SCHEMA)
 COLUMNS = tuple(ARROW_SCHEMA.names)
 
 
@@ -61,4 +60,8 @@ class CoolingMovesSchemaError(ValueError):
 
 def validate_cooling_moves(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise CoolingMovesSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, CoolingMovesSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, CoolingMovesSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from blockheat.schemas._check import check, flat_schemas
+from blockheat.schemas._check import check, flat_schema, spark_schema_attr
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -29,7 +29,7 @@ FIELDS = (
     ("heat_variance", "double", True)     # population variance of heat across the disks
 )
 COLUMNS = tuple(name for name, _, _ in FIELDS)
-SPARK_SCHEMA, ARROW_SCHEMA = flat_schemas(FIELDS)
+ARROW_SCHEMA = flat_schema(FIELDS)
 
 
 class DiskHeatSchemaError(ValueError):
@@ -38,4 +38,8 @@ class DiskHeatSchemaError(ValueError):
 
 def validate_disk_heat(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise DiskHeatSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, DiskHeatSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, DiskHeatSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from blockheat.schemas._check import check, flat_schemas
+from blockheat.schemas._check import check, flat_schema, spark_schema_attr
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -31,7 +31,7 @@ FIELDS = (
     ("temperature", "double", True),      # heat / (extent_bytes / 512)
 )
 COLUMNS = tuple(name for name, _, _ in FIELDS)
-SPARK_SCHEMA, ARROW_SCHEMA = flat_schemas(FIELDS)
+ARROW_SCHEMA = flat_schema(FIELDS)
 
 
 class ExtentHeatSchemaError(ValueError):
@@ -40,4 +40,8 @@ class ExtentHeatSchemaError(ValueError):
 
 def validate_extent_heat(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise ExtentHeatSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, ExtentHeatSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, ExtentHeatSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from blockheat.schemas._check import check, flat_schemas
+from blockheat.schemas._check import check, flat_schema, spark_schema_attr
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -27,7 +27,7 @@ FIELDS = (
     ("true_heat", "double", False)        # blocks/s actually accessed in [checkpoint, checkpoint + P)
 )
 COLUMNS = tuple(name for name, _, _ in FIELDS)
-SPARK_SCHEMA, ARROW_SCHEMA = flat_schemas(FIELDS)
+ARROW_SCHEMA = flat_schema(FIELDS)
 
 
 class HeatTrackingSchemaError(ValueError):
@@ -36,4 +36,8 @@ class HeatTrackingSchemaError(ValueError):
 
 def validate_heat_tracking(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise HeatTrackingSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, HeatTrackingSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, HeatTrackingSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from blockheat.schemas._check import check, flat_schemas
+from blockheat.schemas._check import check, flat_schema, spark_schema_attr
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -59,7 +59,7 @@ FIELDS = (
     ("note", "string", True),                    # e.g. why a variant is not plannable
 )
 COLUMNS = tuple(name for name, _, _ in FIELDS)
-SPARK_SCHEMA, ARROW_SCHEMA = flat_schemas(FIELDS)
+ARROW_SCHEMA = flat_schema(FIELDS)
 
 
 class PolicyScoresSchemaError(ValueError):
@@ -68,4 +68,8 @@ class PolicyScoresSchemaError(ValueError):
 
 def validate_policy_scores(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise PolicyScoresSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, PolicyScoresSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, PolicyScoresSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

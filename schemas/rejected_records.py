@@ -4,9 +4,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql import types as T
 
-from blockheat.schemas._check import check
+from blockheat.schemas._check import check, spark_schema_attr
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -23,15 +22,6 @@ INFORMATIONAL_REASONS = frozenset({
     "no_data", "non_data_command",
 })
 
-SPARK_SCHEMA = T.StructType([
-    T.StructField("trace_id", T.StringType(), False),
-    T.StructField("source_file", T.StringType(), False),
-    T.StructField("position", T.LongType(), False),        # 1-based line number, or byte offset
-    T.StructField("position_kind", T.StringType(), False),  # "line" or "byte"
-    T.StructField("reason", T.StringType(), False),         # short code, e.g. "bad_size"
-    T.StructField("message", T.StringType(), False),
-    T.StructField("raw", T.StringType(), False),            # the line, or the record bytes in hex
-])
 
 ARROW_SCHEMA = pa.schema([
     pa.field("trace_id", pa.string(), False),
@@ -50,4 +40,8 @@ class RejectedRecordsSchemaError(ValueError):
 
 def validate_rejected_records(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise RejectedRecordsSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, RejectedRecordsSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, RejectedRecordsSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from blockheat.schemas._check import check, flat_schemas
+from blockheat.schemas._check import check, flat_schema, spark_schema_attr
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -49,7 +49,7 @@ FIELDS = (
     ("note", "string", True),
 )
 COLUMNS = tuple(name for name, _, _ in FIELDS)
-SPARK_SCHEMA, ARROW_SCHEMA = flat_schemas(FIELDS)
+ARROW_SCHEMA = flat_schema(FIELDS)
 
 
 class ReorgPlanStepsSchemaError(ValueError):
@@ -58,4 +58,8 @@ class ReorgPlanStepsSchemaError(ValueError):
 
 def validate_reorg_plan_steps(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise ReorgPlanStepsSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, ReorgPlanStepsSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, ReorgPlanStepsSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

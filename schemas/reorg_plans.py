@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from blockheat.schemas._check import check, flat_schemas
+from blockheat.schemas._check import check, flat_schema, spark_schema_attr
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -46,7 +46,7 @@ FIELDS = (
     ("plan_json", "string", False),              # the whole plan (canonical JSON, plan_id included)
 )
 COLUMNS = tuple(name for name, _, _ in FIELDS)
-SPARK_SCHEMA, ARROW_SCHEMA = flat_schemas(FIELDS)
+ARROW_SCHEMA = flat_schema(FIELDS)
 
 
 class ReorgPlansSchemaError(ValueError):
@@ -55,4 +55,8 @@ class ReorgPlansSchemaError(ValueError):
 
 def validate_reorg_plans(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise ReorgPlansSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, ReorgPlansSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, ReorgPlansSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

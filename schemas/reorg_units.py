@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql import types as T
 
-from blockheat.schemas._check import check
+from blockheat.schemas._check import check, spark_schema_attr
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -28,14 +27,6 @@ COLUMNS = (
     "unit_bytes",     # 0: one unit per distinct request extent; > 0: fixed-size units of this many bytes
 )
 
-SPARK_SCHEMA = T.StructType([
-    T.StructField("trace_id", T.StringType(), False),
-    T.StructField("device", T.StringType(), False),
-    T.StructField("unit_id", T.LongType(), False),
-    T.StructField("offset_bytes", T.LongType(), False),
-    T.StructField("size_bytes", T.LongType(), False),
-    T.StructField("unit_bytes", T.LongType(), False),
-])
 
 ARROW_SCHEMA = pa.schema([
     pa.field("trace_id", pa.string(), False),
@@ -53,4 +44,8 @@ class ReorgUnitsSchemaError(ValueError):
 
 def validate_reorg_units(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise ReorgUnitsSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, ReorgUnitsSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, ReorgUnitsSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

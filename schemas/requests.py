@@ -4,9 +4,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql import types as T
 
-from blockheat.schemas._check import check
+from blockheat.schemas._check import check, spark_schema_attr
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -32,18 +31,6 @@ OPS = ("R", "W")
 REPLAY_COLUMNS = ("device", "seq", "ts_us", "op", "offset_bytes", "size_bytes")
 DEVICE_FILE_COLUMNS = REPLAY_COLUMNS[1:]
 
-SPARK_SCHEMA = T.StructType([
-    T.StructField("trace_id", T.StringType(), False),
-    T.StructField("device", T.StringType(), False),
-    T.StructField("seq", T.LongType(), False),
-    T.StructField("ts_us", T.LongType(), False),
-    T.StructField("op", T.StringType(), False),
-    T.StructField("offset_bytes", T.LongType(), False),
-    T.StructField("size_bytes", T.LongType(), False),
-    T.StructField("response_us", T.DoubleType(), True),
-    T.StructField("queue_us", T.DoubleType(), True),
-    T.StructField("source_file", T.StringType(), False),
-])
 
 ARROW_SCHEMA = pa.schema([
     pa.field("trace_id", pa.string(), False),
@@ -65,4 +52,8 @@ class RequestsSchemaError(ValueError):
 
 def validate_requests(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise RequestsSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, RequestsSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, RequestsSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

@@ -2,16 +2,15 @@
 (grid_id, trace_id, array_group, scenario_id): the scenario's parameters, then the simulator's result row.
 
 RESULT_SCHEMA is the table's contract for the result columns: the traced devices, then the figures of
-sim.stats.RunResult as the simulator's glue returns them (sim.glue.SIM_RESULT_SCHEMA without its scenario_id and
-trace_id; tests/sim/test_table_schemas.py checks the two agree)."""
+sim.stats.RunResult as the simulator's scenarios return them (sim.scenarios.SIM_RESULT_SCHEMA without its
+scenario_id and trace_id; tests/sim/test_table_schemas.py checks the two agree)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import from_arrow_schema
 
-from blockheat.schemas._check import check
+from blockheat.schemas._check import check, spark_schema_attr
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -107,7 +106,6 @@ ARROW_SCHEMA = pa.schema([
     #                                                a lane simulates also converts the lane's requests)
     *RESULT_SCHEMA,
 ])
-SPARK_SCHEMA = from_arrow_schema(ARROW_SCHEMA)
 COLUMNS = tuple(ARROW_SCHEMA.names)
 RESULT_COLUMNS = tuple(RESULT_SCHEMA.names)
 
@@ -118,4 +116,8 @@ class SimResultsSchemaError(ValueError):
 
 def validate_sim_results(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise SimResultsSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, SimResultsSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, SimResultsSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

@@ -1,16 +1,16 @@
 """`sim_timeseries`: per-interval figures of each simulated scenario of a scenario grid, keyed like
 `sim_results` plus the interval (rows only for scenarios with `interval_ms`).
 
-INTERVAL_SCHEMA is the table's contract for the interval columns, as the simulator returns them
-(sim.stats.TIMESERIES_SCHEMA; tests/sim/test_table_schemas.py checks the two agree)."""
+INTERVAL_SCHEMA is the one schema of the interval columns, as the simulator returns them (sim.stats.timeseries):
+the simulation stage casts the simulator's columns to it, and tests/sim/test_table_schemas.py checks that the
+simulator's columns are these, in order and type."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import from_arrow_schema
 
-from blockheat.schemas._check import check
+from blockheat.schemas._check import check, spark_schema_attr
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -40,7 +40,6 @@ ARROW_SCHEMA = pa.schema([
     pa.field("scenario_id", pa.string(), False),
     *INTERVAL_SCHEMA,
 ])
-SPARK_SCHEMA = from_arrow_schema(ARROW_SCHEMA)
 COLUMNS = tuple(ARROW_SCHEMA.names)
 
 
@@ -50,4 +49,8 @@ class SimTimeseriesSchemaError(ValueError):
 
 def validate_sim_timeseries(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise SimTimeseriesSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, SimTimeseriesSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, SimTimeseriesSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from blockheat.schemas._check import check, flat_schemas
+from blockheat.schemas._check import check, flat_schema, spark_schema_attr
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -45,7 +45,7 @@ FIELDS = (
     ("distance_from_gbest", "double", True),     # simulated response / Gbest's - 1
 )
 COLUMNS = tuple(name for name, _, _ in FIELDS)
-SPARK_SCHEMA, ARROW_SCHEMA = flat_schemas(FIELDS)
+ARROW_SCHEMA = flat_schema(FIELDS)
 
 
 class StripingRecommendationsSchemaError(ValueError):
@@ -54,4 +54,8 @@ class StripingRecommendationsSchemaError(ValueError):
 
 def validate_striping_recommendations(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise StripingRecommendationsSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, StripingRecommendationsSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, StripingRecommendationsSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from blockheat.schemas._check import check, flat_schemas
+from blockheat.schemas._check import check, flat_schema, spark_schema_attr
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -24,7 +24,7 @@ FIELDS = (
     ("value", "double", True)
 )
 COLUMNS = tuple(name for name, _, _ in FIELDS)
-SPARK_SCHEMA, ARROW_SCHEMA = flat_schemas(FIELDS)
+ARROW_SCHEMA = flat_schema(FIELDS)
 
 
 class TraceProfileSchemaError(ValueError):
@@ -33,4 +33,8 @@ class TraceProfileSchemaError(ValueError):
 
 def validate_trace_profile(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise TraceProfileSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, TraceProfileSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, TraceProfileSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

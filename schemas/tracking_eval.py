@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from blockheat.schemas._check import check, flat_schemas
+from blockheat.schemas._check import check, flat_schema, spark_schema_attr
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -25,7 +25,7 @@ FIELDS = (
     ("stale_s_no_aging", "double", True)       # the same without aging (NULL: never within the test horizon)
 )
 COLUMNS = tuple(name for name, _, _ in FIELDS)
-SPARK_SCHEMA, ARROW_SCHEMA = flat_schemas(FIELDS)
+ARROW_SCHEMA = flat_schema(FIELDS)
 
 
 class TrackingEvalSchemaError(ValueError):
@@ -34,4 +34,8 @@ class TrackingEvalSchemaError(ValueError):
 
 def validate_tracking_eval(df_or_schema: DataFrame | pa.Schema) -> None:
     """Raise TrackingEvalSchemaError naming missing, extra or mistyped columns."""
-    check(df_or_schema, SPARK_SCHEMA, ARROW_SCHEMA, TrackingEvalSchemaError, TABLE)
+    check(df_or_schema, ARROW_SCHEMA, TrackingEvalSchemaError, TABLE)
+
+
+#: SPARK_SCHEMA, the Spark schema derived from ARROW_SCHEMA on first use (importing this module loads no pyspark).
+__getattr__ = spark_schema_attr(__name__)

@@ -6,7 +6,7 @@ tracker (sim.tracker) fed with the requests that have arrived so far.
 
     policy = DiskCooling(CoolingConfig(every_requests=100, delta=0.05, k=10))
     run_with_policy(sim, policy)          # sim with an ExtentMap layout
-    policy.moves_table()                  # COOLING_MOVES_SCHEMA rows, one per executed move
+    policy.moves_table()                  # one row per executed move (moves_table)
 
 Choices where the paper is open (each tested in tests/sim/test_cooling.py):
 - "the source disk's queue is not empty" counts waiting sub-requests only, not the one in service
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -44,34 +44,10 @@ from blockheat.sim.tracker import InterarrivalTracker, split_into_units
 if TYPE_CHECKING:
     from blockheat.sim.engine import Simulation
 
-__all__ = ["COOLING_MOVES_SCHEMA", "CoolingConfig", "CoolingMove", "DiskCooling", "Step", "cooling_step",
-           "fragment_map"]
+__all__ = ["CoolingConfig", "CoolingMove", "DiskCooling", "Step", "cooling_step", "fragment_map", "moves_table"]
 
 OBJECTIVES = ("max", "variance")
 UNITS = ("extent", "fragment")
-
-COOLING_MOVES_SCHEMA = pa.schema([
-    pa.field("time_us", pa.float64(), False),            # simulated time of the decision (the remap)
-    pa.field("unit", pa.int64(), False),                 # index of the extent (or fragment) in the map
-    pa.field("unit_kind", pa.string(), False),           # "extent" or "fragment"
-    pa.field("file", pa.int64(), False),                 # the unit's file (traced device or object)
-    pa.field("logical_start", pa.int64(), False),        # sectors, in the run's logical space
-    pa.field("sectors", pa.int64(), False),
-    pa.field("bytes", pa.int64(), False),
-    pa.field("from_disk", pa.int64(), False),
-    pa.field("to_disk", pa.int64(), False),
-    pa.field("from_physical_start", pa.int64(), False),
-    pa.field("to_physical_start", pa.int64(), False),
-    pa.field("unit_heat", pa.float64(), False),          # tracked heat, sectors per second
-    pa.field("unit_temperature", pa.float64(), False),   # heat per sector of the unit
-    pa.field("source_heat_before", pa.float64(), False),
-    pa.field("source_heat_after", pa.float64(), False),
-    pa.field("target_heat_before", pa.float64(), False),
-    pa.field("target_heat_after", pa.float64(), False),
-    pa.field("mean_disk_heat", pa.float64(), False),
-    pa.field("source_queue", pa.int64(), False),         # sub-requests waiting on the source at the decision
-])
-
 
 @dataclass(frozen=True)
 class CoolingConfig:
@@ -222,7 +198,7 @@ def _descending(units: np.ndarray, rank: np.ndarray) -> Iterator[int]:
 
 @dataclass(frozen=True)
 class CoolingMove:
-    """One executed move (a row of COOLING_MOVES_SCHEMA)."""
+    """One executed move (a row of moves_table; the `cooling_moves` table stores these columns after its keys)."""
 
     time_us: float
     unit: int
@@ -449,9 +425,20 @@ class DiskCooling(PolicyBase):
         self._seen_pstart[units] = pstarts
 
     def moves_table(self) -> pa.Table:
-        """The executed moves as COOLING_MOVES_SCHEMA rows."""
-        cols = {f.name: [getattr(m, f.name) for m in self.moves] for f in COOLING_MOVES_SCHEMA}
-        return pa.Table.from_pydict(cols, schema=COOLING_MOVES_SCHEMA)
+        """The executed moves, one row each (moves_table)."""
+        return moves_table(self.moves)
+
+
+#: Arrow types of CoolingMove's annotations.
+_MOVE_TYPES = {"float": pa.float64(), "int": pa.int64(), "str": pa.string()}
+
+
+def moves_table(moves: Sequence[CoolingMove]) -> pa.Table:
+    """Moves as a table: a column per CoolingMove field, in its order, typed by its annotation (never null). The
+    `cooling_moves` table's contract (schemas/cooling_moves.py) is the one schema of these columns: the simulation
+    stage casts to it, and tests/sim/test_table_schemas.py keeps the two in step."""
+    return pa.table({f.name: pa.array([getattr(m, f.name) for m in moves], _MOVE_TYPES[str(f.type)])
+                     for f in fields(CoolingMove)})
 
 
 def fragment_map(extent_map: ExtentMap, fragment_sectors: int) -> tuple[ExtentMap, np.ndarray]:

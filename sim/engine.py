@@ -381,6 +381,14 @@ class Simulation:
     def saturated_early(self) -> bool:
         return self._saturated_early
 
+    def completions(self) -> tuple[np.ndarray, np.ndarray]:
+        """From the event log (SimConfig.event_log): each completed request's index and completion time (us), in
+        completion order."""
+        n = int(self.core.si[K.SI_LOG_N])
+        kind, req = self.out.log_i[:n, 0], self.out.log_i[:n, 1]
+        done = (kind == K.LOG_DONE) & (req >= 0)
+        return req[done], self.out.log_t[:n][done]
+
     def result(self) -> RunResult:
         """The run's figures (sim.stats.RunResult)."""
         return summarize(self)

@@ -1,5 +1,5 @@
 """The slim request record the simulator consumes: five columns (plus optional think times), no Python
-object per request. Builders from other shapes live in sim.workloads and sim.glue."""
+object per request. Builders from other shapes live in sim.workloads and sim.scenarios."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from blockheat.sim.records import Requests
     from blockheat.sim.spec import DiskSpec
 
-__all__ = ["RESULT_SCHEMA", "TIMESERIES_SCHEMA", "Replay", "RunResult", "saturation_verdict", "summarize"]
+__all__ = ["RESULT_SCHEMA", "Replay", "RunResult", "saturation_verdict", "summarize", "timeseries"]
 
 
 class _Settings(Protocol):
@@ -152,20 +152,6 @@ def _arrow_type(name: str, annotation: str) -> pa.DataType:
 RESULT_SCHEMA = pa.schema([pa.field(f.name, _arrow_type(f.name, str(f.type)), str(f.type) == "float")
                            for f in fields(RunResult)])
 
-#: Arrow schema of the per-interval time series.
-TIMESERIES_SCHEMA = pa.schema([
-    pa.field("interval", pa.int64(), False),
-    pa.field("start_ms", pa.float64(), False),
-    pa.field("arrivals", pa.int64(), False),
-    pa.field("completions", pa.int64(), False),
-    pa.field("mean_response_ms", pa.float64(), True),   # of requests completing in the interval
-    pa.field("max_response_ms", pa.float64(), True),
-    pa.field("mean_outstanding", pa.float64(), False),  # requests in the array, time-averaged
-    pa.field("mean_utilization", pa.float64(), False),
-    pa.field("hottest_utilization", pa.float64(), False),
-    pa.field("mean_queue_length", pa.float64(), False),
-    pa.field("hottest_queue_length", pa.float64(), False),
-])
 
 
 def saturation_verdict(backlog: np.ndarray, arrived: int, *, min_backlog: int, fraction: float) -> bool:
@@ -262,13 +248,16 @@ def summarize(sim: Replay) -> RunResult:
 
 
 def timeseries(sim: Replay) -> pa.Table:
-    """One row per interval of SimConfig.interval_ms (empty table when no interval was set)."""
+    """One row per interval of SimConfig.interval_ms (no rows when no interval was set): interval, start_ms,
+    arrivals, completions, mean and max response of the requests completing in it (null: none did), requests in
+    the array time-averaged, mean and hottest disk's utilization and queue length. The `sim_timeseries` table's
+    contract (schemas/sim_timeseries.py) is the one schema of these columns: the simulation stage casts to it,
+    and tests/sim/test_table_schemas.py keeps the two in step."""
     core, out = sim.core, sim.out
     w = float(core.sf[K.CF_TS_W])
-    if w <= 0:
-        return TIMESERIES_SCHEMA.empty_table()
     t_end = max(float(core.sf[K.SF_T_EVENT]), float(core.sf[K.SF_T_LAST]))
-    k = min(int(t_end / w) + 1, out.ts.shape[0])
+    k = min(int(t_end / w) + 1, out.ts.shape[0]) if w > 0 else 0
+    w = w if w > 0 else 1.0
     ts = out.ts[:k]
     busy = out.ts_disk[:k, :, 1] / w
     area = out.ts_disk[:k, :, 0] / w
@@ -288,7 +277,7 @@ def timeseries(sim: Replay) -> pa.Table:
         "hottest_utilization": busy[:, hot],
         "mean_queue_length": area.mean(axis=1),
         "hottest_queue_length": area[:, hot],
-    }, schema=TIMESERIES_SCHEMA)
+    })
 
 
 def per_request(sim: Replay) -> pa.Table:

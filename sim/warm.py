@@ -7,7 +7,7 @@ policy, track-aligned I/O, both queue disciplines, the constant and the mechanic
 all once, with the same array types as a real replay; ALIS's cores (sim.alis) are also called on the
 read-only arrays Arrow columns give, as libs.alis's Spark tasks call them.
 
-    python -m sim.warm
+    python -m blockheat.sim.warm
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from blockheat.sim.alis.graph import count_pairs, prune_arrays
 from blockheat.sim.alis.runs import discover_run_arrays
-from blockheat.sim.glue import ScenarioConfig, simulate_scenario
+from blockheat.sim.scenarios import ScenarioConfig, simulate_scenario
 from blockheat.sim.tracker import InterarrivalTracker
 
 DEVICE_SECTORS = 1 << 18          # 128 MiB of 512-byte sectors per device

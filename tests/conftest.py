@@ -23,7 +23,7 @@ LONG_FILES = ("tests/dags/test_nightly_dag.py", "tests/libs/ingest/test_errors.p
               "tests/jobs/cli/test_sql_catalog.py",
               "tests/jobs/cli/test_serve.py",
               "tests/libs/readers/test_clean_text.py",
-              "tests/libs/alis/test_graph_files.py", "tests/libs/transforms/test_profile.py",
+              "tests/libs/table_io/test_alis_graph.py", "tests/libs/transforms/test_profile.py",
               "tests/jobs/test_cluster.py")
 
 

@@ -131,6 +131,16 @@ def test_a_circle_inside_libs_breaks_both_checks(copied_house: Path) -> None:
     assert "No cycles are allowed in blockheat.libs." in run.stdout
 
 
+@pytest.mark.parametrize("importer", ["libs/transforms/heat.py", "libs/alis/units.py", "libs/plans/cost.py"])
+def test_table_io_in_a_pure_package_breaks_the_contract(copied_house: Path, importer: str) -> None:
+    path = copied_house / importer
+    path.write_text(path.read_text() + "\n\ndef _io() -> None:\n    from blockheat.libs.io.tables import read_table\n")
+    run = lint_imports(copied_house)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "read and write no tables" in run.stdout
+    assert "BROKEN" in run.stdout
+
+
 PY4J_INTERNALS = re.compile(r"\._(jvm|jsparkSession|jsc|jdf|jconf|gateway|jss|jreader|jwrite|jseq|jmap)\b")
 
 
@@ -146,3 +156,34 @@ def test_no_py4j_access_to_spark_or_delta_internals() -> None:
     assert found == []
     assert PY4J_INTERNALS.search("x = spark._jvm.org.apache")           # the pattern catches what it is for
     assert PY4J_INTERNALS.search("spark._jsparkSession.sessionState()")
+
+
+def test_other_layers_use_the_simulator_through_its_public_face() -> None:
+    """Outside sim, every import of the simulator is `from blockheat.sim import NAME` with NAME in sim.__all__:
+    no module of sim (private or not) is imported by path, so its modules can move without touching the rest."""
+    from blockheat import sim
+
+    found = []
+    for package in ("jobs", "libs", "schemas", "data", "dags"):
+        for path in sorted((REPO / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("blockheat.sim"):
+                    bad = [a.name for a in node.names if node.module != "blockheat.sim" or a.name not in sim.__all__]
+                elif isinstance(node, ast.Import):
+                    bad = [a.name for a in node.names if a.name.startswith("blockheat.sim")]
+                else:
+                    continue
+                found += [f"{path.relative_to(REPO)}:{node.lineno}: {node.module or ''} {b}" for b in bad]
+    assert found == []
+
+
+def test_the_simulators_public_names_resolve_inside_sim() -> None:
+    import importlib
+
+    from blockheat import sim
+
+    assert sim.__all__ == sorted(sim._EXPORTS)
+    for name, (module, attr) in sim._EXPORTS.items():
+        assert getattr(sim, name) is getattr(importlib.import_module(f"blockheat.sim.{module}"), attr), name
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        _ = sim.no_such_name

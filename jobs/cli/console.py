@@ -16,8 +16,8 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-# Packages whose INFO lines are the command's own progress; any other library shows warnings and errors only.
-OWN_PACKAGES = ("jobs", "libs", "sim", "schemas")
+# The package whose INFO lines are the command's own progress; any other library shows warnings and errors only.
+OWN_PACKAGES = ("blockheat",)
 PROGRESS_DELAY_S = 5.0
 PROGRESS_EVERY_S = 0.5
 # Lines that the JVM, Spark, Hadoop and spark-sql print on start whatever the log level: not a command's output.

@@ -193,9 +193,9 @@ def _build(args: argparse.Namespace, trace_id: str) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     # lazy: the job's modules load only for `plan check`; it needs no Spark session
-    from blockheat.jobs.reorg_plan import check
     from blockheat.libs.io import storage
     from blockheat.libs.plans.steps import PlanRefusedError, parse_utc, read_plan
+    from blockheat.libs.table_io.plans import check
 
     warehouse = storage.warehouse_from_env()
     if args.file:
@@ -216,9 +216,9 @@ def _check(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace, warehouse: Any, plan_id: str) -> dict[str, Any]:
     """The stored plan `plan_id` (read without Spark unless delta-rs cannot read the table); NotFoundError (exit
     code 1, not a usage error) when there is none."""
-    from blockheat.jobs.reorg_plan import load  # lazy: the job's modules load only for `plan`
     from blockheat.libs.io.delta_log import LogUnreadable
     from blockheat.libs.plans.steps import PlanError
+    from blockheat.libs.table_io.plans import load  # lazy: the plan store's modules load only for `plan`
 
     try:
         try:
@@ -232,8 +232,8 @@ def _load(args: argparse.Namespace, warehouse: Any, plan_id: str) -> dict[str, A
 
 
 def _export(args: argparse.Namespace) -> int:
-    from blockheat.jobs.reorg_plan import export  # lazy: the job's modules load only for `plan export`
     from blockheat.libs.io import storage
+    from blockheat.libs.table_io.plans import export  # lazy: the plan store's modules load only for `plan export`
 
     plan_id = _plan_id(args)
     warehouse = storage.warehouse_from_env()

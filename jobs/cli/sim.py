@@ -54,8 +54,8 @@ def add_commands(sub: Any) -> None:
 
 def _spec(text: str | None) -> Any:
     # lazy: the simulator (numpy) loads only for `sim validate`
-    from blockheat.sim.spec import SpecError
-    from blockheat.sim.specs import resolve
+    from blockheat.sim import SpecError
+    from blockheat.sim import resolve_spec as resolve
 
     if text is None:
         return None
@@ -68,13 +68,7 @@ def _spec(text: str | None) -> Any:
 def cmd_sim_validate(args: argparse.Namespace) -> int:
     # lazy: the simulator, its validation and the trace readers load only for `sim validate`
     from blockheat.libs.readers.srt import read_srt
-    from blockheat.sim.validate import (
-        ValidationTraceError,
-        plot_cdfs,
-        read_validation_trace,
-        validate_closed_loop,
-        validate_srt,
-    )
+    from blockheat.sim import ValidationTraceError, plot_cdfs, read_validation_trace, validate_closed_loop, validate_srt
 
     trace = Path(args.trace)
     try:
@@ -120,7 +114,8 @@ def _json_document(doc: Any) -> int:
 
 
 def cmd_sim_specs(args: argparse.Namespace) -> int:
-    from blockheat.sim.specs import SHIPPED, load  # lazy: the simulator (numpy) loads only for `sim specs`
+    from blockheat.sim import SHIPPED_SPECS as SHIPPED  # lazy: the simulator (numpy) loads only for `sim specs`
+    from blockheat.sim import load_spec as load
 
     rows = []
     for name in SHIPPED:

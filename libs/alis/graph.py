@@ -34,15 +34,11 @@ from blockheat.libs.alis.units import REF_ORDER, idiv
 from blockheat.libs.io.partitioning import partition_keys
 from blockheat.libs.io.task_parquet import sink_parquet, sink_parquet_groups
 from blockheat.libs.transforms.aging import age_values
-from blockheat.sim.alis.graph import (
-    EDGE_BYTES,
-    PRUNE_SHARE,
-    VERTEX_BYTES,
-    check_context,
-    count_pairs,
-    prune_arrays,
-    sum_pairs,
-)
+from blockheat.sim import ALIS_EDGE_BYTES as EDGE_BYTES
+from blockheat.sim import ALIS_PRUNE_SHARE as PRUNE_SHARE
+from blockheat.sim import ALIS_VERTEX_BYTES as VERTEX_BYTES
+from blockheat.sim import check_alis_context as check_context
+from blockheat.sim import count_pairs, prune_arrays, sum_pairs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, GroupedData
@@ -414,3 +410,9 @@ def partitions_for(reads: int, *, cores: int, per_task: int = 2_000_000) -> int:
     a whole number of rounds over the cores."""
     rounds = max(1, math.ceil(reads / (per_task * max(1, cores))))
     return rounds * max(1, cores)
+
+
+def graph_refs(refs: DataFrame, *, include_writes: bool, prefilter_min_refs: int) -> DataFrame:
+    """The references that build the graph: reads (and writes if asked), optionally pre-filtered."""
+    chosen = refs if include_writes else refs.where(F.col("op") == "R")
+    return prefilter_refs(chosen, min_refs=prefilter_min_refs)

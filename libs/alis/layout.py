@@ -12,7 +12,8 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from blockheat.libs.alis.graph import GROUP
-from blockheat.sim.alis.layout import check_plan, plan_area
+from blockheat.sim import check_alis_plan as check_plan
+from blockheat.sim import plan_area
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -1,11 +1,11 @@
 """ALIS run discovery (section 5.2.2) with Spark: the runs of every (device, interval) access graph, found
 by sim.alis.runs.discover_run_arrays (the paper's greedy algorithm) in applyInArrow groups on the executors.
 The graphs are already aggregated and pruned to their size budget, so one group fits a task, and the devices
-and intervals run in parallel without passing through the driver.
+and intervals run in parallel without passing through the driver. The runs of stored graphs, read from the
+table's files, are libs.table_io.alis_runs.
 """
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,16 +19,14 @@ from blockheat.libs.alis.graph import (
     _graphs_with_budgets,
     _prune_group,
 )
-from blockheat.libs.io.device_pass import Read, device_pass, files_or_sql, trace_files
-from blockheat.libs.io.tables import read_table
-from blockheat.libs.io.task_parquet import arrow_schema, sink_parquet_groups_multi
-from blockheat.sim.alis.graph import PRUNE_SHARE, check_context
-from blockheat.sim.alis.runs import THRESHOLD, discover_run_arrays
+from blockheat.libs.io.task_parquet import sink_parquet_groups_multi
+from blockheat.sim import ALIS_PRUNE_SHARE as PRUNE_SHARE
+from blockheat.sim import ALIS_THRESHOLD as THRESHOLD
+from blockheat.sim import check_alis_context as check_context
+from blockheat.sim import discover_run_arrays
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 RUN_COLUMNS = ("device", "interval_id", "run_id", "rank", "position", "unit_id")
 RUN_DDL = "device string, interval_id long, run_id long, rank long, position long, unit_id long"
@@ -83,42 +81,3 @@ def write_graphs_and_runs(graph: DataFrame, budgets: DataFrame, directory: str, 
     out = sink_parquet_groups_multi(_graphs_with_budgets(graph, budgets, share), run,
                                     {"graph": WEIGHT_DDL, "runs": RUN_DDL, "sizes": GRAPH_BYTES_DDL}, directory)
     return out["graph"], out["runs"], out["sizes"]
-
-
-def _stored_runs(tau: int, f: float, threshold: float, min_length: int | None):  # type: ignore[no-untyped-def]
-    """A device pass's function for find_stored_runs: the runs of every interval's stored graph of one device."""
-    runs = _runs_of_group(tau, f, threshold, min_length)
-
-    def run(device: str, graph: pa.Table) -> tuple[dict[str, pa.Table], pa.Table | None]:
-        interval = graph.column("interval_id").to_numpy()
-        order = np.argsort(interval, kind="stable")
-        bounds = np.flatnonzero(np.r_[True, np.diff(interval[order]) != 0, True])
-        out = []
-        for a, b in itertools.pairwise(bounds):
-            part = graph.take(pa.array(order[a:b]))
-            out.append(runs(part.append_column("device", pa.array([device] * part.num_rows, pa.string()))))
-        return {}, pa.concat_tables(out) if out else None
-
-    return run
-
-
-def find_stored_runs(spark: SparkSession, warehouse: Path, trace_id: str, *, tau: int = 9, f: float = 1.0,
-                     threshold: float = THRESHOLD, min_length: int | None = None) -> DataFrame:
-    """find_runs of the trace's stored access graphs (every interval), read from the table's files: one task
-    per device reads its graphs (the table is partitioned by device) instead of a shuffle of every edge into
-    groups; the runs come back through the driver (far fewer rows than edges). Falls back to find_runs on
-    the table when its files cannot be read directly."""
-    check_context(tau, f)
-
-    def from_files() -> DataFrame:
-        files = sorted(trace_files(spark, warehouse, trace_id, "access_graph").items())
-        found = device_pass(spark, files, _stored_runs(tau, f, threshold, min_length),
-                            read=Read(["interval_id", "src_unit", "dst_unit", "weight"]),
-                            label=f"stored runs {trace_id}")
-        runs = [t for t in found.extras.values() if t is not None]
-        table = pa.concat_tables(runs) if runs else arrow_schema(RUN_DDL).empty_table()
-        return spark.createDataFrame(table.select(list(RUN_COLUMNS)), RUN_DDL)
-
-    return files_or_sql(from_files, lambda: find_runs(read_table(spark, warehouse, "access_graph", trace_id), tau=tau,
-                                                      f=f, threshold=threshold, min_length=min_length),
-                        f"stored runs {trace_id}")

@@ -41,17 +41,26 @@ import pyarrow as pa
 
 from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
 from blockheat.libs.experiments.placement import load_hplajw
-from blockheat.sim.alis.layout import MODES
-from blockheat.sim.alis.params import DAY_US, AlisParams
-from blockheat.sim.alis.plan import plan_schedule, volumes_for
-from blockheat.sim.alis.policy import AlisSetup, prepare, run_measured
-from blockheat.sim.alis.runs import REL_TOLERANCE
-from blockheat.sim.array import Concatenated, DiskArray
-from blockheat.sim.engine import SimConfig, Simulation
-from blockheat.sim.records import Requests
-from blockheat.sim.redirect import Reorganization
-from blockheat.sim.spec import DiskSpec, SeekCurve
-from blockheat.sim.specs import load as load_spec
+from blockheat.sim import ALIS_MODES as MODES
+from blockheat.sim import ALIS_REL_TOLERANCE as REL_TOLERANCE
+from blockheat.sim import (
+    DAY_US,
+    AlisParams,
+    AlisSetup,
+    Concatenated,
+    DiskArray,
+    DiskSpec,
+    Reorganization,
+    Requests,
+    SeekCurve,
+    SimConfig,
+    Simulation,
+    load_spec,
+    plan_schedule,
+    volumes_for,
+)
+from blockheat.sim import prepare_alis as prepare
+from blockheat.sim import run_alis_measured as run_measured
 
 TITLE = ("ALIS heat, run and combined clustering on the hplajw week (ALIS sections 5.3 and 6, figures 10, 14, 15, "
          "16)")

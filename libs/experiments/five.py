@@ -12,11 +12,19 @@ from functools import cache
 import numpy as np
 
 from blockheat.libs.plans.striping_advisor import DiskModel, PhaseB, Workload, advise, phase_b
-from blockheat.sim.allocation import AllocUnit, round_robin_allocation, to_extent_map
-from blockheat.sim.array import DiskArray, Extent, ExtentMap, LayoutArrays
-from blockheat.sim.spec import DiskSpec
-from blockheat.sim.specs import load
-from blockheat.sim.workloads import FiveWorkload, five_synthetic
+from blockheat.sim import (
+    AllocUnit,
+    DiskArray,
+    DiskSpec,
+    Extent,
+    ExtentMap,
+    FiveWorkload,
+    LayoutArrays,
+    five_synthetic,
+    round_robin_allocation,
+    to_extent_map,
+)
+from blockheat.sim import load_spec as load
 
 N_DISKS = 32
 SPEC_NAME = "five_table1"

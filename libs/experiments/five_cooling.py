@@ -39,8 +39,7 @@ import pyarrow as pa
 from blockheat.libs.experiments import five
 from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
 from blockheat.libs.experiments.five import INF, MAX_OUTSTANDING
-from blockheat.sim.cooling import CoolingConfig, DiskCooling
-from blockheat.sim.engine import SimConfig, Simulation, Window, run_with_policy
+from blockheat.sim import CoolingConfig, DiskCooling, SimConfig, Simulation, Window, run_with_policy
 
 TITLE = "FIVE disk cooling on the skewed synthetic workload (FIVE table 6)"
 METHODS = ("Gopt140", "Track", "Cyl")

@@ -27,10 +27,16 @@ import pyarrow as pa
 from blockheat.libs.experiments import five
 from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
 from blockheat.libs.experiments.placement import load_hplajw
-from blockheat.sim.array import DiskArray, ExtentMap
-from blockheat.sim.cooling import CoolingConfig, DiskCooling
-from blockheat.sim.engine import SimConfig, Simulation, run_with_policy
-from blockheat.sim.records import Requests
+from blockheat.sim import (
+    CoolingConfig,
+    DiskArray,
+    DiskCooling,
+    ExtentMap,
+    Requests,
+    SimConfig,
+    Simulation,
+    run_with_policy,
+)
 
 TITLE = "FIVE disk cooling on a real trace: the hplajw week sped up (FIVE table 7's method)"
 N_DISKS = 4

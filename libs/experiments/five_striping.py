@@ -29,7 +29,7 @@ from blockheat.libs.experiments import five
 from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
 from blockheat.libs.experiments.five import INF, MAX_OUTSTANDING
 from blockheat.libs.plans.striping_advisor import FileStats, Workload, advise, default_sweep, phase_b
-from blockheat.sim.engine import SimConfig, Simulation
+from blockheat.sim import SimConfig, Simulation
 
 TITLE = "FIVE striping methods on the uniform synthetic workload (FIVE tables 3-5)"
 METHODS = ("Opt", "Gopt", "Block", "Track", "Cyl", "Opt140", "Gopt140")

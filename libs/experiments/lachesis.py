@@ -39,14 +39,23 @@ import numpy as np
 import pyarrow as pa
 
 from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
-from blockheat.sim import _kernel as K
-from blockheat.sim.array import DiskArray
-from blockheat.sim.engine import ClosedLoop, SimConfig, Simulation
-from blockheat.sim.records import Requests
-from blockheat.sim.spec import CacheSpec, DiskSpec, Overheads, SeekCurve
-from blockheat.sim.specs import load
-from blockheat.sim.tracks import align_to_tracks, fixed_size_io, track_map
-from blockheat.sim.workloads import mix, poisson_background
+from blockheat.sim import (
+    CacheSpec,
+    ClosedLoop,
+    DiskArray,
+    DiskSpec,
+    Overheads,
+    Requests,
+    SeekCurve,
+    SimConfig,
+    Simulation,
+    align_to_tracks,
+    fixed_size_io,
+    poisson_background,
+    track_map,
+)
+from blockheat.sim import load_spec as load
+from blockheat.sim import mix_requests as mix
 
 TITLE = "Lachesis: track-aligned I/O, disk efficiency and a scan under competing traffic (figures 3 and 5)"
 SPECS = ("maxtor_atlas_10k3", "hp_c2247a")
@@ -203,12 +212,9 @@ def scan_point(spec: DiskSpec, *, scan_sectors: int, aligned: bool, rate_per_s: 
                                    event_log=True),
                          np.random.default_rng(seed + 1), device_sectors=[spec.capacity_sectors])
         sim.run()
-        n_log = int(sim.core.si[K.SI_LOG_N])
-        kind, req = sim.out.log_i[:n_log, 0], sim.out.log_i[:n_log, 1]
+        done_req, done_us = sim.completions()
         fg = ~reqs.is_background
-        done = (kind == K.LOG_DONE) & (req >= 0)
-        scan_done = done & fg[np.maximum(req, 0)]
-        end_us = float(sim.out.log_t[:n_log][scan_done].max())
+        end_us = float(done_us[fg[done_req]].max())
         if rate_per_s == 0 or end_us < horizon_us:
             break
         horizon_us *= 2

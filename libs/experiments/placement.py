@@ -34,11 +34,20 @@ import pyarrow as pa
 from blockheat.data import HPLAJW_TRACE
 from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
 from blockheat.libs.readers.srt import read_srt
-from blockheat.sim.array import AsTraced, DiskArray, Extent, ExtentMap, Layout, RandomDisk, Striped
-from blockheat.sim.engine import SimConfig, Simulation
-from blockheat.sim.records import Requests
-from blockheat.sim.spec import DiskSpec
-from blockheat.sim.specs import from_srt_header
+from blockheat.sim import (
+    AsTraced,
+    DiskArray,
+    DiskSpec,
+    Extent,
+    ExtentMap,
+    Layout,
+    RandomDisk,
+    Requests,
+    SimConfig,
+    Simulation,
+    Striped,
+)
+from blockheat.sim import spec_from_srt_header as from_srt_header
 
 TITLE = "Striping vs placement: load balance on the hplajw week (tables 1-2 of the striping-vs-placement study)"
 TRACE = HPLAJW_TRACE

@@ -31,11 +31,8 @@ import pyarrow as pa
 
 from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
 from blockheat.libs.plans.striping_advisor import DiskModel, eq1_unit
-from blockheat.sim.array import DiskArray, Striped
-from blockheat.sim.engine import ClosedLoop, SimConfig, Simulation
-from blockheat.sim.records import Requests
-from blockheat.sim.spec import DiskSpec
-from blockheat.sim.specs import load
+from blockheat.sim import ClosedLoop, DiskArray, DiskSpec, Requests, SimConfig, Simulation, Striped
+from blockheat.sim import load_spec as load
 
 TITLE = "SSA study: optimal basic striping unit by request size and MPL (SSA figure 5, table 3)"
 N_DISKS = 4

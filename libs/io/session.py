@@ -185,7 +185,7 @@ def delta_jars() -> list[str]:
     if jars is None:
         log.info("resolving the Delta Lake jars once (a throwaway local session)")
         with tempfile.TemporaryDirectory() as tmp:
-            code = ("from libs.io.session import SparkConfig, build_session; "
+            code = ("from blockheat.libs.io.session import SparkConfig, build_session; "
                     "build_session(SparkConfig.from_env('resolve-delta-jars')).stop()")
             env = {**os.environ, "BLOCKHEAT_WAREHOUSE": tmp, "BLOCKHEAT_SPARK_MASTER": "local[1]"}
             subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tmp)

@@ -28,10 +28,10 @@ from pathlib import Path
 #: replaces the list. The modules whose functions run in tasks (device passes, mapInArrow, applyInArrow), and what
 #: they import.
 WORKER_MODULES = ("pyarrow", "numba", "blockheat.libs.ingest.pipeline", "blockheat.libs.ingest.direct",
-                  "blockheat.libs.io.device_pass", "blockheat.libs.io.task_parquet",
-                  "blockheat.libs.transforms.profile", "blockheat.libs.transforms.heat_files",
-                  "blockheat.libs.transforms.tracking_files",
-                  "blockheat.libs.alis.graph", "blockheat.libs.alis.runs", "blockheat.libs.alis.graph_files")
+                  "blockheat.libs.table_io.device_pass", "blockheat.libs.io.task_parquet",
+                  "blockheat.libs.transforms.profile", "blockheat.libs.table_io.heat",
+                  "blockheat.libs.table_io.tracking",
+                  "blockheat.libs.alis.graph", "blockheat.libs.alis.runs", "blockheat.libs.table_io.alis_graph")
 
 
 def installed_archives(path: list[str]) -> list[str]:

@@ -1,7 +1,8 @@
 """Delta table I/O: where tables live, creating them, their write targets (libs.io.delta_files), atomic partition
 replace, and name registration.
 
-Called from jobs/ and the CLI only; transforms in libs/ never read or write.
+Called from jobs/, the CLI and the per-device passes (libs/table_io); the transforms (libs/transforms, libs/alis)
+and plans (libs/plans) never read or write tables (a contract in pyproject.toml).
 Every table is described by one module in schemas/ listed in schemas.TABLE_MODULES
 (TABLE, SPARK_SCHEMA, and optionally PARTITION_COLUMNS and STATS_COLUMNS).
 """

@@ -26,7 +26,7 @@ as-traced scenario is every variant's baseline. Choices where the papers leave t
   window's mean request size and rate, each its own variant (same unit and width: one simulation);
 - random (each request to a random disk) is a reference point only: it is not a data layout, so it
   cannot be planned;
-- ALIS (sim.alis through sim.glue's "alis" policy, each device its own volume with its reorganized area,
+- ALIS (sim.alis through sim.scenarios's "alis" policy, each device its own volume with its reorganized area,
   plans realizable from the window's own history) reorganizes every quarter of the window (at most the
   paper's day), one variant per mode and area placement (SweepOptions.alis_ra_offsets, default the paper's
   30 % and 1.0, the area after the volume, so installing it moves no home data: the plans' costs tell them apart);
@@ -51,7 +51,7 @@ from typing import Any
 
 from blockheat.libs.plans.striping_advisor import METHODS, DiskModel, FileStats, Workload, advise
 from blockheat.libs.plans.types import BASELINE, Outcome, PlanPart, PolicyError, Target, Variant, WindowStats
-from blockheat.sim.alis.layout import MODES as ALIS_MODES
+from blockheat.sim import ALIS_MODES
 
 __all__ = ["FAMILIES", "PENDING_FAMILIES", "PolicyFamily", "SweepOptions", "families", "register_family",
            "size_label"]
@@ -279,8 +279,7 @@ def _alis(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Varian
 def _plan_alis(outcome: Outcome) -> PlanPart:
     # lazy: steps and sim.alis import pyspark (schemas/) and numba; the blockheat command loads this module at start
     from blockheat.libs.plans.steps import PlanError, alis_steps
-    from blockheat.sim.alis.params import AlisParams
-    from blockheat.sim.alis.plan import plan_trace_window
+    from blockheat.sim import AlisParams, plan_trace_window
 
     if outcome.requests is None or outcome.requests.num_rows == 0:
         raise PolicyError(f"{outcome.variant.policy_id}: the plan needs the window's requests")
@@ -317,7 +316,7 @@ def _plan_track_aligned(outcome: Outcome) -> PlanPart:
 
 
 def _alis_not_applicable(target: Target, stats: WindowStats, opts: SweepOptions) -> str | None:
-    from blockheat.sim.alis.plan import volumes_for  # lazy: numba; the blockheat command loads this module at start
+    from blockheat.sim import volumes_for  # lazy: numba; the blockheat command loads this module at start
 
     volumes, _, _ = volumes_for(target.device_sectors, concatenated=False, ra_share=opts.alis_ra_share,
                                 ra_offset=ALIS_PAPER_RA_OFFSET)             # the offset does not change the size

@@ -70,12 +70,10 @@ from blockheat.libs.plans.cost import MoveBudget, breaches, cost_benefit
 from blockheat.libs.plans.types import BASELINE, PlanPart, Target, Variant
 from blockheat.schemas import reorg_plan_steps as STEPS
 from blockheat.schemas.reorg_plan_json import SCHEMA_VERSION, schema_errors, validate_plan_document
-from blockheat.sim.redirect import REGION_RUN
-from blockheat.sim.tracks import track_map
+from blockheat.sim import REGION_RUN, track_map
 
 if TYPE_CHECKING:
-    from blockheat.sim.alis.plan import WindowPlan
-    from blockheat.sim.array import ExtentMap
+    from blockheat.sim import ExtentMap, WindowPlan
 
 __all__ = ["EXPORT_FORMATS", "PlanError", "PlanInputs", "PlanRefusedError", "SafetyLimits", "Step", "alis_steps",
            "build_plan", "canonical_json", "check_plan", "cooling_steps", "extent_migration_steps",

@@ -33,9 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from blockheat.sim.engine import SimConfig
-    from blockheat.sim.records import Requests
-    from blockheat.sim.spec import DiskSpec
+    from blockheat.sim import DiskSpec, Requests, SimConfig
 
 __all__ = [
     "A_SEEK",
@@ -524,8 +522,7 @@ def simulated_response(spec: DiskSpec, requests: Requests, *, n_disks: int, conf
     """A `simulate` for advise: the mean response (ms, inf when saturated) of the workload striped over
     n_disks with a given unit (blocks), each run from the same seed."""
     # lazy: numba; the blockheat command loads this module at start (through libs.plans.policies)
-    from blockheat.sim.array import DiskArray, Striped
-    from blockheat.sim.engine import SimConfig, Simulation
+    from blockheat.sim import DiskArray, SimConfig, Simulation, Striped
 
     cfg = config if config is not None else SimConfig()
 

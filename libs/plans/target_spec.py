@@ -6,11 +6,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from blockheat.libs.plans.types import PolicyError
-from blockheat.sim.glue import ScenarioConfig
-from blockheat.sim.specs import from_geometry
+from blockheat.sim import ScenarioConfig
+from blockheat.sim import spec_from_geometry as from_geometry
 
 if TYPE_CHECKING:
-    from blockheat.sim.spec import DiskSpec
+    from blockheat.sim import DiskSpec
 
 
 def spec_param(info: Mapping[str, Any], devices: Sequence[str], spec: str | None) -> Any:
@@ -34,5 +34,5 @@ def spec_param(info: Mapping[str, Any], devices: Sequence[str], spec: str | None
 
 
 def resolve_spec(param: Any) -> DiskSpec:
-    """The DiskSpec a scenario's "spec" value builds (sim.glue.ScenarioConfig's resolution)."""
+    """The DiskSpec a scenario's "spec" value builds (sim.scenarios.ScenarioConfig's resolution)."""
     return ScenarioConfig.from_dict({"scenario_id": "spec", "spec": param}).spec

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from blockheat.sim.array import ExtentMap
-    from blockheat.sim.spec import DiskSpec
+    from blockheat.sim import DiskSpec, ExtentMap
 
 __all__ = ["BASELINE", "Outcome", "PlanPart", "PolicyError", "Target", "Variant", "WindowStats"]
 
@@ -64,7 +63,7 @@ class Target:
         return int(self.spec.capacity_sectors)
 
     def base_scenario(self) -> dict[str, Any]:
-        """The scenario keys every variant shares (sim.glue ScenarioConfig keys)."""
+        """The scenario keys every variant shares (sim.scenarios ScenarioConfig keys)."""
         return {"spec": self.spec_param, "scheduler": self.scheduler, "speedup": self.speedup, "seed": self.seed,
                 "devices": list(self.devices), "device_sectors": list(self.device_sectors)}
 

@@ -1,5 +1,5 @@
 """Scenario grids for `blockheat simulate`: the grid file (JSON), its validation, and its expansion into
-partitions (trace x array group x scenario), each with a checked sim.glue.ScenarioConfig.
+partitions (trace x array group x scenario), each with a checked sim.scenarios.ScenarioConfig.
 
 Pure logic, no Spark: libs/simulation/stage.py passes the traces' catalog rows (devices, geometry) in. The format
 is documented in sim/README.md ("Scenario grids").
@@ -18,10 +18,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from blockheat.sim.array import DiskArray
-from blockheat.sim.glue import ScenarioConfig
-from blockheat.sim.spec import SpecError
-from blockheat.sim.specs import SHIPPED, from_geometry
+from blockheat.sim import SHIPPED_SPECS as SHIPPED
+from blockheat.sim import DiskArray, ScenarioConfig, SpecError
+from blockheat.sim import spec_from_geometry as from_geometry
 
 #: `"spec": "from-trace"`: each array group's disks are built from the trace's recorded geometry
 #: (traces.geometry, the HP SRT header) by sim.specs.from_geometry.
@@ -50,7 +49,7 @@ class TraceSelection:
 
 @dataclass(frozen=True)
 class Scenario:
-    """One expanded scenario: sim.glue keys without scenario_id (`spec` may be FROM_TRACE)."""
+    """One expanded scenario: sim.scenarios keys without scenario_id (`spec` may be FROM_TRACE)."""
 
     scenario_id: str
     params: Mapping[str, Any]

@@ -1,4 +1,4 @@
-"""The Spark simulation stage: every (trace, array group, scenario) of a scenario grid simulated by sim.glue
+"""The Spark simulation stage: every (trace, array group, scenario) of a scenario grid simulated by sim.scenarios
 on an executor (a scenario's policy, e.g. disk cooling, runs there too), written to `sim_results`,
 `sim_timeseries` and `cooling_moves`. Run by jobs/simulate.py and by the policy scorecard."""
 from __future__ import annotations
@@ -24,7 +24,6 @@ from pyspark.sql import functions as F
 from blockheat.libs.io import storage
 from blockheat.libs.io.connect import is_remote, parallelism
 from blockheat.libs.io.delta_files import replace_from_driver
-from blockheat.libs.io.device_pass import Unsupported, row_groups, spark_tasks, trace_files
 from blockheat.libs.io.tables import read_table, table_exists, table_target, table_version, trace_info
 from blockheat.libs.io.task_parquet import (
     Opener,
@@ -37,12 +36,18 @@ from blockheat.libs.io.task_parquet import (
     to_ipc,
 )
 from blockheat.libs.simulation.grid import Grid, Part, plan_parts
+from blockheat.libs.table_io.device_pass import Unsupported, row_groups, spark_tasks, trace_files
 from blockheat.schemas import cooling_moves, sim_results, sim_timeseries
 from blockheat.schemas.requests import REPLAY_COLUMNS
-from blockheat.sim.array import Striped
-from blockheat.sim.cooling import COOLING_MOVES_SCHEMA
-from blockheat.sim.glue import AlisPolicy, CoolingPolicy, GreedyAllocation, RoundRobinExtents, simulate_requests
-from blockheat.sim.workloads import from_parquet_files
+from blockheat.sim import (
+    AlisPolicy,
+    CoolingPolicy,
+    GreedyAllocation,
+    RoundRobinExtents,
+    Striped,
+    simulate_requests,
+)
+from blockheat.sim import requests_from_parquet_files as from_parquet_files
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -56,7 +61,7 @@ log = logging.getLogger(__name__)
 OUTPUT_ARROW_SCHEMA = pa.schema([
     *[f for f in sim_results.ARROW_SCHEMA if f.name != "grid_id"],
     pa.field("timeseries", pa.list_(pa.struct(list(sim_timeseries.INTERVAL_SCHEMA))), False),
-    pa.field("cooling_moves", pa.list_(pa.struct(list(COOLING_MOVES_SCHEMA))), False),
+    pa.field("cooling_moves", pa.list_(pa.struct(list(cooling_moves.MOVE_SCHEMA))), False),
 ])
 SUMMARY_COLUMNS = ("trace_id", "array_group", "scenario_id", "layout", "speedup", "requests", "mean_response_ms",
                    "p95_response_ms", "hottest_utilization", "saturated")
@@ -281,7 +286,7 @@ def stage_requests(requests: DataFrame, directory: str) -> dict[tuple[str, str],
 
 
 #: Memory per replayed request (bytes) a simulating lane holds, measured on the 100 M scale trace (2026-11-26,
-#: probes of sim.workloads.from_parquet_files and sim.glue.simulate_requests, docs/BENCHMARKS.md): a lane converts
+#: probes of sim.workloads.from_parquet_files and sim.scenarios.simulate_requests, docs/BENCHMARKS.md): a lane converts
 #: its parts' requests once (LANE_LOAD_BYTES at the conversion's peak, LANE_HELD_BYTES kept while its parts
 #: simulate), and a part adds PART_EXTRA_BYTES by what it simulates (the largest entry that applies; ALIS's
 #: plans were not measured at scale and are given room).
@@ -488,21 +493,23 @@ def load_requests(files: Sequence[str], sector_size: int, devices: Sequence[str]
 
 
 def _nested(table: pa.Table, fields: Sequence[pa.Field], list_type: pa.DataType) -> pa.Array:
-    """The table's rows (these fields) as one list value."""
-    items = pa.StructArray.from_arrays([table.column(f.name).combine_chunks() for f in fields], fields=list(fields))
+    """The table's rows (these fields of the table's contract, each column cast to the contract's type) as one list
+    value."""
+    items = pa.StructArray.from_arrays([table.column(f.name).combine_chunks().cast(f.type) for f in fields],
+                                       fields=list(fields))
     return pa.ListArray.from_arrays(pa.array([0, len(items)], pa.int32()), items, type=list_type)
 
 
 def _output_row(part: Part, row: pa.Table, series: pa.Table, wall_s: float, moves: pa.Table | None = None) -> pa.Table:
-    """One OUTPUT_ARROW_SCHEMA row from sim.glue's result row, time series and cooling moves."""
+    """One OUTPUT_ARROW_SCHEMA row from sim.scenarios's result row, time series and cooling moves."""
     meta = {"trace_id": part.trace_id, "array_group": part.array_group, "scenario_id": part.scenario_id,
             "spec": part.config.spec.name, "layout": part.layout, "speedup": float(part.config.sim.speedup),
             "scenario_json": part.scenario_json, "wall_s": wall_s}
     nested = {
         "timeseries": _nested(series, list(sim_timeseries.INTERVAL_SCHEMA),
                               OUTPUT_ARROW_SCHEMA.field("timeseries").type),
-        "cooling_moves": _nested(COOLING_MOVES_SCHEMA.empty_table() if moves is None else moves,
-                                 list(COOLING_MOVES_SCHEMA), OUTPUT_ARROW_SCHEMA.field("cooling_moves").type),
+        "cooling_moves": _nested(cooling_moves.MOVE_SCHEMA.empty_table() if moves is None else moves,
+                                 list(cooling_moves.MOVE_SCHEMA), OUTPUT_ARROW_SCHEMA.field("cooling_moves").type),
     }
     columns = []
     for f in OUTPUT_ARROW_SCHEMA:

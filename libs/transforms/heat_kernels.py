@@ -1,5 +1,5 @@
 """Extent heat's per-device counts in one compiled pass: the per-device form of libs.transforms.heat (whose
-Spark SQL is the definition), run by libs.transforms.heat_files.
+Spark SQL is the definition), run by libs.table_io.heat.
 
 Each request is read once and its pieces added straight into small dense grids:
 

@@ -23,7 +23,7 @@ Definitions (where the literature varies):
   up), interpolated as Spark's `percentile` does; sizes and run lengths are not rounded.
 
 How it runs (compute_trace_profile, the DataFrame path; the job reads the table's files itself through
-libs.transforms.profile_files, which runs the same numpy passes per device and gives the same rows):
+libs.table_io.profile, which runs the same numpy passes per device and gives the same rows):
 two numpy passes inside Spark tasks reduce the requests to small partials; Spark tasks merge the
 histogram cells and extent counts by group, and the driver finishes the rest (finish(): counts,
 footprints, burst bins, runs joined across part edges), as the files path does.
@@ -641,7 +641,7 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
     (ts_us, end byte) of its last request before the part, `before_ts` is the last arrival before
     the part on any device; `span` the part's [start, end) in ts_us (None: open). Output: PARTIAL
     rows (counts, distributions, burst bins, run pieces).
-    merged=False: the part holds some devices only (libs.transforms.profile_files): no trace-scope
+    merged=False: the part holds some devices only (libs.table_io.profile): no trace-scope
     arrival metrics (interarrival, idle periods, bursts; merged_partials makes those), and no
     trace-scope group finished here.
     """
@@ -844,7 +844,7 @@ def block_partials(table: pa.Table, *, region_bytes: int, window_us: int, extent
 def device_block_partials(device: str, ts: np.ndarray, seq: np.ndarray, lo: np.ndarray, hi: np.ndarray, *,
                           window_us: int, extent_bytes: int, buckets: int, bucket: int) -> pa.Table:
     """block_partials for one device's requests (byte ranges [lo, hi)), keeping the address regions
-    r with r % buckets == bucket (libs.transforms.profile_files: no region pieces are built). With one
+    r with r % buckets == bucket (libs.table_io.profile: no region pieces are built). With one
     bucket, the device's reuse-time groups are finished here."""
     if len(ts) > 1 and not ((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (seq[1:] > seq[:-1]))).all():
         order = np.lexsort((seq, ts))

@@ -1,5 +1,5 @@
 """The profile's compiled loops (numba): the per-window rounding and histogram cells, and the block pass over a
-device's requests in time order (libs.transforms.profile, libs.transforms.profile_files)."""
+device's requests in time order (libs.transforms.profile, libs.table_io.profile)."""
 from __future__ import annotations
 
 import numba

@@ -1,4 +1,4 @@
-"""Compiled loops of interarrival heat tracking read from the files (libs.transforms.tracking_files): one
+"""Compiled loops of interarrival heat tracking read from the files (libs.table_io.tracking): one
 device's requests cut into extent pieces (unit_pieces, which extent heat's files path uses too), and the
 tracked heat of every extent at every checkpoint for several k in one walk. Imported only where they run
 (the Python workers); the rules are those of libs.transforms.tracking, whose window functions these loops

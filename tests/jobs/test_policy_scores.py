@@ -1,5 +1,5 @@
 """The policy scorecard and reorganization plans on the real hplajw trace (its busiest hour, 6,386 requests):
-the ranking pinned, the baseline equal to sim.glue called directly, plans of four families built, stored,
+the ranking pinned, the baseline equal to sim.scenarios called directly, plans of four families built, stored,
 checked, refused when stale (on a copy of the warehouse, so no test depends on the order), and exported; ALIS
 scored and planned on a disk where its area fits; the disk model's validation figure against sim/README's pins."""
 from __future__ import annotations
@@ -27,7 +27,7 @@ from blockheat.libs.plans.steps import plan_ids, read_plan
 from blockheat.libs.plans.target_spec import resolve_spec
 from blockheat.schemas import policy_scores as PS
 from blockheat.schemas.reorg_plan_json import PLAN_JSON_SCHEMA
-from blockheat.sim.glue import ScenarioConfig, simulate_partition
+from blockheat.sim.scenarios import ScenarioConfig, simulate_partition
 from tests.conftest import HPLAJW_TRACE_ID
 
 WINDOW = "327600:331200"              # hour 91 of the week, its busiest: 6,386 requests (25 on device 1)
@@ -105,7 +105,7 @@ def test_scorecard_figures_are_the_simulators(spark, scored):
         assert (r["mean_response_ms"], r["p95_response_ms"], r["hottest_utilization"], r["migration_mb"]) == \
                (sim["mean_response_ms"], sim["p95_response_ms"], sim["hottest_utilization"], sim["migration_mb"])
         assert r["improvement_mean"] == pytest.approx(1 - r["mean_response_ms"] / base_ms)
-    # The baseline, simulated directly by sim.glue on the same requests, equals the Spark stage's.
+    # The baseline, simulated directly by sim.scenarios on the same requests, equals the Spark stage's.
     scenario = json.loads(sims["as-traced"]["scenario_json"])
     window = spark.sql(f"SELECT * FROM requests WHERE trace_id = '{HPLAJW_TRACE_ID}' AND ts_us >= 327600000000 "
                        "AND ts_us < 331200000000").toArrow()

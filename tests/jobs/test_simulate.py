@@ -1,6 +1,6 @@
 """`blockheat simulate`: scenario grids, the Spark simulation stage and its tables.
 
-Hand-built traces with analytic answers (constant service time), the Spark result against sim.glue called
+Hand-built traces with analytic answers (constant service time), the Spark result against sim.scenarios called
 directly on the same Arrow table, one scenario per partition, grid errors, and the real hplajw trace on the
 disk spec built from its header."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ from blockheat.jobs.cli.output import human
 from blockheat.libs.simulation.grid import GridError, load_grid, parse_grid, plan_parts
 from blockheat.libs.simulation.stage import SimulationError, part_memory, run, simulate_parts, stage_requests
 from blockheat.schemas import cooling_moves, sim_results, sim_timeseries
-from blockheat.sim.glue import ScenarioConfig, simulate_partition, simulate_partition_with_timeseries
+from blockheat.sim.scenarios import ScenarioConfig, simulate_partition, simulate_partition_with_timeseries
 from blockheat.sim.specs import from_geometry
 from tests.builders import ingest
 from tests.conftest import HPLAJW_TRACE_ID
@@ -174,7 +174,7 @@ def test_cli_rejects_a_bad_grid_in_one_line(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def analytic_run(spark, spark_cfg, analytic, tmp_path_factory):
     """One run of a grid over the ANALYTIC trace: two constant-service scenarios with analytic answers and
-    four on the detailed model (two layouts x two array sizes) to compare with sim.glue called directly."""
+    four on the detailed model (two layouts x two array sizes) to compare with sim.scenarios called directly."""
     grid = load_grid(write_grid(tmp_path_factory.mktemp("grid"), {
         "grid_id": "analytic", "traces": [analytic],
         "scenarios": [{"scenario_id": "one-disk", **CONSTANT, "disks": 1},
@@ -278,7 +278,7 @@ def test_memory_bounds_the_parts_simulating_at_once():
         lane_assignment,
         lanes_for,
     )
-    from blockheat.sim.glue import ScenarioConfig
+    from blockheat.sim.scenarios import ScenarioConfig
 
     def part(**scenario) -> Part:
         cfg = ScenarioConfig.from_dict({"scenario_id": "s", "spec": "hp_c2247a", **scenario})
@@ -386,7 +386,7 @@ def test_policies_run_in_the_partition_and_cooling_moves_are_stored(spark, spark
     summary = run(spark, spark_cfg, grid([None, {"name": "greedy-allocation"}, cooling]))
     got = results_of(spark, "policies")
     # Round robin: extents 0 and 2 both on disk 0. Greedy (equal heats 0 and 2 first): 0 -> disk 0, 2 -> disk 1.
-    # Cooling (tests/sim/test_glue_policy.py works it out): extent 0 moves to disk 1 at the 10th arrival, its
+    # Cooling (tests/sim/test_scenarios_policy.py works it out): extent 0 moves to disk 1 at the 10th arrival, its
     # copy a read on disk 0 and a write on disk 1.
     assert {k: (v["disk_physical_ios"], v["remaps"]) for k, v in got.items()} == {
         "policy=none": ([40, 0], 0), "policy=greedy-allocation": ([20, 20], 0), "policy=cooling": ([26, 16], 1)}

@@ -1,5 +1,5 @@
 """`blockheat simulate` with the `alis` policy on the session's hplajw trace: the Spark stage plans and
-redirects inside each partition and stores exactly what sim.glue gives when called directly."""
+redirects inside each partition and stores exactly what sim.scenarios gives when called directly."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ from blockheat.libs.io.tables import read_table
 from blockheat.libs.simulation.grid import load_grid
 from blockheat.libs.simulation.stage import run
 from blockheat.schemas import sim_results
-from blockheat.sim.glue import ScenarioConfig, simulate_partition
+from blockheat.sim.scenarios import ScenarioConfig, simulate_partition
 from tests.conftest import HPLAJW_TRACE_ID
 
 

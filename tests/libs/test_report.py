@@ -15,7 +15,7 @@ from blockheat.jobs.cli.main import main as cli_main
 from blockheat.jobs.heat_report import CDF_POINTS, report_dir, spark_cdfs
 from blockheat.jobs.heat_report import run as run_report
 from blockheat.libs import report
-from blockheat.libs.transforms.report_files import METRICS, percentiles, report_cdfs
+from blockheat.libs.table_io.report import METRICS, percentiles, report_cdfs
 from blockheat.libs.transforms.tracking_eval import StepSpec
 from tests.builders import ingest, write_msr
 from tests.conftest import HPLAJW_TRACE_ID

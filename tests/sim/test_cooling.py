@@ -3,6 +3,7 @@ arrays (trigger threshold, no-queue condition, target-hotter condition, same-fil
 fragment variants), the tracker against a hand-computed sequence, and the policy in a real run."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -10,7 +11,6 @@ import pytest
 
 from blockheat.sim.array import DiskArray, Extent, ExtentMap, RemapEvent, extent_index
 from blockheat.sim.cooling import (
-    COOLING_MOVES_SCHEMA,
     CoolingConfig,
     CoolingMove,
     DiskCooling,
@@ -248,7 +248,15 @@ def test_policy_moves_with_tracked_heat_and_records_the_move() -> None:
     res = sim.result()
     assert (res.remaps, res.migration_ios) == (1, 2)               # a read on disk 0, a write on disk 1
     table = policy.moves_table()
-    assert table.schema == COOLING_MOVES_SCHEMA
+    assert [(f.name, str(f.type)) for f in table.schema] == [
+        ("time_us", "double"), ("unit", "int64"), ("unit_kind", "string"), ("file", "int64"),
+        ("logical_start", "int64"), ("sectors", "int64"), ("bytes", "int64"), ("from_disk", "int64"),
+        ("to_disk", "int64"),
+        ("from_physical_start", "int64"), ("to_physical_start", "int64"), ("unit_heat", "double"),
+        ("unit_temperature", "double"), ("source_heat_before", "double"), ("source_heat_after", "double"),
+        ("target_heat_before", "double"), ("target_heat_after", "double"), ("mean_disk_heat", "double"),
+        ("source_queue", "int64")]
+    assert table.to_pylist()[0] == dataclasses.asdict(policy.moves[0])
     assert table.column("to_physical_start").to_pylist() == [200]
 
 

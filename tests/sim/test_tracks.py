@@ -1,7 +1,7 @@
 """Track boundaries (Lachesis's ACCESS DELAY BOUNDARIES) against hand computation on the HP C2247A (zones,
 skews, spare tracks) and a two-zone toy disk; the track-aligned and fixed-size request transforms on
 hand-built requests and on the bundled hplajw week; one track-sized read aligned and unaligned against its
-analytic media time; the scenario's `io` key in sim.glue."""
+analytic media time; the scenario's `io` key in sim.scenarios."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,8 +10,8 @@ import pytest
 
 from blockheat.sim.array import DiskArray
 from blockheat.sim.disk import locate, media_access
-from blockheat.sim.glue import ScenarioConfig, ScenarioError, simulate_partition
 from blockheat.sim.records import Requests
+from blockheat.sim.scenarios import ScenarioConfig, ScenarioError, simulate_partition
 from blockheat.sim.specs import load
 from blockheat.sim.tracks import (
     TRACK_SCHEMA,

@@ -128,8 +128,9 @@ def test_stored_runs_read_from_the_graph_files_equal_find_runs(spark, spark_cfg,
     """alis_layout's runs of the stored graphs: one task per device reading its files, the same rows as
     find_runs over the table (and find_runs itself when the files cannot be read directly)."""
     import blockheat.libs.alis.runs as stored
-    from blockheat.libs.alis.runs import find_runs, find_stored_runs
-    from blockheat.libs.io.device_pass import Unsupported
+    from blockheat.libs.alis.runs import find_runs
+    from blockheat.libs.table_io.alis_runs import find_stored_runs
+    from blockheat.libs.table_io.device_pass import Unsupported
     from blockheat.sim.alis.runs import THRESHOLD_COMBINED
 
     def rows(df):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from blockheat.libs.io.delta_log import LogUnreadable, read, snapshot
-from blockheat.libs.io.device_pass import Unsupported
 from blockheat.libs.io.tables import read_table, rows_from_log, trace_info
+from blockheat.libs.table_io.device_pass import Unsupported
 from tests.conftest import HPLAJW_TRACE_ID
 
 
@@ -83,7 +83,7 @@ def test_trace_info_from_the_log_equals_sparks_collect(spark, spark_cfg, hplajw,
 
 
 def test_trace_files_from_the_log_equal_the_transactions(spark, spark_cfg, hplajw, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from blockheat.libs.io.device_pass import trace_files
+    from blockheat.libs.table_io.device_pass import trace_files
 
     from_log = trace_files(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID)
     devices = trace_info(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID)["devices"]
@@ -93,7 +93,7 @@ def test_trace_files_from_the_log_equal_the_transactions(spark, spark_cfg, hplaj
 
     def unreadable(*_a, **_k):  # type: ignore[no-untyped-def]
         raise LogUnreadable("forced")
-    monkeypatch.setattr("blockheat.libs.io.device_pass.snapshot", unreadable)
+    monkeypatch.setattr("blockheat.libs.table_io.device_pass.snapshot", unreadable)
     with pytest.raises(Unsupported, match="forced"):      # the callers take the Spark SQL form
         trace_files(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID)
 

@@ -77,7 +77,8 @@ def test_a_spark_jvm_maps_the_environments_archive(tmp_path):
     path = J.make_archive()                  # `make` made it already; made here when pytest runs on its own
     assert path == J.archive_path()
     assert path.stat().st_size > 50 << 20    # thousands of Spark classes, not an empty file
-    child = ("import sys; from pathlib import Path; from libs.io.session import SparkConfig, build_session; "
+    child = ("import sys; from pathlib import Path; "
+             "from blockheat.libs.io.session import SparkConfig, build_session; "
              "s = build_session(SparkConfig(master='local[1]', warehouse=Path(sys.argv[1]), app_name='cds', "
              "extra={'spark.driver.extraJavaOptions': '-Xshare:on'})); print('rows', s.range(3).count())")
     done = python_child(child, str(tmp_path / "wh"))

@@ -59,7 +59,8 @@ def test_a_job_session_names_no_table_and_a_reused_session_keeps_naming(spark, t
     from tests.builders import python_child
 
     child = ("import sys; from dataclasses import replace; from pathlib import Path; "
-             "from libs.io.session import SparkConfig, build_session; from libs.io.tables import ensure_table; "
+             "from blockheat.libs.io.session import SparkConfig, build_session; "
+             "from blockheat.libs.io.tables import ensure_table; "
              "cfg = replace(SparkConfig.from_env('names'), master='local[1]', warehouse=Path(sys.argv[1])); "
              "s = build_session(cfg); ensure_table(s, cfg.warehouse, 'traces'); "
              "print('none', [t.name for t in s.catalog.listTables()]); s.stop(); "

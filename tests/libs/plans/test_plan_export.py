@@ -41,7 +41,7 @@ def test_export_location(tmp_path, monkeypatch):
 def test_cli_export_and_check_with_an_object_store_warehouse(doc, tmp_path, monkeypatch, capsys):
     """`blockheat plan export PLAN_ID` with BLOCKHEAT_WAREHOUSE a URI writes <warehouse>/plans/PLAN_ID.csv to the
     store; `plan check --file URI` reads it back (the stored plan and the tables' check are stand-ins here)."""
-    import blockheat.jobs.reorg_plan as job
+    import blockheat.libs.table_io.plans as job
     from blockheat.jobs.cli.main import main
 
     store = fake_s3(monkeypatch, tmp_path / "s3")

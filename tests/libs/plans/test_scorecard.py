@@ -18,7 +18,7 @@ from blockheat.libs.plans.policies import (
 from blockheat.libs.plans.scorecard import Window, parse_window, rank_rows, score_rows, sweep_scenarios
 from blockheat.libs.plans.types import PolicyError, Target, WindowStats
 from blockheat.sim.cooling import CoolingConfig
-from blockheat.sim.glue import ScenarioConfig
+from blockheat.sim.scenarios import ScenarioConfig
 from blockheat.sim.specs import load
 
 SPEC = load("hp_c2247a")
@@ -135,7 +135,7 @@ def test_ranking_puts_saturated_last_and_improvements_against_the_baseline():
 
 
 def test_alis_is_scored_where_its_area_fits():
-    from blockheat.sim.glue import ScenarioConfig
+    from blockheat.sim.scenarios import ScenarioConfig
 
     alis = FAMILIES["alis"]
     stats, opts = WindowStats(3600.0, 100, 4096.0), SweepOptions()
@@ -159,7 +159,7 @@ def test_alis_is_scored_where_its_area_fits():
 
 
 def test_track_alignment_variants_report_per_traced_request():
-    from blockheat.sim.glue import ScenarioConfig
+    from blockheat.sim.scenarios import ScenarioConfig
     from blockheat.sim.tracks import IoShaping
 
     tgt = Target("t", ("a", "b"), (1000, 800), SPEC, "hp_c2247a")

@@ -222,7 +222,7 @@ def test_aged_heat_job_incremental_equals_from_scratch(spark, spark_cfg, tmp_pat
         assert incremental[key][0] == count
         assert incremental[key][1] == pytest.approx(aged, rel=1e-12), key
     import blockheat.jobs.aged_heat as J
-    import blockheat.libs.transforms.heat_files as HF
+    import blockheat.libs.table_io.heat as HF
 
     def refuse(*args, **kwargs):
         raise HF.Unsupported("refused by the test")
@@ -260,9 +260,9 @@ def test_whole_trace_heat_from_the_hourly_rows_equals_a_pass_over_the_requests(s
     assert whole_disks.count() == 2 + 3 + 5                 # hplajw's 2 devices, 3 striped and 5 random disks
     assertDataFrameEqual(whole_trace_disk_heat(hourly_disks, span_us=span), whole_disks, checkRowOrder=False,
                          rtol=1e-12, atol=0.0)
-    # The files path's arrays (libs.transforms.heat_files, per device on the driver here): the same rows, every
+    # The files path's arrays (libs.table_io.heat, per device on the driver here): the same rows, every
     # float to the last bit.
-    from blockheat.libs.transforms.heat_files import HeatParams, device_heat, disk_counts
+    from blockheat.libs.table_io.heat import HeatParams, device_heat, disk_counts
 
     p = HeatParams(span, MIB, 3_600_000_000, 65_536, width=3, disks=5, seed=5)
     table = requests.toArrow()
@@ -288,7 +288,7 @@ def test_whole_trace_heat_from_the_hourly_rows_equals_a_pass_over_the_requests(s
 def test_spark_xxhash64_disk_reproduces_spark_bit_for_bit(spark):
     # The random layout's disk: devices of 0 to 45 UTF-8 bytes (the 4-lane path from 32 bytes on, the 8-, 4- and
     # 1-byte tails), seqs across the int64 range, seeds as ints and beyond 32 bits (a long literal).
-    from blockheat.libs.transforms.heat_files import spark_xxhash64_disk
+    from blockheat.libs.table_io.heat import spark_xxhash64_disk
 
     rng = np.random.default_rng(3)
     seqs = np.concatenate([rng.integers(-(1 << 62), 1 << 62, 300), [0, -1, (1 << 63) - 1, -(1 << 63)]])
@@ -313,7 +313,7 @@ DH_KEYS = ("layout", "window_us", "window_start_us", "disk")
 def _heat_by_both_paths(spark, cfg, trace_id, monkeypatch, job):
     """The extent_heat job's tables from the requests files, then from Spark SQL (the files refused)."""
     import blockheat.jobs.extent_heat as J
-    import blockheat.libs.transforms.heat_files as HF
+    import blockheat.libs.table_io.heat as HF
 
     def refuse(*args, **kwargs):
         raise HF.Unsupported("refused by the test")
@@ -372,7 +372,7 @@ def _reference_heat(table: pa.Table, device: str, p) -> tuple[dict[int, set], di
     as {(window_start_us, disk, requests, blocks)}."""
     from collections import Counter
 
-    from blockheat.libs.transforms.heat_files import spark_xxhash64_disk
+    from blockheat.libs.table_io.heat import spark_xxhash64_disk
 
     def blocks(a: int, b: int) -> int:
         return (b + 511) // 512 - a // 512
@@ -414,7 +414,7 @@ def test_the_compiled_pass_counts_every_piece_of_every_request(params, passes, m
     extent_heat column, every layout's counts, the device's end, for an ASCII and a non-ASCII device; the same
     when the extent grid is counted in many passes of a few windows each, and when extents are numbered by binary
     search instead of marks."""
-    from blockheat.libs.transforms import heat_files as HF
+    from blockheat.libs.table_io import heat as HF
 
     if passes == "window passes":
         monkeypatch.setattr(HF, "_GRID_CELLS", 64)
@@ -446,7 +446,7 @@ def test_the_compiled_pass_counts_every_piece_of_every_request(params, passes, m
 def test_a_device_with_no_piece_and_one_with_too_many_windows() -> None:
     """Requests of size 0 on extent boundaries touch no extent: no extent rows, but they count as traced; windows
     far too short for one task's grids are left to Spark SQL (Unsupported)."""
-    from blockheat.libs.transforms import heat_files as HF
+    from blockheat.libs.table_io import heat as HF
 
     p = HF.HeatParams(span_us=3_600_000_000)
     empty = pa.table({"ts_us": [5, 9], "seq": [1, 2], "op": ["R", "W"], "offset_bytes": [1 << 20, 0],

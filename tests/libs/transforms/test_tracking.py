@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from blockheat.libs.table_io.tracking import device_rows, kth_smallest
 from blockheat.libs.transforms.tracking import compute_heat_tracking
 from blockheat.libs.transforms.tracking_eval import (
     ACCURACY_LABEL,
@@ -21,7 +22,6 @@ from blockheat.libs.transforms.tracking_eval import (
     stale_seconds,
     stale_seconds_arrays,
 )
-from blockheat.libs.transforms.tracking_files import device_rows, kth_smallest
 from blockheat.schemas import heat_tracking
 from tests.builders import make_requests
 
@@ -91,7 +91,7 @@ def test_files_path_equals_the_window_functions_on_the_real_trace(spark, spark_c
     """Every row, bit for bit, on the bundled HP trace (two devices): three k with hourly checkpoints, k = 10
     with checkpoints every 10 minutes (all three written in one pass each time)."""
     from blockheat.libs.io.tables import read_table, trace_info
-    from blockheat.libs.transforms.tracking_files import track_trace
+    from blockheat.libs.table_io.tracking import track_trace
     from tests.conftest import HPLAJW_TRACE_ID as TID
 
     span = int(trace_info(spark, spark_cfg.warehouse, TID)["span_us"])
@@ -205,7 +205,7 @@ def test_paper_claims_verdicts_reasons_and_accuracy():
 def test_eval_job_on_the_real_trace_and_its_window_function_fallback(spark, spark_cfg, hplajw, monkeypatch):
     """jobs.heat_tracking --eval: heat_tracking rows of every k from one pass, tracking_eval rows from them and
     the generated traces; with files it cannot read, the window functions write the same rows."""
-    import blockheat.libs.transforms.tracking_files as TF
+    import blockheat.libs.table_io.tracking as TF
     from blockheat.jobs.heat_tracking import run_eval, track_ks
     from blockheat.libs.io.tables import read_table
     from tests.conftest import HPLAJW_TRACE_ID as TID
@@ -260,8 +260,8 @@ def test_relative_errors_from_the_files_equal_spark_sql_on_the_real_trace(spark,
     # table lacks has no checkpoints.
     from blockheat.jobs.heat_tracking import track_ks
     from blockheat.libs.io.tables import read_table
+    from blockheat.libs.table_io.tracking import relative_errors_files
     from blockheat.libs.transforms.tracking_eval import relative_errors_by_k
-    from blockheat.libs.transforms.tracking_files import relative_errors_files
     from tests.conftest import HPLAJW_TRACE_ID as TID
 
     track_ks(spark, spark_cfg, TID, [5, 10])

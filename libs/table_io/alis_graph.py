@@ -7,7 +7,7 @@ A task reads its device's requests (for a nightly interval N > 0 also its stored
 graph), numbers the units, counts the pairs of each interval's reads (sim.alis.graph.count_pairs over the
 whole interval: the sum the chunked Spark build arrives at), weighs and ages them as with_weight and
 age_graph do, and prunes and finds runs with the functions the Spark path's groups call (prune_arrays,
-discover_run_arrays). One device pass (libs.io.device_pass): the tasks write their reorg_units, access_graph and
+discover_run_arrays). One device pass (libs.table_io.device_pass): the tasks write their reorg_units, access_graph and
 alis_runs files, the driver commits one replace per table. The Spark path numbers the units with a window and
 joins them back (two shuffles of the trace), counts the pairs through two more and groups the graph through
 another.
@@ -28,7 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blockheat.libs.io.device_pass import (
+from blockheat.libs.io.tables import read_table, table_exists, table_target
+from blockheat.libs.table_io.device_pass import (
     Output,
     Read,
     RequestFiles,
@@ -37,11 +38,12 @@ from blockheat.libs.io.device_pass import (
     request_files,
     trace_files,
 )
-from blockheat.libs.io.tables import table_exists, table_target
-from blockheat.schemas import access_graph, alis_runs, reorg_units
+from blockheat.schemas import access_graph, alis_graphs, alis_runs, reorg_units
 from blockheat.schemas.requests import DEVICE_FILE_COLUMNS
-from blockheat.sim.alis.graph import EDGE_BYTES, PRUNE_SHARE, VERTEX_BYTES, count_pairs, prune_arrays
-from blockheat.sim.alis.runs import discover_run_arrays
+from blockheat.sim import ALIS_EDGE_BYTES as EDGE_BYTES
+from blockheat.sim import ALIS_PRUNE_SHARE as PRUNE_SHARE
+from blockheat.sim import ALIS_VERTEX_BYTES as VERTEX_BYTES
+from blockheat.sim import count_pairs, discover_run_arrays, prune_arrays
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -321,3 +323,13 @@ def params_of(opts: Any) -> GraphParams:
     """GraphParams from jobs.alis_graph.GraphOptions."""
     names = {f.name for f in dataclasses.fields(GraphParams)}
     return GraphParams(**{n: getattr(opts, n) for n in names})
+
+
+def graph_params(spark: SparkSession, warehouse: Any, trace_id: str) -> dict[str, Any]:
+    """The stored alis_graphs row of a trace; a clear error when the graphs were not built."""
+    rows = []
+    if table_exists(warehouse, alis_graphs.TABLE):
+        rows = read_table(spark, warehouse, alis_graphs.TABLE, trace_id).collect()
+    if not rows:
+        raise LookupError(f"no ALIS graphs for trace {trace_id!r} (run: blockheat graph {trace_id})")
+    return rows[0].asDict()

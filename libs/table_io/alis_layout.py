@@ -5,7 +5,7 @@ A task reads its device's requests, stored units and stored access graphs, gives
 counts the references per interval, ages them (eq. 1), finds the runs of each stored graph, plans each
 interval's reorganized area with sim.alis.layout.plan_area and scores it on the next interval's reads
 (realizable); for the lookahead it builds each interval's own unaged graph (pairs, weights, pruning and runs
-as libs.alis.graph_files does) and plans and scores it on the same interval. It writes its alis_layout and
+as libs.table_io.alis_graph does) and plans and scores it on the same interval. It writes its alis_layout and
 alis_runs files; the summary rows come back to the driver, which writes them and commits the three tables.
 The Spark path joins every request to its unit (10 M rows) and scores the plans through more joins.
 
@@ -22,14 +22,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blockheat.libs.alis import graph_files as GF
 from blockheat.libs.io.delta_files import replace_from_driver
-from blockheat.libs.io.device_pass import Output, Read, device_pass
 from blockheat.libs.io.tables import table_target
+from blockheat.libs.table_io import alis_graph as GF
+from blockheat.libs.table_io.device_pass import Output, Read, device_pass
 from blockheat.schemas import alis_layout, alis_runs, alis_summary
 from blockheat.schemas.requests import DEVICE_FILE_COLUMNS
-from blockheat.sim.alis.graph import PRUNE_SHARE, count_pairs, prune_arrays
-from blockheat.sim.alis.layout import plan_area
+from blockheat.sim import ALIS_PRUNE_SHARE as PRUNE_SHARE
+from blockheat.sim import count_pairs, plan_area, prune_arrays
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

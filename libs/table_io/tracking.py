@@ -1,7 +1,7 @@
 """Interarrival heat tracking read from the `requests` files: the per-device form of libs.transforms.tracking
 (whose window functions are the definition, and the fallback when the files cannot be read directly).
 
-One device pass (libs.io.device_pass): each task cuts its device's requests into extent pieces, sorts them by
+One device pass (libs.table_io.device_pass): each task cuts its device's requests into extent pieces, sorts them by
 (extent, ts_us, seq) and walks them once for every k asked (libs.transforms.tracking_kernels); the heat_tracking
 rows of each k are written by the tasks and committed once per k by the driver. The window functions sort and
 shuffle the pieces once per k and join the true heat back; this reads the trace once.
@@ -22,9 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blockheat.libs.io import storage
-from blockheat.libs.io.device_pass import Output, Read, Unsupported, device_pass, spark_tasks, trace_files
 from blockheat.libs.io.tables import table_target
 from blockheat.libs.io.task_parquet import scratch_dir
+from blockheat.libs.table_io.device_pass import Output, Read, Unsupported, device_pass, spark_tasks, trace_files
 from blockheat.libs.transforms.profile import interpolate
 from blockheat.libs.transforms.tracking import _check
 from blockheat.libs.transforms.tracking_kernels import checkpoint_rows, extent_pieces, track

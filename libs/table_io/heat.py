@@ -26,8 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blockheat.libs.io.device_pass import Output, Read, Unsupported, device_pass, request_files
 from blockheat.libs.io.tables import table_target
+from blockheat.libs.table_io.device_pass import Output, Read, Unsupported, device_pass, request_files
 from blockheat.libs.transforms import heat_kernels as HK
 from blockheat.libs.transforms.heat import LAYOUTS, _check_unit, _volume_bases, _window_seconds, disk_heat_rows
 from blockheat.libs.transforms.heat_kernels import BLOCK_BYTES

@@ -1,4 +1,4 @@
-"""libs.io.device_pass: one Spark task per device over its own files, each output committed once after every task
+"""libs.table_io.device_pass: one Spark task per device over its own files, each output committed once after every task
 succeeded, nothing committed and no file left when a task fails, and the Spark SQL form taken on Unsupported."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from blockheat.libs.io import device_pass as DP
 from blockheat.libs.io.tables import read_table, table_target, table_version
+from blockheat.libs.table_io import device_pass as DP
 from blockheat.schemas import extent_heat as EH
 from tests.builders import ingest, write_msr
 

@@ -1,4 +1,4 @@
-"""The `alis` policy in scenarios (sim.glue): parsed and checked like the other policies, planned and
+"""The `alis` policy in scenarios (sim.scenarios): parsed and checked like the other policies, planned and
 redirected inside the partition; a repeated scattered read sequence on the HP C2247A (read-ahead 128
 sectors), where run clustering turns day 2's ten misses into one."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from blockheat.sim.alis.params import AlisParams
-from blockheat.sim.glue import AlisPolicy, ScenarioConfig, ScenarioError, simulate_partition
+from blockheat.sim.scenarios import AlisPolicy, ScenarioConfig, ScenarioError, simulate_partition
 
 SCATTERED = [k * 10_000 for k in range(10)]        # ten 4 KiB reads 5 MB apart (512-byte sectors)
 

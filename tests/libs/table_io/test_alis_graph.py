@@ -1,5 +1,5 @@
-"""The per-device build of units, graphs and runs from the requests files (libs.alis.graph_files), and of the
-layout job's plans and scores (libs.alis.layout_files), against the Spark transforms they replace, on the
+"""The per-device build of units, graphs and runs from the requests files (libs.table_io.alis_graph), and of the
+layout job's plans and scores (libs.table_io.alis_layout), against the Spark transforms they replace, on the
 bundled real trace (the tests run in file order: the layout plans the whole-trace build's graphs); and the
 pieces on hand-made arrays. The default
 settings are pinned through it elsewhere (test_hplajw, test_jobs, tests/jobs/test_nightly_jobs.py were
@@ -13,9 +13,10 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
-import blockheat.libs.alis.graph_files as GF
+import blockheat.libs.table_io.alis_graph as GF
 from blockheat.jobs import alis_graph
 from blockheat.libs.io.tables import read_table, replace_trace, trace_rows
+from blockheat.sim import DAY_US
 from tests.builders import table_digest
 from tests.conftest import HPLAJW_TRACE_ID
 
@@ -63,7 +64,7 @@ def trace(spark, spark_cfg, hplajw):
     """The session's hplajw requests of days 0-1 under a trace id of this module's own (its graphs are rebuilt
     here)."""
     rows = read_table(spark, spark_cfg.warehouse, "requests", HPLAJW_TRACE_ID).where(
-        F.col("ts_us") < DAYS * alis_graph.DAY_US).withColumn("trace_id", F.lit(TRACE))
+        F.col("ts_us") < DAYS * DAY_US).withColumn("trace_id", F.lit(TRACE))
     replace_trace(rows, spark, spark_cfg.warehouse, "requests", TRACE)
     return TRACE
 
@@ -78,7 +79,7 @@ def _through_spark(monkeypatch):
 def _build(spark, spark_cfg, opts, monkeypatch, caplog, *, files: bool):
     """alis_graph.run through the files (asserted) or through Spark (the fallback, asserted by its log line)."""
     calls = []
-    caplog.set_level("INFO", logger="blockheat.libs.io.device_pass")
+    caplog.set_level("INFO", logger="blockheat.libs.table_io.device_pass")
     caplog.clear()
     with monkeypatch.context() as m:
         if files:
@@ -121,11 +122,11 @@ def test_whole_trace_build_equals_the_spark_build(spark, spark_cfg, trace, monke
 def test_layout_from_the_files_equals_the_spark_layout(spark, spark_cfg, trace, monkeypatch, caplog, mode, layout,
                                                        heat_writes):
     """alis_layout over the two days' graphs of the test above (tau 4, writes counted, prefilter 2, a budget that
-    prunes): plans, runs and summary row for row, both ways (libs.alis.layout_files against the Spark job)."""
+    prunes): plans, runs and summary row for row, both ways (libs.table_io.alis_layout against the Spark job)."""
     from blockheat.jobs import alis_layout
 
     opts = alis_layout.LayoutOptions(trace, mode=mode, layout=layout, heat_writes=heat_writes)
-    caplog.set_level("INFO", logger="blockheat.libs.io.device_pass")
+    caplog.set_level("INFO", logger="blockheat.libs.table_io.device_pass")
     got = {}
     for files in (False, True):
         caplog.clear()

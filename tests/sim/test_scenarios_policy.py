@@ -1,17 +1,17 @@
-"""Policies in scenarios (the grid's `policy` key) run by sim.glue inside a partition: round-robin extents
+"""Policies in scenarios (the grid's `policy` key) run by sim.scenarios inside a partition: round-robin extents
 built from the partition's device sizes, FIVE's greedy allocation from the partition's own heats, disk
 cooling with its moves; hand-built traces on the constant-service model, so every count is worked out."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from blockheat.sim.array import ExtentMap
-from blockheat.sim.cooling import COOLING_MOVES_SCHEMA
-from blockheat.sim.glue import (
-    SIM_COOLING_MOVES_SCHEMA,
+from blockheat.sim.cooling import CoolingMove
+from blockheat.sim.scenarios import (
     CoolingPolicy,
     GreedyAllocation,
     RoundRobinExtents,
@@ -111,7 +111,7 @@ def test_cooling_moves_one_of_two_hot_extents_and_reports_it() -> None:
     cfg = scenario(policy={"name": "cooling", "every_requests": 10, "delta": 0.05, "k": 10})
     assert cfg.policy == CoolingPolicy(cfg.policy.config, "extent")
     out = simulate_scenario(table(rows), cfg)
-    assert out.moves.schema == SIM_COOLING_MOVES_SCHEMA
+    assert out.moves.schema.names == ["scenario_id", "trace_id", *(f.name for f in dataclasses.fields(CoolingMove))]
     moves = out.moves.to_pylist()
     assert len(moves) == 1
     m = moves[0]
@@ -137,7 +137,7 @@ def test_cooling_by_device_files_never_moves_within_one_device() -> None:
 def test_an_empty_partition_runs_without_its_policy() -> None:
     out = simulate_scenario(table([]), scenario(policy={"name": "cooling"}))
     assert (out.result.to_pylist()[0]["requests"], out.moves.num_rows) == (0, 0)
-    assert COOLING_MOVES_SCHEMA.names == out.moves.schema.names[2:]
+    assert out.moves.schema.names[2:] == [f.name for f in dataclasses.fields(CoolingMove)]
 
 
 @pytest.mark.parametrize(("policy", "changes", "message"), [

@@ -2,7 +2,7 @@
 time of all requests) straight from the `requests` table's Parquet files: the per-device form of `heat_report`'s
 Spark SQL `spark_cdfs` (the definition, and the fallback when the files cannot be read directly).
 
-One device pass (libs.io.device_pass): each task orders its device's requests by (ts_us, seq) and counts each
+One device pass (libs.table_io.device_pass): each task orders its device's requests by (ts_us, seq) and counts each
 distinct value (request sizes as they are; interarrival and response times rounded to 4 significant digits,
 libs.transforms.profile.round_significant_np, as the Spark SQL form rounds them). The driver takes the percentiles
 exactly as Spark's `percentile` with frequencies does: position (count - 1) x p, linear interpolation between the two
@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blockheat.libs.io.device_pass import Read, Unsupported, device_pass, trace_files
+from blockheat.libs.table_io.device_pass import Read, Unsupported, device_pass, trace_files
 from blockheat.libs.transforms.profile import percentile_cells, round_significant_np
 
 if TYPE_CHECKING:

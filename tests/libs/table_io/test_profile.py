@@ -1,4 +1,4 @@
-"""The profile read straight from the `requests` files (libs.transforms.profile_files) gives exactly the
+"""The profile read straight from the `requests` files (libs.table_io.profile) gives exactly the
 rows of the Spark path (compute_trace_profile), however the files are cut into row groups, whatever
 their order, and however the work is split into time spans and address buckets."""
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from blockheat.libs.io import device_pass as DP
 from blockheat.libs.io.delta_files import FileWriter, commit_replace
 from blockheat.libs.io.tables import read_table, table_target
-from blockheat.libs.transforms import profile_files as PF
+from blockheat.libs.table_io import device_pass as DP
+from blockheat.libs.table_io import profile as PF
 from blockheat.libs.transforms.profile import compute_trace_profile
 from blockheat.schemas import requests as R
 from tests.libs.transforms.test_profile import TINY

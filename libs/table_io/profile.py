@@ -57,7 +57,6 @@ import pyarrow.parquet as pq
 from blockheat.libs.io import storage
 from blockheat.libs.io.connect import parallelism as session_parallelism
 from blockheat.libs.io.delta_files import replace_from_driver
-from blockheat.libs.io.device_pass import RowGroup, files_or_sql, row_groups, spark_tasks, trace_files
 from blockheat.libs.io.tables import read_table, replace_rows, table_target
 from blockheat.libs.io.task_parquet import (
     Opener,
@@ -68,6 +67,7 @@ from blockheat.libs.io.task_parquet import (
     task_opener,
     to_ipc,
 )
+from blockheat.libs.table_io.device_pass import RowGroup, files_or_sql, row_groups, spark_tasks, trace_files
 from blockheat.libs.transforms import profile as P
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""Glue for the Spark stage: one scenario over one partition of the `requests` table, pyarrow in and out.
+"""Scenarios: the format of one simulated scenario (a grid entry) and its replay over one partition of the
+`requests` table, pyarrow in and out (what the Spark simulation stage runs in each task).
 
     cfg = ScenarioConfig.from_dict({"scenario_id": "s1", "spec": "hp_c2247a", "disks": 4,
                                     "layout": {"kind": "striped", "unit_sectors": 128}})
@@ -43,12 +44,12 @@ from blockheat.sim.array import (
     RemapEvent,
     Striped,
 )
-from blockheat.sim.cooling import COOLING_MOVES_SCHEMA, CoolingConfig, DiskCooling
+from blockheat.sim.cooling import CoolingConfig, DiskCooling, moves_table
 from blockheat.sim.engine import ClosedLoop, SimConfig, Simulation, run_with_policy
 from blockheat.sim.records import Requests
 from blockheat.sim.spec import DiskSpec, SpecError
 from blockheat.sim.specs import from_geometry, resolve
-from blockheat.sim.stats import RESULT_SCHEMA, TIMESERIES_SCHEMA, timeseries
+from blockheat.sim.stats import RESULT_SCHEMA, timeseries
 from blockheat.sim.stats import _order_stats as order_stats
 from blockheat.sim.tracker import split_into_units
 from blockheat.sim.tracks import IoShaping, IoShapingError, ShapedRequests, io_shaping_from_dict, original_responses
@@ -56,9 +57,7 @@ from blockheat.sim.workloads import from_arrow, mix, poisson_background
 
 __all__ = [
     "POLICY_NAMES",
-    "SIM_COOLING_MOVES_SCHEMA",
     "SIM_RESULT_SCHEMA",
-    "SIM_TIMESERIES_SCHEMA",
     "AlisPolicy",
     "BackgroundTraffic",
     "CoolingPolicy",
@@ -80,10 +79,6 @@ _KEY_FIELDS = [pa.field("scenario_id", pa.string(), False), pa.field("trace_id",
 #: simulate_partition output: scenario key, the partition's trace and devices, then RunResult's columns.
 SIM_RESULT_SCHEMA = pa.schema([*_KEY_FIELDS, pa.field("devices", pa.list_(pa.string()), False),
                                *RESULT_SCHEMA])
-#: The time series: scenario key, then one row per interval (sim.stats.TIMESERIES_SCHEMA).
-SIM_TIMESERIES_SCHEMA = pa.schema([*_KEY_FIELDS, *TIMESERIES_SCHEMA])
-#: The cooling policy's executed moves: scenario key, then sim.cooling.COOLING_MOVES_SCHEMA.
-SIM_COOLING_MOVES_SCHEMA = pa.schema([*_KEY_FIELDS, *COOLING_MOVES_SCHEMA])
 POLICY_NAMES = ("cooling", "greedy-allocation", "incremental-greedy", "alis")
 _COOLING_PARAMS = tuple(f.name for f in fields(CoolingConfig))
 _GREEDY_PARAMS = ("extent_sectors", "heat_fraction")
@@ -516,8 +511,9 @@ def _extent_heat(requests: Any, dev_base: np.ndarray, sectors: np.ndarray, fract
 
 @dataclass(frozen=True, eq=False)
 class ScenarioOutput:
-    """One scenario's output: the result row (SIM_RESULT_SCHEMA), the time series (SIM_TIMESERIES_SCHEMA,
-    empty without interval_ms) and the cooling policy's moves (SIM_COOLING_MOVES_SCHEMA, empty without it)."""
+    """One scenario's output: the result row (SIM_RESULT_SCHEMA), the time series (scenario key, then
+    sim.stats.timeseries's columns; no rows without interval_ms) and the cooling policy's moves (scenario key,
+    then sim.cooling.moves_table's columns; no rows without the policy)."""
 
     result: pa.Table
     series: pa.Table
@@ -536,7 +532,7 @@ def simulate_requests(requests: Requests, devices: tuple[str, ...], trace_id: st
     (sim.workloads.from_arrow / from_arrow_tables): a task simulating several scenarios of one array group
     converts its requests once. The requests are not modified."""
     sim, devices, traced = _build_from_requests(requests, devices, cfg)
-    moves = COOLING_MOVES_SCHEMA.empty_table()
+    moves = moves_table(())
     if isinstance(cfg.policy, CoolingPolicy) and isinstance(sim.array.layout, ExtentMap):
         n_units = len(sim.array.layout.extents)
         cooling = DiskCooling(cfg.policy.config,
@@ -549,8 +545,8 @@ def simulate_requests(requests: Requests, devices: tuple[str, ...], trace_id: st
     if traced is not None:
         row.update(_per_traced_request(sim, *traced, saturated=bool(row["saturated"])))
     result = pa.Table.from_pylist([row], schema=SIM_RESULT_SCHEMA)
-    return ScenarioOutput(result, _keyed(timeseries(sim), cfg.scenario_id, trace_id, SIM_TIMESERIES_SCHEMA),
-                          _keyed(moves, cfg.scenario_id, trace_id, SIM_COOLING_MOVES_SCHEMA))
+    return ScenarioOutput(result, _keyed(timeseries(sim), cfg.scenario_id, trace_id),
+                          _keyed(moves, cfg.scenario_id, trace_id))
 
 
 def _per_traced_request(sim: Simulation, shaped: ShapedRequests, originals: Requests, *,
@@ -571,15 +567,16 @@ def _per_traced_request(sim: Simulation, shaped: ShapedRequests, originals: Requ
     return row
 
 
-def _keyed(table: pa.Table, scenario_id: str, trace_id: str | None, schema: pa.Schema) -> pa.Table:
+def _keyed(table: pa.Table, scenario_id: str, trace_id: str | None) -> pa.Table:
+    """`table`'s rows behind the scenario key (scenario_id, trace_id)."""
     n = table.num_rows
     return pa.Table.from_arrays(
         [pa.array([scenario_id] * n, pa.string()), pa.array([trace_id] * n, pa.string()), *table.columns],
-        schema=schema)
+        schema=pa.schema([*_KEY_FIELDS, *table.schema]))
 
 
 def simulate_partition_with_timeseries(table: pa.Table, cfg: ScenarioConfig) -> tuple[pa.Table, pa.Table]:
-    """(one result row, SIM_RESULT_SCHEMA; the time series, SIM_TIMESERIES_SCHEMA: empty without
+    """(one result row, SIM_RESULT_SCHEMA; the time series, ScenarioOutput.series: no rows without
     cfg.sim.interval_ms)."""
     out = simulate_scenario(table, cfg)
     return out.result, out.series
