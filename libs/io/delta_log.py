@@ -228,6 +228,7 @@ def commit(root: str, adds: Iterable[AddAction],
     actions += [RemoveAction(unquote(r["path"]), True, now, int(r.get("size") or 0),
                              dict(r.get("partitionValues") or {})) for r in removes]
     table = _open(root)
+    read_version = table.version()
     marker = uuid.uuid4().hex
     properties = CommitProperties(custom_metadata={**info, COMMIT_KEY: marker},
                                   app_transactions=[Transaction(app_id=a, version=time.time_ns() // 1000)
@@ -238,11 +239,26 @@ def commit(root: str, adds: Iterable[AddAction],
                                        commit_properties=properties)
     except CommitFailedError as exc:
         raise CommitConflict(f"{root}: {exc}") from exc
-    for limit in (8, None):        # the new version: the commit with this marker (others may have followed it)
-        for entry in history(root, limit):
-            if entry.get(COMMIT_KEY) == marker:
-                return int(entry["version"])
-    raise RuntimeError(f"{root}: the commit {marker} is not in the table's history")
+    return _version_of(root, marker, after=read_version)
+
+
+def _version_of(root: str, marker: str, *, after: int) -> int:
+    """The log version holding the commit with `marker`: the first commit file after version `after` (the one this
+    writer read) that names it. Read from the log files themselves: concurrent writers may have committed before
+    and after it, and a history read while they commit can number its entries wrongly."""
+    version, needle = after + 1, json.dumps(marker)
+    while True:
+        entry = storage.join(root, "_delta_log", f"{version:020d}.json")
+        try:
+            text = storage.read_bytes(entry).decode("utf-8")
+        except OSError:
+            if storage.exists(entry):
+                raise
+            raise RuntimeError(f"{root}: the commit {marker} is not in the table's log after version {after}") \
+                from None
+        if needle in text:
+            return version
+        version += 1
 
 
 __all__ = [

@@ -18,13 +18,14 @@ from pyspark.sql import functions as F
 
 from blockheat.jobs.cli.main import main
 from blockheat.jobs.cli.output import human
-from blockheat.jobs.reorg_plan import PlanConfig, check, export, load, target_of, validation
+from blockheat.jobs.reorg_plan import PlanConfig, target_of, validation
 from blockheat.jobs.reorg_plan import run as build
 from blockheat.libs.io.tables import read_table, replace_rows, table_path
 from blockheat.libs.plans.cost import MoveBudget
 from blockheat.libs.plans.policies import PENDING_FAMILIES
 from blockheat.libs.plans.steps import plan_ids, read_plan
 from blockheat.libs.plans.target_spec import resolve_spec
+from blockheat.libs.table_io.plans import check, export, load
 from blockheat.schemas import policy_scores as PS
 from blockheat.schemas.reorg_plan_json import PLAN_JSON_SCHEMA
 from blockheat.sim.scenarios import ScenarioConfig, simulate_partition

@@ -127,7 +127,7 @@ def test_argument_errors_are_one_line(spark, capsys, argv, message):
 def test_stored_runs_read_from_the_graph_files_equal_find_runs(spark, spark_cfg, built, monkeypatch):
     """alis_layout's runs of the stored graphs: one task per device reading its files, the same rows as
     find_runs over the table (and find_runs itself when the files cannot be read directly)."""
-    import blockheat.libs.alis.runs as stored
+    import blockheat.libs.table_io.alis_runs as stored
     from blockheat.libs.alis.runs import find_runs
     from blockheat.libs.table_io.alis_runs import find_stored_runs
     from blockheat.libs.table_io.device_pass import Unsupported
