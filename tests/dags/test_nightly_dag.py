@@ -181,6 +181,7 @@ def _rows(spark, warehouse, name):
     return trace_rows(spark, warehouse, name, TRACE)
 
 
+@pytest.mark.spark          # the nights' Spark stages are spark-submits
 def test_two_nights_run_every_task(two_nights):
     first, second = two_nights["runs"]
     assert (first["state"], second["state"]) == ("success", "success")

@@ -92,6 +92,7 @@ def allowed_cpus(pid: int) -> str:
     return next(line.split()[1] for line in status.splitlines() if line.startswith("Cpus_allowed_list"))
 
 
+@pytest.mark.spark          # a standalone cluster's JVMs (cluster)
 def test_pinned_workers_each_have_a_cpu_of_their_own(cluster):
     """--pin: worker I on the (I-1)-th CPU this process may use (modulo their count), like 1-core machines."""
     mine = allowed_cpus(os.getpid())

@@ -116,6 +116,7 @@ KILLS = [("entry", "blkparse", "msr"), ("step-0", "blkparse", "blkparse"), ("ste
          ("step-2", "msr", "msr"), ("done", "blkparse", "blkparse")]
 
 
+@pytest.mark.spark          # a Spark Connect server (server)
 def test_a_re_ingest_killed_at_each_commit_boundary_leaves_one_whole_trace(warehouse: Path, server: str) -> None:
     for point, fmt, seen in KILLS:
         killed = ingest(warehouse, server, fmt, point)
@@ -129,6 +130,7 @@ def test_a_re_ingest_killed_at_each_commit_boundary_leaves_one_whole_trace(wareh
     assert read_back(warehouse) == "vscsi"
 
 
+@pytest.mark.spark          # a Spark Connect server (server)
 def test_a_full_disk_during_the_commit_leaves_one_whole_trace(warehouse: Path, server: str, disk: Path) -> None:
     # Full after the first step: the ingest fails, decided; readers refuse while the disk is full, then finish it.
     failed = ingest(warehouse, server, "blkparse", "step-1", f"fill:{disk}")
