@@ -3,13 +3,21 @@
 # fresh virtual environments in a temporary directory, and run the smoke commands there, away from the repository:
 #   locked  the exact set of requirements.lock, with the Airflow extra
 #   lowest  every dependency at the lower bound pyproject.toml declares (.ci/constraints-lowest.txt), with the
-#           Airflow and test extras; also runs the fast lane's tests against the installed package
+#           Airflow and test extras, on the next Python (LOWEST_PYTHON, default python3.12 where there is one);
+#           also runs the fast lane's tests of sim, schemas, readers and plans against the installed package
 # Usage: .ci/wheel-check.sh [locked|lowest ...]   (default: both). Needs Python 3.11 and Java 17 on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 python=${PYTHON:-python3.11}
 command -v "$python" >/dev/null || python=python3
+# the next Python: python3.12 on PATH, else pyenv's 3.12 (its shim runs only where 3.12 is selected), else $python
+lowest_python=${LOWEST_PYTHON:-}
+if [ -z "$lowest_python" ]; then
+  for candidate in python3.12 "$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python3.12 "$python"; do
+    if "$candidate" --version >/dev/null 2>&1; then lowest_python=$candidate; break; fi
+  done
+fi
 kinds=("$@")
 [ ${#kinds[@]} -gt 0 ] || kinds=(locked lowest)
 work=$(mktemp -d "${TMPDIR:-/tmp}/blockheat-wheel.XXXXXX")
@@ -60,7 +68,7 @@ import os
 from pathlib import Path
 from airflow.dag_processing.dagbag import DagBag
 import blockheat.jobs
-bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"], include_examples=False)
+bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
 assert not bag.import_errors, bag.import_errors
 dag = bag.dags["nightly_trace_analysis"]
 jobs = Path(blockheat.jobs.__file__).resolve().parent
@@ -72,8 +80,10 @@ print(f"{dag.dag_id}: {len(dag.tasks)} tasks from {dag.fileloc}; Spark stages su
 
 for kind in "${kinds[@]}"; do
   venv=$work/venv-$kind
-  step "$kind: a fresh virtual environment with the wheel"
-  "$python" -m venv "$venv"
+  interpreter=$python
+  [ "$kind" = lowest ] && interpreter=$lowest_python
+  step "$kind: a fresh virtual environment with the wheel ($("$interpreter" --version))"
+  "$interpreter" -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --upgrade pip==26.3
   case $kind in
     locked) "$venv/bin/python" -m pip install --quiet -c requirements.lock "$wheel[airflow]" ;;
