@@ -53,9 +53,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def shares_jvm(config: pytest.Config) -> bool:
-    """The xdist controller of a run with workers starts the one JVM (tests/shared_jvm.py), unless switched off."""
+    """The xdist controller of a run with workers starts the one JVM (tests/shared_jvm.py), unless switched off or
+    the run leaves out the tests that need one (`-m "not spark"`: the fast lane)."""
     return (not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", 0))
-            and getattr(config.option, "dist", "no") != "no" and os.environ.get(SWITCH_ENV, "1") != "0")
+            and getattr(config.option, "dist", "no") != "no" and os.environ.get(SWITCH_ENV, "1") != "0"
+            and "not spark" not in (getattr(config.option, "markexpr", "") or ""))
 
 
 @pytest.fixture(scope="session")
