@@ -20,10 +20,10 @@ import argparse
 from collections.abc import Sequence
 
 from blockheat.libs.io.session import SparkConfig, build_session
-from blockheat.libs.table_io.alis_build import GraphOptions, GraphParamsError, GraphSummary, run, run_interval
+from blockheat.libs.table_io.alis_build import GraphOptions, GraphParamsError, run
 
-__all__ = ["GraphOptions", "GraphParamsError", "GraphSummary", "add_arguments", "main", "options_from_args", "run",
-           "run_interval"]
+#: The job's options, errors and run, as the `blockheat graph` command and the tests take them.
+__all__ = ["GraphOptions", "GraphParamsError", "add_arguments", "main", "options_from_args", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

@@ -39,6 +39,7 @@ from numba import njit
 from blockheat.sim import _kernel as K
 from blockheat.sim.array import LP_SHIFT, Extent, ExtentMap, LayoutArrays, RemapEvent
 from blockheat.sim.engine import PolicyBase, Window
+from blockheat.sim.stats import arrow_type
 from blockheat.sim.tracker import InterarrivalTracker, split_into_units
 
 if TYPE_CHECKING:
@@ -429,15 +430,11 @@ class DiskCooling(PolicyBase):
         return moves_table(self.moves)
 
 
-#: Arrow types of CoolingMove's annotations.
-_MOVE_TYPES = {"float": pa.float64(), "int": pa.int64(), "str": pa.string()}
-
-
 def moves_table(moves: Sequence[CoolingMove]) -> pa.Table:
     """Moves as a table: a column per CoolingMove field, in its order, typed by its annotation (never null). The
     `cooling_moves` table's contract (schemas/cooling_moves.py) is the one schema of these columns: the simulation
     stage casts to it, and tests/sim/test_table_schemas.py keeps the two in step."""
-    return pa.table({f.name: pa.array([getattr(m, f.name) for m in moves], _MOVE_TYPES[str(f.type)])
+    return pa.table({f.name: pa.array([getattr(m, f.name) for m in moves], arrow_type(str(f.type)))
                      for f in fields(CoolingMove)})
 
 

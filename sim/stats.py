@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from blockheat.sim.records import Requests
     from blockheat.sim.spec import DiskSpec
 
-__all__ = ["RESULT_SCHEMA", "Replay", "RunResult", "saturation_verdict", "summarize", "timeseries"]
+__all__ = ["RESULT_SCHEMA", "Replay", "RunResult", "arrow_type", "saturation_verdict", "summarize", "timeseries"]
 
 
 class _Settings(Protocol):
@@ -140,16 +140,17 @@ class RunResult:
         return row
 
 
-def _arrow_type(name: str, annotation: str) -> pa.DataType:
+def arrow_type(annotation: str) -> pa.DataType:
+    """The Arrow type of a record field's annotation (int, float, bool, str, tuple[int/float, ...])."""
     if annotation.startswith("tuple[float"):
         return pa.list_(pa.float64())
     if annotation.startswith("tuple[int"):
         return pa.list_(pa.int64())
-    return {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}[annotation]
+    return {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}[annotation]
 
 
 #: Arrow schema of RunResult.as_row() (one row per run); floats are null when undefined (e.g. no reads).
-RESULT_SCHEMA = pa.schema([pa.field(f.name, _arrow_type(f.name, str(f.type)), str(f.type) == "float")
+RESULT_SCHEMA = pa.schema([pa.field(f.name, arrow_type(str(f.type)), str(f.type) == "float")
                            for f in fields(RunResult)])
 
 

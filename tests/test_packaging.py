@@ -8,8 +8,6 @@ import re
 import tomllib
 from pathlib import Path
 
-import pytest
-
 from blockheat import data
 from blockheat.jobs.cli.main import build_parser, demo_commands
 
@@ -48,12 +46,9 @@ def test_the_files_read_at_run_time_are_package_data() -> None:
     assert installed_files("blockheat.libs") == sorted(["io/log4j2.properties", *java])
 
 
-def test_the_data_package_names_the_shipped_files() -> None:
+def test_the_data_package_names_the_shipped_trace() -> None:
+    assert data.HPLAJW_TRACE == data.ROOT / "traces" / "hplajw" / "ajw.1week.srt"
     assert data.HPLAJW_TRACE.stat().st_size == 2_495_268
-    assert data.C2247A_VALIDATION_TRACE.stat().st_size == 489_951
-    assert data.path("disksim/hp_c2247a/hp_c2247a.parv") == data.DISKSIM_C2247A / "hp_c2247a.parv"
-    with pytest.raises(FileNotFoundError, match=r"traces/none\.srt: not shipped with this blockheat package"):
-        data.path("traces/none.srt")
 
 
 def test_demo_runs_the_shipped_trace_through_ingest_traces_and_report() -> None:

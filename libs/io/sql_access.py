@@ -55,7 +55,7 @@ def access_jar(prefix: str | Path | None = None) -> Path:
     """The compiled SQL access classes of the environment at `prefix` (default: this interpreter's), compiled from
     the shipped sources on first use (build_access_jar) when missing or older than the sources."""
     path = Path(sys.prefix if prefix is None else prefix) / "var" / "blockheat" / "blockheat-sql-access.jar"
-    if path.is_file() and all(s.stat().st_mtime <= path.stat().st_mtime for s in _sources()):
+    if path.is_file() and max(s.stat().st_mtime for s in _sources()) <= path.stat().st_mtime:
         return path
     return build_access_jar(path)
 
