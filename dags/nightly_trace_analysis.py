@@ -6,7 +6,8 @@ policy analyses of that day, the reorganization plans of the best policies and t
 
 - **Landing**: `<landing_dir>/<trace_id>/manifest.json` (`format`, `start_date` = the date of trace day 0,
   optional `days`) beside the trace's files. A file whose content was seen before (under any name) is
-  ingested once; the trace is re-ingested only when its set of files changed.
+  ingested once; newly landed files are appended to the trace, and the trace is ingested again whole only
+  when a file it holds changed or went away.
 - **Spark**: every stage is a `SparkSubmitOperator` on the installed `blockheat/jobs/<stage>.py` over connection
   `spark_default`
   (local mode, or a cluster URL), one mapped task instance per trace. `aged_heat` and `alis_graph` compute
@@ -88,7 +89,7 @@ def nightly_trace_analysis() -> None:
         settings = NightlySettings.from_mapping(Variable.get(SETTINGS_VARIABLE, deserialize_json=True),
                                                 python=sys.executable)
         plans = plan_run(settings, data_interval_start.date(), now=data_interval_end, formats=FORMATS)
-        traces = [{"trace_id": p.trace_id, "day": p.day, "ingest": p.ingest, "analyse": p.analyse,
+        traces = [{"trace_id": p.trace_id, "day": p.day, "ingest": p.ingest, "appends": p.appends, "analyse": p.analyse,
                    "fingerprint": p.fingerprint, "analysed": p.analysed, "files": list(p.files),
                    "duplicates": [list(d) for d in p.duplicates]} for p in plans]
         return {"stages": kwargs_of(plans, submit_options(settings, cached_delta_jars())), "traces": traces,

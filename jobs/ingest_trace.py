@@ -46,6 +46,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="ingest_trace", description=__doc__)
     parser.add_argument("--format", required=True, choices=FORMATS)
     parser.add_argument("--trace-id", required=True)
+    parser.add_argument("--append", action="store_true", help="add the files to the existing trace")
+    parser.add_argument("--allow-overlap", action="store_true",
+                        help="with --append: accept files starting before the trace's end")
     parser.add_argument("paths", nargs="+")
     return parser.parse_args(argv)
 
@@ -56,7 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     prefetch_digests(args.paths, args.format not in BINARY_FORMATS)    # hashed while the session starts
     cfg = SparkConfig.from_env("ingest_trace")
     opts = IngestOptions(args.format, args.trace_id, tuple(args.paths),
-                         staging=staging_location(cfg.warehouse))
+                         staging=staging_location(cfg.warehouse), append=args.append,
+                         allow_overlap=args.allow_overlap)
     spark = build_session(cfg)
     run(spark, cfg, opts)
     return 0

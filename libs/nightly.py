@@ -20,7 +20,10 @@ Choices (each tested in tests/libs/test_nightly.py):
 - the ledger (<warehouse>/_nightly/ledger/<trace_id>.json) records per trace the fingerprint (format and the
   ordered SHA-256 of its distinct files) last ingested, and the one (with the stage arguments) the whole-trace
   stages last succeeded on. A run ingests a trace when its fingerprint differs from the ingested one, so a file
-  that lands twice (under any name) is ingested once; the whole-trace stages (extent heat, tracking, profile,
+  that lands twice (under any name) is ingested once. When the ingested files are the first of the landed ones
+  (the same format), only the files after them are ingested, appended to the trace (`--append --allow-overlap`:
+  a late file is merged in); otherwise (a file changed, went away or lands before an ingested one in name order)
+  the trace is ingested again whole. The whole-trace stages (extent heat, tracking, profile,
   report) run when the data or their arguments changed since they last succeeded; the interval stages (aged
   counts, graph, layout, scorecard, plans) run every day the trace takes part.
 """
@@ -375,6 +378,7 @@ class TracePlan:
     files: tuple[str, ...]
     duplicates: tuple[tuple[str, str], ...]
     args: dict[str, list[list[str]]]
+    appends: bool = False                     # the ingest appends the newly landed files (else replaces the trace)
 
 
 def plan_trace(settings: NightlySettings, landing: Landing, day: int, *, now: dt.datetime) -> TracePlan:
@@ -384,9 +388,24 @@ def plan_trace(settings: NightlySettings, landing: Landing, day: int, *, now: dt
     ledger = read_ledger(settings.warehouse, landing.manifest.trace_id)
     ingested = ledger.get("ingested", {}).get("fingerprint")
     done = {k: ledger.get("analysed", {}).get(k) for k in ("fingerprint", "args")}
+    new = appended_files(ingested, landing)
+    if new:
+        args["ingest_trace"] = [["--append", "--allow-overlap", *args["ingest_trace"][0][:4], *new]]
     return TracePlan(landing.manifest.trace_id, day, ingest=ingested != fingerprint, analyse=done != analysed,
                      fingerprint=fingerprint, analysed=analysed, files=tuple(f.path for f in landing.files),
-                     duplicates=landing.duplicates, args=args)
+                     duplicates=landing.duplicates, args=args, appends=bool(new))
+
+
+def appended_files(ingested: Mapping[str, Any] | None, landing: Landing) -> list[str]:
+    """The landed files to append to the trace: those after the ingested ones, when the ingested fingerprint (format
+    and SHA-256s) is the start of the landed one; [] when there is none or the trace must be ingested again whole."""
+    if not isinstance(ingested, Mapping) or ingested.get("format") != landing.manifest.format:
+        return []
+    done = list(ingested.get("sha256") or [])
+    landed = [f.sha256 for f in landing.files]
+    if not done or landed[:len(done)] != done:
+        return []
+    return [f.path for f in landing.files[len(done):]]
 
 
 def plan_run(settings: NightlySettings, interval_start: dt.date, *, now: dt.datetime,

@@ -99,12 +99,17 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     spark, cfg = spark_session(args, f"ingest {args.trace_id}")
     opts = IngestOptions(args.format, args.trace_id, tuple(args.paths),
                          max_reject_share=args.max_reject_share, ts_tolerance_us=tolerance,
-                         layout=layout, staging=staging_location(cfg.warehouse))
+                         layout=layout, staging=staging_location(cfg.warehouse), append=args.append,
+                         allow_overlap=args.allow_overlap)
     summary = run(spark, cfg, opts)
     t = summary.trace
     out = output(args)
-    out.note(f"ingested trace {t['trace_id']} ({t['format']}): {t['records_read']:,} records read, "
-             f"{t['records_accepted']:,} requests, {t['records_rejected']:,} rejected")
+    if args.append:
+        added = sum(d["records"] for d in summary.per_device)
+        out.note(f"appended {len(args.paths)} file(s), {added:,} requests, to trace {t['trace_id']} ({t['format']})")
+    what = "trace now" if args.append else f"ingested trace {t['trace_id']} ({t['format']})"
+    out.note(f"{what}: {t['records_read']:,} records read, {t['records_accepted']:,} requests, "
+             f"{t['records_rejected']:,} rejected")
     if t["rejected_by_reason"]:
         out.note("rejected by reason: " + ", ".join(f"{k} {v:,}" for k, v in sorted(t["rejected_by_reason"].items())))
     out.note(f"trace start: {t['start_time_source'] or 'unknown (relative times)'}")
@@ -245,6 +250,12 @@ def _ingest_arguments(ing: argparse.ArgumentParser) -> None:
                      help="the trace's name in every table (letters, digits and _ . : -); an existing one is replaced")
     ing.add_argument("paths", nargs="+", metavar="PATH",
                      help="trace files (local paths or URIs; gzip, bzip2 or zstd compressed too): together one trace")
+    ing.add_argument("--append", action="store_true",
+                     help="add the files to the existing trace ID (continuing its seq numbers and time) instead of "
+                          "replacing it; a file already in the trace is refused")
+    ing.add_argument("--allow-overlap", action="store_true",
+                     help="with --append: accept files that start before the trace's end (the requests files they "
+                          "reach into are re-sorted)")
     ing.add_argument("--max-reject-share", type=float, default=0.01,
                      help="fail, writing nothing, when more than this share of records is rejected")
     ing.add_argument("--ts-tolerance-us", default="1000000",
@@ -296,7 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
     ing = add_command(sub, "ingest", "ingest trace files into the Delta tables",
                       "blockheat ingest --format hp-srt --trace-id hplajw data/traces/hplajw/ajw.1week.srt",
                       description="Reads trace files of one format into the requests, rejected_records and traces "
-                                  "tables as one trace; re-ingesting a trace id replaces it. Prints the trace's "
+                                  "tables as one trace; re-ingesting a trace id replaces it, --append adds to it. "
+                                  "Prints the trace's "
                                   "records, rejects and time span, and a row per device.")
     ing.defer(_ingest_arguments).set_defaults(func=cmd_ingest)
 

@@ -3,7 +3,8 @@
 load_trace() reads and checks a trace and returns what to write (refusing it, with nothing written, when
 it is not in the stated format or too many records are rejected); write_trace() commits it. Every
 source record is either a request or a rejected record with a reason, and records_read = accepted +
-rejected holds by construction. Three ways in:
+rejected holds by construction. An append (IngestOptions.append, libs.ingest.append) adds a batch of files to an
+existing trace, continuing its seq numbers and time. Three ways in:
 - delimited text with no bad line (MSR, SPC, Alibaba, Tencent, plain CSV layouts): readers.clean_text,
   one pass of Spark tasks over line-aligned byte ranges that parse with pyarrow and write `requests`
   themselves; the first sign of a line it does not take hands the trace to the general path;
@@ -29,13 +30,14 @@ and `seq` without funnelling the file through one task or shuffling it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import logging
 import os
 import shutil
 import uuid
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,9 +50,17 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from blockheat.libs.ingest import direct
+from blockheat.libs.ingest.append import (
+    AppendError,
+    TraceSoFar,
+    check_new_files,
+    merged_row,
+    overlap_problem,
+    resort_overlaps,
+)
 from blockheat.libs.io import journal, storage, vacuum
 from blockheat.libs.io.connect import one_row_per_task, parallelism
-from blockheat.libs.io.delta_files import PendingWrite, write_from_driver, write_tables_by_tasks
+from blockheat.libs.io.delta_files import Append, PendingWrite, Where, write_from_driver, write_tables_by_tasks
 from blockheat.libs.io.inputs import (
     COPY_CHUNK,
     SNIFF_BYTES,
@@ -116,6 +126,12 @@ class IngestOptions:
     # compare the two).
     fast_text: bool = True
     staging: Location = Path("warehouse/_staging")      # a local directory or a URI (libs.io.storage)
+    # Add the files to the existing trace (libs.ingest.append) instead of replacing it.
+    append: bool = False
+    # An appended file may start before the trace's end: the requests files its rows reach into are re-sorted.
+    allow_overlap: bool = False
+    # Set by load_trace for an append: where the trace left off.
+    continues: TraceSoFar | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_trace_id(self.trace_id)
@@ -127,6 +143,19 @@ class IngestOptions:
             raise IngestError(f"max reject share must be in [0, 1], got {self.max_reject_share}")
         if self.ts_tolerance_us is not None and self.ts_tolerance_us < 0:
             raise IngestError(f"timestamp tolerance must be >= 0 us, got {self.ts_tolerance_us}")
+        if self.allow_overlap and not self.append:
+            raise IngestError("--allow-overlap applies only to --append")
+
+    @property
+    def seq_base(self) -> int:
+        """The first record's seq: 0, or where the trace an append continues left off."""
+        return self.continues.seq_base if self.continues else 0
+
+    def where(self) -> Where:
+        """What the ingest's `requests` and `rejected_records` commits replace: the trace's rows, or nothing (an
+        append; with --allow-overlap the files it re-sorts, set at the commit)."""
+        scope = {"trace_id": self.trace_id}
+        return Append(scope) if self.continues else scope
 
 
 @dataclass
@@ -142,6 +171,7 @@ class IngestResult:
     rejected: DataFrame | None
     trace_row: dict[str, Any]
     per_device: list[dict[str, Any]]
+    opts: IngestOptions
     _scratch: Location
     _staged: list[Location] = field(default_factory=list)
     write_direct: Callable[[SparkSession, Location], PendingWrite] | None = None
@@ -154,11 +184,13 @@ class IngestResult:
 
 
 def write_trace(spark: SparkSession, warehouse: Location, result: IngestResult) -> None:
-    """Replace the trace's rows of `requests` and `rejected_records` and its `traces` row, all or nothing: the
-    three tables' files are written first, then committed as one decision (libs.io.journal), so every reader sees
-    the whole old trace or the whole new one, after a crash, a kill or a full disk too."""
+    """Replace the trace's rows of `requests` and `rejected_records` and its `traces` row (an append: add to the
+    first two, replace the third), all or nothing: the three tables' files are written first, then committed as
+    one decision (libs.io.journal), so every reader sees the whole old trace or the whole new one, after a crash, a
+    kill or a full disk too."""
     trace_id = result.trace_row["trace_id"]
     where = {"trace_id": trace_id}
+    rows_where = result.opts.where()
     if result.write_direct is not None:
         log.info("writing %s and %s", requests.TABLE, rejected_records.TABLE)
         written = result.write_direct(spark, warehouse)
@@ -166,13 +198,28 @@ def write_trace(spark: SparkSession, warehouse: Location, result: IngestResult) 
             result._pending.append(written)
     elif result.requests is not None and result.rejected is not None:
         log.info("writing %s", requests.TABLE)
-        result._pending.append(write_rows(result.requests, spark, warehouse, requests.TABLE, where))
+        result._pending.append(write_rows(result.requests, spark, warehouse, requests.TABLE, rows_where))
         log.info("writing %s", rejected_records.TABLE)
-        result._pending.append(write_rows(result.rejected, spark, warehouse, rejected_records.TABLE, where))
+        result._pending.append(write_rows(result.rejected, spark, warehouse, rejected_records.TABLE, rows_where))
+    so_far = result.opts.continues
+    if so_far is not None:
+        if result.opts.allow_overlap:
+            resort_overlaps(spark, result._pending, trace_id)
+        with _refusal():
+            so_far.check_unchanged(warehouse)
     row = pa.Table.from_pylist([result.trace_row], schema=traces.ARROW_SCHEMA)
     result._pending.append(write_from_driver(table_target(spark, warehouse, traces.TABLE), where, row))
     log.info("committing trace %s", trace_id)
-    journal.commit(warehouse, result._pending, f"the ingest of trace {trace_id}")
+    journal.commit(warehouse, result._pending, f"the {'append to' if so_far else 'ingest of'} trace {trace_id}")
+
+
+@contextlib.contextmanager
+def _refusal() -> Iterator[None]:
+    """An append's refusal (libs.ingest.append) as the ingest's own."""
+    try:
+        yield
+    except AppendError as exc:
+        raise IngestError(str(exc)) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,7 +344,7 @@ def _binary_ranges(spark: SparkSession, files: list[InputFile], opts: IngestOpti
         meta["vscsi_version"] = str(version)
         rs = binary.VSCSI_DTYPES[version].itemsize
         plan: dict[str, binary.VscsiFile] = {}
-        seq_base = 0
+        seq_base = opts.seq_base
         for f in files:
             size = file_size(f.readable_path)
             uri = _file_uri(f.readable_path)
@@ -341,8 +388,8 @@ def _binary_ranges(spark: SparkSession, files: list[InputFile], opts: IngestOpti
 # Numbering and classification
 
 
-def _scan(spark: SparkSession, pre: DataFrame, files: list[InputFile],
-          tolerance_us: int | None) -> tuple[DataFrame, DataFrame | None]:
+def _scan(spark: SparkSession, pre: DataFrame, files: list[InputFile], tolerance_us: int | None,
+          opts: IngestOptions) -> tuple[DataFrame, DataFrame | None]:
     """The ordered first pass (readers.scan): per block, its file and the line/seq number of its
     first record; and the records whose timestamp goes back more than tolerance_us from the
     previous record with a timestamp in the same file (None when there are none)."""
@@ -355,7 +402,7 @@ def _scan(spark: SparkSession, pre: DataFrame, files: list[InputFile],
         if row.kind == "block":
             by_file[by_path[_file_key(row.file_uri)]].append(row)
     info = []
-    seq_base = 0
+    seq_base = opts.seq_base
     for index, f in enumerate(files):
         line_base = 0
         prev_ts = None
@@ -449,7 +496,7 @@ def classify(spark: SparkSession, pre: DataFrame, files: list[InputFile], opts: 
 def _number(spark: SparkSession, pre: DataFrame, files: list[InputFile], opts: IngestOptions) -> DataFrame:
     """seq (and the per-block columns positions need) from the ordered scan; ts_backwards marked."""
     tolerance = None if opts.fmt == "disksim-validate" else opts.ts_tolerance_us
-    info, back = _scan(spark, pre, files, tolerance)
+    info, back = _scan(spark, pre, files, tolerance, opts)
     df = pre.join(F.broadcast(info), ["file_uri", "block_start"], how="inner")
     df = df.withColumn("seq", F.col("seq_base") + F.col("m") - F.col("min_m"))
     if back is not None and tolerance is not None:
@@ -495,9 +542,16 @@ def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Location) ->
     """
     is_binary = opts.fmt in BINARY_FORMATS
     sweep_leftovers(warehouse, opts.staging)
+    if opts.append:
+        with _refusal():
+            opts = dataclasses.replace(opts, continues=TraceSoFar.read(warehouse, opts.trace_id, opts.fmt,
+                                                                        opts.layout.expected if opts.layout else None))
     staging = _child(opts.staging, f"{opts.trace_id}-{uuid.uuid4().hex[:8]}")
     try:
         files = prepare_inputs(list(opts.paths), staging=staging, binary=is_binary)
+        if opts.continues is not None:
+            with _refusal():
+                check_new_files(opts.continues, [(f.given, f.sha256) for f in files])
     except BaseException:
         _remove_staging(staging)
         raise
@@ -631,16 +685,20 @@ def _load_vscsi(spark: SparkSession, files: list[InputFile], opts: IngestOptions
     def first_reject(seq: int) -> tuple[str, str]:
         return first[seq].first_where or "", first[seq].first_message or ""
 
-    trace_row, per_device, ts_min = _describe(summary, files, opts, geometry, meta, first_reject)
+    def firsts() -> dict[str, int]:                       # one device per file
+        by_device = {r.device: r.ts_min for r in summary if r.reason is None}
+        return {f.given: by_device[_device_name(f)] for f in files if _device_name(f) in by_device}
+
+    trace_row, per_device, ts_min = _describe(summary, files, opts, geometry, meta, first_reject, firsts)
 
     def write_direct(spark: SparkSession, warehouse: Location) -> PendingWrite:
-        where = {"trace_id": opts.trace_id}
+        where = opts.where()
         return write_tables_by_tasks(spark, {
             requests.TABLE: (table_target(spark, warehouse, requests.TABLE), where),
             rejected_records.TABLE: (table_target(spark, warehouse, rejected_records.TABLE), where),
         }, range_df, direct.write_task(decode, opts.trace_id, ts_min))
 
-    return IngestResult(None, None, trace_row, per_device, scratch, write_direct=write_direct)
+    return IngestResult(None, None, trace_row, per_device, opts, scratch, write_direct=write_direct)
 
 
 def _load_clean_text(spark: SparkSession, files: list[InputFile], opts: IngestOptions, warehouse: Location,
@@ -661,9 +719,11 @@ def _load_clean_text(spark: SparkSession, files: list[InputFile], opts: IngestOp
         ts_base = min(clean_text.first_timestamp(str(f.readable_path), layout) for f in files)
     except clean_text.NotClean:
         return None
+    if opts.continues is not None:
+        ts_base = opts.continues.origin_raw_us                  # an append keeps the trace's time 0
     rows, uris = [], {}
     slots = parallelism(spark)
-    seq_base = 0
+    seq_base = opts.seq_base
     for f in files:                                   # files in the order given, ranges in file order
         path, size = str(f.readable_path), file_size(f.readable_path)
         uri = _file_uri(f.readable_path)
@@ -674,7 +734,7 @@ def _load_clean_text(spark: SparkSession, files: list[InputFile], opts: IngestOp
             rows.append((path, uri, start, end - start, seq_base, lines))
             seq_base += lines
     range_df = one_row_per_task(spark, rows, clean_text.RANGE_DDL)
-    where = {"trace_id": opts.trace_id}
+    where = opts.where()
     replaces = {requests.TABLE: (table_target(spark, warehouse, requests.TABLE), where),
                 rejected_records.TABLE: (table_target(spark, warehouse, rejected_records.TABLE), where)}
 
@@ -688,7 +748,7 @@ def _load_clean_text(spark: SparkSession, files: list[InputFile], opts: IngestOp
             raise
 
     pending, summary = attempt(ts_base)
-    if summary is not None and min(r.ts_min for r in summary) < ts_base:   # type: ignore[type-var]
+    if summary is not None and opts.continues is None and min(r.ts_min for r in summary) < ts_base:  # type: ignore
         pending.discard()
         pending, summary = attempt(min(r.ts_min for r in summary))          # type: ignore[type-var]
     if summary is None:
@@ -700,11 +760,19 @@ def _load_clean_text(spark: SparkSession, files: list[InputFile], opts: IngestOp
         raise AssertionError(f"the clean path has no rejected record (asked for {seq})")
 
     try:
-        trace_row, per_device, _ = _describe(summary, files, opts, [], {}, no_reject)
+        def firsts() -> dict[str, int]:
+            out: dict[str, int] = {}
+            for r in pending.side:
+                if r["device"] is not None:
+                    given = uris[r["file_uri"]]
+                    out[given] = min(out.get(given, r["ts_min"]), r["ts_min"])
+            return out
+
+        trace_row, per_device, _ = _describe(summary, files, opts, [], {}, no_reject, firsts)
     except BaseException:
         pending.discard()
         raise
-    return IngestResult(None, None, trace_row, per_device, scratch,
+    return IngestResult(None, None, trace_row, per_device, opts, scratch,
                         write_direct=lambda _spark, _warehouse: pending, _pending=[pending])
 
 
@@ -744,7 +812,12 @@ def _finish(cached: DataFrame, summary: list[Any], files: list[InputFile], opts:
         first = cached.where(F.col("seq") == seq).first()
         return f"{first.source_file} {first.position_kind} {first.position}", first.message
 
-    trace_row, per_device, ts_min = _describe(summary, files, opts, geometry, meta, first_reject)
+    def firsts() -> dict[str, int]:
+        rows = (cached.where(F.col("reason").isNull()).groupBy("source_file")
+                .agg(F.min("ts_raw_us").alias("first")).collect())
+        return {r.source_file: r.first for r in rows}
+
+    trace_row, per_device, ts_min = _describe(summary, files, opts, geometry, meta, first_reject, firsts)
     trace_id = F.lit(opts.trace_id)
     requests = cached.where(F.col("reason").isNull()).select(
         trace_id.alias("trace_id"), "device", "seq",
@@ -755,15 +828,16 @@ def _finish(cached: DataFrame, summary: list[Any], files: list[InputFile], opts:
         trace_id.alias("trace_id"), "source_file", "position", "position_kind", "reason",
         F.coalesce("message", F.lit("")).alias("message"), F.coalesce("raw", F.lit("")).alias("raw"),
     )
-    return IngestResult(requests, rejects, trace_row, per_device, scratch)
+    return IngestResult(requests, rejects, trace_row, per_device, opts, scratch)
 
 
 def _describe(summary: list[Any], files: list[InputFile], opts: IngestOptions, geometry: list[dict[str, Any]],
-              meta: dict[str, Any], first_reject: Callable[[int], tuple[str, str]]
-              ) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+              meta: dict[str, Any], first_reject: Callable[[int], tuple[str, str]],
+              firsts: Callable[[], dict[str, int]]) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
     """Check the summary (reject share, any valid request at all: IngestError otherwise) and describe the
-    trace: its catalog row, per-device totals, and its first timestamp (ts_us = 0). `first_reject(seq)`
-    gives where the record `seq` is and its message, for the error."""
+    trace: its catalog row, per-device totals, and its first timestamp (ts_us = 0; an append's: the trace's).
+    `first_reject(seq)` gives where the record `seq` is and its message, for the error; `firsts()` each file's
+    first timestamp (an append's overlap check)."""
     read = sum(r.n for r in summary)
     by_reason = {r.reason: r.n for r in summary if r.reason is not None}
     rejected = sum(by_reason.values())
@@ -788,6 +862,12 @@ def _describe(summary: list[Any], files: list[InputFile], opts: IngestOptions, g
                           "nothing written")
     ts_min = min(r.ts_min for r in devices)
     ts_max = max(r.ts_max for r in devices)
+    so_far = opts.continues
+    if so_far is not None:
+        problem = overlap_problem(so_far, ts_min, firsts, opts.allow_overlap)
+        if problem:
+            raise IngestError(problem)
+        ts_min = so_far.origin_raw_us
     start_utc, start_text = _start_time(opts.fmt, ts_min, meta, _layout(opts))
     per_device = [
         {"device": r.device, "records": r.n, "reads": r.reads, "writes": r.writes,
@@ -800,6 +880,7 @@ def _describe(summary: list[Any], files: list[InputFile], opts: IngestOptions, g
     if opts.fmt == "csv" and opts.layout is not None:
         options["layout"] = opts.layout.expected
     options.update({k: v for k, v in meta.items() if k != "start"})
+    options["ts_origin_raw_us"] = str(ts_min)
     trace_row = {
         "trace_id": opts.trace_id,
         "format": opts.fmt,
@@ -820,6 +901,8 @@ def _describe(summary: list[Any], files: list[InputFile], opts: IngestOptions, g
         "options": options,
         "geometry": geometry,
     }
+    if so_far is not None:
+        trace_row = merged_row(so_far.row, trace_row)
     return trace_row, per_device, ts_min
 
 

@@ -83,6 +83,27 @@ class TableTarget:
         return dataclasses.replace(self, write_id=uuid.uuid4().hex[:16])
 
 
+@dataclass(frozen=True)
+class Append:
+    """A commit that adds files and removes no rows but those of the files named in `remove` (add paths, as the
+    log holds them): an append (`remove` empty), or the files an append re-sorted with its new rows. `scope` names
+    the rows it belongs to (column -> value, e.g. the trace), so appends to one scope are serialised."""
+
+    scope: Mapping[str, Any]
+    remove: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scope": dict(self.scope), "remove": list(self.remove)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Append:
+        return cls(dict(d["scope"]), tuple(d["remove"]))
+
+
+#: What a commit replaces: the rows where column = value for every item, or an Append.
+Where = Mapping[str, Any] | Append
+
+
 def sql_literal(value: Any) -> str:
     """A partition value as a SQL literal in a replace predicate ('text', 3, 0.5); quotes and backslashes
     are refused rather than escaped."""
@@ -339,15 +360,17 @@ def files_matching(root: str, where: Mapping[str, Any], partition_columns: tuple
                           if all(add["partitionValues"].get(c) == v for c, v in wanted.items())]
 
 
-def scope_id(target: TableTarget, where: Mapping[str, Any]) -> str:
-    """The application id a replace of `where` records: the table and the `where` term on its first partition
-    column (e.g. the trace), so replaces of one trace's rows of one table are serialised and others are not."""
+def scope_id(target: TableTarget, where: Where) -> str:
+    """The application id a replace of `where` (or an append to its scope) records: the table and the `where` term on
+    its first partition column (e.g. the trace), so writes of one trace's rows of one table are serialised and others
+    are not."""
+    where = where.scope if isinstance(where, Append) else where
     first = target.partition_columns[0] if target.partition_columns else None
     term = f"{first}={_partition_text(where[first])}" if first in where else "*"
     return f"blockheat.replace:{target.name}:{term}"
 
 
-def commit_replace(spark: SparkSession | None, target: TableTarget, where: Mapping[str, Any],
+def commit_replace(spark: SparkSession | None, target: TableTarget, where: Where,
                    files: Iterable[Any], *, txn: str | None = None) -> int:
     """One Delta commit: remove the table's rows where column = value for every item of `where`, add
     `files` (FILES_DDL rows). Files in partitions outside `where` are not read; a file whose footer
@@ -358,8 +381,13 @@ def commit_replace(spark: SparkSession | None, target: TableTarget, where: Mappi
 
     With `txn` (one step of a multi-table commit, libs.io.journal) the commit also records the application
     transaction `txn` and is not made when the table already has it (another process finished the step: the
-    table's latest version is returned); a failure keeps the files, which the journal still names."""
+    table's latest version is returned); a failure keeps the files, which the journal still names.
+
+    With an Append for `where` nothing is removed but the files it names (ValueError when one of them is no longer
+    in the table: another writer changed those rows)."""
     files = [_as_dict(f) for f in files]
+    if isinstance(where, Append):
+        return _commit_append(target, where, files, txn)
     columns = [f.name for f in target.schema]
     unknown = sorted(set(where) - set(columns))
     if not where or unknown:
@@ -413,6 +441,43 @@ def commit_replace(spark: SparkSession | None, target: TableTarget, where: Mappi
     return version[-1]
 
 
+def _commit_append(target: TableTarget, append: Append, files: list[dict[str, Any]], txn: str | None) -> int:
+    """commit_replace's form for an Append."""
+    if not target.write_id:
+        raise ValueError(f"append to {target.name}: the target has no write id (use target.for_write())")
+    adds = [_add_action(target, f) for f in files]
+    version: list[int] = []
+
+    def attempt() -> None:
+        if txn is not None and delta_log.has_transaction(target.root, txn):
+            version.append(delta_log.table_version(target.root) or 0)
+            return
+        wanted = set(append.remove)
+        _, matching = files_matching(target.root, append.scope, target.partition_columns)
+        removes = [add for add in matching if add["path"] in wanted]
+        if len(removes) != len(wanted):
+            gone = sorted(wanted - {add["path"] for add in removes})
+            raise ValueError(f"append to {target.name}: {len(gone)} file(s) it re-sorts are no longer in the table "
+                             f"(first: {gone[0]}); another writer changed these rows")
+        metrics = {"numFiles": len(files), "numOutputRows": sum(int(f["rows"]) for f in files),
+                   "numOutputBytes": sum(int(f["size"]) for f in files), "numRemovedFiles": len(removes),
+                   "numRemovedBytes": sum(int(r.get("size") or 0) for r in removes)}
+        version.append(delta_log.commit(
+            target.root, adds, removes, app_id=scope_id(target, append), also=(txn,) if txn else (),
+            info={delta_log.APPEND_KEY: json.dumps(append.to_json()), "blockheat.metrics": json.dumps(metrics)}))
+
+    what = f"append to {target.name} of " + " AND ".join(f"{c} = {sql_literal(v)}" for c, v in append.scope.items())
+    try:
+        with_commit_retry(attempt, what)
+    except BaseException:
+        if txn is None:
+            discard(target)
+        raise
+    if txn is None and (stray := discard(target, keep=files)):
+        log.info("%s: deleted %d file(s) of failed task attempts", target.name, stray)
+    return version[-1]
+
+
 def _as_dict(f: Any) -> dict[str, Any]:
     """A FILES_DDL row (a Spark Row or a mapping) as a dict."""
     return dict(f) if isinstance(f, Mapping) else f.asDict()
@@ -426,7 +491,7 @@ def replace_by_tasks(spark: SparkSession, target: TableTarget, where: Mapping[st
     return write_by_tasks(spark, target, where, frame, fn).commit(spark)[target.name]
 
 
-def write_by_tasks(spark: SparkSession, target: TableTarget, where: Mapping[str, Any], frame: DataFrame,
+def write_by_tasks(spark: SparkSession, target: TableTarget, where: Where, frame: DataFrame,
                    fn: ArrowFn | None = None) -> PendingWrite:
     """replace_by_tasks's files, written and not committed (the files are deleted if the pass fails)."""
     target = target.for_write()
@@ -469,7 +534,7 @@ class PendingWrite:
     deleted by discard(). `files` are FILES_DDL rows with their `table`; `side` holds the rows fn returned
     under the name SIDE (as dicts)."""
 
-    replaces: Mapping[str, tuple[TableTarget, Mapping[str, Any]]]   # name -> (target with its write id, where)
+    replaces: Mapping[str, tuple[TableTarget, Where]]   # name -> (target with its write id, where or Append)
     files: list[Any]
     side: list[dict[str, Any]]
     done: bool = False
@@ -503,7 +568,7 @@ class PendingWrite:
             self.done = True
 
 
-def write_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[TableTarget, Mapping[str, Any]]],
+def write_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[TableTarget, Where]],
                           frame: DataFrame, fn: Callable[[Iterator[pa.RecordBatch]], Iterable[tuple[str, pa.Table]]]
                           ) -> PendingWrite:
     """Several tables from one pass, not committed yet: fn yields (table name, rows) pairs, or (SIDE, rows)
@@ -539,7 +604,7 @@ def write_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[Tabl
                         [json.loads(f.stats) for f in written if f.table == SIDE])
 
 
-def replace_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[TableTarget, Mapping[str, Any]]],
+def replace_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[TableTarget, Where]],
                             frame: DataFrame, fn: Callable[[Iterator[pa.RecordBatch]], Iterable[tuple[str, pa.Table]]]
                             ) -> dict[str, int]:
     """write_tables_by_tasks, then one replace commit per table, in the order of `replaces` (name ->
@@ -547,6 +612,23 @@ def replace_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[Ta
     return write_tables_by_tasks(spark, replaces, frame, fn).commit(spark)
 
 
-__all__ = ["FILES_DDL", "SIDE", "FileWriter", "PendingWrite", "TableTarget", "commit_replace", "discard",
-           "replace_by_tasks", "replace_from_driver", "replace_tables_by_tasks", "sql_literal", "with_commit_retry",
-           "write_by_tasks", "write_files", "write_from_driver", "write_tables_by_tasks"]
+__all__ = [
+    "FILES_DDL",
+    "SIDE",
+    "Append",
+    "FileWriter",
+    "PendingWrite",
+    "TableTarget",
+    "Where",
+    "commit_replace",
+    "discard",
+    "replace_by_tasks",
+    "replace_from_driver",
+    "replace_tables_by_tasks",
+    "sql_literal",
+    "with_commit_retry",
+    "write_by_tasks",
+    "write_files",
+    "write_from_driver",
+    "write_tables_by_tasks",
+]

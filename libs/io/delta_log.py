@@ -33,6 +33,8 @@ from blockheat.libs.io import storage
 
 #: The commitInfo key under which a replace records its predicate (column = value terms, libs.io.delta_files).
 REPLACE_KEY = "blockheat.replace"
+#: The commitInfo key under which an append records its scope and the files it re-sorted (libs.io.delta_files).
+APPEND_KEY = "blockheat.append"
 #: The commitInfo key of a commit's own id (how commit() finds the version it wrote).
 COMMIT_KEY = "blockheat.commit"
 # Reader features that leave a file's rows as they are in the file (deletion vectors: only while no file has one).
@@ -262,6 +264,7 @@ def _version_of(root: str, marker: str, *, after: int) -> int:
 
 
 __all__ = [
+    "APPEND_KEY",
     "REPLACE_KEY",
     "Change",
     "CommitConflict",

@@ -40,7 +40,7 @@ import pyarrow as pa
 from blockheat.libs.io import storage
 
 if TYPE_CHECKING:
-    from blockheat.libs.io.delta_files import PendingWrite, TableTarget
+    from blockheat.libs.io.delta_files import PendingWrite, TableTarget, Where
 
 log = logging.getLogger(__name__)
 
@@ -74,26 +74,31 @@ class CommitPending(_Stopped):
 
 @dataclass(frozen=True)
 class Step:
-    """One table's replace: the target (with the write id in its files' names), the predicate and the files."""
+    """One table's replace (or append): the target (with the write id in its files' names), the predicate (or the
+    Append) and the files."""
 
     target: TableTarget
-    where: dict[str, Any]
+    where: Where
     files: list[dict[str, Any]]
 
     def to_json(self) -> dict[str, Any]:
+        from blockheat.libs.io.delta_files import Append
+
         t = self.target
+        where = {"append": self.where.to_json()} if isinstance(self.where, Append) else {"where": dict(self.where)}
         return {"table": t.name, "root": t.root, "schema": base64.b64encode(t.schema.serialize().to_pybytes()).decode(),
                 "partition_columns": list(t.partition_columns), "stats_columns": list(t.stats_columns),
-                "write_id": t.write_id, "where": self.where, "files": self.files}
+                "write_id": t.write_id, **where, "files": self.files}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Step:
-        from blockheat.libs.io.delta_files import TableTarget
+        from blockheat.libs.io.delta_files import Append, TableTarget
 
         schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(d["schema"])))
         target = TableTarget(d["table"], d["root"], schema, tuple(d["partition_columns"]),
                              tuple(d["stats_columns"]), d["write_id"])
-        return cls(target, dict(d["where"]), list(d["files"]))
+        where = Append.from_json(d["append"]) if "append" in d else dict(d["where"])
+        return cls(target, where, list(d["files"]))
 
 
 def directory(warehouse: Location) -> str:
@@ -105,7 +110,7 @@ def commit(warehouse: Location, writes: Sequence[PendingWrite], label: str) -> d
     """Commit every table of `writes` (each PendingWrite's tables in its order) as one decision. Before the decision
     a failure discards the files and raises it; after it, a failure raises CommitPending (the steps are finished
     by the next reader). Returns table -> new version."""
-    steps = [Step(target, dict(where), w.table_files(name))
+    steps = [Step(target, where, w.table_files(name))
              for w in writes for name, (target, where) in w.replaces.items()]
     entry = {"id": uuid.uuid4().hex, "label": label, "written_at": dt.datetime.now(dt.UTC).isoformat(),
              "steps": [s.to_json() for s in steps]}

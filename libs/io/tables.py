@@ -27,7 +27,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from blockheat import schemas
 from blockheat.libs.columns import to_schema
 from blockheat.libs.io import delta_log, storage
-from blockheat.libs.io.delta_files import PendingWrite, TableTarget, sql_literal, write_by_tasks
+from blockheat.libs.io.delta_files import Append, PendingWrite, TableTarget, Where, sql_literal, write_by_tasks
 from blockheat.libs.io.delta_log import LogUnreadable
 from blockheat.libs.io.table_names import NAMES_CONF, NAMES_CREATED
 
@@ -167,10 +167,11 @@ def replace_rows(df: DataFrame, spark: SparkSession, warehouse: Location, name: 
     write_rows(df, spark, warehouse, name, where).commit(spark)
 
 
-def write_rows(df: DataFrame, spark: SparkSession, warehouse: Location, name: str,
-               where: Mapping[str, Any]) -> PendingWrite:
+def write_rows(df: DataFrame, spark: SparkSession, warehouse: Location, name: str, where: Where) -> PendingWrite:
     """replace_rows's files, written and not committed: commit() or discard() the result (several tables at once:
-    libs.io.journal)."""
+    libs.io.journal). With an Append (libs.io.delta_files) for `where` the rows are added, stamped with its scope."""
+    append = where if isinstance(where, Append) else None
+    where = append.scope if append else where
     if not where:
         raise ValueError(f"replace of {name}: an empty predicate would replace the whole table")
     if "trace_id" in where:
@@ -181,7 +182,7 @@ def write_rows(df: DataFrame, spark: SparkSession, warehouse: Location, name: st
         raise ValueError(f"replace of {name}: no column(s) {unknown}")
     # The schema is the contract: columns in its order and types (e.g. row_number()'s int -> long),
     # the `where` values stamped, in one projection (each is an analysis of the whole plan).
-    return write_by_tasks(spark, table_target(spark, warehouse, name), where, to_schema(df, schema, where))
+    return write_by_tasks(spark, table_target(spark, warehouse, name), append or where, to_schema(df, schema, where))
 
 
 def replace_trace(df: DataFrame, spark: SparkSession, warehouse: Location, name: str, trace_id: str) -> None:

@@ -191,7 +191,8 @@ def test_two_nights_run_every_task(two_nights):
         assert set(run["task_states"]) == set(DOWNSTREAM)
         assert all(s == ["success"] for s in run["task_states"].values()), run["task_states"]
     plan1, plan2 = first["xcom"]["plan"]["traces"], second["xcom"]["plan"]["traces"]
-    assert [(t["trace_id"], t["day"], t["ingest"]) for t in plan1 + plan2] == [(TRACE, 0, True), (TRACE, 1, True)]
+    assert [(t["trace_id"], t["day"], t["ingest"], t["appends"]) for t in plan1 + plan2] == [
+        (TRACE, 0, True, False), (TRACE, 1, True, True)]                # night 2 appends day 1's file
     folder = two_nights["folder"]
     assert plan2[0]["files"] == [str(folder / "day-0.srt"), str(folder / "day-1.srt")]
     assert plan2[0]["duplicates"] == [[str(folder / "resent-day-0.srt"), str(folder / "day-0.srt")]]

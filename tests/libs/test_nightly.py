@@ -107,7 +107,9 @@ def test_plan_ingests_once_and_reanalyses_only_on_change(tmp_path):
     (folder / "day-1.csv").write_bytes(b"B")                       # the next day's file
     third, = N.plan_run(settings, dt.date(2026, 1, 6), now=NOW, formats=FORMATS)
     assert (third.ingest, third.analyse) == (True, True)
-    assert third.args["ingest_trace"] == [["--format", "msr", "--trace-id", "tr1", str(folder / "day-0-again.csv"),
+    # Only the new file, appended: the ingested ones are the first landed (by content).
+    assert third.appends
+    assert third.args["ingest_trace"] == [["--append", "--allow-overlap", "--format", "msr", "--trace-id", "tr1",
                                            str(folder / "day-1.csv")]]
 
     other_ks = _settings(tmp_path, tracking_ks=[10])               # new stage arguments, same data
@@ -115,6 +117,12 @@ def test_plan_ingests_once_and_reanalyses_only_on_change(tmp_path):
     N.record_ledger(settings.warehouse, "tr1", "analysed", third.analysed)
     fourth, = N.plan_run(other_ks, dt.date(2026, 1, 6), now=NOW, formats=FORMATS)
     assert (fourth.ingest, fourth.analyse) == (False, True)
+
+    (folder / "day-0-again.csv").write_bytes(b"A2")              # an ingested file changed: the whole trace again
+    fifth, = N.plan_run(settings, dt.date(2026, 1, 6), now=NOW, formats=FORMATS)
+    assert (fifth.ingest, fifth.appends) == (True, False)
+    assert fifth.args["ingest_trace"] == [["--format", "msr", "--trace-id", "tr1", str(folder / "day-0-again.csv"),
+                                           str(folder / "day-0.csv"), str(folder / "day-1.csv")]]
 
 
 def test_plan_skips_traces_not_due_and_refuses_a_due_trace_without_files(tmp_path):

@@ -1,6 +1,6 @@
 """An ingest is all or nothing across `requests`, `rejected_records` and `traces` (libs.io.journal): a re-ingest
-killed at each boundary of its commit, or stopped by a full disk, leaves every later reader the whole old trace or
-the whole new one, with records_read = accepted + rejected = the rows each table holds for it.
+or an append killed at each boundary of its commit, or stopped by a full disk, leaves every later reader the whole
+old trace or the whole new one, with records_read = accepted + rejected = the rows each table holds for it.
 
 The ingests run as `blockheat` commands in sessions of their own, killed with their process tree. The journal and
 the commits run in the command's own Python process, so most of them are clients of one Spark Connect server (the
@@ -10,6 +10,7 @@ commit, also runs with the command's own Spark JVM, killed with it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -26,6 +27,7 @@ from blockheat.libs.io import delta_log, journal
 from blockheat.libs.io.connect_server import ConnectServer
 from blockheat.libs.io.jvm import SHORT_JOB_OPTIONS
 from blockheat.libs.io.session import SparkConfig
+from tests.builders import write_msr
 from tests.jobs.cli.test_faults import tmpfs
 from tests.libs.ingest.crash_at import FILLER, fill
 
@@ -155,3 +157,45 @@ def test_a_full_disk_during_the_commit_leaves_one_whole_trace(warehouse: Path, s
     (disk / FILLER).unlink()
     assert journal.pending(warehouse) == []
     assert read_back(warehouse) == "blkparse"
+
+
+def appended_rows(warehouse: Path, trace_id: str) -> int:
+    """After a stopped append: the trace's records read, once a reader finished what was decided; asserts that
+    records_read = accepted + rejected = the rows each table holds for it, and seq numbers every request once."""
+    code, _, err = traces(warehouse)
+    assert code == 0, err
+    assert journal.pending(warehouse) == []
+    (row,) = delta_log.read(str(warehouse / "traces"), ["records_read", "records_accepted", "records_rejected"],
+                            {"trace_id": trace_id}).to_pylist()
+    seqs = delta_log.read(str(warehouse / "requests"), ["seq"], {"trace_id": trace_id}).column("seq").to_pylist()
+    rejected = delta_log.read(str(warehouse / "rejected_records"), ["position"], {"trace_id": trace_id}).num_rows
+    assert row["records_read"] == row["records_accepted"] + row["records_rejected"]
+    assert (row["records_accepted"], row["records_rejected"]) == (len(seqs), rejected), row
+    assert sorted(seqs) == list(range(len(seqs)))
+    return row["records_read"]
+
+
+@pytest.mark.spark          # a Spark Connect server (server)
+def test_an_append_killed_at_each_commit_boundary_leaves_the_trace_before_or_after_it(
+        warehouse: Path, server: str, tmp_path: Path) -> None:
+    day_us = 86_400_000_000
+    days = [write_msr(tmp_path / f"day{d}.csv", [(d * day_us + i * 1_000_000, i % 2, "R", 4096 * i, 4096)
+                                                  for i in range(20)]) for d in range(6)]
+    first = run(warehouse, server, "none", "kill", "ingest", "--format", "msr", "--trace-id", "a", str(days[0]))
+    assert first.returncode == 0, first.stderr
+    assert appended_rows(warehouse, "a") == 20
+    expected = 20
+    for point, day in zip(("entry", "step-0", "step-1", "step-2", "done"), days[1:], strict=True):
+        killed = run(warehouse, server, point, "kill", "ingest", "--append", "--format", "msr", "--trace-id", "a",
+                     str(day))
+        assert killed.returncode == -9, (point, killed.stderr)
+        assert bool(journal.pending(warehouse)) == (point != "entry"), point
+        expected += 0 if point == "entry" else 20
+        assert appended_rows(warehouse, "a") == expected, point
+    # A decided append is in the trace: appending its file again is refused, naming both.
+    again = run(warehouse, server, "none", "kill", "ingest", "--append", "--format", "msr", "--trace-id", "a",
+                str(days[5]))
+    assert again.returncode == 1
+    assert last_line(again) == (f"blockheat: error: {days[5]}: already in trace a as {days[5]} (the same SHA-256, "
+                                f"{hashlib.sha256(days[5].read_bytes()).hexdigest()[:16]}...); nothing written")
+    assert appended_rows(warehouse, "a") == expected == 100
