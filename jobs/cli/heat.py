@@ -25,7 +25,7 @@ def cmd_heat(args: argparse.Namespace) -> int:
     job = HeatConfig(args.trace_id, args.extent_bytes, _seconds_to_us(args.window, "--window", allow_zero=True),
                      args.stripe_unit_bytes, args.stripe_width, args.random_disks, args.seed)
     spark, cfg = spark_session(args, f"heat {args.trace_id}")
-    run(spark, cfg, job)
+    run(spark, cfg, job, full=args.full)
     hottest = spark.sql(
         "SELECT device, extent_id, requests, blocks, heat AS heat_blocks_s, temperature FROM extent_heat "
         f"WHERE trace_id = '{args.trace_id}' AND extent_bytes = {args.extent_bytes} AND window_us = 0 "
@@ -157,6 +157,8 @@ def add_commands(sub: Any) -> None:
     heat.add_argument("--stripe-width", type=int, default=0, help="striped layout disks (default: devices, >= 2)")
     heat.add_argument("--random-disks", type=int, default=0, help="random layout disks (default: devices, >= 2)")
     heat.add_argument("--seed", type=int, default=0, help="seed of the random layout's placement")
+    heat.add_argument("--full", action="store_true",
+                      help="compute the whole trace again (default: after an append, only the windows it reaches)")
     add_output_options(heat)
     heat.set_defaults(func=cmd_heat)
 

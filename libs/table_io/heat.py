@@ -14,7 +14,7 @@ MAX_DEVICE_REQUESTS goes the Spark SQL way) and, in the compiled passes of libs.
 The driver commits one replace per window length. Integer counts, so the rows equal the Spark SQL form's, heat and
 temperature as the same double divisions.
 
-    written, disks = extent_and_disk_heat(spark, warehouse, "t1", HeatParams(span_us=span))
+    written, disks, counts = extent_and_disk_heat(spark, warehouse, "t1", HeatParams(span_us=span))
 """
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 
 COLUMNS = DEVICE_FILE_COLUMNS
 
-__all__ = ["HeatParams", "Unsupported", "device_heat", "extent_and_disk_heat", "spark_xxhash64_disk"]
+__all__ = ["HeatParams", "Unsupported", "device_heat", "disk_counts", "extent_and_disk_heat", "extent_table",
+           "spark_xxhash64_disk"]
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def spark_xxhash64_disk(seed: int, device: str, seq: np.ndarray, disks: int) -> 
 # --- one device ---------------------------------------------------------------------------------------------
 
 
-def _extent_table(device: str, p: HeatParams, w: int, start: np.ndarray, ext_id: np.ndarray, n: np.ndarray,
+def extent_table(device: str, p: HeatParams, w: int, start: np.ndarray, ext_id: np.ndarray, n: np.ndarray,
                   reads: np.ndarray, blk: np.ndarray, byt: np.ndarray) -> pa.Table:
     """extent_heat rows of window length w (trace_id left '') from the grouped arrays."""
     seconds = _window_seconds(w, p.span_us)
@@ -148,10 +149,10 @@ def device_heat(requests: pa.Table, device: str, p: HeatParams) -> tuple[dict[in
             n = grid[0].ravel()
             present = np.flatnonzero(n)
             k, j = np.divmod(present, count)
-            windowed.append(_extent_table(device, p, w, starts(j + first, w), ids[k], n[present],
+            windowed.append(extent_table(device, p, w, starts(j + first, w), ids[k], n[present],
                                           *(grid[x].ravel()[present] for x in (1, 2, 3))))
     present = np.flatnonzero(whole[0])
-    extent_rows = {0: _extent_table(device, p, 0, np.zeros(len(present), np.int64), ids[present],
+    extent_rows = {0: extent_table(device, p, 0, np.zeros(len(present), np.int64), ids[present],
                                     *(whole[x][present] for x in range(4)))}
     if w:
         extent_rows = {w: pa.concat_tables(windowed), **extent_rows}
@@ -206,9 +207,10 @@ def disk_counts(per_device: dict[str, dict[str, Any]], p: HeatParams
 
 
 def extent_and_disk_heat(spark: SparkSession, warehouse: Path, trace_id: str, p: HeatParams
-                         ) -> tuple[dict[int, int], pa.Table]:
+                         ) -> tuple[dict[int, int], pa.Table, dict[str, Any]]:
     """Replaces the trace's extent_heat rows of p.extent_bytes for each window length of p.windows (one commit
-    each) and returns (window_us -> rows written, the disk_heat rows of window p.window_us, not written).
+    each) and returns (window_us -> rows written, the disk_heat rows of window p.window_us, not written, and each
+    device's counts as device_heat gives them).
     Unsupported when the requests files cannot be read directly, or a device has more windows than one task's
     grids hold."""
     listed = request_files(spark, warehouse, trace_id)
@@ -227,7 +229,7 @@ def extent_and_disk_heat(spark: SparkSession, warehouse: Path, trace_id: str, p:
     out = device_pass(spark, listed.by_size_items(), heat_of, read=Read(COLUMNS), outputs=outputs,
                       label=f"extent heat {trace_id}")
     per_disk, names = disk_counts(out.extras, p)
-    return dict(out.rows), disk_heat_rows(per_disk, names, window_us=p.window_us, span_us=p.span_us)
+    return dict(out.rows), disk_heat_rows(per_disk, names, window_us=p.window_us, span_us=p.span_us), out.extras
 
 
 # --- reference counts of one interval (aged_heat) -------------------------------------------------------------

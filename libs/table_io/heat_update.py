@@ -1,0 +1,363 @@
+"""Extent and disk heat brought up to date after an append, instead of computed again over the whole trace.
+
+A window's rows depend only on the requests in that window (its heat divides by the window's length, libs.transforms
+.heat), so after new requests only the windows that the changed `requests` files span (added or removed since the
+state's version: an append's files, the files an overlapping append re-sorted) are computed again, from the
+requests in them (the row groups whose ts range meets them). What the rest needs is the state, kept per trace and
+parameters under <warehouse>/_state/extent_heat/<trace_id>/: the requests version and the trace's files (SHA-256s)
+it was computed from, each device's end, and each device's layout counts per window before the striped volume's
+shift (what device_heat returns). From them:
+- extent_heat: the changed windows' rows replace the stored ones (files wholly inside the windows are removed,
+  files partly inside written again without them); the whole-trace rows are summed again from every stored window
+  row (they divide by the new span);
+- disk_heat: every window's rows are built again from the state's counts (a device's place in the striped volume
+  moves when an earlier device's end grows), the whole-trace rows from them.
+Both tables change in one journal decision (libs.io.journal); the state is written after it, so a run stopped
+between the two computes the same windows again next time. The full computation runs instead (and writes the state)
+when there is no usable state: the first run, other parameters, the trace ingested again (its files are not the
+state's files followed by new ones), another set of devices, a state version the log no longer holds, or
+window_us = 0 (the whole trace only).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from blockheat.libs.io import delta_log, journal, storage
+from blockheat.libs.io.delta_files import Append, FileWriter, PendingWrite, TableTarget, discard
+from blockheat.libs.io.tables import Location, table_path, table_target
+from blockheat.libs.table_io.device_pass import Read, device_pass, request_files, row_groups
+from blockheat.libs.table_io.heat import COLUMNS, HeatParams, device_heat, disk_counts, extent_table
+from blockheat.libs.transforms.heat import LAYOUTS, disk_heat_rows, whole_trace_disk_table
+from blockheat.schemas import disk_heat as DH
+from blockheat.schemas import extent_heat as EH
+from blockheat.schemas import requests as RQ
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+STATE_DIR = ("_state", "extent_heat")
+COUNTS_SCHEMA = pa.schema([pa.field("device", pa.string()), pa.field("layout", pa.string()),
+                           pa.field("window_start_us", pa.int64()), pa.field("disk", pa.int64()),
+                           pa.field("requests", pa.int64()), pa.field("blocks", pa.int64())])
+
+
+def _key(p: HeatParams) -> dict[str, int]:
+    """The parameters a state holds for (the span changes with the trace)."""
+    return {k: v for k, v in asdict(p).items() if k != "span_us"}
+
+
+def _folder(warehouse: Location, trace_id: str) -> str:
+    return storage.join(storage.normalize(warehouse), *STATE_DIR, trace_id)
+
+
+@dataclass(frozen=True)
+class HeatState:
+    """What extent and disk heat were last computed from, and the per-device counts disk heat is built from."""
+
+    version: int                                  # the requests table's version
+    sha256: list[str]                             # the trace's files, in order
+    devices: list[str]
+    ends: dict[str, int]
+    counts: pa.Table                              # COUNTS_SCHEMA: per device, layout, window and unshifted disk
+
+    def save(self, warehouse: Location, trace_id: str, p: HeatParams) -> None:
+        """Write the counts (a new file), then the document naming them (one PUT or rename): a reader sees the old
+        state or the new one."""
+        folder = _folder(warehouse, trace_id)
+        storage.makedirs(folder)
+        name = f"counts-{uuid.uuid4().hex}.parquet"
+        fs, path = storage.filesystem(storage.join(folder, name))
+        pq.write_table(self.counts, path, filesystem=fs)
+        doc = {"params": _key(p), "version": self.version, "sha256": self.sha256, "devices": self.devices,
+               "ends": self.ends, "counts": name}
+        document = storage.join(folder, f"{p.extent_bytes}-{p.window_us}.json")
+        previous = _read_doc(document)
+        storage.write_bytes(document, json.dumps(doc).encode())
+        if previous and previous.get("counts") != name:
+            storage.delete(storage.join(folder, previous["counts"]))
+
+    @classmethod
+    def load(cls, warehouse: Location, trace_id: str, p: HeatParams) -> HeatState | None:
+        """The state for these parameters (None when there is none, or it is for others or unreadable)."""
+        folder = _folder(warehouse, trace_id)
+        doc = _read_doc(storage.join(folder, f"{p.extent_bytes}-{p.window_us}.json"))
+        if not doc or doc.get("params") != _key(p):
+            return None
+        try:
+            fs, path = storage.filesystem(storage.join(folder, doc["counts"]))
+            counts = pq.read_table(path, filesystem=fs, schema=COUNTS_SCHEMA)
+        except (OSError, KeyError, pa.ArrowException):
+            return None
+        return cls(int(doc["version"]), list(doc["sha256"]), list(doc["devices"]),
+                   {d: int(e) for d, e in doc["ends"].items()}, counts)
+
+
+def _read_doc(path: str) -> dict[str, Any] | None:
+    if not storage.is_file(path):
+        return None
+    try:
+        doc = json.loads(storage.read_bytes(path))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def forget_state(warehouse: Location, trace_id: str, p: HeatParams) -> None:
+    """Drop the state (after the tables were written another way: the next run computes them whole)."""
+    path = storage.join(_folder(warehouse, trace_id), f"{p.extent_bytes}-{p.window_us}.json")
+    if storage.is_file(path):
+        storage.delete(path)
+
+
+def counts_table(per_device: Mapping[str, Mapping[str, Any]]) -> pa.Table:
+    """device_heat's layout counts of every device as COUNTS_SCHEMA rows."""
+    parts = [COUNTS_SCHEMA.empty_table()]
+    for device in sorted(per_device):
+        for layout in LAYOUTS:
+            w, d, n, b = per_device[device][layout]
+            parts.append(pa.table({"device": pa.array([device] * len(w), pa.string()),
+                                   "layout": pa.array([layout] * len(w), pa.string()),
+                                   "window_start_us": pa.array(np.asarray(w, np.int64)),
+                                   "disk": pa.array(np.asarray(d, np.int64)), "requests": pa.array(np.asarray(n)),
+                                   "blocks": pa.array(np.asarray(b))}, schema=COUNTS_SCHEMA))
+    return pa.concat_tables(parts)
+
+
+def per_device_counts(counts: pa.Table, ends: Mapping[str, int]) -> dict[str, dict[str, Any]]:
+    """COUNTS_SCHEMA rows back into device_heat's form (cells in window, disk order), with each device's end."""
+    col = {c: counts.column(c).to_numpy(zero_copy_only=False) for c in COUNTS_SCHEMA.names}
+    out: dict[str, dict[str, Any]] = {}
+    for device in sorted(ends):
+        entry: dict[str, Any] = {"end": ends[device]}
+        for layout in LAYOUTS:
+            mine = np.flatnonzero((col["device"] == device) & (col["layout"] == layout))
+            mine = mine[np.lexsort((col["disk"][mine], col["window_start_us"][mine]))]
+            entry[layout] = tuple(np.ascontiguousarray(col[c][mine], np.int64)
+                                  for c in ("window_start_us", "disk", "requests", "blocks"))
+        out[device] = entry
+    return out
+
+
+def requests_state(warehouse: Location, trace_id: str) -> tuple[int, list[str]]:
+    """The requests table's version now and the trace's files (SHA-256s in order, from `traces`)."""
+    version = delta_log.table_version(table_path(warehouse, RQ.TABLE))
+    (row,) = delta_log.read(table_path(warehouse, "traces"), ["source_files"], {"trace_id": trace_id}).to_pylist()
+    return int(version or 0), [f["sha256"] for f in row["source_files"]]
+
+
+def _changed_span(warehouse: Location, trace_id: str, since: int) -> tuple[int, int] | bool | None:
+    """The ts range of the trace's requests files added or removed after version `since` (inclusive); None when
+    none; False when it cannot tell (the log or a removed file is gone)."""
+    root = table_path(warehouse, RQ.TABLE)
+    try:
+        old, new = delta_log.snapshot(root, since), delta_log.snapshot(root)
+    except delta_log.LogUnreadable:
+        return False
+    def mine(snap: delta_log.Snapshot) -> dict[str, str]:
+        return {a["path"]: snap.path(a) for a in snap.files if a["partitionValues"]["trace_id"] == trace_id}
+
+    before, now = mine(old), mine(new)
+    changed = [now[p] for p in now.keys() - before.keys()] + [before[p] for p in before.keys() - now.keys()]
+    if not changed:
+        return None
+    lo = hi = None
+    for path in changed:
+        if not storage.exists(path):
+            return False
+        for g in row_groups(path):
+            lo, hi = (g.lo, g.hi) if lo is None else (min(lo, g.lo), max(hi, g.hi))
+    return (lo, hi) if lo is not None else None
+
+
+def _stats(path: str, columns: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """(min, max) of integer columns over a Parquet file's row groups, from its footer."""
+    fs, local = storage.filesystem(path)
+    meta = pq.ParquetFile(local, filesystem=fs).metadata
+    index = {meta.schema.column(i).name: i for i in range(meta.num_columns)}
+    out: dict[str, tuple[int, int]] = {}
+    for c in columns:
+        lows, highs = [], []
+        for g in range(meta.num_row_groups):
+            st = meta.row_group(g).column(index[c]).statistics
+            if st is None or not st.has_min_max:
+                raise ValueError(f"{path}: no statistics for {c}")
+            lows.append(int(st.min))
+            highs.append(int(st.max))
+        out[c] = (min(lows), max(highs)) if lows else (0, -1)
+    return out
+
+
+def _stored(target: TableTarget, scope: Mapping[str, str]) -> list[tuple[dict[str, Any], str]]:
+    """The table's files (add action, location) in the partitions `scope` names (partition text values)."""
+    snap = delta_log.snapshot(target.root)
+    return [(a, snap.path(a)) for a in snap.files
+            if all(a["partitionValues"].get(c) == v for c, v in scope.items())]
+
+
+def update_heat(spark: SparkSession, warehouse: Location, trace_id: str, p: HeatParams, devices: Sequence[str]
+                ) -> dict[str, int] | None:
+    """Bring extent_heat (window p.window_us and the whole trace) and disk_heat up to date from the state; the rows
+    written per table and window, or None when the full computation must run instead (nothing written). Raises
+    Unsupported (libs.table_io.device_pass) when the requests files cannot be read directly."""
+    state = HeatState.load(warehouse, trace_id, p)
+    w = p.window_us
+    if state is None or not w:
+        return None
+    version, sha256 = requests_state(warehouse, trace_id)
+    if sha256[:len(state.sha256)] != state.sha256 or sorted(devices) != state.devices:
+        log.info("extent heat %s: the trace was ingested again or its devices changed: computed whole", trace_id)
+        return None
+    span = _changed_span(warehouse, trace_id, state.version)
+    if span is False:
+        return None
+    if span is None:
+        lo, hi = 0, -1                                     # nothing new: the span and the state are written again
+    else:
+        assert isinstance(span, tuple)
+        lo, hi = span[0] // w * w, (span[1] // w + 1) * w
+    listed = request_files(spark, warehouse, trace_id)
+
+    def heat_of(device: str, rows: pa.Table) -> tuple[dict[int, pa.Table], Any]:
+        extent_rows, counts = device_heat(rows, device, p)
+        return {}, (extent_rows[w], counts)
+
+    read = Read(COLUMNS, [("ts_us", ">=", lo), ("ts_us", "<", hi)])
+    out = (device_pass(spark, listed.by_size_items(), heat_of, read=read,
+                       label=f"extent heat {trace_id}, windows {lo}-{hi} us") if hi > lo else None)
+    fresh = out.extras if out else {}
+    new_end = {d: int(c["end"]) for d, (_, c) in fresh.items()}
+    if lo <= 0 and hi > listed.last_us:                    # every window again (a re-ingest): the ends as they are
+        ends = {d: new_end.get(d, 0) for d in state.devices}
+    else:
+        ends = {d: max(state.ends.get(d, 0), new_end.get(d, 0)) for d in state.devices}
+    kept = state.counts.filter(pc.or_(pc.less(state.counts["window_start_us"], lo),
+                                      pc.greater_equal(state.counts["window_start_us"], hi)))
+    counts = pa.concat_tables([kept, counts_table({d: c for d, (_, c) in fresh.items()})])
+    new_windows = pa.concat_tables([EH.ARROW_SCHEMA.empty_table(), *(t for t, _ in fresh.values())])
+    new_windows = _with_trace(new_windows, trace_id, EH.ARROW_SCHEMA)
+
+    written = _commit(spark, warehouse, trace_id, p, lo, hi, new_windows, per_device_counts(counts, ends))
+    HeatState(version, sha256, state.devices, ends, counts).save(warehouse, trace_id, p)
+    log.info("extent heat %s: windows [%d, %d) us computed again, the rest kept", trace_id, lo, hi)
+    return written
+
+
+def _commit(spark: SparkSession, warehouse: Location, trace_id: str, p: HeatParams, lo: int, hi: int,
+            new_windows: pa.Table, per_device: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """One journal decision: extent_heat's changed windows and whole-trace rows, disk_heat's window and whole-trace
+    rows."""
+    w = p.window_us
+    eh = table_target(spark, warehouse, EH.TABLE).for_write()
+    dh = table_target(spark, warehouse, DH.TABLE).for_write()
+    try:
+        # extent_heat: the stored window rows outside [lo, hi) are kept (a file partly inside is written again
+        # without the rows inside); the whole-trace rows are summed from every window row.
+        removes: list[str] = []
+        kept_rows: list[pa.Table] = []          # the window rows outside [lo, hi): for the whole-trace sums
+        rewrite: list[pa.Table] = []            # rows of removed files that stay: written again
+        columns = [f.name for f in EH.ARROW_SCHEMA if f.name not in EH.PARTITION_COLUMNS]
+        for add, path in _stored(eh, {"trace_id": trace_id, "extent_bytes": str(p.extent_bytes)}):
+            low, high = _stats(path, ("window_us",))["window_us"]
+            if not (low <= 0 <= high or low <= w <= high):
+                continue                                       # other window lengths only
+            fs, local = storage.filesystem(path)
+            rows = pq.read_table(local, filesystem=fs, columns=columns)
+            length, starts = rows["window_us"], rows["window_start_us"]
+            outside = rows.filter(pc.and_(pc.equal(length, w), pc.or_(pc.less(starts, lo),
+                                                                       pc.greater_equal(starts, hi))))
+            kept_rows.append(outside)
+            if outside.num_rows == rows.num_rows:
+                continue                                       # the file stays as it is
+            removes.append(add["path"])
+            rewrite += [outside, rows.filter(pc.and_(pc.not_equal(length, w), pc.not_equal(length, 0)))]
+        writer = FileWriter(eh)
+        for t in rewrite:
+            writer.write(_stamp(t, trace_id, p.extent_bytes))
+        writer.write(new_windows)
+        all_windows = pa.concat_tables([_stamp(t, trace_id, p.extent_bytes) for t in kept_rows] + [new_windows])
+        eh_files = writer.close().to_pylist()
+        whole = _whole_extent_rows(all_windows, trace_id, p)
+        writer = FileWriter(eh)                                # the whole-trace rows in files of their own
+        writer.write(whole)
+        eh_files += writer.close().to_pylist()
+        # disk_heat: every window from the state's counts, and the whole trace.
+        per_disk, names = disk_counts(per_device, p)
+        windows = disk_heat_rows(per_disk, names, window_us=w, span_us=p.span_us)
+        whole_disk = whole_trace_disk_table(windows, span_us=p.span_us)
+        rows = pa.concat_tables([windows, whole_disk])
+        rows = _with_trace(rows, trace_id, DH.ARROW_SCHEMA)
+        dh_removes, dh_kept = [], []
+        for add, path in _stored(dh, {"trace_id": trace_id}):
+            low, high = _stats(path, ("window_us",))["window_us"]
+            if low <= 0 <= high or low <= w <= high:
+                dh_removes.append(add["path"])
+                fs, local = storage.filesystem(path)
+                other = pq.read_table(local, filesystem=fs,
+                                      columns=[c for c in DH.ARROW_SCHEMA.names if c not in DH.PARTITION_COLUMNS])
+                length = other["window_us"]
+                other = other.filter(pc.and_(pc.not_equal(length, w), pc.not_equal(length, 0)))
+                dh_kept.append(other.append_column("layout", pa.array([add["partitionValues"]["layout"]]
+                                                                      * other.num_rows, pa.string())))
+        writer = FileWriter(dh)
+        writer.write(rows)
+        for t in dh_kept:
+            if t.num_rows:
+                writer.write(t.append_column("trace_id", pa.array([trace_id] * t.num_rows, pa.string())))
+        dh_files = writer.close().to_pylist()
+    except BaseException:
+        discard(eh)
+        discard(dh)
+        raise
+    scope = {"trace_id": trace_id}
+    pending = [PendingWrite({EH.TABLE: (eh, Append({**scope, "extent_bytes": p.extent_bytes}, tuple(removes)))},
+                            [{**f, "table": EH.TABLE} for f in eh_files], []),
+               PendingWrite({DH.TABLE: (dh, Append(scope, tuple(dh_removes)))},
+                            [{**f, "table": DH.TABLE} for f in dh_files], [])]
+    journal.commit(warehouse, pending, f"the heat update of trace {trace_id}")
+    return {f"extent_heat window_us={w}": int(all_windows.num_rows), "extent_heat window_us=0": whole.num_rows}
+
+
+def _with_trace(rows: pa.Table, trace_id: str, schema: pa.Schema) -> pa.Table:
+    """Rows whose first column is the trace id (left '' by the builders), set, in the table's schema."""
+    return rows.set_column(0, "trace_id", pa.array([trace_id] * rows.num_rows, pa.string())).cast(schema)
+
+
+def _stamp(rows: pa.Table, trace_id: str, extent_bytes: int) -> pa.Table:
+    """Stored rows (without the partition columns) with them, in the table's column order."""
+    n = rows.num_rows
+    if "trace_id" in rows.column_names:
+        return rows
+    cols = {"trace_id": pa.array([trace_id] * n, pa.string()),
+            "extent_bytes": pa.array(np.full(n, extent_bytes, np.int64))}
+    return pa.table({f.name: cols[f.name] if f.name in cols else rows[f.name] for f in EH.ARROW_SCHEMA},
+                    schema=EH.ARROW_SCHEMA)
+
+
+def _whole_extent_rows(windows: pa.Table, trace_id: str, p: HeatParams) -> pa.Table:
+    """The whole-trace extent_heat rows from every window row: counts summed per device and extent (the full
+    computation's integers, heat and temperature by the same divisions)."""
+    summed = windows.group_by(["device", "extent_id"], use_threads=False).aggregate(
+        [("requests", "sum"), ("reads", "sum"), ("blocks", "sum"), ("bytes", "sum")])
+    parts = [EH.ARROW_SCHEMA.empty_table()]
+    device_col = summed["device"].to_numpy(zero_copy_only=False)
+    for device in sorted(set(device_col.tolist())):
+        mine = np.flatnonzero(device_col == device)
+        ids = summed["extent_id"].to_numpy()[mine]
+        order = np.argsort(ids)
+        pick = mine[order]
+        t = extent_table(device, p, 0, np.zeros(len(pick), np.int64), ids[order],
+                          *(summed[f"{c}_sum"].to_numpy()[pick] for c in ("requests", "reads", "blocks", "bytes")))
+        parts.append(_with_trace(t, trace_id, EH.ARROW_SCHEMA))
+    return pa.concat_tables(parts)
