@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from blockheat.libs.io.session import SparkConfig, build_session
 from blockheat.libs.io.tables import read_table, replace_rows, trace_info
 from blockheat.libs.table_io.device_pass import files_or_sql
-from blockheat.libs.table_io.tracking import relative_errors_files, track_trace
+from blockheat.libs.table_io.tracking import relative_errors_files
+from blockheat.libs.table_io.tracking_update import TrackParams, forget_state, track_whole, update_tracking
 from blockheat.libs.transforms.tracking import compute_heat_tracking
 from blockheat.libs.transforms.tracking_eval import (
     DEFAULT_SPEC,
@@ -38,17 +39,28 @@ class TrackConfig:
 
 
 def track_ks(spark: SparkSession, cfg: SparkConfig, trace_id: str, ks: Sequence[int], *,
-             aging_period_us: int = 3_600_000_000, extent_bytes: int = 1 << 20) -> dict[int, int]:
-    """Writes the trace's heat_tracking rows of every k (extent size, aging period); returns k -> rows.
-    Read from the requests files in one pass for all k (libs.table_io.tracking); the window
-    functions (libs.transforms.tracking), one pass per k, when the files cannot be read directly."""
-    span_us = int(trace_info(spark, cfg.warehouse, trace_id)["span_us"])
+             aging_period_us: int = 3_600_000_000, extent_bytes: int = 1 << 20, full: bool = False) -> dict[int, int]:
+    """Writes the trace's heat_tracking rows of every k (extent size, aging period); returns k -> rows written.
+    After an append, resumed from the stored state: only the new checkpoints' rows (libs.table_io.tracking_update;
+    not with `full`). Otherwise read from the requests files in one pass for all k (libs.table_io.tracking); the
+    window functions (libs.transforms.tracking), one pass per k, when the files cannot be read directly."""
+    info = trace_info(spark, cfg.warehouse, trace_id)
+    span_us = int(info["span_us"])
+    params = TrackParams(tuple(dict.fromkeys(int(k) for k in ks)), extent_bytes, aging_period_us)
     log.info("heat tracking: %s, k in %s, aging every %g s", trace_id, list(ks), aging_period_us / 1e6)
-    return files_or_sql(
-        lambda: track_trace(spark, cfg.warehouse, trace_id, ks=ks, span_us=span_us, extent_bytes=extent_bytes,
-                            aging_period_us=aging_period_us),
-        lambda: _track_sql(spark, cfg, trace_id, ks, span_us, aging_period_us, extent_bytes),
-        f"heat tracking {trace_id}")
+    if not full:
+        resumed = files_or_sql(lambda: update_tracking(spark, cfg.warehouse, trace_id, params, span_us=span_us,
+                                                       devices=info["devices"]),
+                               lambda: None, f"heat tracking update {trace_id}")
+        if resumed is not None:
+            return resumed
+
+    def sql_way() -> dict[int, int]:
+        forget_state(cfg.warehouse, trace_id, params)
+        return _track_sql(spark, cfg, trace_id, ks, span_us, aging_period_us, extent_bytes)
+
+    return files_or_sql(lambda: track_whole(spark, cfg.warehouse, trace_id, params, span_us=span_us), sql_way,
+                        f"heat tracking {trace_id}")
 
 
 def _track_sql(spark: SparkSession, cfg: SparkConfig, trace_id: str, ks: Sequence[int], span_us: int,
@@ -71,19 +83,19 @@ def _tracked(spark: SparkSession, cfg: SparkConfig, trace_id: str, k: int, exten
         f"k = {k} AND extent_bytes = {extent_bytes} AND aging_period_us = {aging_period_us}")
 
 
-def run_track(spark: SparkSession, cfg: SparkConfig, job: TrackConfig) -> int:
+def run_track(spark: SparkSession, cfg: SparkConfig, job: TrackConfig, *, full: bool = False) -> int:
     """Writes the trace's heat_tracking rows for (k, extent size, aging period); returns the row count."""
-    return track_ks(spark, cfg, job.trace_id, [job.k], aging_period_us=job.aging_period_us,
+    return track_ks(spark, cfg, job.trace_id, [job.k], aging_period_us=job.aging_period_us, full=full,
                     extent_bytes=job.extent_bytes)[job.k]
 
 
 def run_eval(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, ks: Sequence[int] = KS,
              aging_period_us: int = 3_600_000_000, extent_bytes: int = 1 << 20,
-             spec: StepSpec = DEFAULT_SPEC) -> list[dict[str, Any]]:
+             spec: StepSpec = DEFAULT_SPEC, full: bool = False) -> list[dict[str, Any]]:
     """For each k: tracking error on the real trace (via heat_tracking; the relative errors read from its files,
     libs.table_io.tracking.relative_errors_files, or through Spark SQL when they cannot be) and
     step/drop behaviour on generated traces. Writes and returns the tracking_eval rows."""
-    track_ks(spark, cfg, trace_id, ks, aging_period_us=aging_period_us, extent_bytes=extent_bytes)
+    track_ks(spark, cfg, trace_id, ks, aging_period_us=aging_period_us, extent_bytes=extent_bytes, full=full)
     errors = files_or_sql(
         lambda: relative_errors_files(spark, cfg.warehouse, trace_id, ks=ks, extent_bytes=extent_bytes,
                                       aging_period_us=aging_period_us),
@@ -127,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--aging-period", type=float, default=3600.0, help="seconds")
     parser.add_argument("--eval", action="store_true")
+    parser.add_argument("--full", action="store_true", help="track the whole trace (not only what an append added)")
     parser.add_argument("--ks", type=_ks, default=KS, help="--eval: k values (default 5,10,20,50)")
     parser.add_argument("--eval-extents", type=int, default=DEFAULT_SPEC.extents,
                         help="--eval: extents of the generated step and drop traces (default %(default)s)")
@@ -140,9 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     period = round(args.aging_period * 1e6)
     if args.eval:
         spec = StepSpec(extents=args.eval_extents, change_s=args.eval_change, end_s=args.eval_end)
-        run_eval(spark, cfg, args.trace_id, ks=args.ks, aging_period_us=period, spec=spec)
+        run_eval(spark, cfg, args.trace_id, ks=args.ks, aging_period_us=period, spec=spec, full=args.full)
     else:
-        run_track(spark, cfg, TrackConfig(args.trace_id, args.k, period))
+        run_track(spark, cfg, TrackConfig(args.trace_id, args.k, period), full=args.full)
     return 0
 
 

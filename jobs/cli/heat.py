@@ -75,7 +75,7 @@ def cmd_track(args: argparse.Namespace) -> int:
         raise UsageError(f"--k must be >= 2, got {args.k}")
     job = TrackConfig(args.trace_id, args.k, _seconds_to_us(args.aging_period, "--aging-period"), args.extent_bytes)
     spark, cfg = spark_session(args, f"track {args.trace_id}")
-    n = run_track(spark, cfg, job)
+    n = run_track(spark, cfg, job, full=args.full)
     summary = spark.sql(
         "SELECT count(DISTINCT device, extent_id) AS extents, count(DISTINCT checkpoint_us) AS checkpoints, "
         "avg(abs(heat - true_heat) / true_heat) AS mean_rel_error_aged, "
@@ -84,7 +84,7 @@ def cmd_track(args: argparse.Namespace) -> int:
         f"AND extent_bytes = {job.extent_bytes} AND aging_period_us = {job.aging_period_us} "
         "AND heat IS NOT NULL AND true_heat > 0").first().asDict()
     out = output(args)
-    out.note(f"\nheat_tracking: {n:,} rows (extent x checkpoint) for k={args.k}, aging every "
+    out.note(f"\nheat_tracking: {n:,} rows (extent x checkpoint) written for k={args.k}, aging every "
              f"{human(args.aging_period, SECONDS)}")
     out.rows([summary], list(summary), name="tracking")
     return out.render()
@@ -97,7 +97,7 @@ def cmd_track_eval(args: argparse.Namespace) -> int:
 
     spark, cfg = spark_session(args, f"track-eval {args.trace_id}")
     rows = run_eval(spark, cfg, args.trace_id, aging_period_us=_seconds_to_us(args.aging_period, "--aging-period"),
-                    extent_bytes=args.extent_bytes)
+                    extent_bytes=args.extent_bytes, full=args.full)
     out = output(args)
     out.rows(rows, ["k", "checkpoints", "mean_relative_error", "median_relative_error", "requests_to_90pct",
                     "stale_s_aging", "stale_s_no_aging"], name="tracking_eval",
@@ -179,6 +179,8 @@ def add_commands(sub: Any) -> None:
     track.add_argument("--k", type=int, default=10, help="requests in the moving window (default 10)")
     track.add_argument("--aging-period", type=float, default=3600.0, help="seconds between pseudo requests")
     track.add_argument("--extent-bytes", type=int, default=1 << 20, help="extent size")
+    track.add_argument("--full", action="store_true",
+                       help="track the whole trace again (default: after an append, on from the stored state)")
     add_output_options(track)
     track.set_defaults(func=cmd_track)
 
@@ -187,6 +189,7 @@ def add_commands(sub: Any) -> None:
     ev.add_argument("trace_id", metavar="TRACE_ID", help="an ingested trace")
     ev.add_argument("--aging-period", type=float, default=3600.0, help="seconds (real-trace checkpoints)")
     ev.add_argument("--extent-bytes", type=int, default=1 << 20, help="extent size")
+    ev.add_argument("--full", action="store_true", help="track the whole trace again before the evaluation")
     add_output_options(ev)
     ev.set_defaults(func=cmd_track_eval)
 

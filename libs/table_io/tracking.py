@@ -1,12 +1,12 @@
 """Interarrival heat tracking read from the `requests` files: the per-device form of libs.transforms.tracking
 (whose window functions are the definition, and the fallback when the files cannot be read directly).
 
-One device pass (libs.table_io.device_pass): each task cuts its device's requests into extent pieces, sorts them by
-(extent, ts_us, seq) and walks them once for every k asked (libs.transforms.tracking_kernels); the heat_tracking
-rows of each k are written by the tasks and committed once per k by the driver. The window functions sort and
-shuffle the pieces once per k and join the true heat back; this reads the trace once.
+Per device (a task of libs.table_io.tracking_update's device passes): its requests cut into extent pieces, sorted by
+(extent, ts_us, seq) and walked once for every k asked (libs.transforms.tracking_kernels). The window functions
+sort and shuffle the pieces once per k and join the true heat back; this reads the trace once. Also the
+evaluation's relative errors, read from the heat_tracking files.
 
-    rows = track_trace(spark, warehouse, "t1", ks=(5, 10), span_us=span)   # {5: rows, 10: rows}
+    per_k = device_rows(requests, ks=(5, 10), extent_bytes=1 << 20, aging_period_us=3_600_000_000, span_us=span)
 """
 from __future__ import annotations
 
@@ -22,11 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blockheat.libs.io import storage
-from blockheat.libs.io.tables import table_target
 from blockheat.libs.io.task_parquet import scratch_dir
-from blockheat.libs.table_io.device_pass import Output, Read, Unsupported, device_pass, spark_tasks, trace_files
+from blockheat.libs.table_io.device_pass import Unsupported, spark_tasks, trace_files
 from blockheat.libs.transforms.profile import interpolate
-from blockheat.libs.transforms.tracking import _check
 from blockheat.libs.transforms.tracking_kernels import checkpoint_rows, extent_pieces, track
 from blockheat.schemas import heat_tracking as HT
 
@@ -37,23 +35,38 @@ log = logging.getLogger(__name__)
 
 COLUMNS = ["ts_us", "seq", "offset_bytes", "size_bytes"]
 
-__all__ = ["Unsupported", "device_rows", "kth_smallest", "relative_errors_files", "track_trace"]
+__all__ = ["Unsupported", "device_rows", "kth_smallest", "relative_errors_files", "rows_of_pieces", "sorted_pieces"]
 
 
 def device_rows(requests: pa.Table, *, ks: Sequence[int], extent_bytes: int, aging_period_us: int,
                 span_us: int) -> dict[int, pa.Table]:
     """One device's heat_tracking rows per k (trace_id and device left out) from its requests (ts_us, seq,
     offset_bytes, size_bytes, any order)."""
-    p = aging_period_us
-    last_j = span_us // p - 1
+    ext, ts, _, blocks = sorted_pieces(requests, extent_bytes)
+    return rows_of_pieces(ext, ts, blocks, ks=ks, extent_bytes=extent_bytes, aging_period_us=aging_period_us,
+                          last_j=span_us // aging_period_us - 1)
+
+
+def sorted_pieces(requests: pa.Table, extent_bytes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The requests (ts_us, seq, offset_bytes, size_bytes) cut into extent pieces, sorted by (extent, ts_us, seq):
+    extent id, ts_us, seq, blocks."""
     col = {c: np.ascontiguousarray(requests.column(c).to_numpy(), dtype=np.int64) for c in COLUMNS}
     ext, ts, seq, blocks = extent_pieces(col["ts_us"], col["seq"], col["offset_bytes"], col["size_bytes"],
                                          extent_bytes)
     order = np.lexsort((seq, ts, ext))
-    ext, ts, blocks = ext[order], ts[order], blocks[order]
-    starts = checkpoint_rows(ext, ts, last_j, p)
+    return ext[order], ts[order], seq[order], blocks[order]
+
+
+def rows_of_pieces(ext: np.ndarray, ts: np.ndarray, blocks: np.ndarray, *, ks: Sequence[int], extent_bytes: int,
+                   aging_period_us: int, last_j: int, first_row_j: int = 0,
+                   seen_before: np.ndarray | None = None) -> dict[int, pa.Table]:
+    """heat_tracking rows per k (trace_id and device left out) of sorted pieces, for checkpoints first_row_j ..
+    last_j (tracking_kernels.track; seen_before: requests of each extent group before its pieces here)."""
+    p = aging_period_us
+    starts = checkpoint_rows(ext, ts, last_j, p, first_row_j)
     extent_id, checkpoint, seen, true_heat, heat, known, unaged = track(ext, ts, blocks, starts,
-                                                                         np.array(ks, np.int64), last_j, p)
+                                                                         np.array(ks, np.int64), last_j, p,
+                                                                         first_row_j, seen_before)
     n = len(extent_id)
     base = {"extent_bytes": pa.array(np.full(n, extent_bytes, np.int64)), "extent_id": pa.array(extent_id),
             "aging_period_us": pa.array(np.full(n, p, np.int64)), "checkpoint_us": pa.array(checkpoint),
@@ -64,30 +77,6 @@ def device_rows(requests: pa.Table, *, ks: Sequence[int], extent_bytes: int, agi
         out[k] = pa.table({**base, "k": pa.array(np.full(n, k, np.int32)),
                            "heat": pa.array(heat[q], mask=missing), "heat_no_aging": pa.array(unaged[q], mask=missing)})
     return out
-
-
-def track_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, ks: Sequence[int], span_us: int,
-                extent_bytes: int = 1 << 20, aging_period_us: int = 3_600_000_000) -> dict[int, int]:
-    """Replaces the trace's heat_tracking rows of each k (for this extent size and aging period), one commit
-    per k; returns k -> rows written. Unsupported when the requests files cannot be read directly."""
-    ks = tuple(dict.fromkeys(int(k) for k in ks))
-    for k in ks:
-        _check(k, aging_period_us)
-    target = table_target(spark, warehouse, HT.TABLE)
-    outputs = {k: Output(target.for_write(), {"trace_id": trace_id, "k": k, "extent_bytes": extent_bytes,
-                                              "aging_period_us": aging_period_us}) for k in ks}
-
-    def rows_of(device: str, requests: pa.Table) -> tuple[dict[int, pa.Table], None]:
-        per_k = device_rows(requests, ks=ks, extent_bytes=extent_bytes, aging_period_us=aging_period_us,
-                            span_us=span_us)
-        return {k: rows.append_column("trace_id", pa.array([trace_id] * rows.num_rows, pa.string()))
-                       .append_column("device", pa.array([device] * rows.num_rows, pa.string()))
-                       .select(list(HT.COLUMNS))
-                for k, rows in per_k.items()}, None
-
-    written = device_pass(spark, sorted(trace_files(spark, warehouse, trace_id).items()), rows_of, read=Read(COLUMNS),
-                          outputs=outputs, label=f"heat tracking {trace_id}, k in {list(ks)}")
-    return {k: written.rows[k] for k in ks}
 
 
 # --- the evaluation's relative errors from the heat_tracking files ------------------------------------------

@@ -58,10 +58,11 @@ def extent_pieces(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.
 
 
 @njit(cache=True, nogil=True)
-def checkpoint_rows(ext: np.ndarray, ts: np.ndarray, last_j: int, period: int) -> np.ndarray:  # pragma: no cover
+def checkpoint_rows(ext: np.ndarray, ts: np.ndarray, last_j: int, period: int,
+                    first_row_j: int = 0) -> np.ndarray:  # pragma: no cover
     """Per extent group of the sorted pieces (ext ascending), the first output row: rows run over the
-    checkpoints first_j = t_1 // P + 1 .. last_j of each extent, in extent order. Returns group starts
-    (len groups + 1, the last = pieces) followed by row starts (len groups + 1, the last = rows)."""
+    checkpoints first_j = max(t_1 // P + 1, first_row_j) .. last_j of each extent, in extent order. Returns group
+    starts (len groups + 1, the last = pieces) followed by row starts (len groups + 1, the last = rows)."""
     n = ext.shape[0]
     groups = 0
     for i in range(n):
@@ -74,7 +75,7 @@ def checkpoint_rows(ext: np.ndarray, ts: np.ndarray, last_j: int, period: int) -
         if i == 0 or ext[i] != ext[i - 1]:
             out[g] = i
             out[groups + 1 + g] = rows
-            first_j = ts[i] // period + 1
+            first_j = max(ts[i] // period + 1, first_row_j)
             if first_j <= last_j:
                 rows += last_j - first_j + 1
             g += 1
@@ -85,10 +86,13 @@ def checkpoint_rows(ext: np.ndarray, ts: np.ndarray, last_j: int, period: int) -
 
 @njit(cache=True, nogil=True)
 def track(ext: np.ndarray, ts: np.ndarray, blocks: np.ndarray, starts: np.ndarray, ks: np.ndarray, last_j: int,
-          period: int) -> tuple[np.ndarray, ...]:  # pragma: no cover
+          period: int, first_row_j: int = 0, seen_before: np.ndarray | None = None
+          ) -> tuple[np.ndarray, ...]:  # pragma: no cover
     """The heat_tracking rows of one device's pieces, sorted by (extent, ts_us, seq): extent id, checkpoint
     (us), requests seen and true heat per row, and per k (rows of `ks`) heat, its validity and the heat
-    without aging."""
+    without aging. Resuming (libs.table_io.tracking_update): rows only from checkpoint first_row_j on (starts by
+    checkpoint_rows with the same first_row_j), and seen_before[g] requests of extent group g before its first
+    piece here (its first pieces being the last max(ks) before them, the rest counted only)."""
     groups = (starts.shape[0] - 2) // 2
     n_rows = starts[2 * groups + 1]
     nk = ks.shape[0]
@@ -103,9 +107,10 @@ def track(ext: np.ndarray, ts: np.ndarray, blocks: np.ndarray, starts: np.ndarra
     for g in range(groups):
         a, b = starts[g], starts[g + 1]
         r0 = starts[groups + 1 + g]
-        first_j = ts[a] // period + 1
+        first_j = max(ts[a] // period + 1, first_row_j)
         if first_j > last_j:
             continue
+        before = 0 if seen_before is None else seen_before[g]
         for r in range(r0, starts[groups + 2 + g]):
             extent_id[r] = ext[a]
             checkpoint[r] = (first_j + r - r0) * period
@@ -114,15 +119,15 @@ def track(ext: np.ndarray, ts: np.ndarray, blocks: np.ndarray, starts: np.ndarra
             if first_j <= j <= last_j:
                 true_heat[r0 + j - first_j] += blocks[i]
         for i in range(a, b):
-            n = i - a + 1
-            jf = ts[i] // period + 1
+            n = i - a + 1 + before
+            jf = max(ts[i] // period + 1, first_j)
             ju = last_j if i == b - 1 else min(ts[i + 1] // period, last_j)
             for j in range(jf, ju + 1):
                 seen[r0 + j - first_j] = n
             if n < 2 or jf > ju:
                 continue
             for q in range(nk):
-                m = min(n, ks[q])
+                m = min(n, ks[q], i - a + 1)
                 total = 0
                 for x in range(i - m + 1, i + 1):
                     total += blocks[x]

@@ -91,7 +91,7 @@ def test_files_path_equals_the_window_functions_on_the_real_trace(spark, spark_c
     """Every row, bit for bit, on the bundled HP trace (two devices): three k with hourly checkpoints, k = 10
     with checkpoints every 10 minutes (all three written in one pass each time)."""
     from blockheat.libs.io.tables import read_table, trace_info
-    from blockheat.libs.table_io.tracking import track_trace
+    from blockheat.libs.table_io.tracking_update import TrackParams, track_whole
     from tests.conftest import HPLAJW_TRACE_ID as TID
 
     span = int(trace_info(spark, spark_cfg.warehouse, TID)["span_us"])
@@ -99,7 +99,7 @@ def test_files_path_equals_the_window_functions_on_the_real_trace(spark, spark_c
     cols = [c for c in heat_tracking.COLUMNS if c != "trace_id"]
     key = ["device", "extent_id", "checkpoint_us"]
     for period, rows, compared in ((3600 * S, 26_548, (2, 10, 50)), (600 * S, 161_026, (10,))):
-        written = track_trace(spark, spark_cfg.warehouse, TID, ks=(2, 10, 50), span_us=span, aging_period_us=period)
+        written = track_whole(spark, spark_cfg.warehouse, TID, TrackParams((2, 10, 50), MIB, period), span_us=span)
         assert written == {2: rows, 10: rows, 50: rows}
         for k in compared:
             want = compute_heat_tracking(requests, k=k, aging_period_us=period, span_us=span).select(cols).toPandas()
