@@ -25,6 +25,13 @@ VM's speed drifts between runs minutes apart):
 exceeds extent heat's per-device task limit (libs.table_io.device_pass.MAX_DEVICE_REQUESTS, 30 M), e.g.
 --cluster-millions 300 --cluster-disks 12 (25 M a device, as 100 M on 4).
 
+Growing trace (--growth-nights N): one trace that lands one more day of --growth-millions requests each night
+(4 disks), and per night what the DAG runs for it through the whole-trace stages, as libs.nightly plans them: the
+new file appended, extent heat, tracking (with its evaluation), profile and report. Goal: night N at most 1.3x
+night 2 (a night's cost follows its new data, not the trace's length):
+
+    .venv/bin/python bench/scale.py --growth-nights 30 --growth-millions 2
+
 Generated trace: MSR CSV, N requests on 4 disks over exactly one day (sorted uniform arrival times, so both
 sizes fill trace day 0), Zipf-like hot 1 MiB extents over 32 GiB per disk, 35% reads, 0.5-64 KiB; the
 scorecard replays them on the IBM Ultrastar 73LZX spec (MSR traces record no disk geometry). At 100 M requests
@@ -77,14 +84,14 @@ def disks_for(n: int, scale_disks: bool) -> int:
     return max(4, round(4 * n / 10_000_000)) if scale_disks else 4
 
 
-def trace_chunks(n: int, seed: int = 8, disks: int = 4) -> Iterator[pa.Table]:
-    """n generated MSR requests over one day on `disks` disks, time-ordered, 1M rows at a time (MSR CSV
-    columns)."""
+def trace_chunks(n: int, seed: int = 8, disks: int = 4, day: int = 0) -> Iterator[pa.Table]:
+    """n generated MSR requests over one day (trace day `day`) on `disks` disks, time-ordered, 1M rows at a time
+    (MSR CSV columns)."""
     rng = np.random.default_rng(seed)
     chunks = max(1, -(-n // CHUNK))
     for c in range(chunks):
         k = min(CHUNK, n - c * CHUNK)
-        lo, hi = c * DAY_TICKS // chunks, (c + 1) * DAY_TICKS // chunks
+        lo, hi = (day * DAY_TICKS + c * DAY_TICKS // chunks, day * DAY_TICKS + (c + 1) * DAY_TICKS // chunks)
         hot = rng.zipf(1.3, k) % 32_768                      # extent popularity, 32 GiB per disk
         yield pa.table({
             "ts": FILETIME_T0 + np.sort(rng.integers(lo, hi, k)),
@@ -97,10 +104,10 @@ def trace_chunks(n: int, seed: int = 8, disks: int = 4) -> Iterator[pa.Table]:
         })
 
 
-def make_trace(path: Path, n: int, seed: int = 8, disks: int = 4) -> None:
-    """n MSR requests over one day on `disks` disks, time-ordered, written 1M rows at a time."""
+def make_trace(path: Path, n: int, seed: int = 8, disks: int = 4, day: int = 0) -> None:
+    """n MSR requests over one day (trace day `day`) on `disks` disks, time-ordered, written 1M rows at a time."""
     with path.open("wb") as out:
-        for table in trace_chunks(n, seed, disks):
+        for table in trace_chunks(n, seed, disks, day):
             pacsv.write_csv(table, out, pacsv.WriteOptions(include_header=False, quoting_style="none"))
 
 
@@ -201,6 +208,56 @@ def pipeline(work: Path, n: int, spark_conf: Mapping[str, str], only: Sequence[s
     return result
 
 
+GROWTH_STAGES = ("ingest_trace", "extent_heat", "heat_tracking", "trace_profile", "heat_report")
+
+
+def growth(work: Path, nights: int, per_night: int, spark_conf: Mapping[str, str]) -> list[dict[str, float]]:
+    """A growing trace: night d lands trace day d's file (per_night requests on 4 disks) and runs what the nightly
+    DAG runs for it through the whole-trace stages (libs.nightly's plan: the new file appended, then extent heat,
+    tracking, profile and report), each stage's process timed. Seconds per stage per night."""
+    from blockheat.libs.ingest.pipeline import FORMATS
+    from blockheat.libs.nightly import NightlySettings, plan_trace, read_manifest, record_ledger, scan_landing
+
+    folder = work / "landing-growth" / "grow"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps({"format": "msr", "start_date": "2007-02-22"}))
+    warehouse = work / "warehouse-growth"
+    shutil.rmtree(warehouse, ignore_errors=True)
+    settings = NightlySettings.from_mapping({"landing_dir": str(folder.parent), "warehouse": str(warehouse)},
+                                            python=sys.executable)
+    env = stage_env(warehouse, "local[2]", spark_conf)
+    nights_run = []
+    for day in range(nights):
+        make_trace(folder / f"day-{day:03d}.csv", per_night, seed=100 + day, day=day)
+        landed = scan_landing(folder, read_manifest(folder, FORMATS))
+        plan = plan_trace(settings, landed, day, now=dt.datetime(2007, 2, 23 + day, tzinfo=dt.UTC))
+        seconds: dict[str, float] = {}
+        for stage in GROWTH_STAGES:
+            for argv in plan.args[stage]:
+                seconds[stage] = seconds.get(stage, 0.0) + run_stage(stage, argv, env, work / "growth.log").seconds
+            if stage == "ingest_trace":
+                record_ledger(warehouse, "grow", "ingested", {"fingerprint": plan.fingerprint})
+        log.info("growth night %d (%s): %s", day + 1, "appended" if plan.appends else "ingested",
+                 ", ".join(f"{s} {t:.1f} s" for s, t in seconds.items()))
+        nights_run.append(seconds)
+    shutil.rmtree(warehouse, ignore_errors=True)
+    return nights_run
+
+
+def write_growth_table(out: TextIO, nights: Sequence[Mapping[str, float]], per_night: int) -> None:
+    out.write(f"\ngrowing trace, {per_night / 1e6:g}M requests a night, local[2], seconds per stage:\n\n")
+    out.write("| night | " + " | ".join(GROWTH_STAGES) + " | total |\n|---|" + "---|" * (len(GROWTH_STAGES) + 1) + "\n")
+    for i, night in enumerate(nights, start=1):
+        out.write(f"| {i} | " + " | ".join(f"{night.get(s, 0.0):.1f}" for s in GROWTH_STAGES)
+                  + f" | {sum(night.values()):.1f} |\n")
+    if len(nights) >= 2:
+        last, second = (sum(n.values()) for n in (nights[-1], nights[1]))
+        per_stage = ", ".join(f"{s} {nights[-1].get(s, 0.0) / max(nights[1].get(s, 0.0), 1e-9):.2f}x"
+                              for s in GROWTH_STAGES)
+        out.write(f"\nnight {len(nights)} / night 2: {last / second:.2f}x (goal <= 1.3x); {per_stage}\n")
+
+
 def cluster_run(work: Path, landing: Path, workers: int, worker_memory: str, spark_conf: Mapping[str, str],
                 pin: bool = False) -> float:
     """Seconds of ingest + extent heat of the landed trace on a fresh standalone cluster of `workers` 1-core
@@ -276,6 +333,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pin-workers", action="store_true",
                         help="cluster: each worker on a CPU of its own (local-cluster.sh --pin), as 1-core machines")
     parser.add_argument("--cluster-only", action="store_true", help="only the 2- vs 1-worker comparison")
+    parser.add_argument("--growth-nights", type=int, default=0, metavar="N",
+                        help="a growing trace over N nights instead (one day of --growth-millions a night)")
+    parser.add_argument("--growth-millions", type=float, default=2.0, metavar="M",
+                        help="requests landed each night of --growth-nights, millions (default 2)")
     parser.add_argument("--cluster-rounds", type=int, default=1, metavar="R",
                         help="cluster: R rounds of both runs, in alternating order (this VM's speed drifts by "
                              "+-20%% over minutes); the ratio of the summed times and each round's are printed")
@@ -288,6 +349,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     spark_conf = {"spark.executor.memory": args.executor_memory, "spark.ui.showConsoleProgress": "false"}
+    if args.growth_nights:
+        with _Load() as load:
+            nights = growth(work, args.growth_nights, round(args.growth_millions * 1e6), spark_conf)
+        write_growth_table(sys.stdout, nights, round(args.growth_millions * 1e6))
+        sys.stdout.write(f"load average (1 min) during the run: {min(load.samples):.1f}-{max(load.samples):.1f}\n")
+        if args.json:
+            args.json.write_text(json.dumps({"growth": nights, "load": load.samples}, indent=1))
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+        return 0
     with _Load() as load:
         runs = [] if args.cluster_only else \
             [pipeline(work, n, spark_conf, only, disks_for(n, args.scale_disks)) for n in sizes]

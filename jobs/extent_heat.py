@@ -136,6 +136,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[HeatConfig, bool]:
 def main(argv: Sequence[str] | None = None) -> int:
     """spark-submit entry point."""
     job, full = parse_args(argv)
+    logging.basicConfig(level=logging.INFO)        # whether the run updated or computed whole
     cfg = SparkConfig.from_env("extent_heat")
     run(build_session(cfg), cfg, job, full=full)
     return 0

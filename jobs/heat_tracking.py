@@ -149,6 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="--eval: end of the generated drop trace, s (default %(default)s)")
     args = parser.parse_args(argv)
     cfg = SparkConfig.from_env("heat_tracking")
+    logging.basicConfig(level=logging.INFO)        # whether the run updated or computed whole
     spark = build_session(cfg)
     period = round(args.aging_period * 1e6)
     if args.eval:
