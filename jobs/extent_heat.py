@@ -12,9 +12,10 @@ from pyspark.sql import functions as F
 from blockheat.libs.io.delta_files import replace_from_driver
 from blockheat.libs.io.session import SparkConfig, build_session
 from blockheat.libs.io.tables import read_table, replace_rows, table_target, trace_info
+from blockheat.libs.table_io.changes import requests_state
 from blockheat.libs.table_io.device_pass import files_or_sql
 from blockheat.libs.table_io.heat import HeatParams, extent_and_disk_heat
-from blockheat.libs.table_io.heat_update import HeatState, counts_table, forget_state, requests_state, update_heat
+from blockheat.libs.table_io.heat_update import HeatState, counts_table, forget_state, update_heat
 from blockheat.libs.transforms.heat import (
     LAYOUTS,
     compute_extent_heat,

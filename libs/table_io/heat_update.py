@@ -32,15 +32,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from blockheat.libs.io import delta_log, journal, storage
-from blockheat.libs.io.delta_files import Append, FileWriter, PendingWrite, TableTarget, discard
-from blockheat.libs.io.tables import Location, table_path, table_target
-from blockheat.libs.table_io.device_pass import Read, device_pass, request_files, row_groups
+from blockheat.libs.io import journal, storage
+from blockheat.libs.io.delta_files import Append, FileWriter, PendingWrite, discard
+from blockheat.libs.io.tables import Location, table_target
+from blockheat.libs.table_io.changes import changed_span, footer_ranges, requests_state, stored_files
+from blockheat.libs.table_io.device_pass import Read, device_pass, request_files
 from blockheat.libs.table_io.heat import COLUMNS, HeatParams, device_heat, disk_counts, extent_table
 from blockheat.libs.transforms.heat import LAYOUTS, disk_heat_rows, whole_trace_disk_table
 from blockheat.schemas import disk_heat as DH
 from blockheat.schemas import extent_heat as EH
-from blockheat.schemas import requests as RQ
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -150,62 +150,6 @@ def per_device_counts(counts: pa.Table, ends: Mapping[str, int]) -> dict[str, di
     return out
 
 
-def requests_state(warehouse: Location, trace_id: str) -> tuple[int, list[str]]:
-    """The requests table's version now and the trace's files (SHA-256s in order, from `traces`)."""
-    version = delta_log.table_version(table_path(warehouse, RQ.TABLE))
-    (row,) = delta_log.read(table_path(warehouse, "traces"), ["source_files"], {"trace_id": trace_id}).to_pylist()
-    return int(version or 0), [f["sha256"] for f in row["source_files"]]
-
-
-def _changed_span(warehouse: Location, trace_id: str, since: int) -> tuple[int, int] | bool | None:
-    """The ts range of the trace's requests files added or removed after version `since` (inclusive); None when
-    none; False when it cannot tell (the log or a removed file is gone)."""
-    root = table_path(warehouse, RQ.TABLE)
-    try:
-        old, new = delta_log.snapshot(root, since), delta_log.snapshot(root)
-    except delta_log.LogUnreadable:
-        return False
-    def mine(snap: delta_log.Snapshot) -> dict[str, str]:
-        return {a["path"]: snap.path(a) for a in snap.files if a["partitionValues"]["trace_id"] == trace_id}
-
-    before, now = mine(old), mine(new)
-    changed = [now[p] for p in now.keys() - before.keys()] + [before[p] for p in before.keys() - now.keys()]
-    if not changed:
-        return None
-    lo = hi = None
-    for path in changed:
-        if not storage.exists(path):
-            return False
-        for g in row_groups(path):
-            lo, hi = (g.lo, g.hi) if lo is None else (min(lo, g.lo), max(hi, g.hi))
-    return (lo, hi) if lo is not None else None
-
-
-def _stats(path: str, columns: Sequence[str]) -> dict[str, tuple[int, int]]:
-    """(min, max) of integer columns over a Parquet file's row groups, from its footer."""
-    fs, local = storage.filesystem(path)
-    meta = pq.ParquetFile(local, filesystem=fs).metadata
-    index = {meta.schema.column(i).name: i for i in range(meta.num_columns)}
-    out: dict[str, tuple[int, int]] = {}
-    for c in columns:
-        lows, highs = [], []
-        for g in range(meta.num_row_groups):
-            st = meta.row_group(g).column(index[c]).statistics
-            if st is None or not st.has_min_max:
-                raise ValueError(f"{path}: no statistics for {c}")
-            lows.append(int(st.min))
-            highs.append(int(st.max))
-        out[c] = (min(lows), max(highs)) if lows else (0, -1)
-    return out
-
-
-def _stored(target: TableTarget, scope: Mapping[str, str]) -> list[tuple[dict[str, Any], str]]:
-    """The table's files (add action, location) in the partitions `scope` names (partition text values)."""
-    snap = delta_log.snapshot(target.root)
-    return [(a, snap.path(a)) for a in snap.files
-            if all(a["partitionValues"].get(c) == v for c, v in scope.items())]
-
-
 def update_heat(spark: SparkSession, warehouse: Location, trace_id: str, p: HeatParams, devices: Sequence[str]
                 ) -> dict[str, int] | None:
     """Bring extent_heat (window p.window_us and the whole trace) and disk_heat up to date from the state; the rows
@@ -219,7 +163,7 @@ def update_heat(spark: SparkSession, warehouse: Location, trace_id: str, p: Heat
     if sha256[:len(state.sha256)] != state.sha256 or sorted(devices) != state.devices:
         log.info("extent heat %s: the trace was ingested again or its devices changed: computed whole", trace_id)
         return None
-    span = _changed_span(warehouse, trace_id, state.version)
+    span = changed_span(warehouse, trace_id, state.version)
     if span is False:
         return None
     if span is None:
@@ -268,8 +212,8 @@ def _commit(spark: SparkSession, warehouse: Location, trace_id: str, p: HeatPara
         kept_rows: list[pa.Table] = []          # the window rows outside [lo, hi): for the whole-trace sums
         rewrite: list[pa.Table] = []            # rows of removed files that stay: written again
         columns = [f.name for f in EH.ARROW_SCHEMA if f.name not in EH.PARTITION_COLUMNS]
-        for add, path in _stored(eh, {"trace_id": trace_id, "extent_bytes": str(p.extent_bytes)}):
-            low, high = _stats(path, ("window_us",))["window_us"]
+        for add, path in stored_files(eh, {"trace_id": trace_id, "extent_bytes": str(p.extent_bytes)}):
+            low, high = footer_ranges(path, ("window_us",))["window_us"]
             if not (low <= 0 <= high or low <= w <= high):
                 continue                                       # other window lengths only
             fs, local = storage.filesystem(path)
@@ -299,8 +243,8 @@ def _commit(spark: SparkSession, warehouse: Location, trace_id: str, p: HeatPara
         rows = pa.concat_tables([windows, whole_disk])
         rows = _with_trace(rows, trace_id, DH.ARROW_SCHEMA)
         dh_removes, dh_kept = [], []
-        for add, path in _stored(dh, {"trace_id": trace_id}):
-            low, high = _stats(path, ("window_us",))["window_us"]
+        for add, path in stored_files(dh, {"trace_id": trace_id}):
+            low, high = footer_ranges(path, ("window_us",))["window_us"]
             if low <= 0 <= high or low <= w <= high:
                 dh_removes.append(add["path"])
                 fs, local = storage.filesystem(path)

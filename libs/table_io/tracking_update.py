@@ -30,8 +30,8 @@ import pyarrow.parquet as pq
 from blockheat.libs.io import storage
 from blockheat.libs.io.delta_files import Append, FileWriter, commit_replace, discard
 from blockheat.libs.io.tables import Location, table_target
+from blockheat.libs.table_io.changes import changed_span, footer_ranges, requests_state, stored_files
 from blockheat.libs.table_io.device_pass import Output, Read, device_pass, trace_files
-from blockheat.libs.table_io.heat_update import _changed_span, _stats, _stored, requests_state
 from blockheat.libs.table_io.tracking import COLUMNS, rows_of_pieces, sorted_pieces
 from blockheat.libs.transforms.tracking import _check
 from blockheat.schemas import heat_tracking as HT
@@ -173,7 +173,7 @@ def update_tracking(spark: SparkSession, warehouse: Location, trace_id: str, p: 
     start = int(doc["start"])
     if sha256[:len(doc["sha256"])] != doc["sha256"] or set(doc["files"]) - set(devices):
         return None
-    changed = _changed_span(warehouse, trace_id, int(doc["version"]))
+    changed = changed_span(warehouse, trace_id, int(doc["version"]))
     if changed is False or (isinstance(changed, tuple) and changed[0] < start):
         log.info("heat tracking %s: requests changed before the resumable checkpoint: tracked whole", trace_id)
         return None
@@ -239,10 +239,10 @@ def _rows_from(target: Any, trace_id: str, p: TrackParams, start: int) -> dict[s
     paths = []
     columns = [f.name for f in HT.ARROW_SCHEMA if f.name not in HT.PARTITION_COLUMNS]
     writer = FileWriter(target)
-    for add, path in _stored(target, {"trace_id": trace_id}):
+    for add, path in stored_files(target, {"trace_id": trace_id}):
         if int(add["partitionValues"]["k"]) not in p.ks:
             continue
-        if _stats(path, ("checkpoint_us",))["checkpoint_us"][1] < start:
+        if footer_ranges(path, ("checkpoint_us",))["checkpoint_us"][1] < start:
             continue
         fs, local = storage.filesystem(path)
         rows = pq.read_table(local, filesystem=fs, columns=columns)
