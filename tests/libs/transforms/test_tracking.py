@@ -205,9 +205,10 @@ def test_paper_claims_verdicts_reasons_and_accuracy():
 def test_eval_job_on_the_real_trace_and_its_window_function_fallback(spark, spark_cfg, hplajw, monkeypatch):
     """jobs.heat_tracking --eval: heat_tracking rows of every k from one pass, tracking_eval rows from them and
     the generated traces; with files it cannot read, the window functions write the same rows."""
-    import blockheat.libs.table_io.tracking as TF
+    import blockheat.libs.table_io.tracking_update as TU
     from blockheat.jobs.heat_tracking import run_eval, track_ks
     from blockheat.libs.io.tables import read_table
+    from blockheat.libs.table_io.device_pass import Unsupported
     from tests.conftest import HPLAJW_TRACE_ID as TID
 
     def table(k):
@@ -237,10 +238,10 @@ def test_eval_job_on_the_real_trace_and_its_window_function_fallback(spark, spar
     before = table(5).drop("trace_id").toPandas().sort_values(key).reset_index(drop=True)
 
     def unreadable(*args, **kwargs):
-        raise TF.Unsupported("test: a deletion vector")
+        raise Unsupported("test: a deletion vector")
 
-    monkeypatch.setattr(TF, "trace_files", unreadable)
-    assert track_ks(spark, spark_cfg, TID, [5]) == {5: 26_548}
+    monkeypatch.setattr(TU, "trace_files", unreadable)
+    assert track_ks(spark, spark_cfg, TID, [5], full=True) == {5: 26_548}     # the whole trace, by Spark SQL
     after = table(5).drop("trace_id").toPandas().sort_values(key).reset_index(drop=True)
     assert after[before.columns].equals(before)
 
