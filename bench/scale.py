@@ -211,10 +211,13 @@ def pipeline(work: Path, n: int, spark_conf: Mapping[str, str], only: Sequence[s
 GROWTH_STAGES = ("ingest_trace", "extent_heat", "heat_tracking", "trace_profile", "heat_report")
 
 
-def growth(work: Path, nights: int, per_night: int, spark_conf: Mapping[str, str]) -> list[dict[str, float]]:
+def growth(work: Path, nights: int, per_night: int, spark_conf: Mapping[str, str], check: bool = True
+           ) -> list[dict[str, float]]:
     """A growing trace: night d lands trace day d's file (per_night requests on 4 disks) and runs what the nightly
     DAG runs for it through the whole-trace stages (libs.nightly's plan: the new file appended, then extent heat,
-    tracking, profile and report), each stage's process timed. Seconds per stage per night."""
+    tracking, profile and report), each stage's process timed. Seconds per stage per night; with `check`, the
+    tables after the last night are compared with the whole trace computed again (--full), and the last night
+    gains "equal:TABLE" = 1.0 or 0.0."""
     from blockheat.libs.ingest.pipeline import FORMATS
     from blockheat.libs.nightly import NightlySettings, plan_trace, read_manifest, record_ledger, scan_landing
 
@@ -241,8 +244,43 @@ def growth(work: Path, nights: int, per_night: int, spark_conf: Mapping[str, str
         log.info("growth night %d (%s): %s", day + 1, "appended" if plan.appends else "ingested",
                  ", ".join(f"{s} {t:.1f} s" for s, t in seconds.items()))
         nights_run.append(seconds)
+    if check:
+        kept = {table: table_rows(warehouse, table, "grow") for table in GROWTH_TABLES}
+        for stage in GROWTH_STAGES[1:]:                      # the whole trace again (--full), as one night
+            for argv in plan.args[stage]:
+                run_stage(stage, [*argv, "--full"], env, work / "growth.log")
+        for table in GROWTH_TABLES:
+            problem = rows_differ(kept[table], table_rows(warehouse, table, "grow"))
+            log.info("growth: %s after night %d %s", table, nights, f"DIFFERS from a full recompute: {problem}"
+                     if problem else f"equals a full recompute ({len(kept[table]):,} rows)")
+            nights_run[-1][f"equal:{table}"] = float(not problem)
     shutil.rmtree(warehouse, ignore_errors=True)
     return nights_run
+
+
+GROWTH_TABLES = ("extent_heat", "disk_heat", "heat_tracking", "trace_profile")
+
+
+def table_rows(warehouse: Path, table: str, trace_id: str) -> list[tuple]:
+    """One trace's rows of a table, sorted (from the files its Delta log lists)."""
+    from blockheat.libs.io.tables import rows_from_log
+
+    return sorted(tuple(r.values()) for r in rows_from_log(warehouse, table, trace_id, None))
+
+
+def rows_differ(a: Sequence[tuple], b: Sequence[tuple]) -> str:
+    """'' when the rows are equal (floats to 1e-12 relative: a sum of squares taken in another order), else the
+    first difference."""
+    import math
+
+    if len(a) != len(b):
+        return f"{len(a):,} rows against {len(b):,}"
+    for x, y in zip(a, b, strict=True):
+        for u, v in zip(x, y, strict=True):
+            same = math.isclose(u, v, rel_tol=1e-12) if isinstance(u, float) and isinstance(v, float) else u == v
+            if not same:
+                return f"{x} against {y}"
+    return ""
 
 
 def write_growth_table(out: TextIO, nights: Sequence[Mapping[str, float]], per_night: int) -> None:
@@ -250,9 +288,13 @@ def write_growth_table(out: TextIO, nights: Sequence[Mapping[str, float]], per_n
     out.write("| night | " + " | ".join(GROWTH_STAGES) + " | total |\n|---|" + "---|" * (len(GROWTH_STAGES) + 1) + "\n")
     for i, night in enumerate(nights, start=1):
         out.write(f"| {i} | " + " | ".join(f"{night.get(s, 0.0):.1f}" for s in GROWTH_STAGES)
-                  + f" | {sum(night.values()):.1f} |\n")
+                  + f" | {sum(night.get(s, 0.0) for s in GROWTH_STAGES):.1f} |\n")
+    equal = {k.removeprefix("equal:"): v for k, v in nights[-1].items() if k.startswith("equal:")} if nights else {}
+    if equal:
+        out.write("\nafter the last night, against the whole trace computed again: "
+                  + ", ".join(f"{t} {'equal' if v else 'DIFFERENT'}" for t, v in equal.items()) + "\n")
     if len(nights) >= 2:
-        last, second = (sum(n.values()) for n in (nights[-1], nights[1]))
+        last, second = (sum(n.get(s, 0.0) for s in GROWTH_STAGES) for n in (nights[-1], nights[1]))
         per_stage = ", ".join(f"{s} {nights[-1].get(s, 0.0) / max(nights[1].get(s, 0.0), 1e-9):.2f}x"
                               for s in GROWTH_STAGES)
         out.write(f"\nnight {len(nights)} / night 2: {last / second:.2f}x (goal <= 1.3x); {per_stage}\n")

@@ -151,13 +151,13 @@ def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
     logger.setLevel(logging.INFO)
     logger.propagate = False
     span = spans["warm"]
-    profile_trace(spark, cfg.warehouse, "warm", span_us=span)
+    profile_trace(spark, cfg.warehouse, "warm", span_us=span, full=True)
     span = spans["bench"]
     times, peak = [], 0
     for _ in range(args.repeat):
         with PeakWithoutServer() as mem:
             t0 = time.perf_counter()
-            rows = profile_trace(spark, cfg.warehouse, "bench", span_us=span)
+            rows = profile_trace(spark, cfg.warehouse, "bench", span_us=span, full=True)
             times.append(time.perf_counter() - t0)
         peak = max(peak, mem.peak)
     logger.removeHandler(said)

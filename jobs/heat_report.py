@@ -27,7 +27,7 @@ from blockheat.libs.io.session import SparkConfig, build_session
 from blockheat.libs.io.tables import read_table, table_exists, trace_info, trace_rows
 from blockheat.libs.report import ReportInputs, render, write_report
 from blockheat.libs.table_io.device_pass import files_or_sql
-from blockheat.libs.table_io.report import ALL_OPS, METRICS, PER_OP, Cdfs, report_cdfs
+from blockheat.libs.table_io.report import ALL_OPS, METRICS, PER_OP, Cdfs, forget_state, report_cdfs
 from blockheat.libs.transforms.profile import chunked_lag, round_significant
 from blockheat.libs.transforms.tracking_eval import DEFAULT_SPEC, KS, StepSpec, report_claims
 
@@ -87,6 +87,7 @@ def spark_cdfs(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> Cdfs:
     """The report's distributions in Spark SQL (the definition; libs.table_io.report reads the files
     in one pass instead): per device, request size and response time of reads and writes apart, interarrival
     time of all the device's requests (op ALL_OPS)."""
+    forget_state(cfg.warehouse, trace_id)            # the stored counts are not brought up to date here
     requests = read_table(spark, cfg.warehouse, "requests", trace_id)
     gaps = chunked_lag(requests.select("device", "seq", "ts_us"), keys=["device"], chunk_us=60_000_000,
                        cols=["ts_us"]).select("device", F.lit(ALL_OPS).alias("op"),
@@ -141,10 +142,11 @@ def report_dir(cfg: SparkConfig, trace_id: str, out_dir: str | None = None) -> s
 
 
 def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, out_dir: str | None = None,
-        eval_ks: Sequence[int] = KS, eval_spec: StepSpec = DEFAULT_SPEC) -> Path | str:
+        eval_ks: Sequence[int] = KS, eval_spec: StepSpec = DEFAULT_SPEC, full: bool = False) -> Path | str:
     """Writes report.html (figures embedded) and the PNG files to report_dir(); returns the HTML page's location
     (a Path when local, else its URI). eval_ks / eval_spec: the tracking evaluation's k values and generated
-    traces, when it must run."""
+    traces, when it must run. The distributions come from stored counts and the requests an append added
+    (full: from every request)."""
     trace = trace_info(spark, cfg.warehouse, trace_id)
     _ensure_inputs(spark, cfg, trace_id, eval_ks, eval_spec)
     log.info("report: gathering figures for %s", trace_id)
@@ -157,7 +159,7 @@ def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, out_dir: str | 
                .where((F.col("extent_bytes") == EXTENT_BYTES) & (F.col("window_us") == 0))
                .orderBy(F.desc("heat"), "device", "extent_id").limit(5).collect()]
     rates, rate_window = _rates(spark, cfg, trace_id)
-    cdfs = files_or_sql(lambda: report_cdfs(spark, cfg.warehouse, trace_id, CDF_POINTS),
+    cdfs = files_or_sql(lambda: report_cdfs(spark, cfg.warehouse, trace_id, CDF_POINTS, full=full),
                         lambda: spark_cdfs(spark, cfg, trace_id), f"report {trace_id}: distributions")
     tracking = [r.asDict() for r in read_table(spark, cfg.warehouse, "tracking_eval", trace_id)
                 .where(F.col("extent_bytes") == EXTENT_BYTES).orderBy("k").collect()]
@@ -181,9 +183,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="heat_report", description=__doc__)
     parser.add_argument("trace_id")
     parser.add_argument("--out")
+    parser.add_argument("--full", action="store_true", help="count the distributions over every request again")
     args = parser.parse_args(argv)
     cfg = SparkConfig.from_env("heat_report")
-    run(build_session(cfg), cfg, args.trace_id, out_dir=args.out)
+    run(build_session(cfg), cfg, args.trace_id, out_dir=args.out, full=args.full)
     return 0
 
 

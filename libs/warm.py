@@ -32,7 +32,7 @@ def profile() -> None:
         PK.group_cells(x // 10, x, 4, coded, 10_000 + 13 * 9_000)
     for view in VIEWS:
         PK.block_pass(view(x * 10), view(x * 4096), x * 4096 + 9_000, 100, 4096, 1 << 20, 1 << 20, 1, 0,
-                      10_000 + 13 * 9_000)
+                      10_000 + 13 * 9_000, x[:1].copy(), x[:1].copy())
 
 
 def tracking() -> None:

@@ -99,6 +99,16 @@ def hplajw(spark: object, spark_cfg: SparkConfig, repo_root: Path) -> object:
 
 
 @pytest.fixture(scope="session")
+def hplajw_days(tmp_path_factory: pytest.TempPathFactory, repo_root: Path) -> list[Path]:
+    """The bundled HP week cut into its seven days, one SRT file each (for appending a day at a time)."""
+    from tests.builders import write_srt_days
+
+    folder = tmp_path_factory.mktemp("hplajw-days")
+    source = repo_root / "data/traces/hplajw/ajw.1week.srt"
+    return [write_srt_days(folder / f"day-{d}.srt", source, range(d, d + 1)) for d in range(7)]
+
+
+@pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """A real S3-compatible server (S3Proxy, tests/s3_server.py) with one bucket, started once per test process on
     its first use and stopped at the end: its endpoint, bucket, access and secret key, region."""

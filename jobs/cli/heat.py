@@ -116,7 +116,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from blockheat.jobs.trace_profile import run  # lazy: the job (pyspark) loads only for `profile`
 
     spark, cfg = spark_session(args, f"profile {args.trace_id}")
-    run(spark, cfg, args.trace_id, window_us=_seconds_to_us(args.window, "--window"))
+    run(spark, cfg, args.trace_id, window_us=_seconds_to_us(args.window, "--window"), full=args.full)
     rows = spark.sql(
         "SELECT scope, device, metric, value FROM trace_profile "
         f"WHERE trace_id = '{args.trace_id}' AND window_us = 0 ORDER BY scope DESC, device, metric").collect()
@@ -141,7 +141,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from blockheat.jobs.heat_report import run  # lazy: the job (pyspark) loads only for `report`
 
     spark, cfg = spark_session(args, f"report {args.trace_id}")
-    path = run(spark, cfg, args.trace_id, out_dir=args.out)
+    path = run(spark, cfg, args.trace_id, out_dir=args.out, full=args.full)
     return say(f"\nreport: {path}")
 
 
@@ -200,6 +200,9 @@ def add_commands(sub: Any) -> None:
                                    "value}}.")
     prof.add_argument("trace_id", metavar="TRACE_ID", help="an ingested trace")
     prof.add_argument("--window", type=float, default=3600.0, help="seconds (per-window rows)")
+    prof.add_argument("--full", action="store_true",
+                      help="profile the whole trace again (default: after an append, the new requests merged into the "
+                           "stored partial aggregates)")
     add_output_options(prof)
     prof.set_defaults(func=cmd_profile)
 
@@ -207,4 +210,7 @@ def add_commands(sub: Any) -> None:
                       "blockheat report hplajw --out /tmp/hplajw-report")
     rep.add_argument("trace_id", metavar="TRACE_ID", help="an ingested trace")
     rep.add_argument("--out", default=None, help="directory (default <warehouse>/reports/<trace>)")
+    rep.add_argument("--full", action="store_true",
+                     help="count the distributions over every request again (default: after an append, the new "
+                          "requests added to the stored counts)")
     rep.set_defaults(func=cmd_report)

@@ -1,8 +1,10 @@
 """What the incremental stages need to know about a trace's tables: the requests version and the trace's files they
 start from, the time range of the requests files added or removed since a version, a table's files in some
-partitions, and integer columns' ranges from a Parquet footer. Reads the Delta logs and footers only (no Spark)."""
+partitions, integer columns' ranges from a Parquet footer, and their stored state documents. Reads the Delta logs,
+footers and state documents only (no Spark)."""
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -70,3 +72,14 @@ def stored_files(target: TableTarget, scope: Mapping[str, str]) -> list[tuple[di
     snap = delta_log.snapshot(target.root)
     return [(a, snap.path(a)) for a in snap.files
             if all(a["partitionValues"].get(c) == v for c, v in scope.items())]
+
+
+def read_state_doc(path: str) -> dict[str, Any] | None:
+    """The JSON document (an object) at `path`, or None when it is missing or damaged."""
+    if not storage.is_file(path):
+        return None
+    try:
+        doc = json.loads(storage.read_bytes(path))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None

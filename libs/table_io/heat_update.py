@@ -35,7 +35,13 @@ import pyarrow.parquet as pq
 from blockheat.libs.io import journal, storage
 from blockheat.libs.io.delta_files import Append, FileWriter, PendingWrite, discard
 from blockheat.libs.io.tables import Location, table_target
-from blockheat.libs.table_io.changes import changed_span, footer_ranges, requests_state, stored_files
+from blockheat.libs.table_io.changes import (
+    changed_span,
+    footer_ranges,
+    read_state_doc,
+    requests_state,
+    stored_files,
+)
 from blockheat.libs.table_io.device_pass import Read, device_pass, request_files
 from blockheat.libs.table_io.heat import COLUMNS, HeatParams, device_heat, disk_counts, extent_table
 from blockheat.libs.transforms.heat import LAYOUTS, disk_heat_rows, whole_trace_disk_table
@@ -83,7 +89,7 @@ class HeatState:
         doc = {"params": _key(p), "version": self.version, "sha256": self.sha256, "devices": self.devices,
                "ends": self.ends, "counts": name}
         document = storage.join(folder, f"{p.extent_bytes}-{p.window_us}.json")
-        previous = _read_doc(document)
+        previous = read_state_doc(document)
         storage.write_bytes(document, json.dumps(doc).encode())
         if previous and previous.get("counts") != name:
             storage.delete(storage.join(folder, previous["counts"]))
@@ -92,7 +98,7 @@ class HeatState:
     def load(cls, warehouse: Location, trace_id: str, p: HeatParams) -> HeatState | None:
         """The state for these parameters (None when there is none, or it is for others or unreadable)."""
         folder = _folder(warehouse, trace_id)
-        doc = _read_doc(storage.join(folder, f"{p.extent_bytes}-{p.window_us}.json"))
+        doc = read_state_doc(storage.join(folder, f"{p.extent_bytes}-{p.window_us}.json"))
         if not doc or doc.get("params") != _key(p):
             return None
         try:
@@ -102,16 +108,6 @@ class HeatState:
             return None
         return cls(int(doc["version"]), list(doc["sha256"]), list(doc["devices"]),
                    {d: int(e) for d, e in doc["ends"].items()}, counts)
-
-
-def _read_doc(path: str) -> dict[str, Any] | None:
-    if not storage.is_file(path):
-        return None
-    try:
-        doc = json.loads(storage.read_bytes(path))
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
 
 
 def forget_state(warehouse: Location, trace_id: str, p: HeatParams) -> None:

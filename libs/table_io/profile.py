@@ -54,7 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from blockheat.libs.io import storage
+from blockheat.libs.io import delta_log, storage
 from blockheat.libs.io.connect import parallelism as session_parallelism
 from blockheat.libs.io.delta_files import replace_from_driver
 from blockheat.libs.io.tables import read_table, replace_rows, table_target
@@ -67,7 +67,16 @@ from blockheat.libs.io.task_parquet import (
     task_opener,
     to_ipc,
 )
+from blockheat.libs.table_io.changes import requests_state
 from blockheat.libs.table_io.device_pass import RowGroup, files_or_sql, row_groups, spark_tasks, trace_files
+from blockheat.libs.table_io.profile_state import (
+    BLOCKS,
+    Kept,
+    ProfileState,
+    block_file,
+    seen_blocks,
+    write_parquet,
+)
 from blockheat.libs.transforms import profile as P
 
 if TYPE_CHECKING:
@@ -184,10 +193,14 @@ def _with_device(table: pa.Table, device: str) -> pa.Table:
         pa.array(np.zeros(table.num_rows, np.int32)), pa.array([device], pa.string())))
 
 
-def run_task(task: Task, groups: Sequence[RowGroup], *, window_us: int, extent_bytes: int) -> pa.Table:
-    """One task's PARTIAL rows (libs.transforms.profile). `groups`: the device's row groups (arrival
-    tasks: every device's)."""
+def run_task(task: Task, groups: Sequence[RowGroup], *, window_us: int, extent_bytes: int, end: int,
+             seen: tuple[np.ndarray, np.ndarray] | None = None
+             ) -> tuple[pa.Table, tuple[np.ndarray, np.ndarray] | None]:
+    """One task's PARTIAL rows (libs.transforms.profile) and, for a block pass, its blocks' last access at `end`,
+    the end of the data (stop()). `groups`: the device's row groups (arrival tasks: every device's); seen: the
+    blocks' last access before the task's start."""
     reader = _Reader()
+    span = (task.start, task.stop)
     if task.kind == "arrival":
         ts = reader.span(groups, ["ts_us"], task.start, task.stop).column("ts_us").to_numpy()
         before = None
@@ -195,44 +208,49 @@ def run_task(task: Task, groups: Sequence[RowGroup], *, window_us: int, extent_b
             last = reader.last_before(groups, ["ts_us"], task.start)
             before = int(last.column("ts_us")[0].as_py()) if last.num_rows else None
         if not len(ts):
-            return P.PARTIAL.empty_table()
-        return P.merged_partials(ts, before_ts=before, window_us=window_us, span=(task.start, task.stop))
+            return P.PARTIAL.empty_table(), None
+        return P.merged_partials(ts, before_ts=before, window_us=window_us, span=span, data_end=end), None
     if task.kind in ("ordered", "device"):
         table = reader.span(groups, READ, task.start, task.stop)
         if not table.num_rows:
-            return P.PARTIAL.empty_table()
+            return P.PARTIAL.empty_table(), seen if task.kind == "device" else None
         before = {}
         if task.start is not None:
             last = reader.last_before(groups, READ, task.start)
             if last.num_rows:
                 i = int(np.argmax(last.column("seq").to_numpy()))
-                end = last.column("offset_bytes")[i].as_py() + last.column("size_bytes")[i].as_py()
-                before[task.device] = (int(last.column("ts_us")[i].as_py()), int(end))
+                tail = last.column("offset_bytes")[i].as_py() + last.column("size_bytes")[i].as_py()
+                before[task.device] = (int(last.column("ts_us")[i].as_py()), int(tail))
         ordered = P.ordered_partials(_with_device(table, task.device), part=task.part, before=before, before_ts=None,
-                                     window_us=window_us, span=(task.start, task.stop), merged=False)
+                                     window_us=window_us, span=span, merged=False, data_end=end)
         if task.kind == "ordered":
-            return ordered
+            return ordered, None
         lo = table.column("offset_bytes").to_numpy()           # "device": the block pass on the same rows
-        return pa.concat_tables([ordered, P.device_block_partials(
+        blocks, held = P.resumed_block_partials(
             task.device, table.column("ts_us").to_numpy(), table.column("seq").to_numpy(), lo,
             lo + table.column("size_bytes").to_numpy(), window_us=window_us, extent_bytes=extent_bytes, buckets=1,
-            bucket=0)])
+            bucket=0, start=task.start, end=end, seen=seen or _NONE)
+        return pa.concat_tables([ordered, blocks]), held
     if task.kind == "block":
         ts, seq, lo, hi = _bucket_rows(reader, groups, task, math.lcm(extent_bytes, P.FOOTPRINT_BLOCK))
-        if not len(ts):
-            return P.PARTIAL.empty_table()
-        return P.device_block_partials(task.device, ts, seq, lo, hi, window_us=window_us, extent_bytes=extent_bytes,
-                                       buckets=task.buckets, bucket=task.bucket)
+        return P.resumed_block_partials(task.device, ts, seq, lo, hi, window_us=window_us, extent_bytes=extent_bytes,
+                                        buckets=task.buckets, bucket=task.bucket, start=task.start, end=end,
+                                        seen=seen or _NONE)
     raise ValueError(f"unknown profile task kind {task.kind!r}")
+
+
+_NONE = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
 def _bucket_rows(reader: _Reader, groups: Sequence[RowGroup], task: Task, region_bytes: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(ts_us, seq, lo, hi) of the device's requests touching an address region r with
+    """(ts_us, seq, lo, hi) of the device's requests of the task's span touching an address region r with
     r % buckets == bucket, read one row group at a time (only those rows are kept)."""
     cols: list[list[np.ndarray]] = [[], [], [], []]
     for g in groups:
-        table = reader.group(g, ["seq", "ts_us", "offset_bytes", "size_bytes"])
+        if task.start is not None and g.hi < task.start:
+            continue
+        table = reader.span([g], ["seq", "ts_us", "offset_bytes", "size_bytes"], task.start, task.stop)
         lo = table.column("offset_bytes").to_numpy()
         hi = lo + table.column("size_bytes").to_numpy()
         ts, seq = table.column("ts_us").to_numpy(), table.column("seq").to_numpy()
@@ -245,36 +263,45 @@ def _bucket_rows(reader: _Reader, groups: Sequence[RowGroup], task: Task, region
     return tuple(np.concatenate(c) if c else np.zeros(0, np.int64) for c in cols)  # type: ignore[return-value]
 
 
-def plan(files: dict[str, list[str]], *, rows_per_part: int, parallelism: int, block_rows: int | None = None
-         ) -> tuple[list[Task], dict[str, list[RowGroup]]]:
-    """The tasks for the trace's files (block tasks first: the longest), and each device's row groups.
-    block_rows: the most requests of a block task (default the larger of BLOCK_ROWS and rows_per_part)."""
+def plan(files: dict[str, list[str]], *, rows_per_part: int, parallelism: int, block_rows: int | None = None,
+         start: int | None = None, part_base: int = 0) -> tuple[list[Task], dict[str, list[RowGroup]]]:
+    """The tasks for the trace's requests from `start` on (None: all; block tasks first: the longest), and each
+    device's row groups. block_rows: the most requests of a block task (default
+    the larger of BLOCK_ROWS and rows_per_part); part_base: the first ordered part's number."""
     block_rows = block_rows or max(BLOCK_ROWS, rows_per_part)
     groups = {device: [g for path in sorted(paths) for g in row_groups(path)]
               for device, paths in sorted(files.items())}
-    rows = {device: sum(g.rows for g in gs) for device, gs in groups.items()}
+    new = {device: [g for g in gs if start is None or g.hi >= start] for device, gs in groups.items()}
+    rows = {device: sum(g.rows for g in gs) for device, gs in new.items()}   # an estimate when a group straddles
     total = sum(rows.values())
     wanted = P._tasks(total, rows_per_part, parallelism)
     ordered, blocks = [], []
-    for device, gs in groups.items():
+    for device, gs in new.items():
         if not rows[device]:
             continue
         n = rows[device]
         parts = max(math.ceil(n / rows_per_part), min(round(wanted * n / total), math.ceil(n / P.MIN_ROWS_PER_TASK)), 1)
-        edges = [None, *cuts(gs, parts), None]
+        edges = [start, *(c for c in cuts(gs, parts) if start is None or c > start), None]
         buckets = math.ceil(n / block_rows)
         if parts == buckets == 1:                 # both passes in one task: the device's rows read once
-            blocks.append(Task("device", device, rows=n))
+            blocks.append(Task("device", device, part=part_base, start=start, rows=n))
             continue
-        ordered += [Task("ordered", device, part=i, start=a, stop=b, rows=n // (len(edges) - 1))
+        ordered += [Task("ordered", device, part=part_base + i, start=a, stop=b, rows=n // (len(edges) - 1))
                     for i, (a, b) in enumerate(itertools.pairwise(edges))]
-        blocks += [Task("block", device, bucket=k, buckets=buckets, rows=n // buckets) for k in range(buckets)]
-    every = [g for gs in groups.values() for g in gs]
+        blocks += [Task("block", device, start=start, bucket=k, buckets=buckets, rows=n // buckets)
+                   for k in range(buckets)]
+    every = [g for gs in new.values() for g in gs]
     spans = max(math.ceil(total / (ARRIVAL_ROWS * rows_per_part)),
                 min(2 * parallelism, math.ceil(total / (ARRIVAL_ROWS * P.MIN_ROWS_PER_TASK))), 1)
-    edges = [None, *cuts(every, spans), None]
-    arrivals = [Task("arrival", start=a, stop=b, rows=total // (len(edges) - 1)) for a, b in itertools.pairwise(edges)]
+    edges = [start, *(c for c in cuts(every, spans) if start is None or c > start), None]
+    arrivals = [Task("arrival", start=a, stop=b, rows=total // (len(edges) - 1))
+                for a, b in itertools.pairwise(edges)] if total else []
     return blocks + ordered + arrivals, groups
+
+
+def stop(groups: dict[str, list[RowGroup]]) -> int:
+    """The end of the requests in the groups: their last ts_us + 1 (0 when there are none)."""
+    return max((g.hi + 1 for gs in groups.values() for g in gs), default=0)
 
 
 def _buckets_of(table: pa.Table, buckets: int) -> np.ndarray:
@@ -303,33 +330,43 @@ def slots(tasks: Sequence[Task], n: int) -> list[list[int]]:
 
 
 def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, window_us: int, extent_bytes: int,
-               scratch: str, buckets: int, assigned: list[list[int]]):  # type: ignore[no-untyped-def]
+               scratch: str, buckets: int, assigned: list[list[int]], seen: dict[str, list[str]], run: str,
+               end: int):  # type: ignore[no-untyped-def]
     """mapPartitions function of the first job (one id per Spark task: its index into `assigned`): each
     task's histogram cells and extent counts written to one Arrow file per merge bucket under
-    `scratch`, everything else returned as one blob."""
+    `scratch`, a block pass's blocks' last access to a file under the state's `run` folder (from the
+    device's `seen` files), everything else returned as one blob."""
     every = [g for gs in groups.values() for g in gs]
     opener = task_opener()
+    region_blocks = math.lcm(extent_bytes, P.FOOTPRINT_BLOCK) // P.FOOTPRINT_BLOCK
 
-    def run(slots: Iterator[int]) -> Iterator[Result]:
+    def run_tasks(slots: Iterator[int]) -> Iterator[Result]:
 
         for slot in slots:
             for i in assigned[slot]:
                 task = tasks[i]
-                out = run_task(task, every if task.kind == "arrival" else groups[task.device], window_us=window_us,
-                               extent_bytes=extent_bytes)
+                blocks = task.kind in ("block", "device")
+                before = seen_blocks(seen.get(task.device, []), bucket=task.bucket, buckets=task.buckets,
+                                     region_blocks=region_blocks, opener=opener) if blocks else None
+                out, held = run_task(task, every if task.kind == "arrival" else groups[task.device],
+                                     window_us=window_us, extent_bytes=extent_bytes, end=end, seen=before)
+                if blocks:
+                    path = block_file(run, task.device, task.bucket, task.buckets)
+                    write_parquet(path, pa.table({"block": held[0], "last": held[1]}, schema=BLOCKS), opener)
+                    yield Result(BLOCK_FILE, path, task.device.encode())
                 merged = pc.is_in(out.column("kind"), pa.array(["hist", "extent"]))
                 cells = out.filter(merged)
                 bucket = _buckets_of(cells, buckets)
-                yield Result(-1, "", to_ipc(out.filter(pc.invert(merged))))
+                yield Result(SMALL, "", to_ipc(out.filter(pc.invert(merged))))
                 for k in np.unique(bucket):
                     name = f"b{k:04d}/{task_file_name(f'task{i}')}".removesuffix(".parquet") + ".arrow"
                     with _spill(opener, scratch, name) as sink, pa.ipc.new_file(sink, P.PARTIAL) as writer:
                         writer.write_table(cells.filter(pa.array(bucket == k)))
                     yield Result(int(k), name, b"")
-                del out, cells
+                del out, cells, before, held
                 release_memory()
 
-    return run
+    return run_tasks
 
 
 # The spill files are written by one task and read by another, maybe on another executor: they go to the
@@ -351,10 +388,12 @@ def _unspill(opener: Opener, scratch: str, name: str) -> pa.NativeFile:
     return fs.open_input_file(f"{root}/{name}")
 
 
-def _stage_two(files: dict[int, list[str]], extra: dict[int, bytes], scratch: str):  # type: ignore[no-untyped-def]
+def _stage_two(files: dict[int, list[str]], extra: dict[int, bytes], scratch: str,
+               horizon: P.Horizon):  # type: ignore[no-untyped-def]
     """mapPartitions function of the second job: one merge bucket's cells from every first-job task
     (only the files the successful attempts reported; `extra`: the driver's rows for the bucket)
-    merged into FINAL rows, returned as a blob."""
+    merged into FINAL rows (a blob, bucket SMALL) and the open groups' cells compacted for a later run
+    (a blob, bucket OPEN)."""
     opener = task_opener()
 
     def run(ids: Iterator[int]) -> Iterator[Result]:
@@ -364,54 +403,92 @@ def _stage_two(files: dict[int, list[str]], extra: dict[int, bytes], scratch: st
                 with _unspill(opener, scratch, name) as source:
                     tables.append(pa.ipc.open_file(source).read_all())
             cells = pa.concat_tables(tables)
-            final = pa.concat_tables([P.merge_histograms(cells), P.merge_skew(cells)])
-            yield Result(k, "", to_ipc(final))
+            merged, kept = P.merge_and_keep(cells, horizon)
+            yield Result(SMALL, "", to_ipc(pa.concat_tables([merged, P.merge_skew(cells)])))
+            yield Result(OPEN, "", to_ipc(kept))
 
     return run
 
 
+SMALL, BLOCK_FILE, OPEN = -1, -2, -3      # Result.bucket of a blob of rows, a block file, compacted cells
+
+
+class Ran(NamedTuple):
+    """What run_tasks leaves: the profile's FINAL rows (but the closed groups `kept` holds), and the state
+    after these requests."""
+    rows: pa.Table
+    kept: Kept
+
+
 def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, window_us: int,
-              extent_bytes: int, scratch: str) -> tuple[pa.Table, pa.Table]:
-    """Both jobs: (every task's PARTIAL rows but histogram cells and extent counts, the FINAL rows
-    those merge into, with the runs joined across span edges). `scratch`: an empty directory every
-    executor reaches (a local path or a URI, libs.io.storage)."""
+              extent_bytes: int, scratch: str, span_us: int, kept: Kept | None = None, run: str | None = None
+              ) -> Ran:
+    """Both jobs, after the state `kept` (None: from the trace's beginning): the profile rows of every group the
+    tasks' requests and the state reach, and the state at the end of the groups (block files under `run`,
+    default a folder in `scratch`). `scratch`: an empty directory every executor reaches (a local path or a URI,
+    libs.io.storage)."""
+    kept = kept or Kept.empty()
+    run = run or storage.join(scratch, "state")
     parallelism = session_parallelism(spark)
     requests = sum(t.rows for t in tasks if t.kind in ("ordered", "device"))
     buckets = max(1, min(len(tasks), max(parallelism, math.ceil(requests / MERGE_ROWS))))
     started = time.perf_counter()
     assigned = slots(tasks, min(len(tasks), 2 * parallelism))
-    first = spark_tasks(spark, len(assigned), _stage_one(tasks, groups, window_us=window_us, extent_bytes=extent_bytes,
-                                                    scratch=scratch, buckets=buckets, assigned=assigned))
-    small = from_ipc([r.blob for r in first if r.bucket < 0], P.PARTIAL)
-    runs = P.joined_runs(small, window_us)
+    end = max(stop(groups), kept.stop)
+    first = spark_tasks(spark, len(assigned), _stage_one(
+        tasks, groups, window_us=window_us, extent_bytes=extent_bytes, scratch=scratch, buckets=buckets,
+        assigned=assigned, seen=kept.blocks, run=run, end=end)) if assigned else []
+    new = from_ipc([r.blob for r in first if r.bucket == SMALL], P.PARTIAL)
+    small = pa.concat_tables([kept.small, new])
+    ended, still = P.runs_of_pieces(small)
+    horizon = P.Horizon.after(end, window_us, still)
+    counts = P.add_extent_counts([kept.extents, P.extent_counts(new)])
+    driver = pa.concat_tables([kept.hist, P.extent_rows(counts, window_us), P.run_rows(ended, window_us),
+                               P.run_rows(still, window_us, key=P.OPEN_RUN)])
     files: dict[int, list[str]] = {}
+    blocks = {device: list(paths) for device, paths in kept.blocks.items() if not any(
+        t.device == device and t.kind in ("block", "device") for t in tasks)}
     for r in first:
         if r.bucket >= 0:
             files.setdefault(r.bucket, []).append(r.name)
-    run_bucket = _buckets_of(runs, buckets)
-    extra = {int(k): to_ipc(runs.filter(pa.array(run_bucket == k))) for k in np.unique(run_bucket)}
+        elif r.bucket == BLOCK_FILE:
+            blocks.setdefault(r.blob.decode(), []).append(r.name)
+    driver_bucket = _buckets_of(driver, buckets)
+    extra = {int(k): to_ipc(driver.filter(pa.array(driver_bucket == k))) for k in np.unique(driver_bucket)}
     keys = sorted(set(files) | set(extra))
     log.info("profile: %d tasks in %d Spark tasks, %.1f s", len(tasks), len(assigned), time.perf_counter() - started)
     started = time.perf_counter()
     second = spark_tasks(spark, len(keys), _stage_two({i: files.get(k, []) for i, k in enumerate(keys)},
-                                                {i: extra[k] for i, k in enumerate(keys) if k in extra}, scratch))
+                                                {i: extra[k] for i, k in enumerate(keys) if k in extra}, scratch,
+                                                horizon)) if keys else []
     log.info("profile: %d buckets merged in %.1f s", len(keys), time.perf_counter() - started)
-    return small, from_ipc([r.blob for r in second], P.FINAL)
+    merged = from_ipc([r.blob for r in second if r.bucket == SMALL], P.FINAL)
+    rows = pa.concat_tables([P.finish(small, merged, span_us=span_us, window_us=window_us), kept.closed])
+    part = max([t.part for t in tasks if t.kind in ("ordered", "device")], default=kept.part)
+    open_counts = counts.filter(pc.or_(pc.equal(counts.column("w"), -1),
+                                       pc.greater(pc.add(counts.column("w"), window_us), end)))
+    finished = new.filter(pc.equal(new.column("kind"), "kept"))       # open groups a task held whole
+    finished = finished.set_column(0, "kind", pa.array(["hist"] * finished.num_rows, pa.string()))
+    hist = pa.concat_tables([finished, from_ipc([r.blob for r in second if r.bucket == OPEN], P.PARTIAL)])
+    return Ran(rows, Kept(end, part, P.kept_partials(small, horizon, still, part=part), hist, open_counts,
+                          horizon.closed(rows), blocks))
 
 
 def profile_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, span_us: int,
                   window_us: int = 3_600_000_000, extent_bytes: int = 1 << 20,
-                  rows_per_part: int = ROWS_PER_TASK, block_rows: int | None = None) -> int:
-    """Replaces the trace's `trace_profile` rows with its profile read from the `requests` files;
-    returns how many rows were written. Falls back to compute_trace_profile (Spark) for a table
-    this reader cannot take. rows_per_part, block_rows: plan()'s task sizes."""
+                  rows_per_part: int = ROWS_PER_TASK, block_rows: int | None = None, full: bool = False) -> int:
+    """Replaces the trace's `trace_profile` rows with its profile read from the `requests` files, after an
+    append from the stored state and the new requests only (full: the whole trace); returns how many rows
+    were written. Falls back to compute_trace_profile (Spark) for a table this reader cannot take (and drops
+    the state). rows_per_part, block_rows: plan()'s task sizes."""
 
     if window_us < 0 or extent_bytes <= 0 or rows_per_part <= 0:
         raise ValueError(f"window_us >= 0, extent_bytes > 0, rows_per_part > 0 required, got "
                          f"{window_us}, {extent_bytes}, {rows_per_part}")
     return files_or_sql(
         lambda: _profile_files(spark, warehouse, trace_id, span_us=span_us, window_us=window_us,
-                               extent_bytes=extent_bytes, rows_per_part=rows_per_part, block_rows=block_rows),
+                               extent_bytes=extent_bytes, rows_per_part=rows_per_part, block_rows=block_rows,
+                               full=full),
         lambda: _profile_sql(spark, warehouse, trace_id, span_us=span_us, window_us=window_us,
                              extent_bytes=extent_bytes), f"profile {trace_id}")
 
@@ -419,6 +496,7 @@ def profile_trace(spark: SparkSession, warehouse: Path, trace_id: str, *, span_u
 def _profile_sql(spark: SparkSession, warehouse: Path, trace_id: str, *, span_us: int, window_us: int,
                  extent_bytes: int) -> int:
     """profile_trace through compute_trace_profile (Spark)."""
+    ProfileState(warehouse, trace_id, window_us, extent_bytes).forget()
     persisted: list = []
     profile = P.compute_trace_profile(read_table(spark, warehouse, "requests", trace_id), span_us=span_us,
                                       window_us=window_us, extent_bytes=extent_bytes, persisted=persisted)
@@ -431,16 +509,27 @@ def _profile_sql(spark: SparkSession, warehouse: Path, trace_id: str, *, span_us
 
 
 def _profile_files(spark: SparkSession, warehouse: Path, trace_id: str, *, span_us: int, window_us: int,
-                   extent_bytes: int, rows_per_part: int, block_rows: int | None) -> int:
-    """profile_trace from the requests files (this module's tasks); Unsupported before anything is written."""
+                   extent_bytes: int, rows_per_part: int, block_rows: int | None, full: bool) -> int:
+    """profile_trace from the requests files (this module's tasks), resumed from the stored state unless `full`
+    or it cannot be (libs.table_io.profile_state); Unsupported before anything is written."""
     files = trace_files(spark, warehouse, trace_id)
+    state = ProfileState(warehouse, trace_id, window_us, extent_bytes)
+    try:
+        known: tuple[int, list[str]] | None = requests_state(warehouse, trace_id)   # before the passes: what they read
+    except (delta_log.LogUnreadable, ValueError):
+        known = None                           # requests without a `traces` row: profiled whole, no state kept
+    kept = None if full or known is None else state.load(known[1], set(files))
     tasks, groups = plan(files, rows_per_part=rows_per_part, parallelism=session_parallelism(spark),
-                         block_rows=block_rows)
+                         block_rows=block_rows, start=kept.stop if kept else None,
+                         part_base=kept.part + 1 if kept else 0)
+    log.info("profile: %s", f"the requests from {kept.stop} us on, after the stored state" if kept else "whole trace")
+    run = state.new_run() if known else None
     with scratch_dir(warehouse, f"profile-{trace_id}") as scratch:
-        partials, merged = run_tasks(spark, tasks, groups, window_us=window_us, extent_bytes=extent_bytes,
-                                     scratch=str(scratch))
+        ran = run_tasks(spark, tasks, groups, window_us=window_us, extent_bytes=extent_bytes, scratch=str(scratch),
+                        span_us=span_us, kept=kept, run=run)
     merged_at = time.perf_counter()
-    rows = P.finish(partials, merged, span_us=span_us, window_us=window_us)
-    replace_from_driver(spark, table_target(spark, warehouse, "trace_profile"), {"trace_id": trace_id}, rows)
-    log.info("profile: %d rows finished and committed in %.1f s", rows.num_rows, time.perf_counter() - merged_at)
-    return rows.num_rows
+    replace_from_driver(spark, table_target(spark, warehouse, "trace_profile"), {"trace_id": trace_id}, ran.rows)
+    if known and run:
+        state.save(run, ran.kept, version=known[0], sha256=known[1], devices=sorted(files))
+    log.info("profile: %d rows committed in %.1f s", ran.rows.num_rows, time.perf_counter() - merged_at)
+    return ran.rows.num_rows

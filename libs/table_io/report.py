@@ -2,6 +2,12 @@
 time of all requests) straight from the `requests` table's Parquet files: the per-device form of `heat_report`'s
 Spark SQL `spark_cdfs` (the definition, and the fallback when the files cannot be read directly).
 
+The distinct values and their counts are kept between runs (per trace under <warehouse>/_state/report/<trace_id>/,
+with each device's last request time, the requests version and the trace's files they were made from), so after an
+append a run reads only the requests after the stored end and adds their counts: the same distributions as
+counting the whole trace. The whole trace is read instead when there is no state, the trace was ingested again,
+a device it knew has gone, or requests changed before the stored end (an overlapping append).
+
 One device pass (libs.table_io.device_pass): each task orders its device's requests by (ts_us, seq) and counts each
 distinct value (request sizes as they are; interarrival and response times rounded to 4 significant digits,
 libs.transforms.profile.round_significant_np, as the Spark SQL form rounds them). The driver takes the percentiles
@@ -14,21 +20,30 @@ values around it.
 """
 from __future__ import annotations
 
+import json
+import logging
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from blockheat.libs.io import delta_log, storage
+from blockheat.libs.table_io.changes import changed_span, read_state_doc, requests_state
 from blockheat.libs.table_io.device_pass import Read, Unsupported, device_pass, trace_files
 from blockheat.libs.transforms.profile import percentile_cells, round_significant_np
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["ALL_OPS", "METRICS", "PER_OP", "Cdfs", "Unsupported", "device_cells", "percentiles", "report_cdfs"]
+log = logging.getLogger(__name__)
+
+__all__ = ["ALL_OPS", "METRICS", "PER_OP", "Cdfs", "Unsupported", "add_cells", "device_cells", "forget_state",
+           "percentiles", "report_cdfs"]
 
 #: The distributions, in the report's order.
 METRICS = ("size_bytes", "interarrival_us", "response_us")
@@ -48,23 +63,40 @@ def _cells(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return v, n.astype(np.int64)
 
 
-def device_cells(requests: pa.Table) -> Cells:
+def device_cells(requests: pa.Table, before_ts: int | None = None) -> Cells:
     """One device's requests (COLUMNS) -> per metric and operation the (distinct values, counts): sizes as they
     are (as float64) and the non-null response times rounded to 4 significant digits, per operation present; the
-    gaps between consecutive requests in (ts_us, seq) order, all operations together, rounded the same way."""
+    gaps between consecutive requests in (ts_us, seq) order, all operations together, rounded the same way.
+    before_ts: the time of the device's last request before these (its gap to the first is counted)."""
     ts = requests.column("ts_us").to_numpy().astype(np.int64)
     seq = requests.column("seq").to_numpy().astype(np.int64)
-    order = np.lexsort((seq, ts))
+    ts = ts[np.lexsort((seq, ts))]
+    gaps = np.diff(ts) if before_ts is None else np.diff(ts, prepend=before_ts)
     out: Cells = {"size_bytes": {}, "response_us": {},
-                  "interarrival_us": {ALL_OPS: _cells(round_significant_np(np.diff(ts[order]).astype(np.float64)))}}
+                  "interarrival_us": {ALL_OPS: _cells(round_significant_np(gaps.astype(np.float64)))}}
     for op in pc.unique(requests.column("op")).to_pylist():
         mine = requests.filter(pc.equal(requests.column("op"), op))
         out["size_bytes"][op] = _cells(mine.column("size_bytes").to_numpy().astype(np.float64))
         response = pc.drop_null(mine.column("response_us")).to_numpy().astype(np.float64)
         if len(response):
             out["response_us"][op] = _cells(round_significant_np(response))
-    if len(ts) < 2:
+    if not len(gaps):
         del out["interarrival_us"][ALL_OPS]
+    return out
+
+
+def add_cells(a: Cells, b: Cells) -> Cells:
+    """Two sets of a device's cells as one: the counts of equal values summed."""
+    out: Cells = {}
+    for metric in METRICS:
+        out[metric] = dict(a.get(metric, {}))
+        for op, (values, counts) in b.get(metric, {}).items():
+            if op in out[metric]:
+                v, at = np.unique(np.concatenate([out[metric][op][0], values]), return_inverse=True)
+                n = np.bincount(at.reshape(-1), np.concatenate([out[metric][op][1], counts]), len(v))
+                out[metric][op] = (v, n.astype(np.int64))
+            else:
+                out[metric][op] = (values, counts)
     return out
 
 
@@ -76,16 +108,109 @@ def percentiles(values: np.ndarray, counts: np.ndarray, points: Sequence[float])
     return [float(x[0]) for x in at]
 
 
-def report_cdfs(spark: SparkSession, warehouse: Path, trace_id: str, points: Sequence[float]) -> Cdfs:
+def report_cdfs(spark: SparkSession, warehouse: Path, trace_id: str, points: Sequence[float], *,
+                full: bool = False) -> Cdfs:
     """Per metric of METRICS, per (device, operation) with values: [(value at p, p) for p in points]; the operation
-    is "R" or "W" for PER_OP metrics, ALL_OPS otherwise. Unsupported when the requests files cannot be read
-    directly."""
-    devices = sorted(trace_files(spark, warehouse, trace_id).items())
-    cells: dict[str, Cells] = device_pass(spark, devices, lambda _device, table: ({}, device_cells(table)),
-                                          read=Read(COLUMNS), label=f"report {trace_id}").extras
+    is "R" or "W" for PER_OP metrics, ALL_OPS otherwise. After an append, from the stored counts and the new
+    requests (full: from every request). Unsupported when the requests files cannot be read directly."""
+    files = trace_files(spark, warehouse, trace_id)
+    state = _State(warehouse, trace_id)
+    try:
+        known: tuple[int, list[str]] | None = requests_state(warehouse, trace_id)   # before the pass: what it reads
+    except (delta_log.LogUnreadable, ValueError):
+        known = None                           # requests without a `traces` row: counted whole, no state kept
+    stored = None if full or known is None else state.load(known[1], set(files))
+    cells, last = stored or ({}, {})
+    stop = max(last.values()) + 1 if last else None
+
+    def count(device: str, table: pa.Table) -> tuple[dict, tuple[Cells, int | None]]:
+        if not table.num_rows:
+            return {}, ({}, None)
+        return {}, (device_cells(table, last.get(device)), int(pc.max(table.column("ts_us")).as_py()))
+
+    read = Read(COLUMNS, None if stop is None else [("ts_us", ">=", stop)])
+    label = f"report {trace_id}" + ("" if stop is None else f", requests from {stop} us on after the stored counts")
+    new = device_pass(spark, sorted(files.items()), count, read=read, label=label).extras
+    cells = {d: add_cells(cells.get(d, {}), new.get(d, ({}, None))[0]) for d in sorted(set(cells) | set(new))}
+    last = last | {d: t for d, (_, t) in new.items() if t is not None}
+    if known is not None:
+        state.save(cells, last, version=known[0], sha256=known[1])
     out: Cdfs = {metric: {} for metric in METRICS}
     for device in sorted(cells):
         for metric in METRICS:
             for op, (values, counts) in sorted(cells[device][metric].items()):
                 out[metric][(device, op)] = list(zip(percentiles(values, counts, points), points, strict=True))
     return out
+
+
+CELLS = pa.schema([("device", pa.string()), ("metric", pa.string()), ("op", pa.string()), ("value", pa.float64()),
+                   ("count", pa.int64())])
+
+
+class _State:
+    """The stored counts of one trace (see the module docstring)."""
+
+    def __init__(self, warehouse: Path | str, trace_id: str) -> None:
+        self.warehouse = warehouse
+        self.trace_id = trace_id
+        self.folder = storage.join(storage.normalize(warehouse), "_state", "report", trace_id)
+
+    def load(self, sha256: list[str], devices: set[str]) -> tuple[dict[str, Cells], dict[str, int]] | None:
+        doc = read_state_doc(storage.join(self.folder, "state.json"))
+        if doc is None or sha256[:len(doc["sha256"])] != doc["sha256"] or set(doc["last"]) - devices:
+            return None
+        last = {d: int(t) for d, t in doc["last"].items()}
+        changed = changed_span(self.warehouse, self.trace_id, int(doc["version"]))
+        if changed is False or (isinstance(changed, tuple) and last and changed[0] <= max(last.values())):
+            log.info("report %s: requests changed before the stored counts' end: counted whole", self.trace_id)
+            return None
+        try:
+            table = storage.read_parquet(storage.join(self.folder, doc["file"])).cast(CELLS)
+        except (OSError, ValueError, pa.ArrowException):
+            return None
+        cells: dict[str, Cells] = {}
+        rows = table.sort_by([(c, "ascending") for c in ("device", "metric", "op", "value")])
+        keys = list(zip(*(rows.column(c).to_pylist() for c in ("device", "metric", "op")), strict=True))
+        values, counts = rows.column("value").to_numpy(), rows.column("count").to_numpy()
+        start = 0
+        for i in range(1, len(keys) + 1):
+            if i == len(keys) or keys[i] != keys[start]:
+                device, metric, op = keys[start]
+                cells.setdefault(device, {m: {} for m in METRICS})[metric][op] = (values[start:i].copy(),
+                                                                                  counts[start:i].copy())
+                start = i
+        return cells, last
+
+    def save(self, cells: dict[str, Cells], last: dict[str, int], *, version: int, sha256: list[str]) -> None:
+        """The counts' file, then the document naming it (one PUT or rename); the previous file deleted after."""
+        columns: dict[str, list[Any]] = {f.name: [] for f in CELLS}
+        for device, of_device in cells.items():
+            for metric, by_op in of_device.items():
+                for op, (values, counts) in by_op.items():
+                    columns["device"] += [device] * len(values)
+                    columns["metric"] += [metric] * len(values)
+                    columns["op"] += [op] * len(values)
+                    columns["value"].append(np.asarray(values, np.float64))
+                    columns["count"].append(np.asarray(counts, np.int64))
+        table = pa.table({"device": columns["device"], "metric": columns["metric"], "op": columns["op"],
+                          "value": np.concatenate(columns["value"]) if columns["value"] else np.zeros(0),
+                          "count": np.concatenate(columns["count"]) if columns["count"] else np.zeros(0, np.int64)},
+                         schema=CELLS)
+        name = f"cells-{uuid.uuid4().hex}.parquet"
+        storage.makedirs(self.folder)
+        fs, path = storage.filesystem(storage.join(self.folder, name))
+        pq.write_table(table, path, filesystem=fs)
+        previous = read_state_doc(storage.join(self.folder, "state.json")) or {}
+        doc = {"version": version, "sha256": sha256, "last": last, "file": name}
+        storage.write_bytes(storage.join(self.folder, "state.json"), json.dumps(doc).encode())
+        if previous.get("file") and previous["file"] != name:
+            storage.delete(storage.join(self.folder, previous["file"]))
+
+    def forget(self) -> None:
+        if storage.exists(self.folder):
+            storage.delete_tree(self.folder)
+
+
+def forget_state(warehouse: Path | str, trace_id: str) -> None:
+    """Drop the stored counts (after the distributions were counted another way): the next run counts whole."""
+    _State(warehouse, trace_id).forget()

@@ -30,7 +30,13 @@ import pyarrow.parquet as pq
 from blockheat.libs.io import storage
 from blockheat.libs.io.delta_files import Append, FileWriter, commit_replace, discard
 from blockheat.libs.io.tables import Location, table_target
-from blockheat.libs.table_io.changes import changed_span, footer_ranges, requests_state, stored_files
+from blockheat.libs.table_io.changes import (
+    changed_span,
+    footer_ranges,
+    read_state_doc,
+    requests_state,
+    stored_files,
+)
 from blockheat.libs.table_io.device_pass import Output, Read, device_pass, trace_files
 from blockheat.libs.table_io.tracking import COLUMNS, rows_of_pieces, sorted_pieces
 from blockheat.libs.transforms.tracking import _check
@@ -98,23 +104,12 @@ def _read_history(folder: str, name: str | None) -> pa.Table:
     return pq.read_table(path, filesystem=fs, schema=HISTORY_SCHEMA)
 
 
-def _read_doc(folder: str) -> dict[str, Any] | None:
-    path = storage.join(folder, "state.json")
-    if not storage.is_file(path):
-        return None
-    try:
-        doc = json.loads(storage.read_bytes(path))
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
 def save_state(warehouse: Location, trace_id: str, p: TrackParams, *, version: int, sha256: list[str], start: int,
                files: dict[str, str]) -> None:
     """The state document (one PUT or rename) naming each device's history file written by the tasks; the previous
     document's files are deleted after it."""
     folder = p.folder(warehouse, trace_id)
-    previous = _read_doc(folder) or {}
+    previous = read_state_doc(storage.join(folder, "state.json")) or {}
     doc = {"version": version, "sha256": sha256, "start": start, "files": files}
     storage.write_bytes(storage.join(folder, "state.json"), json.dumps(doc).encode())
     for name in set((previous.get("files") or {}).values()) - set(files.values()):
@@ -166,7 +161,7 @@ def update_tracking(spark: SparkSession, warehouse: Location, trace_id: str, p: 
     """Resume tracking from the state: the rows of the checkpoints from S on, per k (the counts added), or None
     when the whole trace must be tracked (nothing written)."""
     folder = p.folder(warehouse, trace_id)
-    doc = _read_doc(folder)
+    doc = read_state_doc(storage.join(folder, "state.json"))
     if doc is None:
         return None
     version, sha256 = requests_state(warehouse, trace_id)

@@ -46,6 +46,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -85,6 +86,11 @@ MIN_ROWS_PER_TASK = 50_000  # below this, one task does the pass (and finishes e
 #   "run_piece"  device, w, key = part, v = RUN_* kind, n = length: a run cut by a part edge
 #   "footprint"  device, w, window_us (0 = whole trace), n = distinct blocks, s = accesses, s2 = re-accesses
 #   "extent"     scope, device, w, window_us; cells = _pack(requests touching each extent of the group)
+# and, when a later run resumes from what this one leaves (libs.table_io.profile_state):
+#   "kept"       as "hist", for a group the task finished that requests after the data's end still reach
+#   "extent_ids" device scope, w, window_us; cells = _pack(extent, requests touching it): the counts of the
+#                whole trace and of open windows, to be added to counts kept from other spans
+#   "count_whole" device, metric, n: counts of windows that ended, for the whole trace's groups only
 # Histograms and extent counts travel as one binary cell per group and task, not a row per value.
 PARTIAL = pa.schema([("kind", pa.string()), ("scope", pa.string()), ("device", pa.string()), ("w", pa.int64()),
                      ("window_us", pa.int64()), ("metric", pa.string()), ("key", pa.int64()), ("v", pa.float64()),
@@ -336,14 +342,22 @@ class _Partials:
 
     def __init__(self, names: list[str], *, window_us: int, final_whole: bool = False,
                  final_window: Callable[[np.ndarray], np.ndarray] | None = None,
-                 final_scopes: tuple[str, ...] = ("device", "trace")) -> None:
+                 final_scopes: tuple[str, ...] = ("device", "trace"), end: int | None = None) -> None:
         self.names = np.array([*names, "*"], dtype=object)
         self.star = len(names)
         self.window_us = window_us
         self.final_whole = final_whole
         self.final_scopes = final_scopes   # scopes whose groups this task may hold whole
         self.final_window = final_window or (lambda w: np.zeros(len(w), bool))
+        self.end = end                     # given: finished groups open at `end` also leave their cells ("kept")
         self.cols: dict[str, list[np.ndarray]] = {f.name: [] for f in PARTIAL}
+
+    def open_at_end(self, w: np.ndarray, window_us: int) -> np.ndarray:
+        """Which groups (window starts of one window_us) requests from `end` on reach: the whole trace's, and the
+        windows reaching past it (none without `end`)."""
+        if self.end is None:
+            return np.zeros(len(w), bool)
+        return np.full(len(w), window_us == 0) | (w + window_us > self.end)
 
     def add(self, kind: str, code: np.ndarray, w: np.ndarray, metric: str, *, scope: str = "",
             window_us: int = 0, key: np.ndarray | None = None, v: np.ndarray | None = None,
@@ -378,15 +392,15 @@ class _Partials:
                 continue
             done = np.full(len(w), self.final_whole) if window_us == 0 else self.final_window(span_w)
             done &= final and scope in self.final_scopes
-            for kind, mask in (("final", done), ("hist", ~done)):
+            for kind, mask in (("final", done), ("hist", ~done), ("kept", done & self.open_at_end(span_w, window_us))):
                 if not mask.any():
                     continue
                 (c, gw), cv, n, s, s2, mx = _cells([group_code[mask], span_w[mask]], v[mask], n1[mask], s1[mask],
                                                    s21[mask], mx1[mask])
                 starts = _runs_of(c, gw)
-                if kind == "hist":
+                if kind != "final":
                     ends = np.append(starts[1:], len(c))
-                    self.add("hist", c[starts], gw[starts], metric, scope=scope, window_us=window_us,
+                    self.add(kind, c[starts], gw[starts], metric, scope=scope, window_us=window_us,
                              n=np.add.reduceat(n, starts), s=np.add.reduceat(s, starts),
                              s2=np.add.reduceat(s2, starts), mx=np.maximum.reduceat(mx, starts),
                              cells=[_pack(cv[a:b], n[a:b]) for a, b in zip(starts, ends, strict=True)])
@@ -459,7 +473,7 @@ class _Partials:
                 continue
             done = np.full(groups, self.final_whole) if window_us == 0 else self.final_window(span_w)
             done &= final and scope in self.final_scopes
-            for kind, mask in (("final", done), ("hist", ~done)):
+            for kind, mask in (("final", done), ("hist", ~done), ("kept", done & self.open_at_end(span_w, window_us))):
                 if not mask.any():
                     continue
                 picked = np.flatnonzero(mask)
@@ -490,9 +504,9 @@ class _Partials:
                         cg, cv = k2[at2] // vmax, k2[at2] % vmax
                 cstarts = _runs_of(cg)
                 cvf = _code_values()[cv] if coded else cv.astype(np.float64)
-                if kind == "hist":
+                if kind != "final":
                     ends = np.append(cstarts[1:], len(cg))
-                    self.add("hist", c, gw, metric, scope=scope, window_us=window_us, n=n, s=s, s2=s2, mx=mx,
+                    self.add(kind, c, gw, metric, scope=scope, window_us=window_us, n=n, s=s, s2=s2, mx=mx,
                              cells=[_pack(cvf[a:b], cn[a:b]) for a, b in zip(cstarts, ends, strict=True)])
                 else:
                     stats = _percentiles(cstarts, cvf, cn) | _moments(n, s, s2, mx)
@@ -580,18 +594,40 @@ def merge_histograms(table: pa.Table) -> pa.Table:
     """The distributions of the groups whose "hist" cells came from several tasks. Input: PARTIAL
     rows (only the "hist" ones are read), every cell of a group in this table. Output: FINAL rows.
     One group at a time, read in place from the table's buffers, so memory holds one group's cells."""
-    rows = []
+    return merge_and_keep(table, None)[0]
+
+
+def merge_and_keep(table: pa.Table, horizon: Horizon | None) -> tuple[pa.Table, pa.Table]:
+    """merge_histograms, and for the groups open at `horizon` one "hist" row each with their cells (equal values'
+    counts summed) but those of runs still open (key OPEN_RUN): what a later run merges its own cells with."""
+    rows, kept = [], []
     first = np.zeros(1, np.int64)
     views = _cell_views(table)
     n, s, s2, mx = (table.column(c).to_numpy(zero_copy_only=False) for c in ("n", "s", "s2", "mx"))
+    open_run = table.column("key").to_numpy(zero_copy_only=False) == OPEN_RUN
     for (scope, device, w, window_us, metric), picked in _by_group(table, "hist").items():
         cells = _group_cells(views, picked, 2)
         order = np.argsort(cells[:, 0], kind="stable")
-        stats = _percentiles(first, cells[order, 0], cells[order, 1].astype(np.int64)) | _moments(
+        values, counts = cells[order, 0], cells[order, 1].astype(np.int64)
+        stats = _percentiles(first, values, counts) | _moments(
             np.array([n[picked].sum()]), np.array([s[picked].sum()]), np.array([s2[picked].sum()]),
             np.array([mx[picked].max()]))
         rows += [(scope, device, w, window_us, label, float(stats[stat][0])) for stat, label in _stat_names(metric)]
-    return _final_table(rows)
+        if horizon is None or not horizon.is_open(scope, device, w, window_us, metric):
+            continue
+        if open_run[picked].any():
+            picked = [i for i in picked if not open_run[i]]
+            if not picked:
+                continue
+            cells = _group_cells(views, picked, 2)
+            order = np.argsort(cells[:, 0], kind="stable")
+            values, counts = cells[order, 0], cells[order, 1].astype(np.int64)
+        at = _runs_of(values)
+        kept.append({"kind": "hist", "scope": scope, "device": device, "w": w, "window_us": window_us,
+                     "metric": metric, "key": 0, "v": 0.0, "n": int(n[picked].sum()), "s": float(s[picked].sum()),
+                     "s2": float(s2[picked].sum()), "mx": float(mx[picked].max()),
+                     "cells": _pack(values[at], np.add.reduceat(counts, at))})
+    return _final_table(rows), pa.Table.from_pylist(kept, schema=PARTIAL)
 
 
 def skew_stats(counts: np.ndarray) -> dict[str, float | None]:
@@ -634,7 +670,7 @@ def _device_codes(table: pa.Table) -> tuple[list[str], np.ndarray]:
 
 def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int, int]], before_ts: int | None,
                      window_us: int, span: tuple[int | None, int | None] = (None, None),
-                     merged: bool = True) -> pa.Table:
+                     merged: bool = True, data_end: int | None = None) -> pa.Table:
     """The ordered pass over one part (consecutive time chunks, every device's requests in them).
 
     Input columns device, seq, ts_us, op, offset_bytes, size_bytes; `before` maps a device to the
@@ -644,6 +680,8 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
     merged=False: the part holds some devices only (libs.table_io.profile): no trace-scope
     arrival metrics (interarrival, idle periods, bursts; merged_partials makes those), and no
     trace-scope group finished here.
+    data_end: the end of the data (a later run may add requests from it on): the groups finished here that it
+    reaches also leave "kept" cells, and burst bins reaching past it stay "bin" rows.
     """
     names, code = _device_codes(table)
     ts, seq = table.column("ts_us").to_numpy(), table.column("seq").to_numpy()
@@ -667,7 +705,7 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
     start, stop = span
     out = _Partials(names, window_us=window_us, final_whole=start is None and stop is None,
                     final_window=_windows_inside(span, window_us),
-                    final_scopes=("device", "trace") if merged else ("device",))
+                    final_scopes=("device", "trace") if merged else ("device",), end=data_end)
     for metric, weights in (("requests", None), ("reads", is_read), ("writes", ~is_read),
                             ("bytes_read", np.where(is_read, size, 0)), ("bytes_written", np.where(is_read, 0, size)),
                             ("sequential", is_seq), ("runs", ~is_seq)):
@@ -682,7 +720,8 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
         out.distribution(gap_code[dev], gap_w[dev], f"idle_{label}_us", "device", gap[dev])
     if merged:
         _arrival_partials(out, ts, before_ts, window_us)
-    out.bursts(code, w, ts, span, scopes=("device", "trace") if merged else ("device",))
+    out.bursts(code, w, ts, (start, data_end if stop is None else stop),
+               scopes=("device", "trace") if merged else ("device",))
     _run_partials(out, code, w, is_seq, part)
     return out.table()
 
@@ -715,15 +754,19 @@ def _arrival_partials(out: _Partials, ts: np.ndarray, before_ts: int | None, win
 
 
 def merged_partials(ts: np.ndarray, *, before_ts: int | None, window_us: int,
-                    span: tuple[int | None, int | None] = (None, None)) -> pa.Table:
+                    span: tuple[int | None, int | None] = (None, None),
+                    data_end: int | None = None) -> pa.Table:
     """The trace scope's arrival metrics over one time part [start, end) of every device's arrivals
     (`ts`, any order): interarrival times, idle periods and burst bins. `before_ts` is the last
-    arrival before the part. Output: PARTIAL rows; windows inside the span are finished here."""
+    arrival before the part. Output: PARTIAL rows; windows inside the span are finished here.
+    data_end: the end of the data, as for ordered_partials."""
     out = _Partials([], window_us=window_us, final_whole=span == (None, None),
-                    final_window=_windows_inside(span, window_us), final_scopes=("trace",))
+                    final_window=_windows_inside(span, window_us), final_scopes=("trace",), end=data_end)
     ts = np.sort(np.asarray(ts, np.int64), kind="stable")
     _arrival_partials(out, ts, before_ts, window_us)
-    out.bursts(np.zeros(len(ts), np.int64), _windows(ts, window_us), ts, span, scopes=("trace",))
+    start, stop = span
+    out.bursts(np.zeros(len(ts), np.int64), _windows(ts, window_us), ts, (start, data_end if stop is None else stop),
+               scopes=("trace",))
     return out.table()
 
 
@@ -748,6 +791,14 @@ def _run_partials(out: _Partials, code: np.ndarray, w: np.ndarray, is_seq: np.nd
 def stitch_runs(pieces: Sequence[tuple[str, int, int, int, int]]) -> list[tuple[str, int, int]]:
     """Joins run pieces (device, part, kind, length, window of the piece's first request) into
     runs: (device, window of the run's first request, length)."""
+    runs, still = stitch_open(pieces)
+    return runs + still
+
+
+def stitch_open(pieces: Sequence[tuple[str, int, int, int, int]]
+                ) -> tuple[list[tuple[str, int, int]], list[tuple[str, int, int]]]:
+    """stitch_runs, the runs a later part may still continue (each device's last, if it reaches the end of its
+    last piece) apart: (ended runs, open runs)."""
     runs: list[tuple[str, int, int]] = []
     open_run: dict[str, list[int]] = {}
     for device, part, kind, length, w in sorted(pieces, key=lambda p: (p[0], p[1], p[2])):
@@ -761,24 +812,31 @@ def stitch_runs(pieces: Sequence[tuple[str, int, int, int, int]]) -> list[tuple[
         open_run[device][1] += length
         if kind == RUN_CONTINUED:
             runs.append((device, *open_run.pop(device)))
-    runs.extend((device, w, length) for device, (w, length) in open_run.items())
-    return runs
+    return runs, [(device, w, length) for device, (w, length) in open_run.items()]
 
 
-def _extent_cells(out: _Partials, code: np.ndarray, w: np.ndarray, extent: np.ndarray) -> None:
+def _extent_cells(out: _Partials, code: np.ndarray, w: np.ndarray, extent: np.ndarray, *,
+                  by_id: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
     """Per group, the requests touching each of its extents. An extent's touches all come to one
     task (its region's), so another task never counts the same (device, extent). The touches are
     counted once per (device, window, extent) and per (device, extent); each group's cells are cut
-    from those."""
+    from those. by_id: the windows whose counts, and the whole trace's, leave "extent_ids" rows (device
+    scope; extent and count, for the driver to add to counts kept from other spans) instead."""
     if not len(extent):
         return
     dc, bc = _dense(code)
     dw, bw = _dense(w)
     de, be = _dense(extent)
     if bc * bw * be >= 1 << 62 or bc * bw > 4 * len(extent) + 1024:
+        whole_trace = by_id is None
+        if by_id is not None:
+            ids = by_id(w)
+            _extent_id_rows(out, code, w, extent, ids)
+            code, w, extent = code[~ids], w[~ids], extent[~ids]
         for scope, gc, gw, wu in out.groups(code, w):
-            (gc, gw, _, _), c = _group_sums([gc, gw, code, extent], np.ones(len(extent), np.int64))
-            _add_extent_rows(out, scope, wu, gc, gw, c)
+            if wu or whole_trace:
+                (gc, gw, _, _), c = _group_sums([gc, gw, code, extent], np.ones(len(extent), np.int64))
+                _add_extent_rows(out, scope, wu, gc, gw, c)
         return
     star = out.star
     fine = (dc * bw + dw) * be + de
@@ -799,20 +857,57 @@ def _extent_cells(out: _Partials, code: np.ndarray, w: np.ndarray, extent: np.nd
     whole_n = np.add.reduceat(fine_n[by], at)
     w_code = f_code[by][at]
     zeros = np.zeros(len(whole_n), np.int64)
-    _add_extent_rows(out, "device", 0, w_code, zeros, whole_n)
-    _add_extent_rows(out, "trace", 0, np.full(len(whole_n), star), zeros, whole_n)
+    if by_id is None:
+        _add_extent_rows(out, "device", 0, w_code, zeros, whole_n)
+        _add_extent_rows(out, "trace", 0, np.full(len(whole_n), star), zeros, whole_n)
+    else:
+        ext_of = np.empty(be, np.int64)                      # dense extent -> extent
+        ext_of[de] = extent
+        _add_extent_id_rows(out, 0, w_code, zeros, ext_of[whole[by][at] % be], whole_n)
     if out.window_us:
+        if by_id is not None:
+            ids = by_id(f_w)
+            _add_extent_id_rows(out, out.window_us, f_code[ids], f_w[ids], ext_of[fine[ids] % be], fine_n[ids])
+            f_code, f_w, fine_n = f_code[~ids], f_w[~ids], fine_n[~ids]
         _add_extent_rows(out, "device", out.window_us, f_code, f_w, fine_n)
         by = np.argsort(f_w, kind="stable")
         _add_extent_rows(out, "trace", out.window_us, np.full(len(fine_n), star), f_w[by], fine_n[by])
 
 
+def _add_extent_id_rows(out: _Partials, window_us: int, gc: np.ndarray, gw: np.ndarray, ext: np.ndarray,
+                        n: np.ndarray) -> None:
+    """"extent_ids" rows (device scope): one per run of equal (gc, gw), its (extent, count) pairs packed."""
+    if not len(gc):
+        return
+    at = _runs_of(gc, gw)
+    ends = np.append(at[1:], len(gc))
+    out.add("extent_ids", gc[at], gw[at], "extent", scope="device", window_us=window_us,
+            cells=[_pack(ext[a:b], n[a:b]) for a, b in zip(at, ends, strict=True)])
+
+
 def _add_extent_rows(out: _Partials, scope: str, window_us: int, gc: np.ndarray, gw: np.ndarray, c: np.ndarray) -> None:
     """"extent" rows: one per run of equal (gc, gw) in the given order, its counts packed."""
+    if not len(gc):
+        return
     at = _runs_of(gc, gw)
     ends = np.append(at[1:], len(c))
     out.add("extent", gc[at], gw[at], "extent", scope=scope, window_us=window_us,
             cells=[_pack(c[a:b]) for a, b in zip(at, ends, strict=True)])
+
+
+def _extent_id_rows(out: _Partials, code: np.ndarray, w: np.ndarray, extent: np.ndarray, windowed: np.ndarray
+                    ) -> None:
+    """"extent_ids" rows (device scope): per device for the whole trace, and per device and window where
+    `windowed`, the requests touching each extent as cells _pack(extent, count), for the driver to add to
+    counts kept from earlier requests (extent_counts)."""
+    spans = [(0, code, np.zeros(len(w), np.int64), extent)]
+    if out.window_us:
+        spans.append((out.window_us, code[windowed], w[windowed], extent[windowed]))
+    for window_us, c, gw, e in spans:
+        if not len(e):
+            continue
+        (c, gw, e), n = _group_sums([c, gw, e], np.ones(len(e), np.int64))
+        _add_extent_id_rows(out, window_us, c, gw, e, n)
 
 
 def block_partials(table: pa.Table, *, region_bytes: int, window_us: int, extent_bytes: int,
@@ -841,36 +936,55 @@ def block_partials(table: pa.Table, *, region_bytes: int, window_us: int, extent
     return out.table()
 
 
-def device_block_partials(device: str, ts: np.ndarray, seq: np.ndarray, lo: np.ndarray, hi: np.ndarray, *,
-                          window_us: int, extent_bytes: int, buckets: int, bucket: int) -> pa.Table:
-    """block_partials for one device's requests (byte ranges [lo, hi)), keeping the address regions
-    r with r % buckets == bucket (libs.table_io.profile: no region pieces are built). With one
-    bucket, the device's reuse-time groups are finished here."""
+def resumed_block_partials(device: str, ts: np.ndarray, seq: np.ndarray, lo: np.ndarray, hi: np.ndarray, *,
+                           window_us: int, extent_bytes: int, buckets: int, bucket: int, start: int | None, end: int,
+                           seen: tuple[np.ndarray, np.ndarray]) -> tuple[pa.Table, tuple[np.ndarray, np.ndarray]]:
+    """block_partials for one device's requests from `start` (None: the trace's beginning) to the end of the
+    data, `end`, after the accesses before `start` (seen: the bucket's blocks and their last access), and the
+    bucket's blocks' last access at `end`. With one bucket the reuse-time groups of the windows from `start` on
+    are finished here (the whole trace's too when start is None; "kept" cells for those `end` reaches); the
+    extent counts of the whole trace, of the window reaching back before `start` and of windows reaching past
+    `end` come as "extent_ids" rows, to be added to the counts of other spans."""
     if len(ts) > 1 and not ((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (seq[1:] > seq[:-1]))).all():
         order = np.lexsort((seq, ts))
         ts, lo, hi = ts[order], lo[order], hi[order]
+    inside = _windows_inside((start, None), window_us)
     final = buckets == 1
-    out = _Partials([device], window_us=window_us, final_whole=final, final_window=lambda w: np.full(len(w), final),
-                    final_scopes=("device",))
-    _block_rows(out, [(0, ts, lo, hi)], region_bytes=math.lcm(extent_bytes, FOOTPRINT_BLOCK),
-                extent_bytes=extent_bytes, buckets=buckets, bucket=bucket)
-    return out.table()
+    out = _Partials([device], window_us=window_us, final_whole=final and start is None,
+                    final_window=lambda w: inside(w) & final, final_scopes=("device",), end=end)
+    before = None if start is None or not window_us else start // window_us * window_us
+    # the regions r with r % buckets == bucket only (libs.table_io.profile: no region pieces are built)
+
+    def by_id(w: np.ndarray) -> np.ndarray:
+        return (w == before) | (w + window_us > end) if window_us else np.ones(len(w), bool)
+
+    (held,) = _block_rows(out, [(0, ts, lo, hi)], region_bytes=math.lcm(extent_bytes, FOOTPRINT_BLOCK),
+                          extent_bytes=extent_bytes, buckets=buckets, bucket=bucket, seen=[seen], by_id=by_id)
+    return out.table(), held
 
 
 def _block_rows(out: _Partials, devices: Sequence[tuple[int, np.ndarray, np.ndarray, np.ndarray]], *,
-                region_bytes: int, extent_bytes: int, buckets: int = 1, bucket: int = 0) -> None:
+                region_bytes: int, extent_bytes: int, buckets: int = 1, bucket: int = 0,
+                seen: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
+                by_id: Callable[[np.ndarray], np.ndarray] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """The block pass's rows for (device code, ts_us, lo, hi) of each device, in time order: one compiled
-    loop per device (profile_kernels.block_pass) gives the per-window sums and reuse-time cells."""
+    loop per device (profile_kernels.block_pass) gives the per-window sums and reuse-time cells. seen: per
+    device, the blocks accessed before and their last access; by_id: the windows whose extent counts (and
+    the whole trace's) leave "extent_ids" rows. Returns per device its blocks' last access afterwards."""
 
     window_us = out.window_us
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("fc", "fw", "fnew", "facc", "fagain", "rc", "rw", "rn",
                                                           "rs", "rs2", "rmx", "cg", "cv", "cn", "ec", "ew", "eid")}
     whole: list[tuple[int, int, int, int]] = []
+    held: list[tuple[np.ndarray, np.ndarray]] = []
     groups = 0
-    for code, ts, lo, hi in devices:
+    none = np.zeros(0, np.int64)
+    for i, (code, ts, lo, hi) in enumerate(devices):
+        blocks, last = (np.array(a, np.int64) for a in seen[i]) if seen else (none, none)   # writable, for numba
         (win, rn, rs, rs2, rmx, fnew, facc, cell_win, cell_code, cell_n, distinct, total, again,
-         ext_w, ext_id) = block_pass(ts, lo, hi, window_us, FOOTPRINT_BLOCK, extent_bytes, region_bytes, buckets,
-                                     bucket, CODES)
+         ext_w, ext_id, after, after_last) = block_pass(ts, lo, hi, window_us, FOOTPRINT_BLOCK, extent_bytes,
+                                                        region_bytes, buckets, bucket, CODES, blocks, last)
+        held.append((after, after_last))
         if not total:
             continue
         whole.append((code, distinct, total, again))
@@ -887,9 +1001,9 @@ def _block_rows(out: _Partials, devices: Sequence[tuple[int, np.ndarray, np.ndar
                      ("eid", ext_id)):
             parts[k].append(v)
     if not whole:
-        return
+        return held
     p = {k: np.concatenate(v) for k, v in parts.items()}
-    _extent_cells(out, p["ec"], p["ew"], p["eid"])
+    _extent_cells(out, p["ec"], p["ew"], p["eid"], by_id=by_id)
     if groups:
         out.cells(p["rc"], p["rw"], p["rn"], p["rs"], p["rs2"], p["rmx"], p["cg"], p["cv"], p["cn"],
                   metric="reuse_time_us", scopes="both", vmax=CODES, coded=True, final=True)
@@ -899,6 +1013,7 @@ def _block_rows(out: _Partials, devices: Sequence[tuple[int, np.ndarray, np.ndar
     if window_us:
         out.add("footprint", p["fc"], p["fw"], "footprint", window_us=window_us, n=p["fnew"],
                 s=p["facc"].astype(np.float64), s2=p["fagain"].astype(np.float64))
+    return held
 
 
 # --- Spark -------------------------------------------------------------------------------------
@@ -1072,19 +1187,31 @@ def _rows(table: pa.Table, kind: str, columns: Sequence[str]) -> list[tuple]:
 
 def joined_runs(partials: pa.Table, window_us: int) -> pa.Table:
     """PARTIAL "hist" rows of the runs that cross span edges, from the ordered tasks' run pieces."""
+    ended, still = runs_of_pieces(partials)
+    return pa.concat_tables([run_rows(ended, window_us), run_rows(still, window_us)])
+
+
+def runs_of_pieces(partials: pa.Table) -> tuple[list[tuple[str, int, int]], list[tuple[str, int, int]]]:
+    """The runs the "run_piece" rows join into: (ended, still open), as stitch_open gives them."""
     pieces = _rows(partials, "run_piece", ("device", "key", "v", "n", "w"))
-    runs = _run_cells(stitch_runs([(d, k, int(v), n, w) for d, k, v, n, w in pieces]), window_us)
-    return pa.Table.from_pylist([dict(zip(PARTIAL.names, r, strict=True)) for r in runs], schema=PARTIAL)
+    return stitch_open([(d, k, int(v), n, w) for d, k, v, n, w in pieces])
+
+
+def run_rows(runs: Sequence[tuple[str, int, int]], window_us: int, *, key: int = 0) -> pa.Table:
+    """PARTIAL "hist" rows of runs (device, window, length), marked `key`."""
+    rows = [(*r[:6], key, *r[7:]) for r in _run_cells(runs, window_us)]
+    return pa.Table.from_pylist([dict(zip(PARTIAL.names, r, strict=True)) for r in rows], schema=PARTIAL)
 
 
 def finish(partials: pa.Table, merged: pa.Table, *, span_us: int, window_us: int) -> pa.Table:
     """The profile (FINAL rows) from every task's small partials and the merged distributions."""
     out: list[tuple] = []
     counts: dict[tuple, dict[str, int]] = {}
-    for device, w, metric, n in _rows(partials, "count", ("device", "w", "metric", "n")):
-        for group in _groups_of("", device, w, window_us):
-            cell = counts.setdefault(group, dict.fromkeys(COUNTS, 0))
-            cell[metric] += n
+    for kind, spans in (("count", window_us), ("count_whole", 0)):     # count_whole: the whole trace's groups only
+        for device, w, metric, n in _rows(partials, kind, ("device", "w", "metric", "n")):
+            for group in _groups_of("", device, w, spans):
+                cell = counts.setdefault(group, dict.fromkeys(COUNTS, 0))
+                cell[metric] += n
     for group, c in counts.items():
         duration = (group[3] if group[3] > 0 else span_us) / 1e6
         total_bytes = c["bytes_read"] + c["bytes_written"]
@@ -1144,3 +1271,138 @@ def _bursts(partials: pa.Table, *, span_us: int, window_us: int) -> list[tuple]:
             out += [(*group, f"peak_to_mean_{label}", peak / mean),
                     (*group, f"dispersion_{label}", var / mean if mean > 0 else None)]
     return out
+
+
+# --- resuming after an append: what the requests before a time `stop` leave for later runs --------------------
+
+OPEN_RUN = 1   # the key of "hist" rows of runs a later request may continue: counted in this run's profile only
+
+
+@dataclass(frozen=True)
+class Horizon:
+    """Which groups requests from `stop` on can still change: the whole trace's, the windows reaching past
+    `stop`, and the run-length distributions of the windows where a still-open run began (run_windows:
+    (device, window start), "*" for the trace scope)."""
+
+    stop: int
+    window_us: int
+    run_windows: frozenset[tuple[str, int]] = frozenset()
+
+    @classmethod
+    def after(cls, stop: int, window_us: int, still: Sequence[tuple[str, int, int]]) -> Horizon:
+        """The horizon at `stop` with the open runs `still` (device, window, length)."""
+        return cls(stop, window_us, frozenset({(d, w) for d, w, _ in still} | {("*", w) for _, w, _ in still}))
+
+    def is_open(self, scope: str, device: str, w: int, window_us: int, metric: str) -> bool:
+        if window_us == 0 or w + window_us > self.stop:
+            return True
+        return metric.startswith("run_length") and (device if scope == "device" else "*", w) in self.run_windows
+
+    def closed(self, final: pa.Table) -> pa.Table:
+        """The FINAL rows of the groups no later request changes."""
+        cols = [final.column(c).to_pylist() for c in ("scope", "device", "window_start_us", "window_us", "metric")]
+        keep = [not self.is_open(*row) for row in zip(*cols, strict=True)]
+        return final.filter(pa.array(keep, pa.bool_()))
+
+
+EXTENTS = pa.schema([("device", pa.string()), ("w", pa.int64()), ("extent", pa.int64()), ("n", pa.int64())])
+
+
+def extent_counts(partials: pa.Table) -> pa.Table:
+    """The "extent_ids" rows' counts as EXTENTS rows (w -1: the whole trace), summed."""
+    picked = partials.filter(pc.equal(partials.column("kind"), "extent_ids"))
+    views = _cell_views(picked)
+    devices, ws, spans = (picked.column(c).to_pylist() for c in ("device", "w", "window_us"))
+    tables = []
+    for view, device, w, span in zip(views, devices, ws, spans, strict=True):
+        pairs = view.reshape(-1, 2).astype(np.int64)
+        m = len(pairs)
+        tables.append(pa.table({"device": pa.array([device] * m, pa.string()),
+                                "w": np.full(m, w if span else -1, np.int64), "extent": pairs[:, 0],
+                                "n": pairs[:, 1]}, schema=EXTENTS))
+    return add_extent_counts(tables)
+
+
+def add_extent_counts(tables: Sequence[pa.Table]) -> pa.Table:
+    """EXTENTS rows summed by (device, w, extent), in that order."""
+    table = pa.concat_tables([EXTENTS.empty_table(), *tables])
+    if not table.num_rows:
+        return table
+    summed = table.group_by(["device", "w", "extent"]).aggregate([("n", "sum")])
+    summed = pa.table({"device": summed["device"], "w": summed["w"], "extent": summed["extent"],
+                       "n": summed["n_sum"]}, schema=EXTENTS)
+    return summed.sort_by([("device", "ascending"), ("w", "ascending"), ("extent", "ascending")])
+
+
+def extent_rows(counts: pa.Table, window_us: int) -> pa.Table:
+    """PARTIAL "extent" rows of the groups EXTENTS `counts` hold: per device and for the trace, the whole
+    trace (w -1) and each window, every row of a group here."""
+    device = counts.column("device").to_numpy(zero_copy_only=False)
+    w, n = counts.column("w").to_numpy(), counts.column("n").to_numpy()
+    rows = []
+
+    def add(scope: str, name: str, at: int, picked: np.ndarray) -> None:
+        rows.append({"kind": "extent", "scope": scope, "device": name, "w": max(at, 0),
+                     "window_us": window_us if at >= 0 else 0, "metric": "extent", "key": 0, "v": 0.0, "n": 0,
+                     "s": 0.0, "s2": 0.0, "mx": 0.0, "cells": _pack(picked)})
+
+    for at in np.unique(w).tolist():
+        mine = w == at
+        add("trace", "*", at, n[mine])
+        for name in np.unique(device[mine]).tolist():
+            add("device", name, at, n[mine & (device == name)])
+    return pa.Table.from_pylist(rows, schema=PARTIAL)
+
+
+def kept_partials(small: pa.Table, horizon: Horizon, still: Sequence[tuple[str, int, int]], *, part: int
+                  ) -> pa.Table:
+    """What a later run needs of the small partials (all but histogram cells and extent counts) of the requests
+    before horizon.stop: the counts of the open windows per device (the others summed per device as
+    "count_whole"), the burst sums of the open groups with the bins that ended folded in, the bins reaching
+    past stop, the footprint sums of the open groups, and the open runs `still` as pieces of `part`."""
+    stop, window_us = horizon.stop, horizon.window_us
+    sums: dict[tuple, list] = {}
+
+    def add(key: tuple, values: Sequence[float], peak: bool = False) -> None:
+        cell = sums.setdefault(key, [0] * len(values))
+        for i, v in enumerate(values):
+            cell[i] = max(cell[i], v) if peak and i == len(values) - 1 else cell[i] + v
+
+    for kind in ("count", "count_whole"):
+        for device, w, metric, n in _rows(small, kind, ("device", "w", "metric", "n")):
+            if kind == "count" and (window_us == 0 or w + window_us > stop):
+                add(("count", "", device, w, 0, metric), [n])
+            else:
+                add(("count_whole", "", device, 0, 0, metric), [n])
+    for label, bin_us in BURST_BINS_US.items():
+        of_label = small.filter(pc.equal(small.column("metric"), label))
+        ended: dict[tuple, int] = {}
+        for scope, device, w, key, n in _rows(of_label, "bin", ("scope", "device", "w", "key", "n")):
+            if (key + 1) * bin_us > stop:
+                add(("bin", scope, device, w, 0, label, key), [n])
+                continue
+            for group in _groups_of(scope, device, w, window_us):
+                if horizon.is_open(*group, label):
+                    ended[(*group, key)] = ended.get((*group, key), 0) + n
+        for (*group, _), n in ended.items():
+            add(("burst", *group, label), [n, n * n, n], peak=True)
+        for scope, device, w, wu, n, s, mx in _rows(of_label, "burst",
+                                                    ("scope", "device", "w", "window_us", "n", "s", "mx")):
+            if horizon.is_open(scope, device, w, wu, label):
+                add(("burst", scope, device, w, wu, label), [n, int(s), int(mx)], peak=True)
+    for device, w, wu, n, s, s2 in _rows(small, "footprint", ("device", "w", "window_us", "n", "s", "s2")):
+        if horizon.is_open("device", device, w, wu, "footprint"):
+            add(("footprint", "", device, w, wu, "footprint"), [n, s, s2])
+    rows = []
+    for key, values in sums.items():
+        kind, scope, device, w, wu, metric, *rest = key
+        row = {"kind": kind, "scope": scope, "device": device, "w": w, "window_us": wu, "metric": metric,
+               "key": rest[0] if rest else 0, "v": 0.0, "n": values[0], "s": 0.0, "s2": 0.0, "mx": 0.0, "cells": None}
+        if kind in ("burst", "footprint"):
+            row |= {"s": float(values[1]), "s2": float(values[2]) if kind == "footprint" else 0.0,
+                    "mx": float(values[2]) if kind == "burst" else 0.0}
+        rows.append(row)
+    rows += [{"kind": "run_piece", "scope": "", "device": device, "w": w, "window_us": 0, "metric": "run_piece",
+              "key": part, "v": float(RUN_OPEN), "n": length, "s": 0.0, "s2": 0.0, "mx": 0.0, "cells": None}
+             for device, w, length in still]
+    return pa.Table.from_pylist(rows, schema=PARTIAL)

@@ -144,8 +144,9 @@ def _grow(a: np.ndarray, size: int, fill: float = 0) -> np.ndarray:  # pragma: n
 
 @numba.njit(cache=True)
 def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, block_bytes: int,
-               extent_bytes: int, region_bytes: int, buckets: int, bucket: int,
-               codes: int):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+               extent_bytes: int, region_bytes: int, buckets: int, bucket: int, codes: int,
+               seen_blocks: np.ndarray, seen_last: np.ndarray):  # type: ignore[no-untyped-def]  # pragma: no cover
+
     """The block pass over one device's requests in time order (byte ranges [lo, hi)), keeping the blocks
     and extents of the address regions r (region_bytes, a multiple of both block_bytes and
     extent_bytes) with r % buckets == bucket, in one loop: every block access's previous access to
@@ -155,14 +156,29 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     Returns per window (starts `win`, in time order): the reuse times' count (= re-accesses), sum, sum of
     squares and maximum, footprint (blocks first accessed in the window) and accesses; the reuse
     times' (window index, value code, count) cells sorted by window and code; the whole trace's
-    distinct blocks, accesses and re-accesses; and one (window start, extent) per request and extent
-    it touches."""
+    distinct blocks, accesses and re-accesses; one (window start, extent) per request and extent
+    it touches; and the last access of every block afterwards (blocks, ts_us; in no order). seen_blocks,
+    seen_last: the blocks accessed before these requests and their last access (empty: none)."""
     n = len(ts)
     bshift, eshift, rshift = _shift_of(block_bytes), _shift_of(extent_bytes), _shift_of(region_bytes)
     bits = 12
     keys = np.zeros(1 << bits, np.int64)              # chunk of CHUNK blocks + 1; 0: empty
     last = np.empty((1 << bits, CHUNK), np.int64)     # last access per block of the chunk; NEVER: none
     used = 0
+    for i in range(len(seen_blocks)):                 # the earlier accesses' table
+        b = seen_blocks[i]
+        chunk = b // CHUNK
+        if 2 * (used + 1) > len(keys):
+            keys, last = _grown(keys, last)
+            bits += 1
+        j = np.int64((np.uint64(chunk) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
+        while keys[j] != 0 and keys[j] != chunk + 1:
+            j = (j + 1) & (len(keys) - 1)
+        if keys[j] == 0:
+            keys[j] = chunk + 1
+            last[j, :] = NEVER
+            used += 1
+        last[j, b % CHUNK] = seen_last[i]
     m = 64                                            # per-window arrays, grown
     win = np.empty(m, np.int64)
     rn = np.zeros(m, np.int64)
@@ -260,9 +276,25 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     if nt:
         cells, nc = _flush(cells, nc, k, counts, touched, nt)
     m = k + 1
+    held = 0
+    for i in range(len(keys)):
+        if keys[i] != 0:
+            for c in range(CHUNK):
+                if last[i, c] != NEVER:
+                    held += 1
+    out_blocks = np.empty(held, np.int64)
+    out_last = np.empty(held, np.int64)
+    held = 0
+    for i in range(len(keys)):
+        if keys[i] != 0:
+            for c in range(CHUNK):
+                if last[i, c] != NEVER:
+                    out_blocks[held] = (keys[i] - 1) * CHUNK + c
+                    out_last[held] = last[i, c]
+                    held += 1
     return (win[:m], rn[:m], rs[:m], rs2[:m], rmx[:m], fnew[:m], facc[:m],
             cells[:nc, 0].copy(), cells[:nc, 1].copy(), cells[:nc, 2].copy(),
-            distinct, total, again_all, ext_w[:t_ext].copy(), ext_id[:t_ext].copy())
+            distinct, total, again_all, ext_w[:t_ext].copy(), ext_id[:t_ext].copy(), out_blocks, out_last)
 
 
 @numba.njit(cache=True)

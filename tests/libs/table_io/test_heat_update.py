@@ -13,35 +13,28 @@ import pytest
 from blockheat.jobs.extent_heat import HeatConfig, run
 from blockheat.libs.table_io.heat import HeatParams
 from blockheat.libs.table_io.heat_update import HeatState
-from tests.builders import ingest, table_digest, write_srt_days
+from tests.builders import ingest, table_digest
 
 TABLES = ("extent_heat", "disk_heat")
 DAY_US = 86_400_000_000
-
-
-@pytest.fixture(scope="module")
-def days(tmp_path_factory: pytest.TempPathFactory, repo_root: Path) -> list[Path]:
-    folder = tmp_path_factory.mktemp("hplajw-days")
-    source = repo_root / "data/traces/hplajw/ajw.1week.srt"
-    return [write_srt_days(folder / f"day-{d}.srt", source, range(d, d + 1)) for d in range(7)]
 
 
 def digests(spark: Any, cfg: Any, trace_id: str) -> dict[str, str]:
     return {t: table_digest(spark, Path(cfg.warehouse), t, trace_id) for t in TABLES}
 
 
-def test_heat_updated_day_by_day_equals_the_full_computation(spark: Any, spark_cfg: Any, days: list[Path],
+def test_heat_updated_day_by_day_equals_the_full_computation(spark: Any, spark_cfg: Any, hplajw_days: list[Path],
                                                              caplog: pytest.LogCaptureFixture) -> None:
     wh = Path(spark_cfg.warehouse)
-    ingest(spark, spark_cfg, "hp-srt", "hu-whole", days)
+    ingest(spark, spark_cfg, "hp-srt", "hu-whole", hplajw_days)
     run(spark, spark_cfg, HeatConfig("hu-whole", window_us=600_000_000), full=True)
     expected = digests(spark, spark_cfg, "hu-whole")
 
-    ingest(spark, spark_cfg, "hp-srt", "hu-days", days[:1])
+    ingest(spark, spark_cfg, "hp-srt", "hu-days", hplajw_days[:1])
     run(spark, spark_cfg, HeatConfig("hu-days", window_us=600_000_000))          # no state yet: whole
     versions = []
     caplog.set_level(logging.INFO, logger="blockheat.libs.table_io.heat_update")
-    for day in days[1:]:
+    for day in hplajw_days[1:]:
         ingest(spark, spark_cfg, "hp-srt", "hu-days", [day], append=True)
         run(spark, spark_cfg, HeatConfig("hu-days", window_us=600_000_000))
         state = HeatState.load(wh, "hu-days", HeatParams(span_us=0, window_us=600_000_000, width=2, disks=2))

@@ -194,7 +194,6 @@ def test_spill_files_on_an_object_store(spark, spark_cfg, gen_expected, tmp_path
     scratch (tests/fake_store.py): written and read through storage.filesystem as the driver has it, the same
     profile as with a local scratch directory."""
     from blockheat.libs.io import storage
-    from blockheat.libs.transforms import profile as P
     from tests.fake_store import fake_s3
 
     rows, span, _ = gen_expected
@@ -203,17 +202,20 @@ def test_spill_files_on_an_object_store(spark, spark_cfg, gen_expected, tmp_path
                             block_rows=400)
 
     def profile(scratch):
-        partials, merged = PF.run_tasks(spark, tasks, groups, window_us=WINDOW_US, extent_bytes=1 << 20,
-                                        scratch=scratch)
-        return by_key(P.finish(partials, merged, span_us=span, window_us=WINDOW_US).to_pylist())
+        ran = PF.run_tasks(spark, tasks, groups, window_us=WINDOW_US, extent_bytes=1 << 20, scratch=scratch,
+                           span_us=span)
+        return by_key(ran.rows.to_pylist())
 
     local = profile(str(tmp_path / "scratch"))
     store = fake_s3(monkeypatch, tmp_path / "s3")
     scratch = store.url("wh/_scratch/profile-pf-gen")
     remote = profile(scratch)
-    spilled = [storage.name(f) for f, _ in storage.files_under(scratch)]
+    spilled = [storage.name(f) for f, _ in storage.files_under(scratch) if "/state/" not in f]
     assert spilled
     assert all(f.endswith(".arrow") for f in spilled)
+    blocks = [storage.name(f) for f, _ in storage.files_under(storage.join(scratch, "state"))]
+    assert sorted(blocks) == sorted(f"{t.device}-{t.bucket}-of-{t.buckets}.parquet" for t in tasks
+                                    if t.kind in ("block", "device"))     # each block pass's last accesses
     assert len({p.name for p in store.local(scratch).iterdir()}) > 1                 # several merge buckets
     assert remote[("trace", "*", 0, 0, "requests")] == len(rows)
     assert_same(remote, local)

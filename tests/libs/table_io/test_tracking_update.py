@@ -9,33 +9,27 @@ from typing import Any
 import pytest
 
 from blockheat.jobs.heat_tracking import track_ks
-from tests.builders import ingest, table_digest, write_srt_days
+from tests.builders import ingest, table_digest
 
 KS = (2, 5, 10)
 PERIOD = 1_800_000_000
-
-
-@pytest.fixture(scope="module")
-def days(tmp_path_factory: pytest.TempPathFactory, repo_root: Path) -> list[Path]:
-    folder = tmp_path_factory.mktemp("hplajw-days-tracking")
-    source = repo_root / "data/traces/hplajw/ajw.1week.srt"
-    return [write_srt_days(folder / f"day-{d}.srt", source, range(d, d + 1)) for d in range(7)]
 
 
 def digest(spark: Any, cfg: Any, trace_id: str) -> str:
     return table_digest(spark, Path(cfg.warehouse), "heat_tracking", trace_id)
 
 
-def test_tracking_resumed_day_by_day_equals_tracking_the_whole_trace(spark: Any, spark_cfg: Any, days: list[Path],
+def test_tracking_resumed_day_by_day_equals_tracking_the_whole_trace(spark: Any, spark_cfg: Any,
+                                                                     hplajw_days: list[Path],
                                                                      caplog: pytest.LogCaptureFixture) -> None:
-    ingest(spark, spark_cfg, "hp-srt", "tu-whole", days)
+    ingest(spark, spark_cfg, "hp-srt", "tu-whole", hplajw_days)
     whole = track_ks(spark, spark_cfg, "tu-whole", KS, aging_period_us=PERIOD, full=True)
     expected = digest(spark, spark_cfg, "tu-whole")
 
-    ingest(spark, spark_cfg, "hp-srt", "tu-days", days[:1])
+    ingest(spark, spark_cfg, "hp-srt", "tu-days", hplajw_days[:1])
     written = track_ks(spark, spark_cfg, "tu-days", KS, aging_period_us=PERIOD)          # no state yet: whole
     caplog.set_level(logging.INFO, logger="blockheat.libs.table_io.tracking_update")
-    for day in days[1:]:
+    for day in hplajw_days[1:]:
         ingest(spark, spark_cfg, "hp-srt", "tu-days", [day], append=True)
         added = track_ks(spark, spark_cfg, "tu-days", KS, aging_period_us=PERIOD)
         written = {k: written[k] + added[k] for k in KS}

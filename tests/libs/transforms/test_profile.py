@@ -277,8 +277,10 @@ def test_block_pass_matches_a_direct_computation(window_us, extent_bytes, bucket
     lo = rng.integers(0, 3_000, n) * 4096 * 3 + rng.integers(0, 4096, n)       # unaligned, many repeats
     hi = lo + rng.choice([512, 4096, 20_000, 300_000, 3 * MIB], n)             # across blocks, extents, regions
     region_bytes = math.lcm(extent_bytes, 4096)
+    none = np.zeros(0, np.int64)
     (win, rn, rs, rs2, rmx, fnew, facc, cell_win, cell_code, cell_n, distinct, total, again,
-     ext_w, ext_id) = block_pass(ts, lo, hi, window_us, 4096, extent_bytes, region_bytes, buckets, bucket, CODES)
+     ext_w, ext_id, held, held_last) = block_pass(ts, lo, hi, window_us, 4096, extent_bytes, region_bytes, buckets,
+                                                  bucket, CODES, none, none)
     wins, cells, ext, whole = _block_pass_by_hand(ts, lo, hi, window_us, extent_bytes, region_bytes, buckets, bucket)
     assert (distinct, total, again) == whole
     assert 1_000 < again < total                     # re-accesses, within and across windows
@@ -298,6 +300,19 @@ def test_block_pass_matches_a_direct_computation(window_us, extent_bytes, bucket
     keys = list(zip(cell_win.tolist(), cell_code.tolist(), strict=True))
     assert keys == sorted(keys)                      # by window, then value code
     assert list(zip(ext_w.tolist(), ext_id.tolist(), strict=True)) == ext
+    # the blocks' last access afterwards: one per distinct block of the bucket's regions
+    assert len(held) == distinct == len(set(held.tolist()))
+    # resumed at a request: the second part after the first part's table counts what the whole pass counts
+    cut = n // 3
+    first = block_pass(ts[:cut], lo[:cut], hi[:cut], window_us, 4096, extent_bytes, region_bytes, buckets, bucket,
+                       CODES, none, none)
+    second = block_pass(ts[cut:], lo[cut:], hi[cut:], window_us, 4096, extent_bytes, region_bytes, buckets, bucket,
+                        CODES, first[15], first[16])
+    assert first[10] + second[10] == distinct
+    assert first[12] + second[12] == again
+    assert second[11] == total - first[11]
+    assert dict(zip(second[15].tolist(), second[16].tolist(), strict=True)) == dict(
+        zip(held.tolist(), held_last.tolist(), strict=True))
 
 
 def test_extent_cells_count_touches_per_group():

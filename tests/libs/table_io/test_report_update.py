@@ -1,0 +1,41 @@
+"""The report's distributions after an append, the new requests' counts added to the stored ones
+(libs.table_io.report), equal counting the whole trace: the bundled hplajw week ingested a day at a time."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from blockheat.libs.table_io.report import METRICS, report_cdfs
+from tests.builders import ingest
+
+POINTS = [i / 100 for i in range(101)]
+
+
+def test_report_counts_added_day_by_day_equal_the_whole_trace(spark: Any, spark_cfg: Any, hplajw_days: list[Path],
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    wh = spark_cfg.warehouse
+    ingest(spark, spark_cfg, "hp-srt", "ru-whole", hplajw_days)
+    want = report_cdfs(spark, wh, "ru-whole", POINTS, full=True)
+    ingest(spark, spark_cfg, "hp-srt", "ru-days", hplajw_days[:1])
+    report_cdfs(spark, wh, "ru-days", POINTS)
+    caplog.set_level(logging.INFO, logger="blockheat.libs.table_io.device_pass")
+    for day in hplajw_days[1:]:
+        ingest(spark, spark_cfg, "hp-srt", "ru-days", [day], append=True)
+        caplog.clear()
+        got = report_cdfs(spark, wh, "ru-days", POINTS)
+        assert any("after the stored counts" in r.getMessage() for r in caplog.records)   # the new requests only
+    assert set(want) == set(METRICS)
+    assert {m: sorted(c) for m, c in got.items()} == {m: sorted(c) for m, c in want.items()}
+    assert got == want                                # every device, operation and percentile, exactly
+    assert len(want["interarrival_us"]) >= 2
+    assert len(want["size_bytes"]) >= 4
+    # A second ingest of the trace (files no longer extending the stored ones) is counted whole.
+    ingest(spark, spark_cfg, "hp-srt", "ru-days", hplajw_days[3:])
+    caplog.clear()
+    again = report_cdfs(spark, wh, "ru-days", POINTS)
+    assert not any("after the stored counts" in r.getMessage() for r in caplog.records)
+    ingest(spark, spark_cfg, "hp-srt", "ru-ref", hplajw_days[3:])
+    assert again == report_cdfs(spark, wh, "ru-ref", POINTS, full=True)
