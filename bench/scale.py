@@ -21,9 +21,8 @@ VM's speed drifts between runs minutes apart):
 
     .venv/bin/python bench/scale.py --cluster-only --cluster-millions 100 --pin-workers --cluster-rounds 3
 
---cluster-disks D gives the cluster trace D disks (default 4): past 120 M requests use more, so that no device
-exceeds extent heat's per-device task limit (libs.table_io.device_pass.MAX_DEVICE_REQUESTS, 30 M), e.g.
---cluster-millions 300 --cluster-disks 12 (25 M a device, as 100 M on 4).
+--cluster-disks D gives the cluster trace D disks (default 4), e.g. --cluster-millions 300 --cluster-disks 12
+(25 M a device, as 100 M on 4; extent heat reads a device of any size in parts, in the same memory).
 
 Growing trace (--growth-nights N): one trace that lands one more day of --growth-millions requests each night
 (4 disks), and per night what the DAG runs for it through the whole-trace stages, as libs.nightly plans them: the
@@ -234,7 +233,7 @@ def growth(work: Path, nights: int, per_night: int, spark_conf: Mapping[str, str
     for day in range(nights):
         make_trace(folder / f"day-{day:03d}.csv", per_night, seed=100 + day, day=day)
         landed = scan_landing(folder, read_manifest(folder, FORMATS))
-        plan = plan_trace(settings, landed, day, now=dt.datetime(2007, 2, 23 + day, tzinfo=dt.UTC))
+        plan = plan_trace(settings, landed, day, now=dt.datetime(2007, 2, 23, tzinfo=dt.UTC) + dt.timedelta(days=day))
         seconds: dict[str, float] = {}
         for stage in GROWTH_STAGES:
             for argv in plan.args[stage]:
@@ -363,9 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cluster-millions", type=float, default=10.0,
                         help="trace size of the 2- vs 1-worker comparison (0: skip it)")
     parser.add_argument("--cluster-disks", type=int, default=4,
-                        help="disks of the cluster comparison's trace (default 4); keep a device's requests within "
-                             "libs.table_io.device_pass.MAX_DEVICE_REQUESTS (30 M) for its per-device heat task, "
-                             "e.g. 12 for 300 M")
+                        help="disks of the cluster comparison's trace (default 4)")
     parser.add_argument("--worker-memory", default="4g", help="memory of each standalone worker (default 4g)")
     parser.add_argument("--executor-memory", default="3g", help="spark.executor.memory on the cluster")
     parser.add_argument("--workdir", type=Path, help="keep generated files and logs here (default: a temp dir)")

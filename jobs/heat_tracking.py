@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from blockheat.libs.io.session import SparkConfig, build_session
 from blockheat.libs.io.tables import read_table, replace_rows, trace_info
 from blockheat.libs.table_io.device_pass import files_or_sql
-from blockheat.libs.table_io.tracking import relative_errors_files
+from blockheat.libs.table_io.tracking import forget_errors, relative_errors_files
 from blockheat.libs.table_io.tracking_update import TrackParams, forget_state, track_whole, update_tracking
 from blockheat.libs.transforms.tracking import compute_heat_tracking
 from blockheat.libs.transforms.tracking_eval import (
@@ -96,13 +96,17 @@ def run_eval(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, ks: Sequen
     libs.table_io.tracking.relative_errors_files, or through Spark SQL when they cannot be) and
     step/drop behaviour on generated traces. Writes and returns the tracking_eval rows."""
     track_ks(spark, cfg, trace_id, ks, aging_period_us=aging_period_us, extent_bytes=extent_bytes, full=full)
+
+    def errors_sql() -> dict[int, dict[str, Any]]:
+        forget_errors(cfg.warehouse, trace_id)           # the kept sorted errors no longer follow the table
+        return relative_errors_by_k(read_table(spark, cfg.warehouse, heat_tracking.TABLE, trace_id).where(
+            f"extent_bytes = {int(extent_bytes)} AND aging_period_us = {int(aging_period_us)} "
+            f"AND k IN ({', '.join(str(int(k)) for k in ks)})"))
+
     errors = files_or_sql(
         lambda: relative_errors_files(spark, cfg.warehouse, trace_id, ks=ks, extent_bytes=extent_bytes,
-                                      aging_period_us=aging_period_us),
-        lambda: relative_errors_by_k(read_table(spark, cfg.warehouse, heat_tracking.TABLE, trace_id).where(
-            f"extent_bytes = {int(extent_bytes)} AND aging_period_us = {int(aging_period_us)} "
-            f"AND k IN ({', '.join(str(int(k)) for k in ks)})")),
-        f"tracking eval {trace_id}: relative errors")
+                                      aging_period_us=aging_period_us, full=full),
+        errors_sql, f"tracking eval {trace_id}: relative errors")
     none = {"checkpoints": 0, "mean": None, "median": None}
     step, drop = generated_trace("step", spec), generated_trace("drop", spec)
     rows = []

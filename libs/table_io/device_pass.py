@@ -15,6 +15,7 @@ executor sees, or an object store.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import pickle
 import time
@@ -22,7 +23,9 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from blockheat.libs.io import storage
@@ -37,9 +40,9 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 
-# A per-device task holds a device's requests, then derived arrays (extent heat's grids, the ALIS graph's pair
-# keys and counted edges: a 25 M-request device peaked at 6.6 GB, two such tasks at once on 2 cores). A larger
-# device goes the Spark SQL way.
+# A per-device task that reads a device whole holds its requests, then derived arrays (the ALIS graph's pair keys
+# and counted edges: a 25 M-request device peaked at 6.6 GB, two such tasks at once on 2 cores). A larger device
+# goes the Spark SQL way; passes that read a device in parts (DeviceChunks) take any size.
 MAX_DEVICE_REQUESTS = 30_000_000
 NO_STATS = 1 << 62               # a row group without ts_us statistics spans every time
 
@@ -103,6 +106,92 @@ def row_groups(path: str) -> list[RowGroup]:
     return [g for g in out if g.rows]
 
 
+def cuts(groups: Sequence[RowGroup], parts: int) -> list[int]:
+    """Up to parts - 1 increasing timestamps that cut the groups' rows into about equal shares,
+    taking each group's rows as spread evenly over its timestamp range."""
+    if parts <= 1 or not groups:
+        return []
+    lo = np.array([g.lo for g in groups], np.float64)
+    width = np.array([g.hi for g in groups], np.float64) - lo + 1
+    rows = np.array([g.rows for g in groups], np.float64)
+    total = rows.sum()
+    first, last = min(g.lo for g in groups), max(g.hi for g in groups)
+    out: list[int] = []
+    for i in range(1, parts):
+        target = total * i / parts
+        a, b = first, last + 1
+        while a < b:                  # the first t with at least `target` rows estimated below it
+            t = (a + b) // 2
+            if float(np.sum(rows * np.clip((t - lo) / width, 0.0, 1.0))) < target:
+                a = t + 1
+            else:
+                b = t
+        if first < a <= last and (not out or a > out[-1]):
+            out.append(a)
+    return out
+
+
+def spans(groups: Sequence[RowGroup], max_rows: int, align_us: int = 0, start: int | None = None
+          ) -> list[tuple[int | None, int | None]]:
+    """Consecutive time spans [start, stop) (None: open) from `start` on that cut the groups' rows into parts of
+    about max_rows (cuts()), each inner edge a multiple of align_us when given (a part then holds whole windows of
+    align_us)."""
+    groups = [g for g in groups if start is None or g.hi >= start]
+    total = sum(g.rows for g in groups)
+    edges = cuts(groups, max(1, -(-total // max_rows)))
+    if align_us:
+        edges = sorted({e // align_us * align_us for e in edges})
+    return list(itertools.pairwise([start, *(e for e in edges if start is None or e > start), None]))
+
+
+class DeviceChunks:
+    """Task side: a device's rows of some columns in time order, as tables of about `max_rows` rows each (a part
+    holds whole windows of align_us when given, so it holds more when one window does), read row group by row
+    group: a task's memory follows the part, not the device. Each part is sorted by (ts_us, seq) when both are
+    read. Iterate it once per pass."""
+
+    def __init__(self, paths: Sequence[str], columns: Sequence[str], max_rows: int, align_us: int = 0,
+                 ordered: bool = True, start: int | None = None) -> None:
+        self.paths = list(paths)
+        self.columns = list(dict.fromkeys([*columns, "ts_us"]))
+        self.wanted = list(columns)
+        self.ordered = ordered and "seq" in self.columns
+        self.groups = [g for p in paths for g in row_groups(p)]
+        self.spans = spans(self.groups, max_rows, align_us, start)
+
+    def __iter__(self) -> Iterator[pa.Table]:
+        """The parts that hold rows."""
+        for _, part in self.with_spans():
+            if part.num_rows:
+                yield part
+
+    def with_spans(self) -> Iterator[tuple[tuple[int | None, int | None], pa.Table]]:
+        """Every span [start, stop) and its rows (an empty table when it holds none)."""
+        if self.spans == [(None, None)] and not self.ordered:        # one part: the files as they are
+            yield (None, None), read_files(self.paths, self.wanted)
+            return
+        files: dict[str, pq.ParquetFile] = {}
+        for start, stop in self.spans:
+            tables = []
+            for g in self.groups:
+                if (start is not None and g.hi < start) or (stop is not None and g.lo >= stop):
+                    continue
+                if g.path not in files:
+                    files[g.path] = storage.parquet_file(g.path)
+                table = files[g.path].read_row_group(g.index, columns=self.columns)
+                ts = table.column("ts_us")
+                keep = pc.and_(pc.greater_equal(ts, start if start is not None else -NO_STATS),
+                               pc.less(ts, stop if stop is not None else NO_STATS))
+                tables.append(table.filter(keep))
+            if not tables:
+                first = storage.parquet_file(self.paths[0]).schema_arrow
+                tables = [pa.schema([first.field(c) for c in self.columns]).empty_table()]
+            part = pa.concat_tables(tables)
+            if self.ordered:
+                part = part.sort_by([("ts_us", "ascending"), ("seq", "ascending")])
+            yield (start, stop), part.select(self.wanted)
+
+
 @dataclass(frozen=True)
 class RequestFiles:
     """A trace's requests files by device (absolute paths), their rows by device and the largest ts_us."""
@@ -120,9 +209,11 @@ class RequestFiles:
         return [(d, self.files[d]) for d in self.by_size()]
 
 
-def request_files(spark: SparkSession | None, warehouse: Location, trace_id: str) -> RequestFiles:
+def request_files(spark: SparkSession | None, warehouse: Location, trace_id: str, *,
+                  whole_devices: bool = True) -> RequestFiles:
     """The trace's requests files, from the snapshot and the files' footers; Unsupported when a footer lacks
-    ts_us statistics or a device is too large for one task."""
+    ts_us statistics, or when whole_devices (a task holds a device's requests at once) and a device has more than
+    MAX_DEVICE_REQUESTS (passes that read a device in parts take any size)."""
     files = trace_files(spark, warehouse, trace_id)
     rows, highest = {}, []
     for device, paths in files.items():
@@ -130,7 +221,7 @@ def request_files(spark: SparkSession | None, warehouse: Location, trace_id: str
         if any(g.hi == NO_STATS for g in groups):
             raise Unsupported(f"requests of {trace_id}/{device}: a row group without ts_us statistics")
         rows[device] = sum(g.rows for g in groups)
-        if rows[device] > MAX_DEVICE_REQUESTS:
+        if whole_devices and rows[device] > MAX_DEVICE_REQUESTS:
             raise Unsupported(f"requests of {trace_id}/{device}: {rows[device]:,} rows, more than one task holds")
         highest += [g.hi for g in groups]
     if not highest:
@@ -175,14 +266,27 @@ def spark_tasks(spark: SparkSession, n: int, fn: Callable[[Iterator[int]], Itera
 @dataclass(frozen=True)
 class Read:
     """What a pass reads of a table's files for each device: its columns, and the rows matching the pyarrow
-    filter `where`."""
+    filter `where`; or with chunk_rows, the rows (from `start` on) in time order in parts of about that many
+    (DeviceChunks, whole windows of align_us each; sorted unless `ordered` is False; no filter)."""
 
     columns: Sequence[str]
     where: Any = None
+    chunk_rows: int = 0
+    align_us: int = 0
+    ordered: bool = True          # chunks: each sorted by (ts_us, seq) (False: in the files' order)
+    start: int | None = None      # chunks: the rows from this ts_us on
 
-    def of(self, paths: Sequence[str]) -> pa.Table | None:
+    def __post_init__(self) -> None:
+        if self.chunk_rows and self.where is not None:
+            raise ValueError("a chunked read takes no row filter")
+
+    def of(self, paths: Sequence[str]) -> pa.Table | DeviceChunks | None:
         """Task side: the rows of these files (None when there is no file)."""
-        return read_files(paths, self.columns, self.where) if paths else None
+        if not paths:
+            return None
+        if self.chunk_rows:
+            return DeviceChunks(paths, self.columns, self.chunk_rows, self.align_us, self.ordered, self.start)
+        return read_files(paths, self.columns, self.where)
 
 
 @dataclass(frozen=True)

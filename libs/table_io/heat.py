@@ -1,8 +1,9 @@
 """Extent heat and disk heat straight from the `requests` table's Parquet files: the per-device form of
 libs.transforms.heat (whose Spark SQL is the definition, and the fallback when the files cannot be read directly).
 
-One Spark task per device reads that device's files (the Delta snapshot's list; a device of more than
-MAX_DEVICE_REQUESTS goes the Spark SQL way) and, in the compiled passes of libs.transforms.heat_kernels:
+One Spark task per device reads that device's files (the Delta snapshot's list) in parts of whole windows, about
+CHUNK_ROWS requests each (a device of any size: the task's memory follows the part), and for each part, in the
+compiled passes of libs.transforms.heat_kernels:
 
 - cuts the requests at extent boundaries, counts each (extent, window) and each extent over the whole trace, and
   writes both sets of extent_heat rows into the table itself (libs.io.delta_files);
@@ -11,6 +12,7 @@ MAX_DEVICE_REQUESTS goes the Spark SQL way) and, in the compiled passes of libs.
   end, the driver shifts those by where the device starts in the striped volume (a stripe-unit multiple, so every
   piece keeps its blocks) and builds the disk_heat rows (heat.disk_heat_rows).
 
+The parts' whole-trace counts are summed per extent and their disk counts per window and disk (device_heat_parts).
 The driver commits one replace per window length. Integer counts, so the rows equal the Spark SQL form's, heat and
 temperature as the same double divisions.
 
@@ -18,6 +20,7 @@ temperature as the same double divisions.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,8 +43,8 @@ if TYPE_CHECKING:
 
 COLUMNS = DEVICE_FILE_COLUMNS
 
-__all__ = ["HeatParams", "Unsupported", "device_heat", "disk_counts", "extent_and_disk_heat", "extent_table",
-           "spark_xxhash64_disk"]
+__all__ = ["CHUNK_ROWS", "HeatParams", "Unsupported", "device_heat", "device_heat_parts", "disk_counts",
+           "extent_and_disk_heat", "extent_table", "spark_xxhash64_disk"]
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,37 @@ def device_heat(requests: pa.Table, device: str, p: HeatParams) -> tuple[dict[in
     return extent_rows, counts
 
 
+CHUNK_ROWS = 4_000_000     # requests a part holds, about (whole windows each): ~100 bytes each in the passes
+
+
+def device_heat_parts(parts: Iterable[pa.Table], device: str, p: HeatParams
+                      ) -> tuple[dict[int, pa.Table], dict[str, Any]]:
+    """device_heat over a device's requests given in parts of whole windows of p.window_us (DeviceChunks), the same
+    result: each part's window rows as they are, the whole trace's rows summed per extent over the parts, the
+    disk counts summed per window and disk."""
+    found = [device_heat(part, device, p) for part in parts]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        return device_heat(pa.table({c: pa.array([], pa.int64()) for c in COLUMNS if c != "op"}
+                                    | {"op": pa.array([], pa.string())}), device, p)
+    rows: dict[int, pa.Table] = {}
+    if p.window_us:
+        rows[p.window_us] = pa.concat_tables([r[p.window_us] for r, _ in found])
+    summed = pa.concat_tables([r[0] for r, _ in found]).group_by("extent_id").aggregate(
+        [(c, "sum") for c in ("requests", "reads", "blocks", "bytes")]).sort_by("extent_id")
+    n = summed["requests_sum"].to_numpy()
+    rows[0] = extent_table(device, p, 0, np.zeros(len(n), np.int64), summed["extent_id"].to_numpy(), n,
+                           *(summed[f"{c}_sum"].to_numpy() for c in ("reads", "blocks", "bytes")))
+    counts: dict[str, Any] = {"end": max(c["end"] for _, c in found)}
+    for layout in LAYOUTS:
+        w, d, n, b = (np.concatenate([c[layout][i] for _, c in found]) for i in range(4))
+        table = pa.table({"w": w, "d": d, "n": n, "b": b}).group_by(["w", "d"]).aggregate(
+            [("n", "sum"), ("b", "sum")]).sort_by([("w", "ascending"), ("d", "ascending")])
+        counts[layout] = tuple(table[c].to_numpy() for c in ("w", "d", "n_sum", "b_sum"))
+    return {w: rows[w] for w in p.windows}, counts
+
+
 # --- the driver ------------------------------------------------------------------------------------------
 
 
@@ -213,7 +247,7 @@ def extent_and_disk_heat(spark: SparkSession, warehouse: Path, trace_id: str, p:
     device's counts as device_heat gives them).
     Unsupported when the requests files cannot be read directly, or a device has more windows than one task's
     grids hold."""
-    listed = request_files(spark, warehouse, trace_id)
+    listed = request_files(spark, warehouse, trace_id, whole_devices=False)
     windows = listed.last_us // p.window_us + 1 if p.window_us else 1
     if windows * (1 + p.disks + p.width) > _LAYOUT_CELLS:
         raise Unsupported(f"{windows:,} windows of {p.window_us} us, too many for one task's grids")
@@ -221,12 +255,13 @@ def extent_and_disk_heat(spark: SparkSession, warehouse: Path, trace_id: str, p:
     outputs = {w: Output(target.for_write(), {"trace_id": trace_id, "extent_bytes": p.extent_bytes, "window_us": w})
                for w in p.windows}
 
-    def heat_of(device: str, requests: pa.Table) -> tuple[dict[int, pa.Table], dict[str, Any]]:
-        rows, counts = device_heat(requests, device, p)
+    def heat_of(device: str, parts: Iterable[pa.Table]) -> tuple[dict[int, pa.Table], dict[str, Any]]:
+        rows, counts = device_heat_parts(parts, device, p)
         return {w: t.set_column(0, "trace_id", pa.array([trace_id] * t.num_rows, pa.string()))
                 for w, t in rows.items()}, counts
 
-    out = device_pass(spark, listed.by_size_items(), heat_of, read=Read(COLUMNS), outputs=outputs,
+    read = Read(COLUMNS, chunk_rows=CHUNK_ROWS, align_us=p.window_us, ordered=False)
+    out = device_pass(spark, listed.by_size_items(), heat_of, read=read, outputs=outputs,
                       label=f"extent heat {trace_id}")
     per_disk, names = disk_counts(out.extras, p)
     return dict(out.rows), disk_heat_rows(per_disk, names, window_us=p.window_us, span_us=p.span_us), out.extras

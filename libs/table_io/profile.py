@@ -68,7 +68,14 @@ from blockheat.libs.io.task_parquet import (
     to_ipc,
 )
 from blockheat.libs.table_io.changes import requests_state
-from blockheat.libs.table_io.device_pass import RowGroup, files_or_sql, row_groups, spark_tasks, trace_files
+from blockheat.libs.table_io.device_pass import (
+    RowGroup,
+    cuts,
+    files_or_sql,
+    row_groups,
+    spark_tasks,
+    trace_files,
+)
 from blockheat.libs.table_io.profile_state import (
     BLOCKS,
     Kept,
@@ -111,31 +118,6 @@ class Task:
     def cost(self) -> float:
         """Relative time: per request, the block pass takes ~1.1x the ordered one (measured), an arrival ~0.4x."""
         return self.rows * {"block": 1.1, "ordered": 1.0, "device": 2.1, "arrival": 0.4}[self.kind]
-
-
-def cuts(groups: Sequence[RowGroup], parts: int) -> list[int]:
-    """Up to parts - 1 increasing timestamps that cut the groups' rows into about equal shares,
-    taking each group's rows as spread evenly over its timestamp range."""
-    if parts <= 1 or not groups:
-        return []
-    lo = np.array([g.lo for g in groups], np.float64)
-    width = np.array([g.hi for g in groups], np.float64) - lo + 1
-    rows = np.array([g.rows for g in groups], np.float64)
-    total = rows.sum()
-    first, last = min(g.lo for g in groups), max(g.hi for g in groups)
-    out: list[int] = []
-    for i in range(1, parts):
-        target = total * i / parts
-        a, b = first, last + 1
-        while a < b:                  # the first t with at least `target` rows estimated below it
-            t = (a + b) // 2
-            if float(np.sum(rows * np.clip((t - lo) / width, 0.0, 1.0))) < target:
-                a = t + 1
-            else:
-                b = t
-        if first < a <= last and (not out or a > out[-1]):
-            out.append(a)
-    return out
 
 
 class _Reader:

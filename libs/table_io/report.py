@@ -8,9 +8,10 @@ append a run reads only the requests after the stored end and adds their counts:
 counting the whole trace. The whole trace is read instead when there is no state, the trace was ingested again,
 a device it knew has gone, or requests changed before the stored end (an overlapping append).
 
-One device pass (libs.table_io.device_pass): each task orders its device's requests by (ts_us, seq) and counts each
-distinct value (request sizes as they are; interarrival and response times rounded to 4 significant digits,
-libs.transforms.profile.round_significant_np, as the Spark SQL form rounds them). The driver takes the percentiles
+One device pass (libs.table_io.device_pass): each task reads its device's requests in time order, in parts of about
+CHUNK_ROWS (its memory follows the part, not the device), and counts each distinct value (request sizes as they
+are; interarrival and response times rounded to 4 significant digits, libs.transforms.profile.round_significant_np,
+as the Spark SQL form rounds them). The driver takes the percentiles
 exactly as Spark's `percentile` with frequencies does: position (count - 1) x p, linear interpolation between the two
 values around it.
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,7 @@ METRICS = ("size_bytes", "interarrival_us", "response_us")
 PER_OP = ("size_bytes", "response_us")
 ALL_OPS = "*"
 COLUMNS = ["ts_us", "seq", "op", "size_bytes", "response_us"]
+CHUNK_ROWS = 4_000_000     # requests a task holds at once: a device is read in parts of about this many
 
 #: One device's distributions: per metric, per operation ("R", "W" or ALL_OPS), the distinct values and their counts.
 Cells = dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]
@@ -123,12 +125,16 @@ def report_cdfs(spark: SparkSession, warehouse: Path, trace_id: str, points: Seq
     cells, last = stored or ({}, {})
     stop = max(last.values()) + 1 if last else None
 
-    def count(device: str, table: pa.Table) -> tuple[dict, tuple[Cells, int | None]]:
-        if not table.num_rows:
-            return {}, ({}, None)
-        return {}, (device_cells(table, last.get(device)), int(pc.max(table.column("ts_us")).as_py()))
+    def count(device: str, parts: Iterable[pa.Table]) -> tuple[dict, tuple[Cells, int | None]]:
+        cells: Cells = {}
+        before = last.get(device)
+        for part in parts:                         # in time order: each part's first gap from the one before
+            if part.num_rows:
+                cells = add_cells(cells, device_cells(part, before))
+                before = int(pc.max(part.column("ts_us")).as_py())
+        return {}, (cells, before if before != last.get(device) else None)
 
-    read = Read(COLUMNS, None if stop is None else [("ts_us", ">=", stop)])
+    read = Read(COLUMNS, chunk_rows=CHUNK_ROWS, start=stop)
     label = f"report {trace_id}" + ("" if stop is None else f", requests from {stop} us on after the stored counts")
     new = device_pass(spark, sorted(files.items()), count, read=read, label=label).extras
     cells = {d: add_cells(cells.get(d, {}), new.get(d, ({}, None))[0]) for d in sorted(set(cells) | set(new))}

@@ -11,8 +11,10 @@ evaluation's relative errors, read from the heat_tracking files.
 from __future__ import annotations
 
 import io
+import json
 import logging
 import math
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blockheat.libs.io import storage
-from blockheat.libs.io.task_parquet import scratch_dir
+from blockheat.libs.io.delta_log import LogUnreadable
+from blockheat.libs.table_io.changes import footer_ranges, read_state_doc, requests_state
 from blockheat.libs.table_io.device_pass import Unsupported, spark_tasks, trace_files
 from blockheat.libs.transforms.profile import interpolate
 from blockheat.libs.transforms.tracking_kernels import checkpoint_rows, extent_pieces, track
@@ -35,7 +38,8 @@ log = logging.getLogger(__name__)
 
 COLUMNS = ["ts_us", "seq", "offset_bytes", "size_bytes"]
 
-__all__ = ["Unsupported", "device_rows", "kth_smallest", "relative_errors_files", "rows_of_pieces", "sorted_pieces"]
+__all__ = ["Unsupported", "device_rows", "forget_errors", "kth_smallest", "relative_errors_files", "rows_of_pieces",
+           "sorted_pieces"]
 
 
 def device_rows(requests: pa.Table, *, ks: Sequence[int], extent_bytes: int, aging_period_us: int,
@@ -82,32 +86,42 @@ def rows_of_pieces(ext: np.ndarray, ts: np.ndarray, blocks: np.ndarray, *, ks: S
 # --- the evaluation's relative errors from the heat_tracking files ------------------------------------------
 
 
-def _error_task(files: list[tuple[int, str]], scratch: str, extent_bytes: int,
-                aging_period_us: int) -> Callable[[Iterator[int]], Iterator[dict[str, Any]]]:
+def _error_task(files: list[tuple[int, str]], folder: str, extent_bytes: int, aging_period_us: int,
+                since: int | None = None, tag: str = "") -> Callable[[Iterator[int]], Iterator[dict[str, Any]]]:
     """The function each task runs: one heat_tracking file's relative errors |heat - true| / true (rows of this
-    extent size and aging period with an estimate and true heat > 0), sorted, saved as .npy under scratch."""
+    extent size and aging period with an estimate and true heat > 0; checkpoints from `since` on), sorted, saved
+    as .npy under `folder`; with the latest checkpoint read."""
 
     def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
         for i in ids:
             k, path = files[i]
-            t = storage.read_parquet(path, columns=["extent_bytes", "aging_period_us", "heat", "true_heat"])
+            t = storage.read_parquet(path, columns=["extent_bytes", "aging_period_us", "checkpoint_us", "heat",
+                                                    "true_heat"])
             keep = pc.and_(pc.and_(pc.equal(t.column("extent_bytes"), extent_bytes),
                                    pc.equal(t.column("aging_period_us"), aging_period_us)),
                            pc.and_(pc.is_valid(t.column("heat")), pc.greater(t.column("true_heat"), 0)))
+            if since is not None:
+                keep = pc.and_(keep, pc.greater_equal(t.column("checkpoint_us"), since))
             t = t.filter(keep)
             heat = t.column("heat").to_numpy().astype(np.float64)
             true = t.column("true_heat").to_numpy().astype(np.float64)
             e = np.sort(np.abs(heat - true) / true)
-            out = storage.join(scratch, f"k{k}-{i}.npy")
+            latest = int(pc.max(t.column("checkpoint_us")).as_py()) if t.num_rows else None
+            out = storage.join(folder, f"k{k}-{tag}{i}.npy")
             if storage.is_local(out):
                 np.save(out, e)
             else:                                  # an object-store scratch: the whole file in one put
                 buffer = io.BytesIO()
                 np.save(buffer, e)
                 storage.write_bytes(out, buffer.getvalue())
-            yield {"k": k, "path": out, "n": len(e), "sum": float(e.sum())}
+            yield {"k": k, "path": out, "n": len(e), "sum": float(e.sum()), "latest": latest}
 
     return run
+
+
+def forget_errors(warehouse: Path | str, trace_id: str) -> None:
+    """Drop the kept sorted errors of a trace (after they were computed another way): the next run reads every row."""
+    storage.delete_tree(storage.join(storage.normalize(warehouse), "_state", "tracking_errors", trace_id))
 
 
 def kth_smallest(arrays: Sequence[np.ndarray], rank: int) -> float:
@@ -126,32 +140,63 @@ def kth_smallest(arrays: Sequence[np.ndarray], rank: int) -> float:
 
 
 def relative_errors_files(spark: SparkSession, warehouse: Path, trace_id: str, *, ks: Sequence[int],
-                          extent_bytes: int, aging_period_us: int) -> dict[int, dict[str, float | int | None]]:
+                          extent_bytes: int, aging_period_us: int, full: bool = False
+                          ) -> dict[int, dict[str, float | int | None]]:
     """libs.transforms.tracking_eval.relative_errors_by_k (k -> {checkpoints, mean, median}) for the trace's
     heat_tracking rows of this extent size and aging period, read from the table's files: one task per file
-    sorts its errors to a scratch file, the driver sums the counts and takes the median (Spark's percentile
+    sorts its errors to a .npy file, the driver sums the counts and takes the median (Spark's percentile
     0.5: the mean of the two middle values for an even count) with kth_smallest over the memory-mapped files (read
-    whole from an object-store scratch).
-    The mean is the sum over the count (the sums' order differs from Spark's avg: equal to ~1e-15).
+    whole from an object store). The mean is the sum over the count (the sums' order differs from Spark's avg:
+    equal to ~1e-15).
+    The sorted files are kept (under <warehouse>/_state/tracking_errors/<trace_id>/), with the latest checkpoint
+    they hold: a heat_tracking row is final once written (tracking adds only later checkpoints), so the next run
+    reads only the files holding later checkpoints, sorts only those rows, and takes the median over the kept
+    files and its own; full (or a trace ingested again since) reads every row.
     Unsupported when the files cannot be read directly."""
     by_k = trace_files(spark, warehouse, trace_id, HT.TABLE, by="k")
-    files = [(int(k), f) for k, fs in sorted(by_k.items()) if int(k) in set(ks) for f in fs]
+    wanted = sorted({int(k) for k in ks})
+    folder = storage.join(storage.normalize(warehouse), "_state", "tracking_errors", trace_id,
+                          f"{extent_bytes}-{aging_period_us}-{'_'.join(map(str, wanted))}")
+    try:
+        _, sha256 = requests_state(warehouse, trace_id)
+    except (LogUnreadable, ValueError):
+        sha256 = None
+    doc = None if full or sha256 is None else read_state_doc(storage.join(folder, "state.json"))
+    if doc is not None and sha256[:len(doc["sha256"])] != doc["sha256"]:
+        doc = None
+    if doc is None and storage.exists(folder):
+        storage.delete_tree(folder)
+    since = None if doc is None else int(doc["since"])
+    files = [(int(k), f) for k, fs in sorted(by_k.items()) if int(k) in set(wanted) for f in fs
+             if since is None or footer_ranges(f, ("checkpoint_us",))["checkpoint_us"][1] >= since]
+    runs: dict[int, list[dict[str, Any]]] = {k: list((doc or {}).get("runs", {}).get(str(k), [])) for k in wanted}
+    tag = uuid.uuid4().hex[:8] + "-"
+    storage.makedirs(folder)
+    parts = spark_tasks(spark, len(files), _error_task(files, folder, extent_bytes, aging_period_us, since, tag))
+    for part in parts:
+        if part["n"]:
+            runs[part["k"]].append({"file": storage.name(part["path"]), "n": part["n"], "sum": part["sum"]})
     out: dict[int, dict[str, float | int | None]] = {}
-    with scratch_dir(warehouse, f"tracking-errors-{trace_id[:40]}") as scratch:
-        parts = spark_tasks(spark, len(files), _error_task(files, str(scratch), extent_bytes, aging_period_us))
-        for k in sorted({int(k) for k in ks}):
-            mine = [p for p in parts if p["k"] == k and p["n"]]
-            n = sum(p["n"] for p in mine)
-            if n == 0:
-                out[k] = {"checkpoints": 0, "mean": None, "median": None}
-                continue
-            arrays = [np.load(p["path"], mmap_mode="r") if storage.is_local(p["path"])
-                      else np.load(io.BytesIO(storage.read_bytes(p["path"]))) for p in mine]
-            position = (n - 1) * 0.5
-            lower, higher = math.floor(position), math.ceil(position)
-            lo = kth_smallest(arrays, lower)
-            hi = lo if higher == lower else kth_smallest(arrays, higher)
-            median = float(interpolate(position, lower, higher, lo, hi))
-            out[k] = {"checkpoints": n, "mean": sum(p["sum"] for p in mine) / n, "median": median}
-            del arrays
+    for k in wanted:
+        n = sum(r["n"] for r in runs[k])
+        if n == 0:
+            out[k] = {"checkpoints": 0, "mean": None, "median": None}
+            continue
+        paths = [storage.join(folder, r["file"]) for r in runs[k]]
+        arrays = [np.load(p, mmap_mode="r") if storage.is_local(p) else np.load(io.BytesIO(storage.read_bytes(p)))
+                  for p in paths]
+        position = (n - 1) * 0.5
+        lower, higher = math.floor(position), math.ceil(position)
+        lo = kth_smallest(arrays, lower)
+        hi = lo if higher == lower else kth_smallest(arrays, higher)
+        median = float(interpolate(position, lower, higher, lo, hi))
+        out[k] = {"checkpoints": n, "mean": sum(r["sum"] for r in runs[k]) / n, "median": median}
+        del arrays
+    latest = [p["latest"] for p in parts if p["latest"] is not None]
+    if sha256 is not None:
+        state = {"sha256": sha256, "since": max([*latest, (since or 0) - 1]) + 1,
+                 "runs": {str(k): v for k, v in runs.items()}}
+        storage.write_bytes(storage.join(folder, "state.json"), json.dumps(state).encode())
+    else:
+        storage.delete_tree(folder)
     return out

@@ -37,7 +37,7 @@ from blockheat.libs.table_io.changes import (
     requests_state,
     stored_files,
 )
-from blockheat.libs.table_io.device_pass import Output, Read, device_pass, trace_files
+from blockheat.libs.table_io.device_pass import DeviceChunks, Output, Read, device_pass, trace_files
 from blockheat.libs.table_io.tracking import COLUMNS, rows_of_pieces, sorted_pieces
 from blockheat.libs.transforms.tracking import _check
 from blockheat.schemas import heat_tracking as HT
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
+
+CHUNK_ROWS = 4_000_000     # requests a task holds at once: a device is read in parts of whole aging periods
 
 HISTORY_SCHEMA = pa.schema([pa.field("extent_id", pa.int64()), pa.field("count", pa.int64()),
                             pa.field("ts_us", pa.int64()), pa.field("seq", pa.int64()), pa.field("blocks", pa.int64())])
@@ -87,6 +89,45 @@ def history(ext: np.ndarray, ts: np.ndarray, seq: np.ndarray, blocks: np.ndarray
     last = position >= np.repeat(size - keep, size)
     return pa.table({"extent_id": ext[last], "count": counts[last], "ts_us": ts[last], "seq": seq[last],
                      "blocks": blocks[last]}, schema=HISTORY_SCHEMA)
+
+
+def tracked(old: pa.Table, rows: pa.Table, p: TrackParams, *, first_j: int, last_j: int, until: int
+            ) -> tuple[dict[int, pa.Table], pa.Table]:
+    """Tracking of a device's requests `rows` (from first_j P on, any order) after the history `old` (HISTORY_SCHEMA:
+    per extent the requests counted before first_j P and the last max(k) of them): the heat_tracking rows per k of
+    checkpoints first_j .. last_j (trace_id and device left out; the same values as tracking every request), and the
+    history at `until`."""
+    ext, ts, seq, blocks = sorted_pieces(rows, p.extent_bytes)
+    h = {c: old.column(c).to_numpy() for c in HISTORY_SCHEMA.names}
+    ext = np.concatenate([h["extent_id"], ext])
+    order = np.argsort(ext, kind="stable")                      # history first within each extent
+    ext, ts, seq, blocks = (ext[order], np.concatenate([h["ts_us"], ts])[order],
+                            np.concatenate([h["seq"], seq])[order], np.concatenate([h["blocks"], blocks])[order])
+    counted = dict(zip(h["extent_id"].tolist(), h["count"].tolist(), strict=False))
+    kept = dict(zip(*np.unique(h["extent_id"], return_counts=True), strict=True)) if len(old) else {}
+    groups = ext[np.flatnonzero(np.r_[True, ext[1:] != ext[:-1]])] if len(ext) else ext
+    before = np.array([counted.get(int(e), 0) - int(kept.get(e, 0)) for e in groups], np.int64)
+    out = rows_of_pieces(ext, ts, blocks, ks=p.ks, extent_bytes=p.extent_bytes, aging_period_us=p.aging_period_us,
+                         last_j=last_j, first_row_j=first_j, seen_before=before)
+    earlier = {int(e): counted[int(e)] - int(kept[e]) for e in kept}
+    return out, history(ext, ts, seq, blocks, earlier, until, max(p.ks))
+
+
+def tracked_parts(old: pa.Table, parts: DeviceChunks | None, p: TrackParams, *, start: int | None, span_us: int
+                  ) -> tuple[dict[int, pa.Table], pa.Table]:
+    """tracked() over a device's requests from `start` (None: all) given in parts of whole aging periods
+    (DeviceChunks' spans), each after the history the part before left: the rows per k of every checkpoint from
+    `start` on, and the history at S. A task holds one part and the history (extents x max(k)), not the device."""
+    period = p.aging_period_us
+    last = span_us // period - 1
+    out: dict[int, list[pa.Table]] = {k: [] for k in p.ks}
+    empty = pa.table({c: pa.array([], pa.int64()) for c in COLUMNS})
+    for (a, b), part in parts.with_spans() if parts is not None else [((start, None), empty)]:
+        rows, old = tracked(old, part, p, first_j=0 if a is None else a // period,
+                            last_j=last if b is None else b // period - 1, until=p.start(span_us) if b is None else b)
+        for k, t in rows.items():
+            out[k].append(t)
+    return {k: pa.concat_tables(t) for k, t in out.items()}, old
 
 
 def _write_history(folder: str, device: str, table: pa.Table) -> str:
@@ -136,14 +177,13 @@ def track_whole(spark: SparkSession, warehouse: Location, trace_id: str, p: Trac
     outputs = {k: Output(target.for_write(), {"trace_id": trace_id, "k": k, "extent_bytes": p.extent_bytes,
                                               "aging_period_us": p.aging_period_us}) for k in p.ks}
 
-    def rows_of(device: str, requests: pa.Table) -> tuple[dict[int, pa.Table], str]:
-        ext, ts, seq, blocks = sorted_pieces(requests, p.extent_bytes)
-        rows = rows_of_pieces(ext, ts, blocks, ks=p.ks, extent_bytes=p.extent_bytes,
-                              aging_period_us=p.aging_period_us, last_j=span_us // p.aging_period_us - 1)
-        name = _write_history(folder, device, history(ext, ts, seq, blocks, {}, p.start(span_us), max(p.ks)))
+    def rows_of(device: str, parts: DeviceChunks | None) -> tuple[dict[int, pa.Table], str]:
+        rows, after = tracked_parts(HISTORY_SCHEMA.empty_table(), parts, p, start=None, span_us=span_us)
+        name = _write_history(folder, device, after)
         return {k: _with_ids(t, trace_id, device) for k, t in rows.items()}, name
 
-    written = device_pass(spark, sorted(trace_files(spark, warehouse, trace_id).items()), rows_of, read=Read(COLUMNS),
+    read = Read(COLUMNS, chunk_rows=CHUNK_ROWS, align_us=p.aging_period_us, ordered=False)
+    written = device_pass(spark, sorted(trace_files(spark, warehouse, trace_id).items()), rows_of, read=read,
                           outputs=outputs, label=f"heat tracking {trace_id}, k in {list(p.ks)}")
     save_state(warehouse, trace_id, p, version=version, sha256=sha256, start=p.start(span_us),
                files=dict(written.extras))
@@ -173,33 +213,19 @@ def update_tracking(spark: SparkSession, warehouse: Location, trace_id: str, p: 
         log.info("heat tracking %s: requests changed before the resumable checkpoint: tracked whole", trace_id)
         return None
     period, new_start = p.aging_period_us, p.start(span_us)
-    last_j, first_j = span_us // period - 1, start // period
-    keep = max(p.ks)
     stored = dict(doc["files"])
     target = table_target(spark, warehouse, HT.TABLE).for_write()
 
-    def resume(device: str, rows: pa.Table) -> tuple[dict[int, pa.Table], str]:
-        old = _read_history(folder, stored.get(device))
-        ext, ts, seq, blocks = sorted_pieces(rows, p.extent_bytes)
-        h = {c: old.column(c).to_numpy() for c in HISTORY_SCHEMA.names}
-        ext = np.concatenate([h["extent_id"], ext])
-        order = np.argsort(ext, kind="stable")                      # history first within each extent
-        ext, ts, seq, blocks = (ext[order], np.concatenate([h["ts_us"], ts])[order],
-                                np.concatenate([h["seq"], seq])[order], np.concatenate([h["blocks"], blocks])[order])
-        counted = dict(zip(h["extent_id"].tolist(), h["count"].tolist(), strict=False))
-        kept = dict(zip(*np.unique(h["extent_id"], return_counts=True), strict=True)) if len(old) else {}
-        groups = ext[np.flatnonzero(np.r_[True, ext[1:] != ext[:-1]])] if len(ext) else ext
-        before = np.array([counted.get(int(e), 0) - int(kept.get(e, 0)) for e in groups], np.int64)
-        out = rows_of_pieces(ext, ts, blocks, ks=p.ks, extent_bytes=p.extent_bytes, aging_period_us=period,
-                             last_j=last_j, first_row_j=first_j, seen_before=before)
-        earlier = {int(e): counted[int(e)] - int(kept[e]) for e in kept}
-        name = _write_history(folder, device, history(ext, ts, seq, blocks, earlier, new_start, keep))
+    def resume(device: str, parts: DeviceChunks | None) -> tuple[dict[int, pa.Table], str]:
+        out, after = tracked_parts(_read_history(folder, stored.get(device)), parts, p, start=start,
+                                   span_us=span_us)
+        name = _write_history(folder, device, after)
         return {k: _with_ids(t, trace_id, device) for k, t in out.items()}, name
 
     files = trace_files(spark, warehouse, trace_id)
     try:
         result = device_pass(spark, sorted(files.items()), lambda d, r: _written(resume(d, r), target),
-                             read=Read(COLUMNS, [("ts_us", ">=", start)]),
+                             read=Read(COLUMNS, chunk_rows=CHUNK_ROWS, align_us=period, ordered=False, start=start),
                              label=f"heat tracking {trace_id} from {start} us")
         written = [f for extra in result.extras.values() for f in extra["files"]]
         removes = _rows_from(target, trace_id, p, start)

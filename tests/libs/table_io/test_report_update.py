@@ -39,3 +39,15 @@ def test_report_counts_added_day_by_day_equal_the_whole_trace(spark: Any, spark_
     assert not any("after the stored counts" in r.getMessage() for r in caplog.records)
     ingest(spark, spark_cfg, "hp-srt", "ru-ref", hplajw_days[3:])
     assert again == report_cdfs(spark, wh, "ru-ref", POINTS, full=True)
+
+
+def test_report_counts_in_parts_equal_counting_whole(spark: Any, spark_cfg: Any, hplajw: Any,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A device read in parts of a few thousand requests (each part's first gap from the part before): the same
+    distributions as read whole."""
+    from blockheat.libs.table_io import report as RP
+    from tests.conftest import HPLAJW_TRACE_ID
+
+    whole = report_cdfs(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID, POINTS, full=True)
+    monkeypatch.setattr(RP, "CHUNK_ROWS", 1_500)
+    assert report_cdfs(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID, POINTS, full=True) == whole

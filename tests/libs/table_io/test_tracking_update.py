@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from blockheat.jobs.heat_tracking import track_ks
+from blockheat.libs.table_io.tracking import relative_errors_files
 from tests.builders import ingest, table_digest
 
 KS = (2, 5, 10)
@@ -29,11 +30,23 @@ def test_tracking_resumed_day_by_day_equals_tracking_the_whole_trace(spark: Any,
     ingest(spark, spark_cfg, "hp-srt", "tu-days", hplajw_days[:1])
     written = track_ks(spark, spark_cfg, "tu-days", KS, aging_period_us=PERIOD)          # no state yet: whole
     caplog.set_level(logging.INFO, logger="blockheat.libs.table_io.tracking_update")
+    errors = relative_errors_files(spark, spark_cfg.warehouse, "tu-days", ks=KS, extent_bytes=1 << 20,
+                                   aging_period_us=PERIOD)
     for day in hplajw_days[1:]:
         ingest(spark, spark_cfg, "hp-srt", "tu-days", [day], append=True)
         added = track_ks(spark, spark_cfg, "tu-days", KS, aging_period_us=PERIOD)
         written = {k: written[k] + added[k] for k in KS}
+        before = errors
+        errors = relative_errors_files(spark, spark_cfg.warehouse, "tu-days", ks=KS, extent_bytes=1 << 20,
+                                       aging_period_us=PERIOD)           # the new checkpoints' errors only
+        assert all(errors[k]["checkpoints"] > before[k]["checkpoints"] for k in KS)
     assert digest(spark, spark_cfg, "tu-days") == expected
+    # The evaluation's errors, kept sorted night by night: the whole week's checkpoints, median and mean.
+    want = relative_errors_files(spark, spark_cfg.warehouse, "tu-whole", ks=KS, extent_bytes=1 << 20,
+                                 aging_period_us=PERIOD, full=True)
+    for k in KS:
+        assert (errors[k]["checkpoints"], errors[k]["median"]) == (want[k]["checkpoints"], want[k]["median"])
+        assert errors[k]["mean"] == pytest.approx(want[k]["mean"], rel=1e-12)
     assert written == whole                                  # each night added only its own checkpoints' rows
     resumed = [r.getMessage() for r in caplog.records if "tracked on from the stored state" in r.getMessage()]
     assert len(resumed) == 6
@@ -42,3 +55,17 @@ def test_tracking_resumed_day_by_day_equals_tracking_the_whole_trace(spark: Any,
     assert digest(spark, spark_cfg, "tu-days") == expected
     track_ks(spark, spark_cfg, "tu-days", KS, aging_period_us=PERIOD, full=True)
     assert digest(spark, spark_cfg, "tu-days") == expected
+
+
+def test_tracking_in_parts_equals_tracking_whole(spark: Any, spark_cfg: Any, hplajw_days: list[Path],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each device read in parts of whole aging periods, a few thousand requests each, every part tracked after
+    the history the part before left: the same rows as one part."""
+    from blockheat.libs.table_io import tracking_update as TU
+
+    ingest(spark, spark_cfg, "hp-srt", "tu-parts", hplajw_days[:3])
+    track_ks(spark, spark_cfg, "tu-parts", KS, aging_period_us=PERIOD, full=True)
+    whole = digest(spark, spark_cfg, "tu-parts")
+    monkeypatch.setattr(TU, "CHUNK_ROWS", 1_000)
+    track_ks(spark, spark_cfg, "tu-parts", KS, aging_period_us=PERIOD, full=True)
+    assert digest(spark, spark_cfg, "tu-parts") == whole
