@@ -15,7 +15,7 @@ from blockheat.libs.io.tables import read_table, replace_rows, table_target, tra
 from blockheat.libs.table_io.changes import requests_state
 from blockheat.libs.table_io.device_pass import files_or_sql
 from blockheat.libs.table_io.heat import HeatParams, extent_and_disk_heat
-from blockheat.libs.table_io.heat_update import HeatState, counts_table, forget_state, update_heat
+from blockheat.libs.table_io.heat_update import HeatState, counts_table, forget_state, update_heat, whole_table
 from blockheat.libs.transforms.heat import (
     LAYOUTS,
     compute_extent_heat,
@@ -119,8 +119,9 @@ def _run_files(spark: SparkSession, cfg: SparkConfig, job: HeatConfig, span_us: 
         replace_from_driver(spark, target, {"trace_id": job.trace_id, "window_us": 0},
                             whole_trace_disk_table(dh, span_us=span_us))
     devices = sorted(counts)
-    HeatState(version, sha256, devices, {d: int(counts[d]["end"]) for d in devices},
-              counts_table(counts)).save(cfg.warehouse, job.trace_id, params)
+    HeatState(version, sha256, devices, {d: int(counts[d]["end"]) for d in devices}, counts_table(counts),
+              whole_table(counts), written.get(params.window_us, 0) if params.window_us else 0
+              ).save(cfg.warehouse, job.trace_id, params)
     return {f"extent_heat window_us={w}": n for w, n in written.items()}
 
 

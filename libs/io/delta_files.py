@@ -31,7 +31,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -411,7 +411,7 @@ def commit_replace(spark: SparkSession | None, target: TableTarget, where: Where
             version.append(delta_log.table_version(target.root) or 0)
             return
         removes = []
-        _, matching = files_matching(target.root, where, target.partition_columns)
+        read, matching = files_matching(target.root, where, target.partition_columns)
         for add in matching:
             if data_where:
                 uniform = _uniform(_file_path(target, add["path"]), data_where)
@@ -421,18 +421,32 @@ def commit_replace(spark: SparkSession | None, target: TableTarget, where: Where
                     rewritten.append(kept)
             removes.append(add)
         # What Delta's replaceWhere records: the new rows (kept rows of a rewritten file not counted).
-        metrics = {"numFiles": len(files), "numOutputRows": sum(int(f["rows"]) for f in files),
-                   "numOutputBytes": sum(int(f["size"]) for f in files), "numRemovedFiles": len(removes),
-                   "numRemovedBytes": sum(int(r.get("size") or 0) for r in removes)}
         version.append(delta_log.commit(
             target.root, [*adds, *(_add_action(target, k) for k in rewritten)], removes,
-            app_id=scope_id(target, where), also=(txn,) if txn else (),
-            info={delta_log.REPLACE_KEY: predicate, "blockheat.metrics": json.dumps(metrics)}))
+            app_id=scope_id(target, where), also=(txn,) if txn else (), read_version=read,
+            info={delta_log.REPLACE_KEY: predicate, "blockheat.metrics": _commit_metrics(files, removes)}))
 
+    return _committed(target, attempt, f"replace {target.name} where {predicate}", files, txn, version,
+                      on_failure=drop_rewritten)
+
+
+def _commit_metrics(files: Sequence[Mapping[str, Any]], removes: Sequence[Mapping[str, Any]]) -> str:
+    """The commit's "blockheat.metrics" (JSON): files, rows and bytes added, files and bytes removed."""
+    return json.dumps({"numFiles": len(files), "numOutputRows": sum(int(f["rows"]) for f in files),
+                       "numOutputBytes": sum(int(f["size"]) for f in files), "numRemovedFiles": len(removes),
+                       "numRemovedBytes": sum(int(r.get("size") or 0) for r in removes)})
+
+
+def _committed(target: TableTarget, attempt: Callable[[], None], what: str, files: list[dict[str, Any]],
+               txn: str | None, version: list[int], on_failure: Callable[[], None] | None = None) -> int:
+    """attempt() under with_commit_retry, then the clean-up both commit forms share: on failure this write's files
+    deleted (unless a journal step still names them, `txn`), on success the files of failed task attempts.
+    Returns the version attempt() recorded."""
     try:
-        with_commit_retry(attempt, f"replace {target.name} where {predicate}")
+        with_commit_retry(attempt, what)
     except BaseException:
-        drop_rewritten()
+        if on_failure is not None:
+            on_failure()
         if txn is None:
             discard(target)
         raise
@@ -453,29 +467,19 @@ def _commit_append(target: TableTarget, append: Append, files: list[dict[str, An
             version.append(delta_log.table_version(target.root) or 0)
             return
         wanted = set(append.remove)
-        _, matching = files_matching(target.root, append.scope, target.partition_columns)
+        read, matching = files_matching(target.root, append.scope, target.partition_columns)
         removes = [add for add in matching if add["path"] in wanted]
         if len(removes) != len(wanted):
             gone = sorted(wanted - {add["path"] for add in removes})
             raise ValueError(f"append to {target.name}: {len(gone)} file(s) it re-sorts are no longer in the table "
                              f"(first: {gone[0]}); another writer changed these rows")
-        metrics = {"numFiles": len(files), "numOutputRows": sum(int(f["rows"]) for f in files),
-                   "numOutputBytes": sum(int(f["size"]) for f in files), "numRemovedFiles": len(removes),
-                   "numRemovedBytes": sum(int(r.get("size") or 0) for r in removes)}
         version.append(delta_log.commit(
             target.root, adds, removes, app_id=scope_id(target, append), also=(txn,) if txn else (),
-            info={delta_log.APPEND_KEY: json.dumps(append.to_json()), "blockheat.metrics": json.dumps(metrics)}))
+            read_version=read, info={delta_log.APPEND_KEY: json.dumps(append.to_json()),
+                  "blockheat.metrics": _commit_metrics(files, removes)}))
 
     what = f"append to {target.name} of " + " AND ".join(f"{c} = {sql_literal(v)}" for c, v in append.scope.items())
-    try:
-        with_commit_retry(attempt, what)
-    except BaseException:
-        if txn is None:
-            discard(target)
-        raise
-    if txn is None and (stray := discard(target, keep=files)):
-        log.info("%s: deleted %d file(s) of failed task attempts", target.name, stray)
-    return version[-1]
+    return _committed(target, attempt, what, files, txn, version)
 
 
 def _as_dict(f: Any) -> dict[str, Any]:

@@ -221,15 +221,16 @@ def has_transaction(root: str, app_id: str) -> bool:
 
 def commit(root: str, adds: Iterable[AddAction],
            removes: Iterable[Mapping[str, Any]], *, app_id: str, info: Mapping[str, Any],
-           also: Sequence[str] = ()) -> int:
-    """One commit: add `adds`, remove `removes` (add actions of the current snapshot), record `info` in the commit
-    and the application transactions `app_id` and `also`. Raises CommitConflict when a concurrent commit took
-    something this one read (the same app_id, a removed file). Returns the new version."""
+           also: Sequence[str] = (), read_version: int | None = None) -> int:
+    """One commit: add `adds`, remove `removes` (add actions of the snapshot at read_version, default the current
+    one), record `info` in the commit and the application transactions `app_id` and `also`. Raises CommitConflict
+    when a commit after read_version took something this one read (the same app_id, a removed file): give the
+    version the removes were chosen from, or a commit made since would go unseen. Returns the new version."""
     now = int(time.time() * 1000)
     actions: list[AddAction | RemoveAction] = list(adds)
     actions += [RemoveAction(unquote(r["path"]), True, now, int(r.get("size") or 0),
                              dict(r.get("partitionValues") or {})) for r in removes]
-    table = _open(root)
+    table = _open(root, read_version)
     read_version = table.version()
     marker = uuid.uuid4().hex
     properties = CommitProperties(custom_metadata={**info, COMMIT_KEY: marker},

@@ -244,7 +244,8 @@ def extent_and_disk_heat(spark: SparkSession, warehouse: Path, trace_id: str, p:
                          ) -> tuple[dict[int, int], pa.Table, dict[str, Any]]:
     """Replaces the trace's extent_heat rows of p.extent_bytes for each window length of p.windows (one commit
     each) and returns (window_us -> rows written, the disk_heat rows of window p.window_us, not written, and each
-    device's counts as device_heat gives them).
+    device's counts as device_heat gives them, with "whole": its whole-trace rows' extent ids, requests, reads,
+    blocks and bytes).
     Unsupported when the requests files cannot be read directly, or a device has more windows than one task's
     grids hold."""
     listed = request_files(spark, warehouse, trace_id, whole_devices=False)
@@ -257,6 +258,8 @@ def extent_and_disk_heat(spark: SparkSession, warehouse: Path, trace_id: str, p:
 
     def heat_of(device: str, parts: Iterable[pa.Table]) -> tuple[dict[int, pa.Table], dict[str, Any]]:
         rows, counts = device_heat_parts(parts, device, p)
+        whole = rows[0]                     # its counts, for the update after an append (libs.table_io.heat_update)
+        counts["whole"] = tuple(whole[c].to_numpy() for c in ("extent_id", "requests", "reads", "blocks", "bytes"))
         return {w: t.set_column(0, "trace_id", pa.array([trace_id] * t.num_rows, pa.string()))
                 for w, t in rows.items()}, counts
 

@@ -57,6 +57,9 @@ STATE_DIR = ("_state", "extent_heat")
 COUNTS_SCHEMA = pa.schema([pa.field("device", pa.string()), pa.field("layout", pa.string()),
                            pa.field("window_start_us", pa.int64()), pa.field("disk", pa.int64()),
                            pa.field("requests", pa.int64()), pa.field("blocks", pa.int64())])
+WHOLE_SCHEMA = pa.schema([pa.field("device", pa.string()), pa.field("extent_id", pa.int64()),
+                          pa.field("requests", pa.int64()), pa.field("reads", pa.int64()),
+                          pa.field("blocks", pa.int64()), pa.field("bytes", pa.int64())])
 
 
 def _key(p: HeatParams) -> dict[str, int]:
@@ -77,22 +80,27 @@ class HeatState:
     devices: list[str]
     ends: dict[str, int]
     counts: pa.Table                              # COUNTS_SCHEMA: per device, layout, window and unshifted disk
+    whole: pa.Table                               # WHOLE_SCHEMA: the whole-trace extent rows' counts
+    window_rows: int                              # extent_heat rows of the window length
 
     def save(self, warehouse: Location, trace_id: str, p: HeatParams) -> None:
-        """Write the counts (a new file), then the document naming them (one PUT or rename): a reader sees the old
+        """Write the counts (new files), then the document naming them (one PUT or rename): a reader sees the old
         state or the new one."""
         folder = _folder(warehouse, trace_id)
         storage.makedirs(folder)
-        name = f"counts-{uuid.uuid4().hex}.parquet"
-        fs, path = storage.filesystem(storage.join(folder, name))
-        pq.write_table(self.counts, path, filesystem=fs)
+        names = {}
+        for kind, table in (("counts", self.counts), ("whole", self.whole)):
+            names[kind] = f"{kind}-{uuid.uuid4().hex}.parquet"
+            fs, path = storage.filesystem(storage.join(folder, names[kind]))
+            pq.write_table(table, path, filesystem=fs)
         doc = {"params": _key(p), "version": self.version, "sha256": self.sha256, "devices": self.devices,
-               "ends": self.ends, "counts": name}
+               "ends": self.ends, "window_rows": self.window_rows, **names}
         document = storage.join(folder, f"{p.extent_bytes}-{p.window_us}.json")
-        previous = read_state_doc(document)
+        previous = read_state_doc(document) or {}
         storage.write_bytes(document, json.dumps(doc).encode())
-        if previous and previous.get("counts") != name:
-            storage.delete(storage.join(folder, previous["counts"]))
+        for kind, name in names.items():
+            if previous.get(kind) and previous[kind] != name:
+                storage.delete(storage.join(folder, previous[kind]))
 
     @classmethod
     def load(cls, warehouse: Location, trace_id: str, p: HeatParams) -> HeatState | None:
@@ -102,12 +110,15 @@ class HeatState:
         if not doc or doc.get("params") != _key(p):
             return None
         try:
-            fs, path = storage.filesystem(storage.join(folder, doc["counts"]))
-            counts = pq.read_table(path, filesystem=fs, schema=COUNTS_SCHEMA)
+            tables = {}
+            for kind, schema in (("counts", COUNTS_SCHEMA), ("whole", WHOLE_SCHEMA)):
+                fs, path = storage.filesystem(storage.join(folder, doc[kind]))
+                tables[kind] = pq.read_table(path, filesystem=fs, schema=schema)
+            window_rows = int(doc["window_rows"])
         except (OSError, KeyError, pa.ArrowException):
             return None
         return cls(int(doc["version"]), list(doc["sha256"]), list(doc["devices"]),
-                   {d: int(e) for d, e in doc["ends"].items()}, counts)
+                   {d: int(e) for d, e in doc["ends"].items()}, tables["counts"], tables["whole"], window_rows)
 
 
 def forget_state(warehouse: Location, trace_id: str, p: HeatParams) -> None:
@@ -128,6 +139,19 @@ def counts_table(per_device: Mapping[str, Mapping[str, Any]]) -> pa.Table:
                                    "window_start_us": pa.array(np.asarray(w, np.int64)),
                                    "disk": pa.array(np.asarray(d, np.int64)), "requests": pa.array(np.asarray(n)),
                                    "blocks": pa.array(np.asarray(b))}, schema=COUNTS_SCHEMA))
+    return pa.concat_tables(parts)
+
+
+def whole_table(per_device: Mapping[str, Mapping[str, Any]]) -> pa.Table:
+    """The whole-trace extent counts device_heat's callers keep ("whole": extent ids and their requests, reads,
+    blocks and bytes) of every device as WHOLE_SCHEMA rows."""
+    parts = [WHOLE_SCHEMA.empty_table()]
+    for device in sorted(per_device):
+        cols = per_device[device]["whole"]
+        parts.append(pa.table({"device": pa.array([device] * len(cols[0]), pa.string()),
+                               **{c: pa.array(np.asarray(v, np.int64)) for c, v in zip(WHOLE_SCHEMA.names[1:], cols,
+                                                                                     strict=True)}},
+                              schema=WHOLE_SCHEMA))
     return pa.concat_tables(parts)
 
 
@@ -188,47 +212,55 @@ def update_heat(spark: SparkSession, warehouse: Location, trace_id: str, p: Heat
     new_windows = pa.concat_tables([EH.ARROW_SCHEMA.empty_table(), *(t for t, _ in fresh.values())])
     new_windows = _with_trace(new_windows, trace_id, EH.ARROW_SCHEMA)
 
-    written = _commit(spark, warehouse, trace_id, p, lo, hi, new_windows, per_device_counts(counts, ends))
-    HeatState(version, sha256, state.devices, ends, counts).save(warehouse, trace_id, p)
+    written, whole, window_rows = _commit(spark, warehouse, trace_id, p, lo, hi, new_windows,
+                                          per_device_counts(counts, ends), state)
+    HeatState(version, sha256, state.devices, ends, counts, whole, window_rows).save(warehouse, trace_id, p)
     log.info("extent heat %s: windows [%d, %d) us computed again, the rest kept", trace_id, lo, hi)
     return written
 
 
 def _commit(spark: SparkSession, warehouse: Location, trace_id: str, p: HeatParams, lo: int, hi: int,
-            new_windows: pa.Table, per_device: dict[str, dict[str, Any]]) -> dict[str, int]:
+            new_windows: pa.Table, per_device: dict[str, dict[str, Any]], state: HeatState
+            ) -> tuple[dict[str, int], pa.Table, int]:
     """One journal decision: extent_heat's changed windows and whole-trace rows, disk_heat's window and whole-trace
-    rows."""
+    rows. Returns the rows per window length, and the whole-trace counts and window rows for the next state."""
     w = p.window_us
     eh = table_target(spark, warehouse, EH.TABLE).for_write()
     dh = table_target(spark, warehouse, DH.TABLE).for_write()
     try:
-        # extent_heat: the stored window rows outside [lo, hi) are kept (a file partly inside is written again
-        # without the rows inside); the whole-trace rows are summed from every window row.
+        # extent_heat: the stored window rows in [lo, hi) are replaced (a file partly inside is written again
+        # without the rows inside; a file whose footer puts it outside is not read), the whole-trace rows are the
+        # state's counts less the replaced rows' plus the new rows'.
         removes: list[str] = []
-        kept_rows: list[pa.Table] = []          # the window rows outside [lo, hi): for the whole-trace sums
+        replaced: list[pa.Table] = []           # the stored window rows in [lo, hi)
         rewrite: list[pa.Table] = []            # rows of removed files that stay: written again
         columns = [f.name for f in EH.ARROW_SCHEMA if f.name not in EH.PARTITION_COLUMNS]
         for add, path in stored_files(eh, {"trace_id": trace_id, "extent_bytes": str(p.extent_bytes)}):
-            low, high = footer_ranges(path, ("window_us",))["window_us"]
-            if not (low <= 0 <= high or low <= w <= high):
-                continue                                       # other window lengths only
+            ranges = footer_ranges(path, ("window_us", "window_start_us"))
+            low, high = ranges["window_us"]
+            first, last = ranges["window_start_us"]
+            whole_rows, window_rows = low <= 0 <= high, low <= w <= high and first < hi and last >= lo
+            if not (whole_rows or window_rows):
+                continue                                       # other window lengths, or windows outside [lo, hi)
             fs, local = storage.filesystem(path)
             rows = pq.read_table(local, filesystem=fs, columns=columns)
             length, starts = rows["window_us"], rows["window_start_us"]
-            outside = rows.filter(pc.and_(pc.equal(length, w), pc.or_(pc.less(starts, lo),
-                                                                       pc.greater_equal(starts, hi))))
-            kept_rows.append(outside)
-            if outside.num_rows == rows.num_rows:
-                continue                                       # the file stays as it is
+            inside = pc.and_(pc.greater_equal(starts, lo), pc.less(starts, hi))
+            replaced.append(rows.filter(pc.and_(pc.equal(length, w), inside)))
             removes.append(add["path"])
-            rewrite += [outside, rows.filter(pc.and_(pc.not_equal(length, w), pc.not_equal(length, 0)))]
+            rewrite += [rows.filter(pc.and_(pc.equal(length, w), pc.invert(inside))),
+                        rows.filter(pc.and_(pc.not_equal(length, w), pc.not_equal(length, 0)))]
         writer = FileWriter(eh)
         for t in rewrite:
-            writer.write(_stamp(t, trace_id, p.extent_bytes))
+            if t.num_rows:
+                writer.write(_stamp(t, trace_id, p.extent_bytes))
         writer.write(new_windows)
-        all_windows = pa.concat_tables([_stamp(t, trace_id, p.extent_bytes) for t in kept_rows] + [new_windows])
         eh_files = writer.close().to_pylist()
-        whole = _whole_extent_rows(all_windows, trace_id, p)
+        gone = pa.concat_tables([_stamp(t, trace_id, p.extent_bytes) for t in replaced] or
+                                [EH.ARROW_SCHEMA.empty_table()])
+        counts = _whole_counts(state.whole, gone, new_windows)
+        window_rows = state.window_rows - gone.num_rows + new_windows.num_rows
+        whole = _whole_extent_rows(counts, trace_id, p)
         writer = FileWriter(eh)                                # the whole-trace rows in files of their own
         writer.write(whole)
         eh_files += writer.close().to_pylist()
@@ -266,7 +298,22 @@ def _commit(spark: SparkSession, warehouse: Location, trace_id: str, p: HeatPara
                PendingWrite({DH.TABLE: (dh, Append(scope, tuple(dh_removes)))},
                             [{**f, "table": DH.TABLE} for f in dh_files], [])]
     journal.commit(warehouse, pending, f"the heat update of trace {trace_id}")
-    return {f"extent_heat window_us={w}": int(all_windows.num_rows), "extent_heat window_us=0": whole.num_rows}
+    return ({f"extent_heat window_us={w}": window_rows, "extent_heat window_us=0": whole.num_rows}, counts,
+            window_rows)
+
+
+def _whole_counts(before: pa.Table, gone: pa.Table, new: pa.Table) -> pa.Table:
+    """WHOLE_SCHEMA counts: `before` less the replaced window rows `gone` plus the `new` window rows, per device and
+    extent (extents left without requests dropped)."""
+    def signed(rows: pa.Table, sign: int) -> pa.Table:
+        return pa.table({"device": rows["device"].cast(pa.string()), "extent_id": rows["extent_id"],
+                         **{c: pc.multiply(rows[c], sign) for c in WHOLE_SCHEMA.names[2:]}}, schema=WHOLE_SCHEMA)
+
+    summed = pa.concat_tables([before, signed(gone, -1), signed(new, 1)]).group_by(
+        ["device", "extent_id"], use_threads=False).aggregate([(c, "sum") for c in WHOLE_SCHEMA.names[2:]])
+    summed = pa.table({"device": summed["device"], "extent_id": summed["extent_id"],
+                       **{c: summed[f"{c}_sum"] for c in WHOLE_SCHEMA.names[2:]}}, schema=WHOLE_SCHEMA)
+    return summed.filter(pc.greater(summed["requests"], 0))
 
 
 def _with_trace(rows: pa.Table, trace_id: str, schema: pa.Schema) -> pa.Table:
@@ -285,19 +332,17 @@ def _stamp(rows: pa.Table, trace_id: str, extent_bytes: int) -> pa.Table:
                     schema=EH.ARROW_SCHEMA)
 
 
-def _whole_extent_rows(windows: pa.Table, trace_id: str, p: HeatParams) -> pa.Table:
-    """The whole-trace extent_heat rows from every window row: counts summed per device and extent (the full
-    computation's integers, heat and temperature by the same divisions)."""
-    summed = windows.group_by(["device", "extent_id"], use_threads=False).aggregate(
-        [("requests", "sum"), ("reads", "sum"), ("blocks", "sum"), ("bytes", "sum")])
+def _whole_extent_rows(counts: pa.Table, trace_id: str, p: HeatParams) -> pa.Table:
+    """The whole-trace extent_heat rows from their counts (WHOLE_SCHEMA; the full computation's integers, heat and
+    temperature by the same divisions)."""
     parts = [EH.ARROW_SCHEMA.empty_table()]
-    device_col = summed["device"].to_numpy(zero_copy_only=False)
+    device_col = counts["device"].to_numpy(zero_copy_only=False)
     for device in sorted(set(device_col.tolist())):
         mine = np.flatnonzero(device_col == device)
-        ids = summed["extent_id"].to_numpy()[mine]
+        ids = counts["extent_id"].to_numpy()[mine]
         order = np.argsort(ids)
         pick = mine[order]
         t = extent_table(device, p, 0, np.zeros(len(pick), np.int64), ids[order],
-                          *(summed[f"{c}_sum"].to_numpy()[pick] for c in ("requests", "reads", "blocks", "bytes")))
+                          *(counts[c].to_numpy()[pick] for c in ("requests", "reads", "blocks", "bytes")))
         parts.append(_with_trace(t, trace_id, EH.ARROW_SCHEMA))
     return pa.concat_tables(parts)

@@ -981,6 +981,11 @@ def _block_rows(out: _Partials, devices: Sequence[tuple[int, np.ndarray, np.ndar
     none = np.zeros(0, np.int64)
     for i, (code, ts, lo, hi) in enumerate(devices):
         blocks, last = (np.array(a, np.int64) for a in seen[i]) if seen else (none, none)   # writable, for numba
+        if len(blocks) > 1 and not (blocks[1:] > blocks[:-1]).all():
+            # In block order: the kernel's table hashes blocks by chunk number, and a table's contents in its own
+            # slot order (how they were stored) would pile into one cluster while the table grows.
+            order = np.argsort(blocks)
+            blocks, last = blocks[order], last[order]
         (win, rn, rs, rs2, rmx, fnew, facc, cell_win, cell_code, cell_n, distinct, total, again,
          ext_w, ext_id, after, after_last) = block_pass(ts, lo, hi, window_us, FOOTPRINT_BLOCK, extent_bytes,
                                                         region_bytes, buckets, bucket, CODES, blocks, last)

@@ -260,6 +260,9 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
                     distinct += 1
                 else:
                     d = t - p
+                    if d < 0:
+                        raise ValueError("a block's earlier access is later than this request: a state from "
+                                         "after these requests")
                     nt = _count(counts, touched, nt, d)
                     c_n += 1
                     df = np.float64(d)
