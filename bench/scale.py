@@ -31,6 +31,13 @@ night 2 (a night's cost follows its new data, not the trace's length):
 
     .venv/bin/python bench/scale.py --growth-nights 30 --growth-millions 2
 
+One hot device (--one-device): each --millions size on one disk through every stage, against the same number of
+requests on 4 disks per 10 M (--scale-disks's trace). Goals: the one-device run's peak memory at most 6 GiB and
+its time at most 1.3x the spread trace's (a device of any size is read in parts: a task's memory follows the
+part):
+
+    .venv/bin/python bench/scale.py --one-device --millions 100 --cluster-millions 0
+
 Generated trace: MSR CSV, N requests on 4 disks over exactly one day (sorted uniform arrival times, so both
 sizes fill trace day 0), Zipf-like hot 1 MiB extents over 32 GiB per disk, 35% reads, 0.5-64 KiB; the
 scorecard replays them on the IBM Ultrastar 73LZX spec (MSR traces record no disk geometry). At 100 M requests
@@ -406,6 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pin-workers", action="store_true",
                         help="cluster: each worker on a CPU of its own (local-cluster.sh --pin), as 1-core machines")
     parser.add_argument("--cluster-only", action="store_true", help="only the 2- vs 1-worker comparison")
+    parser.add_argument("--one-device", action="store_true",
+                        help="each size on one disk, against the same size on 4 disks per 10 M requests")
     parser.add_argument("--growth-nights", type=int, default=0, metavar="N",
                         help="a growing trace over N nights instead (one day of --growth-millions a night)")
     parser.add_argument("--growth-millions", type=float, default=2.0, metavar="M",
@@ -433,8 +442,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
         return 0
     with _Load() as load:
-        runs = [] if args.cluster_only else \
-            [pipeline(work, n, spark_conf, only, disks_for(n, args.scale_disks)) for n in sizes]
+        if args.one_device:
+            runs = [r for n in sizes for r in (pipeline(work, n, spark_conf, only, disks_for(n, True)),
+                                               pipeline(work, n, spark_conf, only, 1))]
+        else:
+            runs = [] if args.cluster_only else \
+                [pipeline(work, n, spark_conf, only, disks_for(n, args.scale_disks)) for n in sizes]
         cluster: dict[int, float] = {}
         rounds: list[dict[int, float]] = []
         if args.cluster_millions > 0:
@@ -449,7 +462,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = sys.stdout
     if runs:
         write_pipeline_table(out, runs)
-    if len(runs) == 2:
+    if args.one_device:
+        for spread, one in zip(runs[::2], runs[1::2], strict=True):
+            out.write(f"\n{one.requests / 1e6:g}M on one device: {one.seconds:.1f} s, "
+                      f"{one.seconds / spread.seconds:.2f}x the {spread.disks}-disk trace's {spread.seconds:.1f} s "
+                      f"(goal <= 1.3x); peak "
+                      f"{one.peak_rss_bytes / 2**30:.2f} GiB (goal <= 6 GiB; spread "
+                      f"{spread.peak_rss_bytes / 2**30:.2f} GiB)\n")
+    elif len(runs) == 2:
         factor = runs[1].requests / runs[0].requests
         ratio = runs[1].seconds / runs[0].seconds
         out.write(f"\n{factor:g}x the requests cost {ratio:.2f}x the time (goal <= {1.1 * factor:g}x); "

@@ -48,7 +48,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ALIS_EDGE_BYTES": ("alis.graph", "EDGE_BYTES"), "ALIS_VERTEX_BYTES": ("alis.graph", "VERTEX_BYTES"),
     "ALIS_PRUNE_SHARE": ("alis.graph", "PRUNE_SHARE"), "check_alis_context": ("alis.graph", "check_context"),
     "count_pairs": ("alis.graph", "count_pairs"), "prune_arrays": ("alis.graph", "prune_arrays"),
-    "sum_pairs": ("alis.graph", "sum_pairs"),
+    "sum_pairs": ("alis.graph", "sum_pairs"), "merge_counts": ("alis.graph", "merge_counts"),
     "ALIS_THRESHOLD": ("alis.runs", "THRESHOLD"), "ALIS_THRESHOLD_COMBINED": ("alis.runs", "THRESHOLD_COMBINED"),
     "ALIS_REL_TOLERANCE": ("alis.runs", "REL_TOLERANCE"), "discover_run_arrays": ("alis.runs", "discover_run_arrays"),
     "discover_runs": ("alis.runs", "discover_runs"),

@@ -38,7 +38,7 @@ from blockheat.sim import ALIS_EDGE_BYTES as EDGE_BYTES
 from blockheat.sim import ALIS_PRUNE_SHARE as PRUNE_SHARE
 from blockheat.sim import ALIS_VERTEX_BYTES as VERTEX_BYTES
 from blockheat.sim import check_alis_context as check_context
-from blockheat.sim import count_pairs, prune_arrays, sum_pairs
+from blockheat.sim import count_pairs, merge_counts, prune_arrays, sum_pairs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, GroupedData
@@ -139,34 +139,6 @@ def _partials(device: str, interval: int, counts: tuple[np.ndarray, ...], ends: 
         names=["device", "interval_id", "bucket", "route", "counts", "ends"])
 
 
-# One fixed signature (C-contiguous in and out): lazily typed, it would compile F- and A-layout variants
-# in the workers whenever numba's disk cache lacks them (as after any edit of this module).
-@numba.njit("int64[:, ::1](int64[:, ::1], int64[:, ::1])", cache=True)
-def _merge_counts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Sum of two (4, n) int64 count arrays (src, dst, pairs, closeness), each sorted by (src, dst)
-    without repeats; the result is sorted the same way."""
-    na, nb = a.shape[1], b.shape[1]
-    out = np.empty((4, na + nb), np.int64)
-    i = j = m = 0
-    while i < na and j < nb:
-        if a[0, i] == b[0, j] and a[1, i] == b[1, j]:
-            out[0, m], out[1, m] = a[0, i], a[1, i]
-            out[2, m], out[3, m] = a[2, i] + b[2, j], a[3, i] + b[3, j]
-            i += 1
-            j += 1
-        elif a[0, i] < b[0, j] or (a[0, i] == b[0, j] and a[1, i] < b[1, j]):
-            out[:, m] = a[:, i]
-            i += 1
-        else:
-            out[:, m] = b[:, j]
-            j += 1
-        m += 1
-    out[:, m:m + na - i] = a[:, i:]
-    m += na - i
-    out[:, m:m + nb - j] = b[:, j:]
-    return out[:, :m + nb - j].copy()
-
-
 def _reduce_bucket(tau: int, buckets: int):  # type: ignore[no-untyped-def]
     """mapInArrow function over PARTIAL_DDL rows (normally those of one reduce bucket, all groups) ->
     COUNT_COLUMNS, per group and bucket: the tasks' counts plus the bucket's pairs across the group's
@@ -178,7 +150,7 @@ def _reduce_bucket(tau: int, buckets: int):  # type: ignore[no-untyped-def]
         parts = [np.ascontiguousarray(crossing[:, _bucket(crossing[0], buckets) == bucket]),
                  *(_unpack(blob) for blob in rows.column("counts").to_pylist())]
         while len(parts) > 1:
-            parts = [_merge_counts(*parts[k:k + 2]) if k + 1 < len(parts) else parts[k]
+            parts = [merge_counts(*parts[k:k + 2]) if k + 1 < len(parts) else parts[k]
                      for k in range(0, len(parts), 2)]
         merged = np.ascontiguousarray(parts[0])
         n = merged.shape[1]

@@ -1,16 +1,18 @@
 """ALIS units, access graphs and runs built from the `requests` files, one task per device: the path
 jobs.alis_graph takes for request-sized units. The Spark transforms of libs.alis.units, graph and runs stay
-the definition and the fallback (fixed-size units, --from-interval, files that cannot be read directly, a
-device too large for one task).
+the definition and the fallback (fixed-size units, --from-interval, files that cannot be read directly).
 
-A task reads its device's requests (for a nightly interval N > 0 also its stored units and interval N-1's
-graph), numbers the units, counts the pairs of each interval's reads (sim.alis.graph.count_pairs over the
-whole interval: the sum the chunked Spark build arrives at), weighs and ages them as with_weight and
-age_graph do, and prunes and finds runs with the functions the Spark path's groups call (prune_arrays,
-discover_run_arrays). One device pass (libs.table_io.device_pass): the tasks write their reorg_units, access_graph and
-alis_runs files, the driver commits one replace per table. The Spark path numbers the units with a window and
-joins them back (two shuffles of the trace), counts the pairs through two more and groups the graph through
-another.
+A task reads its device's requests in time order in parts of about CHUNK_ROWS (DeviceChunks; for a nightly
+interval N > 0 also its stored units and interval N-1's graph): one pass over the parts numbers the units (the
+distinct extents, known ones first), the next counts the pairs of each interval's reads part by part
+(PairCounter: sim.alis.graph.count_pairs after the part before's last tau reads, the parts' sums merged: what
+one count over the whole interval gives, the sum the chunked Spark build arrives at too), then weighs and ages
+them as with_weight and age_graph do, and prunes and finds runs with the functions the Spark path's groups
+call (prune_arrays, discover_run_arrays). A task's memory follows the part, the units and one interval's
+edges, not the device. One device pass (libs.table_io.device_pass): the tasks write their reorg_units,
+access_graph and alis_runs files, the driver commits one replace per table. The Spark path numbers the units
+with a window and joins them back (two shuffles of the trace), counts the pairs through two more and groups
+the graph through another.
 
     built = build(spark, warehouse, Build("t1", first=0, last=6, interval_us=DAY_US), graph_options)
 """
@@ -20,6 +22,7 @@ import dataclasses
 import logging
 import math
 import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +33,7 @@ import pyarrow.compute as pc
 
 from blockheat.libs.io.tables import read_table, table_exists, table_target
 from blockheat.libs.table_io.device_pass import (
+    DeviceChunks,
     Output,
     Read,
     RequestFiles,
@@ -39,11 +43,10 @@ from blockheat.libs.table_io.device_pass import (
     trace_files,
 )
 from blockheat.schemas import access_graph, alis_graphs, alis_runs, reorg_units
-from blockheat.schemas.requests import DEVICE_FILE_COLUMNS
 from blockheat.sim import ALIS_EDGE_BYTES as EDGE_BYTES
 from blockheat.sim import ALIS_PRUNE_SHARE as PRUNE_SHARE
 from blockheat.sim import ALIS_VERTEX_BYTES as VERTEX_BYTES
-from blockheat.sim import count_pairs, discover_run_arrays, prune_arrays
+from blockheat.sim import count_pairs, discover_run_arrays, merge_counts, prune_arrays
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -189,49 +192,196 @@ def _age(cur: tuple[np.ndarray, ...], previous: tuple[np.ndarray, ...] | None, b
     return src[keep], dst[keep], aged[keep]
 
 
-def device_build(requests: pa.Table, known: pa.Table | None, previous: pa.Table | None, b: Build,
+#: A device's requests: one table, or DeviceChunks (its parts in time order, read again for each pass).
+Requests = pa.Table | DeviceChunks
+
+CHUNK_ROWS = 4_000_000     # requests a task holds at once: a device is read in time order in parts of about this many
+COLUMNS = ("ts_us", "seq", "op", "offset_bytes", "size_bytes")
+
+
+def parts_of(requests: Requests, columns: Sequence[str], start: int | None = None) -> Iterable[pa.Table]:
+    """The device's rows of these columns in (ts_us, seq) order, in parts (a table is one part; DeviceChunks
+    from `start` on)."""
+    if isinstance(requests, pa.Table):
+        return [requests.sort_by([("ts_us", "ascending"), ("seq", "ascending")]).select(list(columns))]
+    return requests.reread(columns, start)
+
+
+def _ints(part: pa.Table, *columns: str) -> list[np.ndarray]:
+    return [np.ascontiguousarray(part.column(c).to_numpy(), dtype=np.int64) for c in columns]
+
+
+def _is_read(part: pa.Table) -> np.ndarray:
+    op = part.column("op")
+    op = op.cast(pa.string()) if pa.types.is_dictionary(op.type) else op
+    return pc.equal(op, "R").to_numpy(zero_copy_only=False)
+
+
+def distinct_extents(offsets: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (offset, size) pairs, in (offset, size) order."""
+    order = np.lexsort((sizes, offsets))
+    o, s = offsets[order], sizes[order]
+    new = np.r_[True, (o[1:] != o[:-1]) | (s[1:] != s[:-1])] if len(o) else np.zeros(0, bool)
+    return o[new], s[new]
+
+
+class UnitIndex:
+    """The unit id of an extent (offset_bytes, size_bytes) among a units table's (-1: no unit)."""
+
+    def __init__(self, units: pa.Table | None) -> None:
+        cols = ("unit_id", "offset_bytes", "size_bytes")
+        ids, off, size = ([np.zeros(0, np.int64)] * 3 if units is None else _ints(units, *cols))
+        self.offsets, self.sizes = np.unique(off), np.unique(size)
+        keys = (np.searchsorted(self.offsets, off) << 32) | np.searchsorted(self.sizes, size)
+        order = np.argsort(keys)
+        self.keys, self.ids = keys[order], ids[order]
+
+    def ids_of(self, offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        if not len(self.keys):
+            return np.full(len(offsets), -1, np.int64)
+        ro, rs = np.searchsorted(self.offsets, offsets), np.searchsorted(self.sizes, sizes)
+        found = ((self.offsets[np.minimum(ro, len(self.offsets) - 1)] == offsets)
+                 & (self.sizes[np.minimum(rs, len(self.sizes) - 1)] == sizes))
+        at = np.minimum(np.searchsorted(self.keys, (ro << 32) | rs), len(self.keys) - 1)
+        found &= self.keys[at] == ((ro << 32) | rs)
+        return np.where(found, self.ids[at], -1)
+
+
+def _bounds(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(value, start, end) of each run of equal values in a sorted array."""
+    if not len(sorted_values):
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
+    return sorted_values[starts], starts, np.append(starts[1:], len(sorted_values))
+
+
+Counts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]       # (src, dst, pairs, closeness) by (src, dst)
+
+
+class PairCounter:
+    """The pair counts of each interval's reference string, fed in parts in reference order: each part's pairs
+    (count_pairs after the last tau references of the part before in the same interval) added to the interval's
+    sums (merge_counts), the sum whole-interval count_pairs gives. Memory: a part's pair keys and the interval's
+    distinct edges."""
+
+    def __init__(self, tau: int) -> None:
+        self.tau = tau
+        self.interval: int | None = None
+        self.carry = np.zeros(0, np.int64)
+        self.sums = np.zeros((4, 0), np.int64)
+
+    def add(self, interval: np.ndarray, refs: np.ndarray) -> Iterator[tuple[int, Counts]]:
+        """Feeds references (units) with their intervals (non-decreasing, none before an interval fed earlier);
+        yields (interval, counts) of each interval the part ends."""
+        for i, a, b in zip(*_bounds(interval), strict=True):
+            if self.interval is not None and int(i) != self.interval:
+                yield from self.close()
+            self.interval = int(i)
+            string = np.concatenate([self.carry, refs[a:b]])
+            part = np.ascontiguousarray(np.stack(count_pairs(np.zeros(len(string), np.int64), string, self.tau,
+                                                             first=len(self.carry))))
+            self.sums = merge_counts(self.sums, part) if self.sums.shape[1] else part
+            self.carry = string[-self.tau:]
+
+    def close(self) -> Iterator[tuple[int, Counts]]:
+        """The open interval's counts (nothing when none is open)."""
+        if self.interval is not None:
+            yield self.interval, tuple(self.sums)  # type: ignore[misc]
+        self.interval, self.carry, self.sums = None, np.zeros(0, np.int64), np.zeros((4, 0), np.int64)
+
+
+def _add_unit_counts(a: tuple[np.ndarray, np.ndarray], units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted (unit, count) pairs with the references `units` counted in."""
+    ids, counts = np.unique(units, return_counts=True)
+    ids, inverse = np.unique(np.concatenate([a[0], ids]), return_inverse=True)
+    return ids, np.bincount(inverse, np.concatenate([a[1], counts]), len(ids)).astype(np.int64)
+
+
+def references(parts: Iterable[pa.Table], index: UnitIndex, interval_us: int, chosen_of: Any, min_refs: int = 0,
+               frequent: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
+               ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(interval, unit) of the chosen requests of each part (chosen_of(part, ts, interval) -> mask) whose extent
+    is a unit, in reference order; with min_refs > 1, only the units referenced at least that often in their interval
+    (`frequent`: each interval's sorted (unit, count))."""
+    for part in parts:
+        ts, off, size = _ints(part, "ts_us", "offset_bytes", "size_bytes")
+        interval = _idiv(ts, interval_us)
+        chosen = chosen_of(part, ts, interval)
+        i, u = interval[chosen], index.ids_of(off[chosen], size[chosen])
+        known = u >= 0                                  # a request whose extent is no unit has no reference
+        i, u = i[known], u[known]
+        if min_refs > 1 and frequent is not None:
+            keep = np.zeros(len(u), bool)
+            for value, a, b in zip(*_bounds(i), strict=True):
+                ids, counts = frequent.get(int(value), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+                at = np.minimum(np.searchsorted(ids, u[a:b]), max(len(ids) - 1, 0))
+                keep[a:b] = (counts[at] >= min_refs) & (ids[at] == u[a:b]) if len(ids) else False
+            i, u = i[keep], u[keep]
+        yield i, u
+
+
+def interval_unit_counts(refs: Iterable[tuple[np.ndarray, np.ndarray]],
+                         into: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
+                         ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Each interval's sorted (unit, references) of (interval: sorted, unit) arrays, added to `into`'s."""
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {} if into is None else into
+    for interval, units in refs:
+        for value, a, b in zip(*_bounds(interval), strict=True):
+            empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+            out[int(value)] = _add_unit_counts(out.get(int(value), empty), units[a:b])
+    return out
+
+
+def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table | None, b: Build,
                  p: GraphParams) -> dict[str, Any]:
     """One device: {"units": (unit_id, offset_bytes, size_bytes), "graph": (interval_id, src_unit, dst_unit,
     weight), "runs": (interval_id, run_id, rank, position, unit_id), "stats": per-device figures}.
-    previous: interval first-1's stored graph (src_unit, dst_unit, weight) or None."""
-    col = {c: np.ascontiguousarray(requests.column(c).to_numpy(), dtype=np.int64)
-           for c in ("ts_us", "seq", "offset_bytes", "size_bytes")}
-    ts = col["ts_us"]
+    previous: interval first-1's stored graph (src_unit, dst_unit, weight) or None. The requests in parts
+    (DeviceChunks) give what one table gives: a pass over the parts finds the units (distinct extents) and the
+    space used, the next counts the pairs of each interval part by part (PairCounter; with a prefilter a pass
+    before counts the references). Memory: a part, the units, an interval's edges and the pruned graphs."""
     lo_us, hi_us = b.first * b.interval_us, (b.last + 1) * b.interval_us
-    counted = (ts >= lo_us) & (ts < hi_us) if b.nightly else np.ones(len(ts), bool)
-    unit, units = number_units(col["offset_bytes"], col["size_bytes"], counted, known)
-    before = ts < hi_us if b.nightly else np.ones(len(ts), bool)
-    used = int((col["offset_bytes"][before] + col["size_bytes"][before]).max()) if before.any() else None
+    ext_off, ext_size = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    used = None
+    for part in parts_of(requests, ("ts_us", "seq", "offset_bytes", "size_bytes")):
+        ts, off, size = _ints(part, "ts_us", "offset_bytes", "size_bytes")
+        counted = (ts >= lo_us) & (ts < hi_us) if b.nightly else np.ones(len(ts), bool)
+        ext_off, ext_size = distinct_extents(np.concatenate([ext_off, off[counted]]),
+                                             np.concatenate([ext_size, size[counted]]))
+        before = ts < hi_us if b.nightly else np.ones(len(ts), bool)
+        if before.any():
+            end = int((off[before] + size[before]).max())
+            used = end if used is None else max(used, end)
+    _, units = number_units(ext_off, ext_size, np.ones(len(ext_off), bool), known)
+    del ext_off, ext_size
+    index = UnitIndex(units)
     budget = None if used is None else math.floor(used * p.graph_share)
 
-    interval = _idiv(ts, b.interval_us)
-    chosen = counted & (interval >= b.first) & (interval <= b.last)
-    if not p.include_writes:
-        op = requests.column("op")
-        op = op.cast(pa.string()) if pa.types.is_dictionary(op.type) else op
-        chosen &= pc.equal(op, "R").to_numpy(zero_copy_only=False)
-    picked = np.flatnonzero(chosen)
-    order = picked[np.lexsort((col["seq"][picked], ts[picked], interval[picked]))]
-    ref_interval, ref_unit = interval[order], unit[order]
-    # The graphs need only the references: the requests' columns go before the pairs are counted (a task
-    # holds at most one device's requests or its pair keys, not both).
-    del requests, col, ts, counted, unit, before, interval, chosen, picked, order
+    def chosen_of(part: pa.Table, ts: np.ndarray, interval: np.ndarray) -> np.ndarray:
+        chosen = (interval >= b.first) & (interval <= b.last)
+        if b.nightly:
+            chosen &= (ts >= lo_us) & (ts < hi_us)
+        return chosen if p.include_writes else chosen & _is_read(part)
 
+    start = lo_us if b.first > 0 else None      # interval 0 holds the times just below 0 (div truncates)
+
+    def refs() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        return references(parts_of(requests, COLUMNS, start), index, b.interval_us, chosen_of)
+
+    frequent = interval_unit_counts(refs()) if p.prefilter_min_refs > 1 else None
     graphs, runs = [], []
     prev = None if previous is None else tuple(np.asarray(previous.column(c).to_numpy(), t) for c, t in
                                                (("src_unit", np.int64), ("dst_unit", np.int64),
                                                 ("weight", np.float64)))
-    bounds = np.searchsorted(ref_interval, np.arange(b.first, b.last + 2))
-    graph_refs, last_sizes = 0, (0, 0)
-    for i in range(b.first, b.last + 1):
-        refs = ref_unit[bounds[i - b.first]:bounds[i - b.first + 1]]
-        if p.prefilter_min_refs > 1 and len(refs):
-            _, inverse, counts = np.unique(refs, return_inverse=True, return_counts=True)
-            refs = refs[counts[inverse] >= p.prefilter_min_refs]
-        graph_refs += len(refs)
-        src, dst, pairs, closeness = count_pairs(np.zeros(len(refs), np.int64), refs, p.tau)
+    graph_refs, last_sizes, following = 0, (0, 0), b.first
+    empty: Counts = tuple(np.zeros(0, np.int64) for _ in range(4))  # type: ignore[assignment]
+
+    def finish(i: int, counts: Counts) -> None:
+        """Interval i's graph (its pairs weighed, aged with the previous graph, pruned) and runs."""
+        nonlocal prev, last_sizes
+        src, dst, pairs, closeness = counts
         weight = weigh(pairs, closeness, p.tau, p.f)
-        del pairs, closeness
         src, dst, weight = _age((src, dst, weight), prev, p.beta)
         if len(src) and budget is not None:
             keep, _ = prune_arrays(src, dst, weight, budget, share=PRUNE_SHARE)
@@ -244,6 +394,23 @@ def device_build(requests: pa.Table, known: pa.Table | None, previous: pa.Table 
         if i == b.last:
             vertices = pc.count_distinct(pa.array(np.concatenate([src, dst]))).as_py()   # a hash: no sort
             last_sizes = (len(src), vertices * VERTEX_BYTES + len(src) * EDGE_BYTES) if len(src) else (0, 0)
+
+    def upto(ended: Iterable[tuple[int, Counts]]) -> None:
+        """Finishes the intervals before each ended one (no references: no pairs), then the ended one."""
+        nonlocal following
+        for i, counts in ended:
+            for j in range(following, i):
+                finish(j, empty)
+            finish(i, counts)
+            following = i + 1
+
+    counter = PairCounter(p.tau)
+    for interval, units_of in references(parts_of(requests, COLUMNS, start), index, b.interval_us, chosen_of,
+                                         p.prefilter_min_refs, frequent):
+        graph_refs += len(units_of)
+        upto(counter.add(interval, units_of))
+    upto(counter.close())
+    upto([(i, empty) for i in range(following, b.last + 1)])
     graph, found = pa.concat_tables(graphs), pa.concat_tables(runs)
     last_runs = found.filter(pc.equal(found.column("interval_id"), b.last))
     stats = {"units": units.num_rows, "graph_refs": graph_refs, "last_edges": last_sizes[0],
@@ -272,7 +439,7 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
     graph and runs of interval N only for a nightly N > 0). Returns the per-device figures of
     jobs.alis_graph's summary, by device. Unsupported (nothing written) when the files cannot be read
     directly."""
-    requests = requests if requests is not None else request_files(spark, warehouse, b.trace_id)
+    requests = requests if requests is not None else request_files(spark, warehouse, b.trace_id, whole_devices=False)
     stored_units: dict[str, list[str]] = {}
     stored_graph: dict[str, list[str]] = {}
     if b.nightly and b.first:
@@ -280,7 +447,8 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
         stored_graph = _stored(spark, warehouse, b.trace_id, access_graph.TABLE)
     devices = [(dev, {"requests": requests.files[dev], "units": stored_units.get(dev, []),
                       "graph": stored_graph.get(dev, [])}) for dev in requests.by_size()]
-    reads = {"requests": Read(DEVICE_FILE_COLUMNS), "units": Read(["unit_id", "offset_bytes", "size_bytes"]),
+    reads = {"requests": Read(COLUMNS, chunk_rows=CHUNK_ROWS),
+             "units": Read(["unit_id", "offset_bytes", "size_bytes"]),
              "graph": Read(["src_unit", "dst_unit", "weight"], [("interval_id", "=", b.first - 1)])}
     where = {"trace_id": b.trace_id}
     graph_where = {**where, "interval_id": b.first} if b.nightly and b.first else where

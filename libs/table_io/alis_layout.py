@@ -1,12 +1,14 @@
 """The ALIS layout job's plans and scores from the table files, one task per device: the path jobs.alis_layout
 takes for request-sized units (its Spark transforms stay the definition and the fallback).
 
-A task reads its device's requests, stored units and stored access graphs, gives every request its unit,
-counts the references per interval, ages them (eq. 1), finds the runs of each stored graph, plans each
-interval's reorganized area with sim.alis.layout.plan_area and scores it on the next interval's reads
-(realizable); for the lookahead it builds each interval's own unaged graph (pairs, weights, pruning and runs
-as libs.table_io.alis_graph does) and plans and scores it on the same interval. It writes its alis_layout and
-alis_runs files; the summary rows come back to the driver, which writes them and commits the three tables.
+A task reads its device's requests in time order in parts of about alis_graph.CHUNK_ROWS (DeviceChunks), its
+stored units and stored access graphs, gives every request its unit, counts the references per interval and
+unit (a task's memory follows the part and those counts, not the device), ages them (eq. 1), finds the runs
+of each stored graph, plans each interval's reorganized area with sim.alis.layout.plan_area and scores it on
+the next interval's reads (realizable); for the lookahead it builds each interval's own unaged graph (pairs
+counted part by part, weights, pruning and runs as libs.table_io.alis_graph does) and plans and scores it on
+the same interval. It writes its alis_layout and alis_runs files; the summary rows come back to the driver,
+which writes them and commits the three tables.
 The Spark path joins every request to its unit (10 M rows) and scores the plans through more joins.
 
     rows = layout(spark, warehouse, "t1", LayoutParams(...), graph)   # the alis_summary rows
@@ -20,16 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from blockheat.libs.io.delta_files import replace_from_driver
 from blockheat.libs.io.tables import table_target
 from blockheat.libs.table_io import alis_graph as GF
 from blockheat.libs.table_io.device_pass import Output, Read, device_pass
 from blockheat.schemas import alis_layout, alis_runs, alis_summary
-from blockheat.schemas.requests import DEVICE_FILE_COLUMNS
 from blockheat.sim import ALIS_PRUNE_SHARE as PRUNE_SHARE
-from blockheat.sim import count_pairs, plan_area, prune_arrays
+from blockheat.sim import plan_area, prune_arrays
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -57,14 +57,6 @@ class LayoutParams:
     ra_offset: float
     alpha: float
     heat_writes: bool
-
-
-def _grouped(interval: np.ndarray, unit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(interval, unit, count) per distinct pair, sorted by (interval, unit)."""
-    order = np.lexsort((unit, interval))
-    i, u = interval[order], unit[order]
-    starts = np.flatnonzero(np.r_[True, (i[1:] != i[:-1]) | (u[1:] != u[:-1])]) if len(i) else np.zeros(0, np.int64)
-    return i[starts], u[starts], np.diff(np.append(starts, len(i))).astype(np.int64)
 
 
 def _plan(runs: dict[str, np.ndarray] | None, heat: tuple[np.ndarray, np.ndarray] | None, units: dict[str, Any],
@@ -98,49 +90,48 @@ def _plan(runs: dict[str, np.ndarray] | None, heat: tuple[np.ndarray, np.ndarray
     return plan_area(run_side, hot, ra_bytes=ra_bytes, mode=p.mode, layout=p.layout, extent_bytes=p.extent_bytes)
 
 
-def _hits(plan: dict[str, np.ndarray] | None, read_units: np.ndarray) -> int:
-    """Reads (their units) whose unit has a copy in the plan."""
-    if plan is None or not len(read_units):
+def _hits(plan: dict[str, np.ndarray] | None, reads: tuple[np.ndarray, np.ndarray]) -> int:
+    """Reads (an interval's (unit, reads) pairs) whose unit has a copy in the plan."""
+    ids, counts = reads
+    if plan is None or not len(ids):
         return 0
-    return int(np.isin(read_units, plan["unit_id"]).sum())
+    return int(counts[np.isin(ids, plan["unit_id"])].sum())
 
 
-def device_layout(requests: pa.Table, units: pa.Table | None, graph: pa.Table | None,
+def device_layout(requests: GF.Requests, units: pa.Table | None, graph: pa.Table | None,
                   p: LayoutParams) -> dict[str, Any]:
     """One device: {"plan": alis_layout rows, "runs": alis_runs rows (trace_id, device left out), "summary":
-    alis_summary rows as dicts (trace_id, device, mode and layout left out)}."""
-    col = {c: np.ascontiguousarray(requests.column(c).to_numpy(), dtype=np.int64)
-           for c in ("ts_us", "seq", "offset_bytes", "size_bytes")}
-    op = requests.column("op")
-    op = op.cast(pa.string()) if pa.types.is_dictionary(op.type) else op
-    is_read = pc.equal(op, "R").to_numpy(zero_copy_only=False)
-    n = len(col["ts_us"])
-    unit, _ = GF.number_units(col["offset_bytes"], col["size_bytes"], np.zeros(n, bool), units)
+    alis_summary rows as dicts (trace_id, device, mode and layout left out)}. The requests in parts (DeviceChunks)
+    give what one table gives: one pass counts each interval's references per unit (reads, and all requests) and
+    the space used, the next counts the lookahead's pairs part by part (GF.PairCounter). Memory: a part, the
+    units, the counts per interval and unit, an interval's edges, the stored graphs."""
+    index = GF.UnitIndex(units)
     unit_table = {c: np.zeros(0, np.int64) for c in ("unit_id", "offset_bytes", "size_bytes")}
     if units is not None:
         order = np.argsort(units.column("unit_id").to_numpy())
         unit_table = {c: np.asarray(units.column(c).to_numpy(), np.int64)[order] for c in unit_table}
-    used = int((col["offset_bytes"] + col["size_bytes"]).max())
+    used = 0
+    all_counts: dict[int, tuple[np.ndarray, np.ndarray]] = {}      # interval -> sorted (unit, references)
+    read_counts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for part in GF.parts_of(requests, GF.COLUMNS):
+        ts, off, size = GF._ints(part, "ts_us", "offset_bytes", "size_bytes")
+        if not len(ts):
+            continue
+        used = max(used, int((off + size).max()))
+        unit, interval = index.ids_of(off, size), GF._idiv(ts, p.interval_us)
+        valid = unit >= 0                                     # unit_refs joins the requests to their units
+        reads = valid & GF._is_read(part)
+        GF.interval_unit_counts([(interval[valid], unit[valid])], all_counts)
+        GF.interval_unit_counts([(interval[reads], unit[reads])], read_counts)
+    heat_counts = all_counts if p.heat_writes else read_counts
+    none = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     ra_bytes, ra_start = math.floor(used * p.ra_share), math.floor(used * p.ra_offset)
-    interval = GF._idiv(col["ts_us"], p.interval_us)
-    valid = unit >= 0                                     # unit_refs joins the requests to their units
-    reads = valid & is_read
-    c_int, c_unit, c_count = _grouped(interval[valid if p.heat_writes else reads],
-                                      unit[valid if p.heat_writes else reads])
-    bounds = {int(i): (a, b) for i, a, b in zip(*_bounds(c_int), strict=True)}
 
     def counts_of(i: int) -> tuple[np.ndarray, np.ndarray]:
-        a, b = bounds.get(i, (0, 0))
-        return c_unit[a:b], c_count[a:b]
+        return heat_counts.get(i, none)
 
-    read_order = np.flatnonzero(reads)
-    read_order = read_order[np.lexsort((col["seq"][read_order], col["ts_us"][read_order], interval[read_order]))]
-    r_int, r_unit = interval[read_order], unit[read_order]
-    r_bounds = {int(i): (a, b) for i, a, b in zip(*_bounds(r_int), strict=True)}
-
-    def reads_of(i: int) -> np.ndarray:
-        a, b = r_bounds.get(i, (0, 0))
-        return r_unit[a:b]
+    def reads_of(i: int) -> tuple[np.ndarray, np.ndarray]:
+        return read_counts.get(i, none)
 
     # Realizable: aged heat up to each interval, the stored graph's runs, scored on the next interval's reads.
     plans, found, summary = [], [], []
@@ -150,7 +141,7 @@ def device_layout(requests: pa.Table, units: pa.Table | None, graph: pa.Table | 
         g_int = graph.column("interval_id").to_numpy()
         g_order = np.argsort(g_int, kind="stable")
         edges = [np.asarray(graph.column(c).to_numpy())[g_order] for c in ("src_unit", "dst_unit", "weight")]
-        for i, a, b in zip(*_bounds(g_int[g_order]), strict=True):
+        for i, a, b in zip(*GF._bounds(g_int[g_order]), strict=True):
             stored[int(i)] = tuple(e[a:b] for e in edges)
     run_sets = {i: GF.run_members(*edges, p) for i, edges in stored.items()} if use_runs else {}
     for i, r in sorted(run_sets.items()):
@@ -180,23 +171,31 @@ def device_layout(requests: pa.Table, units: pa.Table | None, graph: pa.Table | 
 
     # Lookahead: interval N + 1's own raw counts and unaged graph, scored on its own reads (row N).
     budget = math.floor(used * p.graph_share)
-    graph_refs = valid if p.include_writes else reads
-    lookahead = {}
-    for i in range(1, p.last + 1):
-        la_runs = None
-        if use_runs:
-            refs = _ordered_refs(graph_refs & (interval == i), col, unit)
-            if p.prefilter_min_refs > 1 and len(refs):
-                _, inverse, counts = np.unique(refs, return_inverse=True, return_counts=True)
-                refs = refs[counts[inverse] >= p.prefilter_min_refs]
-            src, dst, pairs, closeness = count_pairs(np.zeros(len(refs), np.int64), refs, p.tau)
-            weight = GF.weigh(pairs, closeness, p.tau, p.f)
-            if len(src):
-                keep, _ = prune_arrays(src, dst, weight, budget, share=PRUNE_SHARE)
-                src, dst, weight = src[keep], dst[keep], weight[keep]
-            la_runs = GF.run_members(src, dst, weight, p)
-        ids, counts = counts_of(i)
-        lookahead[i - 1] = _hits(_plan(la_runs, (ids, counts), unit_table, ra_bytes, p), reads_of(i))
+    la_runs: dict[int, dict[str, np.ndarray]] = {}
+    if use_runs:
+        def chosen_of(part: pa.Table, ts: np.ndarray, interval: np.ndarray) -> np.ndarray:
+            chosen = (interval >= 1) & (interval <= p.last)
+            return chosen if p.include_writes else chosen & GF._is_read(part)
+
+        def runs_of(ended: Any) -> None:
+            for i, (src, dst, pairs, closeness) in ended:
+                weight = GF.weigh(pairs, closeness, p.tau, p.f)
+                if len(src):
+                    keep, _ = prune_arrays(src, dst, weight, budget, share=PRUNE_SHARE)
+                    src, dst, weight = src[keep], dst[keep], weight[keep]
+                la_runs[i] = GF.run_members(src, dst, weight, p)
+
+        counter = GF.PairCounter(p.tau)
+        for interval, refs in GF.references(GF.parts_of(requests, GF.COLUMNS, p.interval_us), index, p.interval_us,
+                                            chosen_of, p.prefilter_min_refs,
+                                            all_counts if p.include_writes else read_counts):
+            runs_of(counter.add(interval, refs))
+        runs_of(counter.close())
+    empty = np.zeros(0, np.int64)
+    no_runs = GF.run_members(empty, empty, np.zeros(0), p) if use_runs else None
+    lookahead = {i - 1: _hits(_plan(la_runs.get(i, no_runs) if use_runs else None, counts_of(i), unit_table,
+                                    ra_bytes, p), reads_of(i))
+                 for i in range(1, p.last + 1)}
 
     for i in range(p.last + 1):
         plan = plan_by_interval.get(i)
@@ -209,32 +208,18 @@ def device_layout(requests: pa.Table, units: pa.Table | None, graph: pa.Table | 
                "realizable_share": None, "lookahead_share": None}
         if i < p.last:
             nxt = reads_of(i + 1)
-            row["next_reads"] = len(nxt)
+            n_next = int(nxt[1].sum())
+            row["next_reads"] = n_next
             row["realizable_reads"] = _hits(plan, nxt)
             row["lookahead_reads"] = lookahead.get(i, 0)
-            if len(nxt):
-                row["realizable_share"] = row["realizable_reads"] / len(nxt)
-                row["lookahead_share"] = row["lookahead_reads"] / len(nxt)
+            if n_next:
+                row["realizable_share"] = row["realizable_reads"] / n_next
+                row["lookahead_share"] = row["lookahead_reads"] / n_next
         summary.append(row)
     empty_plan = pa.schema([f for f in alis_layout.ARROW_SCHEMA if f.name not in ("trace_id", "device")])
     empty_runs = pa.schema([f for f in alis_runs.ARROW_SCHEMA if f.name not in ("trace_id", "device")])
     return {"plan": pa.concat_tables(plans) if plans else empty_plan.empty_table(),
             "runs": pa.concat_tables(found) if found else empty_runs.empty_table(), "summary": summary}
-
-
-def _bounds(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(value, start, end) of each run of equal values in a sorted array."""
-    if not len(sorted_values):
-        empty = np.zeros(0, np.int64)
-        return empty, empty, empty
-    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
-    return sorted_values[starts], starts, np.append(starts[1:], len(sorted_values))
-
-
-def _ordered_refs(mask: np.ndarray, col: dict[str, np.ndarray], unit: np.ndarray) -> np.ndarray:
-    """The units of the masked requests in reference order (ts_us, seq)."""
-    picked = np.flatnonzero(mask)
-    return unit[picked[np.lexsort((col["seq"][picked], col["ts_us"][picked]))]]
 
 
 def _table(columns: dict[str, np.ndarray]) -> pa.Table:
@@ -245,12 +230,13 @@ def layout(spark: SparkSession, warehouse: Path, trace_id: str, p: LayoutParams)
     """Plan and score every interval, write alis_layout, alis_runs (not for mode heat) and alis_summary (one
     replace of the trace each). Returns the alis_summary rows by (device, interval_id). Unsupported (nothing
     written) when the files cannot be read directly."""
-    requests = GF.request_files(spark, warehouse, trace_id)
+    requests = GF.request_files(spark, warehouse, trace_id, whole_devices=False)
     units = GF._stored(spark, warehouse, trace_id, "reorg_units")
     graphs = GF._stored(spark, warehouse, trace_id, "access_graph")
     devices = [(d, {"requests": requests.files[d], "units": units.get(d, []), "graph": graphs.get(d, [])})
                for d in requests.by_size()]
-    reads = {"requests": Read(DEVICE_FILE_COLUMNS), "units": Read(["unit_id", "offset_bytes", "size_bytes"]),
+    reads = {"requests": Read(GF.COLUMNS, chunk_rows=GF.CHUNK_ROWS),
+             "units": Read(["unit_id", "offset_bytes", "size_bytes"]),
              "graph": Read(["interval_id", "src_unit", "dst_unit", "weight"])}
     where = {"trace_id": trace_id}
     names = TABLES if p.mode != "heat" else (alis_layout.TABLE,)

@@ -15,6 +15,7 @@ executor sees, or an object store.
 """
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import pickle
@@ -153,11 +154,22 @@ class DeviceChunks:
     def __init__(self, paths: Sequence[str], columns: Sequence[str], max_rows: int, align_us: int = 0,
                  ordered: bool = True, start: int | None = None) -> None:
         self.paths = list(paths)
+        self.max_rows, self.align_us, self.sort = max_rows, align_us, ordered
         self.columns = list(dict.fromkeys([*columns, "ts_us"]))
         self.wanted = list(columns)
         self.ordered = ordered and "seq" in self.columns
         self.groups = [g for p in paths for g in row_groups(p)]
         self.spans = spans(self.groups, max_rows, align_us, start)
+
+    def reread(self, columns: Sequence[str], start: int | None = None) -> DeviceChunks:
+        """The same device's rows of other columns, from `start` on, in parts of the same size (the footers are
+        not read again)."""
+        other = copy.copy(self)
+        other.columns = list(dict.fromkeys([*columns, "ts_us"]))
+        other.wanted = list(columns)
+        other.ordered = self.sort and "seq" in other.columns
+        other.spans = spans(self.groups, self.max_rows, self.align_us, start)
+        return other
 
     def __iter__(self) -> Iterator[pa.Table]:
         """The parts that hold rows."""

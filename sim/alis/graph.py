@@ -40,13 +40,14 @@ def edge_weight(j: int, *, tau: int, f: float) -> float:
 
 
 @numba.njit(cache=True)
-def _pair_keys(seg: np.ndarray, vertex: np.ndarray, tau: int, vertex_bits: int, closeness_bits: int) -> np.ndarray:
-    """Packed (src, dst, closeness) of every pair of reads at most tau apart in the same segment;
-    pairs of a unit with itself carry no layout information and are skipped."""
+def _pair_keys(seg: np.ndarray, vertex: np.ndarray, tau: int, vertex_bits: int, closeness_bits: int,
+               first: int) -> np.ndarray:
+    """Packed (src, dst, closeness) of every pair of reads at most tau apart in the same segment whose later
+    read is at index first or after; pairs of a unit with itself carry no layout information and are skipped."""
     n = len(vertex)
-    out = np.empty(n * tau, np.int64)
+    out = np.empty(max(n - first, 0) * tau, np.int64)
     m = 0
-    for i in range(n):
+    for i in range(first, n):
         dst = vertex[i]
         high = dst << closeness_bits
         for j in range(1, tau + 1):
@@ -125,16 +126,19 @@ def _sum_keys(keys: np.ndarray, vocab: np.ndarray, vertex_bits: int, closeness_b
     return vocab[first >> vertex_bits], vocab[first & ((1 << vertex_bits) - 1)], pairs, closeness
 
 
-def count_pairs(seg: np.ndarray, units: np.ndarray, tau: int) -> tuple[np.ndarray, ...]:
-    """(src, dst, pairs, closeness) summed over all pairs inside the segments of one group.
+def count_pairs(seg: np.ndarray, units: np.ndarray, tau: int, first: int = 0) -> tuple[np.ndarray, ...]:
+    """(src, dst, pairs, closeness) summed over all pairs inside the segments of one group, sorted by (src, dst).
 
     seg: segment number per read (pairs never cross segments), units: unit id per read, both in
-    reference order. Sort-based: keys pack (local src, local dst, closeness) into one int64.
+    reference order. first: only the pairs whose later read is at that index or after (the reads before are
+    the last tau of the part before, so that parts of one reference string counted in turn sum to the whole's
+    counts). Sort-based: keys pack (local src, local dst, closeness) into one int64.
     """
     vocab, vertex = np.unique(units, return_inverse=True)
     vertex_bits, closeness_bits = _packing(len(vocab), tau)
     # No name holds the keys here: _sum_keys keeps only the sorted copy (79 M keys are 630 MB).
-    return _sum_keys(_pair_keys(np.asarray(seg, np.int64), vertex.astype(np.int64), tau, vertex_bits, closeness_bits),
+    return _sum_keys(_pair_keys(np.asarray(seg, np.int64), vertex.astype(np.int64), tau, vertex_bits, closeness_bits,
+                                first),
                      vocab, vertex_bits, closeness_bits)
 
 
@@ -145,6 +149,35 @@ def sum_pairs(src: np.ndarray, dst: np.ndarray, closeness: np.ndarray, tau: int)
     v = vertex.astype(np.int64)
     keys = (v[: len(src)] << (vertex_bits + closeness_bits)) | (v[len(src):] << closeness_bits) | closeness
     return _sum_keys(keys, vocab, vertex_bits, closeness_bits)
+
+
+
+# One fixed signature (C-contiguous in and out): lazily typed, it would compile F- and A-layout variants
+# in the workers whenever numba's disk cache lacks them (as after any edit of this module).
+@numba.njit("int64[:, ::1](int64[:, ::1], int64[:, ::1])", cache=True)
+def merge_counts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Sum of two (4, n) int64 count arrays (src, dst, pairs, closeness), each sorted by (src, dst)
+    without repeats; the result is sorted the same way."""
+    na, nb = a.shape[1], b.shape[1]
+    out = np.empty((4, na + nb), np.int64)
+    i = j = m = 0
+    while i < na and j < nb:
+        if a[0, i] == b[0, j] and a[1, i] == b[1, j]:
+            out[0, m], out[1, m] = a[0, i], a[1, i]
+            out[2, m], out[3, m] = a[2, i] + b[2, j], a[3, i] + b[3, j]
+            i += 1
+            j += 1
+        elif a[0, i] < b[0, j] or (a[0, i] == b[0, j] and a[1, i] < b[1, j]):
+            out[:, m] = a[:, i]
+            i += 1
+        else:
+            out[:, m] = b[:, j]
+            j += 1
+        m += 1
+    out[:, m:m + na - i] = a[:, i:]
+    m += na - i
+    out[:, m:m + nb - j] = b[:, j:]
+    return out[:, :m + nb - j].copy()
 
 
 

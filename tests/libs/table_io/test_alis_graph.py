@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 import blockheat.libs.table_io.alis_graph as GF
 from blockheat.jobs import alis_graph
 from blockheat.libs.io.tables import read_table, replace_trace, trace_rows
-from blockheat.sim import DAY_US
+from blockheat.sim import DAY_US, count_pairs
 from tests.builders import table_digest
 from tests.conftest import HPLAJW_TRACE_ID
 
@@ -42,6 +42,40 @@ def test_units_are_numbered_after_the_known_ones_in_address_order():
     assert GF.number_units(big, sizes, np.ones(7, bool), None)[0].tolist() == fresh.tolist()
 
 
+def test_unit_index_finds_each_extent_and_refuses_others():
+    units = pa.table({"unit_id": [7, 3, 5], "offset_bytes": [10 << 50, 10, 10], "size_bytes": [8, 8, 4]})
+    index = GF.UnitIndex(units)
+    got = index.ids_of(np.array([10, 10, 10 << 50, 10, 11, 10 << 50], np.int64), np.array([4, 8, 8, 6, 8, 4], np.int64))
+    assert got.tolist() == [5, 3, 7, -1, -1, -1]
+    assert GF.UnitIndex(None).ids_of(np.array([1]), np.array([1])).tolist() == [-1]
+
+
+def test_pair_counts_fed_in_parts_equal_one_count_per_interval():
+    """Parts cut anywhere (inside an interval, on its edge, parts of one reference) sum to count_pairs over each
+    interval's whole reference string, and an interval's counts come out when a later one starts."""
+    rng = np.random.default_rng(7)
+    interval = np.sort(rng.integers(0, 4, 3_000))
+    refs = rng.integers(0, 60, 3_000)
+    tau = 5
+    whole = {}
+    for i in range(4):
+        r = refs[interval == i]
+        whole[i] = [a.tolist() for a in count_pairs(np.zeros(len(r), np.int64), r, tau)]
+    for cuts in ([], [1, 2, 3, 700, 1_500, 1_501, 2_999], list(range(0, 3_000, 97))):
+        counter = GF.PairCounter(tau)
+        got = {}
+        for a, b in zip([0, *cuts], [*cuts, 3_000], strict=True):
+            ended = list(counter.add(interval[a:b], refs[a:b]))
+            assert all(i < interval[b - 1] for i, _ in ended) if b > a else not ended
+            got.update({i: [c.tolist() for c in counts] for i, counts in ended})
+        got.update({i: [c.tolist() for c in counts] for i, counts in counter.close()})
+        assert got == whole
+    # count_pairs' first: only pairs whose later read is at or after it.
+    string = np.array([1, 2, 1, 3], np.int64)
+    src, dst, pairs, closeness = count_pairs(np.zeros(4, np.int64), string, 2, first=3)
+    assert (src.tolist(), dst.tolist(), pairs.tolist(), closeness.tolist()) == ([1, 2], [3, 3], [1, 1], [2, 1])
+
+
 def test_aging_on_arrays_is_eq_2_over_the_union_of_edges():
     cur = (np.array([1, 1, 2]), np.array([2, 3, 1]), np.array([2.0, 1.0, 0.5]))
     prev = (np.array([1, 5]), np.array([2, 6]), np.array([4.0, 1.0]))
@@ -55,6 +89,7 @@ def test_aging_on_arrays_is_eq_2_over_the_union_of_edges():
     assert len(GF._age(cur, prev, 0.0)[0]) == 2                   # beta 0: only the previous edges stay above 0
 
 
+PART_ROWS = 50   # requests a part holds in the tests of devices read in parts
 DAYS = 2      # the week's first two days: two daily graphs, the second aged with the first (each Spark build
               # costs seconds per interval)
 
@@ -76,12 +111,15 @@ def _through_spark(monkeypatch):
     monkeypatch.setattr(GF, "request_files", refuse)
 
 
-def _build(spark, spark_cfg, opts, monkeypatch, caplog, *, files: bool):
-    """alis_graph.run through the files (asserted) or through Spark (the fallback, asserted by its log line)."""
+def _build(spark, spark_cfg, opts, monkeypatch, caplog, *, files: bool, parts: int = 0):
+    """alis_graph.run through the files (asserted; with parts, each device read in parts of about that many
+    requests) or through Spark (the fallback, asserted by its log line)."""
     calls = []
     caplog.set_level("INFO", logger="blockheat.libs.table_io.device_pass")
     caplog.clear()
     with monkeypatch.context() as m:
+        if parts:
+            m.setattr(GF, "CHUNK_ROWS", parts)
         if files:
             real = GF.build
             m.setattr(GF, "build", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -102,6 +140,9 @@ def test_whole_trace_build_equals_the_spark_build(spark, spark_cfg, trace, monke
     files_summary, files_tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=True)
     assert files_tables == spark_tables
     assert files_summary == spark_summary
+    parts_summary, parts_tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=True, parts=PART_ROWS)
+    assert parts_tables == spark_tables
+    assert parts_summary == spark_summary
     assert spark_summary.intervals == list(range(DAYS))
     per_day = Counter(r["interval_id"] for r in trace_rows(spark, spark_cfg.warehouse, "access_graph", trace))
     assert len(per_day) == DAYS
@@ -110,6 +151,7 @@ def test_whole_trace_build_equals_the_spark_build(spark, spark_cfg, trace, monke
     # The budget bites: device 0's last graph, built again in process with a budget that keeps everything,
     # has more edges.
     requests = read_table(spark, spark_cfg.warehouse, "requests", trace).where("device = '0'").toArrow()
+    assert requests.num_rows > 10 * PART_ROWS                # the parts' build above read device 0 in many parts
     params = GF.params_of(opts)
     unpruned = GF.device_build(requests, None, None, GF.Build(trace, 0, DAYS - 1, opts.interval_us),
                                GF.GraphParams(**{**vars(params), "graph_share": 1.0}))
@@ -128,16 +170,19 @@ def test_layout_from_the_files_equals_the_spark_layout(spark, spark_cfg, trace, 
     opts = alis_layout.LayoutOptions(trace, mode=mode, layout=layout, heat_writes=heat_writes)
     caplog.set_level("INFO", logger="blockheat.libs.table_io.device_pass")
     got = {}
-    for files in (False, True):
+    for files in (False, True, "parts"):
         caplog.clear()
         with monkeypatch.context() as m:
             if not files:
                 _through_spark(m)
+            if files == "parts":
+                m.setattr(GF, "CHUNK_ROWS", PART_ROWS)
             rows = alis_layout.run(spark, spark_cfg, opts)
         assert (f"alis {trace}: through Spark SQL (test: the Spark build)" in caplog.text) == (not files)
         got[files] = (rows, {t: table_digest(spark, spark_cfg.warehouse, t, trace)
                              for t in ("alis_layout", "alis_runs", "alis_summary")})
     assert got[True] == got[False]
+    assert got["parts"] == got[False]
     rows = got[True][0]
     assert [r["interval_id"] for r in rows if r["device"] == "0"] == list(range(DAYS))
     assert sum(r["realizable_reads"] or 0 for r in rows) > 0
@@ -147,11 +192,12 @@ def test_layout_from_the_files_equals_the_spark_layout(spark, spark_cfg, trace, 
 def test_nightly_intervals_equal_the_spark_build(spark, spark_cfg, trace, monkeypatch, caplog):
     """--interval-index 0 then 1: units extended by first use, interval N-1's stored graph aged in."""
     got = {}
-    for files in (False, True):
+    for files, parts in ((False, 0), (True, 0), (True, PART_ROWS)):
         for n in range(2):
             opts = alis_graph.GraphOptions(trace, interval_index=n, graph_share=0.0005, prefilter_min_refs=2)
-            summary, tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=files)
-        got[files] = (summary, tables)
-    assert got[True] == got[False]
-    assert got[True][0].intervals == [1]
+            summary, tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=files, parts=parts)
+        got[files, parts] = (summary, tables)
+    assert got[True, 0] == got[False, 0]
+    assert got[True, PART_ROWS] == got[False, 0]
+    assert got[True, 0][0].intervals == [1]
 
