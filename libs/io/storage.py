@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import posixpath
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -280,6 +280,16 @@ def read_parquet(location: str, columns: list[str] | None = None, filters: Any =
     """A Parquet file's columns (all by default), the rows matching the pyarrow filter `filters`."""
     fs, path = filesystem(location)
     return pq.read_table(path, filesystem=fs, columns=columns, filters=filters)
+
+
+def write_parquet(location: str, table: pa.Table,
+                  opener: Callable[[str], tuple[pafs.FileSystem, str]] = filesystem) -> None:
+    """One Parquet file at a location (its directory created where there are directories), opened by `opener`
+    (a task's own: libs.io.task_parquet)."""
+    if is_local(location):
+        os.makedirs(os.path.dirname(os.fspath(location)), exist_ok=True)
+    fs, path = opener(location)
+    pq.write_table(table, path, filesystem=fs)
 
 
 def read_bytes(location: str) -> bytes:

@@ -269,7 +269,7 @@ def _run_files(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: int
     """run (n None: from interval 0) or run_interval(n) by one task per device reading the requests files
     (libs.table_io.alis_graph); Unsupported, before anything is written, when they cannot be read directly."""
     trace = opts.trace_id
-    files = graph_files.request_files(spark, cfg.warehouse, trace, whole_devices=False)
+    files = graph_files.request_files(spark, cfg.warehouse, trace)
     data_last = files.last_us // opts.interval_us
     if n is None:
         build, intervals = graph_files.Build(trace, 0, data_last, opts.interval_us), data_last + 1

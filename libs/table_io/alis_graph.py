@@ -439,7 +439,7 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
     graph and runs of interval N only for a nightly N > 0). Returns the per-device figures of
     jobs.alis_graph's summary, by device. Unsupported (nothing written) when the files cannot be read
     directly."""
-    requests = requests if requests is not None else request_files(spark, warehouse, b.trace_id, whole_devices=False)
+    requests = requests if requests is not None else request_files(spark, warehouse, b.trace_id)
     stored_units: dict[str, list[str]] = {}
     stored_graph: dict[str, list[str]] = {}
     if b.nightly and b.first:

@@ -230,7 +230,7 @@ def layout(spark: SparkSession, warehouse: Path, trace_id: str, p: LayoutParams)
     """Plan and score every interval, write alis_layout, alis_runs (not for mode heat) and alis_summary (one
     replace of the trace each). Returns the alis_summary rows by (device, interval_id). Unsupported (nothing
     written) when the files cannot be read directly."""
-    requests = GF.request_files(spark, warehouse, trace_id, whole_devices=False)
+    requests = GF.request_files(spark, warehouse, trace_id)
     units = GF._stored(spark, warehouse, trace_id, "reorg_units")
     graphs = GF._stored(spark, warehouse, trace_id, "access_graph")
     devices = [(d, {"requests": requests.files[d], "units": units.get(d, []), "graph": graphs.get(d, [])})

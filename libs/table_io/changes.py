@@ -1,11 +1,11 @@
 """What the incremental stages need to know about a trace's tables: the requests version and the trace's files they
 start from, the time range of the requests files added or removed since a version, a table's files in some
 partitions, integer columns' ranges from a Parquet footer, and their stored state documents. Reads the Delta logs,
-footers and state documents only (no Spark)."""
+footers and state documents only (no Spark); replaces a state's document."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -22,6 +22,25 @@ def requests_state(warehouse: Location, trace_id: str) -> tuple[int, list[str]]:
     version = delta_log.table_version(table_path(warehouse, RQ.TABLE))
     (row,) = delta_log.read(table_path(warehouse, "traces"), ["source_files"], {"trace_id": trace_id}).to_pylist()
     return int(version or 0), [f["sha256"] for f in row["source_files"]]
+
+
+def known_requests_state(warehouse: Location, trace_id: str) -> tuple[int, list[str]] | None:
+    """requests_state, or None when the trace has no `traces` row (requests written without an ingest: no state
+    is kept for them) or the requests log cannot be read."""
+    try:
+        return requests_state(warehouse, trace_id)
+    except (delta_log.LogUnreadable, ValueError):
+        return None
+
+
+def changes_since(warehouse: Location, trace_id: str, sha256: Sequence[str], stored_sha256: Sequence[str],
+                  version: int) -> tuple[int, int] | bool | None:
+    """What changed since a state stored at requests `version` for the trace's files `stored_sha256`, the trace's
+    files now being `sha256`: False when the state may not be resumed (the trace was ingested again, so its files
+    do not extend the stored ones, or the log cannot tell), else changed_span (None: no requests file changed)."""
+    if list(sha256[:len(stored_sha256)]) != list(stored_sha256):
+        return False
+    return changed_span(warehouse, trace_id, version)
 
 
 def changed_span(warehouse: Location, trace_id: str, since: int) -> tuple[int, int] | bool | None:
@@ -72,6 +91,19 @@ def stored_files(target: TableTarget, scope: Mapping[str, str]) -> list[tuple[di
     snap = delta_log.snapshot(target.root)
     return [(a, snap.path(a)) for a in snap.files
             if all(a["partitionValues"].get(c) == v for c, v in scope.items())]
+
+
+def replace_state_doc(document: str, doc: dict[str, Any],
+                      files: Callable[[dict[str, Any]], Iterable[str]] = lambda _: ()) -> dict[str, Any]:
+    """Write a state's document, after the files it names were written (one PUT or rename: a reader sees the previous
+    state or this one); then delete the previous document's files that this one does not name (`files`: a
+    document's file names, relative to its folder). Returns the previous document ({} when there was none)."""
+    previous = read_state_doc(document) or {}
+    storage.write_bytes(document, json.dumps(doc).encode())
+    folder = storage.parent(document)
+    for name in set(files(previous)) - set(files(doc)):
+        storage.delete(storage.join(folder, name))
+    return previous
 
 
 def read_state_doc(path: str) -> dict[str, Any] | None:

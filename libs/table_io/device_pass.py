@@ -4,7 +4,7 @@
 `requests` (and the tables partitioned like it) is partitioned by (trace_id, device), so every file holds one
 device: a device's requests are read by one task without a shuffle. The files are listed from the table's Delta
 snapshot on the driver. A table whose files cannot be read directly (a deletion vector, a file outside the table,
-a device too large for one task) raises Unsupported before anything is written: the caller takes the transform's
+a footer without ts_us statistics) raises Unsupported before anything is written: the caller takes the transform's
 Spark SQL form instead (`files_or_sql`). Files are opened by location (libs.io.storage): a local path every
 executor sees, or an object store.
 
@@ -41,10 +41,6 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 
-# A per-device task that reads a device whole holds its requests, then derived arrays (the ALIS graph's pair keys
-# and counted edges: a 25 M-request device peaked at 6.6 GB, two such tasks at once on 2 cores). A larger device
-# goes the Spark SQL way; passes that read a device in parts (DeviceChunks) take any size.
-MAX_DEVICE_REQUESTS = 30_000_000
 NO_STATS = 1 << 62               # a row group without ts_us statistics spans every time
 
 
@@ -221,11 +217,9 @@ class RequestFiles:
         return [(d, self.files[d]) for d in self.by_size()]
 
 
-def request_files(spark: SparkSession | None, warehouse: Location, trace_id: str, *,
-                  whole_devices: bool = True) -> RequestFiles:
+def request_files(spark: SparkSession | None, warehouse: Location, trace_id: str) -> RequestFiles:
     """The trace's requests files, from the snapshot and the files' footers; Unsupported when a footer lacks
-    ts_us statistics, or when whole_devices (a task holds a device's requests at once) and a device has more than
-    MAX_DEVICE_REQUESTS (passes that read a device in parts take any size)."""
+    ts_us statistics."""
     files = trace_files(spark, warehouse, trace_id)
     rows, highest = {}, []
     for device, paths in files.items():
@@ -233,8 +227,6 @@ def request_files(spark: SparkSession | None, warehouse: Location, trace_id: str
         if any(g.hi == NO_STATS for g in groups):
             raise Unsupported(f"requests of {trace_id}/{device}: a row group without ts_us statistics")
         rows[device] = sum(g.rows for g in groups)
-        if whole_devices and rows[device] > MAX_DEVICE_REQUESTS:
-            raise Unsupported(f"requests of {trace_id}/{device}: {rows[device]:,} rows, more than one task holds")
         highest += [g.hi for g in groups]
     if not highest:
         raise Unsupported(f"no requests rows for trace {trace_id!r}")

@@ -248,7 +248,7 @@ def extent_and_disk_heat(spark: SparkSession, warehouse: Path, trace_id: str, p:
     blocks and bytes).
     Unsupported when the requests files cannot be read directly, or a device has more windows than one task's
     grids hold."""
-    listed = request_files(spark, warehouse, trace_id, whole_devices=False)
+    listed = request_files(spark, warehouse, trace_id)
     windows = listed.last_us // p.window_us + 1 if p.window_us else 1
     if windows * (1 + p.disks + p.width) > _LAYOUT_CELLS:
         raise Unsupported(f"{windows:,} windows of {p.window_us} us, too many for one task's grids")
@@ -283,15 +283,21 @@ def interval_counts(spark: SparkSession, warehouse: Path, trace_id: str, *, exte
         raise ValueError(f"interval_us must be > 0, got {interval_us}")
     lo, hi = interval_id * interval_us, (interval_id + 1) * interval_us
 
-    def counts_of(_device: str, requests: pa.Table) -> tuple[dict[int, pa.Table], tuple[np.ndarray, np.ndarray]]:
-        off, size = (np.ascontiguousarray(requests.column(c).to_numpy(), np.int64)
-                     for c in ("offset_bytes", "size_bytes"))
-        _, ext, _, _ = unit_pieces(off, size, extent_bytes)
-        extent_id, count = np.unique(ext, return_counts=True)
-        return {}, (extent_id.astype(np.int64), count.astype(np.int64))
+    def counts_of(_device: str, parts: Iterable[pa.Table]
+                  ) -> tuple[dict[int, pa.Table], tuple[np.ndarray, np.ndarray]]:
+        extent_id, count = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        for part in parts:
+            part = part.filter(pc.less(part["ts_us"], hi))
+            off, size = (np.ascontiguousarray(part.column(c).to_numpy(), np.int64)
+                         for c in ("offset_bytes", "size_bytes"))
+            _, ext, _, _ = unit_pieces(off, size, extent_bytes)
+            ids, n = np.unique(ext, return_counts=True)
+            extent_id, at = np.unique(np.concatenate([extent_id, ids]), return_inverse=True)
+            count = np.bincount(at, np.concatenate([count, n]), len(extent_id)).astype(np.int64)
+        return {}, (extent_id.astype(np.int64), count)
 
-    counted = device_pass(spark, request_files(spark, warehouse, trace_id).by_size_items(), counts_of,
-                          read=Read(["offset_bytes", "size_bytes"], [("ts_us", ">=", lo), ("ts_us", "<", hi)]),
+    read = Read(["offset_bytes", "size_bytes", "ts_us"], chunk_rows=CHUNK_ROWS, ordered=False, start=lo)
+    counted = device_pass(spark, request_files(spark, warehouse, trace_id).by_size_items(), counts_of, read=read,
                           label=f"interval counts {trace_id}").extras
     return pa.table({"device": pa.array([d for d, (e, _) in counted.items() for _ in range(len(e))], pa.string()),
                      "extent_id": pa.array(np.concatenate([e for e, _ in counted.values()]) if counted

@@ -20,10 +20,9 @@ window_us = 0 (the whole trace only).
 """
 from __future__ import annotations
 
-import json
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,14 +35,15 @@ from blockheat.libs.io import journal, storage
 from blockheat.libs.io.delta_files import Append, FileWriter, PendingWrite, discard
 from blockheat.libs.io.tables import Location, table_target
 from blockheat.libs.table_io.changes import (
-    changed_span,
+    changes_since,
     footer_ranges,
     read_state_doc,
+    replace_state_doc,
     requests_state,
     stored_files,
 )
 from blockheat.libs.table_io.device_pass import Read, device_pass, request_files
-from blockheat.libs.table_io.heat import COLUMNS, HeatParams, device_heat, disk_counts, extent_table
+from blockheat.libs.table_io.heat import CHUNK_ROWS, COLUMNS, HeatParams, device_heat_parts, disk_counts, extent_table
 from blockheat.libs.transforms.heat import LAYOUTS, disk_heat_rows, whole_trace_disk_table
 from blockheat.schemas import disk_heat as DH
 from blockheat.schemas import extent_heat as EH
@@ -91,16 +91,11 @@ class HeatState:
         names = {}
         for kind, table in (("counts", self.counts), ("whole", self.whole)):
             names[kind] = f"{kind}-{uuid.uuid4().hex}.parquet"
-            fs, path = storage.filesystem(storage.join(folder, names[kind]))
-            pq.write_table(table, path, filesystem=fs)
+            storage.write_parquet(storage.join(folder, names[kind]), table)
         doc = {"params": _key(p), "version": self.version, "sha256": self.sha256, "devices": self.devices,
                "ends": self.ends, "window_rows": self.window_rows, **names}
-        document = storage.join(folder, f"{p.extent_bytes}-{p.window_us}.json")
-        previous = read_state_doc(document) or {}
-        storage.write_bytes(document, json.dumps(doc).encode())
-        for kind, name in names.items():
-            if previous.get(kind) and previous[kind] != name:
-                storage.delete(storage.join(folder, previous[kind]))
+        replace_state_doc(storage.join(folder, f"{p.extent_bytes}-{p.window_us}.json"), doc,
+                          lambda d: [d[k] for k in ("counts", "whole") if d.get(k)])
 
     @classmethod
     def load(cls, warehouse: Location, trace_id: str, p: HeatParams) -> HeatState | None:
@@ -180,11 +175,10 @@ def update_heat(spark: SparkSession, warehouse: Location, trace_id: str, p: Heat
     if state is None or not w:
         return None
     version, sha256 = requests_state(warehouse, trace_id)
-    if sha256[:len(state.sha256)] != state.sha256 or sorted(devices) != state.devices:
-        log.info("extent heat %s: the trace was ingested again or its devices changed: computed whole", trace_id)
-        return None
-    span = changed_span(warehouse, trace_id, state.version)
-    if span is False:
+    span = changes_since(warehouse, trace_id, sha256, state.sha256, state.version)
+    if span is False or sorted(devices) != state.devices:
+        log.info("extent heat %s: the trace was ingested again, its devices changed or its log cannot tell: "
+                 "computed whole", trace_id)
         return None
     if span is None:
         lo, hi = 0, -1                                     # nothing new: the span and the state are written again
@@ -193,11 +187,12 @@ def update_heat(spark: SparkSession, warehouse: Location, trace_id: str, p: Heat
         lo, hi = span[0] // w * w, (span[1] // w + 1) * w
     listed = request_files(spark, warehouse, trace_id)
 
-    def heat_of(device: str, rows: pa.Table) -> tuple[dict[int, pa.Table], Any]:
-        extent_rows, counts = device_heat(rows, device, p)
+    def heat_of(device: str, parts: Iterable[pa.Table]) -> tuple[dict[int, pa.Table], Any]:
+        inside = (t for t in (part.filter(pc.less(part["ts_us"], hi)) for part in parts) if t.num_rows)
+        extent_rows, counts = device_heat_parts(inside, device, p)
         return {}, (extent_rows[w], counts)
 
-    read = Read(COLUMNS, [("ts_us", ">=", lo), ("ts_us", "<", hi)])
+    read = Read(COLUMNS, chunk_rows=CHUNK_ROWS, align_us=w, ordered=False, start=lo)
     out = (device_pass(spark, listed.by_size_items(), heat_of, read=read,
                        label=f"extent heat {trace_id}, windows {lo}-{hi} us") if hi > lo else None)
     fresh = out.extras if out else {}

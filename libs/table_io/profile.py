@@ -54,7 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from blockheat.libs.io import delta_log, storage
+from blockheat.libs.io import storage
 from blockheat.libs.io.connect import parallelism as session_parallelism
 from blockheat.libs.io.delta_files import replace_from_driver
 from blockheat.libs.io.tables import read_table, replace_rows, table_target
@@ -67,7 +67,7 @@ from blockheat.libs.io.task_parquet import (
     task_opener,
     to_ipc,
 )
-from blockheat.libs.table_io.changes import requests_state
+from blockheat.libs.table_io.changes import known_requests_state
 from blockheat.libs.table_io.device_pass import (
     RowGroup,
     cuts,
@@ -82,7 +82,6 @@ from blockheat.libs.table_io.profile_state import (
     ProfileState,
     block_file,
     seen_blocks,
-    write_parquet,
 )
 from blockheat.libs.transforms import profile as P
 
@@ -334,7 +333,7 @@ def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, wind
                                      window_us=window_us, extent_bytes=extent_bytes, end=end, seen=before)
                 if blocks:
                     path = block_file(run, task.device, task.bucket, task.buckets)
-                    write_parquet(path, pa.table({"block": held[0], "last": held[1]}, schema=BLOCKS), opener)
+                    storage.write_parquet(path, pa.table({"block": held[0], "last": held[1]}, schema=BLOCKS), opener)
                     yield Result(BLOCK_FILE, path, task.device.encode())
                 merged = pc.is_in(out.column("kind"), pa.array(["hist", "extent"]))
                 cells = out.filter(merged)
@@ -496,10 +495,7 @@ def _profile_files(spark: SparkSession, warehouse: Path, trace_id: str, *, span_
     or it cannot be (libs.table_io.profile_state); Unsupported before anything is written."""
     files = trace_files(spark, warehouse, trace_id)
     state = ProfileState(warehouse, trace_id, window_us, extent_bytes)
-    try:
-        known: tuple[int, list[str]] | None = requests_state(warehouse, trace_id)   # before the passes: what they read
-    except (delta_log.LogUnreadable, ValueError):
-        known = None                           # requests without a `traces` row: profiled whole, no state kept
+    known = known_requests_state(warehouse, trace_id)     # before the passes: what they read (None: profiled whole)
     kept = None if full or known is None else state.load(known[1], set(files))
     tasks, groups = plan(files, rows_per_part=rows_per_part, parallelism=session_parallelism(spark),
                          block_rows=block_rows, start=kept.stop if kept else None,

@@ -14,9 +14,7 @@ gone, or when requests changed before S (an overlapping append) or the stored ve
 """
 from __future__ import annotations
 
-import json
 import logging
-import os
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +27,7 @@ import pyarrow.parquet as pq
 from blockheat.libs.io import storage
 from blockheat.libs.io.tables import Location
 from blockheat.libs.io.task_parquet import Opener
-from blockheat.libs.table_io.changes import changed_span, read_state_doc
+from blockheat.libs.table_io.changes import changes_since, read_state_doc, replace_state_doc
 from blockheat.libs.transforms import profile as P
 
 log = logging.getLogger(__name__)
@@ -79,9 +77,9 @@ class ProfileState:
         doc = read_state_doc(storage.join(self.folder, "state.json"))
         if doc is None:
             return None
-        if sha256[:len(doc["sha256"])] != doc["sha256"] or set(doc["devices"]) - devices:
+        if set(doc["devices"]) - devices:
             return None
-        changed = changed_span(self.warehouse, self.trace_id, int(doc["version"]))
+        changed = changes_since(self.warehouse, self.trace_id, sha256, doc["sha256"], int(doc["version"]))
         if changed is False or (isinstance(changed, tuple) and changed[0] < int(doc["stop"])):
             log.info("profile %s: requests changed before the stored state's end: profiled whole", self.trace_id)
             return None
@@ -99,13 +97,12 @@ class ProfileState:
     def save(self, run: str, kept: Kept, *, version: int, sha256: list[str], devices: list[str]) -> None:
         """Writes the state's tables into `run`, then the document naming it; deletes the previous run folder."""
         for name in PARTS:
-            write_parquet(storage.join(run, f"{name}.parquet"), getattr(kept, name))
-        previous = read_state_doc(storage.join(self.folder, "state.json")) or {}
+            storage.write_parquet(storage.join(run, f"{name}.parquet"), getattr(kept, name))
         base = storage.normalize(self.folder).rstrip("/") + "/"
         blocks = {d: [storage.normalize(p).removeprefix(base) for p in paths] for d, paths in kept.blocks.items()}
         doc: dict[str, Any] = {"version": version, "sha256": sha256, "stop": kept.stop, "part": kept.part,
                                "devices": devices, "run": storage.name(run), "blocks": blocks}
-        storage.write_bytes(storage.join(self.folder, "state.json"), json.dumps(doc).encode())
+        previous = replace_state_doc(storage.join(self.folder, "state.json"), doc)
         old = previous.get("run")
         if not old or old == doc["run"]:
             return
@@ -122,14 +119,6 @@ class ProfileState:
         """Drops the state: the next run profiles the whole trace."""
         if storage.exists(self.folder):
             storage.delete_tree(self.folder)
-
-
-def write_parquet(path: str, table: pa.Table, opener: Opener = storage.filesystem) -> None:
-    """One Parquet file at `path` (a local path or a URI, opened by `opener`: a task's, libs.io.task_parquet)."""
-    if storage.is_local(path):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-    fs, local = opener(path)
-    pq.write_table(table, local, filesystem=fs)
 
 
 def block_file(run: str, device: str, bucket: int, buckets: int) -> str:

@@ -21,7 +21,6 @@ values around it.
 """
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from collections.abc import Iterable, Sequence
@@ -31,10 +30,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from blockheat.libs.io import delta_log, storage
-from blockheat.libs.table_io.changes import changed_span, read_state_doc, requests_state
+from blockheat.libs.io import storage
+from blockheat.libs.table_io.changes import changes_since, known_requests_state, read_state_doc, replace_state_doc
 from blockheat.libs.table_io.device_pass import Read, Unsupported, device_pass, trace_files
 from blockheat.libs.transforms.profile import percentile_cells, round_significant_np
 
@@ -117,10 +115,7 @@ def report_cdfs(spark: SparkSession, warehouse: Path, trace_id: str, points: Seq
     requests (full: from every request). Unsupported when the requests files cannot be read directly."""
     files = trace_files(spark, warehouse, trace_id)
     state = _State(warehouse, trace_id)
-    try:
-        known: tuple[int, list[str]] | None = requests_state(warehouse, trace_id)   # before the pass: what it reads
-    except (delta_log.LogUnreadable, ValueError):
-        known = None                           # requests without a `traces` row: counted whole, no state kept
+    known = known_requests_state(warehouse, trace_id)     # before the pass: what it reads (None: counted whole)
     stored = None if full or known is None else state.load(known[1], set(files))
     cells, last = stored or ({}, {})
     stop = max(last.values()) + 1 if last else None
@@ -163,10 +158,10 @@ class _State:
 
     def load(self, sha256: list[str], devices: set[str]) -> tuple[dict[str, Cells], dict[str, int]] | None:
         doc = read_state_doc(storage.join(self.folder, "state.json"))
-        if doc is None or sha256[:len(doc["sha256"])] != doc["sha256"] or set(doc["last"]) - devices:
+        if doc is None or set(doc["last"]) - devices:
             return None
         last = {d: int(t) for d, t in doc["last"].items()}
-        changed = changed_span(self.warehouse, self.trace_id, int(doc["version"]))
+        changed = changes_since(self.warehouse, self.trace_id, sha256, doc["sha256"], int(doc["version"]))
         if changed is False or (isinstance(changed, tuple) and last and changed[0] <= max(last.values())):
             log.info("report %s: requests changed before the stored counts' end: counted whole", self.trace_id)
             return None
@@ -203,14 +198,9 @@ class _State:
                           "count": np.concatenate(columns["count"]) if columns["count"] else np.zeros(0, np.int64)},
                          schema=CELLS)
         name = f"cells-{uuid.uuid4().hex}.parquet"
-        storage.makedirs(self.folder)
-        fs, path = storage.filesystem(storage.join(self.folder, name))
-        pq.write_table(table, path, filesystem=fs)
-        previous = read_state_doc(storage.join(self.folder, "state.json")) or {}
+        storage.write_parquet(storage.join(self.folder, name), table)
         doc = {"version": version, "sha256": sha256, "last": last, "file": name}
-        storage.write_bytes(storage.join(self.folder, "state.json"), json.dumps(doc).encode())
-        if previous.get("file") and previous["file"] != name:
-            storage.delete(storage.join(self.folder, previous["file"]))
+        replace_state_doc(storage.join(self.folder, "state.json"), doc, lambda d: [d["file"]] if d.get("file") else [])
 
     def forget(self) -> None:
         if storage.exists(self.folder):

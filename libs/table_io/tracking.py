@@ -11,7 +11,6 @@ evaluation's relative errors, read from the heat_tracking files.
 from __future__ import annotations
 
 import io
-import json
 import logging
 import math
 import uuid
@@ -24,8 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blockheat.libs.io import storage
-from blockheat.libs.io.delta_log import LogUnreadable
-from blockheat.libs.table_io.changes import footer_ranges, read_state_doc, requests_state
+from blockheat.libs.table_io.changes import footer_ranges, known_requests_state, read_state_doc, replace_state_doc
 from blockheat.libs.table_io.device_pass import Unsupported, spark_tasks, trace_files
 from blockheat.libs.transforms.profile import interpolate
 from blockheat.libs.transforms.tracking_kernels import checkpoint_rows, extent_pieces, track
@@ -157,12 +155,9 @@ def relative_errors_files(spark: SparkSession, warehouse: Path, trace_id: str, *
     wanted = sorted({int(k) for k in ks})
     folder = storage.join(storage.normalize(warehouse), "_state", "tracking_errors", trace_id,
                           f"{extent_bytes}-{aging_period_us}-{'_'.join(map(str, wanted))}")
-    try:
-        _, sha256 = requests_state(warehouse, trace_id)
-    except (LogUnreadable, ValueError):
-        sha256 = None
-    doc = None if full or sha256 is None else read_state_doc(storage.join(folder, "state.json"))
-    if doc is not None and sha256[:len(doc["sha256"])] != doc["sha256"]:
+    known = known_requests_state(warehouse, trace_id)
+    doc = None if full or known is None else read_state_doc(storage.join(folder, "state.json"))
+    if doc is not None and known is not None and known[1][:len(doc["sha256"])] != doc["sha256"]:
         doc = None
     if doc is None and storage.exists(folder):
         storage.delete_tree(folder)
@@ -193,10 +188,10 @@ def relative_errors_files(spark: SparkSession, warehouse: Path, trace_id: str, *
         out[k] = {"checkpoints": n, "mean": sum(r["sum"] for r in runs[k]) / n, "median": median}
         del arrays
     latest = [p["latest"] for p in parts if p["latest"] is not None]
-    if sha256 is not None:
-        state = {"sha256": sha256, "since": max([*latest, (since or 0) - 1]) + 1,
+    if known is not None:
+        state = {"sha256": known[1], "since": max([*latest, (since or 0) - 1]) + 1,
                  "runs": {str(k): v for k, v in runs.items()}}
-        storage.write_bytes(storage.join(folder, "state.json"), json.dumps(state).encode())
+        replace_state_doc(storage.join(folder, "state.json"), state)
     else:
         storage.delete_tree(folder)
     return out

@@ -14,7 +14,6 @@ append) or the state's version is no longer in the log.
 """
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from collections.abc import Sequence
@@ -31,9 +30,10 @@ from blockheat.libs.io import storage
 from blockheat.libs.io.delta_files import Append, FileWriter, commit_replace, discard
 from blockheat.libs.io.tables import Location, table_target
 from blockheat.libs.table_io.changes import (
-    changed_span,
+    changes_since,
     footer_ranges,
     read_state_doc,
+    replace_state_doc,
     requests_state,
     stored_files,
 )
@@ -149,12 +149,9 @@ def save_state(warehouse: Location, trace_id: str, p: TrackParams, *, version: i
                files: dict[str, str]) -> None:
     """The state document (one PUT or rename) naming each device's history file written by the tasks; the previous
     document's files are deleted after it."""
-    folder = p.folder(warehouse, trace_id)
-    previous = read_state_doc(storage.join(folder, "state.json")) or {}
     doc = {"version": version, "sha256": sha256, "start": start, "files": files}
-    storage.write_bytes(storage.join(folder, "state.json"), json.dumps(doc).encode())
-    for name in set((previous.get("files") or {}).values()) - set(files.values()):
-        storage.delete(storage.join(folder, name))
+    replace_state_doc(storage.join(p.folder(warehouse, trace_id), "state.json"), doc,
+                      lambda d: (d.get("files") or {}).values())
 
 
 def forget_state(warehouse: Location, trace_id: str, p: TrackParams) -> None:
@@ -206,9 +203,9 @@ def update_tracking(spark: SparkSession, warehouse: Location, trace_id: str, p: 
         return None
     version, sha256 = requests_state(warehouse, trace_id)
     start = int(doc["start"])
-    if sha256[:len(doc["sha256"])] != doc["sha256"] or set(doc["files"]) - set(devices):
+    if set(doc["files"]) - set(devices):
         return None
-    changed = changed_span(warehouse, trace_id, int(doc["version"]))
+    changed = changes_since(warehouse, trace_id, sha256, doc["sha256"], int(doc["version"]))
     if changed is False or (isinstance(changed, tuple) and changed[0] < start):
         log.info("heat tracking %s: requests changed before the resumable checkpoint: tracked whole", trace_id)
         return None

@@ -101,11 +101,8 @@ def test_files_or_sql_takes_the_sql_form_only_when_unsupported(spark, spark_cfg)
         DP.files_or_sql(broken, lambda: "sql", "test")
 
 
-def test_request_files_refuses_a_device_larger_than_one_task(spark, spark_cfg, traced, monkeypatch) -> None:
+def test_request_files_lists_each_device_rows_and_the_last_time(spark, spark_cfg, traced) -> None:
     listed = DP.request_files(spark, spark_cfg.warehouse, TRACE)
     assert listed.rows == {"h_0": 3, "h_1": 2}
     assert listed.last_us == 20
     assert [d for d, _ in listed.by_size_items()] == ["h_0", "h_1"]
-    monkeypatch.setattr(DP, "MAX_DEVICE_REQUESTS", 2)
-    with pytest.raises(DP.Unsupported, match=r"requests of device-pass/h_0: 3 rows, more than one task holds"):
-        DP.request_files(spark, spark_cfg.warehouse, TRACE)

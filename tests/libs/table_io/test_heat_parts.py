@@ -31,6 +31,10 @@ def test_device_chunks_time_order_whole_windows(tmp_path: Path) -> None:
     assert all(a.isdisjoint(b) for i, a in enumerate(windows) for b in windows[i + 1:])              # whole windows
     assert max(p.num_rows for p in parts) < 1_600                                                   # bounded
     assert DP.spans(DP.row_groups(str(path)), 10_000) == [(None, None)]                              # one part
+    chunks = DP.DeviceChunks([str(path)], ["seq", "ts_us"], 1_000)
+    later = list(chunks.reread(["size_bytes", "seq"], start=5_000))                # other columns, from a time on
+    assert [p.column_names for p in later] == [["size_bytes", "seq"]] * len(later)
+    assert np.concatenate([p.column("seq").to_numpy() for p in later]).tolist() == seq[ts >= 5_000].tolist()
 
 
 def test_heat_in_parts_equals_heat_whole(spark: Any, spark_cfg: Any, hplajw_days: list[Path],

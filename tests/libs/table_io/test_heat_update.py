@@ -1,6 +1,6 @@
 """Extent and disk heat brought up to date night by night (libs.table_io.heat_update) equal the full computation:
-the bundled hplajw week ingested a day at a time, with the heat job after each day, against the whole week ingested
-at once and computed whole."""
+the bundled hplajw week ingested a day at a time, with the heat job after each day (each night's windows read in
+parts), against the whole week ingested at once and computed whole."""
 from __future__ import annotations
 
 import logging
@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from blockheat.jobs.extent_heat import HeatConfig, run
+from blockheat.libs.table_io import heat_update as HU
 from blockheat.libs.table_io.heat import HeatParams
 from blockheat.libs.table_io.heat_update import HeatState
 from tests.builders import ingest, table_digest
@@ -24,7 +25,8 @@ def digests(spark: Any, cfg: Any, trace_id: str) -> dict[str, str]:
 
 
 def test_heat_updated_day_by_day_equals_the_full_computation(spark: Any, spark_cfg: Any, hplajw_days: list[Path],
-                                                             caplog: pytest.LogCaptureFixture) -> None:
+                                                             caplog: pytest.LogCaptureFixture,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     wh = Path(spark_cfg.warehouse)
     ingest(spark, spark_cfg, "hp-srt", "hu-whole", hplajw_days)
     run(spark, spark_cfg, HeatConfig("hu-whole", window_us=600_000_000), full=True)
@@ -33,6 +35,7 @@ def test_heat_updated_day_by_day_equals_the_full_computation(spark: Any, spark_c
     ingest(spark, spark_cfg, "hp-srt", "hu-days", hplajw_days[:1])
     run(spark, spark_cfg, HeatConfig("hu-days", window_us=600_000_000))          # no state yet: whole
     versions = []
+    monkeypatch.setattr(HU, "CHUNK_ROWS", 800)             # each night's windows read in parts of about 800 requests
     caplog.set_level(logging.INFO, logger="blockheat.libs.table_io.heat_update")
     for day in hplajw_days[1:]:
         ingest(spark, spark_cfg, "hp-srt", "hu-days", [day], append=True)

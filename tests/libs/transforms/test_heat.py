@@ -228,7 +228,8 @@ def test_aged_heat_job_incremental_equals_from_scratch(spark, spark_cfg, tmp_pat
         raise HF.Unsupported("refused by the test")
 
     with monkeypatch.context() as m:
-        m.setattr(J, "compute_interval_counts", refuse)        # the runs count from the requests files
+        m.setattr(J, "compute_interval_counts", refuse)        # the runs count from the requests files,
+        m.setattr(HF, "CHUNK_ROWS", 3)                          # each interval read in parts of about 3 requests
         assert run_aging(spark, spark_cfg, AgingConfig("aging-t", MIB, day, 0.8, from_scratch=True)) == [0, 1, 2]
     rebuilt = read_table(spark, spark_cfg.warehouse, "aged_heat", "aging-t").collect()
     assert {(r.interval_id, r.extent_id): (r["count"], r.aged_count) for r in rebuilt} == incremental
