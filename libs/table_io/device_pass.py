@@ -128,17 +128,18 @@ def cuts(groups: Sequence[RowGroup], parts: int) -> list[int]:
     return out
 
 
-def spans(groups: Sequence[RowGroup], max_rows: int, align_us: int = 0, start: int | None = None
-          ) -> list[tuple[int | None, int | None]]:
-    """Consecutive time spans [start, stop) (None: open) from `start` on that cut the groups' rows into parts of
-    about max_rows (cuts()), each inner edge a multiple of align_us when given (a part then holds whole windows of
+def spans(groups: Sequence[RowGroup], max_rows: int, align_us: int = 0, start: int | None = None,
+          stop: int | None = None) -> list[tuple[int | None, int | None]]:
+    """Consecutive time spans [start, stop) (None: open) that cut the groups' rows in it into parts of about
+    max_rows (cuts()), each inner edge a multiple of align_us when given (a part then holds whole windows of
     align_us)."""
-    groups = [g for g in groups if start is None or g.hi >= start]
+    groups = [g for g in groups if (start is None or g.hi >= start) and (stop is None or g.lo < stop)]
     total = sum(g.rows for g in groups)
     edges = cuts(groups, max(1, -(-total // max_rows)))
     if align_us:
         edges = sorted({e // align_us * align_us for e in edges})
-    return list(itertools.pairwise([start, *(e for e in edges if start is None or e > start), None]))
+    inner = [e for e in edges if (start is None or e > start) and (stop is None or e < stop)]
+    return list(itertools.pairwise([start, *inner, stop]))
 
 
 class DeviceChunks:
@@ -157,14 +158,14 @@ class DeviceChunks:
         self.groups = [g for p in paths for g in row_groups(p)]
         self.spans = spans(self.groups, max_rows, align_us, start)
 
-    def reread(self, columns: Sequence[str], start: int | None = None) -> DeviceChunks:
-        """The same device's rows of other columns, from `start` on, in parts of the same size (the footers are
-        not read again)."""
+    def reread(self, columns: Sequence[str], start: int | None = None, stop: int | None = None) -> DeviceChunks:
+        """The same device's rows of other columns in [start, stop) (None: open), in parts of the same size (the
+        footers are not read again)."""
         other = copy.copy(self)
         other.columns = list(dict.fromkeys([*columns, "ts_us"]))
         other.wanted = list(columns)
         other.ordered = self.sort and "seq" in other.columns
-        other.spans = spans(self.groups, self.max_rows, self.align_us, start)
+        other.spans = spans(self.groups, self.max_rows, self.align_us, start, stop)
         return other
 
     def __iter__(self) -> Iterator[pa.Table]:
@@ -339,10 +340,12 @@ def _device_task(devices: Sequence[DeviceFiles], fn: DeviceFn, read: Read | Mapp
 
 
 def device_pass(spark: SparkSession, devices: Sequence[DeviceFiles], fn: DeviceFn, *, read: Read | Mapping[str, Read],
-                outputs: Mapping[Hashable, Output] | None = None, label: str = "device pass") -> PassResult:
+                outputs: Mapping[Hashable, Output] | None = None, label: str = "device pass",
+                driver_rows: Callable[[dict[str, Any]], Mapping[Hashable, pa.Table]] | None = None) -> PassResult:
     """fn over each device's rows (`read` of its files; with several named reads, each device's files per name),
-    one Spark task per device in the given order (the largest first runs longest). The tables fn returns for an
-    output key are written by the task into that output's table; after every task succeeded each output is
+    one Spark task per device in the given order (the largest first runs longest); a "device" is any task name
+    fn knows (a part of a device, too). The tables fn returns for an output key are written by the task into that
+    output's table, and those driver_rows(extras) returns by the driver; after every task succeeded each output is
     committed once, replacing its `where` rows, in key order. On any failure no further output is committed and
     the files of the uncommitted ones are deleted (a committed output stays)."""
     outputs = dict(outputs or {})
@@ -353,6 +356,10 @@ def device_pass(spark: SparkSession, devices: Sequence[DeviceFiles], fn: DeviceF
         yielded = spark_tasks(spark, len(devices), _device_task(devices, fn, read, targets))
         log.info("%s: %d devices in %.1f s", label, len(devices), time.perf_counter() - started)
         result.extras = {r["device"]: r["extra"] for r in yielded if "device" in r}
+        for key, table in (driver_rows(result.extras) if driver_rows else {}).items():
+            writer = FileWriter(targets[key])
+            writer.write(table)
+            yielded += [{"file": f, "key": key} for f in writer.close().to_pylist()]
         for key, out in outputs.items():
             files = [r["file"] for r in yielded if "file" in r and r["key"] == key]
             commit_replace(spark, out.target, out.where, files)      # deletes this output's files if it fails

@@ -13,14 +13,18 @@ compiled passes of libs.transforms.heat_kernels:
   piece keeps its blocks) and builds the disk_heat rows (heat.disk_heat_rows).
 
 The parts' whole-trace counts are summed per extent and their disk counts per window and disk (device_heat_parts).
-The driver commits one replace per window length. Integer counts, so the rows equal the Spark SQL form's, heat and
+A device of more than CHUNK_ROWS requests holding more than its share of the session's cores is split by time into
+spans of whole windows, one task each (pieces), so one hot device keeps every core busy: its tasks write their
+windows' rows, and the driver sums their whole-trace rows and writes them. The driver commits one replace per
+window length. Integer counts, so the rows equal the Spark SQL form's, heat and
 temperature as the same double divisions.
 
     written, disks, counts = extent_and_disk_heat(spark, warehouse, "t1", HeatParams(span_us=span))
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,8 +33,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blockheat.libs.io.connect import parallelism
 from blockheat.libs.io.tables import table_target
-from blockheat.libs.table_io.device_pass import Output, Read, Unsupported, device_pass, request_files
+from blockheat.libs.table_io.device_pass import (
+    DeviceChunks,
+    Output,
+    Read,
+    RequestFiles,
+    Unsupported,
+    cuts,
+    device_pass,
+    request_files,
+    row_groups,
+)
 from blockheat.libs.transforms import heat_kernels as HK
 from blockheat.libs.transforms.heat import LAYOUTS, _check_unit, _volume_bases, _window_seconds, disk_heat_rows
 from blockheat.libs.transforms.heat_kernels import BLOCK_BYTES
@@ -188,18 +203,49 @@ def device_heat_parts(parts: Iterable[pa.Table], device: str, p: HeatParams
     rows: dict[int, pa.Table] = {}
     if p.window_us:
         rows[p.window_us] = pa.concat_tables([r[p.window_us] for r, _ in found])
-    summed = pa.concat_tables([r[0] for r, _ in found]).group_by("extent_id").aggregate(
+    rows[0] = whole_rows(device, p, [r[0] for r, _ in found])
+    return {w: rows[w] for w in p.windows}, merged_counts([c for _, c in found])
+
+
+def whole_rows(device: str, p: HeatParams, parts: Sequence[pa.Table]) -> pa.Table:
+    """The whole trace's extent_heat rows of a device from its parts' whole-trace rows (summed per extent)."""
+    summed = pa.concat_tables(parts).group_by("extent_id").aggregate(
         [(c, "sum") for c in ("requests", "reads", "blocks", "bytes")]).sort_by("extent_id")
     n = summed["requests_sum"].to_numpy()
-    rows[0] = extent_table(device, p, 0, np.zeros(len(n), np.int64), summed["extent_id"].to_numpy(), n,
-                           *(summed[f"{c}_sum"].to_numpy() for c in ("reads", "blocks", "bytes")))
-    counts: dict[str, Any] = {"end": max(c["end"] for _, c in found)}
+    return extent_table(device, p, 0, np.zeros(len(n), np.int64), summed["extent_id"].to_numpy(), n,
+                        *(summed[f"{c}_sum"].to_numpy() for c in ("reads", "blocks", "bytes")))
+
+
+def merged_counts(found: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One device's disk counts (device_heat's) from its parts' (the end the largest, cells summed per window and
+    disk)."""
+    counts: dict[str, Any] = {"end": max(c["end"] for c in found)}
     for layout in LAYOUTS:
-        w, d, n, b = (np.concatenate([c[layout][i] for _, c in found]) for i in range(4))
+        w, d, n, b = (np.concatenate([c[layout][i] for c in found]) for i in range(4))
         table = pa.table({"w": w, "d": d, "n": n, "b": b}).group_by(["w", "d"]).aggregate(
             [("n", "sum"), ("b", "sum")]).sort_by([("w", "ascending"), ("d", "ascending")])
         counts[layout] = tuple(table[c].to_numpy() for c in ("w", "d", "n_sum", "b_sum"))
-    return {w: rows[w] for w in p.windows}, counts
+    return counts
+
+
+def pieces(listed: RequestFiles, tasks: int, align_us: int, start: int | None = None, stop: int | None = None
+           ) -> list[tuple[str, str, tuple[int | None, int | None]]]:
+    """(task name, device, time span) of each task over the requests in [start, stop) (None: open): a device with
+    more than CHUNK_ROWS of them and more than its share of `tasks` is split by time into about that many spans of
+    whole windows of align_us (so one hot device keeps every core busy); the others are one task each, the most
+    requests first."""
+    groups = {d: [g for path in listed.files[d] for g in row_groups(path)
+                  if (start is None or g.hi >= start) and (stop is None or g.lo < stop)] for d in listed.files}
+    rows = {d: sum(g.rows for g in gs) for d, gs in groups.items()}
+    total = sum(rows.values()) or 1
+    out = []
+    for device in sorted(listed.files, key=lambda d: (-rows[d], d)):
+        k = min(tasks, -(-rows[device] // CHUNK_ROWS), max(1, round(rows[device] * tasks / total))) if align_us else 1
+        edges = sorted({e // align_us * align_us for e in cuts(groups[device], k)}) if k > 1 else []
+        inner = [e for e in edges if (start is None or e > start) and (stop is None or e < stop)]
+        spans_of = list(itertools.pairwise([start, *inner, stop]))
+        out += [(device if len(spans_of) == 1 else f"{device}#{i}", device, span) for i, span in enumerate(spans_of)]
+    return out
 
 
 # --- the driver ------------------------------------------------------------------------------------------
@@ -256,18 +302,47 @@ def extent_and_disk_heat(spark: SparkSession, warehouse: Path, trace_id: str, p:
     outputs = {w: Output(target.for_write(), {"trace_id": trace_id, "extent_bytes": p.extent_bytes, "window_us": w})
                for w in p.windows}
 
-    def heat_of(device: str, parts: Iterable[pa.Table]) -> tuple[dict[int, pa.Table], dict[str, Any]]:
-        rows, counts = device_heat_parts(parts, device, p)
-        whole = rows[0]                     # its counts, for the update after an append (libs.table_io.heat_update)
-        counts["whole"] = tuple(whole[c].to_numpy() for c in ("extent_id", "requests", "reads", "blocks", "bytes"))
-        return {w: t.set_column(0, "trace_id", pa.array([trace_id] * t.num_rows, pa.string()))
-                for w, t in rows.items()}, counts
+    tasks = pieces(listed, parallelism(spark), p.window_us)
+    of_task = {name: (device, span) for name, device, span in tasks}
+    split = {device for name, device, _ in tasks if name != device}
+
+    def keyed(t: pa.Table) -> pa.Table:
+        return t.set_column(0, "trace_id", pa.array([trace_id] * t.num_rows, pa.string()))
+
+    def heat_of(name: str, parts: DeviceChunks) -> tuple[dict[int, pa.Table], dict[str, Any]]:
+        device, span = of_task[name]
+        rows, counts = device_heat_parts(parts.reread(COLUMNS, *span) if device in split else parts, device, p)
+        if device in split:
+            counts["rows"] = rows[0]                 # a part of the whole-trace rows: summed by the driver
+        else:                                        # its counts, for the update after an append (heat_update)
+            counts["whole"] = _whole_counts(rows[0])
+        return {w: keyed(t) for w, t in rows.items() if device not in split or w != 0}, counts
+
+    wholes: dict[str, pa.Table] = {}
+
+    def whole_of_split(extras: dict[str, Any]) -> dict[int, pa.Table]:
+        """The split devices' whole-trace rows, their pieces' summed (written by the driver)."""
+        for d in sorted(split):
+            wholes[d] = whole_rows(d, p, [extras[name].pop("rows") for name, dev, _ in tasks if dev == d])
+        return {0: pa.concat_tables([keyed(wholes[d]) for d in sorted(split)])} if split else {}
 
     read = Read(COLUMNS, chunk_rows=CHUNK_ROWS, align_us=p.window_us, ordered=False)
-    out = device_pass(spark, listed.by_size_items(), heat_of, read=read, outputs=outputs,
-                      label=f"extent heat {trace_id}")
-    per_disk, names = disk_counts(out.extras, p)
-    return dict(out.rows), disk_heat_rows(per_disk, names, window_us=p.window_us, span_us=p.span_us), out.extras
+    out = device_pass(spark, [(name, listed.files[device]) for name, device, _ in tasks], heat_of, read=read,
+                      outputs=outputs, label=f"extent heat {trace_id}", driver_rows=whole_of_split)
+    per_device: dict[str, dict[str, Any]] = {}
+    for device in listed.files:
+        of_device = [out.extras[name] for name, d, _ in tasks if d == device]
+        if device in split:
+            per_device[device] = {**merged_counts(of_device), "whole": _whole_counts(wholes[device])}
+        else:
+            per_device[device] = of_device[0]
+    per_disk, names = disk_counts(per_device, p)
+    return dict(out.rows), disk_heat_rows(per_disk, names, window_us=p.window_us, span_us=p.span_us), per_device
+
+
+def _whole_counts(whole: pa.Table) -> tuple[np.ndarray, ...]:
+    """A device's whole-trace rows' counts (what libs.table_io.heat_update keeps after an append)."""
+    return tuple(whole[c].to_numpy() for c in ("extent_id", "requests", "reads", "blocks", "bytes"))
 
 
 # --- reference counts of one interval (aged_heat) -------------------------------------------------------------

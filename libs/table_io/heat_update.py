@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from blockheat.libs.io import journal, storage
+from blockheat.libs.io.connect import parallelism
 from blockheat.libs.io.delta_files import Append, FileWriter, PendingWrite, discard
 from blockheat.libs.io.tables import Location, table_target
 from blockheat.libs.table_io.changes import (
@@ -42,8 +43,17 @@ from blockheat.libs.table_io.changes import (
     requests_state,
     stored_files,
 )
-from blockheat.libs.table_io.device_pass import Read, device_pass, request_files
-from blockheat.libs.table_io.heat import CHUNK_ROWS, COLUMNS, HeatParams, device_heat_parts, disk_counts, extent_table
+from blockheat.libs.table_io.device_pass import DeviceChunks, Read, device_pass, request_files
+from blockheat.libs.table_io.heat import (
+    CHUNK_ROWS,
+    COLUMNS,
+    HeatParams,
+    device_heat_parts,
+    disk_counts,
+    extent_table,
+    merged_counts,
+    pieces,
+)
 from blockheat.libs.transforms.heat import LAYOUTS, disk_heat_rows, whole_trace_disk_table
 from blockheat.schemas import disk_heat as DH
 from blockheat.schemas import extent_heat as EH
@@ -186,16 +196,22 @@ def update_heat(spark: SparkSession, warehouse: Location, trace_id: str, p: Heat
         assert isinstance(span, tuple)
         lo, hi = span[0] // w * w, (span[1] // w + 1) * w
     listed = request_files(spark, warehouse, trace_id)
+    tasks = pieces(listed, parallelism(spark), w, lo, hi) if hi > lo else []
+    of_task = {name: (device, span) for name, device, span in tasks}
 
-    def heat_of(device: str, parts: Iterable[pa.Table]) -> tuple[dict[int, pa.Table], Any]:
-        inside = (t for t in (part.filter(pc.less(part["ts_us"], hi)) for part in parts) if t.num_rows)
-        extent_rows, counts = device_heat_parts(inside, device, p)
+    def heat_of(name: str, parts: DeviceChunks) -> tuple[dict[int, pa.Table], Any]:
+        device, span = of_task[name]
+        extent_rows, counts = device_heat_parts(parts.reread(COLUMNS, *span), device, p)
         return {}, (extent_rows[w], counts)
 
-    read = Read(COLUMNS, chunk_rows=CHUNK_ROWS, align_us=w, ordered=False, start=lo)
-    out = (device_pass(spark, listed.by_size_items(), heat_of, read=read,
-                       label=f"extent heat {trace_id}, windows {lo}-{hi} us") if hi > lo else None)
-    fresh = out.extras if out else {}
+    read = Read(COLUMNS, chunk_rows=CHUNK_ROWS, align_us=w, ordered=False)
+    out = (device_pass(spark, [(name, listed.files[device]) for name, device, _ in tasks], heat_of, read=read,
+                       label=f"extent heat {trace_id}, windows {lo}-{hi} us") if tasks else None)
+    fresh: dict[str, tuple[pa.Table, dict[str, Any]]] = {}
+    for device in listed.files if out else ():
+        found = [out.extras[name] for name, d, _ in tasks if d == device]
+        fresh[device] = found[0] if len(found) == 1 else \
+            (pa.concat_tables([rows for rows, _ in found]), merged_counts([c for _, c in found]))
     new_end = {d: int(c["end"]) for d, (_, c) in fresh.items()}
     if lo <= 0 and hi > listed.last_us:                    # every window again (a re-ingest): the ends as they are
         ends = {d: new_end.get(d, 0) for d in state.devices}

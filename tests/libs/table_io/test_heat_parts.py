@@ -1,6 +1,7 @@
 """A device read in parts (libs.table_io.device_pass.DeviceChunks: time order, whole windows, bounded rows) gives
 extent and disk heat equal to reading it whole (libs.table_io.heat.device_heat_parts): the hplajw days, every device
-cut into parts of a few hundred requests."""
+cut into parts of a few hundred requests, the busiest one also split by time over two tasks
+(libs.table_io.heat.pieces)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,6 +49,12 @@ def test_heat_in_parts_equals_heat_whole(spark: Any, spark_cfg: Any, hplajw_days
     monkeypatch.setattr(H, "CHUNK_ROWS", 500)
     _, disks, counts = H.extent_and_disk_heat(spark, wh, "heat-parts", p)
     assert max(files.rows.values()) > 10 * 500                    # the busiest device in several parts
+    tasks = H.pieces(files, 2, WINDOW_US)                          # ... and split over the session's two cores
+    assert [(name, device) for name, device, _ in tasks] == [("0#0", "0"), ("0#1", "0"), ("1", "1")]
+    assert tasks[0][2][1] == tasks[1][2][0]                        # one cut between the two, on a window's edge
+    assert tasks[0][2][1] % WINDOW_US == 0
+    assert {d: [a.tolist() for a in c["whole"]] for d, c in counts.items()} == \
+        {d: [a.tolist() for a in c["whole"]] for d, c in whole_counts.items()}
     assert table_digest(spark, wh, "extent_heat", "heat-parts") == whole
     assert disks.sort_by([(c, "ascending") for c in disks.column_names[:5]]).equals(
         whole_disks.sort_by([(c, "ascending") for c in whole_disks.column_names[:5]]))

@@ -1,6 +1,6 @@
 """Extent and disk heat brought up to date night by night (libs.table_io.heat_update) equal the full computation:
 the bundled hplajw week ingested a day at a time, with the heat job after each day (each night's windows read in
-parts), against the whole week ingested at once and computed whole."""
+parts, the busiest device's split over two tasks), against the whole week ingested at once and computed whole."""
 from __future__ import annotations
 
 import logging
@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from blockheat.jobs.extent_heat import HeatConfig, run
+from blockheat.libs.table_io import heat as H
 from blockheat.libs.table_io import heat_update as HU
 from blockheat.libs.table_io.heat import HeatParams
 from blockheat.libs.table_io.heat_update import HeatState
@@ -36,6 +37,10 @@ def test_heat_updated_day_by_day_equals_the_full_computation(spark: Any, spark_c
     run(spark, spark_cfg, HeatConfig("hu-days", window_us=600_000_000))          # no state yet: whole
     versions = []
     monkeypatch.setattr(HU, "CHUNK_ROWS", 800)             # each night's windows read in parts of about 800 requests
+    monkeypatch.setattr(H, "CHUNK_ROWS", 800)              # ... and the busiest device split over two tasks
+    tasks: list[list[tuple[str, str, Any]]] = []
+    real_pieces = HU.pieces
+    monkeypatch.setattr(HU, "pieces", lambda *a: tasks.append(real_pieces(*a)) or tasks[-1])
     caplog.set_level(logging.INFO, logger="blockheat.libs.table_io.heat_update")
     for day in hplajw_days[1:]:
         ingest(spark, spark_cfg, "hp-srt", "hu-days", [day], append=True)
@@ -45,6 +50,9 @@ def test_heat_updated_day_by_day_equals_the_full_computation(spark: Any, spark_c
         versions.append(state.version)
     assert digests(spark, spark_cfg, "hu-days") == expected
     assert len(set(versions)) == 6                                               # a state per night
+    # Device 0 is split over the two cores every night but the first (its requests of day 2 are below what a split
+    # needs: more than CHUNK_ROWS and more than 3/4 of the night's).
+    assert [[name for name, _, _ in night] for night in tasks] == [["0", "1"]] + [["0#0", "0#1", "1"]] * 5
     # Each night computed only its own day's windows (day 3 moves device 1 in the striped volume: its disk rows
     # are rebuilt from the state's counts, not from the requests).
     updated = [re.fullmatch(r"extent heat hu-days: windows \[(\d+), (\d+)\) us computed again, the rest kept",
