@@ -365,11 +365,8 @@ def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table 
         return chosen if p.include_writes else chosen & _is_read(part)
 
     start = lo_us if b.first > 0 else None      # interval 0 holds the times just below 0 (div truncates)
-
-    def refs() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        return references(parts_of(requests, COLUMNS, start), index, b.interval_us, chosen_of)
-
-    frequent = interval_unit_counts(refs()) if p.prefilter_min_refs > 1 else None
+    frequent = interval_unit_counts(references(parts_of(requests, COLUMNS, start), index, b.interval_us, chosen_of)
+                                    ) if p.prefilter_min_refs > 1 else None
     graphs, runs = [], []
     prev = None if previous is None else tuple(np.asarray(previous.column(c).to_numpy(), t) for c, t in
                                                (("src_unit", np.int64), ("dst_unit", np.int64),

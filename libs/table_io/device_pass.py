@@ -203,11 +203,13 @@ class DeviceChunks:
 
 @dataclass(frozen=True)
 class RequestFiles:
-    """A trace's requests files by device (absolute paths), their rows by device and the largest ts_us."""
+    """A trace's requests files by device (absolute paths), their rows by device, the largest ts_us and each
+    device's row groups (from the footers)."""
 
     files: dict[str, list[str]]
     rows: dict[str, int]
     last_us: int
+    groups: dict[str, list[RowGroup]]
 
     def by_size(self) -> list[str]:
         """The devices, the most requests first (the longest tasks start first)."""
@@ -222,16 +224,16 @@ def request_files(spark: SparkSession | None, warehouse: Location, trace_id: str
     """The trace's requests files, from the snapshot and the files' footers; Unsupported when a footer lacks
     ts_us statistics."""
     files = trace_files(spark, warehouse, trace_id)
-    rows, highest = {}, []
+    rows, highest, groups = {}, [], {}
     for device, paths in files.items():
-        groups = [g for p in paths for g in row_groups(p)]
-        if any(g.hi == NO_STATS for g in groups):
+        groups[device] = [g for p in paths for g in row_groups(p)]
+        if any(g.hi == NO_STATS for g in groups[device]):
             raise Unsupported(f"requests of {trace_id}/{device}: a row group without ts_us statistics")
-        rows[device] = sum(g.rows for g in groups)
-        highest += [g.hi for g in groups]
+        rows[device] = sum(g.rows for g in groups[device])
+        highest += [g.hi for g in groups[device]]
     if not highest:
         raise Unsupported(f"no requests rows for trace {trace_id!r}")
-    return RequestFiles(files, rows, int(max(highest)))
+    return RequestFiles(files, rows, int(max(highest)), groups)
 
 
 def read_files(paths: Sequence[str], columns: Sequence[str], where: Any = None) -> pa.Table:

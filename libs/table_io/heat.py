@@ -44,7 +44,6 @@ from blockheat.libs.table_io.device_pass import (
     cuts,
     device_pass,
     request_files,
-    row_groups,
 )
 from blockheat.libs.transforms import heat_kernels as HK
 from blockheat.libs.transforms.heat import LAYOUTS, _check_unit, _volume_bases, _window_seconds, disk_heat_rows
@@ -234,8 +233,8 @@ def pieces(listed: RequestFiles, tasks: int, align_us: int, start: int | None = 
     more than CHUNK_ROWS of them and more than its share of `tasks` is split by time into about that many spans of
     whole windows of align_us (so one hot device keeps every core busy); the others are one task each, the most
     requests first."""
-    groups = {d: [g for path in listed.files[d] for g in row_groups(path)
-                  if (start is None or g.hi >= start) and (stop is None or g.lo < stop)] for d in listed.files}
+    groups = {d: [g for g in listed.groups[d] if (start is None or g.hi >= start) and (stop is None or g.lo < stop)]
+              for d in listed.files}
     rows = {d: sum(g.rows for g in gs) for d, gs in groups.items()}
     total = sum(rows.values()) or 1
     out = []
