@@ -21,7 +21,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "AsTraced": ("array", "AsTraced"), "Concatenated": ("array", "Concatenated"), "DiskArray": ("array", "DiskArray"),
     "Extent": ("array", "Extent"), "ExtentMap": ("array", "ExtentMap"), "Layout": ("array", "Layout"),
     "LayoutArrays": ("array", "LayoutArrays"), "RandomDisk": ("array", "RandomDisk"), "Striped": ("array", "Striped"),
-    "Requests": ("records", "Requests"),
+    "Requests": ("records", "Requests"), "StreamFacts": ("records", "StreamFacts"),
+    "SpilledRequests": ("spill", "SpilledRequests"),
     "ClosedLoop": ("engine", "ClosedLoop"), "SimConfig": ("engine", "SimConfig"),
     "Simulation": ("engine", "Simulation"), "Window": ("engine", "Window"),
     "run_with_policy": ("engine", "run_with_policy"),
@@ -29,6 +30,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     # workloads
     "FiveWorkload": ("workloads", "FiveWorkload"), "five_synthetic": ("workloads", "five_synthetic"),
     "requests_from_arrow": ("workloads", "from_arrow"),
+    "requests_from_arrow_tables": ("workloads", "from_arrow_tables"),
     "requests_from_parquet_files": ("workloads", "from_parquet_files"),
     "mix_requests": ("workloads", "mix"), "poisson_background": ("workloads", "poisson_background"),
     # policies: FIVE's allocation and cooling, track alignment
@@ -43,6 +45,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "GreedyAllocation": ("scenarios", "GreedyAllocation"), "RoundRobinExtents": ("scenarios", "RoundRobinExtents"),
     "ScenarioConfig": ("scenarios", "ScenarioConfig"), "partition_layout": ("scenarios", "partition_layout"),
     "simulate_requests": ("scenarios", "simulate_requests"), "simulate_scenario": ("scenarios", "simulate_scenario"),
+    "simulate_chunks": ("scenarios", "simulate_chunks"), "scenario_streams": ("scenarios", "streams"),
     # ALIS
     "AlisParams": ("alis.params", "AlisParams"), "DAY_US": ("alis.params", "DAY_US"),
     "ALIS_EDGE_BYTES": ("alis.graph", "EDGE_BYTES"), "ALIS_VERTEX_BYTES": ("alis.graph", "VERTEX_BYTES"),

@@ -51,7 +51,8 @@ from blockheat.sim.records import FLAG_BACKGROUND, FLAG_READ
 from blockheat.sim.spec import P_SURFACES, DiskArrays
 
 # Status codes returned by run_loop.
-ST_DONE, ST_PAUSED, ST_GROW_POOL, ST_GROW_TS, ST_GROW_LOG, ST_SATURATED = range(6)
+# ST_NEED_REQ: the loaded requests have all arrived and more follow (si[CI_MORE]): load the next ones.
+ST_DONE, ST_PAUSED, ST_GROW_POOL, ST_GROW_TS, ST_GROW_LOG, ST_SATURATED, ST_NEED_REQ = range(7)
 # Event priorities at equal times (lower first) and heap event kinds.
 PRIO_DONE, PRIO_REMAP, PRIO_ISSUE, PRIO_ARRIVAL = 0, 1, 2, 3
 EV_DONE, EV_ISSUE = 0, 1
@@ -66,8 +67,10 @@ LOG_ARRIVE, LOG_START, LOG_PART_DONE, LOG_DONE, LOG_REMAP = range(5)
 (SI_NEXT_ARR, SI_NEXT_FG, SI_NEXT_RM, SI_SEQ, SI_HEAP_N, SI_FREE, SI_USED, SI_OUT, SI_DONE, SI_ARRIVED,
  SI_LOG_N, SI_EVENTS, SI_RNG, SI_STARTED,
  CI_MODE, CI_SCHED, CI_CLOSED, CI_MPL, CI_ZL, CI_PER_REQ, CI_LOG, CI_MAX_OUT, CI_CP_EVERY, CI_MARGIN,
- CI_SEED, CI_HAS_THINK, CI_CYLS, CI_FG_TOTAL, SI_ISSUES, SI_QSEQ, CI_QSCAN) = range(31)
-SI_COUNT = 31
+ CI_SEED, CI_HAS_THINK, CI_CYLS, CI_FG_TOTAL, SI_ISSUES, SI_QSEQ, CI_QSCAN, SI_BASE, CI_MORE) = range(33)
+SI_COUNT = 33
+# Request indices are the run's own (0 = its first request); the loaded ReqArrays and Out's per-request arrays
+# hold requests SI_BASE, SI_BASE + 1, ... (a streamed run loads them in chunks; CI_MORE: more follow).
 # sf (float64): run scalars, configuration, then accumulators (A_x + 0 for reads, + 1 for writes).
 (SF_NOW, SF_T_FIRST, SF_T_LAST, SF_OUT_LAST, CF_CONST_US, CF_EXP_US, CF_THINK_US, CF_TS_W,
  A_N, _A_N_W, A_RESP, _A_RESP_W, A_QUEUE, _A_QUEUE_W, A_SVC, _A_SVC_W, A_PHYS, _A_PHYS_W, A_PARTS, _A_PARTS_W,
@@ -543,7 +546,9 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
     seek_us = disk.seek_us
     params = disk.params
 
-    n_req = arrival.shape[0]
+    base = si[SI_BASE]
+    n_req = base + arrival.shape[0]
+    more = si[CI_MORE] != 0
     n_disk = dk_i.shape[0]
     n_rm = rm_time.shape[0]
     surfaces = int(params[P_SURFACES])
@@ -573,6 +578,8 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
             return ST_GROW_POOL
         if logging and si[SI_LOG_N] + 4 * margin + 16 > log_t.shape[0]:
             return ST_GROW_LOG
+        if more and si[SI_NEXT_ARR] >= n_req:
+            return ST_NEED_REQ
         # The next event: heap top, next remap, or next open-loop arrival (in closed loop, background only).
         which = -1
         t_best = INF
@@ -591,11 +598,11 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                 which = 1
         ia = si[SI_NEXT_ARR]
         if closed:
-            while ia < n_req and not rflags[ia] & FLAG_BACKGROUND:
+            while ia < n_req and not rflags[ia - base] & FLAG_BACKGROUND:
                 ia += 1
             si[SI_NEXT_ARR] = ia
         if ia < n_req:
-            t = arrival[ia]
+            t = arrival[ia - base]
             if which < 0 or t < t_best or (t == t_best and key_best > (PRIO_ARRIVAL << 56)):
                 t_best = t
                 which = 2
@@ -621,7 +628,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
             heap_pop(heap_f, heap_i, si)
             if kind == EV_ISSUE:
                 i = si[SI_NEXT_FG]
-                while i < n_req and rflags[i] & FLAG_BACKGROUND:
+                while i < n_req and rflags[i - base] & FLAG_BACKGROUND:
                     i += 1
                 si[SI_NEXT_FG] = i + 1 if i < n_req else i
                 if i < n_req:
@@ -693,10 +700,10 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                     if slot_i[p, PA_PENDING] == 0:
                         # ---- request i complete (fork-join: its slowest part just finished) ----
                         r = now - slot_f[p, PF_ISSUE]
-                        resp_out[i] = r
+                        resp_out[i - base] = r
                         if per_req:
-                            out_queue[i] = slot_f[p, PF_QUEUE]
-                            out_service[i] = slot_f[p, PF_SVC]
+                            out_queue[i - base] = slot_f[p, PF_QUEUE]
+                            out_service[i - base] = slot_f[p, PF_SVC]
                         if pf & PFL_BG:
                             sf[A_BG_N] += 1.0
                             sf[A_BG_RESP] += r
@@ -719,7 +726,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                         if logging:
                             log_event(si, log_t, log_i, now, LOG_DONE, i, -1)
                         if closed and not pf & PFL_BG and si[SI_ISSUES] < si[CI_FG_TOTAL]:
-                            think = think_us[i] if has_think else sf[CF_THINK_US]
+                            think = think_us[i - base] if has_think else sf[CF_THINK_US]
                             heap_push(heap_f, heap_i, si, now + think, PRIO_ISSUE, EV_ISSUE, 0)
                             si[SI_ISSUES] += 1
                         free_slot(slot_i, si, p)
@@ -754,7 +761,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
         if arrive >= 0:
             # ---- request i enters the array: fork over the mapping units, queue the parts ----
             i = arrive
-            fl = rflags[i]
+            fl = rflags[i - base]
             p = new_slot(slot_i, si)
             slot_i[p, PA_REQ] = i
             pf = 0
@@ -767,9 +774,9 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
             slot_f[p, PF_ISSUE] = now
             slot_f[p, PF_QUEUE] = 0.0
             slot_f[p, PF_SVC] = 0.0
-            dev = device[i]
-            lbn = lbns[i]
-            n = int(sectors[i])
+            dev = device[i - base]
+            lbn = lbns[i - base]
+            n = int(sectors[i - base])
             logical = dev_base[dev] + lbn
             skind = K_READ if fl & FLAG_READ else K_WRITE
             # Pieces physically contiguous on one disk form one sub-request, as a striping driver issues

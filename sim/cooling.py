@@ -305,8 +305,10 @@ class DiskCooling(PolicyBase):
         if n is None:
             return start_us + self.interval_us
 
-        idx = int(sim.core.si[K.SI_ARRIVED]) + n - 1
+        idx = int(sim.core.si[K.SI_ARRIVED]) + n - 1 - sim.request_base
         arrivals = sim.requests.arrival_us
+        if idx >= len(arrivals) and sim.core.si[K.CI_MORE]:
+            raise ValueError("cooling every_requests looks ahead in the requests: a streamed run needs every_s")
         return float(arrivals[idx]) if idx < len(arrivals) else math.inf
 
     def on_interval(self, sim: Simulation, window: Window) -> Sequence[RemapEvent]:
@@ -318,7 +320,8 @@ class DiskCooling(PolicyBase):
         lay = sim.layout
         r = sim.requests
         unit, t_us, blocks = split_into_units(lay.ext_lstart, sim.dev_base, r.arrival_us, r.device, r.lbn, r.sectors,
-                                              window.first_request, window.end_request,
+                                              window.first_request - sim.request_base,
+                                              window.end_request - sim.request_base,
                                               index=(lay.ext_index, int(lay.params[LP_SHIFT])))
         self._tracker.observe(unit, t_us, blocks)
         now = sim.now_us

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple, Protocol
 
@@ -16,9 +16,9 @@ import numpy as np
 from blockheat.sim import _kernel as K
 from blockheat.sim.array import SCHEDULERS, AsTraced, DiskArray, ExtentMap, RandomDisk, RemapEvent, Striped
 from blockheat.sim.disk import DF_CLOCK, DF_PHASE, DI_LAST_END, DI_RA_SEG, MODES
-from blockheat.sim.records import Requests
+from blockheat.sim.records import Requests, StreamFacts
 from blockheat.sim.spec import P_SEGMENTS, P_ZERO_LATENCY, P_ZL_WRITES, DiskSpec
-from blockheat.sim.stats import RunResult, summarize
+from blockheat.sim.stats import ResponseTally, RunResult, summarize
 
 __all__ = ["ClosedLoop", "Policy", "PolicyBase", "SimConfig", "Simulation", "Status", "Window", "run_with_policy"]
 
@@ -105,11 +105,11 @@ class Status(NamedTuple):
     now_us: float
 
 
-def _max_parts(requests: Requests, array: DiskArray) -> int:
+def _max_parts(biggest: int, array: DiskArray) -> int:
+    """The most sub-requests one request of `biggest` sectors (0: no request) becomes on the array."""
     lay = array.layout
-    if len(requests) == 0:
+    if biggest == 0:
         return 2
-    biggest = int(requests.sectors.max())
     if isinstance(lay, Striped):
         return biggest // lay.unit_sectors + 2
     if isinstance(lay, ExtentMap):
@@ -127,9 +127,18 @@ class Simulation:
     """
 
     def __init__(self, spec: DiskSpec, array: DiskArray, requests: Requests, config: SimConfig,
-                 rng: np.random.Generator, *, device_sectors: Sequence[int] | None = None) -> None:
+                 rng: np.random.Generator, *, device_sectors: Sequence[int] | None = None,
+                 more: Iterator[Requests] | None = None, facts: StreamFacts | None = None) -> None:
+        """more: the chunks that follow `requests` (a streamed run: open loop, no per-request output or event log;
+        requests are loaded as the run reaches them and dropped once answered, so memory follows the chunk and the
+        requests in flight); facts: the whole workload's (sim.records.StreamFacts), needed with more."""
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        if more is not None:
+            if facts is None:
+                raise ValueError("a streamed run (more=) needs the workload's facts")
+            if config.closed_loop is not None or config.per_request or config.event_log:
+                raise ValueError("a streamed run is open loop, without per-request output or event log")
         self.spec = spec
         self.array = array
         self.config = config
@@ -138,15 +147,40 @@ class Simulation:
             self.disk.params[P_ZERO_LATENCY] = 1.0 if config.zero_latency else 0.0
             self.disk.params[P_ZL_WRITES] = self.disk.params[P_ZERO_LATENCY]
         self.requests = self._scaled(requests, config)
-        r = self.requests
-        self._req = K.ReqArrays(r.arrival_us, r.device, r.lbn, r.sectors, r.flags,
-                                r.think_us if r.think_us is not None else np.zeros(0))
+        self._more = None if more is None else (self._scaled(c, config) for c in more)
+        if facts is None:
+            r = self.requests
+            n = len(r)
+            facts = StreamFacts(n, int(np.count_nonzero(~r.is_background)) if n else 0,
+                                int(r.sectors.max()) if n else 0, np.zeros(0, np.int64),
+                                float(r.arrival_us[0]) if n else 0.0, float(r.arrival_us[-1]) if n else 0.0)
+        elif config.speedup != 1.0:
+            facts = facts.scaled(config.speedup)
+        self.facts = facts
+        self.tally = ResponseTally() if more is not None else None
+        self._keep_from: int | None = None
+        self._req = self._arrays(self.requests)
         cap = spec.capacity_sectors
-        self.dev_base, self.device_sectors = self._device_bases(self.requests, device_sectors)
+        self.dev_base, self.device_sectors = self._device_bases(self.requests, device_sectors,
+                                                                None if more is None else facts.device_ends)
         self._check_fit(self.requests, array, cap)
         self.layout = array.compile(cap, self.dev_base)
         self.core, self.out = self._initial_state(rng)
         self._saturated_early = False
+
+    @staticmethod
+    def _arrays(r: Requests) -> K.ReqArrays:
+        return K.ReqArrays(r.arrival_us, r.device, r.lbn, r.sectors, r.flags,
+                           r.think_us if r.think_us is not None else np.zeros(0))
+
+    @property
+    def request_base(self) -> int:
+        """The run's index of sim.requests[0] (0 unless streamed: then the oldest request still loaded)."""
+        return int(self.core.si[K.SI_BASE])
+
+    def keep_from(self, index: int) -> None:
+        """Keep requests from this run index on loaded (a policy reads the requests of its window)."""
+        self._keep_from = int(index)
 
     # -- setup ------------------------------------------------------------------------------------
 
@@ -157,11 +191,19 @@ class Simulation:
         return replace(requests, arrival_us=requests.arrival_us / config.speedup)
 
     @staticmethod
-    def _device_bases(requests: Requests, device_sectors: Sequence[int] | None) -> tuple[np.ndarray, np.ndarray]:
+    def _device_bases(requests: Requests, device_sectors: Sequence[int] | None,
+                      device_ends: np.ndarray | None = None, first: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """(each device's first logical sector, its size): device_sectors, else each device's highest sector
+        addressed (device_ends when given: the whole workload's, else the requests'); errors name a request (by
+        run index: first is requests[0]'s) beyond its device's given size."""
         ndev = int(requests.device.max()) + 1 if len(requests) else 1
+        if device_ends is not None:
+            ndev = max(ndev, len(device_ends))
         if device_sectors is None:
             ends = np.zeros(ndev, dtype=np.int64)
-            if len(requests):
+            if device_ends is not None:
+                ends[:len(device_ends)] = device_ends
+            elif len(requests):
                 np.maximum.at(ends, requests.device, requests.lbn + requests.sectors)
             sizes = ends
         else:
@@ -173,12 +215,13 @@ class Simulation:
                 over = np.flatnonzero(ends > sizes[requests.device])
                 if over.size:
                     i = int(over[0])
-                    raise ValueError(f"request {i} ends at sector {ends[i]} of device {requests.device[i]}, "
+                    raise ValueError(f"request {first + i} ends at sector {ends[i]} of device {requests.device[i]}, "
                                      f"beyond its size {sizes[requests.device[i]]}")
         base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         return base, sizes
 
-    def _check_fit(self, requests: Requests, array: DiskArray, cap: int) -> None:
+    def _check_fit(self, requests: Requests, array: DiskArray, cap: int, first: int = 0) -> None:
+        """Errors name the first request (by run index: first is requests[0]'s) the array cannot hold."""
         if len(requests) == 0:
             return
         lay = array.layout
@@ -187,12 +230,12 @@ class Simulation:
         if isinstance(lay, AsTraced):
             if int(requests.device.max()) >= array.n_disks:
                 i = int(np.argmax(requests.device))
-                raise ValueError(f"as-traced layout: request {i} is on device {requests.device[i]}, but the array "
-                                 f"has {array.n_disks} disks")
+                raise ValueError(f"as-traced layout: request {first + i} is on device {requests.device[i]}, but the "
+                                 f"array has {array.n_disks} disks")
             over = np.flatnonzero(ends > cap)
             if over.size:
                 i = int(over[0])
-                raise ValueError(f"as-traced layout: request {i} ends at sector {ends[i]}, beyond the disk "
+                raise ValueError(f"as-traced layout: request {first + i} ends at sector {ends[i]}, beyond the disk "
                                  f"capacity {cap} ({self.spec.name})")
         elif isinstance(lay, Striped):
             width, unit = lay.width or array.n_disks, lay.unit_sectors
@@ -213,7 +256,8 @@ class Simulation:
 
     def _initial_state(self, rng: np.random.Generator) -> tuple[K.Core, K.Out]:
         cfg = self.config
-        n = len(self.requests)
+        facts = self.facts
+        n = facts.count
         ndisk = self.array.n_disks
         si = np.zeros(K.SI_COUNT, dtype=np.int64)
         si[K.CI_MODE] = MODES[cfg.service]
@@ -225,14 +269,15 @@ class Simulation:
         si[K.CI_LOG] = 1 if cfg.event_log else 0
         si[K.CI_MAX_OUT] = cfg.max_outstanding
         si[K.CI_CP_EVERY] = max(1, n // cfg.checkpoints)
-        parts = _max_parts(self.requests, self.array)
+        parts = _max_parts(facts.max_sectors, self.array)
         si[K.CI_MARGIN] = parts + 4
         si[K.CI_SEED] = int(rng.integers(0, 2**62))
         si[K.CI_HAS_THINK] = 1 if self.requests.think_us is not None else 0
         si[K.CI_CYLS] = self.spec.cylinders
         si[K.CI_QSCAN] = K.QUEUE_SCAN_MAX
         si[K.SI_FREE] = -1
-        si[K.CI_FG_TOTAL] = int(np.count_nonzero(~self.requests.is_background)) if n else 0
+        si[K.CI_FG_TOTAL] = facts.foreground
+        si[K.CI_MORE] = 1 if self._more is not None else 0
         sf = np.zeros(K.SF_COUNT)
         sf[K.CF_CONST_US] = cfg.constant_ms * 1000.0
         sf[K.CF_EXP_US] = cfg.exponential_ms * 1000.0
@@ -240,8 +285,7 @@ class Simulation:
         sf[K.CF_TS_W] = cfg.interval_ms * 1000.0 if cfg.interval_ms is not None else 0.0
         ts_k = 0
         if cfg.interval_ms is not None:
-            last = float(self.requests.arrival_us[-1]) if n else 0.0
-            ts_k = int(last / sf[K.CF_TS_W]) + 16
+            ts_k = int(facts.last_us / sf[K.CF_TS_W]) + 16
         dk_i = np.zeros((ndisk, K.DK_I), dtype=np.int64)
         dk_i[:, [DI_RA_SEG, DI_LAST_END, K.DK_BUSY, K.DK_QHEAD, K.DK_QTAIL, K.DK_DHEAD, K.DK_DTAIL]] = -1
         nseg = int(self.disk.params[P_SEGMENTS]) + 1     # the read segments and the write segment
@@ -263,6 +307,7 @@ class Simulation:
             spindle_rng = np.random.default_rng(int(si[K.CI_SEED]))
             core.dk_f[:, K.DKF_PHASE] = spindle_rng.random(ndisk) * self.spec.rotation_ms * 1000.0
             core.dk_f[:, K.DKF_CLOCK] = 1.0 + spindle_rng.uniform(-SPINDLE_TOLERANCE, SPINDLE_TOLERANCE, ndisk)
+        n = len(self.requests)                # the loaded ones
         out = K.Out(resp=np.full(n, np.nan, dtype=np.float32),
                     out_queue=np.full(n if cfg.per_request else 0, np.nan, dtype=np.float32),
                     out_service=np.full(n if cfg.per_request else 0, np.nan, dtype=np.float32),
@@ -334,12 +379,53 @@ class Simulation:
                 self.out = self._grow_ts(self.out)
             elif code == K.ST_GROW_LOG:
                 self.out = self._grow_log(self.out)
+            elif code == K.ST_NEED_REQ:
+                self._load_next()
             else:
                 if code == K.ST_SATURATED:
                     self._saturated_early = True
                     logger.info("run stopped: %d requests outstanding exceed max_outstanding=%d",
                                 int(self.core.si[K.SI_OUT]), self.config.max_outstanding)
                 return Status(code == K.ST_DONE, code == K.ST_SATURATED, self.now_us)
+
+    def _load_next(self) -> None:
+        """The next chunk loaded behind the requests still in flight (or kept: keep_from); the answered ones
+        before them leave, their responses into the tally."""
+        si = self.core.si
+        base = int(si[K.SI_BASE])
+        resp = self.out.resp
+        waiting = np.flatnonzero(np.isnan(resp))
+        k = int(waiting[0]) if waiting.size else len(resp)
+        if self._keep_from is not None:
+            k = min(k, max(self._keep_from - base, 0))
+        assert self.tally is not None
+        assert self._more is not None
+        self.tally.add(resp[:k], self.requests.flags[:k])
+        nxt = next(self._more, None)
+        while nxt is not None and not len(nxt):
+            nxt = next(self._more, None)
+        if nxt is None:
+            si[K.CI_MORE] = 0
+            nxt = Requests.empty()
+        start = base + len(resp)
+        if len(nxt):
+            if len(self.requests) and nxt.arrival_us[0] < self.requests.arrival_us[-1]:
+                raise ValueError(f"request {start} arrives at {nxt.arrival_us[0]} us, before request {start - 1} at "
+                                 f"{self.requests.arrival_us[-1]} us: chunks must continue in arrival order")
+            self._device_bases(nxt, self.device_sectors, first=start)
+            self._check_fit(nxt, self.array, self.spec.capacity_sectors, first=start)
+        r = self.requests
+        self.requests = Requests(*(np.concatenate([getattr(r, c)[k:], getattr(nxt, c)])
+                                   for c in ("arrival_us", "device", "lbn", "sectors", "flags")))
+        self._req = self._arrays(self.requests)
+        self.out = self.out._replace(resp=np.concatenate([resp[k:], np.full(len(nxt), np.nan, np.float32)]))
+        si[K.SI_BASE] = base + k
+
+    def _tally_loaded(self) -> None:
+        """A streamed run's loaded requests into the tally (once, when its figures are read)."""
+        if self.tally is not None and self.tally.through < self.request_base + len(self.requests):
+            skip = self.tally.through - self.request_base
+            self.tally.add(self.out.resp[skip:], self.requests.flags[skip:])
 
     def step(self) -> Status:
         """Process one event."""
@@ -390,14 +476,15 @@ class Simulation:
         return req[done], self.out.log_t[:n][done]
 
     def result(self) -> RunResult:
-        """The run's figures (sim.stats.RunResult)."""
+        """The run's figures (sim.stats.RunResult), once the run has ended."""
+        self._tally_loaded()
         return summarize(self)
 
 
 @dataclass(frozen=True, eq=False)
 class Window:
-    """What happened between two policy calls: time span, the requests that arrived (indices into
-    sim.requests, [first, end)), and per-disk busy time and queue-length area (us) in the span."""
+    """What happened between two policy calls: time span, the requests that arrived (run indices [first, end):
+    sim.requests[i - sim.request_base]), and per-disk busy time and queue-length area (us) in the span."""
 
     start_us: float
     end_us: float
@@ -442,6 +529,7 @@ def run_with_policy(sim: Simulation, policy: Policy) -> Status:
     start = max(sim.now_us, t0)
     while True:
         first = int(sim.core.si[K.SI_ARRIVED])
+        sim.keep_from(first)                   # a streamed run keeps the window's requests for the policy
         busy = sim.core.dk_f[:, K.DKF_BUSY].copy()
         area = sim.core.dk_f[:, K.DKF_AREA].copy()
         until = start + policy.interval_us if next_stop is None else max(float(next_stop(sim, start)), start)

@@ -2,11 +2,12 @@
 object per request. Builders from other shapes live in sim.workloads and sim.scenarios."""
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FLAG_BACKGROUND", "FLAG_READ", "Requests"]
+__all__ = ["FLAG_BACKGROUND", "FLAG_READ", "Chunks", "FactsCounter", "Requests", "StreamFacts"]
 
 FLAG_READ = 1        # bit 0: read (else write)
 FLAG_BACKGROUND = 2  # bit 1: background traffic (always open loop; reported apart)
@@ -87,7 +88,90 @@ class Requests:
                    np.ascontiguousarray(sectors, dtype=np.int32), flags,
                    None if think_us is None else np.ascontiguousarray(think_us, dtype=np.float64))
 
+    @classmethod
+    def empty(cls) -> Requests:
+        return cls(np.zeros(0), np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int32),
+                   np.zeros(0, np.int8))
+
+    @classmethod
+    def concat(cls, parts: Iterable[Requests]) -> Requests:
+        """The parts one after another (each in arrival order, each starting where the one before ended)."""
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return cls.empty()
+        if len(parts) == 1:
+            return parts[0]
+        think = None if any(p.think_us is None for p in parts) else np.concatenate([p.think_us for p in parts])
+        return cls(*(np.concatenate([getattr(p, c) for p in parts])
+                     for c in ("arrival_us", "device", "lbn", "sectors", "flags")), think)
+
     def take(self, order: np.ndarray) -> Requests:
         """Rows in the given order (e.g. a stable argsort by arrival)."""
         return Requests(self.arrival_us[order], self.device[order], self.lbn[order], self.sectors[order],
                         self.flags[order], None if self.think_us is None else self.think_us[order])
+
+
+#: A workload too long to hold: each call starts a pass over it, yielding Requests chunks that continue each
+#: other in arrival order (sim.engine.Simulation's `more`, sim.scenarios.simulate_chunks).
+Chunks = Callable[[], Iterator[Requests]]
+
+
+@dataclass(frozen=True, eq=False)
+class StreamFacts:
+    """What a run over chunks needs of the whole workload before its first request: the number of requests and of
+    foreground ones, the largest request (sectors), each device's highest sector addressed + 1 (index: device code),
+    the first and the last arrival (us)."""
+
+    count: int
+    foreground: int
+    max_sectors: int
+    device_ends: np.ndarray
+    first_us: float
+    last_us: float
+
+    @classmethod
+    def of(cls, chunks: Iterable[Requests]) -> StreamFacts:
+        """One pass over the chunks; an error names the chunk that arrives before the one before it ended."""
+        counter = FactsCounter()
+        for c in chunks:
+            counter.add(c)
+        return counter.facts()
+
+    def scaled(self, speedup: float) -> StreamFacts:
+        """The facts with arrivals divided by speedup (the scaled chunks' facts)."""
+        return StreamFacts(self.count, self.foreground, self.max_sectors, self.device_ends, self.first_us / speedup,
+                           self.last_us / speedup)
+
+
+class FactsCounter:
+    """StreamFacts counted chunk by chunk as they come (add); facts() gives them so far."""
+
+    def __init__(self) -> None:
+        self.count = self.foreground = self.max_sectors = self.chunks = 0
+        self.ends = np.zeros(0, dtype=np.int64)
+        self.first_us, self.last_us = 0.0, -np.inf
+
+    def add(self, c: Requests) -> None:
+        """The next chunk; an error names it when it arrives before the chunk before it ended."""
+        j = self.chunks
+        self.chunks += 1
+        if not len(c):
+            return
+        if c.arrival_us[0] < self.last_us:
+            raise ValueError(f"requests chunk {j} starts at {c.arrival_us[0]} us, before the previous chunk's last "
+                             f"arrival at {self.last_us} us")
+        if self.count == 0:
+            self.first_us = float(c.arrival_us[0])
+        self.last_us = float(c.arrival_us[-1])
+        self.count += len(c)
+        self.foreground += int(np.count_nonzero(~c.is_background))
+        self.max_sectors = max(self.max_sectors, int(c.sectors.max()))
+        reach = np.zeros(int(c.device.max()) + 1, dtype=np.int64)
+        np.maximum.at(reach, c.device, c.lbn + c.sectors)
+        if len(reach) > len(self.ends):
+            self.ends = np.concatenate([self.ends, np.zeros(len(reach) - len(self.ends), dtype=np.int64)])
+        self.ends[:len(reach)] = np.maximum(self.ends[:len(reach)], reach)
+
+    def facts(self) -> StreamFacts:
+        return StreamFacts(self.count, self.foreground, self.max_sectors, self.ends.copy(), self.first_us,
+                           self.last_us if self.count else 0.0)

@@ -15,8 +15,9 @@ requests redirected by sim.redirect). No pyspark here: jobs/ wraps these in appl
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -43,10 +44,11 @@ from blockheat.sim.array import (
     RandomDisk,
     RemapEvent,
     Striped,
+    extent_index,
 )
 from blockheat.sim.cooling import CoolingConfig, DiskCooling, moves_table
 from blockheat.sim.engine import ClosedLoop, SimConfig, Simulation, run_with_policy
-from blockheat.sim.records import Requests
+from blockheat.sim.records import Chunks, Requests, StreamFacts
 from blockheat.sim.spec import DiskSpec, SpecError
 from blockheat.sim.specs import from_geometry, resolve
 from blockheat.sim.stats import RESULT_SCHEMA, timeseries
@@ -69,10 +71,12 @@ __all__ = [
     "layout_from_dict",
     "partition_layout",
     "policy_from_dict",
+    "simulate_chunks",
     "simulate_partition",
     "simulate_partition_with_timeseries",
     "simulate_requests",
     "simulate_scenario",
+    "streams",
 ]
 
 _KEY_FIELDS = [pa.field("scenario_id", pa.string(), False), pa.field("trace_id", pa.string(), True)]
@@ -423,13 +427,27 @@ def _build_from_requests(requests: Requests, devices: tuple[str, ...], cfg: Scen
         red = setup.redirected
         return red.simulation(cfg.spec, sim_cfg, rng, n_disks=max(n_disks, red.n_disks),
                               scheduler=cfg.scheduler), devices, traced
-    layout = _partition_layout(cfg, requests, devices, n_disks, device_sectors)
+    layout = _partition_layout(cfg, _Workload(lambda: iter([requests]), requests), devices, n_disks, device_sectors)
     array = DiskArray(n_disks, layout, cfg.scheduler)
     sim = Simulation(cfg.spec, array, requests, sim_cfg, rng, device_sectors=device_sectors)
     return sim, devices, traced
 
 
-def _partition_layout(cfg: ScenarioConfig, requests: Any, devices: tuple[str, ...], n_disks: int,
+@dataclass(frozen=True, eq=False)
+class _Workload:
+    """The partition's requests as _partition_layout reads them: passes over their chunks (on the simulated clock),
+    the whole of them when held (else None), and their facts (counted on first use when held)."""
+
+    chunks: Chunks
+    whole: Requests | None = None
+    given: StreamFacts | None = None
+
+    @cached_property
+    def facts(self) -> StreamFacts:
+        return self.given if self.given is not None else StreamFacts.of(self.chunks())
+
+
+def _partition_layout(cfg: ScenarioConfig, work: _Workload, devices: tuple[str, ...], n_disks: int,
                       device_sectors: tuple[int, ...] | None) -> Layout:
     """The scenario's layout, with per-device extents (round robin, or greedy by the partition's heats)
     built now that the devices' sizes are known. An empty partition gets the as-traced layout."""
@@ -437,11 +455,14 @@ def _partition_layout(cfg: ScenarioConfig, requests: Any, devices: tuple[str, ..
     greedy = cfg.policy if isinstance(cfg.policy, GreedyAllocation) else None
     if not isinstance(cfg.layout, RoundRobinExtents) and greedy is None:
         return cfg.layout
-    if len(requests) == 0:
+    if work.facts.count == 0:
         return AsTraced()
     size = greedy.extent_sectors if greedy is not None and greedy.extent_sectors is not None \
         else cfg.layout.extent_sectors  # type: ignore[union-attr]
-    dev_base, dev_sectors = Simulation._device_bases(requests, device_sectors)
+    if work.whole is not None:
+        dev_base, dev_sectors = Simulation._device_bases(work.whole, device_sectors)
+    else:
+        dev_base, dev_sectors = Simulation._device_bases(Requests.empty(), device_sectors, work.facts.device_ends)
     names = [*devices, *[str(k) for k in range(len(devices), len(dev_sectors))]]   # background-only devices
     cap = cfg.spec.capacity_sectors
     try:
@@ -454,24 +475,23 @@ def _partition_layout(cfg: ScenarioConfig, requests: Any, devices: tuple[str, ..
         file_id = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
         sectors = np.concatenate([np.minimum(size, int(total) - np.arange(0, int(total), size, dtype=np.int64))
                                   for total in dev_sectors]).astype(np.int64)
-        heat = _extent_heat(requests, dev_base, sectors, greedy.heat_fraction, cfg.spec.sector_size)
+        heat = _extent_heat(work, dev_base, sectors, greedy.heat_fraction, cfg.spec.sector_size)
         if greedy.incremental:
-            return _incremental_map(requests, sectors, file_id, heat, dev_sectors, n_disks, cfg, greedy)
+            return _incremental_map(work.facts, sectors, file_id, heat, dev_sectors, n_disks, cfg, greedy)
         disk, _ = greedy_disks(file_id, heat, sectors, n_disks, cap, file_names=names)
     except AllocationError as exc:
         raise ScenarioError(f"extents of {size} sectors do not fit {n_disks} disks of {cap} sectors: {exc}") from exc
     return _extent_map(sectors, disk)
 
 
-def _incremental_map(requests: Any, sectors: np.ndarray, device: np.ndarray, heat: np.ndarray, dev_sectors: Any,
+def _incremental_map(facts: StreamFacts, sectors: np.ndarray, device: np.ndarray, heat: np.ndarray, dev_sectors: Any,
                      n_disks: int, cfg: ScenarioConfig, policy: GreedyAllocation) -> ExtentMap:
     """The current layout (device k on disk k, each extent at its own offset) with incremental_moves applied."""
     if n_disks < len(dev_sectors):
         raise ScenarioError(f"policy {policy.name!r} starts from the current layout: it needs a disk per device "
                             f"({len(dev_sectors)}), got {n_disks}")
     used = [int(x) for x in dev_sectors] + [0] * (n_disks - len(dev_sectors))
-    t = requests.arrival_us
-    window_s = max((t[-1] - t[0]) / 1e6, 1.0)
+    window_s = max((facts.last_us - facts.first_us) / 1e6, 1.0)
     lstart = np.concatenate([[0], np.cumsum(sectors)[:-1]]).astype(np.int64)
     first = np.concatenate([[0], np.cumsum(np.asarray(dev_sectors, dtype=np.int64))[:-1]])
     pstart = lstart - first[device]
@@ -494,18 +514,25 @@ def _extent_map(sectors: np.ndarray, disk: np.ndarray) -> ExtentMap:
     return ExtentMap(tuple(map(Extent, lstart.tolist(), sectors.tolist(), disk.tolist(), pstart.tolist())))
 
 
-def _extent_heat(requests: Any, dev_base: np.ndarray, sectors: np.ndarray, fraction: float,
+def _extent_heat(work: _Workload, dev_base: np.ndarray, sectors: np.ndarray, fraction: float,
                  sector_size: int) -> np.ndarray:
     """extent_heat's heat per unit (512-byte blocks per second; units of these sizes tiling the devices in
     order) from the requests arriving in the first `fraction` of the span; the window is that part's length
     (1 s when it has none)."""
     lstart = np.concatenate([[0], np.cumsum(sectors)[:-1]]).astype(np.int64)
-    t = requests.arrival_us
-    t_end = t[0] + fraction * (t[-1] - t[0])
-    end = int(np.searchsorted(t, t_end, side="right"))
-    unit, _, blocks = split_into_units(lstart, dev_base, t, requests.device, requests.lbn, requests.sectors, 0, end)
-    counted = np.bincount(unit, weights=blocks, minlength=len(sectors))
-    window_s = (t_end - t[0]) / 1e6 if t_end > t[0] else 1.0
+    index = extent_index(lstart, np.diff(lstart, append=lstart[-1] + 1))     # split_into_units's own
+    f = work.facts
+    t_end = f.first_us + fraction * (f.last_us - f.first_us)
+    counted = np.zeros(len(sectors))
+    for c in work.chunks():
+        end = int(np.searchsorted(c.arrival_us, t_end, side="right"))
+        if end:
+            unit, _, blocks = split_into_units(lstart, dev_base, c.arrival_us, c.device, c.lbn, c.sectors, 0, end,
+                                               index=index)
+            counted += np.bincount(unit, weights=blocks, minlength=len(sectors))
+        if end < len(c):
+            break
+    window_s = (t_end - f.first_us) / 1e6 if t_end > f.first_us else 1.0
     return counted * (sector_size / 512.0) / window_s
 
 
@@ -532,6 +559,46 @@ def simulate_requests(requests: Requests, devices: tuple[str, ...], trace_id: st
     (sim.workloads.from_arrow / from_arrow_tables): a task simulating several scenarios of one array group
     converts its requests once. The requests are not modified."""
     sim, devices, traced = _build_from_requests(requests, devices, cfg)
+    return _run(sim, devices, trace_id, cfg, traced)
+
+
+def streams(cfg: ScenarioConfig) -> bool:
+    """Whether simulate_chunks replays the scenario a chunk at a time: open loop, without io shaping, background
+    traffic, ALIS, per-request output or an event log, and cooling (if any) every_s (the rest need the window
+    whole)."""
+    pol, sim = cfg.policy, cfg.sim
+    return (cfg.io is None and cfg.background is None and not isinstance(pol, AlisPolicy)
+            and sim.closed_loop is None and not sim.per_request and not sim.event_log
+            and not (isinstance(pol, CoolingPolicy) and pol.config.every_requests is not None))
+
+
+def simulate_chunks(chunks: Chunks, facts: StreamFacts, devices: tuple[str, ...], trace_id: str | None,
+                    cfg: ScenarioConfig) -> ScenarioOutput:
+    """simulate_requests over requests read a chunk at a time (each call of `chunks` a pass in arrival order;
+    facts: theirs): a scenario that streams() holds one chunk and the requests in flight (a greedy allocation
+    reads a pass for its heats first), the others gather the chunks first. The results are simulate_requests's
+    on the chunks put together (mean responses to the last bits: sim.stats.ResponseTally)."""
+    if not streams(cfg) or facts.count == 0:
+        return simulate_requests(Requests.concat(chunks()), devices, trace_id, cfg)
+    speedup = cfg.sim.speedup
+
+    def scaled() -> Iterator[Requests]:
+        for c in chunks():
+            yield c if speedup == 1.0 else replace(c, arrival_us=c.arrival_us / speedup)
+
+    facts = facts if speedup == 1.0 else facts.scaled(speedup)
+    n_disks = cfg.n_disks if cfg.n_disks is not None else max(1, len(devices))
+    layout = _partition_layout(cfg, _Workload(scaled, None, facts), devices, n_disks, cfg.device_sectors)
+    rest = scaled()
+    first = next(rest, Requests.empty())
+    sim = Simulation(cfg.spec, DiskArray(n_disks, layout, cfg.scheduler), first, replace(cfg.sim, speedup=1.0),
+                     np.random.default_rng(cfg.seed), device_sectors=cfg.device_sectors, more=rest, facts=facts)
+    return _run(sim, devices, trace_id, cfg, None)
+
+
+def _run(sim: Simulation, devices: tuple[str, ...], trace_id: str | None, cfg: ScenarioConfig,
+         traced: tuple[ShapedRequests, Requests] | None) -> ScenarioOutput:
+    """The built run to its end, its policy acting; its ScenarioOutput."""
     moves = moves_table(())
     if isinstance(cfg.policy, CoolingPolicy) and isinstance(sim.array.layout, ExtentMap):
         n_units = len(sim.array.layout.extents)

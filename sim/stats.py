@@ -4,6 +4,7 @@ per-request output, as one typed object with Arrow renderings."""
 from __future__ import annotations
 
 import math
+import tempfile
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -11,12 +12,14 @@ import numpy as np
 import pyarrow as pa
 
 from blockheat.sim import _kernel as K
+from blockheat.sim.records import FLAG_BACKGROUND, FLAG_READ
 
 if TYPE_CHECKING:
     from blockheat.sim.records import Requests
     from blockheat.sim.spec import DiskSpec
 
-__all__ = ["RESULT_SCHEMA", "Replay", "RunResult", "arrow_type", "saturation_verdict", "summarize", "timeseries"]
+__all__ = ["RESULT_SCHEMA", "Replay", "ResponseTally", "RunResult", "arrow_type", "saturation_verdict", "summarize",
+           "timeseries"]
 
 
 class _Settings(Protocol):
@@ -48,6 +51,8 @@ class Replay(Protocol):
     def spec(self) -> DiskSpec: ...
     @property
     def saturated_early(self) -> bool: ...
+    @property
+    def tally(self) -> ResponseTally | None: ...
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,70 @@ def _order_stats(x: np.ndarray) -> tuple[float, float, float, float, float]:
     return float(np.mean(x, dtype=np.float64)), p[0], p[1], p[2], float(x.max())
 
 
+class ResponseTally:
+    """The response times of a streamed run's answered foreground requests, read and write apart, for the exact
+    figures of _order_stats in memory that does not grow with the run: each class keeps a count per value of the top
+    16 bits of the float32 response (the bits of a non-negative float order like its value), a float64 sum, and
+    its responses' bits in a scratch file; a rank's value is found in its top-bits bucket by one read of the files
+    counting the low 16 bits. The mean sums chunk by chunk, so it can differ from one np.mean in the last bits."""
+
+    _LOW = 16
+
+    def __init__(self) -> None:
+        self.through = 0                                     # requests added so far (answered or not)
+        self._counts = np.zeros((2, 1 << (32 - self._LOW)), np.int64)
+        self._sums = [0.0, 0.0]
+        self._max = [-1, -1]
+        # The tally owns its scratch files for its life (they go with it): no context manager spans that.
+        self._files = [tempfile.TemporaryFile(prefix="blockheat-responses-") for _ in range(2)]  # noqa: SIM115
+
+    def add(self, resp: np.ndarray, flags: np.ndarray) -> None:
+        """The next requests' responses (float32, NaN: not answered) and flags."""
+        self.through += len(resp)
+        answered = ~np.isnan(resp) & ((flags & FLAG_BACKGROUND) == 0)
+        read = (flags & FLAG_READ) != 0
+        for c, mask in enumerate((answered & read, answered & ~read)):
+            x = np.ascontiguousarray(resp[mask], dtype=np.float32)
+            if not len(x):
+                continue
+            bits = x.view(np.uint32)
+            self._counts[c] += np.bincount(bits >> self._LOW, minlength=self._counts.shape[1])
+            self._sums[c] += float(np.sum(x, dtype=np.float64))
+            self._max[c] = max(self._max[c], int(bits.max()))
+            bits.tofile(self._files[c])
+
+    def order_stats(self, classes: tuple[int, ...]) -> tuple[float, float, float, float, float]:
+        """_order_stats over the classes' responses (0: reads, 1: writes)."""
+        counts = self._counts[list(classes)].sum(axis=0)
+        n = int(counts.sum())
+        if n == 0:
+            return (math.nan,) * 5
+        ranks = [max(0, math.ceil(q * n) - 1) for q in (0.50, 0.95, 0.99)]
+        below = np.cumsum(counts)
+        high = [int(np.searchsorted(below, k, side="right")) for k in ranks]
+        low = {h: np.zeros(1 << self._LOW, np.int64) for h in high}
+        for c in classes:
+            f = self._files[c]
+            f.flush()
+            f.seek(0)
+            while len(bits := np.fromfile(f, dtype=np.uint32, count=1 << 22)):
+                top = bits >> self._LOW
+                for h, tally in low.items():
+                    tally += np.bincount(bits[top == h] & ((1 << self._LOW) - 1), minlength=len(tally))
+            f.seek(0, 2)
+        values = []
+        for k, h in zip(ranks, high, strict=True):
+            within = k - (int(below[h - 1]) if h else 0)
+            lo = int(np.searchsorted(np.cumsum(low[h]), within, side="right"))
+            values.append(_float32((h << self._LOW) | lo))
+        top = max(self._max[c] for c in classes)
+        return sum(self._sums[c] for c in classes) / n, values[0], values[1], values[2], _float32(top)
+
+
+def _float32(bits: int) -> float:
+    return float(np.array([bits], np.uint32).view(np.float32)[0])
+
+
 def summarize(sim: Replay) -> RunResult:
     core, out = sim.core, sim.out
     cfg = sim.config
@@ -192,8 +261,14 @@ def summarize(sim: Replay) -> RunResult:
     done = ~np.isnan(out.resp)
     is_read = req.is_read
     stats = {}
-    for label, mask in (("", fg & done), ("_read", fg & done & is_read), ("_write", fg & done & ~is_read)):
-        vals = _order_stats(out.resp[mask]) if not saturated else (math.inf,) * 5
+    for label, mask, classes in (("", fg & done, (0, 1)), ("_read", fg & done & is_read, (0,)),
+                                 ("_write", fg & done & ~is_read, (1,))):
+        if saturated:
+            vals: tuple[float, ...] = (math.inf,) * 5
+        elif sim.tally is not None:
+            vals = sim.tally.order_stats(classes)
+        else:
+            vals = _order_stats(out.resp[mask])
         for name, v in zip(("mean", "p50", "p95", "p99", "max"), vals, strict=True):
             stats[f"{name}_response_ms{label}"] = v / 1000.0
     n_r, n_w = float(acc[K.A_N]), float(acc[K.A_N + 1])

@@ -36,6 +36,7 @@ from blockheat.libs.io.task_parquet import (
     to_ipc,
 )
 from blockheat.libs.simulation.grid import Grid, Part, plan_parts
+from blockheat.libs.simulation.spill import SPAN_REQUESTS, spill_requests
 from blockheat.libs.table_io.device_pass import Unsupported, row_groups, spark_tasks, trace_files
 from blockheat.schemas import cooling_moves, sim_results, sim_timeseries
 from blockheat.schemas.requests import REPLAY_COLUMNS
@@ -44,7 +45,10 @@ from blockheat.sim import (
     CoolingPolicy,
     GreedyAllocation,
     RoundRobinExtents,
+    SpilledRequests,
     Striped,
+    scenario_streams,
+    simulate_chunks,
     simulate_requests,
 )
 from blockheat.sim import requests_from_parquet_files as from_parquet_files
@@ -296,6 +300,10 @@ LANE_MIN_REQUESTS = 1_000_000
 LANE_LOAD_BYTES = 45
 LANE_HELD_BYTES = 27
 PART_EXTRA_BYTES = {"io": 90, "alis": 150, "cooling": 40, "other": 30}
+#: Parts of at least this many requests replay from a spill on the lane's local disk (libs.simulation.spill), a
+#: chunk at a time when their scenario streams (sim.scenarios.streams): a lane then holds a conversion span
+#: (SPAN_REQUESTS x LANE_LOAD_BYTES at most) and a chunk of the spill, whatever the window's length.
+STREAM_MIN_REQUESTS = 8_000_000
 #: The share of the machine's memory the simulating lanes may hold at once (BLOCKHEAT_SIM_MEMORY_BYTES sets the
 #: bytes instead; the driver's machine stands for the executors', as in local mode).
 SIM_MEMORY_SHARE = 0.75
@@ -308,10 +316,13 @@ def sim_memory_bytes() -> int:
     return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * SIM_MEMORY_SHARE)
 
 
-def part_memory(part: Part, requests: int) -> int:
-    """The most a lane holds while it converts `requests` requests or simulates this part over them."""
+def part_memory(part: Part, requests: int, stream_min_requests: int = STREAM_MIN_REQUESTS) -> int:
+    """The most a lane holds while it converts `requests` requests or simulates this part over them (a part that
+    streams: a conversion span or a chunk of the spill)."""
     kinds = _part_kinds(part)
     extra = max([PART_EXTRA_BYTES[k] for k in ("io", "alis", "cooling") if kinds[k]], default=PART_EXTRA_BYTES["other"])
+    if requests >= stream_min_requests and scenario_streams(part.config):
+        requests = min(requests, SPAN_REQUESTS)
     return requests * max(LANE_LOAD_BYTES, LANE_HELD_BYTES + extra)
 
 
@@ -339,10 +350,13 @@ def lane_assignment(costs: Sequence[float], lanes: int) -> list[list[int]]:
 def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]], parts: Sequence[Part], *,
                    memory_bytes: int | None = None, progress: _Progress | None = None, by_device: bool = False,
                    window_us: tuple[int, int] | None = None, claims: str | None = None,
-                   lane_min_requests: int = LANE_MIN_REQUESTS) -> pa.Table:
+                   lane_min_requests: int = LANE_MIN_REQUESTS,
+                   stream_min_requests: int = STREAM_MIN_REQUESTS, spill_rows: int | None = None) -> pa.Table:
     """The simulation stage: the parts dealt to one Spark task ("lane") per core, heaviest first (expected_cost),
     each lane converting its array group's staged requests once and simulating its parts one after another
-    (parts under LANE_MIN_REQUESTS run one task each instead, when memory allows);
+    (parts under LANE_MIN_REQUESTS run one task each instead, when memory allows; parts of stream_min_requests or
+    more replay from a spill, those whose scenario streams a chunk at a time; spill_rows: the spill's conversion
+    spans and chunks, default libs.simulation.spill's);
     returns the OUTPUT_ARROW_SCHEMA rows, one per part in the given order. sim.workloads.from_parquet_files
     orders a lane's requests by (ts_us, seq) (the staged files come in no particular order).
 
@@ -360,9 +374,11 @@ def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]]
     files = [[f for d in p.devices for f in staged.get((p.trace_id, d), [])] for p in parts]
     devices = [[d for d in p.devices for _ in staged.get((p.trace_id, d), [])] if by_device else None for p in parts]
     requests = [sum(_rows_in(f, window_us) for f in fs) for fs in files]
+    spilled = [r >= stream_min_requests for r in requests]
     cores = parallelism(spark)
     memory = sim_memory_bytes() if memory_bytes is None else memory_bytes
-    lanes = lanes_for([part_memory(p, r) for p, r in zip(parts, requests, strict=True)], cores, memory)
+    lanes = lanes_for([part_memory(p, r, stream_min_requests) for p, r in zip(parts, requests, strict=True)], cores,
+                      memory)
     if lanes < min(cores, len(parts)):
         log.warning("simulate: %d parts in %d lane(s), not %d: the largest parts (%s requests) would hold more "
                     "than %.1f GiB at once", len(parts), lanes, min(cores, len(parts)), f"{max(requests):,}",
@@ -375,15 +391,17 @@ def simulate_parts(spark: SparkSession, staged: dict[tuple[str, str], list[str]]
         groups = lane_assignment(costs, lanes)
         if claims is not None and lanes > 1:
             order = sorted(range(len(parts)), key=lambda i: -costs[i])           # heaviest first, ties in order
-            queue = _Queue(claims, order, [_load_key(files[i], p) for i, p in enumerate(parts)])
+            queue = _Queue(claims, order, [(*_load_key(files[i], p), spilled[i])
+                                                   for i, p in enumerate(parts)])
     if progress is not None:
         progress.lanes_start(len(groups))
-    done = dict(spark_tasks(spark, len(groups), _simulator(list(parts), files, groups, devices, window_us, queue)))
+    done = dict(spark_tasks(spark, len(groups), _simulator(list(parts), files, groups, devices, window_us, queue,
+                                                           spilled, spill_rows)))
     lost = [i for i in range(len(parts)) if i not in done]
     if lost:                        # claimed by a lane whose task failed and was retried: one task each now
         log.warning("simulate: %d part(s) claimed by a failed lane, simulated again", len(lost))
         done.update(spark_tasks(spark, len(lost), _simulator(list(parts), files, [[i] for i in lost], devices,
-                                                             window_us)))
+                                                             window_us, spilled=spilled, spill_rows=spill_rows)))
     return from_ipc([done[i] for i in range(len(parts))], OUTPUT_ARROW_SCHEMA)
 
 
@@ -432,12 +450,28 @@ def _rows_in(path: str, window_us: tuple[int, int] | None) -> int:
 
 def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]],
                file_devices: list[list[str] | None] | None = None, window_us: tuple[int, int] | None = None,
-               queue: _Queue | None = None) -> Callable[[Iterator[int]], Iterator[tuple[int, bytes]]]:
+               queue: _Queue | None = None, spilled: Sequence[bool] | None = None, spill_rows: int | None = None,
+               ) -> Callable[[Iterator[int]], Iterator[tuple[int, bytes]]]:
     """The function each task runs: simulate its group's parts (with a queue: the parts it claims) one after
     another, yield (part, one OUTPUT_ARROW_SCHEMA row as Arrow IPC) for each. Parts replaying the same files (a
     scorecard's scenarios over one array group) share one conversion of the requests (load_requests:
-    sim.workloads.from_parquet_files, one file read at a time)."""
+    sim.workloads.from_parquet_files, one file read at a time; a spilled part's: libs.simulation.spill, replayed
+    by sim.scenarios.simulate_chunks)."""
     opener = task_opener()
+    spill = spilled or [False] * len(parts)
+
+    def load(i: int, part: Part) -> Any:
+        if spill[i]:
+            sizes = {} if spill_rows is None else {"span_requests": spill_rows, "chunk_requests": spill_rows}
+            return spill_requests(files[i], part.config.spec.sector_size, part.config.devices or (), opener,
+                                  file_devices=file_devices[i] if file_devices else None, window_us=window_us, **sizes)
+        return load_requests(files[i], part.config.spec.sector_size, part.config.devices,
+                             file_devices[i] if file_devices else None, window_us, opener)
+
+    def replay(held: Any, part: Part) -> Any:
+        if isinstance(held, SpilledRequests):
+            return simulate_chunks(held, held.facts(), tuple(part.config.devices or ()), part.trace_id, part.config)
+        return simulate_requests(*held, part.trace_id, part.config)
 
     def simulate(lanes: Iterator[int]) -> Iterator[tuple[int, bytes]]:
         loaded: tuple[Any, Any] | None = None
@@ -449,12 +483,13 @@ def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]
             part = parts[i]
             t0 = time.perf_counter()
             try:
-                key = _load_key(files[i], part)
+                key = (*_load_key(files[i], part), spill[i])
                 if loaded is None or loaded[0] != key:
+                    if loaded is not None and isinstance(loaded[1], SpilledRequests):
+                        loaded[1].close()
                     loaded = None                       # the previous group's requests freed before reading
-                    loaded = (key, load_requests(files[i], part.config.spec.sector_size, part.config.devices,
-                                                 file_devices[i] if file_devices else None, window_us, opener))
-                out = simulate_requests(*loaded[1], part.trace_id, part.config)
+                    loaded = (key, load(i, part))
+                out = replay(loaded[1], part)
             except Exception as exc:
                 raise SimulationError(f"trace {part.trace_id!r}, array group {part.array_group!r}, scenario "
                                       f"{part.scenario_id!r}: {type(exc).__name__}: {exc}") from exc
@@ -462,6 +497,8 @@ def _simulator(parts: list[Part], files: list[list[str]], groups: list[list[int]
             del out
             release_memory()               # the part's arrays, for the other lanes (glibc keeps freed pages)
             yield i, row
+        if loaded is not None and isinstance(loaded[1], SpilledRequests):
+            loaded[1].close()
 
     return simulate
 

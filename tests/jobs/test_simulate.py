@@ -250,6 +250,44 @@ def test_spark_result_equals_direct_call_one_part_per_partition(spark, spark_cfg
     assert queued.drop_columns(["wall_s"]).equals(located.drop_columns(["wall_s"]))
 
 
+def test_a_spilled_replay_streams_in_chunks_and_equals_the_whole_one(spark, spark_cfg, hplajw):
+    # hplajw's second day, both disks in one group, from the requests table's own files: with every part over the
+    # stream threshold, the lanes convert the day in spans of about 97 requests into a spill and replay it 97 at a
+    # time (the track-aligned scenario does not stream: it gathers the spill); every figure, time series and cooling
+    # move equals the whole replay's (mean responses to 1e-12: they are summed chunk by chunk).
+    from blockheat.libs.io.tables import trace_info
+    from blockheat.libs.simulation.stage import OUTPUT_ARROW_SCHEMA, table_files
+
+    day = (86_400_000_000, 2 * 86_400_000_000)
+    extents = {"disks": 3, "layout": {"kind": "extents", "extent_sectors": 2048}}
+    grid = parse_grid({"grid_id": "spill", "traces": [HPLAJW_TRACE_ID], "array_groups": "all",
+                       "base": {"spec": "hp_c2247a", "scheduler": "clook", "disks": 2, "speedup": 50.0,
+                                "interval_ms": 60_000.0},
+                       "scenarios": [{"scenario_id": "traced"},
+                                     {"scenario_id": "striped", "layout": {"kind": "striped", "unit_sectors": 64}},
+                                     {"scenario_id": "cooling", **extents, "speedup": 400.0,
+                                      "policy": {"name": "cooling", "every_s": 0.5, "delta": 0.01}},
+                                     {"scenario_id": "greedy", **extents,
+                                      "policy": {"name": "greedy-allocation", "heat_fraction": 0.5}},
+                                     {"scenario_id": "track", "io": {"kind": "track-aligned", "tracks": 1,
+                                                                     "report": "requests"}}]},
+                      source="test")
+    parts = plan_parts(grid, {HPLAJW_TRACE_ID: trace_info(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID)})
+    files = table_files(spark, spark_cfg.warehouse, [HPLAJW_TRACE_ID], None)
+    whole = simulate_parts(spark, files, parts, by_device=True, window_us=day)
+    spilled = simulate_parts(spark, files, parts, by_device=True, window_us=day, stream_min_requests=0,
+                             spill_rows=97)
+    means = [f.name for f in OUTPUT_ARROW_SCHEMA if f.name.startswith("mean_response_ms")]
+    keep = [n for n in whole.column_names if n not in ("wall_s", *means)]
+    assert spilled.select(keep).equals(whole.select(keep))
+    for name in means:
+        for a, b in zip(whole.column(name).to_pylist(), spilled.column(name).to_pylist(), strict=True):
+            assert b == pytest.approx(a, rel=1e-12)
+    by_id = dict(zip(whole.column("scenario_id").to_pylist(), whole.to_pylist(), strict=True))
+    assert len(by_id["cooling"]["cooling_moves"]) == 1
+    assert {s: r["requests"] for s, r in by_id.items()} == dict.fromkeys(by_id, 653)   # the day's requests, 7 chunks
+
+
 def test_lanes_claim_each_part_once_heaviest_first_keeping_their_requests(tmp_path):
     from blockheat.libs.simulation.stage import _Queue, claimed_parts
 

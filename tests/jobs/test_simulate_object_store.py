@@ -93,6 +93,12 @@ def test_staged_requests_and_claimed_parts_on_an_object_store(spark, local_wareh
     located = simulate_parts(spark, staged, parts)
     assert queued.drop_columns(["wall_s"]).equals(located.drop_columns(["wall_s"]))
     assert set(located.column("requests").to_pylist()) == {4}
+    # spilled from the store's objects to the lanes' local disks, replayed 2 requests at a time
+    spilled = simulate_parts(spark, staged, parts, stream_min_requests=0, spill_rows=2)
+    means = [n for n in located.column_names if n.startswith("mean_response_ms")]
+    assert spilled.drop_columns(["wall_s", *means]).equals(located.drop_columns(["wall_s", *means]))
+    for name in means:
+        assert spilled.column(name).to_pylist() == pytest.approx(located.column(name).to_pylist(), rel=1e-12)
 
 
 def test_claims_need_a_shared_local_directory(tmp_path):

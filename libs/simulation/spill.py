@@ -1,0 +1,67 @@
+"""An array group's requests files read in arrival order a time span at a time (spans of about SPAN_REQUESTS rows,
+from the row groups' ts_us ranges) into a sim SpilledRequests on the task's local disk: a lane replaying a long
+window holds a span while it converts and a chunk while it simulates, never the window (sim.scenarios.
+simulate_chunks)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from blockheat.libs.io.task_parquet import Opener
+from blockheat.libs.table_io.device_pass import NO_STATS, RowGroup, spans
+from blockheat.sim import SpilledRequests, requests_from_arrow_tables
+from blockheat.sim.spill import CHUNK_REQUESTS
+
+#: Rows converted at once (about 80 bytes each while converting).
+SPAN_REQUESTS = 4_000_000
+
+
+def spill_requests(files: Sequence[str], sector_size: int, devices: Sequence[str], opener: Opener, *,
+                   file_devices: Sequence[str] | None = None, window_us: tuple[int, int] | None = None,
+                   span_requests: int = SPAN_REQUESTS, chunk_requests: int = CHUNK_REQUESTS) -> SpilledRequests:
+    """The files' requests (start <= ts_us < end with window_us) in (ts_us, seq) order, as sim.workloads.from_arrow
+    orders them with these devices (their codes in this order), spilled span by span. file_devices: each file's
+    device, for files without a device column (the `requests` table's own); chunk_requests: the spill's chunks."""
+    opened = {}
+    groups: list[RowGroup] = []
+    for f in files:
+        fs, where = opener(f)
+        opened[f] = pq.ParquetFile(where, filesystem=fs)
+        meta = opened[f].metadata
+        column = meta.schema.to_arrow_schema().get_field_index("ts_us")
+        for i in range(meta.num_row_groups):
+            g = meta.row_group(i)
+            stats = g.column(column).statistics
+            known = stats is not None and stats.has_min_max
+            if g.num_rows:
+                groups.append(RowGroup(f, i, g.num_rows, int(stats.min) if known else -NO_STATS,
+                                       int(stats.max) if known else NO_STATS))
+    device_of = dict(zip(files, file_devices, strict=True)) if file_devices is not None else None
+    columns = ["seq", "ts_us", "op", "offset_bytes", "size_bytes", *([] if device_of else ["device"])]
+    start, stop = window_us if window_us is not None else (None, None)
+    spill = SpilledRequests(chunk_requests=chunk_requests)
+    try:
+        for lo, hi in spans(groups, span_requests, 0, start, stop):
+            low, high = lo if lo is not None else -NO_STATS, hi if hi is not None else NO_STATS
+            tables = []
+            for g in groups:
+                if g.hi < low or g.lo >= high:
+                    continue
+                table = opened[g.path].read_row_group(g.index, columns=columns)
+                ts = table.column("ts_us")
+                table = table.filter(pc.and_(pc.greater_equal(ts, low), pc.less(ts, high)))
+                if device_of is not None:
+                    table = table.append_column("device", pa.repeat(pa.scalar(device_of[g.path], pa.string()),
+                                                                        table.num_rows))
+                tables.append(table)
+            if tables:
+                requests, _ = requests_from_arrow_tables(tables, sector_size=sector_size, devices=devices)
+                del tables
+                spill.append(requests)
+    except BaseException:
+        spill.close()
+        raise
+    return spill

@@ -1,0 +1,173 @@
+"""Streamed runs (sim.engine.Simulation with `more`, sim.scenarios.simulate_chunks): the bundled HP week replayed
+a chunk at a time gives the whole replay's figures, time series and cooling moves, holding only the chunk and the
+requests in flight; sim.stats.ResponseTally's order statistics equal _order_stats's."""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from blockheat.libs.readers.srt import read_srt
+from blockheat.sim.array import DiskArray, Striped
+from blockheat.sim.engine import SimConfig, Simulation
+from blockheat.sim.records import FLAG_BACKGROUND, FLAG_READ, Requests, StreamFacts
+from blockheat.sim.scenarios import ScenarioConfig, simulate_chunks, simulate_requests, streams
+from blockheat.sim.specs import load
+from blockheat.sim.spill import SpilledRequests
+from blockheat.sim.stats import ResponseTally, _order_stats
+from tests.sim.conftest import HPLAJW_TRACE
+
+COLUMNS = ("arrival_us", "device", "lbn", "sectors", "flags")
+DEVICES = ("0", "1")
+
+
+@pytest.fixture(scope="module")
+def week() -> Requests:
+    """ajw.1week.srt's 44,519 requests in arrival order, in hp_c2247a sectors (512 B), devices 0 and 1."""
+    _, cols, _, _ = read_srt(str(HPLAJW_TRACE))
+    ts = (cols["enqueue_s"] * 1_000_000 + cols["enqueue_us"]).astype(np.float64)
+    order = np.argsort(ts, kind="stable")
+    size = cols["size_bytes"][order].astype(np.int64)
+    return Requests.build(ts[order] - ts[order][0], cols["disk"][order], cols["sector"][order],
+                          np.maximum(1, -(-size // 512)), (cols["ioflags"][order] & 1) == 1)
+
+
+def cut(r: Requests, sizes: list[int]) -> list[Requests]:
+    """The requests in consecutive chunks of these sizes (the last takes the rest)."""
+    edges = [0, *np.cumsum(sizes).tolist(), len(r)]
+    return [Requests(*(getattr(r, c)[a:b] for c in COLUMNS)) for a, b in itertools.pairwise(edges)
+            if b > a]
+
+
+def same_rows(a: pa.Table, b: pa.Table) -> None:
+    """Equal rows, mean responses to 1e-12 (a streamed run sums them chunk by chunk)."""
+    ra, rb = a.to_pylist(), b.to_pylist()
+    assert len(ra) == len(rb)
+    for x, y in zip(ra, rb, strict=True):
+        assert x.keys() == y.keys()
+        for k in x:
+            if k.startswith("mean_response_ms") and x[k] is not None and math.isfinite(x[k]):
+                assert y[k] == pytest.approx(x[k], rel=1e-12), k
+            else:
+                assert y[k] == x[k], k
+
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "as-traced": {"speedup": 20.0, "interval_ms": 60_000.0},
+    "striped": {"disks": 3, "layout": {"kind": "striped", "unit_sectors": 16}, "speedup": 50.0},
+    "extents": {"disks": 3, "layout": {"kind": "extents", "extent_sectors": 4096}, "speedup": 50.0},
+    "greedy": {"disks": 3, "layout": {"kind": "extents", "extent_sectors": 4096}, "speedup": 50.0,
+               "policy": {"name": "greedy-allocation", "heat_fraction": 0.5}},
+    "incremental": {"disks": 3, "layout": {"kind": "extents", "extent_sectors": 4096}, "speedup": 50.0,
+                    "policy": {"name": "incremental-greedy", "max_share": 0.2}},
+    "cooling": {"disks": 3, "layout": {"kind": "extents", "extent_sectors": 2048}, "speedup": 400.0,
+                "interval_ms": 1000.0, "policy": {"name": "cooling", "every_s": 0.5, "delta": 0.01}},
+    "saturated": {"disks": 1, "layout": {"kind": "concatenated"}, "speedup": 20_000.0},
+}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_a_streamed_scenario_gives_the_whole_replays_figures(week: Requests, name: str) -> None:
+    cfg = ScenarioConfig.from_dict({"scenario_id": name, "spec": "hp_c2247a", **SCENARIOS[name]})
+    assert streams(cfg)
+    whole = simulate_requests(week, DEVICES, "hplajw", cfg)
+    chunks = cut(week, [1000, 1, 2499, 7000] * 4)
+    streamed = simulate_chunks(lambda: iter(chunks), StreamFacts.of(chunks), DEVICES, "hplajw", cfg)
+    same_rows(whole.result, streamed.result)
+    assert streamed.series.equals(whole.series)
+    assert streamed.moves.equals(whole.moves)
+    row = streamed.result.to_pylist()[0]
+    if name != "saturated":
+        assert row["requests"] == len(week)
+    if name == "cooling":
+        assert streamed.moves.num_rows == 25             # the demon moves extents: the moves are compared
+    if name == "saturated":
+        assert row["saturated"]
+        assert math.isinf(row["p95_response_ms"])
+    if name == "as-traced":      # the week on its two disks at 20x (its write bursts queue when sped up)
+        assert row["p95_response_ms"] == pytest.approx(8335.582, abs=1e-3)
+        assert row["mean_response_ms"] == pytest.approx(1453.12877, rel=1e-8)
+        assert streamed.series.num_rows == whole.series.num_rows > 100
+
+
+def test_a_streamed_run_holds_the_chunk_and_the_requests_in_flight(week: Requests) -> None:
+    spec = load("hp_c2247a")
+    chunks = cut(week, [500] * 100)
+    cfg = SimConfig(speedup=50.0)
+    sim = Simulation(spec, DiskArray(3, Striped(16)), chunks[0], cfg, np.random.default_rng(1), more=iter(chunks[1:]),
+                     facts=StreamFacts.of(chunks))
+    held = []
+    while not sim.run(until=sim.now_us + 60e6).finished:
+        held.append(len(sim.requests))
+    whole = Simulation(spec, DiskArray(3, Striped(16)), week, cfg, np.random.default_rng(1))
+    whole.run()
+    assert max(held) <= 500 + int(sim.result().max_outstanding)
+    assert sim.request_base + len(sim.requests) == len(week)
+    assert sim.result().p99_response_ms == whole.result().p99_response_ms
+    assert sim.result().events == whole.result().events
+
+
+def test_chunks_out_of_arrival_order_are_refused_naming_the_request(week: Requests) -> None:
+    a, b = cut(week, [300, 300])[:2]
+    with pytest.raises(ValueError, match="chunk 1 starts at"):
+        StreamFacts.of([b, a])
+    sim = Simulation(load("hp_c2247a"), DiskArray(2), b, SimConfig(), np.random.default_rng(1), more=iter([a]),
+                     facts=StreamFacts.of([b]))
+    with pytest.raises(ValueError, match="request 300 arrives at"):
+        sim.run()
+
+
+def test_what_needs_the_whole_window_gathers_the_chunks(week: Requests) -> None:
+    cfg = ScenarioConfig.from_dict({"scenario_id": "track", "spec": "hp_c2247a", "speedup": 20.0,
+                                    "io": {"kind": "track-aligned", "tracks": 1, "report": "requests"}})
+    assert not streams(cfg)
+    assert not streams(ScenarioConfig.from_dict({"scenario_id": "c", "spec": "hp_c2247a", "disks": 2,
+                                                 "layout": {"kind": "extents", "extent_sectors": 2048},
+                                                 "policy": {"name": "cooling", "every_requests": 100}}))
+    chunks = cut(week, [9000] * 4)
+    streamed = simulate_chunks(lambda: iter(chunks), StreamFacts.of(chunks), DEVICES, "hplajw", cfg)
+    assert streamed.result.equals(simulate_requests(week, DEVICES, "hplajw", cfg).result)
+
+
+def test_the_tally_gives_order_statistics_equal_to_one_sort() -> None:
+    rng = np.random.default_rng(7)
+    resp = np.concatenate([rng.exponential(12_000.0, 50_000), np.full(3000, 8_333.25), rng.random(100)])
+    resp = rng.permutation(resp).astype(np.float32)
+    resp[rng.random(len(resp)) < 0.01] = np.nan                          # not answered
+    flags = (rng.random(len(resp)) < 0.6).astype(np.int8) * FLAG_READ
+    flags[rng.random(len(resp)) < 0.05] |= FLAG_BACKGROUND
+    tally = ResponseTally()
+    for a in range(0, len(resp), 7919):
+        tally.add(resp[a:a + 7919], flags[a:a + 7919])
+    fg, done, read = (flags & FLAG_BACKGROUND) == 0, ~np.isnan(resp), (flags & FLAG_READ) != 0
+    for classes, mask in (((0, 1), fg & done), ((0,), fg & done & read), ((1,), fg & done & ~read)):
+        want, got = _order_stats(resp[mask]), tally.order_stats(classes)
+        assert got[1:] == want[1:]
+        assert got[0] == pytest.approx(want[0], rel=1e-12)
+    assert tally.through == len(resp)
+    assert all(math.isnan(v) for v in ResponseTally().order_stats((0, 1)))
+
+
+def test_spilled_requests_read_back_as_written_in_chunks(week: Requests, tmp_path: Any) -> None:
+    with SpilledRequests(tmp_path, chunk_requests=4096) as spill:
+        for c in cut(week, [10_000, 3, 20_000]):
+            spill.append(c)
+        back = list(spill())
+        assert [len(c) for c in back] == [4096] * 10 + [len(week) - 40_960]
+        again = Requests.concat(spill())
+        for name in COLUMNS:
+            assert np.array_equal(getattr(again, name), getattr(week, name))
+        facts, want = spill.facts(), StreamFacts.of([week])
+        assert (facts.count, facts.max_sectors, facts.first_us, facts.last_us) == \
+            (44_519, want.max_sectors, 0.0, want.last_us)
+        assert facts.device_ends.tolist() == want.device_ends.tolist()
+        with pytest.raises(ValueError, match="starts at"):
+            spill.append(cut(week, [5])[0])
+        cfg = ScenarioConfig.from_dict({"scenario_id": "s", "spec": "hp_c2247a", **SCENARIOS["striped"]})
+        same_rows(simulate_requests(week, DEVICES, "h", cfg).result,
+                  simulate_chunks(spill, spill.facts(), DEVICES, "h", cfg).result)
+    assert not list(tmp_path.iterdir())                    # the scratch directory is gone
