@@ -26,7 +26,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ClosedLoop": ("engine", "ClosedLoop"), "SimConfig": ("engine", "SimConfig"),
     "Simulation": ("engine", "Simulation"), "Window": ("engine", "Window"),
     "run_with_policy": ("engine", "run_with_policy"),
-    "per_request": ("stats", "per_request"),
+    "per_request": ("stats", "per_request"), "select_bits": ("stats", "select_bits"),
     # workloads
     "FiveWorkload": ("workloads", "FiveWorkload"), "five_synthetic": ("workloads", "five_synthetic"),
     "requests_from_arrow": ("workloads", "from_arrow"),

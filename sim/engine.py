@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple, Protocol
 
@@ -128,10 +128,12 @@ class Simulation:
 
     def __init__(self, spec: DiskSpec, array: DiskArray, requests: Requests, config: SimConfig,
                  rng: np.random.Generator, *, device_sectors: Sequence[int] | None = None,
-                 more: Iterator[Requests] | None = None, facts: StreamFacts | None = None) -> None:
+                 more: Iterator[Requests] | None = None, facts: StreamFacts | None = None,
+                 observe: Callable[[np.ndarray, np.ndarray], None] | None = None) -> None:
         """more: the chunks that follow `requests` (a streamed run: open loop, no per-request output or event log;
         requests are loaded as the run reaches them and dropped once answered, so memory follows the chunk and the
-        requests in flight); facts: the whole workload's (sim.records.StreamFacts), needed with more."""
+        requests in flight); facts: the whole workload's (sim.records.StreamFacts), needed with more; observe: given
+        the dropped requests' responses (float32, NaN: not answered) and flags, in request order, as the tally."""
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
         if more is not None:
@@ -158,6 +160,7 @@ class Simulation:
             facts = facts.scaled(config.speedup)
         self.facts = facts
         self.tally = ResponseTally() if more is not None else None
+        self._observe = observe
         self._keep_from: int | None = None
         self._req = self._arrays(self.requests)
         cap = spec.capacity_sectors
@@ -400,7 +403,7 @@ class Simulation:
             k = min(k, max(self._keep_from - base, 0))
         assert self.tally is not None
         assert self._more is not None
-        self.tally.add(resp[:k], self.requests.flags[:k])
+        self._retire(resp[:k], self.requests.flags[:k])
         nxt = next(self._more, None)
         while nxt is not None and not len(nxt):
             nxt = next(self._more, None)
@@ -421,11 +424,17 @@ class Simulation:
         self.out = self.out._replace(resp=np.concatenate([resp[k:], np.full(len(nxt), np.nan, np.float32)]))
         si[K.SI_BASE] = base + k
 
+    def _retire(self, resp: np.ndarray, flags: np.ndarray) -> None:
+        assert self.tally is not None
+        self.tally.add(resp, flags)
+        if self._observe is not None:
+            self._observe(resp, flags)
+
     def _tally_loaded(self) -> None:
         """A streamed run's loaded requests into the tally (once, when its figures are read)."""
         if self.tally is not None and self.tally.through < self.request_base + len(self.requests):
             skip = self.tally.through - self.request_base
-            self.tally.add(self.out.resp[skip:], self.requests.flags[skip:])
+            self._retire(self.out.resp[skip:], self.requests.flags[skip:])
 
     def step(self) -> Status:
         """Process one event."""

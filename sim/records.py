@@ -105,6 +105,12 @@ class Requests:
         return cls(*(np.concatenate([getattr(p, c) for p in parts])
                      for c in ("arrival_us", "device", "lbn", "sectors", "flags")), think)
 
+    def rows(self, start: int, stop: int) -> Requests:
+        """Requests start..stop - 1 (views)."""
+        return Requests(self.arrival_us[start:stop], self.device[start:stop], self.lbn[start:stop],
+                        self.sectors[start:stop], self.flags[start:stop],
+                        None if self.think_us is None else self.think_us[start:stop])
+
     def take(self, order: np.ndarray) -> Requests:
         """Rows in the given order (e.g. a stable argsort by arrival)."""
         return Requests(self.arrival_us[order], self.device[order], self.lbn[order], self.sectors[order],

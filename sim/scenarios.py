@@ -15,7 +15,8 @@ requests redirected by sim.redirect). No pyspark here: jobs/ wraps these in appl
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
@@ -51,10 +52,17 @@ from blockheat.sim.engine import ClosedLoop, SimConfig, Simulation, run_with_pol
 from blockheat.sim.records import Chunks, Requests, StreamFacts
 from blockheat.sim.spec import DiskSpec, SpecError
 from blockheat.sim.specs import from_geometry, resolve
-from blockheat.sim.stats import RESULT_SCHEMA, timeseries
+from blockheat.sim.stats import RESULT_SCHEMA, ResponseTally, timeseries
 from blockheat.sim.stats import _order_stats as order_stats
 from blockheat.sim.tracker import split_into_units
-from blockheat.sim.tracks import IoShaping, IoShapingError, ShapedRequests, io_shaping_from_dict, original_responses
+from blockheat.sim.tracks import (
+    IoShaping,
+    IoShapingError,
+    ShapedRequests,
+    io_shaping_from_dict,
+    original_responses,
+    shape_segments,
+)
 from blockheat.sim.workloads import from_arrow, mix, poisson_background
 
 __all__ = [
@@ -559,15 +567,16 @@ def simulate_requests(requests: Requests, devices: tuple[str, ...], trace_id: st
     (sim.workloads.from_arrow / from_arrow_tables): a task simulating several scenarios of one array group
     converts its requests once. The requests are not modified."""
     sim, devices, traced = _build_from_requests(requests, devices, cfg)
-    return _run(sim, devices, trace_id, cfg, traced)
+    per_traced = None if traced is None else (
+        lambda saturated: _per_traced_request(sim, *traced, saturated=saturated))
+    return _run(sim, devices, trace_id, cfg, per_traced)
 
 
 def streams(cfg: ScenarioConfig) -> bool:
-    """Whether simulate_chunks replays the scenario a chunk at a time: open loop, without io shaping, background
-    traffic, ALIS, per-request output or an event log, and cooling (if any) every_s (the rest need the window
-    whole)."""
+    """Whether simulate_chunks replays the scenario a chunk at a time: open loop, without background traffic,
+    ALIS, per-request output or an event log, and cooling (if any) every_s (the rest need the window whole)."""
     pol, sim = cfg.policy, cfg.sim
-    return (cfg.io is None and cfg.background is None and not isinstance(pol, AlisPolicy)
+    return (cfg.background is None and not isinstance(pol, AlisPolicy)
             and sim.closed_loop is None and not sim.per_request and not sim.event_log
             and not (isinstance(pol, CoolingPolicy) and pol.config.every_requests is not None))
 
@@ -576,29 +585,112 @@ def simulate_chunks(chunks: Chunks, facts: StreamFacts, devices: tuple[str, ...]
                     cfg: ScenarioConfig) -> ScenarioOutput:
     """simulate_requests over requests read a chunk at a time (each call of `chunks` a pass in arrival order;
     facts: theirs): a scenario that streams() holds one chunk and the requests in flight (a greedy allocation
-    reads a pass for its heats first), the others gather the chunks first. The results are simulate_requests's
-    on the chunks put together (mean responses to the last bits: sim.stats.ResponseTally)."""
+    reads a pass for its heats first; io shaping shapes the chunks in segments no merged run spans,
+    sim.tracks.shape_segments, after a pass that counts the pieces), the others gather the chunks first. The results
+    are simulate_requests's on the chunks put together (mean responses to the last bits: sim.stats.ResponseTally)."""
     if not streams(cfg) or facts.count == 0:
-        return simulate_requests(Requests.concat(chunks()), devices, trace_id, cfg)
+        return simulate_requests(_gathered(chunks, facts), devices, trace_id, cfg)
     speedup = cfg.sim.speedup
 
-    def scaled() -> Iterator[Requests]:
-        for c in chunks():
-            yield c if speedup == 1.0 else replace(c, arrival_us=c.arrival_us / speedup)
+    def scaled(r: Requests) -> Requests:
+        return r if speedup == 1.0 else replace(r, arrival_us=r.arrival_us / speedup)
 
-    facts = facts if speedup == 1.0 else facts.scaled(speedup)
+    traced = _TracedResponses() if cfg.io is not None and cfg.io.report == "requests" else None
+
+    def replayed(feed: bool) -> Iterator[Requests]:
+        if cfg.io is None:
+            yield from (scaled(c) for c in chunks())
+            return
+        try:
+            for segment, shaped in shape_segments(chunks(), cfg.spec, cfg.io):
+                pieces = scaled(shaped.pieces)
+                if feed and traced is not None:
+                    traced.segment(shaped, scaled(segment).arrival_us, segment.flags, pieces.arrival_us)
+                yield pieces
+        except IoShapingError as exc:
+            raise ScenarioError(f"io {cfg.io.kind!r}: {exc}") from exc
+
+    if cfg.io is not None:
+        facts = StreamFacts.of(replayed(False))
+    elif speedup != 1.0:
+        facts = facts.scaled(speedup)
     n_disks = cfg.n_disks if cfg.n_disks is not None else max(1, len(devices))
-    layout = _partition_layout(cfg, _Workload(scaled, None, facts), devices, n_disks, cfg.device_sectors)
-    rest = scaled()
+    layout = _partition_layout(cfg, _Workload(lambda: replayed(False), None, facts), devices, n_disks,
+                               cfg.device_sectors)
+    rest = replayed(True)
     first = next(rest, Requests.empty())
     sim = Simulation(cfg.spec, DiskArray(n_disks, layout, cfg.scheduler), first, replace(cfg.sim, speedup=1.0),
-                     np.random.default_rng(cfg.seed), device_sectors=cfg.device_sectors, more=rest, facts=facts)
-    return _run(sim, devices, trace_id, cfg, None)
+                     np.random.default_rng(cfg.seed), device_sectors=cfg.device_sectors, more=rest, facts=facts,
+                     observe=None if traced is None else traced.observe)
+    return _run(sim, devices, trace_id, cfg, None if traced is None else traced.row)
+
+
+def _gathered(chunks: Chunks, facts: StreamFacts) -> Requests:
+    """The chunks put together, in arrays of facts.count requests filled chunk by chunk."""
+    out = Requests.empty() if facts.count == 0 else None
+    if out is not None:
+        return out
+    cols = {"arrival_us": np.empty(facts.count), "device": np.empty(facts.count, np.int32),
+            "lbn": np.empty(facts.count, np.int64), "sectors": np.empty(facts.count, np.int32),
+            "flags": np.empty(facts.count, np.int8)}
+    at = 0
+    for c in chunks():
+        for name, values in cols.items():
+            values[at:at + len(c)] = getattr(c, name)
+        at += len(c)
+    if at != facts.count:
+        raise ValueError(f"the chunks hold {at} requests, their facts {facts.count}")
+    return Requests(**cols)
+
+
+class _TracedResponses:
+    """A streamed io run's responses per traced request (report "requests"): the pieces' responses as the run
+    drops them, gathered per segment; once all of a segment's pieces have come (or the run ends), its requests'
+    responses (sim.tracks.original_responses) go to a float64 ResponseTally."""
+
+    def __init__(self) -> None:
+        self.tally = ResponseTally(np.float64)
+        self.segments: deque[tuple[ShapedRequests, np.ndarray, np.ndarray, np.ndarray]] = deque()
+        self.pieces: list[np.ndarray] = []
+        self.held = 0
+
+    def segment(self, shaped: ShapedRequests, arrival_us: np.ndarray, flags: np.ndarray,
+                piece_arrival_us: np.ndarray) -> None:
+        """The next segment: its pieces, its requests' arrivals and flags, its pieces' arrivals (simulated clock)."""
+        self.segments.append((shaped, arrival_us, flags, piece_arrival_us))
+
+    def observe(self, resp: np.ndarray, flags: np.ndarray) -> None:
+        """The next pieces' responses (Simulation's observe)."""
+        self.pieces.append(np.array(resp, np.float32))
+        self.held += len(resp)
+        self._drain(final=False)
+
+    def _drain(self, final: bool) -> None:
+        while self.segments and (final or self.held >= len(self.segments[0][3])):
+            shaped, arrival_us, flags, piece_arrival_us = self.segments.popleft()
+            n = len(piece_arrival_us)
+            got = np.concatenate(self.pieces) if self.pieces else np.zeros(0, np.float32)
+            use = got[:n] if len(got) >= n else np.concatenate([got, np.full(n - len(got), np.nan, np.float32)])
+            self.pieces = [got[n:]] if len(got) > n else []
+            self.held = max(len(got) - n, 0)
+            self.tally.add(original_responses(shaped, arrival_us, piece_arrival_us, use), flags)
+
+    def row(self, saturated: bool) -> dict[str, Any]:
+        """The result row's request counts and response figures per traced request (_per_traced_request's)."""
+        self._drain(final=True)
+        reads, writes = self.tally.count((0,)), self.tally.count((1,))
+        row: dict[str, Any] = {"requests": reads + writes, "reads": reads, "writes": writes}
+        for label, classes in (("", (0, 1)), ("_read", (0,)), ("_write", (1,))):
+            vals = self.tally.order_stats(classes) if not saturated else (math.inf,) * 5
+            for name, v in zip(("mean", "p50", "p95", "p99", "max"), vals, strict=True):
+                row[f"{name}_response_ms{label}"] = None if math.isnan(v) else v / 1000.0
+        return row
 
 
 def _run(sim: Simulation, devices: tuple[str, ...], trace_id: str | None, cfg: ScenarioConfig,
-         traced: tuple[ShapedRequests, Requests] | None) -> ScenarioOutput:
-    """The built run to its end, its policy acting; its ScenarioOutput."""
+         per_traced: Callable[[bool], dict[str, Any]] | None) -> ScenarioOutput:
+    """The built run to its end, its policy acting; its ScenarioOutput (per_traced: the row's figures per traced
+    request, given whether the run saturated)."""
     moves = moves_table(())
     if isinstance(cfg.policy, CoolingPolicy) and isinstance(sim.array.layout, ExtentMap):
         n_units = len(sim.array.layout.extents)
@@ -609,8 +701,8 @@ def _run(sim: Simulation, devices: tuple[str, ...], trace_id: str | None, cfg: S
     else:
         sim.run()
     row = {"scenario_id": cfg.scenario_id, "trace_id": trace_id, "devices": list(devices), **sim.result().as_row()}
-    if traced is not None:
-        row.update(_per_traced_request(sim, *traced, saturated=bool(row["saturated"])))
+    if per_traced is not None:
+        row.update(per_traced(bool(row["saturated"])))
     result = pa.Table.from_pylist([row], schema=SIM_RESULT_SCHEMA)
     return ScenarioOutput(result, _keyed(timeseries(sim), cfg.scenario_id, trace_id),
                           _keyed(moves, cfg.scenario_id, trace_id))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
     from blockheat.sim.records import Requests
     from blockheat.sim.spec import DiskSpec
 
-__all__ = ["RESULT_SCHEMA", "Replay", "ResponseTally", "RunResult", "arrow_type", "saturation_verdict", "summarize",
-           "timeseries"]
+__all__ = ["RESULT_SCHEMA", "Replay", "ResponseTally", "RunResult", "arrow_type", "saturation_verdict", "select_bits",
+           "summarize", "timeseries"]
 
 
 class _Settings(Protocol):
@@ -188,65 +189,93 @@ def _order_stats(x: np.ndarray) -> tuple[float, float, float, float, float]:
 class ResponseTally:
     """The response times of a streamed run's answered foreground requests, read and write apart, for the exact
     figures of _order_stats in memory that does not grow with the run: each class keeps a count per value of the top
-    16 bits of the float32 response (the bits of a non-negative float order like its value), a float64 sum, and
-    its responses' bits in a scratch file; a rank's value is found in its top-bits bucket by one read of the files
-    counting the low 16 bits. The mean sums chunk by chunk, so it can differ from one np.mean in the last bits."""
+    16 bits of the response (float32, or float64 with dtype; the bits of a non-negative float order like its
+    value), a float64 sum, and its responses' bits in a scratch file; a rank's value is found from its bucket by
+    select_bits. The mean sums chunk by chunk, so it can differ from one np.mean in the last bits."""
 
-    _LOW = 16
-
-    def __init__(self) -> None:
+    def __init__(self, dtype: type = np.float32) -> None:
         self.through = 0                                     # requests added so far (answered or not)
-        self._counts = np.zeros((2, 1 << (32 - self._LOW)), np.int64)
+        self.dtype = np.dtype(dtype)
+        self._bits = np.dtype(np.uint32 if self.dtype.itemsize == 4 else np.uint64)
+        self._counts = np.zeros((2, 1 << 16), np.int64)
         self._sums = [0.0, 0.0]
-        self._max = [-1, -1]
+        self._max = [0, 0]
         # The tally owns its scratch files for its life (they go with it): no context manager spans that.
         self._files = [tempfile.TemporaryFile(prefix="blockheat-responses-") for _ in range(2)]  # noqa: SIM115
 
     def add(self, resp: np.ndarray, flags: np.ndarray) -> None:
-        """The next requests' responses (float32, NaN: not answered) and flags."""
+        """The next requests' responses (NaN: not answered) and flags."""
         self.through += len(resp)
         answered = ~np.isnan(resp) & ((flags & FLAG_BACKGROUND) == 0)
         read = (flags & FLAG_READ) != 0
         for c, mask in enumerate((answered & read, answered & ~read)):
-            x = np.ascontiguousarray(resp[mask], dtype=np.float32)
+            x = np.ascontiguousarray(resp[mask], dtype=self.dtype)
             if not len(x):
                 continue
-            bits = x.view(np.uint32)
-            self._counts[c] += np.bincount(bits >> self._LOW, minlength=self._counts.shape[1])
+            bits = x.view(self._bits)
+            self._counts[c] += np.bincount(_top16(bits), minlength=1 << 16)
             self._sums[c] += float(np.sum(x, dtype=np.float64))
             self._max[c] = max(self._max[c], int(bits.max()))
             bits.tofile(self._files[c])
 
+    def count(self, classes: tuple[int, ...]) -> int:
+        """The answered responses of the classes (0: reads, 1: writes)."""
+        return int(self._counts[list(classes)].sum())
+
     def order_stats(self, classes: tuple[int, ...]) -> tuple[float, float, float, float, float]:
         """_order_stats over the classes' responses (0: reads, 1: writes)."""
-        counts = self._counts[list(classes)].sum(axis=0)
-        n = int(counts.sum())
+        top = self._counts[list(classes)].sum(axis=0)
+        n = int(top.sum())
         if n == 0:
             return (math.nan,) * 5
-        ranks = [max(0, math.ceil(q * n) - 1) for q in (0.50, 0.95, 0.99)]
-        below = np.cumsum(counts)
-        high = [int(np.searchsorted(below, k, side="right")) for k in ranks]
-        low = {h: np.zeros(1 << self._LOW, np.int64) for h in high}
-        for c in classes:
-            f = self._files[c]
-            f.flush()
-            f.seek(0)
-            while len(bits := np.fromfile(f, dtype=np.uint32, count=1 << 22)):
-                top = bits >> self._LOW
-                for h, tally in low.items():
-                    tally += np.bincount(bits[top == h] & ((1 << self._LOW) - 1), minlength=len(tally))
-            f.seek(0, 2)
-        values = []
-        for k, h in zip(ranks, high, strict=True):
-            within = k - (int(below[h - 1]) if h else 0)
-            lo = int(np.searchsorted(np.cumsum(low[h]), within, side="right"))
-            values.append(_float32((h << self._LOW) | lo))
-        top = max(self._max[c] for c in classes)
-        return sum(self._sums[c] for c in classes) / n, values[0], values[1], values[2], _float32(top)
+
+        def passes() -> Iterator[np.ndarray]:
+            for c in classes:
+                f = self._files[c]
+                f.flush()
+                f.seek(0)
+                while len(bits := np.fromfile(f, dtype=self._bits, count=1 << 22)):
+                    yield bits
+                f.seek(0, 2)
+
+        values = [self._value(select_bits(passes, top, max(0, math.ceil(q * n) - 1))) for q in (0.50, 0.95, 0.99)]
+        top_value = self._value(max(self._max[c] for c in classes if self._counts[c].any()))
+        return sum(self._sums[c] for c in classes) / n, values[0], values[1], values[2], top_value
+
+    def _value(self, bits: int) -> float:
+        return float(np.array([bits], self._bits).view(self.dtype)[0])
 
 
-def _float32(bits: int) -> float:
-    return float(np.array([bits], np.uint32).view(np.float32)[0])
+def _top16(bits: np.ndarray) -> np.ndarray:
+    return bits >> bits.dtype.type(bits.dtype.itemsize * 8 - 16)
+
+
+def select_bits(passes: Callable[[], Iterator[np.ndarray]], top: np.ndarray, k: int) -> int:
+    """The k-th smallest (0-based) of unsigned keys (uint32 or uint64, e.g. non-negative floats' bits) read by
+    passes(), each call a pass over them; top: the count per value of their top 16 bits. One pass counts the next 16
+    bits in the bucket of rank k; 64-bit keys take one more, the distinct keys sharing those 32 bits."""
+    below = np.cumsum(top)
+    high = int(np.searchsorted(below, k, side="right"))
+    k -= int(below[high - 1]) if high else 0
+    middle = np.zeros(1 << 16, np.int64)
+    width = 32
+    for bits in passes():
+        width = bits.dtype.itemsize * 8
+        inside = bits[_top16(bits) == high]
+        middle += np.bincount((inside >> inside.dtype.type(width - 32)) & inside.dtype.type(0xFFFF),
+                              minlength=1 << 16)
+    below = np.cumsum(middle)
+    mid = int(np.searchsorted(below, k, side="right"))
+    k -= int(below[mid - 1]) if mid else 0
+    prefix = (high << 16) | mid
+    if width == 32:
+        return prefix
+    values, counts = np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    for bits in passes():
+        low, n = np.unique(bits[(bits >> np.uint64(32)) == np.uint64(prefix)], return_counts=True)
+        values, inverse = np.unique(np.concatenate([values, low]), return_inverse=True)
+        counts = np.bincount(inverse, np.concatenate([counts, n]), len(values)).astype(np.int64)
+    return int(values[int(np.searchsorted(np.cumsum(counts), k, side="right"))])
 
 
 def summarize(sim: Replay) -> RunResult:

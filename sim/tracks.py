@@ -21,7 +21,8 @@ Choices where the paper is open (one line each, tested in tests/sim/test_tracks.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -46,6 +47,7 @@ __all__ = [
     "merge_sequential",
     "original_responses",
     "shape_requests",
+    "shape_segments",
     "track_boundaries",
     "track_map",
 ]
@@ -538,6 +540,32 @@ def shape_requests(requests: Requests, spec: DiskSpec, io: IoShaping) -> ShapedR
         assert io.io_bytes is not None
         cut, run_of = _fixed_size_io(requests, spec, io.io_bytes, io.merge, io.merge_gap_ms, io.min_bytes)
     return _origins(requests, cut, run_of)
+
+
+def shape_segments(chunks: Iterable[Requests], spec: DiskSpec, io: IoShaping) -> Iterator[tuple[Requests,
+                                                                                                 ShapedRequests]]:
+    """shape_requests over requests read in chunks (in arrival order): they are cut into segments, each ending
+    where the next request arrives more than merge_gap_ms after it (no run of merged requests spans that), and
+    each segment is shaped alone, which shapes it as the whole would be; yields (segment, its ShapedRequests).
+    A segment holds about a chunk; requests with no such gap between them stay in one."""
+    gap_us = io.merge_gap_ms * 1000.0 if io.merge else -math.inf
+    held: list[Requests] = []
+    for chunk in chunks:
+        if not len(chunk):
+            continue
+        held.append(chunk)
+        pending = Requests.concat(held)
+        gaps = np.flatnonzero(np.diff(pending.arrival_us) > gap_us)
+        if gaps.size:
+            cut = int(gaps[-1]) + 1
+            segment = pending.rows(0, cut)
+            yield segment, io.shape(segment, spec)
+            held = [pending.rows(cut, len(pending))]
+        else:
+            held = [pending]
+    if held:
+        segment = Requests.concat(held)
+        yield segment, io.shape(segment, spec)
 
 
 def original_responses(shaped: ShapedRequests, original_arrival_us: np.ndarray, piece_arrival_us: np.ndarray,

@@ -8,11 +8,12 @@ distinct extents, known ones first), the next counts the pairs of each interval'
 (PairCounter: sim.alis.graph.count_pairs after the part before's last tau reads, the parts' sums merged: what
 one count over the whole interval gives, the sum the chunked Spark build arrives at too), then weighs and ages
 them as with_weight and age_graph do, and prunes and finds runs with the functions the Spark path's groups
-call (prune_arrays, discover_run_arrays). A task's memory follows the part, the units and one interval's
-edges, not the device. One device pass (libs.table_io.device_pass): the tasks write their reorg_units,
-access_graph and alis_runs files, the driver commits one replace per table. The Spark path numbers the units
-with a window and joins them back (two shuffles of the trace), counts the pairs through two more and groups
-the graph through another.
+call (prune_arrays, discover_run_arrays). A task's memory follows the part and the units, not the device: an
+interval of more distinct edges than SPILL.sum_edges sums them in bucket files and is pruned there
+(libs.table_io.alis_spill) until SPILL.memory_edges remain. One device pass (libs.table_io.device_pass): the tasks
+write their reorg_units, access_graph and alis_runs files, the driver commits one replace per table. The Spark path
+numbers the units with a window and joins them back (two shuffles of the trace), counts the pairs through two more
+and groups the graph through another.
 
     built = build(spark, warehouse, Build("t1", first=0, last=6, interval_us=DAY_US), graph_options)
 """
@@ -22,7 +23,7 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blockheat.libs.io.tables import read_table, table_exists, table_target
+from blockheat.libs.table_io.alis_spill import SpilledCounts, SpillSizes
 from blockheat.libs.table_io.device_pass import (
     DeviceChunks,
     Output,
@@ -196,6 +198,7 @@ def _age(cur: tuple[np.ndarray, ...], previous: tuple[np.ndarray, ...] | None, b
 Requests = pa.Table | DeviceChunks
 
 CHUNK_ROWS = 4_000_000     # requests a task holds at once: a device is read in time order in parts of about this many
+SPILL = SpillSizes()       # an interval's edges held while counted and while pruned (libs.table_io.alis_spill)
 COLUMNS = ("ts_us", "seq", "op", "offset_bytes", "size_bytes")
 
 
@@ -263,15 +266,19 @@ class PairCounter:
     """The pair counts of each interval's reference string, fed in parts in reference order: each part's pairs
     (count_pairs after the last tau references of the part before in the same interval) added to the interval's
     sums (merge_counts), the sum whole-interval count_pairs gives. Memory: a part's pair keys and the interval's
-    distinct edges."""
+    distinct edges; with spill (a SpilledCounts for the interval), sums of more than sum_edges edges go to its
+    files and the interval's counts are the SpilledCounts."""
 
-    def __init__(self, tau: int) -> None:
+    def __init__(self, tau: int, spill: Callable[[], SpilledCounts] | None = None,
+                 sum_edges: int = SpillSizes.sum_edges) -> None:
         self.tau = tau
         self.interval: int | None = None
         self.carry = np.zeros(0, np.int64)
         self.sums = np.zeros((4, 0), np.int64)
+        self.spill, self.sum_edges = spill, sum_edges
+        self.spilled: SpilledCounts | None = None
 
-    def add(self, interval: np.ndarray, refs: np.ndarray) -> Iterator[tuple[int, Counts]]:
+    def add(self, interval: np.ndarray, refs: np.ndarray) -> Iterator[tuple[int, Counts | SpilledCounts]]:
         """Feeds references (units) with their intervals (non-decreasing, none before an interval fed earlier);
         yields (interval, counts) of each interval the part ends."""
         for i, a, b in zip(*_bounds(interval), strict=True):
@@ -283,12 +290,21 @@ class PairCounter:
                                                              first=len(self.carry))))
             self.sums = merge_counts(self.sums, part) if self.sums.shape[1] else part
             self.carry = string[-self.tau:]
+            if self.spill is not None and self.sums.shape[1] > self.sum_edges:
+                self.spilled = self.spilled or self.spill()
+                self.spilled.add(self.sums)
+                self.sums = np.zeros((4, 0), np.int64)
 
-    def close(self) -> Iterator[tuple[int, Counts]]:
+    def close(self) -> Iterator[tuple[int, Counts | SpilledCounts]]:
         """The open interval's counts (nothing when none is open)."""
         if self.interval is not None:
-            yield self.interval, tuple(self.sums)  # type: ignore[misc]
+            if self.spilled is not None:
+                self.spilled.add(self.sums)
+                yield self.interval, self.spilled
+            else:
+                yield self.interval, tuple(self.sums)  # type: ignore[misc]
         self.interval, self.carry, self.sums = None, np.zeros(0, np.int64), np.zeros((4, 0), np.int64)
+        self.spilled = None
 
 
 def _add_unit_counts(a: tuple[np.ndarray, np.ndarray], units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -334,13 +350,15 @@ def interval_unit_counts(refs: Iterable[tuple[np.ndarray, np.ndarray]],
 
 
 def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table | None, b: Build,
-                 p: GraphParams) -> dict[str, Any]:
+                 p: GraphParams, spill: SpillSizes | None = None) -> dict[str, Any]:
     """One device: {"units": (unit_id, offset_bytes, size_bytes), "graph": (interval_id, src_unit, dst_unit,
     weight), "runs": (interval_id, run_id, rank, position, unit_id), "stats": per-device figures}.
     previous: interval first-1's stored graph (src_unit, dst_unit, weight) or None. The requests in parts
     (DeviceChunks) give what one table gives: a pass over the parts finds the units (distinct extents) and the
     space used, the next counts the pairs of each interval part by part (PairCounter; with a prefilter a pass
-    before counts the references). Memory: a part, the units, an interval's edges and the pruned graphs."""
+    before counts the references). Memory: a part, the units, up to spill.sum_edges of an interval's edges (the
+    rest in bucket files: libs.table_io.alis_spill; default SPILL) and the pruned graphs."""
+    spill = spill or SPILL
     lo_us, hi_us = b.first * b.interval_us, (b.last + 1) * b.interval_us
     ext_off, ext_size = np.zeros(0, np.int64), np.zeros(0, np.int64)
     used = None
@@ -374,15 +392,23 @@ def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table 
     graph_refs, last_sizes, following = 0, (0, 0), b.first
     empty: Counts = tuple(np.zeros(0, np.int64) for _ in range(4))  # type: ignore[assignment]
 
-    def finish(i: int, counts: Counts) -> None:
+    def weigh_age(src: np.ndarray, dst: np.ndarray, pairs: np.ndarray, closeness: np.ndarray,
+                  previous: tuple[np.ndarray, ...] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return _age((src, dst, weigh(pairs, closeness, p.tau, p.f)), previous, p.beta)
+
+    def finish(i: int, counts: Counts | SpilledCounts) -> None:
         """Interval i's graph (its pairs weighed, aged with the previous graph, pruned) and runs."""
         nonlocal prev, last_sizes
-        src, dst, pairs, closeness = counts
-        weight = weigh(pairs, closeness, p.tau, p.f)
-        src, dst, weight = _age((src, dst, weight), prev, p.beta)
-        if len(src) and budget is not None:
-            keep, _ = prune_arrays(src, dst, weight, budget, share=PRUNE_SHARE)
-            src, dst, weight = src[keep], dst[keep], weight[keep]
+        if isinstance(counts, SpilledCounts):
+            try:
+                src, dst, weight = counts.graph(weigh_age, prev, budget, memory_edges=spill.memory_edges)
+            finally:
+                counts.close()
+        else:
+            src, dst, weight = weigh_age(*counts, prev)
+            if len(src) and budget is not None:
+                keep, _ = prune_arrays(src, dst, weight, budget, share=PRUNE_SHARE)
+                src, dst, weight = src[keep], dst[keep], weight[keep]
         prev = (src, dst, weight)
         graphs.append(pa.table({"interval_id": pa.array(np.full(len(src), i, np.int64)), "src_unit": pa.array(src),
                                 "dst_unit": pa.array(dst), "weight": pa.array(weight)}))
@@ -392,7 +418,7 @@ def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table 
             vertices = pc.count_distinct(pa.array(np.concatenate([src, dst]))).as_py()   # a hash: no sort
             last_sizes = (len(src), vertices * VERTEX_BYTES + len(src) * EDGE_BYTES) if len(src) else (0, 0)
 
-    def upto(ended: Iterable[tuple[int, Counts]]) -> None:
+    def upto(ended: Iterable[tuple[int, Counts | SpilledCounts]]) -> None:
         """Finishes the intervals before each ended one (no references: no pairs), then the ended one."""
         nonlocal following
         for i, counts in ended:
@@ -401,7 +427,8 @@ def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table 
             finish(i, counts)
             following = i + 1
 
-    counter = PairCounter(p.tau)
+    n_vertices = int(pc.max(units.column("unit_id")).as_py() or 0) + 1
+    counter = PairCounter(p.tau, lambda: SpilledCounts(n_vertices, spill.buckets), spill.sum_edges)
     for interval, units_of in references(parts_of(requests, COLUMNS, start), index, b.interval_us, chosen_of,
                                          p.prefilter_min_refs, frequent):
         graph_refs += len(units_of)
@@ -444,6 +471,7 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
         stored_graph = _stored(spark, warehouse, b.trace_id, access_graph.TABLE)
     devices = [(dev, {"requests": requests.files[dev], "units": stored_units.get(dev, []),
                       "graph": stored_graph.get(dev, [])}) for dev in requests.by_size()]
+    sizes = SPILL                                         # read here: the tasks get the driver's
     reads = {"requests": Read(COLUMNS, chunk_rows=CHUNK_ROWS),
              "units": Read(["unit_id", "offset_bytes", "size_bytes"]),
              "graph": Read(["src_unit", "dst_unit", "weight"], [("interval_id", "=", b.first - 1)])}
@@ -455,7 +483,7 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
 
     def build_device(device: str, rows: dict[str, pa.Table | None]) -> tuple[dict[str, pa.Table], dict[str, Any]]:
         started = time.perf_counter()
-        out = device_build(rows["requests"], rows["units"], rows["graph"], b, p)
+        out = device_build(rows["requests"], rows["units"], rows["graph"], b, p, sizes)
         return ({reorg_units.TABLE: keyed(out["units"], b.trace_id, device, unit_bytes=0),
                  access_graph.TABLE: keyed(out["graph"], b.trace_id, device),
                  alis_runs.TABLE: keyed(out["runs"], b.trace_id, device)},

@@ -19,6 +19,7 @@ from blockheat.sim.scenarios import ScenarioConfig, simulate_chunks, simulate_re
 from blockheat.sim.specs import load
 from blockheat.sim.spill import SpilledRequests
 from blockheat.sim.stats import ResponseTally, _order_stats
+from blockheat.sim.tracks import IoShaping, shape_requests, shape_segments
 from tests.sim.conftest import HPLAJW_TRACE
 
 COLUMNS = ("arrival_us", "device", "lbn", "sectors", "flags")
@@ -67,6 +68,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "cooling": {"disks": 3, "layout": {"kind": "extents", "extent_sectors": 2048}, "speedup": 400.0,
                 "interval_ms": 1000.0, "policy": {"name": "cooling", "every_s": 0.5, "delta": 0.01}},
     "saturated": {"disks": 1, "layout": {"kind": "concatenated"}, "speedup": 20_000.0},
+    # io shaping a segment at a time: merged runs never span a segment, responses per traced request or per piece
+    "track-aligned": {"speedup": 20.0, "io": {"kind": "track-aligned", "tracks": 1, "report": "requests"}},
+    "fixed": {"speedup": 20.0, "io": {"kind": "fixed", "io_bytes": 4096, "merge_gap_ms": 50.0}},
+    "unmerged": {"speedup": 20.0, "io": {"kind": "track-aligned", "merge": False, "report": "requests"}},
+    "saturated-track": {"disks": 2, "speedup": 20_000.0, "io": {"kind": "track-aligned", "report": "requests"}},
 }
 
 
@@ -81,11 +87,11 @@ def test_a_streamed_scenario_gives_the_whole_replays_figures(week: Requests, nam
     assert streamed.series.equals(whole.series)
     assert streamed.moves.equals(whole.moves)
     row = streamed.result.to_pylist()[0]
-    if name != "saturated":
-        assert row["requests"] == len(week)
+    if not name.startswith("saturated"):
+        assert row["requests"] == (len(week) if name != "fixed" else 73_384)        # fixed: its 4 KiB pieces
     if name == "cooling":
         assert streamed.moves.num_rows == 25             # the demon moves extents: the moves are compared
-    if name == "saturated":
+    if name.startswith("saturated"):
         assert row["saturated"]
         assert math.isinf(row["p95_response_ms"])
     if name == "as-traced":      # the week on its two disks at 20x (its write bursts queue when sped up)
@@ -121,9 +127,26 @@ def test_chunks_out_of_arrival_order_are_refused_naming_the_request(week: Reques
         sim.run()
 
 
+def test_io_shaping_streams_in_segments_that_no_merged_run_spans(week: Requests) -> None:
+    io = IoShaping("track-aligned", merge_gap_ms=10.0)
+    spec = load("hp_c2247a")
+    segments = list(shape_segments(cut(week, [3000] * 20), spec, io))
+    assert len(segments) == 16          # one per chunk, ending at its last gap of more than 10 ms, and the rest
+    whole = shape_requests(week, spec, io)
+    assert sum(len(s) for s, _ in segments) == len(week)
+    pieces = Requests.concat(shaped.pieces for _, shaped in segments)
+    for name in COLUMNS:
+        assert np.array_equal(getattr(pieces, name), getattr(whole.pieces, name))
+    for segment, _ in segments[:-1]:
+        assert len(segment) >= 2000
+    gapless = [Requests.build(np.arange(50, dtype=np.float64) * 1000.0, np.zeros(50), np.arange(50) * 8,
+                              np.full(50, 8), np.ones(50, bool))]
+    assert [len(s) for s, _ in shape_segments(gapless * 1, spec, io)] == [50]     # one run: one segment
+
+
 def test_what_needs_the_whole_window_gathers_the_chunks(week: Requests) -> None:
-    cfg = ScenarioConfig.from_dict({"scenario_id": "track", "spec": "hp_c2247a", "speedup": 20.0,
-                                    "io": {"kind": "track-aligned", "tracks": 1, "report": "requests"}})
+    cfg = ScenarioConfig.from_dict({"scenario_id": "bg", "spec": "hp_c2247a", "speedup": 20.0,
+                                    "background": {"rate_per_s": 2.0}})
     assert not streams(cfg)
     assert not streams(ScenarioConfig.from_dict({"scenario_id": "c", "spec": "hp_c2247a", "disks": 2,
                                                  "layout": {"kind": "extents", "extent_sectors": 2048},
@@ -131,6 +154,7 @@ def test_what_needs_the_whole_window_gathers_the_chunks(week: Requests) -> None:
     chunks = cut(week, [9000] * 4)
     streamed = simulate_chunks(lambda: iter(chunks), StreamFacts.of(chunks), DEVICES, "hplajw", cfg)
     assert streamed.result.equals(simulate_requests(week, DEVICES, "hplajw", cfg).result)
+    assert streamed.result.column("bg_requests")[0].as_py() > 0
 
 
 def test_the_tally_gives_order_statistics_equal_to_one_sort() -> None:

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 import blockheat.libs.table_io.alis_graph as GF
 from blockheat.jobs import alis_graph
 from blockheat.libs.io.tables import read_table, replace_trace, trace_rows
+from blockheat.libs.table_io.alis_spill import SpilledCounts, SpillSizes, _write
 from blockheat.sim import DAY_US, count_pairs
 from tests.builders import table_digest
 from tests.conftest import HPLAJW_TRACE_ID
@@ -90,6 +91,8 @@ def test_aging_on_arrays_is_eq_2_over_the_union_of_edges():
 
 
 PART_ROWS = 50   # requests a part holds in the tests of devices read in parts
+#: An interval's edges in 3 bucket files once its sums pass 20 edges, pruned on disk down to 30 edges.
+SPILL = SpillSizes(sum_edges=20, memory_edges=30, buckets=3)
 DAYS = 2      # the week's first two days: two daily graphs, the second aged with the first (each Spark build
               # costs seconds per interval)
 
@@ -111,15 +114,18 @@ def _through_spark(monkeypatch):
     monkeypatch.setattr(GF, "request_files", refuse)
 
 
-def _build(spark, spark_cfg, opts, monkeypatch, caplog, *, files: bool, parts: int = 0):
+def _build(spark, spark_cfg, opts, monkeypatch, caplog, *, files: bool, parts: int = 0,
+           spill: SpillSizes | None = None):
     """alis_graph.run through the files (asserted; with parts, each device read in parts of about that many
-    requests) or through Spark (the fallback, asserted by its log line)."""
+    requests; with spill, these spill sizes) or through Spark (the fallback, asserted by its log line)."""
     calls = []
     caplog.set_level("INFO", logger="blockheat.libs.table_io.device_pass")
     caplog.clear()
     with monkeypatch.context() as m:
         if parts:
             m.setattr(GF, "CHUNK_ROWS", parts)
+        if spill:
+            m.setattr(GF, "SPILL", spill)
         if files:
             real = GF.build
             m.setattr(GF, "build", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -143,6 +149,10 @@ def test_whole_trace_build_equals_the_spark_build(spark, spark_cfg, trace, monke
     parts_summary, parts_tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=True, parts=PART_ROWS)
     assert parts_tables == spark_tables
     assert parts_summary == spark_summary
+    spilled_summary, spilled_tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=True,
+                                             parts=PART_ROWS, spill=SPILL)
+    assert spilled_tables == spark_tables
+    assert spilled_summary == spark_summary
     assert spark_summary.intervals == list(range(DAYS))
     per_day = Counter(r["interval_id"] for r in trace_rows(spark, spark_cfg.warehouse, "access_graph", trace))
     assert len(per_day) == DAYS
@@ -157,6 +167,55 @@ def test_whole_trace_build_equals_the_spark_build(spark, spark_cfg, trace, monke
                                GF.GraphParams(**{**vars(params), "graph_share": 1.0}))
     pruned = next(d for d in files_summary.per_device if d["device"] == "0")
     assert unpruned["stats"]["last_edges"] > pruned["last_edges"] > 0
+
+
+def test_a_spilled_interval_is_the_graph_counted_and_pruned_in_memory(spark, spark_cfg, trace, monkeypatch):
+    """Device 0's two days in process, writes counted: counted into bucket files past 20 edges and pruned there in
+    rounds, every day's graph and runs equal the in-memory build's (the second day aged with the first)."""
+    requests = read_table(spark, spark_cfg.warehouse, "requests", trace).where("device = '0'").toArrow()
+    b = GF.Build(trace, 0, DAYS - 1, DAY_US)
+    params = GF.GraphParams(tau=9, f=0.5, beta=0.5, include_writes=True, graph_share=0.00002)
+    rounds, added = [], []
+    real_prune, real_add = SpilledCounts._prune_on_disk, SpilledCounts.add
+    monkeypatch.setattr(SpilledCounts, "_prune_on_disk", lambda self, edges, *a: rounds.append(edges) or
+                        real_prune(self, edges, *a))
+    monkeypatch.setattr(SpilledCounts, "add", lambda self, counts: added.append(counts.shape[1]) or
+                        real_add(self, counts))
+    spilled = GF.device_build(requests, None, None, b, params, SPILL)
+    in_memory = GF.device_build(requests, None, None, b, params, SpillSizes(sum_edges=10**9))
+    # Day 0's 368 summed edges and day 1's 794 go to the files; pruning starts on disk from 368 and from 843 (day 1
+    # aged with day 0's graph) edges, more than memory_edges.
+    assert [a for a in added if a] == [368, 794]
+    assert rounds == [368, 843]
+    for name in ("units", "graph", "runs"):
+        assert spilled[name].equals(in_memory[name]), name
+    assert spilled["stats"] == in_memory["stats"]
+    assert spilled["stats"]["last_edges"] == 238
+    # Pruned on disk down to 300 edges, then in memory (prune_arrays goes on from the graph the files left).
+    rounds.clear()
+    handed = GF.device_build(requests, None, None, b, params, SpillSizes(sum_edges=20, memory_edges=300, buckets=2))
+    assert rounds == [368, 843]
+    for name in ("units", "graph", "runs"):
+        assert handed[name].equals(in_memory[name]), name
+    assert spilled["stats"]["last_graph_bytes"] <= spilled["stats"]["budget_bytes"] == 5726
+
+
+def test_the_spilled_edge_percentile_is_the_sorted_weights_kth(tmp_path):
+    rng = np.random.default_rng(3)
+    weights = np.concatenate([rng.exponential(2.0, 5000), np.full(700, 0.5), np.full(300, 1.0 + 2**-40),
+                              rng.random(50) * 1e-9])
+    counts = SpilledCounts(10, 4)
+    try:
+        src = rng.integers(0, 10, len(weights))
+        for b in range(4):
+            inside = src % 4 == b
+            _write(counts._path("edges", b), src[inside], src[inside], weights[inside])
+        top = np.bincount(weights.view(np.uint64) >> np.uint64(48), minlength=1 << 16)
+        ordered = np.sort(weights)
+        for k in (0, 1, 49, 50, 51, 600, 1234, 3000, len(weights) - 1):
+            assert counts._select(top, k) == ordered[k]
+    finally:
+        counts.close()
 
 
 @pytest.mark.parametrize(("mode", "layout", "heat_writes"),
@@ -192,12 +251,14 @@ def test_layout_from_the_files_equals_the_spark_layout(spark, spark_cfg, trace, 
 def test_nightly_intervals_equal_the_spark_build(spark, spark_cfg, trace, monkeypatch, caplog):
     """--interval-index 0 then 1: units extended by first use, interval N-1's stored graph aged in."""
     got = {}
-    for files, parts in ((False, 0), (True, 0), (True, PART_ROWS)):
+    for files, parts, spill in ((False, 0, None), (True, 0, None), (True, PART_ROWS, None), (True, PART_ROWS, SPILL)):
         for n in range(2):
             opts = alis_graph.GraphOptions(trace, interval_index=n, graph_share=0.0005, prefilter_min_refs=2)
-            summary, tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=files, parts=parts)
-        got[files, parts] = (summary, tables)
-    assert got[True, 0] == got[False, 0]
-    assert got[True, PART_ROWS] == got[False, 0]
-    assert got[True, 0][0].intervals == [1]
+            summary, tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=files, parts=parts,
+                                     spill=spill)
+        got[files, parts, spill] = (summary, tables)
+    assert got[True, 0, None] == got[False, 0, None]
+    assert got[True, PART_ROWS, None] == got[False, 0, None]
+    assert got[True, PART_ROWS, SPILL] == got[False, 0, None]
+    assert got[True, 0, None][0].intervals == [1]
 
