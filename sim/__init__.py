@@ -22,7 +22,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Extent": ("array", "Extent"), "ExtentMap": ("array", "ExtentMap"), "Layout": ("array", "Layout"),
     "LayoutArrays": ("array", "LayoutArrays"), "RandomDisk": ("array", "RandomDisk"), "Striped": ("array", "Striped"),
     "Requests": ("records", "Requests"), "StreamFacts": ("records", "StreamFacts"),
-    "SpilledRequests": ("spill", "SpilledRequests"),
+    "SpilledRequests": ("spill", "SpilledRequests"), "SPILL_CHUNK_REQUESTS": ("spill", "CHUNK_REQUESTS"),
     "ClosedLoop": ("engine", "ClosedLoop"), "SimConfig": ("engine", "SimConfig"),
     "Simulation": ("engine", "Simulation"), "Window": ("engine", "Window"),
     "run_with_policy": ("engine", "run_with_policy"),

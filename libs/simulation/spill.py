@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 
 from blockheat.libs.io.task_parquet import Opener
 from blockheat.libs.table_io.device_pass import NO_STATS, RowGroup, spans
+from blockheat.sim import SPILL_CHUNK_REQUESTS as CHUNK_REQUESTS
 from blockheat.sim import SpilledRequests, requests_from_arrow_tables
-from blockheat.sim.spill import CHUNK_REQUESTS
 
 #: Rows converted at once (about 80 bytes each while converting).
 SPAN_REQUESTS = 4_000_000
