@@ -417,9 +417,7 @@ class Simulation:
                                  f"{self.requests.arrival_us[-1]} us: chunks must continue in arrival order")
             self._device_bases(nxt, self.device_sectors, first=start)
             self._check_fit(nxt, self.array, self.spec.capacity_sectors, first=start)
-        r = self.requests
-        self.requests = Requests(*(np.concatenate([getattr(r, c)[k:], getattr(nxt, c)])
-                                   for c in ("arrival_us", "device", "lbn", "sectors", "flags")))
+        self.requests = Requests.concat([self.requests.rows(k, len(self.requests)), nxt])
         self._req = self._arrays(self.requests)
         self.out = self.out._replace(resp=np.concatenate([resp[k:], np.full(len(nxt), np.nan, np.float32)]))
         si[K.SI_BASE] = base + k

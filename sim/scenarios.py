@@ -627,9 +627,8 @@ def simulate_chunks(chunks: Chunks, facts: StreamFacts, devices: tuple[str, ...]
 
 def _gathered(chunks: Chunks, facts: StreamFacts) -> Requests:
     """The chunks put together, in arrays of facts.count requests filled chunk by chunk."""
-    out = Requests.empty() if facts.count == 0 else None
-    if out is not None:
-        return out
+    if facts.count == 0:
+        return Requests.empty()
     cols = {"arrival_us": np.empty(facts.count), "device": np.empty(facts.count, np.int32),
             "lbn": np.empty(facts.count, np.int64), "sectors": np.empty(facts.count, np.int32),
             "flags": np.empty(facts.count, np.int8)}

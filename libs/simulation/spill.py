@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from blockheat.libs.io.task_parquet import Opener
-from blockheat.libs.table_io.device_pass import NO_STATS, RowGroup, spans
+from blockheat.libs.table_io.device_pass import NO_STATS, RowGroup, row_groups, spans
 from blockheat.sim import SPILL_CHUNK_REQUESTS as CHUNK_REQUESTS
 from blockheat.sim import SpilledRequests, requests_from_arrow_tables
 
@@ -30,15 +30,7 @@ def spill_requests(files: Sequence[str], sector_size: int, devices: Sequence[str
     for f in files:
         fs, where = opener(f)
         opened[f] = pq.ParquetFile(where, filesystem=fs)
-        meta = opened[f].metadata
-        column = meta.schema.to_arrow_schema().get_field_index("ts_us")
-        for i in range(meta.num_row_groups):
-            g = meta.row_group(i)
-            stats = g.column(column).statistics
-            known = stats is not None and stats.has_min_max
-            if g.num_rows:
-                groups.append(RowGroup(f, i, g.num_rows, int(stats.min) if known else -NO_STATS,
-                                       int(stats.max) if known else NO_STATS))
+        groups += row_groups(f, opened[f])
     device_of = dict(zip(files, file_devices, strict=True)) if file_devices is not None else None
     columns = ["seq", "ts_us", "op", "offset_bytes", "size_bytes", *([] if device_of else ["device"])]
     start, stop = window_us if window_us is not None else (None, None)

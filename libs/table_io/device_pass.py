@@ -87,11 +87,13 @@ class RowGroup:
     hi: int
 
 
-def row_groups(path: str) -> list[RowGroup]:
+def row_groups(path: str, opened: pq.ParquetFile | None = None) -> list[RowGroup]:
     """The file's row groups with their ts_us range from the footer (a group without statistics counts as
-    spanning every time)."""
-    fs, local = storage.filesystem(path)
-    meta = pq.ParquetFile(local, filesystem=fs).metadata
+    spanning every time); opened: the file, already open."""
+    if opened is None:
+        fs, local = storage.filesystem(path)
+        opened = pq.ParquetFile(local, filesystem=fs)
+    meta = opened.metadata
     column = meta.schema.to_arrow_schema().get_field_index("ts_us")
     out = []
     for i in range(meta.num_row_groups):
