@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blockheat.libs.io.tables import read_table, table_exists, table_target
-from blockheat.libs.table_io.alis_spill import SpilledCounts, SpillSizes
+from blockheat.libs.table_io.alis_spill import Edges, SpilledCounts, SpillSizes, WeighAge
 from blockheat.libs.table_io.device_pass import (
     DeviceChunks,
     Output,
@@ -349,6 +349,28 @@ def interval_unit_counts(refs: Iterable[tuple[np.ndarray, np.ndarray]],
     return out
 
 
+def spilling_counter(tau: int, n_vertices: int, spill: SpillSizes) -> PairCounter:
+    """A PairCounter whose intervals of more than spill.sum_edges distinct edges go to bucket files (units
+    0..n_vertices-1)."""
+    return PairCounter(tau, lambda: SpilledCounts(n_vertices, spill.buckets), spill.sum_edges)
+
+
+def pruned_graph(counts: Counts | SpilledCounts, weigh_age: WeighAge, previous: Edges | None, budget: int | None,
+                 spill: SpillSizes) -> Edges:
+    """An interval's graph from its counts: weighed and aged (weigh_age), pruned to the budget (None: not pruned),
+    in (src, dst) order; spilled counts are pruned on their files (down to spill.memory_edges), then removed."""
+    if isinstance(counts, SpilledCounts):
+        try:
+            return counts.graph(weigh_age, previous, budget, memory_edges=spill.memory_edges)
+        finally:
+            counts.close()
+    src, dst, weight = weigh_age(*counts, previous)
+    if len(src) and budget is not None:
+        keep, _ = prune_arrays(src, dst, weight, budget, share=PRUNE_SHARE)
+        src, dst, weight = src[keep], dst[keep], weight[keep]
+    return src, dst, weight
+
+
 def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table | None, b: Build,
                  p: GraphParams, spill: SpillSizes | None = None) -> dict[str, Any]:
     """One device: {"units": (unit_id, offset_bytes, size_bytes), "graph": (interval_id, src_unit, dst_unit,
@@ -399,16 +421,7 @@ def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table 
     def finish(i: int, counts: Counts | SpilledCounts) -> None:
         """Interval i's graph (its pairs weighed, aged with the previous graph, pruned) and runs."""
         nonlocal prev, last_sizes
-        if isinstance(counts, SpilledCounts):
-            try:
-                src, dst, weight = counts.graph(weigh_age, prev, budget, memory_edges=spill.memory_edges)
-            finally:
-                counts.close()
-        else:
-            src, dst, weight = weigh_age(*counts, prev)
-            if len(src) and budget is not None:
-                keep, _ = prune_arrays(src, dst, weight, budget, share=PRUNE_SHARE)
-                src, dst, weight = src[keep], dst[keep], weight[keep]
+        src, dst, weight = pruned_graph(counts, weigh_age, prev, budget, spill)
         prev = (src, dst, weight)
         graphs.append(pa.table({"interval_id": pa.array(np.full(len(src), i, np.int64)), "src_unit": pa.array(src),
                                 "dst_unit": pa.array(dst), "weight": pa.array(weight)}))
@@ -427,8 +440,7 @@ def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table 
             finish(i, counts)
             following = i + 1
 
-    n_vertices = int(pc.max(units.column("unit_id")).as_py() or 0) + 1
-    counter = PairCounter(p.tau, lambda: SpilledCounts(n_vertices, spill.buckets), spill.sum_edges)
+    counter = spilling_counter(p.tau, int(pc.max(units.column("unit_id")).as_py() or 0) + 1, spill)
     for interval, units_of in references(parts_of(requests, COLUMNS, start), index, b.interval_us, chosen_of,
                                          p.prefilter_min_refs, frequent):
         graph_refs += len(units_of)

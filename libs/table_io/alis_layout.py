@@ -28,8 +28,7 @@ from blockheat.libs.io.tables import table_target
 from blockheat.libs.table_io import alis_graph as GF
 from blockheat.libs.table_io.device_pass import Output, Read, device_pass
 from blockheat.schemas import alis_layout, alis_runs, alis_summary
-from blockheat.sim import ALIS_PRUNE_SHARE as PRUNE_SHARE
-from blockheat.sim import plan_area, prune_arrays
+from blockheat.sim import plan_area
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -99,12 +98,14 @@ def _hits(plan: dict[str, np.ndarray] | None, reads: tuple[np.ndarray, np.ndarra
 
 
 def device_layout(requests: GF.Requests, units: pa.Table | None, graph: pa.Table | None,
-                  p: LayoutParams) -> dict[str, Any]:
+                  p: LayoutParams, spill: GF.SpillSizes | None = None) -> dict[str, Any]:
     """One device: {"plan": alis_layout rows, "runs": alis_runs rows (trace_id, device left out), "summary":
     alis_summary rows as dicts (trace_id, device, mode and layout left out)}. The requests in parts (DeviceChunks)
     give what one table gives: one pass counts each interval's references per unit (reads, and all requests) and
     the space used, the next counts the lookahead's pairs part by part (GF.PairCounter). Memory: a part, the
-    units, the counts per interval and unit, an interval's edges, the stored graphs."""
+    units, the counts per interval and unit, up to spill.sum_edges of an interval's lookahead edges (the rest in
+    bucket files, as the graph build keeps them; default GF.SPILL), the stored graphs."""
+    spill = spill or GF.SPILL
     index = GF.UnitIndex(units)
     unit_table = {c: np.zeros(0, np.int64) for c in ("unit_id", "offset_bytes", "size_bytes")}
     if units is not None:
@@ -177,15 +178,16 @@ def device_layout(requests: GF.Requests, units: pa.Table | None, graph: pa.Table
             chosen = (interval >= 1) & (interval <= p.last)
             return chosen if p.include_writes else chosen & GF._is_read(part)
 
-        def runs_of(ended: Any) -> None:
-            for i, (src, dst, pairs, closeness) in ended:
-                weight = GF.weigh(pairs, closeness, p.tau, p.f)
-                if len(src):
-                    keep, _ = prune_arrays(src, dst, weight, budget, share=PRUNE_SHARE)
-                    src, dst, weight = src[keep], dst[keep], weight[keep]
-                la_runs[i] = GF.run_members(src, dst, weight, p)
+        def weighed(src: np.ndarray, dst: np.ndarray, pairs: np.ndarray, closeness: np.ndarray,
+                    _previous: Any) -> GF.Edges:
+            return src, dst, GF.weigh(pairs, closeness, p.tau, p.f)          # unaged: no previous graph
 
-        counter = GF.PairCounter(p.tau)
+        def runs_of(ended: Any) -> None:
+            for i, counts in ended:
+                la_runs[i] = GF.run_members(*GF.pruned_graph(counts, weighed, None, budget, spill), p)
+
+        n_units = int(unit_table["unit_id"].max()) + 1 if len(unit_table["unit_id"]) else 1
+        counter = GF.spilling_counter(p.tau, n_units, spill)
         for interval, refs in GF.references(GF.parts_of(requests, GF.COLUMNS, p.interval_us), index, p.interval_us,
                                             chosen_of, p.prefilter_min_refs,
                                             all_counts if p.include_writes else read_counts):
@@ -239,11 +241,12 @@ def layout(spark: SparkSession, warehouse: Path, trace_id: str, p: LayoutParams)
              "units": Read(["unit_id", "offset_bytes", "size_bytes"]),
              "graph": Read(["interval_id", "src_unit", "dst_unit", "weight"])}
     where = {"trace_id": trace_id}
+    sizes = GF.SPILL                                      # read here: the tasks get the driver's
     names = TABLES if p.mode != "heat" else (alis_layout.TABLE,)
     outputs = {name: Output(table_target(spark, warehouse, name).for_write(), where) for name in names}
 
     def layout_device(device: str, rows: dict[str, pa.Table | None]) -> tuple[dict[str, pa.Table], list[dict]]:
-        out = device_layout(rows["requests"], rows["units"], rows["graph"], p)
+        out = device_layout(rows["requests"], rows["units"], rows["graph"], p, sizes)
         tables = {alis_layout.TABLE: GF.keyed(out["plan"], trace_id, device)}
         if alis_runs.TABLE in outputs:
             tables[alis_runs.TABLE] = GF.keyed(out["runs"], trace_id, device)

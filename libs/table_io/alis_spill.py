@@ -16,7 +16,7 @@ import numpy as np
 
 from blockheat.sim import ALIS_EDGE_BYTES, ALIS_PRUNE_SHARE, ALIS_VERTEX_BYTES, prune_arrays, select_bits
 
-__all__ = ["SpillSizes", "SpilledCounts"]
+__all__ = ["Edges", "SpillSizes", "SpilledCounts", "WeighAge"]
 
 Edges = tuple[np.ndarray, np.ndarray, np.ndarray]           # (src, dst, weight)
 #: An interval's summed counts of one bucket (src, dst, pairs, closeness; sorted by (src, dst)) and the previous

@@ -229,23 +229,57 @@ def test_layout_from_the_files_equals_the_spark_layout(spark, spark_cfg, trace, 
     opts = alis_layout.LayoutOptions(trace, mode=mode, layout=layout, heat_writes=heat_writes)
     caplog.set_level("INFO", logger="blockheat.libs.table_io.device_pass")
     got = {}
-    for files in (False, True, "parts"):
+    for files in (False, True, "parts", "spilled"):
         caplog.clear()
         with monkeypatch.context() as m:
             if not files:
                 _through_spark(m)
-            if files == "parts":
+            if files in ("parts", "spilled"):
                 m.setattr(GF, "CHUNK_ROWS", PART_ROWS)
+            if files == "spilled":
+                m.setattr(GF, "SPILL", SPILL)
             rows = alis_layout.run(spark, spark_cfg, opts)
         assert (f"alis {trace}: through Spark SQL (test: the Spark build)" in caplog.text) == (not files)
         got[files] = (rows, {t: table_digest(spark, spark_cfg.warehouse, t, trace)
                              for t in ("alis_layout", "alis_runs", "alis_summary")})
     assert got[True] == got[False]
     assert got["parts"] == got[False]
+    assert got["spilled"] == got[False]
     rows = got[True][0]
     assert [r["interval_id"] for r in rows if r["device"] == "0"] == list(range(DAYS))
     assert sum(r["realizable_reads"] or 0 for r in rows) > 0
     assert sum(r["lookahead_reads"] or 0 for r in rows) > 0
+
+
+def test_a_spilled_lookahead_plans_as_the_in_memory_one(spark, spark_cfg, trace, monkeypatch):
+    """Device 0's layout in process with the job's own parameters: day 1's lookahead graph, counted into bucket
+    files past 20 edges and pruned there, gives the in-memory count's plans, runs and summary."""
+    from blockheat.jobs import alis_layout
+    from blockheat.libs.table_io import alis_layout as LF
+
+    seen = []
+    real_layout = LF.layout
+    monkeypatch.setattr(LF, "layout", lambda *a: seen.append(a[3]) or real_layout(*a))
+    alis_layout.run(spark, spark_cfg, alis_layout.LayoutOptions(trace, mode="combined"))
+    (p,) = seen
+
+    def device_0(table: str) -> pa.Table:
+        return read_table(spark, spark_cfg.warehouse, table, trace).where("device = '0'").toArrow()
+
+    requests, units, graph = device_0("requests"), device_0("reorg_units"), device_0("access_graph")
+    added = []
+    real_add = SpilledCounts.add
+    monkeypatch.setattr(SpilledCounts, "add", lambda self, counts: added.append(counts.shape[1]) or
+                        real_add(self, counts))
+    spilled = LF.device_layout(requests, units, graph, p, SPILL)
+    assert [a for a in added if a] == [327]                 # day 1's lookahead edges went to the files
+    added.clear()
+    in_memory = LF.device_layout(requests, units, graph, p, SpillSizes(sum_edges=10**9))
+    assert not added
+    for name in ("plan", "runs"):
+        assert spilled[name].equals(in_memory[name]), name
+    assert spilled["summary"] == in_memory["summary"]
+    assert spilled["summary"][0]["lookahead_reads"] > 0
 
 
 def test_nightly_intervals_equal_the_spark_build(spark, spark_cfg, trace, monkeypatch, caplog):
