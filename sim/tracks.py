@@ -544,10 +544,12 @@ def shape_requests(requests: Requests, spec: DiskSpec, io: IoShaping) -> ShapedR
 
 def shape_segments(chunks: Iterable[Requests], spec: DiskSpec, io: IoShaping) -> Iterator[tuple[Requests,
                                                                                                  ShapedRequests]]:
-    """shape_requests over requests read in chunks (in arrival order): they are cut into segments, each ending
-    where the next request arrives more than merge_gap_ms after it (no run of merged requests spans that), and
-    each segment is shaped alone, which shapes it as the whole would be; yields (segment, its ShapedRequests).
-    A segment holds about a chunk; requests with no such gap between them stay in one."""
+    """shape_requests over requests read in chunks (in arrival order): they are cut into segments no run of
+    merged requests spans, and each segment is shaped alone, which shapes it as the whole would be; yields
+    (segment, its ShapedRequests). A segment ends where the next request arrives more than merge_gap_ms after it,
+    or, where no such gap falls in the requests held, before the first run that starts after every earlier run
+    has ended and can take no later request (_closed_cut). A segment holds about a chunk; only one merged run
+    longer than the chunks keeps more."""
     gap_us = io.merge_gap_ms * 1000.0 if io.merge else -math.inf
     held: list[Requests] = []
     for chunk in chunks:
@@ -556,8 +558,8 @@ def shape_segments(chunks: Iterable[Requests], spec: DiskSpec, io: IoShaping) ->
         held.append(chunk)
         pending = Requests.concat(held)
         gaps = np.flatnonzero(np.diff(pending.arrival_us) > gap_us)
-        if gaps.size:
-            cut = int(gaps[-1]) + 1
+        cut = int(gaps[-1]) + 1 if gaps.size else _closed_cut(pending, gap_us)
+        if cut:
             segment = pending.rows(0, cut)
             yield segment, io.shape(segment, spec)
             held = [pending.rows(cut, len(pending))]
@@ -566,6 +568,20 @@ def shape_segments(chunks: Iterable[Requests], spec: DiskSpec, io: IoShaping) ->
     if held:
         segment = Requests.concat(held)
         yield segment, io.shape(segment, spec)
+
+
+def _closed_cut(requests: Requests, gap_us: float) -> int:
+    """The largest index c > 0 at which the requests can be cut with the merge unchanged: every run that starts
+    before c ends before c, and its last request arrived more than gap_us before the last one held, so no later
+    request joins it; 0 when there is none."""
+    _, heads, _, last = _merge_runs(requests.arrival_us, requests.device, requests.lbn, requests.sectors,
+                                    requests.flags, float(gap_us))
+    if len(heads) < 2:
+        return 0
+    done = np.logical_and.accumulate(requests.arrival_us[last] < requests.arrival_us[-1] - gap_us)
+    reach = np.maximum.accumulate(last)
+    ok = np.flatnonzero(done[:-1] & (reach[:-1] < heads[1:]))     # cut before run r + 1
+    return int(heads[ok[-1] + 1]) if ok.size else 0
 
 
 def original_responses(shaped: ShapedRequests, original_arrival_us: np.ndarray, piece_arrival_us: np.ndarray,

@@ -144,6 +144,47 @@ def test_io_shaping_streams_in_segments_that_no_merged_run_spans(week: Requests)
     assert [len(s) for s, _ in shape_segments(gapless * 1, spec, io)] == [50]     # one run: one segment
 
 
+def _streams(n: int, seed: int) -> Requests:
+    """n requests 1 ms apart (no gap of 10 ms) from three interleaved sequential streams on one device, each
+    jumping to a random address with probability 1/20 (runs of about 20 requests, read and write streams)."""
+    rng = np.random.default_rng(seed)
+    stream = rng.integers(0, 3, n)
+    jump = rng.random(n) < 0.05
+    sectors = rng.integers(1, 17, n)
+    at = rng.integers(0, 200_000, 3) * 8
+    lbn = np.empty(n, np.int64)
+    for i in range(n):
+        k = stream[i]
+        if jump[i]:
+            at[k] = rng.integers(0, 200_000) * 8
+        lbn[i] = at[k]
+        at[k] += sectors[i]
+    return Requests.build(np.arange(n, dtype=np.float64) * 1000.0, np.zeros(n), lbn, sectors, stream != 2)
+
+
+@pytest.mark.parametrize("kind", ["track-aligned", "fixed"])
+def test_a_trace_without_gaps_streams_in_segments_cut_between_closed_runs(kind: str) -> None:
+    """No arrival gap of merge_gap_ms anywhere: the segments end where every run begun has ended and is too old
+    to be joined (a chunk's worth each, not the whole trace), and their pieces and per-request piece ranges are
+    the whole shaping's."""
+    requests = _streams(30_000, 11)
+    spec = load("hp_c2247a")
+    io = IoShaping(kind, io_bytes=8192 if kind == "fixed" else None, merge_gap_ms=10.0)
+    segments = list(shape_segments(cut(requests, [3000] * 10), spec, io))
+    whole = shape_requests(requests, spec, io)
+    assert sum(len(s) for s, _ in segments) == len(requests)
+    assert len(segments) == 11          # one cut in each chunk, and the rest
+    assert max(len(s) for s, _ in segments) < 2 * 3000       # not the whole trace: about a chunk
+    pieces = Requests.concat(shaped.pieces for _, shaped in segments)
+    for name in COLUMNS:
+        assert np.array_equal(getattr(pieces, name), getattr(whole.pieces, name))
+    base = np.cumsum([0] + [len(shaped.pieces) for _, shaped in segments[:-1]])
+    for field in ("first_piece", "last_piece"):
+        got = np.concatenate([getattr(shaped, field) + b for (_, shaped), b in zip(segments, base, strict=True)])
+        assert np.array_equal(got, getattr(whole, field))
+    assert len(whole.pieces) < len(requests)           # runs were merged
+
+
 def test_what_needs_the_whole_window_gathers_the_chunks(week: Requests) -> None:
     cfg = ScenarioConfig.from_dict({"scenario_id": "bg", "spec": "hp_c2247a", "speedup": 20.0,
                                     "background": {"rate_per_s": 2.0}})
