@@ -271,9 +271,10 @@ def write_bytes(location: str, data: bytes) -> None:
 
 
 def parquet_file(location: str) -> pq.ParquetFile:
-    """A Parquet file opened for reading its footer and row groups."""
+    """A Parquet file opened for reading its footer and row groups, a row group's memory freed once its table is
+    (no pre-buffering: pyarrow keeps pre-buffered column chunks as long as the file is open)."""
     fs, path = filesystem(location)
-    return pq.ParquetFile(path, filesystem=fs)
+    return pq.ParquetFile(path, filesystem=fs, pre_buffer=False)
 
 
 def read_parquet(location: str, columns: list[str] | None = None, filters: Any = None) -> pa.Table:

@@ -29,7 +29,7 @@ def spill_requests(files: Sequence[str], sector_size: int, devices: Sequence[str
     groups: list[RowGroup] = []
     for f in files:
         fs, where = opener(f)
-        opened[f] = pq.ParquetFile(where, filesystem=fs)
+        opened[f] = pq.ParquetFile(where, filesystem=fs, pre_buffer=False)     # see libs.io.storage.parquet_file
         groups += row_groups(f, opened[f])
     device_of = dict(zip(files, file_devices, strict=True)) if file_devices is not None else None
     columns = ["seq", "ts_us", "op", "offset_bytes", "size_bytes", *([] if device_of else ["device"])]

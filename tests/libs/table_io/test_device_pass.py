@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from blockheat.libs.io.tables import read_table, table_target, table_version
@@ -106,3 +108,26 @@ def test_request_files_lists_each_device_rows_and_the_last_time(spark, spark_cfg
     assert listed.rows == {"h_0": 3, "h_1": 2}
     assert listed.last_us == 20
     assert [d for d, _ in listed.by_size_items()] == ["h_0", "h_1"]
+
+
+def test_a_device_read_in_parts_holds_a_part_not_its_files(tmp_path: Path) -> None:
+    """DeviceChunks over a device's 20 files of one row group each, in parts of a file: the Arrow memory held with
+    each part stays a few parts' worth (a pre-buffering reader keeps each open file's last group read: it grew to
+    about 20 parts)."""
+    rng = np.random.default_rng(1)
+    group = 50_000
+    paths = []
+    for f in range(20):
+        seq = np.arange(f * group, (f + 1) * group)
+        paths.append(str(tmp_path / f"part-{f}.parquet"))
+        pq.write_table(pa.table({"seq": seq, "ts_us": seq * 7, "offset_bytes": rng.integers(0, 1 << 40, group),
+                                 "size_bytes": rng.integers(1, 1 << 20, group)}), paths[-1])
+    base = pa.total_allocated_bytes()
+    held = []
+    for part in DP.DeviceChunks(paths, ["seq", "ts_us", "offset_bytes", "size_bytes"], max_rows=group):
+        held.append((part.num_rows, pa.total_allocated_bytes() - base))
+        del part
+    part_bytes = group * 4 * 8
+    assert [rows for rows, _ in held] == [group] * 20
+    assert max(b for _, b in held) < 5 * part_bytes
+    assert held[-1][1] - held[0][1] < part_bytes          # not growing with the files read
