@@ -49,7 +49,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     # ALIS
     "AlisParams": ("alis.params", "AlisParams"), "DAY_US": ("alis.params", "DAY_US"),
     "ALIS_EDGE_BYTES": ("alis.graph", "EDGE_BYTES"), "ALIS_VERTEX_BYTES": ("alis.graph", "VERTEX_BYTES"),
-    "ALIS_PRUNE_SHARE": ("alis.graph", "PRUNE_SHARE"), "check_alis_context": ("alis.graph", "check_context"),
+    "ALIS_PRUNE_SHARE": ("alis.graph", "PRUNE_SHARE"),
+    "alis_heaviest_into": ("alis.graph", "heaviest_into"), "check_alis_context": ("alis.graph", "check_context"),
     "count_pairs": ("alis.graph", "count_pairs"), "prune_arrays": ("alis.graph", "prune_arrays"),
     "sum_pairs": ("alis.graph", "sum_pairs"), "merge_counts": ("alis.graph", "merge_counts"),
     "ALIS_THRESHOLD": ("alis.runs", "THRESHOLD"), "ALIS_THRESHOLD_COMBINED": ("alis.runs", "THRESHOLD_COMBINED"),

@@ -99,13 +99,21 @@ def _idiv(values: np.ndarray, divisor: int) -> np.ndarray:
     return np.where(values < 0, -out, out)
 
 
+def _packing(offsets: np.ndarray, sizes: np.ndarray) -> int | None:
+    """The shift that packs each (offset, size) into one int64 ordered as the pairs, offset << shift | size (None:
+    they do not fit, or one is negative)."""
+    if not len(offsets) or offsets.min() < 0 or sizes.min() < 0:
+        return None
+    shift = int(sizes.max()).bit_length()
+    return shift if int(offsets.max()).bit_length() + shift <= 62 else None
+
+
 def _unit_keys(offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """int64 keys ordered as (offset_bytes, size_bytes): both packed in one integer when they fit, else the
     dense rank of the pair."""
-    if len(offsets) and offsets.min() >= 0 and sizes.min() >= 0:
-        size_bits = int(sizes.max()).bit_length()
-        if int(offsets.max()).bit_length() + size_bits <= 62:
-            return (offsets << size_bits) | sizes
+    shift = _packing(offsets, sizes)
+    if shift is not None:
+        return (offsets << shift) | sizes
     order = np.lexsort((sizes, offsets))
     new = np.ones(len(order), bool)
     new[1:] = (offsets[order][1:] != offsets[order][:-1]) | (sizes[order][1:] != sizes[order][:-1])
@@ -222,10 +230,44 @@ def _is_read(part: pa.Table) -> np.ndarray:
 
 def distinct_extents(offsets: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct (offset, size) pairs, in (offset, size) order."""
+    shift = _packing(offsets, sizes)
+    if shift is not None:                               # one sort of int64 keys (np.unique's hashing is slower)
+        keys = np.sort((offsets << shift) | sizes)
+        keys = keys[np.r_[True, keys[1:] != keys[:-1]]]
+        return keys >> shift, keys & ((1 << shift) - 1)
     order = np.lexsort((sizes, offsets))
     o, s = offsets[order], sizes[order]
     new = np.r_[True, (o[1:] != o[:-1]) | (s[1:] != s[:-1])] if len(o) else np.zeros(0, bool)
     return o[new], s[new]
+
+
+class ExtentSet:
+    """The distinct extents of requests added part by part, in (offset, size) order: each part's distinct ones are
+    merged in when those waiting outnumber the ones held (memory: at most twice the distinct extents and a part;
+    time: each extent is sorted about log2(parts) times, not once per part)."""
+
+    def __init__(self) -> None:
+        self.offsets, self.sizes = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        self._waiting: list[tuple[np.ndarray, np.ndarray]] = []
+        self._rows = 0
+
+    def add(self, offsets: np.ndarray, sizes: np.ndarray) -> None:
+        o, s = distinct_extents(offsets, sizes)
+        self._waiting.append((o, s))
+        self._rows += len(o)
+        if self._rows > len(self.offsets):
+            self._merge()
+
+    def _merge(self) -> None:
+        if self._waiting:
+            self.offsets, self.sizes = distinct_extents(np.concatenate([self.offsets, *(o for o, _ in self._waiting)]),
+                                                        np.concatenate([self.sizes, *(s for _, s in self._waiting)]))
+        self._waiting, self._rows = [], 0
+
+    def extents(self) -> tuple[np.ndarray, np.ndarray]:
+        """(offsets, sizes) of every extent added, distinct, in (offset, size) order."""
+        self._merge()
+        return self.offsets, self.sizes
 
 
 class UnitIndex:
@@ -234,19 +276,29 @@ class UnitIndex:
     def __init__(self, units: pa.Table | None) -> None:
         cols = ("unit_id", "offset_bytes", "size_bytes")
         ids, off, size = ([np.zeros(0, np.int64)] * 3 if units is None else _ints(units, *cols))
-        self.offsets, self.sizes = np.unique(off), np.unique(size)
-        keys = (np.searchsorted(self.offsets, off) << 32) | np.searchsorted(self.sizes, size)
+        self.shift = _packing(off, size)
+        if self.shift is not None:                      # one int64 key per extent: one search per request
+            self.top = (int(off.max()), int(size.max()))
+            keys = (off << self.shift) | size
+        else:                                           # the ranks of offset and size, packed
+            self.offsets, self.sizes = np.unique(off), np.unique(size)
+            keys = (np.searchsorted(self.offsets, off) << 32) | np.searchsorted(self.sizes, size)
         order = np.argsort(keys)
         self.keys, self.ids = keys[order], ids[order]
 
     def ids_of(self, offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         if not len(self.keys):
             return np.full(len(offsets), -1, np.int64)
-        ro, rs = np.searchsorted(self.offsets, offsets), np.searchsorted(self.sizes, sizes)
-        found = ((self.offsets[np.minimum(ro, len(self.offsets) - 1)] == offsets)
-                 & (self.sizes[np.minimum(rs, len(self.sizes) - 1)] == sizes))
-        at = np.minimum(np.searchsorted(self.keys, (ro << 32) | rs), len(self.keys) - 1)
-        found &= self.keys[at] == ((ro << 32) | rs)
+        if self.shift is not None:
+            found = (offsets >= 0) & (offsets <= self.top[0]) & (sizes >= 0) & (sizes <= self.top[1])
+            keys = np.where(found, offsets << self.shift | sizes, 0)
+        else:
+            ro, rs = np.searchsorted(self.offsets, offsets), np.searchsorted(self.sizes, sizes)
+            found = ((self.offsets[np.minimum(ro, len(self.offsets) - 1)] == offsets)
+                     & (self.sizes[np.minimum(rs, len(self.sizes) - 1)] == sizes))
+            keys = (ro << 32) | rs
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        found &= self.keys[at] == keys
         return np.where(found, self.ids[at], -1)
 
 
@@ -382,19 +434,19 @@ def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table 
     rest in bucket files: libs.table_io.alis_spill; default SPILL) and the pruned graphs."""
     spill = spill or SPILL
     lo_us, hi_us = b.first * b.interval_us, (b.last + 1) * b.interval_us
-    ext_off, ext_size = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    extents = ExtentSet()
     used = None
     for part in parts_of(requests, ("ts_us", "seq", "offset_bytes", "size_bytes")):
         ts, off, size = _ints(part, "ts_us", "offset_bytes", "size_bytes")
         counted = (ts >= lo_us) & (ts < hi_us) if b.nightly else np.ones(len(ts), bool)
-        ext_off, ext_size = distinct_extents(np.concatenate([ext_off, off[counted]]),
-                                             np.concatenate([ext_size, size[counted]]))
+        extents.add(off[counted], size[counted])
         before = ts < hi_us if b.nightly else np.ones(len(ts), bool)
         if before.any():
             end = int((off[before] + size[before]).max())
             used = end if used is None else max(used, end)
+    ext_off, ext_size = extents.extents()
     _, units = number_units(ext_off, ext_size, np.ones(len(ext_off), bool), known)
-    del ext_off, ext_size
+    del ext_off, ext_size, extents
     index = UnitIndex(units)
     budget = None if used is None else math.floor(used * p.graph_share)
 

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
-from blockheat.sim import ALIS_EDGE_BYTES, ALIS_PRUNE_SHARE, ALIS_VERTEX_BYTES, prune_arrays, select_bits
+from blockheat.sim import (
+    ALIS_EDGE_BYTES,
+    ALIS_PRUNE_SHARE,
+    ALIS_VERTEX_BYTES,
+    alis_heaviest_into,
+    prune_arrays,
+    select_bits,
+)
 
 __all__ = ["Edges", "SpillSizes", "SpilledCounts", "WeighAge"]
 
@@ -39,98 +46,127 @@ class SpilledCounts:
 
     def __init__(self, n_vertices: int, buckets: int) -> None:
         self.n_vertices, self.buckets = max(int(n_vertices), 1), int(buckets)
+        self.vertex_type = np.int32 if self.n_vertices < 2**31 else np.int64
         self._scratch = tempfile.TemporaryDirectory(prefix="blockheat-alis-")
         self._root = Path(self._scratch.name)
+        self._segments: list[list[int]] = [[] for _ in range(self.buckets)]
 
     def _path(self, kind: str, b: int) -> Path:
         return self._root / f"{kind}-{b}"
 
     def add(self, counts: np.ndarray) -> None:
-        """Counts (4, n) int64: src, dst, pairs, closeness, appended to their buckets."""
-        bucket = counts[0] % self.buckets
-        order = np.argsort(bucket, kind="stable")
-        rows = np.ascontiguousarray(counts[:, order].T)
-        bounds = np.searchsorted(bucket[order], np.arange(self.buckets + 1))
+        """Counts (4, n) int64: src, dst, pairs, closeness, appended to their buckets (as a segment of four column
+        blocks)."""
+        bucket = (counts[0] % self.buckets).astype(np.uint8 if self.buckets <= 256 else np.int64)
+        order = np.argsort(bucket, kind="stable")       # a radix sort for uint8
+        bounds = np.r_[0, np.cumsum(np.bincount(bucket, minlength=self.buckets))]
+        del bucket
+        columns = counts.take(order, axis=1)
+        del order
         for b in range(self.buckets):
-            if bounds[b + 1] > bounds[b]:
+            a, z = int(bounds[b]), int(bounds[b + 1])
+            if z > a:
                 with open(self._path("counts", b), "ab") as f:
-                    rows[bounds[b]:bounds[b + 1]].tofile(f)
+                    for c in range(4):
+                        columns[c, a:z].tofile(f)
+                self._segments[b].append(z - a)
+
+    def _counts(self, b: int) -> np.ndarray:
+        """A bucket's counts (4, n), its segments side by side."""
+        path = self._path("counts", b)
+        if not self._segments[b]:
+            return np.zeros((4, 0), np.int64)
+        raw, at, parts = np.fromfile(path, np.int64), 0, []
+        for n in self._segments[b]:
+            parts.append(raw[at:at + 4 * n].reshape(4, n))
+            at += 4 * n
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
     def graph(self, weigh_age: WeighAge, previous: Edges | None, budget: int | None, *,
               memory_edges: int, share: float = ALIS_PRUNE_SHARE) -> Edges:
         """The interval's graph: counts summed per (src, dst), weighed and aged with `previous` (weigh_age, per
         bucket), pruned to the budget (None: not pruned); in (src, dst) order."""
-        edges = 0
+        found = _Census(self.n_vertices)
         for b in range(self.buckets):
-            path = self._path("counts", b)
-            rows = np.fromfile(path, np.int64).reshape(-1, 4) if path.exists() else np.zeros((0, 4), np.int64)
-            src, dst, pairs, closeness = self._summed(rows)
-            del rows
+            src, dst, pairs, closeness = self._summed(self._counts(b))
             prev = None if previous is None else _bucket_of(previous, b, self.buckets)
             s, d, w = weigh_age(src, dst, pairs, closeness, prev)
-            _write(self._path("edges", b), s, d, w)
-            edges += len(s)
-        if budget is not None and edges:
-            edges = self._prune_on_disk(edges, budget, share, memory_edges)
+            self._write(b, s, d, w)
+            found.add(s, d, w)
+        if budget is not None and found.edges:
+            self._prune_on_disk(found, budget, share, memory_edges)
         src, dst, weight = (np.concatenate(c) for c in zip(*self._edges(), strict=True))
         order = np.lexsort((dst, src))
-        src, dst, weight = src[order], dst[order], weight[order]
+        src, dst, weight = src[order].astype(np.int64), dst[order].astype(np.int64), weight[order]
         if budget is not None and len(src):
             keep, _ = prune_arrays(src, dst, weight, budget, share=share)
             src, dst, weight = src[keep], dst[keep], weight[keep]
         return src, dst, weight
 
-    def _summed(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
-        """One bucket's rows summed per (src, dst) (integers: exact in any order), sorted by (src, dst)."""
-        key = rows[:, 0] * self.n_vertices + rows[:, 1]
-        order = np.argsort(key, kind="stable")
+    def _summed(self, counts: np.ndarray) -> tuple[np.ndarray, ...]:
+        """One bucket's counts (4, n) summed per (src, dst) (integers: exact in any order), sorted by (src, dst)."""
+        key = counts[0] * self.n_vertices + counts[1]
+        order = np.argsort(key)
         key = key[order]
         starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
-        pairs = np.add.reduceat(rows[order, 2], starts) if len(starts) else np.zeros(0, np.int64)
-        closeness = np.add.reduceat(rows[order, 3], starts) if len(starts) else np.zeros(0, np.int64)
+        pairs = np.add.reduceat(counts[2][order], starts) if len(starts) else np.zeros(0, np.int64)
+        closeness = np.add.reduceat(counts[3][order], starts) if len(starts) else np.zeros(0, np.int64)
         first = key[starts]
         return first // self.n_vertices, first % self.n_vertices, pairs, closeness
 
+    def _write(self, b: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> None:
+        """A bucket's edges as three blocks (src and dst in the vertex type, weight as float64)."""
+        with open(self._path("edges", b), "wb") as f:
+            for column, dtype in ((src, self.vertex_type), (dst, self.vertex_type), (weight, np.float64)):
+                np.ascontiguousarray(column, dtype).tofile(f)
+
+    def _read(self, b: int, weights_only: bool = False) -> Edges:
+        """A bucket's edges (views of one read), or only its weights (src and dst empty)."""
+        path, v = self._path("edges", b), np.dtype(self.vertex_type).itemsize
+        n = path.stat().st_size // (2 * v + 8)
+        if weights_only:
+            none = np.zeros(0, self.vertex_type)
+            return none, none, np.fromfile(path, np.float64, count=n, offset=2 * v * n)
+        raw = np.fromfile(path, np.uint8)
+        return (raw[: v * n].view(self.vertex_type), raw[v * n: 2 * v * n].view(self.vertex_type),
+                raw[2 * v * n:].view(np.float64))
+
     def _edges(self) -> Iterator[Edges]:
         for b in range(self.buckets):
-            yield _read(self._path("edges", b))
+            yield self._read(b)
 
-    def _prune_on_disk(self, edges: int, budget: int, share: float, memory_edges: int) -> int:
+    def _prune_on_disk(self, found: _Census, budget: int, share: float, memory_edges: int) -> None:
         """prune_arrays's rounds over the bucket files while the graph has more than memory_edges edges (or until
-        it fits the budget); returns its edges."""
-        while edges > memory_edges:
-            vertex = np.full(self.n_vertices, -np.inf)
-            top = np.zeros(1 << 16, np.int64)
-            lightest = math.inf
-            for s, d, w in self._edges():
-                np.maximum.at(vertex, s, w)            # each vertex's heaviest edge, in or out
-                np.maximum.at(vertex, d, w)
-                top += np.bincount(w.view(np.uint64) >> np.uint64(48), minlength=1 << 16)
-                lightest = min(lightest, float(w.min())) if len(w) else lightest
-            present = vertex[vertex > -np.inf]
-            if ALIS_VERTEX_BYTES * len(present) + ALIS_EDGE_BYTES * edges <= budget:
+        it fits the budget). found: the census of the graph as the files hold it; each round's rewrite takes the
+        next one."""
+        while found.edges > memory_edges:
+            present = found.vertex[found.vertex > -np.inf]
+            if ALIS_VERTEX_BYTES * len(present) + ALIS_EDGE_BYTES * found.edges <= budget:
                 break
-            edge_cut = self._select(top, max(1, math.ceil(edges * share)) - 1)
+            edge_cut = self._select(found.top, max(1, math.ceil(found.edges * share)) - 1)
             k = max(1, math.ceil(len(present) * share))
             vertex_cut = float(np.partition(present, k - 1)[k - 1])
-            tied = edge_cut == lightest and vertex_cut == present.min()
-            dropped = vertex < vertex_cut
-            edges = 0
+            tied = edge_cut == found.lightest and vertex_cut == present.min()
+            dropped = found.vertex < vertex_cut
+            del present
+            found = _Census(self.n_vertices)
             for b in range(self.buckets):
-                s, d, w = _read(self._path("edges", b))
-                goes = (w < edge_cut) | dropped[s] | dropped[d]
+                s, d, w = self._read(b)
+                stays = w >= edge_cut
                 if tied:
-                    goes |= w <= edge_cut
-                _write(self._path("edges", b), s[~goes], d[~goes], w[~goes])
-                edges += int(np.count_nonzero(~goes))
-        return edges
+                    stays &= w > edge_cut
+                stays &= ~dropped[s]
+                stays &= ~dropped[d]
+                s, d, w = s[stays], d[stays], w[stays]
+                self._write(b, s, d, w)
+                found.add(s, d, w)
 
     def _select(self, top: np.ndarray, k: int) -> float:
         """The k-th smallest weight (0-based) of the files' edges, top: the count per value of the weights' top 16
-        bits (positive floats order as their bits; select_bits)."""
+        bits (positive floats order as their bits; select_bits). Its passes read the weights only."""
         def passes() -> Iterator[np.ndarray]:
-            for _, _, w in self._edges():
-                yield w.view(np.uint64)
+            for b in range(self.buckets):
+                yield self._read(b, weights_only=True)[2].view(np.uint64)
 
         return float(np.array([select_bits(passes, top, k)], np.uint64).view(np.float64)[0])
 
@@ -144,13 +180,21 @@ def _bucket_of(edges: Edges, b: int, buckets: int) -> Edges:
     return edges[0][inside], edges[1][inside], edges[2][inside]
 
 
-def _write(path: Path, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> None:
-    rows = np.empty((len(src), 3), np.int64)
-    rows[:, 0], rows[:, 1], rows[:, 2] = src, dst, np.asarray(weight, np.float64).view(np.int64)
-    rows.tofile(path)
 
+class _Census:
+    """What a pruning round needs of a graph, gathered as its edges are written: the edges, each vertex's heaviest
+    edge (in or out; -inf: none), the count per value of the weights' top 16 bits, and the lightest weight."""
 
-def _read(path: Path) -> Edges:
-    rows = np.fromfile(path, np.int64).reshape(-1, 3)
-    return rows[:, 0].copy(), rows[:, 1].copy(), rows[:, 2].copy().view(np.float64)
+    def __init__(self, n_vertices: int) -> None:
+        self.edges = 0
+        self.vertex = np.full(n_vertices, -np.inf)
+        self.top = np.zeros(1 << 16, np.int64)
+        self.lightest = math.inf
 
+    def add(self, s: np.ndarray, d: np.ndarray, w: np.ndarray) -> None:
+        if not len(w):
+            return
+        self.edges += len(w)
+        alis_heaviest_into(self.vertex, s, d, w)
+        self.top += np.bincount(w.view(np.uint64) >> np.uint64(48), minlength=1 << 16)
+        self.lightest = min(self.lightest, float(w.min()))

@@ -192,14 +192,19 @@ def _nearest_rank(values: np.ndarray, share: float) -> float:
 
 
 @numba.njit(cache=True)
-def _vertex_weights(s: np.ndarray, d: np.ndarray, w: np.ndarray, n_vertices: int) -> np.ndarray:
-    """Each vertex's heaviest edge weight, in or out; -inf for a vertex on no edge."""
-    out = np.full(n_vertices, -np.inf)
+def heaviest_into(out: np.ndarray, s: np.ndarray, d: np.ndarray, w: np.ndarray) -> None:
+    """out[v] raised to the weight of each edge of vertex v, in or out (out: one float64 per vertex number)."""
     for i in range(len(w)):
         if w[i] > out[s[i]]:
             out[s[i]] = w[i]
         if w[i] > out[d[i]]:
             out[d[i]] = w[i]
+
+
+def _vertex_weights(s: np.ndarray, d: np.ndarray, w: np.ndarray, n_vertices: int) -> np.ndarray:
+    """Each vertex's heaviest edge weight, in or out; -inf for a vertex on no edge."""
+    out = np.full(n_vertices, -np.inf)
+    heaviest_into(out, s, d, w)
     return out
 
 

@@ -6,6 +6,7 @@ settings are pinned through it elsewhere (test_hplajw, test_jobs, tests/jobs/tes
 pinned by the Spark build)."""
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import numpy as np
@@ -16,7 +17,7 @@ from pyspark.sql import functions as F
 import blockheat.libs.table_io.alis_graph as GF
 from blockheat.jobs import alis_graph
 from blockheat.libs.io.tables import read_table, replace_trace, trace_rows
-from blockheat.libs.table_io.alis_spill import SpilledCounts, SpillSizes, _write
+from blockheat.libs.table_io.alis_spill import SpilledCounts, SpillSizes
 from blockheat.sim import DAY_US, count_pairs
 from tests.builders import table_digest
 from tests.conftest import HPLAJW_TRACE_ID
@@ -49,6 +50,30 @@ def test_unit_index_finds_each_extent_and_refuses_others():
     got = index.ids_of(np.array([10, 10, 10 << 50, 10, 11, 10 << 50], np.int64), np.array([4, 8, 8, 6, 8, 4], np.int64))
     assert got.tolist() == [5, 3, 7, -1, -1, -1]
     assert GF.UnitIndex(None).ids_of(np.array([1]), np.array([1])).tolist() == [-1]
+    # Packed keys (offset << shift | size) when they fit in 62 bits, else the ranks of offset and size: both find
+    # the same ids, and an extent beyond the units' largest offset or size is none.
+    assert index.shift is not None
+    wide = GF.UnitIndex(units.set_column(1, "offset_bytes", pa.array([1 << 61, 10, 10])))
+    assert wide.shift is None
+    assert wide.ids_of(np.array([10, 10, 1 << 61, 10, 11, 1 << 61], np.int64),
+                       np.array([4, 8, 8, 6, 8, 4], np.int64)).tolist() == [5, 3, 7, -1, -1, -1]
+    assert index.ids_of(np.array([10, 10 << 51, -10], np.int64), np.array([16, 8, 8], np.int64)).tolist() == [-1] * 3
+
+
+@pytest.mark.parametrize("high", [1 << 40, 1 << 60], ids=["packed", "ranked"])
+def test_extents_gathered_in_parts_are_the_distinct_extents_of_all(high):
+    """ExtentSet fed parts of uneven sizes holds what one distinct_extents of all the requests gives, in (offset,
+    size) order, whether the pairs pack into one key or not."""
+    rng = np.random.default_rng(11)
+    offsets = rng.integers(0, 400, 20_000) * (high // 400)
+    sizes = rng.integers(1, 9, 20_000) * 512
+    gathered = GF.ExtentSet()
+    for a, b in itertools.pairwise([0, 1, 50, 51, 3_000, 3_001, 9_000, 20_000]):
+        gathered.add(offsets[a:b], sizes[a:b])
+    got = gathered.extents()
+    pairs = sorted(set(zip(offsets.tolist(), sizes.tolist(), strict=True)))
+    assert [got[0].tolist(), got[1].tolist()] == [[o for o, _ in pairs], [s for _, s in pairs]]
+    assert 3_000 < len(pairs) <= 3_200                  # most of the 400 x 8 drawn: parts repeat each other's
 
 
 def test_pair_counts_fed_in_parts_equal_one_count_per_interval():
@@ -177,8 +202,8 @@ def test_a_spilled_interval_is_the_graph_counted_and_pruned_in_memory(spark, spa
     params = GF.GraphParams(tau=9, f=0.5, beta=0.5, include_writes=True, graph_share=0.00002)
     rounds, added = [], []
     real_prune, real_add = SpilledCounts._prune_on_disk, SpilledCounts.add
-    monkeypatch.setattr(SpilledCounts, "_prune_on_disk", lambda self, edges, *a: rounds.append(edges) or
-                        real_prune(self, edges, *a))
+    monkeypatch.setattr(SpilledCounts, "_prune_on_disk", lambda self, found, *a: rounds.append(found.edges) or
+                        real_prune(self, found, *a))
     monkeypatch.setattr(SpilledCounts, "add", lambda self, counts: added.append(counts.shape[1]) or
                         real_add(self, counts))
     spilled = GF.device_build(requests, None, None, b, params, SPILL)
@@ -209,7 +234,7 @@ def test_the_spilled_edge_percentile_is_the_sorted_weights_kth(tmp_path):
         src = rng.integers(0, 10, len(weights))
         for b in range(4):
             inside = src % 4 == b
-            _write(counts._path("edges", b), src[inside], src[inside], weights[inside])
+            counts._write(b, src[inside], src[inside], weights[inside])
         top = np.bincount(weights.view(np.uint64) >> np.uint64(48), minlength=1 << 16)
         ordered = np.sort(weights)
         for k in (0, 1, 49, 50, 51, 600, 1234, 3000, len(weights) - 1):
