@@ -232,8 +232,7 @@ def distinct_extents(offsets: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray
     """The distinct (offset, size) pairs, in (offset, size) order."""
     shift = _packing(offsets, sizes)
     if shift is not None:                               # one sort of int64 keys (np.unique's hashing is slower)
-        keys = np.sort((offsets << shift) | sizes)
-        keys = keys[np.r_[True, keys[1:] != keys[:-1]]]
+        keys, _, _ = _bounds(np.sort((offsets << shift) | sizes))
         return keys >> shift, keys & ((1 << shift) - 1)
     order = np.lexsort((sizes, offsets))
     o, s = offsets[order], sizes[order]

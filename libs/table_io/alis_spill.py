@@ -86,14 +86,15 @@ class SpilledCounts:
               memory_edges: int, share: float = ALIS_PRUNE_SHARE) -> Edges:
         """The interval's graph: counts summed per (src, dst), weighed and aged with `previous` (weigh_age, per
         bucket), pruned to the budget (None: not pruned); in (src, dst) order."""
-        found = _Census(self.n_vertices)
+        found = None if budget is None else _Census(self.n_vertices)     # what the pruning's first round needs
         for b in range(self.buckets):
             src, dst, pairs, closeness = self._summed(self._counts(b))
             prev = None if previous is None else _bucket_of(previous, b, self.buckets)
             s, d, w = weigh_age(src, dst, pairs, closeness, prev)
             self._write(b, s, d, w)
-            found.add(s, d, w)
-        if budget is not None and found.edges:
+            if found is not None:
+                found.add(s, d, w)
+        if found is not None and found.edges:
             self._prune_on_disk(found, budget, share, memory_edges)
         src, dst, weight = (np.concatenate(c) for c in zip(*self._edges(), strict=True))
         order = np.lexsort((dst, src))
@@ -120,16 +121,22 @@ class SpilledCounts:
             for column, dtype in ((src, self.vertex_type), (dst, self.vertex_type), (weight, np.float64)):
                 np.ascontiguousarray(column, dtype).tofile(f)
 
-    def _read(self, b: int, weights_only: bool = False) -> Edges:
-        """A bucket's edges (views of one read), or only its weights (src and dst empty)."""
+    def _edge_file(self, b: int) -> tuple[Path, int, int]:
+        """A bucket's edge file, the vertex type's bytes and its edges."""
         path, v = self._path("edges", b), np.dtype(self.vertex_type).itemsize
-        n = path.stat().st_size // (2 * v + 8)
-        if weights_only:
-            none = np.zeros(0, self.vertex_type)
-            return none, none, np.fromfile(path, np.float64, count=n, offset=2 * v * n)
+        return path, v, path.stat().st_size // (2 * v + 8)
+
+    def _read(self, b: int) -> Edges:
+        """A bucket's edges (views of one read)."""
+        path, v, n = self._edge_file(b)
         raw = np.fromfile(path, np.uint8)
         return (raw[: v * n].view(self.vertex_type), raw[v * n: 2 * v * n].view(self.vertex_type),
                 raw[2 * v * n:].view(np.float64))
+
+    def _weights(self, b: int) -> np.ndarray:
+        """A bucket's weights alone (the file's last block)."""
+        path, v, n = self._edge_file(b)
+        return np.fromfile(path, np.float64, count=n, offset=2 * v * n)
 
     def _edges(self) -> Iterator[Edges]:
         for b in range(self.buckets):
@@ -166,7 +173,7 @@ class SpilledCounts:
         bits (positive floats order as their bits; select_bits). Its passes read the weights only."""
         def passes() -> Iterator[np.ndarray]:
             for b in range(self.buckets):
-                yield self._read(b, weights_only=True)[2].view(np.uint64)
+                yield self._weights(b).view(np.uint64)
 
         return float(np.array([select_bits(passes, top, k)], np.uint64).view(np.float64)[0])
 
@@ -178,7 +185,6 @@ class SpilledCounts:
 def _bucket_of(edges: Edges, b: int, buckets: int) -> Edges:
     inside = edges[0] % buckets == b
     return edges[0][inside], edges[1][inside], edges[2][inside]
-
 
 
 class _Census:
