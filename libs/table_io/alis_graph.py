@@ -23,7 +23,9 @@ import dataclasses
 import logging
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +44,8 @@ from blockheat.libs.table_io.device_pass import (
     Unsupported,
     device_pass,
     request_files,
+    task_threads,
+    threads_per_task,
     trace_files,
 )
 from blockheat.schemas import access_graph, alis_graphs, alis_runs, reorg_units
@@ -318,16 +322,31 @@ class PairCounter:
     (count_pairs after the last tau references of the part before in the same interval) added to the interval's
     sums (merge_counts), the sum whole-interval count_pairs gives. Memory: a part's pair keys and the interval's
     distinct edges; with spill (a SpilledCounts for the interval), sums of more than sum_edges edges go to its
-    files and the interval's counts are the SpilledCounts."""
+    files and the interval's counts are the SpilledCounts. threads > 1: up to that many parts are counted at once
+    while the next is read (integer sums: the same counts in any order); call close() to the end."""
 
     def __init__(self, tau: int, spill: Callable[[], SpilledCounts] | None = None,
-                 sum_edges: int = SpillSizes.sum_edges) -> None:
+                 sum_edges: int = SpillSizes.sum_edges, threads: int = 1) -> None:
         self.tau = tau
         self.interval: int | None = None
         self.carry = np.zeros(0, np.int64)
         self.sums = np.zeros((4, 0), np.int64)
         self.spill, self.sum_edges = spill, sum_edges
         self.spilled: SpilledCounts | None = None
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="alis-count") if threads > 1 else None
+        self.threads = threads
+        self.counting: deque[Future[np.ndarray]] = deque()
+
+    def _count(self, string: np.ndarray, first: int) -> np.ndarray:
+        return np.ascontiguousarray(np.stack(count_pairs(np.zeros(len(string), np.int64), string, self.tau,
+                                                         first=first)))
+
+    def _sum(self, part: np.ndarray) -> None:
+        self.sums = merge_counts(self.sums, part) if self.sums.shape[1] else part
+        if self.spill is not None and self.sums.shape[1] > self.sum_edges:
+            self.spilled = self.spilled or self.spill()
+            self.spilled.add(self.sums)
+            self.sums = np.zeros((4, 0), np.int64)
 
     def add(self, interval: np.ndarray, refs: np.ndarray) -> Iterator[tuple[int, Counts | SpilledCounts]]:
         """Feeds references (units) with their intervals (non-decreasing, none before an interval fed earlier);
@@ -337,17 +356,18 @@ class PairCounter:
                 yield from self.close()
             self.interval = int(i)
             string = np.concatenate([self.carry, refs[a:b]])
-            part = np.ascontiguousarray(np.stack(count_pairs(np.zeros(len(string), np.int64), string, self.tau,
-                                                             first=len(self.carry))))
-            self.sums = merge_counts(self.sums, part) if self.sums.shape[1] else part
+            if self.pool is None:
+                self._sum(self._count(string, len(self.carry)))
+            else:
+                self.counting.append(self.pool.submit(self._count, string, len(self.carry)))
+                while len(self.counting) > self.threads:
+                    self._sum(self.counting.popleft().result())
             self.carry = string[-self.tau:]
-            if self.spill is not None and self.sums.shape[1] > self.sum_edges:
-                self.spilled = self.spilled or self.spill()
-                self.spilled.add(self.sums)
-                self.sums = np.zeros((4, 0), np.int64)
 
     def close(self) -> Iterator[tuple[int, Counts | SpilledCounts]]:
         """The open interval's counts (nothing when none is open)."""
+        while self.counting:
+            self._sum(self.counting.popleft().result())
         if self.interval is not None:
             if self.spilled is not None:
                 self.spilled.add(self.sums)
@@ -356,6 +376,17 @@ class PairCounter:
                 yield self.interval, tuple(self.sums)  # type: ignore[misc]
         self.interval, self.carry, self.sums = None, np.zeros(0, np.int64), np.zeros((4, 0), np.int64)
         self.spilled = None
+
+    def __enter__(self) -> PairCounter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """The counting threads stopped (what a counter not closed holds is dropped)."""
+        for f in self.counting:
+            f.cancel()
+        self.counting.clear()
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
 
 
 def _add_unit_counts(a: tuple[np.ndarray, np.ndarray], units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -403,7 +434,8 @@ def interval_unit_counts(refs: Iterable[tuple[np.ndarray, np.ndarray]],
 def spilling_counter(tau: int, n_vertices: int, spill: SpillSizes) -> PairCounter:
     """A PairCounter whose intervals of more than spill.sum_edges distinct edges go to bucket files (units
     0..n_vertices-1)."""
-    return PairCounter(tau, lambda: SpilledCounts(n_vertices, spill.buckets), spill.sum_edges)
+    return PairCounter(tau, lambda: SpilledCounts(n_vertices, spill.buckets, spill.threads), spill.sum_edges,
+                       spill.threads)
 
 
 def pruned_graph(counts: Counts | SpilledCounts, weigh_age: WeighAge, previous: Edges | None, budget: int | None,
@@ -491,12 +523,12 @@ def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table 
             finish(i, counts)
             following = i + 1
 
-    counter = spilling_counter(p.tau, int(pc.max(units.column("unit_id")).as_py() or 0) + 1, spill)
-    for interval, units_of in references(parts_of(requests, COLUMNS, start), index, b.interval_us, chosen_of,
-                                         p.prefilter_min_refs, frequent):
-        graph_refs += len(units_of)
-        upto(counter.add(interval, units_of))
-    upto(counter.close())
+    with spilling_counter(p.tau, int(pc.max(units.column("unit_id")).as_py() or 0) + 1, spill) as counter:
+        for interval, units_of in references(parts_of(requests, COLUMNS, start), index, b.interval_us, chosen_of,
+                                             p.prefilter_min_refs, frequent):
+            graph_refs += len(units_of)
+            upto(counter.add(interval, units_of))
+        upto(counter.close())
     upto([(i, empty) for i in range(following, b.last + 1)])
     graph, found = pa.concat_tables(graphs), pa.concat_tables(runs)
     last_runs = found.filter(pc.equal(found.column("interval_id"), b.last))
@@ -534,7 +566,7 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
         stored_graph = _stored(spark, warehouse, b.trace_id, access_graph.TABLE)
     devices = [(dev, {"requests": requests.files[dev], "units": stored_units.get(dev, []),
                       "graph": stored_graph.get(dev, [])}) for dev in requests.by_size()]
-    sizes = SPILL                                         # read here: the tasks get the driver's
+    sizes = dataclasses.replace(SPILL, threads=threads_per_task(spark, len(devices)))   # the tasks get the driver's
     reads = {"requests": Read(COLUMNS, chunk_rows=CHUNK_ROWS),
              "units": Read(["unit_id", "offset_bytes", "size_bytes"]),
              "graph": Read(["src_unit", "dst_unit", "weight"], [("interval_id", "=", b.first - 1)])}
@@ -546,7 +578,8 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
 
     def build_device(device: str, rows: dict[str, pa.Table | None]) -> tuple[dict[str, pa.Table], dict[str, Any]]:
         started = time.perf_counter()
-        out = device_build(rows["requests"], rows["units"], rows["graph"], b, p, sizes)
+        out = device_build(rows["requests"], rows["units"], rows["graph"], b, p,
+                           dataclasses.replace(sizes, threads=task_threads(sizes.threads)))
         return ({reorg_units.TABLE: keyed(out["units"], b.trace_id, device, unit_bytes=0),
                  access_graph.TABLE: keyed(out["graph"], b.trace_id, device),
                  alis_runs.TABLE: keyed(out["runs"], b.trace_id, device)},

@@ -15,6 +15,7 @@ The Spark path joins every request to its unit (10 M rows) and scores the plans 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ import pyarrow as pa
 from blockheat.libs.io.delta_files import replace_from_driver
 from blockheat.libs.io.tables import table_target
 from blockheat.libs.table_io import alis_graph as GF
-from blockheat.libs.table_io.device_pass import Output, Read, device_pass
+from blockheat.libs.table_io.device_pass import Output, Read, device_pass, task_threads, threads_per_task
 from blockheat.schemas import alis_layout, alis_runs, alis_summary
 from blockheat.sim import plan_area
 
@@ -187,12 +188,12 @@ def device_layout(requests: GF.Requests, units: pa.Table | None, graph: pa.Table
                 la_runs[i] = GF.run_members(*GF.pruned_graph(counts, weighed, None, budget, spill), p)
 
         n_units = int(unit_table["unit_id"].max()) + 1 if len(unit_table["unit_id"]) else 1
-        counter = GF.spilling_counter(p.tau, n_units, spill)
-        for interval, refs in GF.references(GF.parts_of(requests, GF.COLUMNS, p.interval_us), index, p.interval_us,
-                                            chosen_of, p.prefilter_min_refs,
-                                            all_counts if p.include_writes else read_counts):
-            runs_of(counter.add(interval, refs))
-        runs_of(counter.close())
+        with GF.spilling_counter(p.tau, n_units, spill) as counter:
+            for interval, refs in GF.references(GF.parts_of(requests, GF.COLUMNS, p.interval_us), index,
+                                                p.interval_us, chosen_of, p.prefilter_min_refs,
+                                                all_counts if p.include_writes else read_counts):
+                runs_of(counter.add(interval, refs))
+            runs_of(counter.close())
     empty = np.zeros(0, np.int64)
     no_runs = GF.run_members(empty, empty, np.zeros(0), p) if use_runs else None
     lookahead = {i - 1: _hits(_plan(la_runs.get(i, no_runs) if use_runs else None, counts_of(i), unit_table,
@@ -241,12 +242,13 @@ def layout(spark: SparkSession, warehouse: Path, trace_id: str, p: LayoutParams)
              "units": Read(["unit_id", "offset_bytes", "size_bytes"]),
              "graph": Read(["interval_id", "src_unit", "dst_unit", "weight"])}
     where = {"trace_id": trace_id}
-    sizes = GF.SPILL                                      # read here: the tasks get the driver's
+    sizes = dataclasses.replace(GF.SPILL, threads=threads_per_task(spark, len(devices)))  # the tasks get the driver's
     names = TABLES if p.mode != "heat" else (alis_layout.TABLE,)
     outputs = {name: Output(table_target(spark, warehouse, name).for_write(), where) for name in names}
 
     def layout_device(device: str, rows: dict[str, pa.Table | None]) -> tuple[dict[str, pa.Table], list[dict]]:
-        out = device_layout(rows["requests"], rows["units"], rows["graph"], p, sizes)
+        out = device_layout(rows["requests"], rows["units"], rows["graph"], p,
+                            dataclasses.replace(sizes, threads=task_threads(sizes.threads)))
         tables = {alis_layout.TABLE: GF.keyed(out["plan"], trace_id, device)}
         if alis_runs.TABLE in outputs:
             tables[alis_runs.TABLE] = GF.keyed(out["runs"], trace_id, device)

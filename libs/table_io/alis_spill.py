@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,18 +36,21 @@ WeighAge = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Edges | Non
 @dataclass(frozen=True)
 class SpillSizes:
     """sum_edges: distinct edges an interval's pair counts hold in memory before they go to the bucket files;
-    memory_edges: edges the pruning takes into memory (prune_arrays); buckets: the files."""
+    memory_edges: edges the pruning takes into memory (prune_arrays); buckets: the files; threads: how many a task
+    counts parts and sums, weighs and prunes buckets with (numpy's sorts and the numba loops run without the GIL),
+    so a device that is the only task on a machine uses its cores. The results do not depend on it."""
 
     sum_edges: int = 8_000_000
     memory_edges: int = 16_000_000
     buckets: int = 64
+    threads: int = 1
 
 
 class SpilledCounts:
     """One interval's pair counts in bucket files (a scratch directory of their own, removed by close())."""
 
-    def __init__(self, n_vertices: int, buckets: int) -> None:
-        self.n_vertices, self.buckets = max(int(n_vertices), 1), int(buckets)
+    def __init__(self, n_vertices: int, buckets: int, threads: int = 1) -> None:
+        self.n_vertices, self.buckets, self.threads = max(int(n_vertices), 1), int(buckets), max(1, int(threads))
         self.vertex_type = np.int32 if self.n_vertices < 2**31 else np.int64
         self._scratch = tempfile.TemporaryDirectory(prefix="blockheat-alis-")
         self._root = Path(self._scratch.name)
@@ -87,17 +92,20 @@ class SpilledCounts:
         """The interval's graph: counts summed per (src, dst), weighed and aged with `previous` (weigh_age, per
         bucket), pruned to the budget (None: not pruned); in (src, dst) order."""
         found = None if budget is None else _Census(self.n_vertices)     # what the pruning's first round needs
-        for b in range(self.buckets):
+
+        def bucket(b: int) -> None:
             src, dst, pairs, closeness = self._summed(self._counts(b))
             prev = None if previous is None else _bucket_of(previous, b, self.buckets)
             s, d, w = weigh_age(src, dst, pairs, closeness, prev)
             self._write(b, s, d, w)
             if found is not None:
                 found.add(s, d, w)
+
+        self._each_bucket(bucket)
         if found is not None and found.edges:
             self._prune_on_disk(found, budget, share, memory_edges)
         src, dst, weight = (np.concatenate(c) for c in zip(*self._edges(), strict=True))
-        order = np.lexsort((dst, src))
+        order = np.argsort(src.astype(np.int64) * self.n_vertices + dst, kind="stable")     # (src, dst) order
         src, dst, weight = src[order].astype(np.int64), dst[order].astype(np.int64), weight[order]
         if budget is not None and len(src):
             keep, _ = prune_arrays(src, dst, weight, budget, share=share)
@@ -157,7 +165,9 @@ class SpilledCounts:
             dropped = found.vertex < vertex_cut
             del present
             found = _Census(self.n_vertices)
-            for b in range(self.buckets):
+
+            def bucket(b: int, census: _Census = found, edge_cut: float = edge_cut, tied: bool = tied,
+                       dropped: np.ndarray = dropped) -> None:
                 s, d, w = self._read(b)
                 stays = w >= edge_cut
                 if tied:
@@ -166,7 +176,19 @@ class SpilledCounts:
                 stays &= ~dropped[d]
                 s, d, w = s[stays], d[stays], w[stays]
                 self._write(b, s, d, w)
-                found.add(s, d, w)
+                census.add(s, d, w)
+
+            self._each_bucket(bucket)
+
+    def _each_bucket(self, fn: Callable[[int], None]) -> None:
+        """fn of every bucket, on `threads` threads (each bucket's files are its own; the census locks)."""
+        if self.threads == 1:
+            for b in range(self.buckets):
+                fn(b)
+            return
+        with ThreadPoolExecutor(self.threads, thread_name_prefix="alis-bucket") as pool:
+            for done in [pool.submit(fn, b) for b in range(self.buckets)]:
+                done.result()
 
     def _select(self, top: np.ndarray, k: int) -> float:
         """The k-th smallest weight (0-based) of the files' edges, top: the count per value of the weights' top 16
@@ -188,10 +210,12 @@ def _bucket_of(edges: Edges, b: int, buckets: int) -> Edges:
 
 
 class _Census:
-    """What a pruning round needs of a graph, gathered as its edges are written: the edges, each vertex's heaviest
-    edge (in or out; -inf: none), the count per value of the weights' top 16 bits, and the lightest weight."""
+    """What a pruning round needs of a graph, gathered as its edges are written (by any thread, in any order): the
+    edges, each vertex's heaviest edge (in or out; -inf: none), the count per value of the weights' top 16 bits, and
+    the lightest weight."""
 
     def __init__(self, n_vertices: int) -> None:
+        self.lock = threading.Lock()
         self.edges = 0
         self.vertex = np.full(n_vertices, -np.inf)
         self.top = np.zeros(1 << 16, np.int64)
@@ -200,7 +224,10 @@ class _Census:
     def add(self, s: np.ndarray, d: np.ndarray, w: np.ndarray) -> None:
         if not len(w):
             return
-        self.edges += len(w)
-        alis_heaviest_into(self.vertex, s, d, w)
-        self.top += np.bincount(w.view(np.uint64) >> np.uint64(48), minlength=1 << 16)
-        self.lightest = min(self.lightest, float(w.min()))
+        top = np.bincount(w.view(np.uint64) >> np.uint64(48), minlength=1 << 16)
+        lightest = float(w.min())
+        with self.lock:
+            self.edges += len(w)
+            alis_heaviest_into(self.vertex, s, d, w)
+            self.top += top
+            self.lightest = min(self.lightest, lightest)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import itertools
 import logging
+import os
 import pickle
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
@@ -30,6 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from blockheat.libs.io import storage
+from blockheat.libs.io.connect import parallelism
 from blockheat.libs.io.delta_files import FileWriter, TableTarget, commit_replace, discard
 from blockheat.libs.io.delta_log import LogUnreadable, snapshot
 from blockheat.libs.io.tables import Location, table_path
@@ -261,6 +263,18 @@ def _pickled(fn: Callable[[Iterator[int]], Iterator[Any]]) -> ArrowTask:
         yield pa.RecordBatch.from_arrays([pa.array(items, pa.binary())], schema=_ITEMS)
 
     return run
+
+
+def threads_per_task(spark: SparkSession, tasks: int) -> int:
+    """Driver side: the threads each of `tasks` tasks may use when they run together (the session's parallelism
+    shared among them; 1 when they fill it). A task caps it at its own CPUs (task_threads)."""
+    return max(1, parallelism(spark) // max(1, tasks))
+
+
+def task_threads(threads: int) -> int:
+    """Task side: `threads` capped at the CPUs this process may run on (a pinned worker's one)."""
+    return max(1, min(threads, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else
+                      (os.cpu_count() or 1)))
 
 
 def spark_tasks(spark: SparkSession, n: int, fn: Callable[[Iterator[int]], Iterator[Any]]) -> list[Any]:

@@ -39,7 +39,7 @@ def edge_weight(j: int, *, tau: int, f: float) -> float:
 # --- pair counts ------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _pair_keys(seg: np.ndarray, vertex: np.ndarray, tau: int, vertex_bits: int, closeness_bits: int,
                first: int) -> np.ndarray:
     """Packed (src, dst, closeness) of every pair of reads at most tau apart in the same segment whose later
@@ -60,7 +60,7 @@ def _pair_keys(seg: np.ndarray, vertex: np.ndarray, tau: int, vertex_bits: int, 
     return out[:m]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _radix_sort(keys: np.ndarray, bits: int) -> np.ndarray:
     """LSD radix sort, 16 bits a pass, of non-negative int64 keys below 2**bits (about 2.5x
     numpy's sort on the tens of millions of packed pairs one task sorts)."""
@@ -90,7 +90,7 @@ def _packing(n_vertices: int, tau: int) -> tuple[int, int]:
     return vertex_bits, closeness_bits
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _sum_sorted(keys: np.ndarray, closeness_bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sorted packed keys -> (pair key, pairs, closeness) per distinct pair key, in one pass (numpy's
     version made about ten arrays of the keys' length: 6 GB at the 79 M pairs of one 25 M-request device)."""
@@ -154,7 +154,7 @@ def sum_pairs(src: np.ndarray, dst: np.ndarray, closeness: np.ndarray, tau: int)
 
 # One fixed signature (C-contiguous in and out): lazily typed, it would compile F- and A-layout variants
 # in the workers whenever numba's disk cache lacks them (as after any edit of this module).
-@numba.njit("int64[:, ::1](int64[:, ::1], int64[:, ::1])", cache=True)
+@numba.njit("int64[:, ::1](int64[:, ::1], int64[:, ::1])", cache=True, nogil=True)
 def merge_counts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Sum of two (4, n) int64 count arrays (src, dst, pairs, closeness), each sorted by (src, dst)
     without repeats; the result is sorted the same way."""
@@ -191,7 +191,7 @@ def _nearest_rank(values: np.ndarray, share: float) -> float:
     return float(np.partition(values, k - 1)[k - 1])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def heaviest_into(out: np.ndarray, s: np.ndarray, d: np.ndarray, w: np.ndarray) -> None:
     """out[v] raised to the weight of each edge of vertex v, in or out (out: one float64 per vertex number)."""
     for i in range(len(w)):
@@ -246,7 +246,7 @@ def prune_arrays(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, budget: i
     return keep, rounds
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _cut(keep: np.ndarray, s: np.ndarray, d: np.ndarray, w: np.ndarray, dropped: np.ndarray, edge_cut: float,
          tied: bool) -> int:
     """One pruning round, in place: the edges that stay (weight not below the cut, neither end dropped; with

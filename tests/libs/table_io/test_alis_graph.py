@@ -6,6 +6,7 @@ settings are pinned through it elsewhere (test_hplajw, test_jobs, tests/jobs/tes
 pinned by the Spark build)."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import Counter
 
@@ -87,15 +88,16 @@ def test_pair_counts_fed_in_parts_equal_one_count_per_interval():
     for i in range(4):
         r = refs[interval == i]
         whole[i] = [a.tolist() for a in count_pairs(np.zeros(len(r), np.int64), r, tau)]
-    for cuts in ([], [1, 2, 3, 700, 1_500, 1_501, 2_999], list(range(0, 3_000, 97))):
-        counter = GF.PairCounter(tau)
-        got = {}
-        for a, b in zip([0, *cuts], [*cuts, 3_000], strict=True):
-            ended = list(counter.add(interval[a:b], refs[a:b]))
-            assert all(i < interval[b - 1] for i, _ in ended) if b > a else not ended
-            got.update({i: [c.tolist() for c in counts] for i, counts in ended})
-        got.update({i: [c.tolist() for c in counts] for i, counts in counter.close()})
-        assert got == whole
+    for cuts, threads in itertools.product(([], [1, 2, 3, 700, 1_500, 1_501, 2_999], list(range(0, 3_000, 97))),
+                                           (1, 3)):
+        with GF.PairCounter(tau, threads=threads) as counter:     # threads: parts counted 3 at a time
+            got = {}
+            for a, b in zip([0, *cuts], [*cuts, 3_000], strict=True):
+                ended = list(counter.add(interval[a:b], refs[a:b]))
+                assert all(i < interval[b - 1] for i, _ in ended) if b > a else not ended
+                got.update({i: [c.tolist() for c in counts] for i, counts in ended})
+            got.update({i: [c.tolist() for c in counts] for i, counts in counter.close()})
+        assert got == whole, (cuts, threads)
     # count_pairs' first: only pairs whose later read is at or after it.
     string = np.array([1, 2, 1, 3], np.int64)
     src, dst, pairs, closeness = count_pairs(np.zeros(4, np.int64), string, 2, first=3)
@@ -216,6 +218,10 @@ def test_a_spilled_interval_is_the_graph_counted_and_pruned_in_memory(spark, spa
         assert spilled[name].equals(in_memory[name]), name
     assert spilled["stats"] == in_memory["stats"]
     assert spilled["stats"]["last_edges"] == 238
+    # Buckets summed, weighed and pruned on 3 threads, the day's parts counted 3 at a time: the same graph.
+    threaded = GF.device_build(requests, None, None, b, params, dataclasses.replace(SPILL, threads=3))
+    for name in ("units", "graph", "runs"):
+        assert threaded[name].equals(in_memory[name]), name
     # Pruned on disk down to 300 edges, then in memory (prune_arrays goes on from the graph the files left).
     rounds.clear()
     handed = GF.device_build(requests, None, None, b, params, SpillSizes(sum_edges=20, memory_edges=300, buckets=2))
@@ -298,12 +304,14 @@ def test_a_spilled_lookahead_plans_as_the_in_memory_one(spark, spark_cfg, trace,
                         real_add(self, counts))
     spilled = LF.device_layout(requests, units, graph, p, SPILL)
     assert [a for a in added if a] == [327]                 # day 1's lookahead edges went to the files
+    threaded = LF.device_layout(requests, units, graph, p, dataclasses.replace(SPILL, threads=2))
     added.clear()
     in_memory = LF.device_layout(requests, units, graph, p, SpillSizes(sum_edges=10**9))
     assert not added
     for name in ("plan", "runs"):
         assert spilled[name].equals(in_memory[name]), name
-    assert spilled["summary"] == in_memory["summary"]
+        assert threaded[name].equals(in_memory[name]), name
+    assert spilled["summary"] == in_memory["summary"] == threaded["summary"]
     assert spilled["summary"][0]["lookahead_reads"] > 0
 
 

@@ -131,3 +131,13 @@ def test_a_device_read_in_parts_holds_a_part_not_its_files(tmp_path: Path) -> No
     assert [rows for rows, _ in held] == [group] * 20
     assert max(b for _, b in held) < 5 * part_bytes
     assert held[-1][1] - held[0][1] < part_bytes          # not growing with the files read
+
+
+def test_threads_share_the_sessions_cores_among_the_tasks(spark, monkeypatch) -> None:
+    """local[2]: one task alone gets both cores, two or more tasks one each; a task caps the figure at the CPUs it
+    may run on (a worker pinned to one CPU counts one)."""
+    assert [DP.threads_per_task(spark, n) for n in (1, 2, 3, 40)] == [2, 1, 1, 1]
+    monkeypatch.setattr(DP.os, "sched_getaffinity", lambda pid: {3})
+    assert DP.task_threads(2) == 1
+    monkeypatch.setattr(DP.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert [DP.task_threads(n) for n in (1, 2, 8)] == [1, 2, 4]
