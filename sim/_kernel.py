@@ -51,7 +51,8 @@ from blockheat.sim.records import FLAG_BACKGROUND, FLAG_READ
 from blockheat.sim.spec import P_SURFACES, DiskArrays
 
 # Status codes returned by run_loop.
-# ST_NEED_REQ: the loaded requests have all arrived and more follow (si[CI_MORE]): load the next ones.
+# ST_NEED_REQ: the loaded requests have all arrived (closed loop: all been issued) and more follow (si[CI_MORE]):
+# load the next ones.
 ST_DONE, ST_PAUSED, ST_GROW_POOL, ST_GROW_TS, ST_GROW_LOG, ST_SATURATED, ST_NEED_REQ = range(7)
 # Event priorities at equal times (lower first) and heap event kinds.
 PRIO_DONE, PRIO_REMAP, PRIO_ISSUE, PRIO_ARRIVAL = 0, 1, 2, 3
@@ -578,7 +579,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
             return ST_GROW_POOL
         if logging and si[SI_LOG_N] + 4 * margin + 16 > log_t.shape[0]:
             return ST_GROW_LOG
-        if more and si[SI_NEXT_ARR] >= n_req:
+        if more and (si[SI_NEXT_FG] if closed else si[SI_NEXT_ARR]) >= n_req:
             return ST_NEED_REQ
         # The next event: heap top, next remap, or next open-loop arrival (in closed loop, background only).
         which = -1

@@ -130,17 +130,20 @@ class Simulation:
                  rng: np.random.Generator, *, device_sectors: Sequence[int] | None = None,
                  more: Iterator[Requests] | None = None, facts: StreamFacts | None = None,
                  observe: Callable[[np.ndarray, np.ndarray], None] | None = None) -> None:
-        """more: the chunks that follow `requests` (a streamed run: open loop, no per-request output or event log;
-        requests are loaded as the run reaches them and dropped once answered, so memory follows the chunk and the
-        requests in flight); facts: the whole workload's (sim.records.StreamFacts), needed with more; observe: given
-        the dropped requests' responses (float32, NaN: not answered) and flags, in request order, as the tally."""
+        """more: the chunks that follow `requests` (a streamed run: no per-request output or event log, and in closed
+        loop no background requests; requests are loaded as the run reaches them, in closed loop as it issues them,
+        and dropped once answered, so memory follows the chunk and the requests in flight); facts: the whole
+        workload's (sim.records.StreamFacts), needed with more; observe: given the dropped requests' responses
+        (float32, NaN: not answered) and flags, in request order, as the tally."""
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
         if more is not None:
             if facts is None:
                 raise ValueError("a streamed run (more=) needs the workload's facts")
-            if config.closed_loop is not None or config.per_request or config.event_log:
-                raise ValueError("a streamed run is open loop, without per-request output or event log")
+            if config.per_request or config.event_log:
+                raise ValueError("a streamed run has no per-request output or event log")
+            if config.closed_loop is not None and facts.foreground != facts.count:
+                raise ValueError("a streamed closed loop has no background requests")
         self.spec = spec
         self.array = array
         self.config = config
@@ -412,6 +415,8 @@ class Simulation:
             nxt = Requests.empty()
         start = base + len(resp)
         if len(nxt):
+            if (nxt.think_us is None) != (self.core.si[K.CI_HAS_THINK] == 0):
+                raise ValueError(f"request {start} on: think times in some chunks only (all chunks or none)")
             if len(self.requests) and nxt.arrival_us[0] < self.requests.arrival_us[-1]:
                 raise ValueError(f"request {start} arrives at {nxt.arrival_us[0]} us, before request {start - 1} at "
                                  f"{self.requests.arrival_us[-1]} us: chunks must continue in arrival order")

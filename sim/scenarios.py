@@ -410,17 +410,8 @@ def _build_from_requests(requests: Requests, devices: tuple[str, ...], cfg: Scen
         requests = replace(requests, arrival_us=requests.arrival_us / sim_cfg.speedup)
         sim_cfg = replace(sim_cfg, speedup=1.0)
     if cfg.background is not None:
-        bg = cfg.background
-        dev = devices.index(bg.device) if bg.device is not None else 0
-        if bg.device is not None and bg.device not in devices:
-            raise ScenarioError(f"background device {bg.device!r} is not among {list(devices)}")
-        size = max(1, -(-bg.size_bytes // cfg.spec.sector_size))
-        span = (int(device_sectors[dev]) if device_sectors is not None
-                else int(requests.lbn[requests.device == dev].max(initial=0) + size))
         t_end = float(requests.arrival_us[-1]) if len(requests) else 0.0
-        requests = mix(requests, poisson_background(rng, rate_per_s=bg.rate_per_s, start_us=0.0, end_us=t_end,
-                                                    address_sectors=max(span, size), size_sectors=size,
-                                                    read_fraction=bg.read_fraction, device=dev))
+        requests = mix(requests, _background(cfg, devices, t_end, lambda d: requests.lbn[requests.device == d], rng))
     n_disks = cfg.n_disks if cfg.n_disks is not None else max(1, len(devices))
     if isinstance(cfg.policy, AlisPolicy) and len(requests):
         params = cfg.policy.params
@@ -439,6 +430,37 @@ def _build_from_requests(requests: Requests, devices: tuple[str, ...], cfg: Scen
     array = DiskArray(n_disks, layout, cfg.scheduler)
     sim = Simulation(cfg.spec, array, requests, sim_cfg, rng, device_sectors=device_sectors)
     return sim, devices, traced
+
+
+def _background(cfg: ScenarioConfig, devices: tuple[str, ...], t_end: float,
+                lbns_of: Callable[[int], np.ndarray], rng: np.random.Generator) -> Requests:
+    """The scenario's background traffic over [0, t_end) (simulated clock), drawn from rng: its device's addresses
+    span device_sectors, else the highest start address the device's requests use (lbns_of(device)) plus a
+    request."""
+    bg = cfg.background
+    assert bg is not None
+    if bg.device is not None and bg.device not in devices:
+        raise ScenarioError(f"background device {bg.device!r} is not among {list(devices)}")
+    dev = devices.index(bg.device) if bg.device is not None else 0
+    size = max(1, -(-bg.size_bytes // cfg.spec.sector_size))
+    span = (int(cfg.device_sectors[dev]) if cfg.device_sectors is not None
+            else int(lbns_of(dev).max(initial=0) + size))
+    return poisson_background(rng, rate_per_s=bg.rate_per_s, start_us=0.0, end_us=t_end,
+                              address_sectors=max(span, size), size_sectors=size, read_fraction=bg.read_fraction,
+                              device=dev)
+
+
+def _merged(chunks: Iterator[Requests], background: Requests) -> Iterator[Requests]:
+    """The chunks with the background requests merged in, in sim.workloads.mix's order (at equal times the
+    trace's requests first): a background request goes with the first chunk whose last arrival is after it."""
+    j = 0
+    for c in chunks:
+        if len(c):
+            k = int(np.searchsorted(background.arrival_us, c.arrival_us[-1], side="left"))
+            yield mix(c, background.rows(j, k))
+            j = k
+    if j < len(background):
+        yield background.rows(j, len(background))
 
 
 @dataclass(frozen=True, eq=False)
@@ -573,11 +595,14 @@ def simulate_requests(requests: Requests, devices: tuple[str, ...], trace_id: st
 
 
 def streams(cfg: ScenarioConfig) -> bool:
-    """Whether simulate_chunks replays the scenario a chunk at a time: open loop, without background traffic,
-    ALIS, per-request output or an event log, and cooling (if any) every_s (the rest need the window whole)."""
+    """Whether simulate_chunks replays the scenario a chunk at a time: without ALIS, per-request output or an event
+    log, io shaping only in open loop and without background traffic, background traffic only in open loop (it is
+    drawn whole: its size follows its rate and the window), and cooling (if any) every_s (the rest need the window
+    whole)."""
     pol, sim = cfg.policy, cfg.sim
-    return (cfg.background is None and not isinstance(pol, AlisPolicy)
-            and sim.closed_loop is None and not sim.per_request and not sim.event_log
+    return (not isinstance(pol, AlisPolicy) and not sim.per_request and not sim.event_log
+            and (cfg.io is None or (sim.closed_loop is None and cfg.background is None))
+            and (cfg.background is None or sim.closed_loop is None)
             and not (isinstance(pol, CoolingPolicy) and pol.config.every_requests is not None))
 
 
@@ -586,7 +611,8 @@ def simulate_chunks(chunks: Chunks, facts: StreamFacts, devices: tuple[str, ...]
     """simulate_requests over requests read a chunk at a time (each call of `chunks` a pass in arrival order;
     facts: theirs): a scenario that streams() holds one chunk and the requests in flight (a greedy allocation
     reads a pass for its heats first; io shaping shapes the chunks in segments no merged run spans,
-    sim.tracks.shape_segments, after a pass that counts the pieces), the others gather the chunks first. The results
+    sim.tracks.shape_segments, after a pass that counts the pieces; background traffic is drawn whole, after a pass
+    for its device's span, and merged into the chunks), the others gather the chunks first. The results
     are simulate_requests's on the chunks put together (mean responses to the last bits: sim.stats.ResponseTally)."""
     if not streams(cfg) or facts.count == 0:
         return simulate_requests(_gathered(chunks, facts), devices, trace_id, cfg)
@@ -614,13 +640,25 @@ def simulate_chunks(chunks: Chunks, facts: StreamFacts, devices: tuple[str, ...]
         facts = StreamFacts.of(replayed(False))
     elif speedup != 1.0:
         facts = facts.scaled(speedup)
+    rng = np.random.default_rng(cfg.seed)
+    source = replayed
+    if cfg.background is not None:           # drawn first from the run's generator, as a gathered run draws it
+        def lbns_of(d: int) -> np.ndarray:
+            return np.array([c.lbn[c.device == d].max(initial=0) for c in replayed(False)], np.int64)
+
+        background = _background(cfg, devices, facts.last_us, lbns_of, rng)
+
+        def source(feed: bool) -> Iterator[Requests]:
+            return _merged(replayed(feed), background)
+
+        facts = StreamFacts.of(source(False))
     n_disks = cfg.n_disks if cfg.n_disks is not None else max(1, len(devices))
-    layout = _partition_layout(cfg, _Workload(lambda: replayed(False), None, facts), devices, n_disks,
+    layout = _partition_layout(cfg, _Workload(lambda: source(False), None, facts), devices, n_disks,
                                cfg.device_sectors)
-    rest = replayed(True)
+    rest = source(True)
     first = next(rest, Requests.empty())
     sim = Simulation(cfg.spec, DiskArray(n_disks, layout, cfg.scheduler), first, replace(cfg.sim, speedup=1.0),
-                     np.random.default_rng(cfg.seed), device_sectors=cfg.device_sectors, more=rest, facts=facts,
+                     rng, device_sectors=cfg.device_sectors, more=rest, facts=facts,
                      observe=None if traced is None else traced.observe)
     return _run(sim, devices, trace_id, cfg, None if traced is None else traced.row)
 

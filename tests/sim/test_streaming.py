@@ -13,7 +13,7 @@ import pytest
 
 from blockheat.libs.readers.srt import read_srt
 from blockheat.sim.array import DiskArray, Striped
-from blockheat.sim.engine import SimConfig, Simulation
+from blockheat.sim.engine import ClosedLoop, SimConfig, Simulation
 from blockheat.sim.records import FLAG_BACKGROUND, FLAG_READ, Requests, StreamFacts
 from blockheat.sim.scenarios import ScenarioConfig, simulate_chunks, simulate_requests, streams
 from blockheat.sim.specs import load
@@ -73,6 +73,15 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "fixed": {"speedup": 20.0, "io": {"kind": "fixed", "io_bytes": 4096, "merge_gap_ms": 50.0}},
     "unmerged": {"speedup": 20.0, "io": {"kind": "track-aligned", "merge": False, "report": "requests"}},
     "saturated-track": {"disks": 2, "speedup": 20_000.0, "io": {"kind": "track-aligned", "report": "requests"}},
+    # background traffic drawn whole, merged into the chunks
+    "background": {"speedup": 20.0, "background": {"rate_per_s": 2.0}},
+    "background-greedy": {"disks": 3, "layout": {"kind": "extents", "extent_sectors": 4096}, "speedup": 50.0,
+                          "policy": {"name": "greedy-allocation", "heat_fraction": 0.5},
+                          "background": {"rate_per_s": 5.0, "device": "1", "read_fraction": 0.2}},
+    # closed loop: a chunk is loaded when the run has issued every request held
+    "closed-loop": {"closed_loop": {"outstanding": 4, "think_ms": 2.0}},
+    "closed-striped": {"disks": 3, "layout": {"kind": "striped", "unit_sectors": 16},
+                       "closed_loop": {"outstanding": 8, "think_ms": 0.0}},
 }
 
 
@@ -89,6 +98,8 @@ def test_a_streamed_scenario_gives_the_whole_replays_figures(week: Requests, nam
     row = streamed.result.to_pylist()[0]
     if not name.startswith("saturated"):
         assert row["requests"] == (len(week) if name != "fixed" else 73_384)        # fixed: its 4 KiB pieces
+    if name.startswith("background"):
+        assert row["bg_requests"] > 1000                 # the background drawn over the window, all of it served
     if name == "cooling":
         assert streamed.moves.num_rows == 25             # the demon moves extents: the moves are compared
     if name.startswith("saturated"):
@@ -115,6 +126,37 @@ def test_a_streamed_run_holds_the_chunk_and_the_requests_in_flight(week: Request
     assert sim.request_base + len(sim.requests) == len(week)
     assert sim.result().p99_response_ms == whole.result().p99_response_ms
     assert sim.result().events == whole.result().events
+
+
+def test_a_streamed_closed_loop_holds_the_chunk_and_the_requests_in_flight(week: Requests) -> None:
+    spec = load("hp_c2247a")
+    chunks = cut(week, [500] * 100)
+    cfg = SimConfig(closed_loop=ClosedLoop(outstanding=6, think_ms=1.0))
+    sim = Simulation(spec, DiskArray(2), chunks[0], cfg, np.random.default_rng(1), more=iter(chunks[1:]),
+                     facts=StreamFacts.of(chunks))
+    held = []
+    while not sim.run(until=sim.now_us + 5e6).finished:
+        held.append(len(sim.requests))
+    whole = Simulation(spec, DiskArray(2), week, cfg, np.random.default_rng(1))
+    whole.run()
+    assert len(held) > 50
+    assert max(held) < 1000                             # a chunk and the few in flight, never the week
+    assert sim.result().mean_response_ms == pytest.approx(whole.result().mean_response_ms, rel=1e-12)
+    assert sim.result().p99_response_ms == whole.result().p99_response_ms
+    assert sim.result().events == whole.result().events == 2 * len(week)
+    # Background requests would need the chunks ahead of the issued ones: refused.
+    flags = week.flags.copy()
+    flags[::7] |= FLAG_BACKGROUND
+    mixed = cut(Requests(week.arrival_us, week.device, week.lbn, week.sectors, flags), [500] * 100)
+    with pytest.raises(ValueError, match="streamed closed loop has no background"):
+        Simulation(spec, DiskArray(2), mixed[0], cfg, np.random.default_rng(1), more=iter(mixed[1:]),
+                   facts=StreamFacts.of(mixed))
+    # Think times in some chunks only: refused where they stop.
+    think = [Requests(*(getattr(c, n) for n in COLUMNS), np.ones(len(c))) for c in chunks[:2]] + chunks[2:]
+    sim = Simulation(spec, DiskArray(2), think[0], cfg, np.random.default_rng(1), more=iter(think[1:]),
+                     facts=StreamFacts.of(think))
+    with pytest.raises(ValueError, match="request 1000 on: think times in some chunks only"):
+        sim.run()
 
 
 def test_chunks_out_of_arrival_order_are_refused_naming_the_request(week: Requests) -> None:
@@ -187,8 +229,14 @@ def test_a_trace_without_gaps_streams_in_segments_cut_between_closed_runs(kind: 
 
 def test_what_needs_the_whole_window_gathers_the_chunks(week: Requests) -> None:
     cfg = ScenarioConfig.from_dict({"scenario_id": "bg", "spec": "hp_c2247a", "speedup": 20.0,
-                                    "background": {"rate_per_s": 2.0}})
+                                    "background": {"rate_per_s": 2.0}, "io": {"kind": "track-aligned"}})
     assert not streams(cfg)
+    assert not streams(ScenarioConfig.from_dict({"scenario_id": "cb", "spec": "hp_c2247a",
+                                                 "closed_loop": {"outstanding": 2, "think_ms": 0.0},
+                                                 "background": {"rate_per_s": 2.0}}))
+    assert not streams(ScenarioConfig.from_dict({"scenario_id": "ct", "spec": "hp_c2247a",
+                                                 "closed_loop": {"outstanding": 2, "think_ms": 0.0},
+                                                 "io": {"kind": "track-aligned"}}))
     assert not streams(ScenarioConfig.from_dict({"scenario_id": "c", "spec": "hp_c2247a", "disks": 2,
                                                  "layout": {"kind": "extents", "extent_sectors": 2048},
                                                  "policy": {"name": "cooling", "every_requests": 100}}))
