@@ -112,12 +112,17 @@ def _packing(offsets: np.ndarray, sizes: np.ndarray) -> int | None:
     return shift if int(offsets.max()).bit_length() + shift <= 62 else None
 
 
+def _packed(offsets: np.ndarray, sizes: np.ndarray, shift: int) -> np.ndarray:
+    """Each (offset, size) as one int64, offset << shift | size (shift from _packing)."""
+    return (offsets << shift) | sizes
+
+
 def _unit_keys(offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """int64 keys ordered as (offset_bytes, size_bytes): both packed in one integer when they fit, else the
     dense rank of the pair."""
     shift = _packing(offsets, sizes)
     if shift is not None:
-        return (offsets << shift) | sizes
+        return _packed(offsets, sizes, shift)
     order = np.lexsort((sizes, offsets))
     new = np.ones(len(order), bool)
     new[1:] = (offsets[order][1:] != offsets[order][:-1]) | (sizes[order][1:] != sizes[order][:-1])
@@ -236,7 +241,7 @@ def distinct_extents(offsets: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray
     """The distinct (offset, size) pairs, in (offset, size) order."""
     shift = _packing(offsets, sizes)
     if shift is not None:                               # one sort of int64 keys (np.unique's hashing is slower)
-        keys, _, _ = _bounds(np.sort((offsets << shift) | sizes))
+        keys, _, _ = _bounds(np.sort(_packed(offsets, sizes, shift)))
         return keys >> shift, keys & ((1 << shift) - 1)
     order = np.lexsort((sizes, offsets))
     o, s = offsets[order], sizes[order]
@@ -282,7 +287,7 @@ class UnitIndex:
         self.shift = _packing(off, size)
         if self.shift is not None:                      # one int64 key per extent: one search per request
             self.top = (int(off.max()), int(size.max()))
-            keys = (off << self.shift) | size
+            keys = _packed(off, size, self.shift)
         else:                                           # the ranks of offset and size, packed
             self.offsets, self.sizes = np.unique(off), np.unique(size)
             keys = (np.searchsorted(self.offsets, off) << 32) | np.searchsorted(self.sizes, size)
@@ -294,7 +299,7 @@ class UnitIndex:
             return np.full(len(offsets), -1, np.int64)
         if self.shift is not None:
             found = (offsets >= 0) & (offsets <= self.top[0]) & (sizes >= 0) & (sizes <= self.top[1])
-            keys = np.where(found, offsets << self.shift | sizes, 0)
+            keys = np.where(found, _packed(offsets, sizes, self.shift), 0)
         else:
             ro, rs = np.searchsorted(self.offsets, offsets), np.searchsorted(self.sizes, sizes)
             found = ((self.offsets[np.minimum(ro, len(self.offsets) - 1)] == offsets)

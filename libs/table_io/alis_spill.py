@@ -97,6 +97,7 @@ class SpilledCounts:
             src, dst, pairs, closeness = self._summed(self._counts(b))
             prev = None if previous is None else _bucket_of(previous, b, self.buckets)
             s, d, w = weigh_age(src, dst, pairs, closeness, prev)
+            s, d = s.astype(self.vertex_type, copy=False), d.astype(self.vertex_type, copy=False)  # as read back
             self._write(b, s, d, w)
             if found is not None:
                 found.add(s, d, w)
