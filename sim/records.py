@@ -143,6 +143,19 @@ class StreamFacts:
             counter.add(c)
         return counter.facts()
 
+    def joined(self, other: StreamFacts) -> StreamFacts:
+        """The facts of this workload merged in arrival order with `other` (sim.workloads.mix), from both facts."""
+        if not other.count:
+            return self
+        if not self.count:
+            return other
+        ends = np.zeros(max(len(self.device_ends), len(other.device_ends)), dtype=np.int64)
+        ends[:len(self.device_ends)] = self.device_ends
+        ends[:len(other.device_ends)] = np.maximum(ends[:len(other.device_ends)], other.device_ends)
+        return StreamFacts(self.count + other.count, self.foreground + other.foreground,
+                           max(self.max_sectors, other.max_sectors), ends, min(self.first_us, other.first_us),
+                           max(self.last_us, other.last_us))
+
     def scaled(self, speedup: float) -> StreamFacts:
         """The facts with arrivals divided by speedup (the scaled chunks' facts)."""
         return StreamFacts(self.count, self.foreground, self.max_sectors, self.device_ends, self.first_us / speedup,

@@ -651,7 +651,7 @@ def simulate_chunks(chunks: Chunks, facts: StreamFacts, devices: tuple[str, ...]
         def source(feed: bool) -> Iterator[Requests]:
             return _merged(replayed(feed), background)
 
-        facts = StreamFacts.of(source(False))
+        facts = facts.joined(StreamFacts.of([background]))
     n_disks = cfg.n_disks if cfg.n_disks is not None else max(1, len(devices))
     layout = _partition_layout(cfg, _Workload(lambda: source(False), None, facts), devices, n_disks,
                                cfg.device_sectors)

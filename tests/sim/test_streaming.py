@@ -20,6 +20,7 @@ from blockheat.sim.specs import load
 from blockheat.sim.spill import SpilledRequests
 from blockheat.sim.stats import ResponseTally, _order_stats
 from blockheat.sim.tracks import IoShaping, shape_requests, shape_segments
+from blockheat.sim.workloads import mix, poisson_background
 from tests.sim.conftest import HPLAJW_TRACE
 
 COLUMNS = ("arrival_us", "device", "lbn", "sectors", "flags")
@@ -225,6 +226,20 @@ def test_a_trace_without_gaps_streams_in_segments_cut_between_closed_runs(kind: 
         got = np.concatenate([getattr(shaped, field) + b for (_, shaped), b in zip(segments, base, strict=True)])
         assert np.array_equal(got, getattr(whole, field))
     assert len(whole.pieces) < len(requests)           # runs were merged
+
+
+def test_joined_facts_are_the_merged_workloads_facts(week: Requests) -> None:
+    chunks = cut(week, [9000] * 4)
+    background = poisson_background(np.random.default_rng(2), rate_per_s=0.5, start_us=1e6,
+                                    end_us=float(week.arrival_us[-1]), address_sectors=3_000_000, size_sectors=64,
+                                    device=3)
+    joined = StreamFacts.of(chunks).joined(StreamFacts.of([background]))
+    merged = StreamFacts.of([mix(week, background)])
+    for name in ("count", "foreground", "max_sectors", "first_us", "last_us"):
+        assert getattr(joined, name) == getattr(merged, name), name
+    assert joined.device_ends.tolist() == merged.device_ends.tolist()
+    assert len(joined.device_ends) == 4                 # the background's device 3 beyond the week's two
+    assert StreamFacts.of(chunks).joined(StreamFacts.of([])).count == len(week)
 
 
 def test_what_needs_the_whole_window_gathers_the_chunks(week: Requests) -> None:
