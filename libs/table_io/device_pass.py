@@ -240,6 +240,28 @@ def request_files(spark: SparkSession | None, warehouse: Location, trace_id: str
     return RequestFiles(files, rows, int(max(highest)), groups)
 
 
+def time_pieces(listed: RequestFiles, tasks: int, chunk_rows: int, align_us: int = 0, start: int | None = None,
+                stop: int | None = None) -> list[tuple[str, str, tuple[int | None, int | None]]]:
+    """(task name, device, time span) of each task over the requests in [start, stop) (None: open): a device with
+    more than chunk_rows of them and more than its share of `tasks` is split by time into about that many spans
+    ("<device>#<i>", in time order; inner edges multiples of align_us when given, so each holds whole windows),
+    so one hot device keeps every core busy; the others are one task each ("<device>"). The most requests first."""
+    groups = {d: [g for g in listed.groups[d] if (start is None or g.hi >= start) and (stop is None or g.lo < stop)]
+              for d in listed.files}
+    rows = {d: sum(g.rows for g in gs) for d, gs in groups.items()}
+    total = sum(rows.values()) or 1
+    out = []
+    for device in sorted(listed.files, key=lambda d: (-rows[d], d)):
+        k = min(tasks, -(-rows[device] // chunk_rows), max(1, round(rows[device] * tasks / total)))
+        edges = cuts(groups[device], k) if k > 1 else []
+        if align_us:
+            edges = sorted({e // align_us * align_us for e in edges})
+        inner = [e for e in edges if (start is None or e > start) and (stop is None or e < stop)]
+        spans_of = list(itertools.pairwise([start, *inner, stop]))
+        out += [(device if len(spans_of) == 1 else f"{device}#{i}", device, span) for i, span in enumerate(spans_of)]
+    return out
+
+
 def read_files(paths: Sequence[str], columns: Sequence[str], where: Any = None) -> pa.Table:
     """Task side: these Parquet files' (at least one) columns, the rows matching the pyarrow filter `where`, as
     one table."""

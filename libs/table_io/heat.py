@@ -23,7 +23,6 @@ temperature as the same double divisions.
 """
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,9 +40,9 @@ from blockheat.libs.table_io.device_pass import (
     Read,
     RequestFiles,
     Unsupported,
-    cuts,
     device_pass,
     request_files,
+    time_pieces,
 )
 from blockheat.libs.transforms import heat_kernels as HK
 from blockheat.libs.transforms.heat import LAYOUTS, _check_unit, _volume_bases, _window_seconds, disk_heat_rows
@@ -229,22 +228,9 @@ def merged_counts(found: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def pieces(listed: RequestFiles, tasks: int, align_us: int, start: int | None = None, stop: int | None = None
            ) -> list[tuple[str, str, tuple[int | None, int | None]]]:
-    """(task name, device, time span) of each task over the requests in [start, stop) (None: open): a device with
-    more than CHUNK_ROWS of them and more than its share of `tasks` is split by time into about that many spans of
-    whole windows of align_us (so one hot device keeps every core busy); the others are one task each, the most
-    requests first."""
-    groups = {d: [g for g in listed.groups[d] if (start is None or g.hi >= start) and (stop is None or g.lo < stop)]
-              for d in listed.files}
-    rows = {d: sum(g.rows for g in gs) for d, gs in groups.items()}
-    total = sum(rows.values()) or 1
-    out = []
-    for device in sorted(listed.files, key=lambda d: (-rows[d], d)):
-        k = min(tasks, -(-rows[device] // CHUNK_ROWS), max(1, round(rows[device] * tasks / total))) if align_us else 1
-        edges = sorted({e // align_us * align_us for e in cuts(groups[device], k)}) if k > 1 else []
-        inner = [e for e in edges if (start is None or e > start) and (stop is None or e < stop)]
-        spans_of = list(itertools.pairwise([start, *inner, stop]))
-        out += [(device if len(spans_of) == 1 else f"{device}#{i}", device, span) for i, span in enumerate(spans_of)]
-    return out
+    """device_pass.time_pieces over CHUNK_ROWS parts of whole windows of align_us (0: no windows, a device one
+    task)."""
+    return time_pieces(listed, tasks if align_us else 1, CHUNK_ROWS, align_us, start, stop)
 
 
 # --- the driver ------------------------------------------------------------------------------------------

@@ -11,7 +11,10 @@ a device it knew has gone, or requests changed before the stored end (an overlap
 One device pass (libs.table_io.device_pass): each task reads its device's requests in time order, in parts of about
 CHUNK_ROWS (its memory follows the part, not the device), and counts each distinct value (request sizes as they
 are; interarrival and response times rounded to 4 significant digits, libs.transforms.profile.round_significant_np,
-as the Spark SQL form rounds them). The driver takes the percentiles
+as the Spark SQL form rounds them). A device of more than CHUNK_ROWS requests holding more than its share of the
+session's cores is split by time into spans, one task each (device_pass.time_pieces): a piece counts its gaps from
+its own first request on, and the driver adds each gap across a cut (the piece's first request against the last
+one before it) and sums the pieces' counts. The driver takes the percentiles
 exactly as Spark's `percentile` with frequencies does: position (count - 1) x p, linear interpolation between the two
 values around it.
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +35,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blockheat.libs.io import storage
+from blockheat.libs.io.connect import parallelism
 from blockheat.libs.table_io.changes import changes_since, known_requests_state, read_state_doc, replace_state_doc
-from blockheat.libs.table_io.device_pass import Read, Unsupported, device_pass, trace_files
+from blockheat.libs.table_io.device_pass import (
+    DeviceChunks,
+    Read,
+    Unsupported,
+    device_pass,
+    request_files,
+    time_pieces,
+)
 from blockheat.libs.transforms.profile import percentile_cells, round_significant_np
 
 if TYPE_CHECKING:
@@ -113,27 +124,44 @@ def report_cdfs(spark: SparkSession, warehouse: Path, trace_id: str, points: Seq
     """Per metric of METRICS, per (device, operation) with values: [(value at p, p) for p in points]; the operation
     is "R" or "W" for PER_OP metrics, ALL_OPS otherwise. After an append, from the stored counts and the new
     requests (full: from every request). Unsupported when the requests files cannot be read directly."""
-    files = trace_files(spark, warehouse, trace_id)
+    listed = request_files(spark, warehouse, trace_id)
     state = _State(warehouse, trace_id)
     known = known_requests_state(warehouse, trace_id)     # before the pass: what it reads (None: counted whole)
-    stored = None if full or known is None else state.load(known[1], set(files))
+    stored = None if full or known is None else state.load(known[1], set(listed.files))
     cells, last = stored or ({}, {})
     stop = max(last.values()) + 1 if last else None
+    tasks = time_pieces(listed, parallelism(spark), CHUNK_ROWS, start=stop)
+    of_task = {name: (device, span) for name, device, span in tasks}
 
-    def count(device: str, parts: Iterable[pa.Table]) -> tuple[dict, tuple[Cells, int | None]]:
+    def count(name: str, parts: DeviceChunks) -> tuple[dict, tuple[Cells, int | None, int | None]]:
+        device, span = of_task[name]
         cells: Cells = {}
-        before = last.get(device)
-        for part in parts:                         # in time order: each part's first gap from the one before
-            if part.num_rows:
+        before = last.get(device) if span[0] == stop else None      # a later piece's first gap: the driver's
+        start = end = None
+        for part in parts if name == device else parts.reread(COLUMNS, *span):
+            if part.num_rows:                      # in time order: each part's first gap from the one before
                 cells = add_cells(cells, device_cells(part, before))
-                before = int(pc.max(part.column("ts_us")).as_py())
-        return {}, (cells, before if before != last.get(device) else None)
+                if start is None:
+                    start = int(pc.min(part.column("ts_us")).as_py())
+                before = end = int(pc.max(part.column("ts_us")).as_py())
+        return {}, (cells, start, end)
 
     read = Read(COLUMNS, chunk_rows=CHUNK_ROWS, start=stop)
     label = f"report {trace_id}" + ("" if stop is None else f", requests from {stop} us on after the stored counts")
-    new = device_pass(spark, sorted(files.items()), count, read=read, label=label).extras
-    cells = {d: add_cells(cells.get(d, {}), new.get(d, ({}, None))[0]) for d in sorted(set(cells) | set(new))}
-    last = last | {d: t for d, (_, t) in new.items() if t is not None}
+    new = device_pass(spark, [(name, listed.files[device]) for name, device, _ in tasks], count, read=read,
+                      label=label).extras
+    for device in listed.files:
+        before = last.get(device)
+        for name, (counted, start, end) in ((n, new[n]) for n, d, _ in tasks if d == device):
+            if start is None:
+                continue
+            if of_task[name][1][0] != stop and before is not None:
+                gap = round_significant_np(np.array([start - before], np.float64))   # the gap across the cut
+                counted = add_cells(counted, {"interarrival_us": {ALL_OPS: _cells(gap)}})
+            cells[device] = add_cells(cells.get(device, {}), counted)
+            before = end
+        if before is not None:
+            last[device] = before
     if known is not None:
         state.save(cells, last, version=known[0], sha256=known[1])
     out: Cdfs = {metric: {} for metric in METRICS}
