@@ -17,9 +17,11 @@ scale with groups, not requests). The units, each at most `rows_per_part` (ROWS_
   `start`) from the few row groups that can hold it. Device-scope groups inside the span are
   finished there; the rest leave histogram cells, run pieces and cut 1 s / 1 min bins.
 - block tasks: one device's requests touching an address region (lcm(extent, 4 KiB) bytes) of one
-  of `buckets` buckets, read row group by row group, so every access to a block and every touch of an
-  extent is in one task: one compiled loop (profile_kernels.block_pass) over the requests in time
-  order, with a table of each block's last access.
+  of `buckets` buckets, so every access to a block and every touch of an extent is in one task: one compiled
+  loop (profile_kernels.block_pass) over the requests in time order, with a table of each block's last access.
+  A device in one bucket is read by its block task itself; in several, its ordered tasks write their rows to
+  scratch Arrow files by bucket and the block tasks run after them in a job of their own, each reading its
+  bucket's files (the device's rows read from the table once, not once per bucket).
 - device tasks: both of the above for a device that fits one task, on one read of its rows.
 - arrival tasks: every device's timestamps over one time span, for the trace scope's interarrival
   times, idle periods and bursts (arrivals merged across devices).
@@ -44,7 +46,7 @@ import math
 import os
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -94,9 +96,8 @@ READ = ("seq", "ts_us", "op", "offset_bytes", "size_bytes")
 ARRIVAL_ROWS = 2   # an arrival task takes this many times rows_per_part (it holds one column, and ~8 arrays of it)
 MERGE_ROWS = 2_500_000   # a merge bucket per this many requests at least (the histogram cells grow with them)
 ROWS_PER_TASK = 1_000_000   # the most requests an ordered task holds (~100 bytes each in the compiled passes)
-# The most requests a block task holds: its bucket reads all its device's rows and keeps its share, so a device's
-# rows are read once per bucket (quadratic in rows / bucket size: at 1 M a bucket, 25 M requests on one device
-# are read 25 times); 8 M (~800 MB in the compiled pass) reads them 4 times.
+# The most requests a block task holds (~800 MB in the compiled pass). A device in several buckets has its rows
+# written by bucket by its ordered tasks, which read them anyway, and each block task reads its bucket's files.
 BLOCK_ROWS = 8_000_000
 
 
@@ -110,7 +111,7 @@ class Task:
     start: int | None = None   # ordered and arrival: the span [start, stop); None = open
     stop: int | None = None
     bucket: int = 0            # block: this task's bucket of `buckets`
-    buckets: int = 1
+    buckets: int = 1           # ordered: its device's block buckets (its rows go to each one's files)
     rows: int = 0              # about how many requests it reads (for spreading the work over Spark tasks)
 
     @property
@@ -175,11 +176,14 @@ def _with_device(table: pa.Table, device: str) -> pa.Table:
 
 
 def run_task(task: Task, groups: Sequence[RowGroup], *, window_us: int, extent_bytes: int, end: int,
-             seen: tuple[np.ndarray, np.ndarray] | None = None
+             seen: tuple[np.ndarray, np.ndarray] | None = None, rows_out: Callable[[pa.Table], None] | None = None,
+             bucket_rows: tuple[np.ndarray, ...] | None = None
              ) -> tuple[pa.Table, tuple[np.ndarray, np.ndarray] | None]:
     """One task's PARTIAL rows (libs.transforms.profile) and, for a block pass, its blocks' last access at `end`,
     the end of the data (stop()). `groups`: the device's row groups (arrival tasks: every device's); seen: the
-    blocks' last access before the task's start."""
+    blocks' last access before the task's start; rows_out: given an ordered task's rows (READ); bucket_rows: a
+    block task's (ts_us, seq, lo, hi), as bucket_split gives them (from its device's ordered tasks; a device's only
+    bucket reads its rows itself)."""
     reader = _Reader()
     span = (task.start, task.stop)
     if task.kind == "arrival":
@@ -205,6 +209,8 @@ def run_task(task: Task, groups: Sequence[RowGroup], *, window_us: int, extent_b
         ordered = P.ordered_partials(_with_device(table, task.device), part=task.part, before=before, before_ts=None,
                                      window_us=window_us, span=span, merged=False, data_end=end)
         if task.kind == "ordered":
+            if rows_out is not None:
+                rows_out(table)
             return ordered, None
         lo = table.column("offset_bytes").to_numpy()           # "device": the block pass on the same rows
         blocks, held = P.resumed_block_partials(
@@ -213,7 +219,10 @@ def run_task(task: Task, groups: Sequence[RowGroup], *, window_us: int, extent_b
             bucket=0, start=task.start, end=end, seen=seen or _NONE)
         return pa.concat_tables([ordered, blocks]), held
     if task.kind == "block":
-        ts, seq, lo, hi = _bucket_rows(reader, groups, task, math.lcm(extent_bytes, P.FOOTPRINT_BLOCK))
+        if bucket_rows is None and task.buckets > 1:
+            raise ValueError(f"block task {task.device}/{task.bucket}: its bucket's rows (bucket_rows) are required")
+        ts, seq, lo, hi = bucket_rows if bucket_rows is not None else bucket_split(
+            reader.span(groups, ["seq", "ts_us", "offset_bytes", "size_bytes"], task.start, None), 1, 1)[0]
         return P.resumed_block_partials(task.device, ts, seq, lo, hi, window_us=window_us, extent_bytes=extent_bytes,
                                         buckets=task.buckets, bucket=task.bucket, start=task.start, end=end,
                                         seen=seen or _NONE)
@@ -223,25 +232,23 @@ def run_task(task: Task, groups: Sequence[RowGroup], *, window_us: int, extent_b
 _NONE = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
-def _bucket_rows(reader: _Reader, groups: Sequence[RowGroup], task: Task, region_bytes: int
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(ts_us, seq, lo, hi) of the device's requests of the task's span touching an address region r with
-    r % buckets == bucket, read one row group at a time (only those rows are kept)."""
-    cols: list[list[np.ndarray]] = [[], [], [], []]
-    for g in groups:
-        if task.start is not None and g.hi < task.start:
-            continue
-        table = reader.span([g], ["seq", "ts_us", "offset_bytes", "size_bytes"], task.start, task.stop)
-        lo = table.column("offset_bytes").to_numpy()
-        hi = lo + table.column("size_bytes").to_numpy()
-        ts, seq = table.column("ts_us").to_numpy(), table.column("seq").to_numpy()
-        if task.buckets > 1:
-            first, last = lo // region_bytes, (hi - 1) // region_bytes
-            keep = ((task.bucket - first) % task.buckets <= last - first)    # some r in [first, last] is ours
-            ts, seq, lo, hi = ts[keep], seq[keep], lo[keep], hi[keep]
-        for c, v in zip(cols, (ts, seq, lo, hi), strict=True):
-            c.append(v)
-    return tuple(np.concatenate(c) if c else np.zeros(0, np.int64) for c in cols)  # type: ignore[return-value]
+def bucket_split(table: pa.Table, buckets: int, region_bytes: int) -> list[tuple[np.ndarray, ...]]:
+    """Per block bucket k of `buckets`, (ts_us, seq, lo, hi) of the requests (READ rows) touching an address region
+    r (region_bytes) with r % buckets == k: a request spanning several regions goes to each of theirs."""
+    lo = table.column("offset_bytes").to_numpy()
+    hi = lo + table.column("size_bytes").to_numpy()
+    ts, seq = table.column("ts_us").to_numpy(), table.column("seq").to_numpy()
+    if buckets == 1:
+        return [(ts, seq, lo, hi)]
+    first, last = lo // region_bytes, (hi - 1) // region_bytes
+    out = []
+    for k in range(buckets):
+        keep = (k - first) % buckets <= last - first                 # some r in [first, last] is k's
+        out.append((ts[keep], seq[keep], lo[keep], hi[keep]))
+    return out
+
+
+ROWS = pa.schema([(c, pa.int64()) for c in ("ts_us", "seq", "lo", "hi")])
 
 
 def plan(files: dict[str, list[str]], *, rows_per_part: int, parallelism: int, block_rows: int | None = None,
@@ -267,8 +274,8 @@ def plan(files: dict[str, list[str]], *, rows_per_part: int, parallelism: int, b
         if parts == buckets == 1:                 # both passes in one task: the device's rows read once
             blocks.append(Task("device", device, part=part_base, start=start, rows=n))
             continue
-        ordered += [Task("ordered", device, part=part_base + i, start=a, stop=b, rows=n // (len(edges) - 1))
-                    for i, (a, b) in enumerate(itertools.pairwise(edges))]
+        ordered += [Task("ordered", device, part=part_base + i, start=a, stop=b, buckets=buckets,
+                         rows=n // (len(edges) - 1)) for i, (a, b) in enumerate(itertools.pairwise(edges))]
         blocks += [Task("block", device, start=start, bucket=k, buckets=buckets, rows=n // buckets)
                    for k in range(buckets)]
     every = [g for gs in new.values() for g in gs]
@@ -312,14 +319,32 @@ def slots(tasks: Sequence[Task], n: int) -> list[list[int]]:
 
 def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, window_us: int, extent_bytes: int,
                scratch: str, buckets: int, assigned: list[list[int]], seen: dict[str, list[str]], run: str,
-               end: int):  # type: ignore[no-untyped-def]
-    """mapPartitions function of the first job (one id per Spark task: its index into `assigned`): each
+               end: int, rows_files: dict[tuple[str, int], list[tuple[str, int]]] | None = None
+               ):  # type: ignore[no-untyped-def]
+    """mapPartitions function of the first jobs (one id per Spark task: its index into `assigned`): each
     task's histogram cells and extent counts written to one Arrow file per merge bucket under
     `scratch`, a block pass's blocks' last access to a file under the state's `run` folder (from the
-    device's `seen` files), everything else returned as one blob."""
+    device's `seen` files), an ordered task's rows of a device in several block buckets to one Arrow file per
+    bucket under `scratch` (bucket_split; a block task reads its (device, bucket)'s files of rows_files, (name,
+    rows) each, so the device's rows are read from the table once), everything else returned as one blob."""
     every = [g for gs in groups.values() for g in gs]
     opener = task_opener()
-    region_blocks = math.lcm(extent_bytes, P.FOOTPRINT_BLOCK) // P.FOOTPRINT_BLOCK
+    region_bytes = math.lcm(extent_bytes, P.FOOTPRINT_BLOCK)
+    region_blocks = region_bytes // P.FOOTPRINT_BLOCK
+
+    def read_rows(files: Sequence[tuple[str, int]]) -> tuple[np.ndarray, ...]:
+        """The files' rows (name, rows) as one array per ROWS column, each file copied in and let go (read, not
+        memory-mapped: the task holds the bucket's rows once)."""
+        columns = tuple(np.empty(sum(n for _, n in files), np.int64) for _ in ROWS.names)
+        at = 0
+        for name, n in files:
+            with _unspill(opener, scratch, name, mapped=False) as source:
+                table = pa.ipc.open_file(source).read_all()
+            for column, c in zip(columns, ROWS.names, strict=True):
+                column[at:at + n] = table.column(c).to_numpy()
+            at += n
+            del table
+        return columns
 
     def run_tasks(slots: Iterator[int]) -> Iterator[Result]:
 
@@ -329,8 +354,25 @@ def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, wind
                 blocks = task.kind in ("block", "device")
                 before = seen_blocks(seen.get(task.device, []), bucket=task.bucket, buckets=task.buckets,
                                      region_blocks=region_blocks, opener=opener) if blocks else None
+                written: list[Result] = []
+
+                def rows_out(table: pa.Table, task: Task = task, i: int = i, written: list = written) -> None:
+                    for k, columns in enumerate(bucket_split(table, task.buckets, region_bytes)):
+                        if len(columns[0]):
+                            name = f"rows/b{k:04d}/{task_file_name(f'task{i}')}".removesuffix(".parquet") + ".arrow"
+                            with _spill(opener, scratch, name) as sink, pa.ipc.new_file(sink, ROWS) as writer:
+                                writer.write_table(pa.table(dict(zip(ROWS.names, columns, strict=True)), schema=ROWS))
+                            written.append(Result(ROWS_FILE, name, f"{task.device}\x1f{k}\x1f{len(columns[0])}"
+                                                  f"\x1f{task.part}".encode()))
+
+                split = task.buckets > 1
+                rows = read_rows((rows_files or {}).get((task.device, task.bucket), [])) \
+                    if task.kind == "block" and split else None
                 out, held = run_task(task, every if task.kind == "arrival" else groups[task.device],
-                                     window_us=window_us, extent_bytes=extent_bytes, end=end, seen=before)
+                                     window_us=window_us, extent_bytes=extent_bytes, end=end, seen=before,
+                                     rows_out=rows_out if task.kind == "ordered" and split else None,
+                                     bucket_rows=rows)
+                yield from written
                 if blocks:
                     path = block_file(run, task.device, task.bucket, task.buckets)
                     storage.write_parquet(path, pa.table({"block": held[0], "last": held[1]}, schema=BLOCKS), opener)
@@ -344,7 +386,7 @@ def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, wind
                     with _spill(opener, scratch, name) as sink, pa.ipc.new_file(sink, P.PARTIAL) as writer:
                         writer.write_table(cells.filter(pa.array(bucket == k)))
                     yield Result(int(k), name, b"")
-                del out, cells, before, held
+                del out, cells, before, held, rows
                 release_memory()
 
     return run_tasks
@@ -361,10 +403,12 @@ def _spill(opener: Opener, scratch: str, name: str) -> pa.NativeFile:
     return fs.open_output_stream(f"{root}/{name}")
 
 
-def _unspill(opener: Opener, scratch: str, name: str) -> pa.NativeFile:
-    """A spill file to read: memory-mapped on a local file system, a random-access file on an object store."""
+def _unspill(opener: Opener, scratch: str, name: str, *, mapped: bool = True) -> pa.NativeFile:
+    """A spill file to read: on a local file system memory-mapped (or opened, not mapped), a random-access file
+    on an object store."""
     if storage.is_local(scratch):
-        return pa.memory_map(os.path.join(scratch, name))
+        path = os.path.join(scratch, name)
+        return pa.memory_map(path) if mapped else pa.OSFile(path, "rb")
     fs, root = opener(scratch)
     return fs.open_input_file(f"{root}/{name}")
 
@@ -391,7 +435,8 @@ def _stage_two(files: dict[int, list[str]], extra: dict[int, bytes], scratch: st
     return run
 
 
-SMALL, BLOCK_FILE, OPEN = -1, -2, -3      # Result.bucket of a blob of rows, a block file, compacted cells
+SMALL, BLOCK_FILE, OPEN, ROWS_FILE = -1, -2, -3, -4   # Result.bucket of a blob of rows, a block file, compacted
+#                                                     cells, an ordered task's rows of one block bucket
 
 
 class Ran(NamedTuple):
@@ -414,11 +459,29 @@ def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list
     requests = sum(t.rows for t in tasks if t.kind in ("ordered", "device"))
     buckets = max(1, min(len(tasks), max(parallelism, math.ceil(requests / MERGE_ROWS))))
     started = time.perf_counter()
-    assigned = slots(tasks, min(len(tasks), 2 * parallelism))
     end = max(stop(groups), kept.stop)
-    first = spark_tasks(spark, len(assigned), _stage_one(
-        tasks, groups, window_us=window_us, extent_bytes=extent_bytes, scratch=scratch, buckets=buckets,
-        assigned=assigned, seen=kept.blocks, run=run, end=end)) if assigned else []
+    spark_task_count = 0
+
+    def job(ids: list[int], rows_files: dict[tuple[str, int], list[tuple[str, int]]] | None) -> list[Result]:
+        nonlocal spark_task_count
+        assigned = [[ids[j] for j in slot] for slot in slots([tasks[i] for i in ids], min(len(ids), 2 * parallelism))]
+        spark_task_count += len(assigned)
+        return spark_tasks(spark, len(assigned), _stage_one(
+            tasks, groups, window_us=window_us, extent_bytes=extent_bytes, scratch=scratch, buckets=buckets,
+            assigned=assigned, seen=kept.blocks, run=run, end=end, rows_files=rows_files)) if assigned else []
+
+    # The block tasks of a device in several buckets after the rest: they read the rows its ordered tasks wrote by
+    # block bucket (a device in one bucket reads its rows itself, with the rest).
+    later = [t.kind == "block" and t.buckets > 1 for t in tasks]
+    first = job([i for i, t in enumerate(tasks) if not later[i]], None)
+    parts: dict[tuple[str, int], list[tuple[int, str, int]]] = {}
+    for r in first:
+        if r.bucket == ROWS_FILE:
+            device, k, n, part = r.blob.decode().rsplit("\x1f", 3)
+            parts.setdefault((device, int(k)), []).append((int(part), r.name, int(n)))
+    # in time order (the ordered parts'), so a block task's rows need no sort when the files' groups are in order
+    rows_files = {key: [(name, n) for _, name, n in sorted(files)] for key, files in parts.items()}
+    first += job([i for i in range(len(tasks)) if later[i]], rows_files)
     new = from_ipc([r.blob for r in first if r.bucket == SMALL], P.PARTIAL)
     small = pa.concat_tables([kept.small, new])
     ended, still = P.runs_of_pieces(small)
@@ -437,7 +500,7 @@ def run_tasks(spark: SparkSession, tasks: Sequence[Task], groups: dict[str, list
     driver_bucket = _buckets_of(driver, buckets)
     extra = {int(k): to_ipc(driver.filter(pa.array(driver_bucket == k))) for k in np.unique(driver_bucket)}
     keys = sorted(set(files) | set(extra))
-    log.info("profile: %d tasks in %d Spark tasks, %.1f s", len(tasks), len(assigned), time.perf_counter() - started)
+    log.info("profile: %d tasks in %d Spark tasks, %.1f s", len(tasks), spark_task_count, time.perf_counter() - started)
     started = time.perf_counter()
     second = spark_tasks(spark, len(keys), _stage_two({i: files.get(k, []) for i, k in enumerate(keys)},
                                                 {i: extra[k] for i, k in enumerate(keys) if k in extra}, scratch,

@@ -108,6 +108,19 @@ def test_direct_profile_equals_spark_path(spark, spark_cfg, gen_expected, group_
     assert_same(got, expected)
 
 
+def test_direct_profile_one_block_bucket_over_many_ordered_spans(spark, spark_cfg, gen_expected):
+    """Devices cut into many time spans but each in one block bucket (its block task reads the device's rows itself,
+    with the ordered tasks; several buckets read the rows those wrote): the same rows as the Spark path."""
+    rows, span, expected = gen_expected
+    write_requests(spark, spark_cfg, "pf-one-bucket", rows, group_rows=97, seed=3)
+    files = DP.trace_files(spark, spark_cfg.warehouse, "pf-one-bucket")
+    tasks = PF.plan(files, rows_per_part=300, parallelism=2, block_rows=10**9)[0]
+    assert {t.buckets for t in tasks if t.kind == "block"} == {1}
+    assert sum(t.kind == "ordered" for t in tasks) > 2 * len(files)
+    assert_same(direct(spark, spark_cfg, "pf-one-bucket", span, WINDOW_US, rows_per_part=300, block_rows=10**9),
+                expected)
+
+
 def test_direct_profile_tiny_trace_by_hand(spark, spark_cfg):
     """The hand-checked tiny trace (tests/libs/transforms/test_profile.py), one request per span: the same rows."""
     write_requests(spark, spark_cfg, "pf-tiny", TINY, group_rows=1)
