@@ -5,11 +5,11 @@ the numpy passes (grouped by time part, then by address region), and Spark SQL m
 leave. Here the passes read the table's files themselves, which `requests` makes cheap: it is
 partitioned by (trace_id, device), so every file holds one device, and its Parquet row groups carry
 the minimum and maximum timestamp. The driver plans units of work from the Delta snapshot and the
-files' footers alone (no Spark job), runs them in one RDD job (spread by estimated cost over
-2 x cores Spark tasks: a Spark task has a fixed cost of its own, and an RDD job about half a DataFrame
-job's), and finishes the profile from their partials (rows per group, histogram cell or cut bin: they
-scale with groups, not requests). The units, each at most `rows_per_part` (ROWS_PER_TASK, 1 M) requests
-(a block task: BLOCK_ROWS, 8 M):
+files' footers alone (no Spark job), runs them in one RDD job (a second one after it for the block tasks of
+devices in several buckets; each spread by estimated cost over 2 x cores Spark tasks: a Spark task has a fixed
+cost of its own, and an RDD job about half a DataFrame job's), and finishes the profile from their partials
+(rows per group, histogram cell or cut bin: they scale with groups, not requests). The units, each at most
+`rows_per_part` (ROWS_PER_TASK, 1 M) requests (a block task: BLOCK_ROWS, 8 M):
 
 - ordered tasks: one device over one time span [start, stop), cut where the row-group statistics
   put equal shares of the device's requests (an estimate: a span may hold more or fewer). The task
@@ -25,7 +25,7 @@ scale with groups, not requests). The units, each at most `rows_per_part` (ROWS_
 - device tasks: both of the above for a device that fits one task, on one read of its rows.
 - arrival tasks: every device's timestamps over one time span, for the trace scope's interarrival
   times, idle periods and bursts (arrivals merged across devices).
-Histogram cells and extent counts go to scratch Arrow files by group bucket (a stable hash); a second
+Histogram cells and extent counts go to scratch Arrow files by group bucket (a stable hash); a last
 small job merges each bucket (libs.transforms.profile.merge_histograms, merge_skew), reading only the
 files the successful attempts reported, with the cells of the runs the driver joined across span edges.
 The driver sums counts, footprints and burst bins, and commits the rows (~16,000 for a day in 1 h windows).
