@@ -10,7 +10,9 @@ Every function here and in sim.disk is compiled without numba's reference counti
 caller's Core, Out, ReqArrays, LayoutArrays and DiskArrays own every array for the whole call, so nothing
 can be freed under the loop; with it, each helper call would take and drop a reference on each of its
 array arguments, two atomic updates per array per call, several times the loop's own cost. Nothing
-here may allocate (numba refuses to compile an allocation without it): scratch arrays live in Core.
+here may allocate (numba refuses to compile an allocation without it): scratch arrays live in Core. The helpers
+every request passes through are inlined into run_loop (`inline="always"`, here and in sim.disk): a call passes each
+array argument as seven scalars, more than the small helpers' own work.
 """
 from __future__ import annotations
 
@@ -257,7 +259,7 @@ def spread_disk(ts_disk: np.ndarray, d: int, col: int, w: float, t0: float, t1: 
         k += 1
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def disk_count(dk_i: np.ndarray, dk_f: np.ndarray, ts_disk: np.ndarray, w: float, d: int, now: float,
                delta: int, is_read: bool) -> None:  # pragma: no cover
     """Integrate disk d's number in system (queued + in service; and its reads) up to now, then change it by
@@ -325,7 +327,7 @@ def new_part(slot_i: np.ndarray, slot_f: np.ndarray, si: np.ndarray, zones: np.n
     return int(s)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def enqueue(slot_i: np.ndarray, dk_i: np.ndarray, dk_f: np.ndarray, ts_disk: np.ndarray, w: float, d: int,
             s: int, now: float, si: np.ndarray, cyl_q: np.ndarray, cyl_blk: np.ndarray) -> None:  # pragma: no cover
     """Append slot s to disk d's queue (destages to its background queue) and to its cylinder's."""
@@ -405,7 +407,7 @@ def _cyl_at_or_before(cyl_q: np.ndarray, cyl_blk: np.ndarray, d: int, x: int) ->
     return -1
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def pick(slot_i: np.ndarray, dk_i: np.ndarray, sched: int, span: int, d: int, cyl_q: np.ndarray,
          cyl_blk: np.ndarray, scan_max: int, si: np.ndarray) -> int:  # pragma: no cover
     """Remove and return disk d's next slot: FCFS (0), SSTF (1) or C-LOOK (2) over its queue (ties go to
@@ -477,7 +479,7 @@ def pick(slot_i: np.ndarray, dk_i: np.ndarray, sched: int, span: int, d: int, cy
     return int(best)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def map_unit(lp: np.ndarray, ext_lstart: np.ndarray, ext_len: np.ndarray, ext_disk: np.ndarray,
              ext_pstart: np.ndarray, ext_index: np.ndarray, dev: int, lbn: int, logical: int, req: int,
              seed: np.uint64) -> tuple[int, int, int]:  # pragma: no cover

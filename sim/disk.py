@@ -75,7 +75,8 @@ DI_CYL, DI_HEAD, DI_RA_SEG, DI_LRU, DI_LAST_WRITE, DI_LAST_END = 0, 1, 2, 3, 4, 
 # every disk for synchronized spindles.
 DF_RA_T0, DF_RA_L0, DF_RA_TARGET, DF_RA_RATE = 0, 1, 2, 3
 DF_PHASE, DF_CLOCK = 7, 8
-# Cache segment columns (engine array `seg`, float64 [disks, segments, 3]).
+# Cache segment fields (engine array `seg`, float64 [disks, 3, segments]: one row per field, so a pass over a
+# disk's segments reads contiguous memory and compiles to vector compares).
 SG_START, SG_END, SG_LRU = 0, 1, 2
 
 # Outcome flags returned with a service time.
@@ -84,19 +85,19 @@ F_HIT, F_PHYSICAL, F_DESTAGE = 1, 2, 4
 
 @njit(cache=True, nogil=True, _nrt=False)
 def zone_of(zones: np.ndarray, lbn: int) -> int:  # pragma: no cover
-    """Index of the zone holding logical block lbn (binary search over the zones' first blocks)."""
-    lo = 0
-    hi = zones.shape[0] - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if zones[mid, Z_FIRST_LBN] <= lbn:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    """Index of the zone holding logical block lbn: the last zone whose first block is at or before it (zone 0
+    for any block before that), by a binary search whose steps depend only on the number of zones (each a
+    select, not a branch that random addresses mispredict)."""
+    base = 0
+    n = zones.shape[0]
+    while n > 1:
+        half = n // 2
+        base = base + half if zones[base + half, Z_FIRST_LBN] <= lbn else base
+        n -= half
+    return base
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def locate_run(zones: np.ndarray, surfaces: int,
                lbn: int) -> tuple[int, int, int, int, int, int]:  # pragma: no cover
     """Logical block -> (cylinder, head, logical sector in track, physical sectors per track, physical slot
@@ -167,10 +168,21 @@ def media_access(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, cur
     sector slot 0 at angle 0. `earliest` holds the first sector back (a write waits for its data on the
     bus). Returns (time the first sector is done, time the last sector is done, final cylinder, head).
     """
+    loc = locate_run(zones, int(params[P_SURFACES]), lbn)
+    move = head_move_us(seek_us, params, cur_cyl, cur_head, loc[0], loc[1], is_write)
+    return media_access_from(zones, seek_us, params, loc, move, t, earliest, lbn, n, is_write, zero_latency)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def media_access_from(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
+                      loc: tuple[int, int, int, int, int, int], move: float, t: float, earliest: float, lbn: int,
+                      n: int, is_write: bool, zero_latency: bool) -> tuple[float, float, int, int]:  # pragma: no cover
+    """media_access with lbn's locate_run and the first head movement (head_move_us from the current position)
+    already known (a write works them out first, for when the head is in place)."""
     rot = params[P_ROT_US]
     surfaces = int(params[P_SURFACES])
-    cyl, head, s, spt, skew, lspt = locate_run(zones, surfaces, lbn)
-    t += head_move_us(seek_us, params, cur_cyl, cur_head, cyl, head, is_write)
+    cyl, head, s, spt, skew, lspt = loc
+    t += move
     if t < earliest:
         t = earliest
     t_first = -1.0
@@ -206,16 +218,26 @@ def media_access(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, cur
     return t_first, t, cyl, head
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def disk_access(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray, d: int,
                 t: float, earliest: float, lbn: int, n: int, is_write: bool,
                 zero_latency: bool) -> tuple[float, float]:  # pragma: no cover
     """media_access on disk d from its head position and on its own clock (t' = t x clock + phase: the
     spindle's angle and speed), moving the head; returns (first sector done, last sector done) in run time."""
+    loc = locate_run(zones, int(params[P_SURFACES]), lbn)
+    move = head_move_us(seek_us, params, di[d, DI_CYL], di[d, DI_HEAD], loc[0], loc[1], is_write)
+    return disk_access_from(zones, seek_us, params, di, df, d, t, earliest, lbn, n, is_write, zero_latency, loc, move)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def disk_access_from(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray,
+                     d: int, t: float, earliest: float, lbn: int, n: int, is_write: bool, zero_latency: bool,
+                     loc: tuple[int, int, int, int, int, int], move: float) -> tuple[float, float]:  # pragma: no cover
+    """disk_access with lbn's locate_run and the first head movement already known (media_access_from)."""
     ph = df[d, DF_PHASE]
     c = df[d, DF_CLOCK]
-    tf, te, cyl, head = media_access(zones, seek_us, params, di[d, DI_CYL], di[d, DI_HEAD], t * c + ph,
-                                     earliest * c + ph, lbn, n, is_write, zero_latency)
+    tf, te, cyl, head = media_access_from(zones, seek_us, params, loc, move, t * c + ph, earliest * c + ph, lbn, n,
+                                          is_write, zero_latency)
     di[d, DI_CYL] = cyl
     di[d, DI_HEAD] = head
     return (tf - ph) / c, (te - ph) / c
@@ -241,7 +263,7 @@ def _ra_progress(df: np.ndarray, d: int, now: float) -> float:  # pragma: no cov
     return float(min(p, df[d, DF_RA_TARGET]))
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def settle_read_ahead(zones: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray, seg: np.ndarray,
                       d: int, now: float, stop: bool) -> None:  # pragma: no cover
     """Bring disk d's read-ahead up to time now; with stop, abort it (the head stays where it got to)."""
@@ -249,7 +271,7 @@ def settle_read_ahead(zones: np.ndarray, params: np.ndarray, di: np.ndarray, df:
     if s < 0:
         return
     p = _ra_progress(df, d, now)
-    seg[d, s, SG_END] = p
+    seg[d, SG_END, s] = p
     if stop or p >= df[d, DF_RA_TARGET]:
         last = int(p) - 1
         if last >= df[d, DF_RA_L0]:
@@ -262,7 +284,7 @@ def settle_read_ahead(zones: np.ndarray, params: np.ndarray, di: np.ndarray, df:
 @njit(cache=True, nogil=True, _nrt=False)
 def _touch(di: np.ndarray, seg: np.ndarray, d: int, s: int) -> None:  # pragma: no cover
     di[d, DI_LRU] += 1
-    seg[d, s, SG_LRU] = di[d, DI_LRU]
+    seg[d, SG_LRU, s] = di[d, DI_LRU]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -290,11 +312,11 @@ def _extend_read_ahead(zones: np.ndarray, params: np.ndarray, df: np.ndarray, se
     size = params[P_SEG_SECTORS]
     target = max(want_end, min(want_end + params[P_READ_AHEAD], _ra_limit(zones, params, want_end)))
     if params[P_RA_OVER_REQ] == 0.0:
-        target = max(want_end, min(target, seg[d, s, SG_START] + size))
+        target = max(want_end, min(target, seg[d, SG_START, s] + size))
     if target > df[d, DF_RA_TARGET]:
         df[d, DF_RA_TARGET] = target
-    if df[d, DF_RA_TARGET] - seg[d, s, SG_START] > size:
-        seg[d, s, SG_START] = df[d, DF_RA_TARGET] - size
+    if df[d, DF_RA_TARGET] - seg[d, SG_START, s] > size:
+        seg[d, SG_START, s] = df[d, DF_RA_TARGET] - size
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -321,11 +343,11 @@ def _stream_service(params: np.ndarray, df: np.ndarray, d: int, now: float, end:
     return float(max(oh + params[P_DATA_PREP_US] + n * bus, t_data - now + bus) + params[P_CPL_READ_US])
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _lru(di: np.ndarray, seg: np.ndarray, d: int, nseg: int) -> int:  # pragma: no cover
     victim = 0
     for s in range(1, nseg):
-        if seg[d, s, SG_LRU] < seg[d, victim, SG_LRU]:
+        if seg[d, SG_LRU, s] < seg[d, SG_LRU, victim]:
             victim = s
     return victim
 
@@ -337,7 +359,7 @@ def _mark_sectors(params: np.ndarray, fraction: float, n: int) -> int:  # pragma
     return int(min(n, max(1.0, math.ceil(fraction * ref))))
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _write_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray,
                    d: int, now: float, lbn: int, n: int, after_write: bool,
                    sequential: bool) -> float:  # pragma: no cover
@@ -360,16 +382,16 @@ def _write_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, d
         bus_start = t_cmd + prep
         mech = t_cmd
         resel_end = params[P_RESEL_FIRST_US]
-    cyl, head, _s, spt, _k = locate(zones, surfaces, lbn)
-    st = params[P_ROT_US] / spt
+    loc = locate_run(zones, surfaces, lbn)
+    st = params[P_ROT_US] / loc[3]
     earliest = bus_start + max(bus, n * bus - (n - 1) * st)
     if not sequential:
         earliest = max(earliest, t_cmd + params[P_MIN_WRITE_SEEK_US])
+    move = head_move_us(seek_us, params, di[d, DI_CYL], di[d, DI_HEAD], loc[0], loc[1], True)
     t_pos = mech * df[d, DF_CLOCK] + df[d, DF_PHASE]
-    t_pos = (t_pos + head_move_us(seek_us, params, di[d, DI_CYL], di[d, DI_HEAD], cyl, head, True)
-             - df[d, DF_PHASE]) / df[d, DF_CLOCK]
-    _tf, te = disk_access(zones, seek_us, params, di, df, d, mech, earliest, lbn, n, True,
-                          params[P_ZL_WRITES] > 0.0)
+    t_pos = (t_pos + move - df[d, DF_PHASE]) / df[d, DF_CLOCK]
+    _tf, te = disk_access_from(zones, seek_us, params, di, df, d, mech, earliest, lbn, n, True,
+                               params[P_ZL_WRITES] > 0.0, loc, move)
     bus_end = bus_start + n * bus
     size = params[P_SEG_SECTORS]
     refills = 0
@@ -382,7 +404,7 @@ def _write_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, d
     return float(te + (0.0 if stays else resel_end) + params[P_CPL_WRITE_US] - now)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray,
                      seg: np.ndarray, d: int, now: float, lbn: int, n: int, is_write: bool, destage: bool,
                      zero_latency: bool) -> tuple[float, int]:  # pragma: no cover
@@ -420,31 +442,42 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
         settle_read_ahead(zones, params, di, df, seg, d, now, False)
         active = di[d, DI_RA_SEG]
         searched = nseg + 1 if params[P_READ_HITS_ON_WRITES] > 0.0 and params[P_WRITE_SEG] > 0.0 else nseg
-        for s in range(searched):
-            if seg[d, s, SG_START] <= lbn and end <= seg[d, s, SG_END]:
-                _touch(di, seg, d, s)
-                if active == s:
-                    _extend_read_ahead(zones, params, df, seg, d, s, end)
-                elif (s < nseg and active < 0 and params[P_READ_AHEAD] > 0 and seg[d, s, SG_END] < cap
-                      and seg[d, s, SG_END] - end < params[P_READ_AHEAD]
-                      and seg[d, s, SG_END] < _ra_limit(zones, params, end)):
-                    _start_stream(zones, seek_us, params, di, df, d, s, now + oh_hit, seg[d, s, SG_END])
-                    _extend_read_ahead(zones, params, df, seg, d, s, end)
-                return oh_hit + prep + n * bus + cpl, F_HIT
-        if active >= 0 and seg[d, active, SG_START] <= lbn <= df[d, DF_RA_TARGET]:
+        # One pass finds the first segment holding the whole read (a full hit) and the first read segment the read
+        # starts inside or right after (a partial hit; with zero latency a read starting just past a segment is
+        # not one: it is a miss read out of order, not a stream restarted at its first sector, as Lachesis's
+        # aligned scan after a seek), without branches.
+        hit = searched
+        partial = searched
+        not_zl = not zero_latency
+        for k in range(searched):
+            s_start = seg[d, SG_START, k]
+            s_end = seg[d, SG_END, k]
+            inside = s_start <= lbn
+            hit = min(hit, k if inside & (end <= s_end) else searched)
+            starts = inside & (lbn <= s_end) & (s_end < cap) & (k < nseg) & (not_zl | (lbn < s_end))
+            partial = min(partial, k if starts else searched)
+        if hit < searched:
+            s = hit
+            _touch(di, seg, d, s)
+            if active == s:
+                _extend_read_ahead(zones, params, df, seg, d, s, end)
+            elif (s < nseg and active < 0 and params[P_READ_AHEAD] > 0 and seg[d, SG_END, s] < cap
+                  and seg[d, SG_END, s] - end < params[P_READ_AHEAD]
+                  and seg[d, SG_END, s] < _ra_limit(zones, params, end)):
+                _start_stream(zones, seek_us, params, di, df, d, s, now + oh_hit, seg[d, SG_END, s])
+                _extend_read_ahead(zones, params, df, seg, d, s, end)
+            return oh_hit + prep + n * bus + cpl, F_HIT
+        if active >= 0 and seg[d, SG_START, active] <= lbn <= df[d, DF_RA_TARGET]:
             _extend_read_ahead(zones, params, df, seg, d, active, end)
             _touch(di, seg, d, active)
             return _stream_service(params, df, d, now, end, n, oh_hit), F_HIT
-        for s in range(nseg):
-            # With zero latency a read starting just past a segment (nothing of it cached) is a miss read out
-            # of order, not a stream restarted at its first sector (Lachesis's aligned scan after a seek).
-            if (seg[d, s, SG_START] <= lbn <= seg[d, s, SG_END] and seg[d, s, SG_END] < cap
-                    and not (zero_latency and lbn >= seg[d, s, SG_END])):
-                settle_read_ahead(zones, params, di, df, seg, d, now, True)
-                _start_stream(zones, seek_us, params, di, df, d, s, now + oh_hit, seg[d, s, SG_END])
-                _extend_read_ahead(zones, params, df, seg, d, s, end)
-                _touch(di, seg, d, s)
-                return _stream_service(params, df, d, now, end, n, oh_hit), F_PHYSICAL
+        if partial < searched:
+            s = partial
+            settle_read_ahead(zones, params, di, df, seg, d, now, True)
+            _start_stream(zones, seek_us, params, di, df, d, s, now + oh_hit, seg[d, SG_END, s])
+            _extend_read_ahead(zones, params, df, seg, d, s, end)
+            _touch(di, seg, d, s)
+            return _stream_service(params, df, d, now, end, n, oh_hit), F_PHYSICAL
         settle_read_ahead(zones, params, di, df, seg, d, now, True)
         t0 = now + (params[P_OH_MISS_AW_US] if after_write else params[P_OH_MISS_US])
         tf, te = disk_access(zones, seek_us, params, di, df, d, t0, t0, lbn, n, False, zero_latency)
@@ -455,15 +488,15 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
         if nseg > 0:
             victim = _lru(di, seg, d, nseg)
             size = params[P_SEG_SECTORS]
-            seg[d, victim, SG_START] = max(lbn, end - size)
-            seg[d, victim, SG_END] = end
+            seg[d, SG_START, victim] = max(lbn, end - size)
+            seg[d, SG_END, victim] = end
             _touch(di, seg, d, victim)
             target = min(end + params[P_READ_AHEAD], _ra_limit(zones, params, end))
             if params[P_RA_OVER_REQ] == 0.0:
-                target = min(target, seg[d, victim, SG_START] + size)
+                target = min(target, seg[d, SG_START, victim] + size)
             if target > end:
-                if target - seg[d, victim, SG_START] > size:
-                    seg[d, victim, SG_START] = target - size
+                if target - seg[d, SG_START, victim] > size:
+                    seg[d, SG_START, victim] = target - size
                 di[d, DI_RA_SEG] = victim
                 df[d, DF_RA_T0] = te
                 df[d, DF_RA_L0] = end
@@ -472,15 +505,17 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
         return done - now, F_PHYSICAL
     # Write.
     settle_read_ahead(zones, params, di, df, seg, d, now, True)
-    for s in range(nseg + 1):
-        if seg[d, s, SG_START] < end and lbn < seg[d, s, SG_END]:
-            seg[d, s, SG_START] = -1.0
-            seg[d, s, SG_END] = -1.0
+    for k in range(nseg + 1):                   # drop overlapping cached data (branch-free: vector compares)
+        s_start = seg[d, SG_START, k]
+        s_end = seg[d, SG_END, k]
+        overlaps = (s_start < end) & (lbn < s_end)
+        seg[d, SG_START, k] = -1.0 if overlaps else s_start
+        seg[d, SG_END, k] = -1.0 if overlaps else s_end
     if nseg > 0:
         w = nseg if params[P_WRITE_SEG] > 0.0 else _lru(di, seg, d, nseg)
         keep = params[P_READ_HITS_ON_WRITES] > 0.0
-        seg[d, w, SG_START] = max(lbn, end - params[P_SEG_SECTORS]) if keep else -1.0
-        seg[d, w, SG_END] = end if keep else -1.0
+        seg[d, SG_START, w] = max(lbn, end - params[P_SEG_SECTORS]) if keep else -1.0
+        seg[d, SG_END, w] = end if keep else -1.0
         _touch(di, seg, d, w)
     if params[P_WRITE_BACK] > 0.0:
         oh = params[P_OH_WRITE_AW_US] if after_write else params[P_OH_WRITE_US]

@@ -15,7 +15,7 @@ import numpy as np
 
 from blockheat.sim import _kernel as K
 from blockheat.sim.array import SCHEDULERS, AsTraced, DiskArray, ExtentMap, RandomDisk, RemapEvent, Striped
-from blockheat.sim.disk import DF_CLOCK, DF_PHASE, DI_LAST_END, DI_RA_SEG, MODES
+from blockheat.sim.disk import DF_CLOCK, DF_PHASE, DI_LAST_END, DI_RA_SEG, MODES, SG_LRU
 from blockheat.sim.records import Requests, StreamFacts
 from blockheat.sim.spec import P_SEGMENTS, P_ZERO_LATENCY, P_ZL_WRITES, DiskSpec
 from blockheat.sim.stats import ResponseTally, RunResult, summarize
@@ -295,8 +295,8 @@ class Simulation:
         dk_i = np.zeros((ndisk, K.DK_I), dtype=np.int64)
         dk_i[:, [DI_RA_SEG, DI_LAST_END, K.DK_BUSY, K.DK_QHEAD, K.DK_QTAIL, K.DK_DHEAD, K.DK_DTAIL]] = -1
         nseg = int(self.disk.params[P_SEGMENTS]) + 1     # the read segments and the write segment
-        seg = np.full((ndisk, nseg, 3), -1.0)
-        seg[:, :, 2] = 0.0
+        seg = np.full((ndisk, 3, nseg), -1.0)          # sim.disk's fields (SG_*) by segment
+        seg[:, SG_LRU, :] = 0.0
         heap = ndisk + (cfg.closed_loop.outstanding if cfg.closed_loop is not None else 0) + 4
         # SSTF and C-LOOK keep each cylinder's queue too (K.QUEUE_SCAN_MAX); FCFS needs none.
         ncyl = self.spec.cylinders if si[K.CI_SCHED] != SCHEDULERS["fcfs"] else 0

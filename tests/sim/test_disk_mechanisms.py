@@ -19,6 +19,7 @@ from blockheat.sim.disk import (
     F_HIT,
     F_PHYSICAL,
     SG_END,
+    SG_LRU,
     SG_START,
     detailed_service,
     locate,
@@ -39,8 +40,8 @@ class Disk:
         self.di[0, [DI_RA_SEG, DI_LAST_END]] = -1
         self.df = np.zeros((1, K.DK_F))
         self.df[:, K.DKF_CLOCK] = 1.0
-        self.seg = np.full((1, spec.cache.segments + 1, 3), -1.0)
-        self.seg[:, :, 2] = 0.0
+        self.seg = np.full((1, 3, spec.cache.segments + 1), -1.0)
+        self.seg[:, SG_LRU, :] = 0.0
 
     def serve(self, now: float, lbn: int, n: int, op: str, zero_latency: bool = False) -> tuple[float, int]:
         a = self.a
@@ -144,7 +145,7 @@ def test_read_ahead_limits(to: str, over: bool, target: int, start: int) -> None
                    "read_ahead_over_requested": over})
     d.serve(0.0, 30, 8, "R")
     assert d.df[0, DF_RA_TARGET] == target
-    assert d.seg[0, 0, SG_START] == start
+    assert d.seg[0, SG_START, 0] == start
 
 
 @pytest.mark.parametrize(("write_segment", "flags"), [(True, F_HIT), (False, F_PHYSICAL)])
@@ -160,7 +161,7 @@ def test_read_hits_on_write_data(allowed: bool, flags: int) -> None:
     d = toy(cache={**CACHE, "read_hits_on_write_data": allowed})
     d.serve(0.0, 5000, 8, "W")
     assert d.serve(50_000.0, 5000, 8, "R")[1] == flags
-    assert d.seg[0, 1, SG_END] == (5008 if allowed else -1)
+    assert d.seg[0, SG_END, 1] == (5008 if allowed else -1)
 
 
 def test_write_water_mark_refills() -> None:
