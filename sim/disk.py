@@ -404,6 +404,14 @@ def _write_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, d
     return float(te + (0.0 if stays else resel_end) + params[P_CPL_WRITE_US] - now)
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def _lowest_bit(mask: np.int64, none: int) -> int:  # pragma: no cover
+    """Index of mask's lowest set bit (a power of two's log2 is exact in a float64), `none` when it has none."""
+    if mask == 0:
+        return none
+    return int(math.log2(float(mask & -mask)))
+
+
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray,
                      seg: np.ndarray, d: int, now: float, lbn: int, n: int, is_write: bool, destage: bool,
@@ -446,16 +454,28 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
         # starts inside or right after (a partial hit; with zero latency a read starting just past a segment is
         # not one: it is a miss read out of order, not a stream restarted at its first sector, as Lachesis's
         # aligned scan after a seek), without branches.
-        hit = searched
-        partial = searched
         not_zl = not zero_latency
-        for k in range(searched):
-            s_start = seg[d, SG_START, k]
-            s_end = seg[d, SG_END, k]
-            inside = s_start <= lbn
-            hit = min(hit, k if inside & (end <= s_end) else searched)
-            starts = inside & (lbn <= s_end) & (s_end < cap) & (k < nseg) & (not_zl | (lbn < s_end))
-            partial = min(partial, k if starts else searched)
+        if searched < 63:                   # as bit masks: the pass compiles to vector compares
+            hits = np.int64(0)
+            starts = np.int64(0)
+            for k in range(searched):
+                s_start = seg[d, SG_START, k]
+                s_end = seg[d, SG_END, k]
+                inside = s_start <= lbn
+                hits |= np.int64(inside & (end <= s_end)) << k
+                starts |= np.int64(inside & (lbn <= s_end) & (s_end < cap) & (not_zl | (lbn < s_end))) << k
+            hit = _lowest_bit(hits, searched)
+            partial = _lowest_bit(starts & ((np.int64(1) << nseg) - 1), searched)
+        else:
+            hit = searched
+            partial = searched
+            for k in range(searched):
+                s_start = seg[d, SG_START, k]
+                s_end = seg[d, SG_END, k]
+                inside = s_start <= lbn
+                hit = min(hit, k if inside & (end <= s_end) else searched)
+                starts_k = inside & (lbn <= s_end) & (s_end < cap) & (k < nseg) & (not_zl | (lbn < s_end))
+                partial = min(partial, k if starts_k else searched)
         if hit < searched:
             s = hit
             _touch(di, seg, d, s)

@@ -76,6 +76,20 @@ def test_a_hit_costs_overhead_data_preparation_bus_and_completion() -> None:
     assert d.serve(50_000.0, 0, 8, "R") == (pytest.approx(100.0 + 20.0 + 8 * 50.0 + 60.0), F_HIT)
 
 
+@pytest.mark.parametrize("segments", [2, 62, 63, 70])
+def test_a_read_finds_its_data_in_any_segment(segments: int) -> None:
+    # Up to 62 segments are searched as bit masks, more one by one: the same segment either way. Each of
+    # `segments` misses fills the least recently used segment in turn (no read-ahead), so area k is in segment k.
+    d = toy(cache={"segments": segments, "segment_sectors": 64, "read_ahead_sectors": 0})
+    for k in range(segments):
+        assert d.serve(100_000.0 * k, 100 * k, 8, "R")[1] == F_PHYSICAL
+    assert d.seg[0, SG_START, segments - 1] == 100 * (segments - 1)
+    hit = 100.0                             # the hit overhead (the toy has no bus or completion time)
+    assert d.serve(1e8, 100 * (segments - 1) + 2, 4, "R") == (pytest.approx(hit), F_HIT)
+    assert d.serve(1e8 + 1e5, 0, 8, "R") == (pytest.approx(hit), F_HIT)
+    assert d.serve(1e8 + 2e5, 100 * segments, 8, "R")[1] == F_PHYSICAL       # an area no segment holds
+
+
 def test_read_miss_reselects_at_the_read_water_mark() -> None:
     def miss(by: str, **protocol: float) -> float:
         d = toy(cache={**CACHE, "water_marks_by": by}, bus_ms_per_sector=0.2, read_bus_start_fraction=0.75,
