@@ -404,6 +404,18 @@ def _write_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, d
     return float(te + (0.0 if stays else resel_end) + params[P_CPL_WRITE_US] - now)
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _holds(seg: np.ndarray, d: int, k: int, lbn: int, end: int, cap: float,
+           not_zl: bool) -> tuple[bool, bool]:  # pragma: no cover
+    """Whether disk d's segment k holds the whole read [lbn, end), and whether the read starts inside it or right
+    after it below the capacity (a partial hit; not right after it with zero latency: not_zl False); both without
+    branches."""
+    s_start = seg[d, SG_START, k]
+    s_end = seg[d, SG_END, k]
+    inside = s_start <= lbn
+    return inside & (end <= s_end), inside & (lbn <= s_end) & (s_end < cap) & (not_zl | (lbn < s_end))
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _lowest_bit(mask: np.int64, none: int) -> int:  # pragma: no cover
     """Index of mask's lowest set bit (a power of two's log2 is exact in a float64), `none` when it has none."""
@@ -459,23 +471,18 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
             hits = np.int64(0)
             starts = np.int64(0)
             for k in range(searched):
-                s_start = seg[d, SG_START, k]
-                s_end = seg[d, SG_END, k]
-                inside = s_start <= lbn
-                hits |= np.int64(inside & (end <= s_end)) << k
-                starts |= np.int64(inside & (lbn <= s_end) & (s_end < cap) & (not_zl | (lbn < s_end))) << k
+                whole, near = _holds(seg, d, k, lbn, end, cap, not_zl)
+                hits |= np.int64(whole) << k
+                starts |= np.int64(near) << k
             hit = _lowest_bit(hits, searched)
             partial = _lowest_bit(starts & ((np.int64(1) << nseg) - 1), searched)
         else:
             hit = searched
             partial = searched
             for k in range(searched):
-                s_start = seg[d, SG_START, k]
-                s_end = seg[d, SG_END, k]
-                inside = s_start <= lbn
-                hit = min(hit, k if inside & (end <= s_end) else searched)
-                starts_k = inside & (lbn <= s_end) & (s_end < cap) & (k < nseg) & (not_zl | (lbn < s_end))
-                partial = min(partial, k if starts_k else searched)
+                whole, near = _holds(seg, d, k, lbn, end, cap, not_zl)
+                hit = min(hit, k if whole else searched)
+                partial = min(partial, k if near & (k < nseg) else searched)
         if hit < searched:
             s = hit
             _touch(di, seg, d, s)
