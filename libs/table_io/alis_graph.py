@@ -305,9 +305,18 @@ class UnitIndex:
             found = ((self.offsets[np.minimum(ro, len(self.offsets) - 1)] == offsets)
                      & (self.sizes[np.minimum(rs, len(self.sizes) - 1)] == sizes))
             keys = (ro << 32) | rs
-        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        at = _sorted_search(self.keys, keys)
         found &= self.keys[at] == keys
         return np.where(found, self.ids[at], -1)
+
+
+def _sorted_search(keys: np.ndarray, needles: np.ndarray) -> np.ndarray:
+    """np.searchsorted(keys, needles) capped at len(keys) - 1, the needles searched in sorted order (their
+    searches then walk the keys in order, ~5x faster than scattered searches over a million keys)."""
+    order = np.argsort(needles)
+    at = np.empty(len(needles), np.int64)
+    at[order] = np.searchsorted(keys, needles[order])
+    return np.minimum(at, len(keys) - 1)
 
 
 def _bounds(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -550,8 +559,8 @@ def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table 
 def keyed(rows: pa.Table, trace_id: str, device: str, **constants: int) -> pa.Table:
     """One device's rows of a table with trace_id, device and the constant columns added."""
     n = rows.num_rows
-    rows = rows.append_column("trace_id", pa.array([trace_id] * n, pa.string()))
-    rows = rows.append_column("device", pa.array([device] * n, pa.string()))
+    rows = rows.append_column("trace_id", pa.repeat(pa.scalar(trace_id, pa.string()), n))
+    rows = rows.append_column("device", pa.repeat(pa.scalar(device, pa.string()), n))
     for column, value in constants.items():
         rows = rows.append_column(column, pa.array(np.full(n, value, np.int64)))
     return rows

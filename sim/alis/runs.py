@@ -39,7 +39,7 @@ def once_weight(m: int, *, tau: int, f: float) -> float:
     return sum(edge_weight(j, tau=tau, f=f) for j in range(1, min(m, tau) + 1))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _push(key: np.ndarray, ids: np.ndarray, size: int, s: float, x: int) -> int:
     """Push (s, x) on a binary max-heap ordered by s, then by the smaller x; returns the new size
     (the caller has made room)."""
@@ -55,7 +55,7 @@ def _push(key: np.ndarray, ids: np.ndarray, size: int, s: float, x: int) -> int:
     return size + 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _pop(key: np.ndarray, ids: np.ndarray, size: int) -> int:
     """Remove the top of the heap; returns the new size."""
     size -= 1
@@ -78,22 +78,24 @@ def _pop(key: np.ndarray, ids: np.ndarray, size: int) -> int:
     return size
 
 
-@numba.njit(cache=True)
-def _change(ptr: np.ndarray, nbr: np.ndarray, wgt: np.ndarray, marked: np.ndarray, score: np.ndarray,
-            stamp: np.ndarray, run: int, key: np.ndarray, ids: np.ndarray, size: int, member: int,
-            sign: float) -> tuple[np.ndarray, np.ndarray, int]:
+@numba.njit(cache=True, inline="always")
+def _change(ptr: np.ndarray, nbr: np.ndarray, wgt: np.ndarray, side: np.ndarray, stamp: float, key: np.ndarray,
+            ids: np.ndarray, size: int, member: int, sign: float) -> tuple[np.ndarray, np.ndarray, int]:
     """Add (sign 1) or remove (-1) `member`'s edges to the candidates' scores and push the new
-    scores, growing the heap arrays when full. One side's scores: score[x] counts only where
-    stamp[x] == run (earlier runs' values read as 0), so no per-run reset is needed."""
+    scores, growing the heap arrays when full. side[x] = (score, stamp) of one side (head or tail), a vertex's
+    two numbers in one cache line: the score counts only where its stamp is this run's (earlier runs' values
+    read as 0, so no per-run reset is needed); a stamp below 0 marks a run member."""
     for k in range(ptr[member], ptr[member + 1]):
         x = nbr[k]
-        if marked[x]:
+        seen = side[x, 1]
+        if seen < 0.0:
             continue
-        if stamp[x] != run:
-            stamp[x] = run
-            score[x] = 0.0
-        s = score[x] + sign * wgt[k]
-        score[x] = s
+        s = sign * wgt[k]
+        if seen == stamp:
+            s += side[x, 0]
+        else:
+            side[x, 1] = stamp
+        side[x, 0] = s
         if size == len(key):
             grown_key, grown_ids = np.empty(2 * size, np.float64), np.empty(2 * size, np.int64)
             grown_key[:size], grown_ids[:size] = key, ids
@@ -102,16 +104,23 @@ def _change(ptr: np.ndarray, nbr: np.ndarray, wgt: np.ndarray, marked: np.ndarra
     return key, ids, size
 
 
-@numba.njit(cache=True)
-def _best(key: np.ndarray, ids: np.ndarray, size: int, marked: np.ndarray, score: np.ndarray) -> tuple[float, int, int]:
+@numba.njit(cache=True, inline="always")
+def _best(key: np.ndarray, ids: np.ndarray, size: int, side: np.ndarray) -> tuple[float, int, int]:
     """(score, vertex) of the best unmarked candidate, or (-inf, -1); drops stale entries on the way."""
     while size > 0:
         s, x = key[0], ids[0]
-        if marked[x] or score[x] != s:
+        if side[x, 1] < 0.0 or side[x, 0] != s:
             size = _pop(key, ids, size)
             continue
         return s, x, size
     return -np.inf, -1, size
+
+
+@numba.njit(cache=True, inline="always")
+def _mark(marked: np.ndarray, head: np.ndarray, tail: np.ndarray, x: int) -> None:
+    marked[x] = True
+    head[x, 1] = -1.0
+    tail[x, 1] = -1.0
 
 
 @numba.njit(cache=True)
@@ -121,9 +130,9 @@ def _discover(out_ptr: np.ndarray, out_nbr: np.ndarray, out_w: np.ndarray, in_pt
     """The greedy loop over local vertex numbers 0..n-1 (module docstring): the kept runs as
     (run_id per kept run, offsets into members, members in layout order)."""
     n = len(out_ptr) - 1
-    marked = np.zeros(n, np.bool_)
-    head_score, tail_score = np.zeros(n, np.float64), np.zeros(n, np.float64)
-    head_stamp, tail_stamp = np.zeros(n, np.int64), np.zeros(n, np.int64)   # run + 1 of the score
+    # Per side, per vertex (score, stamp): the stamp is run + 1 of the score, -1 once the vertex is in a run.
+    head, tail = np.zeros((n, 2), np.float64), np.zeros((n, 2), np.float64)
+    marked = np.zeros(n, np.bool_)           # the same as a stamp below 0, in a denser array for the seeds' scan
     # Heap arrays (keys, ids) and sizes per side: head hk, hi_, hs; tail tk, ti, ts (grown by _change).
     hk, hi_ = np.empty(1024, np.float64), np.empty(1024, np.int64)
     tk, ti = np.empty(1024, np.float64), np.empty(1024, np.int64)
@@ -140,50 +149,43 @@ def _discover(out_ptr: np.ndarray, out_nbr: np.ndarray, out_w: np.ndarray, in_pt
         if e == len(seed_s):
             break
         run_id += 1
-        stamp = run_id + 1
+        stamp = float(run_id + 1)
         a, b = seed_s[e], seed_d[e]
-        marked[a] = marked[b] = True
+        _mark(marked, head, tail, a)
+        _mark(marked, head, tail, b)
         lo, hi = n, n + 2                      # buf[lo:hi] is the run
         buf[lo], buf[lo + 1] = a, b
         hs = ts = 0
         # head = run[:tau], tail = run[-tau:], entered in run order as the paper's deques
         for p in range(lo, min(hi, lo + tau)):
-            hk, hi_, hs = _change(in_ptr, in_nbr, in_w, marked, head_score, head_stamp, stamp, hk, hi_, hs,
-                                  buf[p], 1.0)
+            hk, hi_, hs = _change(in_ptr, in_nbr, in_w, head, stamp, hk, hi_, hs, buf[p], 1.0)
         for p in range(max(lo, hi - tau), hi):
-            tk, ti, ts = _change(out_ptr, out_nbr, out_w, marked, tail_score, tail_stamp, stamp, tk, ti, ts,
-                                 buf[p], 1.0)
+            tk, ti, ts = _change(out_ptr, out_nbr, out_w, tail, stamp, tk, ti, ts, buf[p], 1.0)
         while True:
             length = hi - lo
             limit = limits[min(tau, length)]
-            head_weight, u, hs = _best(hk, hi_, hs, marked, head_score)
-            tail_weight, v, ts = _best(tk, ti, ts, marked, tail_score)
+            head_weight, u, hs = _best(hk, hi_, hs, head)
+            tail_weight, v, ts = _best(tk, ti, ts, tail)
             if head_weight < limit and tail_weight < limit:
                 break
             if head_weight > tail_weight:
-                marked[u] = True
+                _mark(marked, head, tail, u)
                 lo -= 1
                 buf[lo] = u
-                hk, hi_, hs = _change(in_ptr, in_nbr, in_w, marked, head_score, head_stamp, stamp, hk, hi_, hs,
-                                      u, 1.0)
+                hk, hi_, hs = _change(in_ptr, in_nbr, in_w, head, stamp, hk, hi_, hs, u, 1.0)
                 if hi - lo > tau:              # the member that left the head
-                    hk, hi_, hs = _change(in_ptr, in_nbr, in_w, marked, head_score, head_stamp, stamp, hk, hi_,
-                                          hs, buf[lo + tau], -1.0)
+                    hk, hi_, hs = _change(in_ptr, in_nbr, in_w, head, stamp, hk, hi_, hs, buf[lo + tau], -1.0)
                 if hi - lo <= tau:
-                    tk, ti, ts = _change(out_ptr, out_nbr, out_w, marked, tail_score, tail_stamp, stamp, tk, ti,
-                                         ts, u, 1.0)
+                    tk, ti, ts = _change(out_ptr, out_nbr, out_w, tail, stamp, tk, ti, ts, u, 1.0)
             else:
-                marked[v] = True
+                _mark(marked, head, tail, v)
                 buf[hi] = v
                 hi += 1
-                tk, ti, ts = _change(out_ptr, out_nbr, out_w, marked, tail_score, tail_stamp, stamp, tk, ti, ts,
-                                     v, 1.0)
+                tk, ti, ts = _change(out_ptr, out_nbr, out_w, tail, stamp, tk, ti, ts, v, 1.0)
                 if hi - lo > tau:              # the member that left the tail
-                    tk, ti, ts = _change(out_ptr, out_nbr, out_w, marked, tail_score, tail_stamp, stamp, tk, ti,
-                                         ts, buf[hi - tau - 1], -1.0)
+                    tk, ti, ts = _change(out_ptr, out_nbr, out_w, tail, stamp, tk, ti, ts, buf[hi - tau - 1], -1.0)
                 if hi - lo <= tau:
-                    hk, hi_, hs = _change(in_ptr, in_nbr, in_w, marked, head_score, head_stamp, stamp, hk, hi_,
-                                          hs, v, 1.0)
+                    hk, hi_, hs = _change(in_ptr, in_nbr, in_w, head, stamp, hk, hi_, hs, v, 1.0)
         if hi - lo >= min_length:
             kept_ids[kept] = run_id
             start = offsets[kept]
