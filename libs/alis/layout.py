@@ -46,7 +46,7 @@ def _plan_group(mode: str, layout: str, extent_bytes: int):  # type: ignore[no-u
                          layout=layout, extent_bytes=extent_bytes)
         n = len(plan["unit_id"])
         run_id = pa.array(plan["run_id"], pa.int64(), mask=plan["run_id"] < 0)
-        return pa.table([pa.array([device] * n, pa.string()), pa.array(np.full(n, interval, np.int64)),
+        return pa.table([pa.repeat(pa.scalar(device, pa.string()), n), pa.array(np.full(n, interval, np.int64)),
                          pa.array(plan["region"].tolist(), pa.string()), run_id, pa.array(plan["unit_id"], pa.int64()),
                          pa.array(plan["home_offset_bytes"], pa.int64()), pa.array(plan["size_bytes"], pa.int64()),
                          pa.array(plan["ra_offset_bytes"], pa.int64()),

@@ -42,7 +42,7 @@ def _runs_of_group(tau: int, f: float, threshold: float, min_length: int | None)
         position = np.arange(n, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
         device = table.column("device")[0].as_py() if table.num_rows else ""
         interval = table.column("interval_id")[0].as_py() if table.num_rows else 0
-        return pa.table([pa.array([device] * n, pa.string()), pa.array(np.full(n, interval, np.int64)),
+        return pa.table([pa.repeat(pa.scalar(device, pa.string()), n), pa.array(np.full(n, interval, np.int64)),
                          pa.array(np.repeat(run_ids, lengths)), pa.array(np.repeat(np.arange(len(run_ids)), lengths)),
                          pa.array(position), pa.array(units)], names=list(RUN_COLUMNS))
 

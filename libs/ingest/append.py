@@ -177,8 +177,8 @@ def resort_overlaps(spark: SparkSession, writes: Sequence[PendingWrite], trace_i
         for i in ids:
             device, paths = jobs[i]
             rows = read_files(paths, columns).sort_by([("ts_us", "ascending"), ("seq", "ascending")])
-            rows = rows.append_column("trace_id", pa.array([trace_id] * rows.num_rows, pa.string()))
-            rows = rows.append_column("device", pa.array([device] * rows.num_rows, pa.string()))
+            rows = rows.append_column("trace_id", pa.repeat(pa.scalar(trace_id, pa.string()), rows.num_rows))
+            rows = rows.append_column("device", pa.repeat(pa.scalar(device, pa.string()), rows.num_rows))
             writer = FileWriter(target)
             writer.write(rows)
             yield from writer.close().to_pylist()

@@ -518,7 +518,7 @@ def write_from_driver(target: TableTarget, where: Mapping[str, Any], rows: pa.Ta
     target = target.for_write()
     for column, value in where.items():
         rows = rows.drop_columns([column]) if column in rows.column_names else rows
-        rows = rows.append_column(column, pa.array([value] * rows.num_rows, target.schema.field(column).type))
+        rows = rows.append_column(column, pa.repeat(pa.scalar(value, target.schema.field(column).type), rows.num_rows))
     writer = FileWriter(target)
     try:
         writer.write(rows)
@@ -590,7 +590,7 @@ def write_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[Tabl
                 writers[name].write(rows)
         for name, writer in writers.items():
             done = writer.close()
-            yield from done.add_column(0, "table", pa.array([name] * done.num_rows, pa.string())).to_batches()
+            yield from done.add_column(0, "table", pa.repeat(pa.scalar(name, pa.string()), done.num_rows)).to_batches()
         if side:
             yield pa.RecordBatch.from_pydict({"table": [SIDE] * len(side), "path": [None] * len(side),
                                               "size": [None] * len(side), "rows": [None] * len(side),

@@ -138,7 +138,7 @@ def read(root: str, columns: Sequence[str], where: Mapping[str, str] | None = No
         part = pq.read_table(path, filesystem=fs, columns=stored, filters=filters)
         for c in columns:
             if c in partitions:
-                part = part.append_column(c, pa.array([values.get(c)] * part.num_rows, pa.string()))
+                part = part.append_column(c, pa.repeat(pa.scalar(values.get(c), pa.string()), part.num_rows))
         parts.append(part.select(list(columns)).cast(wanted))
     return pa.concat_tables(parts)
 

@@ -33,7 +33,7 @@ def _stored_runs(tau: int, f: float, threshold: float, min_length: int | None): 
         out = []
         for a, b in itertools.pairwise(bounds):
             part = graph.take(pa.array(order[a:b]))
-            out.append(runs(part.append_column("device", pa.array([device] * part.num_rows, pa.string()))))
+            out.append(runs(part.append_column("device", pa.repeat(pa.scalar(device, pa.string()), part.num_rows))))
         return {}, pa.concat_tables(out) if out else None
 
     return run

@@ -102,7 +102,7 @@ def extent_table(device: str, p: HeatParams, w: int, start: np.ndarray, ext_id: 
     temperature = (pa.array(blk / seconds / float(p.extent_bytes // BLOCK_BYTES)) if seconds > 0
                    else pa.nulls(m, pa.float64()))
     return pa.table({
-        "trace_id": pa.array([""] * m, pa.string()), "device": pa.array([device] * m, pa.string()),
+        "trace_id": pa.repeat(pa.scalar("", pa.string()), m), "device": pa.repeat(pa.scalar(device, pa.string()), m),
         "extent_bytes": pa.array(np.full(m, p.extent_bytes, np.int64)), "extent_id": pa.array(ext_id),
         "window_start_us": pa.array(start), "window_us": pa.array(np.full(m, w, np.int64)),
         "requests": pa.array(n), "reads": pa.array(reads), "writes": pa.array(n - reads),
@@ -292,7 +292,7 @@ def extent_and_disk_heat(spark: SparkSession, warehouse: Path, trace_id: str, p:
     split = {device for name, device, _ in tasks if name != device}
 
     def keyed(t: pa.Table) -> pa.Table:
-        return t.set_column(0, "trace_id", pa.array([trace_id] * t.num_rows, pa.string()))
+        return t.set_column(0, "trace_id", pa.repeat(pa.scalar(trace_id, pa.string()), t.num_rows))
 
     def heat_of(name: str, parts: DeviceChunks) -> tuple[dict[int, pa.Table], dict[str, Any]]:
         device, span = of_task[name]

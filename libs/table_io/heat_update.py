@@ -139,8 +139,8 @@ def counts_table(per_device: Mapping[str, Mapping[str, Any]]) -> pa.Table:
     for device in sorted(per_device):
         for layout in LAYOUTS:
             w, d, n, b = per_device[device][layout]
-            parts.append(pa.table({"device": pa.array([device] * len(w), pa.string()),
-                                   "layout": pa.array([layout] * len(w), pa.string()),
+            parts.append(pa.table({"device": pa.repeat(pa.scalar(device, pa.string()), len(w)),
+                                   "layout": pa.repeat(pa.scalar(layout, pa.string()), len(w)),
                                    "window_start_us": pa.array(np.asarray(w, np.int64)),
                                    "disk": pa.array(np.asarray(d, np.int64)), "requests": pa.array(np.asarray(n)),
                                    "blocks": pa.array(np.asarray(b))}, schema=COUNTS_SCHEMA))
@@ -153,7 +153,7 @@ def whole_table(per_device: Mapping[str, Mapping[str, Any]]) -> pa.Table:
     parts = [WHOLE_SCHEMA.empty_table()]
     for device in sorted(per_device):
         cols = per_device[device]["whole"]
-        parts.append(pa.table({"device": pa.array([device] * len(cols[0]), pa.string()),
+        parts.append(pa.table({"device": pa.repeat(pa.scalar(device, pa.string()), len(cols[0])),
                                **{c: pa.array(np.asarray(v, np.int64)) for c, v in zip(WHOLE_SCHEMA.names[1:], cols,
                                                                                      strict=True)}},
                               schema=WHOLE_SCHEMA))
@@ -297,7 +297,7 @@ def _commit(spark: SparkSession, warehouse: Location, trace_id: str, p: HeatPara
         writer.write(rows)
         for t in dh_kept:
             if t.num_rows:
-                writer.write(t.append_column("trace_id", pa.array([trace_id] * t.num_rows, pa.string())))
+                writer.write(t.append_column("trace_id", pa.repeat(pa.scalar(trace_id, pa.string()), t.num_rows)))
         dh_files = writer.close().to_pylist()
     except BaseException:
         discard(eh)
@@ -329,7 +329,7 @@ def _whole_counts(before: pa.Table, gone: pa.Table, new: pa.Table) -> pa.Table:
 
 def _with_trace(rows: pa.Table, trace_id: str, schema: pa.Schema) -> pa.Table:
     """Rows whose first column is the trace id (left '' by the builders), set, in the table's schema."""
-    return rows.set_column(0, "trace_id", pa.array([trace_id] * rows.num_rows, pa.string())).cast(schema)
+    return rows.set_column(0, "trace_id", pa.repeat(pa.scalar(trace_id, pa.string()), rows.num_rows)).cast(schema)
 
 
 def _stamp(rows: pa.Table, trace_id: str, extent_bytes: int) -> pa.Table:
@@ -337,7 +337,7 @@ def _stamp(rows: pa.Table, trace_id: str, extent_bytes: int) -> pa.Table:
     n = rows.num_rows
     if "trace_id" in rows.column_names:
         return rows
-    cols = {"trace_id": pa.array([trace_id] * n, pa.string()),
+    cols = {"trace_id": pa.repeat(pa.scalar(trace_id, pa.string()), n),
             "extent_bytes": pa.array(np.full(n, extent_bytes, np.int64))}
     return pa.table({f.name: cols[f.name] if f.name in cols else rows[f.name] for f in EH.ARROW_SCHEMA},
                     schema=EH.ARROW_SCHEMA)

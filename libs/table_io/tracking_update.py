@@ -189,8 +189,8 @@ def track_whole(spark: SparkSession, warehouse: Location, trace_id: str, p: Trac
 
 def _with_ids(rows: pa.Table, trace_id: str, device: str) -> pa.Table:
     """A device's rows with the trace id and device, in the table's column order."""
-    return (rows.append_column("trace_id", pa.array([trace_id] * rows.num_rows, pa.string()))
-            .append_column("device", pa.array([device] * rows.num_rows, pa.string())).select(list(HT.COLUMNS)))
+    return (rows.append_column("trace_id", pa.repeat(pa.scalar(trace_id, pa.string()), rows.num_rows))
+            .append_column("device", pa.repeat(pa.scalar(device, pa.string()), rows.num_rows)).select(list(HT.COLUMNS)))
 
 
 def update_tracking(spark: SparkSession, warehouse: Location, trace_id: str, p: TrackParams, *, span_us: int,
@@ -272,7 +272,7 @@ def _rows_from(target: Any, trace_id: str, p: TrackParams, start: int) -> dict[s
         paths.append(add["path"])
         rest = rows.filter(pc.invert(drop))
         n = rest.num_rows
-        writer.write(rest.append_column("trace_id", pa.array([trace_id] * n, pa.string()))
+        writer.write(rest.append_column("trace_id", pa.repeat(pa.scalar(trace_id, pa.string()), n))
                      .append_column("k", pa.array([int(add["partitionValues"]["k"])] * n, pa.int32())))
     rewritten = writer.close().to_pylist()
     return {"paths": paths, "rewritten": rewritten}

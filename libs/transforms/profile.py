@@ -1322,7 +1322,7 @@ def extent_counts(partials: pa.Table) -> pa.Table:
     for view, device, w, span in zip(views, devices, ws, spans, strict=True):
         pairs = view.reshape(-1, 2).astype(np.int64)
         m = len(pairs)
-        tables.append(pa.table({"device": pa.array([device] * m, pa.string()),
+        tables.append(pa.table({"device": pa.repeat(pa.scalar(device, pa.string()), m),
                                 "w": np.full(m, w if span else -1, np.int64), "extent": pairs[:, 0],
                                 "n": pairs[:, 1]}, schema=EXTENTS))
     return add_extent_counts(tables)
