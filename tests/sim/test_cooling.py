@@ -218,6 +218,22 @@ def test_requests_split_through_the_unit_index_as_sector_by_sector() -> None:
         assert len(unit) == len(expect)
 
 
+def test_a_split_of_requests_in_one_unit_each_and_of_empty_ones() -> None:
+    # 1-sector units after 10-sector ones, requests inside one unit, ending at its end, crossing into the next,
+    # empty (no piece), and a range [first, end) of them: the pieces of those requests alone, in order.
+    lstart = np.array([0, 10, 20, 21, 22, 23])
+    lbn = np.array([2, 10, 8, 5, 21, 23, 30, 0])
+    size = np.array([3, 10, 4, 0, 1, 2, 5, 23])
+    cols = (np.zeros(1, dtype=np.int64), np.arange(8, dtype=np.float64), np.zeros(8, dtype=np.int32), lbn, size)
+    unit, t, blocks = split_into_units(lstart, *cols)
+    assert list(zip(t.astype(int).tolist(), unit.tolist(), blocks.astype(int).tolist(), strict=True)) == [
+        (0, 0, 3), (1, 1, 10), (2, 0, 2), (2, 1, 2), (4, 3, 1), (5, 5, 2), (6, 5, 5),
+        (7, 0, 10), (7, 1, 10), (7, 2, 1), (7, 3, 1), (7, 4, 1)]
+    unit, t, blocks = split_into_units(lstart, *cols, 2, 5)
+    assert list(zip(t.astype(int).tolist(), unit.tolist(), blocks.astype(int).tolist(), strict=True)) == [
+        (2, 0, 2), (2, 1, 2), (4, 3, 1)]
+
+
 # -- the policy in a run ------------------------------------------------------------------------------
 
 def _run(service_ms: float, n: int = 40, **cfg: object) -> tuple[Simulation, DiskCooling]:
