@@ -117,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = replace(cfg, warehouse=args.warehouse.resolve())
     spark = build_session(cfg)
     if args.what == "pipeline":
-        with StageReporter(spark):
+        with StageReporter(spark, every_s=0.01):
             run_pipeline(spark, cfg, args.trace, args.grid, announce=True)
     else:
         from blockheat.libs.io.tables import replace_trace
