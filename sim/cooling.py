@@ -150,21 +150,13 @@ def _decide(disk_heat: np.ndarray, h_e: float, sectors_e: int, chosen: int, sour
 
 @njit(cache=True, nogil=True)
 def _scan(listed: np.ndarray, work: np.ndarray, unaged: np.ndarray, aging_from: np.ndarray, at_us: float,
-          aging: bool, unit_disk: np.ndarray, unit_sectors: np.ndarray, n_disks: int, by_temperature: bool,
-          heat: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
-    """One pass over the units in index order: the disks' heats (each unit's tracked heat, aged at at_us when
-    asked, summed in index order as np.bincount does) and per disk its first candidate, the unit of highest
-    rank (temperature, or heat for fragments) among those with heat > 0, ties to the lowest index
-    (-1: none), with that unit's heat. `heat`: scratch for every unit's heat (units without an estimate
-    have zero terms, so 0)."""
+          aging: bool, unit_disk: np.ndarray, unit_sectors: np.ndarray, n_disks: int,
+          by_temperature: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    """One pass over the units in index order: the disks' heats (each listed unit's tracked heat, aged at at_us
+    when asked, summed in index order as np.bincount does) and per disk its first candidate, the unit of highest
+    rank (temperature, or heat for fragments) among those with heat > 0, ties to the lowest index (-1: none),
+    with that unit's heat."""
     n = unit_disk.shape[0]
-    for u in range(n):                      # no branches: compiled to vector divisions
-        h = unaged[u]
-        if aging:
-            gap = at_us - aging_from[u]
-            aged = work[u] / (gap if gap > 1.0 else 1.0)
-            h = aged if aged < h else h
-        heat[u] = h
     disk_heat = np.zeros(n_disks)
     best = np.full(n_disks, -1, dtype=np.int64)
     best_rank = np.zeros(n_disks)
@@ -172,7 +164,11 @@ def _scan(listed: np.ndarray, work: np.ndarray, unaged: np.ndarray, aging_from: 
     for u in range(n):
         if not listed[u]:
             continue
-        h = heat[u]
+        h = unaged[u]
+        if aging:
+            gap = at_us - aging_from[u]
+            aged = work[u] / (gap if gap > 1.0 else 1.0)
+            h = aged if aged < h else h
         d = unit_disk[u]
         disk_heat[d] += h
         if h > 0.0:
@@ -272,7 +268,6 @@ class DiskCooling(PolicyBase):
         self._holding = np.zeros((0, 0), dtype=np.int64)
         self._watched = np.zeros(0, dtype=np.int64)        # units named by any remap event so far
         self._watched_events = -1
-        self._heat = np.zeros(0)                           # _scan's scratch: every unit's heat
 
     def start(self, sim: Simulation) -> None:
         if not isinstance(sim.array.layout, ExtentMap):
@@ -332,10 +327,8 @@ class DiskCooling(PolicyBase):
         unit_disk, unit_pstart = self._seen_disk, self._seen_pstart
         at_us = now if cfg.aging else None
         listed, work, unaged, aging_from = self._tracker.estimates()
-        if len(self._heat) != len(unit_disk):
-            self._heat = np.empty(len(unit_disk))
         disk_heat, best, best_heat = _scan(listed, work, unaged, aging_from, float(now), cfg.aging, unit_disk,
-                                           unit_len, n_disks, cfg.unit == "extent", self._heat)
+                                           unit_len, n_disks, cfg.unit == "extent")
         queue = sim.disk_queue_lengths()
         span_s = max(now - self._prev_us, 1.0) / 1e6
         self._prev_us = now

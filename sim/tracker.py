@@ -18,14 +18,36 @@ __all__ = ["InterarrivalTracker", "split_into_units", "unit_heat"]
 
 @njit(cache=True, nogil=True)
 def _observe(times: np.ndarray, blocks: np.ndarray, count: np.ndarray, unit: np.ndarray, t_us: np.ndarray,
-             nblocks: np.ndarray) -> None:  # pragma: no cover
+             nblocks: np.ndarray, work_out: np.ndarray, unaged_out: np.ndarray, aging_from_out: np.ndarray,
+             known: np.ndarray, n_known: int, listed: np.ndarray) -> int:  # pragma: no cover
+    """Record each piece in its unit's history and recompute the unit's history-only terms while its row is in
+    cache: m R x 1e6 (the blocks of the last m = min(n, k) requests, newest first), the unaged estimate and
+    t_(n-m+2); a unit getting its first estimate (second request) joins known[:n_known]. Returns the new
+    n_known."""
     k = times.shape[1]
     for j in range(unit.shape[0]):
         u = unit[j]
         slot = count[u] % k
         times[u, slot] = t_us[j]
         blocks[u, slot] = nblocks[j]
-        count[u] += 1
+        n = count[u] + 1
+        count[u] = n
+        if n < 2:
+            continue
+        if not listed[u]:
+            listed[u] = True
+            known[n_known] = u
+            n_known += 1
+        m = n if n < k else k
+        work = 0.0                                   # m R: the blocks of the last m requests
+        for i in range(m):
+            work += blocks[u, (n - 1 - i) % k]
+        work *= 1e6                                  # per second once divided by a span in us
+        span = times[u, (n - 1) % k] - times[u, (n - m) % k]
+        work_out[u] = work
+        unaged_out[u] = work / (span if span > 1.0 else 1.0)
+        aging_from_out[u] = times[u, (n - m + 1) % k]    # t_(n-m+2)
+    return n_known
 
 
 @njit(cache=True, nogil=True)
@@ -115,66 +137,33 @@ class InterarrivalTracker:
         self.times = np.zeros((n_units, k))
         self.blocks = np.zeros((n_units, k))
         self.count = np.zeros(n_units, dtype=np.int64)
-        # Per unit, from its history alone: m R x 1e6, the unaged estimate and t_(n-m+2) for aging; only
-        # the units observed since the last heat() are recomputed (a cooling demon asks every 100 requests).
+        # Per unit, from its history alone: m R x 1e6, the unaged estimate and t_(n-m+2) for aging, kept up to
+        # date by observe (a cooling demon asks for them every 100 requests).
         self._work = np.zeros(n_units)
         self._unaged = np.zeros(n_units)
         self._aging_from = np.zeros(n_units)
-        self._changed: list[np.ndarray] = []
         self._known = np.zeros(n_units, dtype=np.int64)     # units with an estimate (2+ requests) ...
         self._n_known = 0                                    # ... in _known[:_n_known], each once
         self._listed = np.zeros(n_units, dtype=np.bool_)
 
     def observe(self, unit: np.ndarray, t_us: np.ndarray, blocks: np.ndarray) -> None:
         """Record requests (pieces) in time order: unit index, arrival time (us), blocks in the unit."""
-        unit = np.ascontiguousarray(unit, dtype=np.int64)
-        _observe(self.times, self.blocks, self.count, unit,
-                 np.ascontiguousarray(t_us, dtype=np.float64), np.ascontiguousarray(blocks, dtype=np.float64))
-        self._changed.append(unit)
+        self._n_known = _observe(self.times, self.blocks, self.count, np.ascontiguousarray(unit, dtype=np.int64),
+                                 np.ascontiguousarray(t_us, dtype=np.float64),
+                                 np.ascontiguousarray(blocks, dtype=np.float64), self._work, self._unaged,
+                                 self._aging_from, self._known, self._n_known, self._listed)
 
     def estimates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The cached history-only terms, brought up to date: per unit, whether it has an estimate (2+
-        requests), m R x 1e6, the unaged estimate and t_(n-m+2); a unit's heat at t' is the unaged estimate,
-        or with aging min(unaged, m R x 1e6 / max(t' - t_(n-m+2), 1)) (what heat() computes for every unit)."""
-        if self._changed:
-            self._n_known = _estimates(self.times, self.blocks, self.count, np.concatenate(self._changed), self._work,
-                                       self._unaged, self._aging_from, self._known, self._n_known, self._listed)
-            self._changed = []
+        """The history-only terms per unit: whether it has an estimate (2+ requests), m R x 1e6, the unaged
+        estimate and t_(n-m+2); a unit's heat at t' is the unaged estimate, or with aging min(unaged, m R x 1e6 /
+        max(t' - t_(n-m+2), 1)) (what heat() computes for every unit)."""
         return self._listed, self._work, self._unaged, self._aging_from
 
     def heat(self, at_us: float | None = None) -> np.ndarray:
         """Estimated heat of every unit (blocks/s; 0 before a unit's second request). With at_us, each
         estimate is aged by a pseudo request at that time (selective: only a lower value is taken)."""
-        self.estimates()
         return _heat(len(self.count), self._known[:self._n_known], self._work, self._unaged, self._aging_from,
                      -1.0 if at_us is None else float(at_us), at_us is not None)
-
-
-@njit(cache=True, nogil=True)
-def _estimates(times: np.ndarray, blocks: np.ndarray, count: np.ndarray, units: np.ndarray, work_out: np.ndarray,
-               unaged_out: np.ndarray, aging_from_out: np.ndarray, known: np.ndarray, n_known: int,
-               listed: np.ndarray) -> int:  # pragma: no cover
-    """Recompute the history-only parts of the estimate of `units` (repeats allowed); units getting their
-    first estimate join known[:n_known]. Returns the new n_known."""
-    k = times.shape[1]
-    for u in units:
-        n = count[u]
-        if n < 2:
-            continue
-        if not listed[u]:
-            listed[u] = True
-            known[n_known] = u
-            n_known += 1
-        m = n if n < k else k
-        work = 0.0                                   # m R: the blocks of the last m requests
-        for j in range(m):
-            work += blocks[u, (n - 1 - j) % k]
-        work *= 1e6                                  # per second once divided by a span in us
-        span = times[u, (n - 1) % k] - times[u, (n - m) % k]
-        work_out[u] = work
-        unaged_out[u] = work / (span if span > 1.0 else 1.0)
-        aging_from_out[u] = times[u, (n - m + 1) % k]    # t_(n-m+2)
-    return n_known
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -124,7 +124,7 @@ def _split_by_bucket(bucket: np.ndarray, src: np.ndarray, dst: np.ndarray, pairs
     return out, bounds
 
 
-def _partials(device: str, interval: int, counts: tuple[np.ndarray, ...], ends: np.ndarray,
+def _partials(device: str, interval: int, counts: np.ndarray, ends: np.ndarray,
               routes: np.ndarray) -> pa.RecordBatch:
     """PARTIAL_DDL rows of one group in one task, one per bucket: the bucket's share of counts
     (src, dst, pairs, closeness, sorted by (src, dst)) as a packed (4, n) array still so sorted,
@@ -146,7 +146,7 @@ def _reduce_bucket(tau: int, buckets: int):  # type: ignore[no-untyped-def]
 
     def group(rows: pa.Table, bucket: int) -> pa.RecordBatch:
         ends = np.concatenate([_unpack(blob) for blob in rows.column("ends").to_pylist()], axis=1)
-        crossing = np.stack(sum_pairs(*cross_chunk_pairs(*ends, tau), tau))
+        crossing = sum_pairs(*cross_chunk_pairs(*ends, tau), tau)
         parts = [np.ascontiguousarray(crossing[:, _bucket(crossing[0], buckets) == bucket]),
                  *(_unpack(blob) for blob in rows.column("counts").to_pylist())]
         while len(parts) > 1:

@@ -352,8 +352,7 @@ class PairCounter:
         self.counting: deque[Future[np.ndarray]] = deque()
 
     def _count(self, string: np.ndarray, first: int) -> np.ndarray:
-        return np.ascontiguousarray(np.stack(count_pairs(np.zeros(len(string), np.int64), string, self.tau,
-                                                         first=first)))
+        return count_pairs(np.zeros(len(string), np.int64), string, self.tau, first=first)
 
     def _sum(self, part: np.ndarray) -> None:
         self.sums = merge_counts(self.sums, part) if self.sums.shape[1] else part

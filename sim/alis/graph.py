@@ -91,50 +91,68 @@ def _packing(n_vertices: int, tau: int) -> tuple[int, int]:
 
 
 @numba.njit(cache=True, nogil=True)
-def _sum_sorted(keys: np.ndarray, closeness_bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sorted packed keys -> (pair key, pairs, closeness) per distinct pair key, in one pass (numpy's
-    version made about ten arrays of the keys' length: 6 GB at the 79 M pairs of one 25 M-request device)."""
+def _sum_sorted(keys: np.ndarray, vocab: np.ndarray, vertex_bits: int, closeness_bits: int) -> np.ndarray:
+    """Sorted packed keys -> the (4, n) counts (src, dst, pairs, closeness) per distinct pair key, units from
+    vocab, in one pass (numpy's version made about ten arrays of the keys' length: 6 GB at the 79 M pairs of one
+    25 M-request device)."""
     n = len(keys)
     distinct = 0
     for i in range(n):
         if i == 0 or (keys[i] >> closeness_bits) != (keys[i - 1] >> closeness_bits):
             distinct += 1
-    pair = np.empty(distinct, np.int64)
-    pairs = np.zeros(distinct, np.int64)
-    closeness = np.zeros(distinct, np.int64)
+    out = np.zeros((4, distinct), np.int64)
     mask = (1 << closeness_bits) - 1
+    low = (1 << vertex_bits) - 1
     k = -1
+    last = -1
     for i in range(n):
         p = keys[i] >> closeness_bits
-        if k < 0 or p != pair[k]:
+        if p != last:
             k += 1
-            pair[k] = p
-        pairs[k] += 1
-        closeness[k] += keys[i] & mask
-    return pair, pairs, closeness
+            last = p
+            out[0, k] = vocab[p >> vertex_bits]
+            out[1, k] = vocab[p & low]
+        out[2, k] += 1
+        out[3, k] += keys[i] & mask
+    return out
 
 
-def _sum_keys(keys: np.ndarray, vocab: np.ndarray, vertex_bits: int, closeness_bits: int) -> tuple[np.ndarray, ...]:
-    """Packed (src, dst, closeness) keys -> (src, dst, pairs, closeness) per distinct (src, dst),
+def _sum_keys(keys: np.ndarray, vocab: np.ndarray, vertex_bits: int, closeness_bits: int) -> np.ndarray:
+    """Packed (src, dst, closeness) keys -> (4, n) counts (src, dst, pairs, closeness) per distinct (src, dst),
     sorted by (src, dst) (vocab is sorted)."""
     if len(keys) == 0:
-        empty = np.zeros(0, np.int64)
-        return empty, empty, empty, empty
+        return np.zeros((4, 0), np.int64)
     keys = _radix_sort(keys, 2 * vertex_bits + closeness_bits)
-    first, pairs, closeness = _sum_sorted(keys, closeness_bits)
-    del keys
-    return vocab[first >> vertex_bits], vocab[first & ((1 << vertex_bits) - 1)], pairs, closeness
+    return _sum_sorted(keys, np.ascontiguousarray(vocab, np.int64), vertex_bits, closeness_bits)
 
 
-def count_pairs(seg: np.ndarray, units: np.ndarray, tau: int, first: int = 0) -> tuple[np.ndarray, ...]:
-    """(src, dst, pairs, closeness) summed over all pairs inside the segments of one group, sorted by (src, dst).
+def distinct_ranks(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(vocab, rank): the distinct ids in increasing order and each id's place among them, as
+    np.unique(return_inverse=True): through a presence array when the ids are dense (units are numbered from 0
+    per device), else by hashing first and sorting only the distinct ids."""
+    if len(units) and units.min() >= 0 and units.max() < 4 * len(units):
+        present = np.zeros(int(units.max()) + 1, bool)
+        present[units] = True
+        rank = np.cumsum(present) - 1
+        return np.flatnonzero(present), rank[units]
+    encoded = pa.array(units).dictionary_encode()
+    distinct = encoded.dictionary.to_numpy()
+    order = np.argsort(distinct)
+    rank = np.empty(len(distinct), np.int64)
+    rank[order] = np.arange(len(distinct))
+    return distinct[order], rank[encoded.indices.to_numpy()]
+
+
+def count_pairs(seg: np.ndarray, units: np.ndarray, tau: int, first: int = 0) -> np.ndarray:
+    """The (4, n) counts: rows src, dst, pairs, closeness, summed over all pairs inside the segments of one
+    group, sorted by (src, dst) (`src, dst, pairs, closeness = count_pairs(...)` unpacks the rows).
 
     seg: segment number per read (pairs never cross segments), units: unit id per read, both in
     reference order. first: only the pairs whose later read is at that index or after (the reads before are
     the last tau of the part before, so that parts of one reference string counted in turn sum to the whole's
     counts). Sort-based: keys pack (local src, local dst, closeness) into one int64.
     """
-    vocab, vertex = np.unique(units, return_inverse=True)
+    vocab, vertex = distinct_ranks(np.asarray(units, np.int64))
     vertex_bits, closeness_bits = _packing(len(vocab), tau)
     # No name holds the keys here: _sum_keys keeps only the sorted copy (79 M keys are 630 MB).
     return _sum_keys(_pair_keys(np.asarray(seg, np.int64), vertex.astype(np.int64), tau, vertex_bits, closeness_bits,
@@ -142,8 +160,9 @@ def count_pairs(seg: np.ndarray, units: np.ndarray, tau: int, first: int = 0) ->
                      vocab, vertex_bits, closeness_bits)
 
 
-def sum_pairs(src: np.ndarray, dst: np.ndarray, closeness: np.ndarray, tau: int) -> tuple[np.ndarray, ...]:
-    """(src, dst, pairs, closeness) per distinct (src, dst) of single pairs with their closeness."""
+def sum_pairs(src: np.ndarray, dst: np.ndarray, closeness: np.ndarray, tau: int) -> np.ndarray:
+    """The (4, n) counts (src, dst, pairs, closeness) per distinct (src, dst) of single pairs with their
+    closeness."""
     vocab, vertex = np.unique(np.concatenate([src, dst]), return_inverse=True)
     vertex_bits, closeness_bits = _packing(len(vocab), tau)
     v = vertex.astype(np.int64)

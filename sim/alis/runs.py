@@ -25,7 +25,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from blockheat.sim.alis.graph import check_context, edge_weight
+from blockheat.sim.alis.graph import check_context, distinct_ranks, edge_weight
 
 THRESHOLD = 0.1           # run clustering alone
 THRESHOLD_COMBINED = 0.4  # runs plus heat clustering (the paper's section 5.3 default)
@@ -212,23 +212,6 @@ def _csr(keys: np.ndarray, nbrs: np.ndarray, weights: np.ndarray, n: int) -> tup
     return ptr, nbr, wgt
 
 
-def _vertices(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(vocab, index): the distinct unit ids in increasing order and each unit's place among them, as
-    np.unique(return_inverse=True): through a presence array when the ids are dense (units are numbered from 0
-    per device), else by hashing first and sorting only the distinct ids."""
-    if len(units) and units.min() >= 0 and units.max() < 4 * len(units):
-        present = np.zeros(int(units.max()) + 1, bool)
-        present[units] = True
-        rank = np.cumsum(present) - 1
-        return np.flatnonzero(present), rank[units]
-    encoded = pa.array(units).dictionary_encode()
-    distinct = encoded.dictionary.to_numpy()
-    order = np.argsort(distinct)
-    rank = np.empty(len(distinct), np.int64)
-    rank[order] = np.arange(len(distinct))
-    return distinct[order], rank[encoded.indices.to_numpy()]
-
-
 def _seed_order(s: np.ndarray, d: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
     """The seeds' order: heaviest first, then by (src, dst) (vertex order is unit-id order), as two stable sorts
     (by pair, then by -weight). The pair sort is skipped when the edges come sorted (a graph's edges do); with
@@ -263,7 +246,7 @@ def discover_run_arrays(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *,
     if len(src) == 0:
         empty = np.zeros(0, np.int64)
         return empty, np.zeros(1, np.int64), empty
-    vocab, inverse = _vertices(np.concatenate([src, dst]))
+    vocab, inverse = distinct_ranks(np.concatenate([src, dst]))
     s, d, n = inverse[: len(src)], inverse[len(src):], len(vocab)
     order = _seed_order(s, d, weight, n)
     limits = np.array([threshold * once_weight(m, tau=tau, f=f) * (1 - REL_TOLERANCE) for m in range(tau + 1)])

@@ -152,7 +152,8 @@ def test_compiled_discovery_matches_the_python_reference_on_random_graphs(seed):
 def test_seed_order_and_vertices_equal_the_plain_sorts(ids: int, distinct_weights: int, sorted_edges: bool) -> None:
     # The shortcuts (presence array for dense unit ids, the pair sort skipped for sorted edges, a radix sort of
     # the weights' ranks) give np.unique's vertices and the two stable sorts' seed order, ties included.
-    from blockheat.sim.alis.runs import _seed_order, _vertices
+    from blockheat.sim.alis.graph import distinct_ranks
+    from blockheat.sim.alis.runs import _seed_order
 
     rng = np.random.default_rng(ids % 97 + distinct_weights)
     pairs = np.unique(rng.integers(0, ids, (60_000, 2)), axis=0)             # sorted by (src, dst), no duplicates
@@ -160,7 +161,7 @@ def test_seed_order_and_vertices_equal_the_plain_sorts(ids: int, distinct_weight
         pairs = pairs[rng.permutation(len(pairs))]
     src, dst = pairs[:, 0], pairs[:, 1]
     weight = rng.integers(1, distinct_weights + 1, len(src)) / 7.0
-    vocab, inverse = _vertices(np.concatenate([src, dst]))
+    vocab, inverse = distinct_ranks(np.concatenate([src, dst]))
     want_vocab, want_inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
     assert np.array_equal(vocab, want_vocab)
     assert np.array_equal(inverse, want_inverse)
