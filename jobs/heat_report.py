@@ -24,7 +24,7 @@ from blockheat.jobs import trace_profile as profile_job
 from blockheat.libs.columns import idiv
 from blockheat.libs.io import storage
 from blockheat.libs.io.session import SparkConfig, build_session
-from blockheat.libs.io.tables import read_table, table_exists, trace_info, trace_rows
+from blockheat.libs.io.tables import has_rows, read_table, table_exists, trace_info, trace_rows
 from blockheat.libs.report import ReportInputs, render, write_report
 from blockheat.libs.table_io.device_pass import files_or_sql
 from blockheat.libs.table_io.report import ALL_OPS, METRICS, PER_OP, Cdfs, forget_state, report_cdfs
@@ -42,22 +42,16 @@ MAX_BINS = (400, 512)  # heat-map resolution at most: time bins x address bins (
 CDF_POINTS = [i / 200 for i in range(201)]
 
 
-def _rows(spark: SparkSession, cfg: SparkConfig, table: str, trace_id: str, where: str = "true") -> DataFrame | None:
-    if not table_exists(cfg.warehouse, table):
-        return None
-    df = read_table(spark, cfg.warehouse, table, trace_id).where(where)
-    return df if df.limit(1).count() else None
-
-
 def _ensure_inputs(spark: SparkSession, cfg: SparkConfig, trace_id: str, eval_ks: Sequence[int],
                    eval_spec: StepSpec) -> None:
-    heat_where = f"extent_bytes = {EXTENT_BYTES} AND window_us = {WINDOW_US}"
-    if _rows(spark, cfg, "extent_heat", trace_id, heat_where) is None \
-            or _rows(spark, cfg, "disk_heat", trace_id, f"window_us = {WINDOW_US}") is None:
+    def lacks(table: str, **equal: int) -> bool:
+        return not has_rows(spark, cfg.warehouse, table, trace_id, equal)
+
+    if lacks("extent_heat", extent_bytes=EXTENT_BYTES, window_us=WINDOW_US) or lacks("disk_heat", window_us=WINDOW_US):
         heat_job.run(spark, cfg, heat_job.HeatConfig(trace_id, EXTENT_BYTES, WINDOW_US))
-    if _rows(spark, cfg, "trace_profile", trace_id) is None:
+    if lacks("trace_profile"):
         profile_job.run(spark, cfg, trace_id)
-    if _rows(spark, cfg, "tracking_eval", trace_id, f"extent_bytes = {EXTENT_BYTES}") is None:
+    if lacks("tracking_eval", extent_bytes=EXTENT_BYTES):
         tracking_job.run_eval(spark, cfg, trace_id, extent_bytes=EXTENT_BYTES, ks=eval_ks, spec=eval_spec)
 
 

@@ -151,11 +151,11 @@ def _add_rows(table: DeltaTable) -> list[dict[str, Any]]:
     for i, row in enumerate(actions.select(["path", "size_bytes", "modification_time"]).to_pylist()):
         values = (partitions[i] or {}) if partitions is not None else {}
         files.append({"path": row["path"], "size": row["size_bytes"], "modificationTime": row["modification_time"],
-                      "partitionValues": {k: None if v is None else _partition_text(v) for k, v in values.items()}})
+                      "partitionValues": {k: None if v is None else partition_text(v) for k, v in values.items()}})
     return files
 
 
-def _partition_text(value: Any) -> str:
+def partition_text(value: Any) -> str:
     """A partition value as the log writes it."""
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -305,6 +305,37 @@ def trace_rows(spark: SparkSession, warehouse: Location, name: str, trace_id: st
                 for r in read_table(spark, warehouse, name, trace_id, version=version).collect()]
 
 
+def has_rows(spark: SparkSession, warehouse: Location, name: str, trace_id: str,
+             equal: Mapping[str, int | str] | None = None) -> bool:
+    """Whether the table exists and holds a row of the trace with column == value for each item of `equal`:
+    from the log's partition values and the candidate files' rows (pyarrow, stopping at the first file with one),
+    without a Spark job; through Spark when the log cannot be read directly."""
+    if not table_exists(warehouse, name):
+        return False
+    equal = dict(equal or {})
+    try:
+        snap = delta_log.snapshot(table_path(warehouse, name))
+    except LogUnreadable as exc:
+        log.info("%s checked through Spark: %s", name, exc)
+        df = read_table(spark, warehouse, name, trace_id)
+        for column, value in equal.items():
+            df = df.where(F.col(column) == value)
+        return bool(df.limit(1).count())
+    partitions = set(snap.metadata["partitionColumns"])
+    wanted = {"trace_id": trace_id, **equal}
+    filters = [(c, "==", v) for c, v in wanted.items() if c not in partitions]
+    for add in snap.files:
+        values = add["partitionValues"]
+        if any(values.get(c) != delta_log.partition_text(v) for c, v in wanted.items() if c in partitions):
+            continue
+        fs, path = storage.filesystem(snap.path(add))
+        rows = pq.read_table(path, filesystem=fs, columns=[filters[0][0]], filters=filters).num_rows if filters \
+            else pq.read_metadata(path, filesystem=fs).num_rows
+        if rows:
+            return True
+    return False
+
+
 def rows_from_log(warehouse: Location, name: str, trace_id: str, version: int | None = None) -> list[dict[str, Any]]:
     """One trace's rows of a table as `collect()` gives them (Row.asDict(recursive=True): naive local
     datetimes, dicts for maps and structs), from the files of its latest version (or `version`) read without

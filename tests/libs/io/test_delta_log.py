@@ -1,7 +1,7 @@
 """A table's state read through delta-rs without Spark (libs.io.delta_log): the same files as Spark's own
 snapshot at every version, across a checkpoint and removes, and the same rows (read); LogUnreadable where the files
-cannot be read as they are (deletion vectors, column mapping); trace_info's rows the same as Spark's collect();
-tables created and written by delta-rs read and replaced by delta-spark and the other way round."""
+cannot be read as they are (deletion vectors, column mapping); trace_info's rows and has_rows' answers the same as
+Spark's; tables created and written by delta-rs read and replaced by delta-spark and the other way round."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -155,3 +155,25 @@ def test_create_table_makes_version_0_once(tmp_path: Path) -> None:
     assert (tmp_path / "t" / "_delta_log" / f"{0:020d}.json").read_bytes() == first
     snap = snapshot(root)
     assert (snap.version, snap.files, snap.metadata["partitionColumns"]) == (0, (), [])
+
+
+def test_has_rows_from_the_log_answers_as_spark_does(spark, spark_cfg, hplajw, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from blockheat.libs.io.tables import has_rows
+
+    devices = trace_info(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID)["devices"]
+    first = read_table(spark, spark_cfg.warehouse, "requests", HPLAJW_TRACE_ID).where("seq = 0").collect()[0]
+    other = next(d for d in devices if d != first["device"])
+    cases = [(HPLAJW_TRACE_ID, {}, True), ("no-such-trace", {}, False),
+             (HPLAJW_TRACE_ID, {"device": devices[0]}, True), (HPLAJW_TRACE_ID, {"device": "no-such-device"}, False),
+             (HPLAJW_TRACE_ID, {"seq": 0}, True), (HPLAJW_TRACE_ID, {"seq": -1}, False),
+             (HPLAJW_TRACE_ID, {"device": first["device"], "seq": 0}, True),
+             (HPLAJW_TRACE_ID, {"device": other, "seq": 0}, False), (HPLAJW_TRACE_ID, {"op": "W"}, True)]
+    for trace_id, equal, want in cases:
+        assert has_rows(spark, spark_cfg.warehouse, "requests", trace_id, equal) is want, (trace_id, equal)
+    assert has_rows(spark, tmp_path, "requests", HPLAJW_TRACE_ID) is False             # no table
+
+    def unreadable(*_a, **_k):  # type: ignore[no-untyped-def]
+        raise LogUnreadable("forced")
+    monkeypatch.setattr("blockheat.libs.io.delta_log.snapshot", unreadable)
+    for trace_id, equal, want in cases:                                                  # Spark's answers
+        assert has_rows(spark, spark_cfg.warehouse, "requests", trace_id, equal) is want, (trace_id, equal)
