@@ -141,9 +141,11 @@ def device_layout(requests: GF.Requests, units: pa.Table | None, graph: pa.Table
     stored: dict[int, tuple[np.ndarray, ...]] = {}
     if graph is not None and graph.num_rows:
         g_int = graph.column("interval_id").to_numpy()
-        g_order = np.argsort(g_int, kind="stable")
-        edges = [np.asarray(graph.column(c).to_numpy())[g_order] for c in ("src_unit", "dst_unit", "weight")]
-        for i, a, b in zip(*GF._bounds(g_int[g_order]), strict=True):
+        edges = [np.asarray(graph.column(c).to_numpy()) for c in ("src_unit", "dst_unit", "weight")]
+        if len(g_int) > 1 and not (g_int[1:] >= g_int[:-1]).all():      # stored interval after interval: sorted
+            g_order = np.argsort(g_int, kind="stable")
+            g_int, edges = g_int[g_order], [e[g_order] for e in edges]
+        for i, a, b in zip(*GF._bounds(g_int), strict=True):
             stored[int(i)] = tuple(e[a:b] for e in edges)
     run_sets = {i: GF.run_members(*edges, p) for i, edges in stored.items()} if use_runs else {}
     for i, r in sorted(run_sets.items()):
