@@ -65,3 +65,18 @@ def test_heat_updated_day_by_day_equals_the_full_computation(spark: Any, spark_c
     assert digests(spark, spark_cfg, "hu-days") == expected
     run(spark, spark_cfg, HeatConfig("hu-days", window_us=600_000_000), full=True)
     assert digests(spark, spark_cfg, "hu-days") == expected
+
+
+def test_a_trace_ingested_again_is_computed_whole(spark: Any, spark_cfg: Any, hplajw_days: list[Path],
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    # The same days ingested again change every window: the update gives way to the full computation, and the
+    # tables are those of the first computation.
+    ingest(spark, spark_cfg, "hp-srt", "hu-again", hplajw_days[:2])
+    run(spark, spark_cfg, HeatConfig("hu-again", window_us=600_000_000))
+    expected = digests(spark, spark_cfg, "hu-again")
+    ingest(spark, spark_cfg, "hp-srt", "hu-again", hplajw_days[:2])
+    caplog.set_level(logging.INFO, logger="blockheat.libs.table_io.heat_update")
+    run(spark, spark_cfg, HeatConfig("hu-again", window_us=600_000_000))
+    messages = [r.getMessage() for r in caplog.records if r.name == "blockheat.libs.table_io.heat_update"]
+    assert messages == ["extent heat hu-again: every window changed: computed whole"]
+    assert digests(spark, spark_cfg, "hu-again") == expected
