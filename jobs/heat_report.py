@@ -32,6 +32,7 @@ from blockheat.libs.transforms.profile import chunked_lag, round_significant
 from blockheat.libs.transforms.tracking_eval import DEFAULT_SPEC, KS, StepSpec, report_claims
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ def _ensure_inputs(spark: SparkSession, cfg: SparkConfig, trace_id: str, eval_ks
         tracking_job.run_eval(spark, cfg, trace_id, extent_bytes=EXTENT_BYTES, ks=eval_ks, spec=eval_spec)
 
 
-def _heat_map(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> tuple[list[dict[str, Any]], tuple[int, int]]:
+def _heat_map(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> tuple[pa.Table, tuple[int, int]]:
     heat = read_table(spark, cfg.warehouse, "extent_heat", trace_id).where(
         (F.col("extent_bytes") == EXTENT_BYTES) & (F.col("window_us") == WINDOW_US))
     extent = heat.agg(F.max("window_start_us"), F.max("extent_id")).first()
@@ -64,7 +65,7 @@ def _heat_map(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> tuple[lis
     binned = heat.groupBy("device", (idiv(F.col("window_start_us"), time_bin) * time_bin).alias("time_bin_us"),
                           (idiv(F.col("extent_id") * EXTENT_BYTES, addr_bin) * addr_bin).alias("addr_bin_bytes")) \
         .agg((F.sum("blocks") / F.lit(time_bin / 1e6)).alias("heat"))
-    return [r.asDict() for r in binned.collect()], (time_bin, addr_bin)
+    return binned.toArrow(), (time_bin, addr_bin)
 
 
 def _cdf(values: DataFrame, column: str, *, rounded: bool) -> dict[tuple[str, str], list[tuple[float, float]]]:

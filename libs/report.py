@@ -23,6 +23,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from matplotlib.colors import LogNorm
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
@@ -53,7 +55,7 @@ class Figure:
 class ReportInputs:
     """Everything the page shows; each list is small (binned, per window, per percentile or per policy).
 
-    trace: the `traces` row. heat_map: rows (device, time_bin_us, addr_bin_bytes, heat in blocks/s) over bins of
+    trace: the `traces` row. heat_map: a table (device, time_bin_us, addr_bin_bytes, heat in blocks/s) over bins of
     heat_map_bins (time us, address bytes). disk_heat: `disk_heat` rows (layout, layout_params, window_start_us,
     window_us, disk, requests, heat, max_over_mean), the whole trace (window_us 0) and per window. rates: per device
     and profile window (device, window_start_us, requests, bytes_read, bytes_written) of rate_window_us. cdfs: per
@@ -64,7 +66,7 @@ class ReportInputs:
     """
 
     trace: dict[str, Any]
-    heat_map: list[dict[str, Any]]
+    heat_map: pa.Table
     heat_map_bins: tuple[int, int]
     disk_heat: list[dict[str, Any]]
     rates: list[dict[str, Any]]
@@ -502,22 +504,26 @@ def disk_heat_figure(rows: Sequence[dict[str, Any]], trace: dict[str, Any], exte
                   "Windows without any access are not drawn in the imbalance panel.")
 
 
-def heat_map_figure(rows: Sequence[dict[str, Any]], bins: tuple[int, int], trace: dict[str, Any],
-                    extent_bytes: int) -> Figure:
+def heat_map_figure(rows: pa.Table, bins: tuple[int, int], trace: dict[str, Any], extent_bytes: int) -> Figure:
     """Address (MiB) against time (hours), colour = heat in blocks/s on a log scale, one panel per device."""
     time_bin, addr_bin = bins
-    devices = sorted({r["device"] for r in rows}, key=lambda d: (len(d), d))
+    names = pc.dictionary_encode(rows.column("device")).combine_chunks()
+    codes = names.indices.to_numpy(zero_copy_only=False)
+    names = names.dictionary.to_pylist()
+    devices = sorted(names, key=lambda d: (len(d), d))
+    heat = rows.column("heat").to_numpy(zero_copy_only=False).astype(np.float64)      # a null heat: nan, not drawn
+    t_all = rows.column("time_bin_us").to_numpy(zero_copy_only=False) // time_bin
+    a_all = rows.column("addr_bin_bytes").to_numpy(zero_copy_only=False) // addr_bin
     fig, axes = plt.subplots(max(1, len(devices)), 1, figsize=(10, 3.2 * max(1, len(devices))), squeeze=False)
-    positive = [r["heat"] for r in rows if r["heat"] and r["heat"] > 0]
-    norm = LogNorm(vmin=min(positive), vmax=max(positive)) if positive else None
+    positive = heat[heat > 0]
+    norm = LogNorm(vmin=positive.min(), vmax=positive.max()) if positive.size else None
     image = None
     span_h = trace["span_us"] / HOUR_US
     for ax, device in zip(axes[:, 0], devices, strict=True):
-        mine = [r for r in rows if r["device"] == device]
-        t = np.array([r["time_bin_us"] for r in mine]) // time_bin
-        a = np.array([r["addr_bin_bytes"] for r in mine]) // addr_bin
+        mine = codes == names.index(device)
+        t, a = t_all[mine], a_all[mine]
         grid = np.full((int(a.max()) + 1, max(math.ceil(trace["span_us"] / time_bin), int(t.max()) + 1)), np.nan)
-        grid[a, t] = [r["heat"] for r in mine]
+        grid[a, t] = heat[mine]
         image = ax.imshow(grid, aspect="auto", origin="lower", norm=norm, cmap="inferno", interpolation="nearest",
                           extent=(0, grid.shape[1] * time_bin / HOUR_US, 0, grid.shape[0] * addr_bin / 2**20))
         _panel_title(ax, f"device {device}")
@@ -776,7 +782,7 @@ def render(inputs: ReportInputs) -> tuple[str, list[Figure]]:
         figs["load"] = rates_figure(inputs.rates, inputs.rate_window_us, t)
     if inputs.disk_heat:
         figs["disk_heat"] = disk_heat_figure(inputs.disk_heat, t, inputs.extent_bytes)
-    if inputs.heat_map:
+    if inputs.heat_map.num_rows:
         figs["heat_map"] = heat_map_figure(inputs.heat_map, inputs.heat_map_bins, t, inputs.extent_bytes)
     for name, op_counts, by_op in (("response_us", per_op, True), ("size_bytes", per_op, True),
                                    ("interarrival_us", per_device, False)):

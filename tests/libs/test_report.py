@@ -9,6 +9,7 @@ import base64
 import re
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from blockheat.jobs.cli.main import main as cli_main
@@ -48,9 +49,9 @@ def _inputs(**changes):
         trace={"trace_id": "t", "format": "msr", "records_accepted": 3, "records_rejected": 0, "reads": 2,
                "writes": 1, "bytes_read": 8192, "bytes_written": 4096, "span_us": 2 * HOUR, "devices": ["a", "b"],
                "start_time_source": None, "start_time_utc": None, "source_files": [{"path": "/x/t_0.csv"}]},
-        heat_map=[{"device": "a", "time_bin_us": 0, "addr_bin_bytes": 0, "heat": 2.0},
-                  {"device": "a", "time_bin_us": HOUR, "addr_bin_bytes": 1 << 20, "heat": 0.5},
-                  {"device": "b", "time_bin_us": 0, "addr_bin_bytes": 0, "heat": 1.0}],
+        heat_map=pa.Table.from_pylist([{"device": "a", "time_bin_us": 0, "addr_bin_bytes": 0, "heat": 2.0},
+                                       {"device": "a", "time_bin_us": HOUR, "addr_bin_bytes": 1 << 20, "heat": 0.5},
+                                       {"device": "b", "time_bin_us": 0, "addr_bin_bytes": 0, "heat": 1.0}]),
         heat_map_bins=(HOUR, 1 << 20),
         disk_heat=disk_rows,
         rates=[{"device": "a", "window_start_us": 0, "requests": 2, "bytes_read": 8192, "bytes_written": 0},
@@ -90,6 +91,10 @@ def test_every_figure_axis_has_a_label_with_units(captured):
     heat_map_axes = captured[2].axes
     assert [t.get_text() for a in heat_map_axes[:2] for t in a.texts] == ["device a", "device b"]
     assert heat_map_axes[1].get_xlabel() == "time since trace start (hours; absolute start not recorded)"
+    grids = [a.images[0].get_array().filled(np.nan) for a in heat_map_axes[:2]]      # rows: address bins
+    np.testing.assert_array_equal(grids[0], [[2.0, np.nan], [np.nan, 0.5]])
+    np.testing.assert_array_equal(grids[1], [[1.0, np.nan]])
+    assert (heat_map_axes[0].images[0].norm.vmin, heat_map_axes[0].images[0].norm.vmax) == (0.5, 2.0)
     disk_titles = [t.get_text() for a in captured[1].axes for t in a.texts]
     assert disk_titles == ["as traced: each device its own disk", "striped: 64 KiB stripe unit over 2 disks",
                            "random: each request on a disk picked by a hash, 2 disks (seed 0)",
