@@ -31,6 +31,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "FiveWorkload": ("workloads", "FiveWorkload"), "five_synthetic": ("workloads", "five_synthetic"),
     "requests_from_arrow": ("workloads", "from_arrow"),
     "requests_from_arrow_tables": ("workloads", "from_arrow_tables"),
+    "requests_from_coded_table": ("workloads", "from_coded_table"),
     "requests_from_parquet_files": ("workloads", "from_parquet_files"),
     "mix_requests": ("workloads", "mix"), "poisson_background": ("workloads", "poisson_background"),
     # policies: FIVE's allocation and cooling, track alignment

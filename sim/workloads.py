@@ -178,6 +178,20 @@ def from_arrow_tables(tables: Iterable[pa.Table], *, sector_size: int,
     return Requests(arrival, *(cols.pop(key)[rank] for key in ("code", "lbn", "sectors", "flags"))), order
 
 
+def from_coded_table(table: pa.Table, device: np.ndarray, *, sector_size: int) -> Requests:
+    """Requests from an Arrow table with the `requests` columns ts_us, op, offset_bytes, size_bytes (seq, when
+    present, breaks timestamp ties) whose rows' device indices are given (`device`, one per row), ordered by
+    (ts_us, seq) as from_arrow_tables orders the same rows: for tables whose device each file implies, without
+    a device column to read and look up."""
+    if len(device) != table.num_rows:
+        raise ValueError(f"{len(device)} device indices for {table.num_rows} rows")
+    lbn, sectors, flags = _addresses(table, sector_size)
+    ts = table.column("ts_us").to_numpy().astype(np.float64)
+    rank = np.lexsort((table.column("seq").to_numpy().astype(np.int64), ts)) if "seq" in table.column_names else \
+        np.argsort(ts, kind="stable")
+    return Requests(ts[rank], np.asarray(device, np.int32)[rank], lbn[rank], sectors[rank], flags[rank])
+
+
 def from_parquet_files(files: Sequence[str], *, sector_size: int, devices: Sequence[str] | None = None,
                        file_devices: Sequence[str] | None = None,
                        window_us: tuple[int, int] | None = None) -> tuple[Requests, tuple[str, ...]]:
@@ -282,13 +296,18 @@ def _convert(table: pa.Table, sector_size: int, device: str | None = None
         code = pc.index_in(names, value_set=unique).to_numpy(zero_copy_only=False).astype(np.int32)
         found = unique.to_pylist()
         del names
+    return (found, code, *_addresses(table, sector_size))
+
+
+def _addresses(table: pa.Table, sector_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows' start sector, sectors and flags (offset_bytes, size_bytes, op)."""
     offset = table.column("offset_bytes").to_numpy(zero_copy_only=False).astype(np.int64)
     lbn = offset // sector_size
     offset += table.column("size_bytes").to_numpy(zero_copy_only=False).astype(np.int64)
     sectors = (-(-offset // sector_size) - lbn).astype(np.int32)
     del offset
     flags = np.where(pc.equal(table.column("op"), "R").to_numpy(zero_copy_only=False), FLAG_READ, 0).astype(np.int8)
-    return found, code, lbn, sectors, flags
+    return lbn, sectors, flags
 
 
 def _device_order(names: list[list[str]], devices: Sequence[str] | None) -> tuple[str, ...]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -13,7 +14,7 @@ import pyarrow.parquet as pq
 from blockheat.libs.io.task_parquet import Opener
 from blockheat.libs.table_io.device_pass import NO_STATS, RowGroup, row_groups, spans
 from blockheat.sim import SPILL_CHUNK_REQUESTS as CHUNK_REQUESTS
-from blockheat.sim import SpilledRequests, requests_from_arrow_tables
+from blockheat.sim import SpilledRequests, requests_from_arrow_tables, requests_from_coded_table
 
 #: Rows converted at once (about 80 bytes each while converting).
 SPAN_REQUESTS = 4_000_000
@@ -31,28 +32,38 @@ def spill_requests(files: Sequence[str], sector_size: int, devices: Sequence[str
         fs, where = opener(f)
         opened[f] = pq.ParquetFile(where, filesystem=fs, pre_buffer=False)     # see libs.io.storage.parquet_file
         groups += row_groups(f, opened[f])
-    device_of = dict(zip(files, file_devices, strict=True)) if file_devices is not None else None
-    columns = ["seq", "ts_us", "op", "offset_bytes", "size_bytes", *([] if device_of else ["device"])]
+    code_of = None
+    if file_devices is not None:                 # each file's device index, as from_arrow_tables would number it
+        index = {d: i for i, d in enumerate(devices)}
+        unknown = sorted(set(file_devices) - set(index))
+        if unknown:
+            raise ValueError(f"devices {unknown} are not in the given device list {list(devices)}")
+        code_of = {f: index[d] for f, d in zip(files, file_devices, strict=True)}
+    columns = ["seq", "ts_us", "op", "offset_bytes", "size_bytes", *([] if code_of else ["device"])]
     start, stop = window_us if window_us is not None else (None, None)
     spill = SpilledRequests(chunk_requests=chunk_requests)
     try:
         for lo, hi in spans(groups, span_requests, 0, start, stop):
             low, high = lo if lo is not None else -NO_STATS, hi if hi is not None else NO_STATS
-            tables = []
+            tables, codes = [], []
             for g in groups:
                 if g.hi < low or g.lo >= high:
                     continue
                 table = opened[g.path].read_row_group(g.index, columns=columns)
-                ts = table.column("ts_us")
-                table = table.filter(pc.and_(pc.greater_equal(ts, low), pc.less(ts, high)))
-                if device_of is not None:
-                    table = table.append_column("device", pa.repeat(pa.scalar(device_of[g.path], pa.string()),
-                                                                        table.num_rows))
+                if g.lo < low or g.hi >= high:                       # the span's edge cuts the group
+                    ts = table.column("ts_us")
+                    table = table.filter(pc.and_(pc.greater_equal(ts, low), pc.less(ts, high)))
                 tables.append(table)
-            if tables:
+                codes.append(code_of[g.path] if code_of else 0)
+            if not tables:
+                continue
+            if code_of:                 # one table for the span: no device column to read, look up or cast
+                device = np.repeat(np.array(codes, np.int32), [t.num_rows for t in tables])
+                requests = requests_from_coded_table(pa.concat_tables(tables), device, sector_size=sector_size)
+            else:
                 requests, _ = requests_from_arrow_tables(tables, sector_size=sector_size, devices=devices)
-                del tables
-                spill.append(requests)
+            del tables, table
+            spill.append(requests)
     except BaseException:
         spill.close()
         raise

@@ -167,3 +167,20 @@ def test_from_parquet_files_and_tables_equal_from_arrow(tmp_path) -> None:
     pq.write_table(table.drop_columns(["op"]).slice(0, 10), tmp_path / "bad.parquet")
     with pytest.raises(ValueError, match=r"requests file .*bad\.parquet lacks column\(s\) op"):
         from_parquet_files([*files, str(tmp_path / "bad.parquet")], sector_size=512)
+
+
+def test_a_coded_table_gives_the_requests_of_its_device_column() -> None:
+    # The device indices given per row stand for the device column: the same requests in (ts, seq) order.
+    from blockheat.sim.workloads import from_coded_table
+
+    table = _scattered_requests(3000)
+    order = ("sdc", "sda", "sdb")
+    want, _ = from_arrow(table, sector_size=512, devices=order)
+    codes = np.array([order.index(d) for d in table.column("device").to_pylist()], np.int32)
+    chunked = pa.concat_tables([table.slice(0, 1000), table.slice(1000)]).drop_columns(["device"])
+    assert _same(from_coded_table(chunked, codes, sector_size=512), want)
+    unsequenced = table.drop_columns(["seq"])              # without seq: equal times keep the rows' order
+    assert _same(from_coded_table(unsequenced.drop_columns(["device"]), codes, sector_size=512),
+                 from_arrow(unsequenced, sector_size=512, devices=order)[0])
+    with pytest.raises(ValueError, match="2 device indices for 3000 rows"):
+        from_coded_table(chunked, codes[:2], sector_size=512)
