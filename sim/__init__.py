@@ -44,6 +44,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     # scenarios (a grid entry replayed over a partition of `requests`)
     "AlisPolicy": ("scenarios", "AlisPolicy"), "CoolingPolicy": ("scenarios", "CoolingPolicy"),
     "GreedyAllocation": ("scenarios", "GreedyAllocation"), "RoundRobinExtents": ("scenarios", "RoundRobinExtents"),
+    "AsTracedExtents": ("scenarios", "AsTracedExtents"),
     "ScenarioConfig": ("scenarios", "ScenarioConfig"), "partition_layout": ("scenarios", "partition_layout"),
     "simulate_requests": ("scenarios", "simulate_requests"), "simulate_scenario": ("scenarios", "simulate_scenario"),
     "simulate_chunks": ("scenarios", "simulate_chunks"), "scenario_streams": ("scenarios", "streams"),

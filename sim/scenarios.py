@@ -69,6 +69,7 @@ __all__ = [
     "POLICY_NAMES",
     "SIM_RESULT_SCHEMA",
     "AlisPolicy",
+    "AsTracedExtents",
     "BackgroundTraffic",
     "CoolingPolicy",
     "GreedyAllocation",
@@ -127,9 +128,25 @@ class RoundRobinExtents:
     extent_sectors: int
 
     def __post_init__(self) -> None:
-        if isinstance(self.extent_sectors, bool) or not isinstance(self.extent_sectors, int) \
-                or self.extent_sectors <= 0:
-            raise ScenarioError(f"extent_sectors must be a positive integer, got {self.extent_sectors!r}")
+        _check_extent_sectors(self.extent_sectors)
+
+
+@dataclass(frozen=True)
+class AsTracedExtents:
+    """`{"kind": "as_traced", "extent_sectors": N}`: the as-traced layout (device k on disk k, at its own
+    addresses) as an extent map, each traced device cut into extents of N sectors (its last one shorter), for a
+    policy that moves extents from today's layout (cooling); built once the partition's devices and their sizes
+    are known, so a scenario carries the extent size and not the map."""
+
+    extent_sectors: int
+
+    def __post_init__(self) -> None:
+        _check_extent_sectors(self.extent_sectors)
+
+
+def _check_extent_sectors(value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ScenarioError(f"extent_sectors must be a positive integer, got {value!r}")
 
 
 COOLING_FILES = ("extent", "device")
@@ -241,7 +258,7 @@ class ScenarioConfig:
     scenario_id: str
     spec: DiskSpec
     n_disks: int | None = None            # None: one disk per traced device
-    layout: Layout | RoundRobinExtents = field(default_factory=AsTraced)
+    layout: Layout | RoundRobinExtents | AsTracedExtents = field(default_factory=AsTraced)
     scheduler: str = "fcfs"
     sim: SimConfig = field(default_factory=SimConfig)
     seed: int = 0
@@ -261,9 +278,11 @@ class ScenarioConfig:
             raise ScenarioError(f"io {self.io.kind!r} cuts requests at the disk's own track boundaries: it needs "
                                 f"layout kind 'as_traced', got {type(lay).__name__}")
         if isinstance(pol, CoolingPolicy):
-            if not isinstance(lay, ExtentMap | RoundRobinExtents):
+            if not isinstance(lay, ExtentMap | RoundRobinExtents | AsTracedExtents):
                 raise ScenarioError("policy 'cooling' moves extents: it needs layout kind 'extents' (e.g. "
-                                    "{\"kind\": \"extents\", \"extent_sectors\": 2048}), got " + type(lay).__name__)
+                                    "{\"kind\": \"extents\", \"extent_sectors\": 2048}) or the as-traced layout in "
+                                    "extents ({\"kind\": \"as_traced\", \"extent_sectors\": 2048}), got "
+                                    + type(lay).__name__)
             if self.sim.closed_loop is not None:
                 raise ScenarioError("policy 'cooling' runs open loop only: drop closed_loop")
         if isinstance(pol, AlisPolicy) and self.io is not None and self.io.report == "requests":
@@ -336,14 +355,17 @@ class ScenarioConfig:
             raise ScenarioError(f"scenario {data['scenario_id']!r}: {exc}") from exc
 
 
-def layout_from_dict(data: Mapping[str, Any]) -> Layout | RoundRobinExtents:
+def layout_from_dict(data: Mapping[str, Any]) -> Layout | RoundRobinExtents | AsTracedExtents:
     """{"kind": "as_traced" | "concatenated" | "striped" | "random" | "extents", ...} -> a layout
-    (`{"kind": "extents", "extent_sectors": N}` alone: round robin per device, built with the partition)."""
+    (`{"kind": "extents", "extent_sectors": N}` alone: round robin per device, and `{"kind": "as_traced",
+    "extent_sectors": N}`: the as-traced layout in extents, both built with the partition)."""
     kind = data.get("kind")
     rest = {k: v for k, v in data.items() if k != "kind"}
     try:
         if kind == "as_traced" and not rest:
             return AsTraced()
+        if kind == "as_traced" and set(rest) == {"extent_sectors"}:
+            return AsTracedExtents(rest["extent_sectors"])
         if kind == "concatenated" and not rest:
             return Concatenated()
         if kind == "random" and not rest:
@@ -483,7 +505,7 @@ def _partition_layout(cfg: ScenarioConfig, work: _Workload, devices: tuple[str, 
     built now that the devices' sizes are known. An empty partition gets the as-traced layout."""
 
     greedy = cfg.policy if isinstance(cfg.policy, GreedyAllocation) else None
-    if not isinstance(cfg.layout, RoundRobinExtents) and greedy is None:
+    if not isinstance(cfg.layout, RoundRobinExtents | AsTracedExtents) and greedy is None:
         return cfg.layout
     if work.facts.count == 0:
         return AsTraced()
@@ -496,6 +518,14 @@ def _partition_layout(cfg: ScenarioConfig, work: _Workload, devices: tuple[str, 
     names = [*devices, *[str(k) for k in range(len(devices), len(dev_sectors))]]   # background-only devices
     cap = cfg.spec.capacity_sectors
     try:
+        if isinstance(cfg.layout, AsTracedExtents):           # device k on disk k, at its own addresses
+            if len(dev_sectors) > n_disks:
+                raise ScenarioError(f"the as-traced layout puts device k on disk k: {len(dev_sectors)} devices "
+                                    f"need as many disks, the array has {n_disks}")
+            counts = [-(-int(total) // size) for total in dev_sectors]
+            sectors = np.concatenate([np.minimum(size, int(total) - np.arange(0, int(total), size, dtype=np.int64))
+                                      for total in dev_sectors]).astype(np.int64)
+            return _extent_map(sectors, np.repeat(np.arange(len(counts), dtype=np.int64), counts))
         if greedy is None:
             units = [AllocUnit(names[k], j, 0.0, min(size, int(total) - start))
                      for k, total in enumerate(dev_sectors) for j, start in enumerate(range(0, int(total), size))]

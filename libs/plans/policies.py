@@ -221,17 +221,6 @@ def _plan_extent_map(outcome: Outcome) -> PlanPart:
     return extent_migration_steps(outcome.target, outcome.layout)
 
 
-def as_traced_extents(target: Target, extent_sectors: int) -> list[list[int]]:
-    """The current layout as an extent map: each device cut into extents of extent_sectors (its last one
-    shorter) on its own disk at its own addresses ([logical_start, sectors, disk, physical_start] rows)."""
-    rows, base = [], 0
-    for disk, total in enumerate(target.device_sectors):
-        for start in range(0, total, extent_sectors):
-            rows.append([base + start, min(extent_sectors, total - start), disk, start])
-        base += total
-    return rows
-
-
 def _cooling(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Variant]:
     if opts.cooling_every_requests is not None:
         period: dict[str, Any] = {"every_requests": opts.cooling_every_requests}
@@ -244,7 +233,7 @@ def _cooling(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Var
         sectors = target.extent_sectors(size)
         out.append(Variant(f"cooling:{size_label(size)}", "cooling",
                            {"extent_bytes": size, **params, "delta": opts.cooling_delta},
-                           {"layout": {"kind": "extents", "extents": as_traced_extents(target, sectors)},
+                           {"layout": {"kind": "as_traced", "extent_sectors": sectors},
                             "policy": {"name": "cooling", **period, "delta": opts.cooling_delta}}))
     return out
 

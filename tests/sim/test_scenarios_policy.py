@@ -12,6 +12,7 @@ import pytest
 from blockheat.sim.array import ExtentMap
 from blockheat.sim.cooling import CoolingMove
 from blockheat.sim.scenarios import (
+    AsTracedExtents,
     CoolingPolicy,
     GreedyAllocation,
     RoundRobinExtents,
@@ -124,6 +125,37 @@ def test_cooling_moves_one_of_two_hot_extents_and_reports_it() -> None:
     # disk 0, a write on disk 1.
     assert (row["remaps"], row["migration_ios"], row["physical_ios"]) == (1, 2, 40)
     assert row["disk_physical_ios"] == [5 + 20 + 1, 15 + 1]
+
+
+def test_as_traced_extents_are_built_from_the_partition() -> None:
+    # Two devices of 8 and 6 sectors in extents of 4: a's two on disk 0, b's 4 + 2 on disk 1, each extent at its
+    # own device address (device k on disk k).
+    rows = pa.table({"trace_id": ["t"] * 2, "device": ["a", "b"], "seq": [0, 1], "ts_us": [0, 1000], "op": ["R"] * 2,
+                     "offset_bytes": [0, 4 * 512], "size_bytes": [512, 512]})
+    cfg = ScenarioConfig.from_dict({"scenario_id": "s", "spec": "hp_c2247a", "disks": 2, "device_sectors": [8, 6],
+                                    "layout": {"kind": "as_traced", "extent_sectors": 4}})
+    assert cfg.layout == AsTracedExtents(4)
+    sim, _ = _build(rows, cfg)
+    assert [(e.logical_start, e.sectors, e.disk, e.physical_start) for e in sim.array.layout.extents] == \
+           [(0, 4, 0, 0), (4, 4, 0, 4), (8, 4, 1, 0), (12, 2, 1, 4)]
+    with pytest.raises(ScenarioError, match=r"the as-traced layout puts device k on disk k: 2 devices need as many "
+                                            r"disks, the array has 1"):
+        _build(rows, dataclasses.replace(cfg, n_disks=1))
+
+
+def test_cooling_from_the_as_traced_extents_equals_it_from_the_same_map_given_whole() -> None:
+    # The extent size alone and the explicit map of today's layout are one scenario: the same moves and figures.
+    # e0 and e2 both on disk 0 (the device's disk): at the 10th arrival e0 moves to the empty disk 1.
+    rows = [(0.1 * i, 0 if i % 2 == 0 else 2) for i in range(40)]
+    policy = {"name": "cooling", "every_requests": 10, "delta": 0.05, "k": 10}
+    compact = simulate_scenario(table(rows), scenario(layout={"kind": "as_traced", "extent_sectors": EXTENT},
+                                                      policy=policy))
+    whole = simulate_scenario(table(rows), scenario(layout={"kind": "extents", "extents": [
+        [e * EXTENT, EXTENT, 0, e * EXTENT] for e in range(4)]}, policy=policy))
+    assert compact.moves.equals(whole.moves)
+    assert compact.result.equals(whole.result)
+    assert [(m["unit"], m["from_disk"], m["to_disk"], m["to_physical_start"]) for m in compact.moves.to_pylist()] == \
+           [(0, 0, 1, 0)]
 
 
 def test_cooling_by_device_files_never_moves_within_one_device() -> None:
