@@ -13,6 +13,9 @@ runs are replaced). Later requests in the table change nothing, so a backfill ov
 all landed gives the same tables as the nightly runs did with each day's files. Unit ids then follow
 first use, not address order as in a full build, and the budget grows with the storage used, so a nightly
 chain can differ from a full build of the same days where pruning or ties between equal weights decide.
+
+--no-runs builds the units and graphs only and leaves alis_runs alone: the nightly DAG's alis_layout, next,
+finds the runs of its mode's threshold in every stored graph and writes them.
 """
 from __future__ import annotations
 
@@ -42,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="leave out units referenced fewer than N times in their interval (default off)")
     parser.add_argument("--threshold", type=float, default=0.1, help="run edge-weight threshold (default 0.1)")
     parser.add_argument("--min-run", type=int, default=None, help="minimum run length (default tau)")
+    parser.add_argument("--no-runs", dest="runs", action="store_false",
+                        help="build the graphs only and leave alis_runs alone (the nightly DAG: alis_layout, next, "
+                             "writes the runs of its mode's threshold)")
     parser.add_argument("--chunk", type=float, default=60.0, help="time chunk of the parallel build, s (default 60)")
     parser.add_argument("--from-interval", type=int, default=0,
                         help="rebuild from this interval on, ageing the stored graph of the one before")
@@ -58,7 +64,7 @@ def options_from_args(args: argparse.Namespace) -> GraphOptions:
         unit_bytes=args.unit_bytes, include_writes=args.include_writes, graph_share=args.graph_share,
         prefilter_min_refs=args.prefilter, threshold=args.threshold, min_run_length=args.min_run,
         chunk_us=_us(args.chunk, "--chunk"), from_interval=args.from_interval,
-        interval_index=args.interval_index)
+        interval_index=args.interval_index, runs=args.runs)
 
 
 def _us(seconds: float, name: str) -> int:

@@ -325,7 +325,7 @@ def stage_args(settings: NightlySettings, landing: Landing, day: int, *,
         "trace_profile": [[tid]],
         "heat_report": [[tid, "--out", str(_under(settings.reports_dir, tid))]],
         "aged_heat": [[tid, "--interval-index", str(day)]],
-        "alis_graph": [[tid, "--interval-index", str(day)]],
+        "alis_graph": [[tid, "--interval-index", str(day), "--no-runs"]],    # alis_layout writes the runs
         "alis_layout": [[tid]],
         "policy_scores": [["--trace-id", tid, "--window", window, *settings.scorecard_args]],
         "reorg_plan": [["--trace-id", tid, "--policy", policy, "--window", window, "--now", now.isoformat(),

@@ -42,12 +42,17 @@ def cmd_graph(args: argparse.Namespace) -> int:
     rows = [{"device": d["device"], "units": d["units"], "refs": d["graph_refs"], "edges": d["last_edges"],
              "graph_bytes": d["last_graph_bytes"], "budget_bytes": d["budget_bytes"], "runs": d["last_runs"],
              "run_units": d["last_run_units"], "runs_all": d["runs"]} for d in summary.per_device]
-    out.rows(rows, ["device", "units", "refs", "edges", "graph_bytes", "budget_bytes", "runs", "run_units",
-                    "runs_all"], name="devices")
-    out.note(f"\nedges, graph, runs, run_units: interval {last}'s aged, pruned graph; runs_all: every interval "
-             f"(threshold {opts.threshold:g}, minimum length {opts.min_length}); refs: graph references\n"
-             "tables: reorg_units, access_graph, alis_runs, alis_graphs; next: blockheat alis "
-             f"{opts.trace_id}")
+    columns = ["device", "units", "refs", "edges", "graph_bytes", "budget_bytes"]
+    out.rows(rows, [*columns, "runs", "run_units", "runs_all"] if opts.runs else columns, name="devices")
+    if opts.runs:
+        out.note(f"\nedges, graph, runs, run_units: interval {last}'s aged, pruned graph; runs_all: every interval "
+                 f"(threshold {opts.threshold:g}, minimum length {opts.min_length}); refs: graph references\n"
+                 "tables: reorg_units, access_graph, alis_runs, alis_graphs; next: blockheat alis "
+                 f"{opts.trace_id}")
+    else:
+        out.note(f"\nedges, graph: interval {last}'s aged, pruned graph; refs: graph references; no runs found "
+                 f"(--no-runs)\ntables: reorg_units, access_graph, alis_graphs; next: blockheat alis {opts.trace_id} "
+                 "(it finds the runs and writes alis_runs)")
     return out.render()
 
 

@@ -68,6 +68,7 @@ class GraphOptions:
     chunk_us: int = CHUNK_US
     from_interval: int = 0
     interval_index: int | None = None  # nightly: exactly this interval (see the module docstring)
+    runs: bool = True                 # False: no runs found, alis_runs left alone (the nightly: alis_layout's)
 
     def __post_init__(self) -> None:
         if self.tau < 1:
@@ -200,13 +201,16 @@ def _graphs_and_runs(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, 
             where = {"trace_id": trace, "interval_id": interval_id}
             replace_rows(built.where(F.col("interval_id") == interval_id), spark, cfg.warehouse,
                          access_graph.TABLE, where)
-            replace_rows(runs.where(F.col("interval_id") == interval_id), spark, cfg.warehouse, alis_runs.TABLE, where)
+            if opts.runs:
+                replace_rows(runs.where(F.col("interval_id") == interval_id), spark, cfg.warehouse, alis_runs.TABLE,
+                             where)
     else:
         replace_trace(built, spark, cfg.warehouse, access_graph.TABLE, trace)
-        replace_trace(runs, spark, cfg.warehouse, alis_runs.TABLE, trace)
+        if opts.runs:
+            replace_trace(runs, spark, cfg.warehouse, alis_runs.TABLE, trace)
     params = spark.createDataFrame([opts.params_row(last + 1)], alis_graphs.SPARK_SCHEMA)
     replace_trace(params, spark, cfg.warehouse, alis_graphs.TABLE, trace)
-    return GraphSummary(asdict(opts), intervals, _per_device(units, chosen, sizes, runs, budgets, last))
+    return GraphSummary(asdict(opts), intervals, _per_device(units, chosen, sizes, runs, budgets, last, opts.runs))
 
 
 def _prune_and_find_runs(opts: GraphOptions, aged: DataFrame, budgets: DataFrame,
@@ -300,34 +304,40 @@ def _interval_graph(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n
     if n:
         where = {"trace_id": trace, "interval_id": n}
         replace_rows(built, spark, cfg.warehouse, access_graph.TABLE, where)
-        replace_rows(runs, spark, cfg.warehouse, alis_runs.TABLE, where)
+        if opts.runs:
+            replace_rows(runs, spark, cfg.warehouse, alis_runs.TABLE, where)
     else:
         replace_trace(built, spark, cfg.warehouse, access_graph.TABLE, trace)
-        replace_trace(runs, spark, cfg.warehouse, alis_runs.TABLE, trace)
+        if opts.runs:
+            replace_trace(runs, spark, cfg.warehouse, alis_runs.TABLE, trace)
     params = spark.createDataFrame([opts.params_row(max(built_before, n + 1))], alis_graphs.SPARK_SCHEMA)
     replace_trace(params, spark, cfg.warehouse, alis_graphs.TABLE, trace)
-    return GraphSummary(asdict(opts), [n], _per_device(units, chosen, sizes, runs, budgets, n))
+    return GraphSummary(asdict(opts), [n], _per_device(units, chosen, sizes, runs, budgets, n, opts.runs))
 
 
 def _per_device(units: DataFrame, refs: DataFrame, sizes: DataFrame, runs: DataFrame, budgets: DataFrame,
-                last: int) -> list[dict[str, Any]]:
-    """sizes: the last interval's graph sizes (libs.alis.graph.GRAPH_BYTES_DDL rows)."""
+                last: int, with_runs: bool = True) -> list[dict[str, Any]]:
+    """sizes: the last interval's graph sizes (libs.alis.graph.GRAPH_BYTES_DDL rows); without with_runs the run
+    figures are None, as the files path gives them (the runs were not stored)."""
     by_device = [
         units.groupBy("device").agg(F.count(F.lit(1)).alias("units")),
         refs.groupBy("device").agg(F.count(F.lit(1)).alias("graph_refs")),
         sizes.where(F.col("interval_id") == last).select(
             "device", F.col("edges").alias("last_edges"), F.col("graph_bytes").alias("last_graph_bytes")),
         budgets,
-        runs.groupBy("device").agg(
+    ]
+    if with_runs:
+        by_device.append(runs.groupBy("device").agg(
             F.countDistinct("interval_id", "run_id").alias("runs"),
             F.count_if(F.col("interval_id") == last).alias("last_run_units"),
-            F.countDistinct(F.when(F.col("interval_id") == last, F.col("run_id"))).alias("last_runs")),
-    ]
+            F.countDistinct(F.when(F.col("interval_id") == last, F.col("run_id"))).alias("last_runs")))
     joined = reduce(lambda a, b: a.join(b, on="device", how="left"), by_device)
     rows = [r.asDict() for r in joined.orderBy("device").collect()]
     for row in rows:
-        for key in ("graph_refs", "last_edges", "last_graph_bytes", "runs", "last_run_units", "last_runs"):
+        for key in ("graph_refs", "last_edges", "last_graph_bytes", *(graph_files.RUN_STATS if with_runs else ())):
             row[key] = row[key] or 0
+        if not with_runs:
+            row.update(dict.fromkeys(graph_files.RUN_STATS))
     return rows
 
 

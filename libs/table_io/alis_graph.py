@@ -60,6 +60,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TABLES = (reorg_units.TABLE, access_graph.TABLE, alis_runs.TABLE)
+#: The per-device figures of the runs (None when the build finds none: GraphParams.runs False).
+RUN_STATS = ("runs", "last_run_units", "last_runs")
 
 __all__ = ["Build", "GraphParams", "RequestFiles", "Unsupported", "build", "device_build", "keyed", "request_files"]
 
@@ -76,6 +78,7 @@ class GraphParams:
     prefilter_min_refs: int = 0
     threshold: float = 0.1
     min_length: int = 9
+    runs: bool = True            # False: no run discovery, alis_runs left alone (the nightly: alis_layout's)
 
 
 @dataclass(frozen=True)
@@ -470,7 +473,8 @@ def pruned_graph(counts: Counts | SpilledCounts, weigh_age: WeighAge, previous: 
 def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table | None, b: Build,
                  p: GraphParams, spill: SpillSizes | None = None) -> dict[str, Any]:
     """One device: {"units": (unit_id, offset_bytes, size_bytes), "graph": (interval_id, src_unit, dst_unit,
-    weight), "runs": (interval_id, run_id, rank, position, unit_id), "stats": per-device figures}.
+    weight), "runs": (interval_id, run_id, rank, position, unit_id), None without p.runs, "stats": per-device
+    figures}.
     previous: interval first-1's stored graph (src_unit, dst_unit, weight) or None. The requests in parts
     (DeviceChunks) give what one table gives: a pass over the parts finds the units (distinct extents) and the
     space used, the next counts the pairs of each interval part by part (PairCounter; with a prefilter a pass
@@ -521,8 +525,9 @@ def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table 
         prev = (src, dst, weight)
         graphs.append(pa.table({"interval_id": pa.array(np.full(len(src), i, np.int64)), "src_unit": pa.array(src),
                                 "dst_unit": pa.array(dst), "weight": pa.array(weight)}))
-        members = run_members(src, dst, weight, p)
-        runs.append(pa.table({"interval_id": np.full(len(members["unit_id"]), i, np.int64), **members}))
+        if p.runs:
+            members = run_members(src, dst, weight, p)
+            runs.append(pa.table({"interval_id": np.full(len(members["unit_id"]), i, np.int64), **members}))
         if i == b.last:
             vertices = pc.count_distinct(pa.array(np.concatenate([src, dst]))).as_py()   # a hash: no sort
             last_sizes = (len(src), vertices * VERTEX_BYTES + len(src) * EDGE_BYTES) if len(src) else (0, 0)
@@ -543,12 +548,14 @@ def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table 
             upto(counter.add(interval, units_of))
         upto(counter.close())
     upto([(i, empty) for i in range(following, b.last + 1)])
-    graph, found = pa.concat_tables(graphs), pa.concat_tables(runs)
-    last_runs = found.filter(pc.equal(found.column("interval_id"), b.last))
+    graph = pa.concat_tables(graphs)
     stats = {"units": units.num_rows, "graph_refs": graph_refs, "last_edges": last_sizes[0],
-             "last_graph_bytes": last_sizes[1], "budget_bytes": budget,
-             "runs": found.group_by(["interval_id", "run_id"], use_threads=False).aggregate([]).num_rows,
-             "last_run_units": last_runs.num_rows, "last_runs": len(pc.unique(last_runs.column("run_id")))}
+             "last_graph_bytes": last_sizes[1], "budget_bytes": budget, **dict.fromkeys(RUN_STATS)}
+    found = pa.concat_tables(runs) if p.runs else None
+    if found is not None:
+        last_runs = found.filter(pc.equal(found.column("interval_id"), b.last))
+        stats.update(runs=found.group_by(["interval_id", "run_id"], use_threads=False).aggregate([]).num_rows,
+                     last_run_units=last_runs.num_rows, last_runs=len(pc.unique(last_runs.column("run_id"))))
     return {"units": units, "graph": graph, "runs": found, "stats": stats}
 
 
@@ -567,8 +574,8 @@ def keyed(rows: pa.Table, trace_id: str, device: str, **constants: int) -> pa.Ta
 
 def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
           requests: RequestFiles | None = None) -> list[dict[str, Any]]:
-    """Build, write and commit (reorg_units, access_graph, alis_runs: one replace each, in that order; the
-    graph and runs of interval N only for a nightly N > 0). Returns the per-device figures of
+    """Build, write and commit (reorg_units, access_graph, alis_runs unless p.runs is False: one replace each, in
+    that order; the graph and runs of interval N only for a nightly N > 0). Returns the per-device figures of
     jobs.alis_graph's summary, by device. Unsupported (nothing written) when the files cannot be read
     directly."""
     requests = requests if requests is not None else request_files(spark, warehouse, b.trace_id)
@@ -585,18 +592,19 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
              "graph": Read(["src_unit", "dst_unit", "weight"], [("interval_id", "=", b.first - 1)])}
     where = {"trace_id": b.trace_id}
     graph_where = {**where, "interval_id": b.first} if b.nightly and b.first else where
-    outputs = {name: Output(table_target(spark, warehouse, name).for_write(), w)
-               for name, w in ((reorg_units.TABLE, where), (access_graph.TABLE, graph_where),
-                               (alis_runs.TABLE, graph_where))}
+    written = ((reorg_units.TABLE, where), (access_graph.TABLE, graph_where),
+               *([(alis_runs.TABLE, graph_where)] if p.runs else []))
+    outputs = {name: Output(table_target(spark, warehouse, name).for_write(), w) for name, w in written}
 
     def build_device(device: str, rows: dict[str, pa.Table | None]) -> tuple[dict[str, pa.Table], dict[str, Any]]:
         started = time.perf_counter()
         out = device_build(rows["requests"], rows["units"], rows["graph"], b, p,
                            dataclasses.replace(sizes, threads=task_threads(sizes.threads)))
-        return ({reorg_units.TABLE: keyed(out["units"], b.trace_id, device, unit_bytes=0),
-                 access_graph.TABLE: keyed(out["graph"], b.trace_id, device),
-                 alis_runs.TABLE: keyed(out["runs"], b.trace_id, device)},
-                {**out["stats"], "seconds": time.perf_counter() - started})
+        tables = {reorg_units.TABLE: keyed(out["units"], b.trace_id, device, unit_bytes=0),
+                  access_graph.TABLE: keyed(out["graph"], b.trace_id, device)}
+        if p.runs:
+            tables[alis_runs.TABLE] = keyed(out["runs"], b.trace_id, device)
+        return tables, {**out["stats"], "seconds": time.perf_counter() - started}
 
     started = time.perf_counter()
     built = device_pass(spark, devices, build_device, read=reads, outputs=outputs, label=f"alis graph {b.trace_id}")

@@ -182,7 +182,7 @@ def test_stage_arguments_of_a_day(tmp_path):
         "trace_profile": [["tr1"]],
         "heat_report": [["tr1", "--out", str(wh / "reports" / "tr1")]],
         "aged_heat": [["tr1", "--interval-index", "1"]],
-        "alis_graph": [["tr1", "--interval-index", "1"]],
+        "alis_graph": [["tr1", "--interval-index", "1", "--no-runs"]],
         "alis_layout": [["tr1"]],
         "policy_scores": [["--trace-id", "tr1", "--window", "86400:172800", "--families", "striped"]],
         "reorg_plan": [["--trace-id", "tr1", "--policy", p, "--window", "86400:172800", "--now",
@@ -259,7 +259,8 @@ def test_stage_arguments_parse_with_the_jobs_own_parsers(tmp_path, monkeypatch):
     assert job["ingest_trace"].paths == (str(tmp_path / "landing" / "tr1" / "a.csv"),)
     assert (job["extent_heat"].trace_id, job["extent_heat"].window_us) == ("tr1", 3_600_000_000)
     assert (job["aged_heat"].interval_index, job["aged_heat"].interval_us) == (1, 86_400_000_000)
-    assert (job["alis_graph"].interval_index, job["alis_graph"].interval_us) == (1, 86_400_000_000)
+    assert (job["alis_graph"].interval_index, job["alis_graph"].interval_us, job["alis_graph"].runs) == \
+        (1, 86_400_000_000, False)
     assert job["alis_layout"].trace_id == "tr1"
     assert (job["policy_scores"].window, job["policy_scores"].families) == ("86400:172800", ("striped",))
     assert (job["reorg_plan"].policy, job["reorg_plan"].window, job["reorg_plan"].now) == ("best", "86400:172800", NOW)

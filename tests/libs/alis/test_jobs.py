@@ -146,3 +146,15 @@ def test_stored_runs_read_from_the_graph_files_equal_find_runs(spark, spark_cfg,
 
     monkeypatch.setattr(stored, "trace_files", unreadable)
     assert rows(find_stored_runs(spark, spark_cfg.warehouse, TRACE, tau=2, threshold=THRESHOLD_COMBINED)) == want
+
+
+def test_graph_command_without_runs_leaves_alis_runs_and_says_so(spark, spark_cfg, built):
+    runs = sorted(tuple(r) for r in table(spark, spark_cfg, "alis_runs").collect())
+    code, out = run_cli(["graph", TRACE, "--tau", "2", "--interval", "1000", "--no-runs"])
+    assert code == 0
+    assert sorted(tuple(r) for r in table(spark, spark_cfg, "alis_runs").collect()) == runs
+    lines = [line.split() for line in out.splitlines()]
+    assert lines[lines.index(["device", "units", "refs", "edges", "graph_bytes", "budget_bytes"]) + 2][:4] == \
+           ["d0", "5", "13", "8"]
+    assert "no runs found (--no-runs)" in out
+    assert "tables: reorg_units, access_graph, alis_graphs; next: blockheat alis" in out

@@ -329,3 +329,35 @@ def test_nightly_intervals_equal_the_spark_build(spark, spark_cfg, trace, monkey
     assert got[True, PART_ROWS, SPILL] == got[False, 0, None]
     assert got[True, 0, None][0].intervals == [1]
 
+
+
+def test_a_nightly_build_without_runs_leaves_the_runs_to_the_layout(spark, spark_cfg, trace, monkeypatch, caplog):
+    """--no-runs (the nightly DAG's graph stage): the units and graphs of the build with runs, alis_runs left as it
+    was, no run figures, through the files and through Spark; the layout after it writes the tables it writes
+    after the build with runs (it finds the runs of its mode's threshold itself)."""
+    from blockheat.jobs import alis_layout
+
+    def layout_tables():
+        alis_layout.run(spark, spark_cfg, alis_layout.LayoutOptions(trace))
+        return {t: table_digest(spark, spark_cfg.warehouse, t, trace) for t in ("alis_layout", "alis_runs",
+                                                                                 "alis_summary")}
+
+    built = {}
+    for n in range(2):
+        opts = alis_graph.GraphOptions(trace, interval_index=n, graph_share=0.0005, prefilter_min_refs=2)
+        built[n] = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=True)
+    after_runs = layout_tables()
+    runs_before = table_digest(spark, spark_cfg.warehouse, "alis_runs", trace)
+    for files in (True, False):
+        for n in range(2):
+            opts = alis_graph.GraphOptions(trace, interval_index=n, graph_share=0.0005, prefilter_min_refs=2,
+                                           runs=False)
+            summary, tables = _build(spark, spark_cfg, opts, monkeypatch, caplog, files=files)
+            assert tables["alis_runs"] == runs_before                     # not written
+            assert {t: tables[t] for t in ("reorg_units", "access_graph")} == \
+                   {t: built[n][1][t] for t in ("reorg_units", "access_graph")}
+            stats = [{k: v for k, v in d.items() if k not in GF.RUN_STATS} for d in summary.per_device]
+            assert stats == [{k: v for k, v in d.items() if k not in GF.RUN_STATS} for d in built[n][0].per_device]
+            assert {d[k] for d in summary.per_device for k in GF.RUN_STATS} == {None}
+            assert {d[k] for d in built[n][0].per_device for k in GF.RUN_STATS} != {None}
+    assert layout_tables() == after_runs
