@@ -507,9 +507,9 @@ def disk_heat_figure(rows: Sequence[dict[str, Any]], trace: dict[str, Any], exte
 def heat_map_figure(rows: pa.Table, bins: tuple[int, int], trace: dict[str, Any], extent_bytes: int) -> Figure:
     """Address (MiB) against time (hours), colour = heat in blocks/s on a log scale, one panel per device."""
     time_bin, addr_bin = bins
-    names = pc.dictionary_encode(rows.column("device")).combine_chunks()
-    codes = names.indices.to_numpy(zero_copy_only=False)
-    names = names.dictionary.to_pylist()
+    encoded = pc.dictionary_encode(rows.column("device")).combine_chunks()
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    names = encoded.dictionary.to_pylist()
     devices = sorted(names, key=lambda d: (len(d), d))
     heat = rows.column("heat").to_numpy(zero_copy_only=False).astype(np.float64)      # a null heat: nan, not drawn
     t_all = rows.column("time_bin_us").to_numpy(zero_copy_only=False) // time_bin

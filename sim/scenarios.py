@@ -522,19 +522,13 @@ def _partition_layout(cfg: ScenarioConfig, work: _Workload, devices: tuple[str, 
             if len(dev_sectors) > n_disks:
                 raise ScenarioError(f"the as-traced layout puts device k on disk k: {len(dev_sectors)} devices "
                                     f"need as many disks, the array has {n_disks}")
-            counts = [-(-int(total) // size) for total in dev_sectors]
-            sectors = np.concatenate([np.minimum(size, int(total) - np.arange(0, int(total), size, dtype=np.int64))
-                                      for total in dev_sectors]).astype(np.int64)
-            return _extent_map(sectors, np.repeat(np.arange(len(counts), dtype=np.int64), counts))
+            return _extent_map(*_device_extents(dev_sectors, size))
         if greedy is None:
             units = [AllocUnit(names[k], j, 0.0, min(size, int(total) - start))
                      for k, total in enumerate(dev_sectors) for j, start in enumerate(range(0, int(total), size))]
             return to_extent_map(units, round_robin_allocation(units, n_disks, capacity_sectors=cap))
         # Greedy over arrays (1.3 M extents at 100 M requests on 40 disks): each device's extents in order.
-        counts = [-(-int(total) // size) for total in dev_sectors]
-        file_id = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-        sectors = np.concatenate([np.minimum(size, int(total) - np.arange(0, int(total), size, dtype=np.int64))
-                                  for total in dev_sectors]).astype(np.int64)
+        sectors, file_id = _device_extents(dev_sectors, size)
         heat = _extent_heat(work, dev_base, sectors, greedy.heat_fraction, cfg.spec.sector_size)
         if greedy.incremental:
             return _incremental_map(work.facts, sectors, file_id, heat, dev_sectors, n_disks, cfg, greedy)
@@ -542,6 +536,15 @@ def _partition_layout(cfg: ScenarioConfig, work: _Workload, devices: tuple[str, 
     except AllocationError as exc:
         raise ScenarioError(f"extents of {size} sectors do not fit {n_disks} disks of {cap} sectors: {exc}") from exc
     return _extent_map(sectors, disk)
+
+
+def _device_extents(dev_sectors: Any, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each device cut into extents of `size` sectors (its last one shorter), devices in order: every extent's
+    sectors and device index."""
+    counts = [-(-int(total) // size) for total in dev_sectors]
+    sectors = np.concatenate([np.minimum(size, int(total) - np.arange(0, int(total), size, dtype=np.int64))
+                              for total in dev_sectors]).astype(np.int64)
+    return sectors, np.repeat(np.arange(len(counts), dtype=np.int64), counts)
 
 
 def _incremental_map(facts: StreamFacts, sectors: np.ndarray, device: np.ndarray, heat: np.ndarray, dev_sectors: Any,

@@ -172,7 +172,7 @@ def from_arrow_tables(tables: Iterable[pa.Table], *, sector_size: int,
     cols = {key: np.concatenate(p) if p else np.zeros(0, dtype=_COLUMN_DTYPES[key]) for key, p in parts.items()}
     parts.clear()
     ts = cols.pop("ts")
-    rank = np.lexsort((cols.pop("seq"), ts)) if has_seq else np.argsort(ts, kind="stable")
+    rank = _arrival_rank(ts, cols.pop("seq") if has_seq else None)
     arrival = ts[rank]
     del ts
     return Requests(arrival, *(cols.pop(key)[rank] for key in ("code", "lbn", "sectors", "flags"))), order
@@ -187,8 +187,7 @@ def from_coded_table(table: pa.Table, device: np.ndarray, *, sector_size: int) -
         raise ValueError(f"{len(device)} device indices for {table.num_rows} rows")
     lbn, sectors, flags = _addresses(table, sector_size)
     ts = table.column("ts_us").to_numpy().astype(np.float64)
-    rank = np.lexsort((table.column("seq").to_numpy().astype(np.int64), ts)) if "seq" in table.column_names else \
-        np.argsort(ts, kind="stable")
+    rank = _arrival_rank(ts, table.column("seq").to_numpy().astype(np.int64) if "seq" in table.column_names else None)
     return Requests(ts[rank], np.asarray(device, np.int32)[rank], lbn[rank], sectors[rank], flags[rank])
 
 
@@ -237,7 +236,7 @@ def from_parquet_files(files: Sequence[str], *, sector_size: int, devices: Seque
         ts = ts[:n].copy()
         seq = None if seq is None else seq[:n].copy()
     order = _device_order(names, devices)
-    rank = np.lexsort((seq, ts)) if seq is not None else np.argsort(ts, kind="stable")
+    rank = _arrival_rank(ts, seq)
     del seq
     arrival = ts[rank]
     del ts
@@ -258,6 +257,11 @@ def from_parquet_files(files: Sequence[str], *, sector_size: int, devices: Seque
         lbn[at], sectors[at], flags[at] = b, s, fl
         del table
     return Requests(arrival, code, lbn, sectors, flags), order
+
+
+def _arrival_rank(ts: np.ndarray, seq: np.ndarray | None) -> np.ndarray:
+    """The rows' order by (ts, seq); without seq, by ts with ties in row order."""
+    return np.lexsort((seq, ts)) if seq is not None else np.argsort(ts, kind="stable")
 
 
 def _read_parquet(path: str, columns: Sequence[str], optional: Sequence[str] = ()) -> pa.Table:
