@@ -65,18 +65,19 @@ def find_runs(graph: DataFrame, *, tau: int = 9, f: float = 1.0, threshold: floa
 
 def write_graphs_and_runs(graph: DataFrame, budgets: DataFrame, directory: str, *, tau: int = 9, f: float = 1.0,
                           threshold: float = THRESHOLD, min_length: int | None = None,
-                          share: float = PRUNE_SHARE) -> tuple[DataFrame, DataFrame, DataFrame]:
+                          share: float = PRUNE_SHARE, find: bool = True) -> tuple[DataFrame, DataFrame, DataFrame]:
     """libs.alis.graph.write_pruned, find_runs and graph_bytes in one pass: each group's task prunes its graph
     and, holding the pruned graph, finds its runs and measures it; the three are written under `directory`
     and returned read back: (pruned graph WEIGHT_COLUMNS, runs RUN_COLUMNS, sizes GRAPH_BYTES_DDL). Separate
-    find_runs and graph_bytes jobs would each read and shuffle the whole pruned graph again."""
+    find_runs and graph_bytes jobs would each read and shuffle the whole pruned graph again. find False: no
+    runs are looked for (the runs come back empty)."""
     check_context(tau, f)
     prune, runs = _prune_group(share), _runs_of_group(tau, f, threshold, min_length)
 
     def run(table: pa.Table) -> dict[str, pa.Table]:
         pruned = prune(table)
-        return {"graph": pruned, "runs": runs(pruned), "sizes": _graph_size(pruned) if pruned.num_rows else
-                _graph_size(table).slice(0, 0)}
+        return {"graph": pruned, "runs": runs(pruned if find else pruned.slice(0, 0)),
+                "sizes": _graph_size(pruned) if pruned.num_rows else _graph_size(table).slice(0, 0)}
 
     out = sink_parquet_groups_multi(_graphs_with_budgets(graph, budgets, share), run,
                                     {"graph": WEIGHT_DDL, "runs": RUN_DDL, "sizes": GRAPH_BYTES_DDL}, directory)

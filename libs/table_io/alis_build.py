@@ -215,10 +215,10 @@ def _graphs_and_runs(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, 
 
 def _prune_and_find_runs(opts: GraphOptions, aged: DataFrame, budgets: DataFrame,
                          directory: str | Path) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """The aged graphs pruned to their budgets, their runs and sizes, from one pass (scratch Parquet under
-    `directory`, kept until the caller's scratch directory goes)."""
+    """The aged graphs pruned to their budgets, their runs (none looked for without opts.runs) and sizes, from one
+    pass (scratch Parquet under `directory`, kept until the caller's scratch directory goes)."""
     return write_graphs_and_runs(aged, budgets, str(directory), tau=opts.tau, f=opts.f, threshold=opts.threshold,
-                                 min_length=opts.min_length)
+                                 min_length=opts.min_length, find=opts.runs)
 
 
 def run_interval(spark: SparkSession, cfg: SparkConfig, opts: GraphOptions, n: int) -> GraphSummary:
