@@ -49,7 +49,7 @@ from blockheat.sim.array import (
 )
 from blockheat.sim.cooling import CoolingConfig, DiskCooling, moves_table
 from blockheat.sim.engine import ClosedLoop, SimConfig, Simulation, run_with_policy
-from blockheat.sim.records import Chunks, Requests, StreamFacts
+from blockheat.sim.records import FLAG_BACKGROUND, Chunks, Requests, StreamFacts
 from blockheat.sim.spec import DiskSpec, SpecError
 from blockheat.sim.specs import from_geometry, resolve
 from blockheat.sim.stats import RESULT_SCHEMA, ResponseTally, timeseries
@@ -629,13 +629,11 @@ def simulate_requests(requests: Requests, devices: tuple[str, ...], trace_id: st
 
 def streams(cfg: ScenarioConfig) -> bool:
     """Whether simulate_chunks replays the scenario a chunk at a time: without ALIS, per-request output or an event
-    log, io shaping only in open loop and without background traffic, background traffic only in open loop (it is
-    drawn whole: its size follows its rate and the window), and cooling (if any) every_s (the rest need the window
-    whole)."""
+    log, io shaping and background traffic only in open loop (background traffic is drawn whole: its size follows
+    its rate and the window), and cooling (if any) every_s (the rest need the window whole)."""
     pol, sim = cfg.policy, cfg.sim
     return (not isinstance(pol, AlisPolicy) and not sim.per_request and not sim.event_log
-            and (cfg.io is None or (sim.closed_loop is None and cfg.background is None))
-            and (cfg.background is None or sim.closed_loop is None)
+            and (sim.closed_loop is None or cfg.background is None)
             and not (isinstance(pol, CoolingPolicy) and pol.config.every_requests is not None))
 
 
@@ -730,9 +728,10 @@ class _TracedResponses:
         self.segments.append((shaped, arrival_us, flags, piece_arrival_us))
 
     def observe(self, resp: np.ndarray, flags: np.ndarray) -> None:
-        """The next pieces' responses (Simulation's observe)."""
-        self.pieces.append(np.array(resp, np.float32))
-        self.held += len(resp)
+        """The next requests' responses (Simulation's observe): the traced pieces', background requests skipped."""
+        mine = np.array(resp[(flags & FLAG_BACKGROUND) == 0], np.float32)
+        self.pieces.append(mine)
+        self.held += len(mine)
         self._drain(final=False)
 
     def _drain(self, final: bool) -> None:
