@@ -53,8 +53,9 @@ from blockheat.sim.records import FLAG_BACKGROUND, FLAG_READ
 from blockheat.sim.spec import P_SURFACES, DiskArrays
 
 # Status codes returned by run_loop.
-# ST_NEED_REQ: the loaded requests have all arrived (closed loop: all been issued) and more follow (si[CI_MORE]):
-# load the next ones.
+# ST_NEED_REQ: the loaded requests have all arrived (closed loop: all been issued, or, with background requests among
+# those that follow, the next event is not before the last one loaded) and more follow (si[CI_MORE]): load the next
+# ones.
 ST_DONE, ST_PAUSED, ST_GROW_POOL, ST_GROW_TS, ST_GROW_LOG, ST_SATURATED, ST_NEED_REQ = range(7)
 # Event priorities at equal times (lower first) and heap event kinds.
 PRIO_DONE, PRIO_REMAP, PRIO_ISSUE, PRIO_ARRIVAL = 0, 1, 2, 3
@@ -73,7 +74,8 @@ LOG_ARRIVE, LOG_START, LOG_PART_DONE, LOG_DONE, LOG_REMAP = range(5)
  CI_SEED, CI_HAS_THINK, CI_CYLS, CI_FG_TOTAL, SI_ISSUES, SI_QSEQ, CI_QSCAN, SI_BASE, CI_MORE) = range(33)
 SI_COUNT = 33
 # Request indices are the run's own (0 = its first request); the loaded ReqArrays and Out's per-request arrays
-# hold requests SI_BASE, SI_BASE + 1, ... (a streamed run loads them in chunks; CI_MORE: more follow).
+# hold requests SI_BASE, SI_BASE + 1, ... (a streamed run loads them in chunks; CI_MORE: 1 more follow, 2 more follow
+# in a closed loop with background requests).
 # sf (float64): run scalars, configuration, then accumulators (A_x + 0 for reads, + 1 for writes).
 (SF_NOW, SF_T_FIRST, SF_T_LAST, SF_OUT_LAST, CF_CONST_US, CF_EXP_US, CF_THINK_US, CF_TS_W,
  A_N, _A_N_W, A_RESP, _A_RESP_W, A_QUEUE, _A_QUEUE_W, A_SVC, _A_SVC_W, A_PHYS, _A_PHYS_W, A_PARTS, _A_PARTS_W,
@@ -552,6 +554,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
     base = si[SI_BASE]
     n_req = base + arrival.shape[0]
     more = si[CI_MORE] != 0
+    bg_more = si[CI_MORE] == 2
     n_disk = dk_i.shape[0]
     n_rm = rm_time.shape[0]
     surfaces = int(params[P_SURFACES])
@@ -581,6 +584,11 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
             return ST_GROW_POOL
         if logging and si[SI_LOG_N] + 4 * margin + 16 > log_t.shape[0]:
             return ST_GROW_LOG
+        if bg_more:                     # the loop's next request past the background ones (an issue takes it)
+            i = si[SI_NEXT_FG]
+            while i < n_req and rflags[i - base] & FLAG_BACKGROUND:
+                i += 1
+            si[SI_NEXT_FG] = i
         if more and (si[SI_NEXT_FG] if closed else si[SI_NEXT_ARR]) >= n_req:
             return ST_NEED_REQ
         # The next event: heap top, next remap, or next open-loop arrival (in closed loop, background only).
@@ -609,6 +617,8 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
             if which < 0 or t < t_best or (t == t_best and key_best > (PRIO_ARRIVAL << 56)):
                 t_best = t
                 which = 2
+        elif bg_more and (which < 0 or n_req == base or t_best >= arrival[n_req - 1 - base]):
+            return ST_NEED_REQ          # a background arrival of the next requests may come first
         if which < 0:
             return ST_DONE
         if t_best > until:

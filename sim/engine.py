@@ -130,9 +130,11 @@ class Simulation:
                  rng: np.random.Generator, *, device_sectors: Sequence[int] | None = None,
                  more: Iterator[Requests] | None = None, facts: StreamFacts | None = None,
                  observe: Callable[[np.ndarray, np.ndarray], None] | None = None) -> None:
-        """more: the chunks that follow `requests` (a streamed run: no per-request output or event log, and in closed
-        loop no background requests; requests are loaded as the run reaches them, in closed loop as it issues them,
-        and dropped once answered, so memory follows the chunk and the requests in flight); facts: the whole
+        """more: the chunks that follow `requests` (a streamed run: no per-request output or event log; requests are
+        loaded as the run reaches them, in closed loop as it issues them (with background requests, also before the
+        run's clock passes the last one loaded), and dropped once answered, so memory follows the chunk and the
+        requests in flight, in a closed loop with background traffic the requests between the loop's next issue and
+        the clock); facts: the whole
         workload's (sim.records.StreamFacts), needed with more; observe: given the dropped requests' responses
         (float32, NaN: not answered) and flags, in request order, as the tally."""
         if not isinstance(rng, np.random.Generator):
@@ -142,8 +144,6 @@ class Simulation:
                 raise ValueError("a streamed run (more=) needs the workload's facts")
             if config.per_request or config.event_log:
                 raise ValueError("a streamed run has no per-request output or event log")
-            if config.closed_loop is not None and facts.foreground != facts.count:
-                raise ValueError("a streamed closed loop has no background requests")
         self.spec = spec
         self.array = array
         self.config = config
@@ -283,7 +283,7 @@ class Simulation:
         si[K.CI_QSCAN] = K.QUEUE_SCAN_MAX
         si[K.SI_FREE] = -1
         si[K.CI_FG_TOTAL] = facts.foreground
-        si[K.CI_MORE] = 1 if self._more is not None else 0
+        si[K.CI_MORE] = 0 if self._more is None else 2 if cfg.closed_loop is not None and facts.foreground < n else 1
         sf = np.zeros(K.SF_COUNT)
         sf[K.CF_CONST_US] = cfg.constant_ms * 1000.0
         sf[K.CF_EXP_US] = cfg.exponential_ms * 1000.0

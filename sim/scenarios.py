@@ -629,11 +629,10 @@ def simulate_requests(requests: Requests, devices: tuple[str, ...], trace_id: st
 
 def streams(cfg: ScenarioConfig) -> bool:
     """Whether simulate_chunks replays the scenario a chunk at a time: without ALIS, per-request output or an event
-    log, io shaping and background traffic only in open loop (background traffic is drawn whole: its size follows
-    its rate and the window), and cooling (if any) every_s (the rest need the window whole)."""
+    log, and with cooling (if any) every_s (the rest need the window whole). Background traffic is drawn whole: its
+    size follows its rate and the window."""
     pol, sim = cfg.policy, cfg.sim
     return (not isinstance(pol, AlisPolicy) and not sim.per_request and not sim.event_log
-            and (sim.closed_loop is None or cfg.background is None)
             and not (isinstance(pol, CoolingPolicy) and pol.config.every_requests is not None))
 
 

@@ -321,7 +321,10 @@ def part_memory(part: Part, requests: int, stream_min_requests: int = STREAM_MIN
     streams: a conversion span or a chunk of the spill)."""
     kinds = _part_kinds(part)
     extra = max([PART_EXTRA_BYTES[k] for k in ("io", "alis", "cooling") if kinds[k]], default=PART_EXTRA_BYTES["other"])
-    if requests >= stream_min_requests and scenario_streams(part.config):
+    cfg = part.config
+    # A closed loop with background traffic holds the requests its clock has not reached (sim.engine): the window.
+    paced = cfg.sim.closed_loop is None or cfg.background is None
+    if requests >= stream_min_requests and scenario_streams(cfg) and paced:
         requests = min(requests, SPAN_REQUESTS)
     return requests * max(LANE_LOAD_BYTES, LANE_HELD_BYTES + extra)
 

@@ -309,6 +309,7 @@ def test_lanes_claim_each_part_once_heaviest_first_keeping_their_requests(tmp_pa
 
 def test_memory_bounds_the_parts_simulating_at_once():
     from blockheat.libs.simulation.grid import Part
+    from blockheat.libs.simulation.spill import SPAN_REQUESTS
     from blockheat.libs.simulation.stage import (
         LANE_HELD_BYTES,
         LANE_LOAD_BYTES,
@@ -339,6 +340,10 @@ def test_memory_bounds_the_parts_simulating_at_once():
     big = [part_memory(p, 100_000_000) for p in (aligned, cooling, plain)]
     assert lanes_for(big, 2, int(0.75 * 24 * 2**30)) == 2
     assert lanes_for(big, 2, big[0] + big[1] - 1) == 1
+    # Streamed from the spill, a part holds a span, but a closed loop with background traffic may hold its window.
+    closed_bg = part(closed_loop={"outstanding": 4, "think_ms": 0.0}, background={"rate_per_s": 5.0})
+    assert part_memory(plain, 100_000_000) == SPAN_REQUESTS * (LANE_HELD_BYTES + PART_EXTRA_BYTES["other"])
+    assert part_memory(closed_bg, 100_000_000) == 100_000_000 * (LANE_HELD_BYTES + PART_EXTRA_BYTES["other"])
     # Heaviest first, each to the least-loaded lane (ties: the first): 8 | 5, 4 -> 9 | 3 -> 11 | 2 -> 11
     assert lane_assignment([8.0, 5.0, 4.0, 3.0, 2.0], 2) == [[0, 3], [1, 2, 4]]
 
