@@ -3,18 +3,19 @@ distributions per device, scorecard and latest plan, profile, tracking accuracy)
 
 Runs the heat, profile and tracking-evaluation jobs first when their tables lack the trace, then
 gathers small binned inputs (never trace-sized data: windows, bins, percentiles, policies) and renders them with
-libs.report. The distributions come from the requests files in one pass (libs.table_io.report), through
-Spark SQL when the files cannot be read directly. The scorecard and the plan are shown when they exist.
+libs.report. The distributions come from the requests files in one pass and the heat map from the extent_heat
+files (libs.table_io.report), through Spark SQL when the files cannot be read directly; the other tables' rows
+from their files (libs.io.tables.trace_arrow). The scorecard and the plan are shown when they exist.
 """
 from __future__ import annotations
 
 import argparse
 import logging
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 # The report runs these stages itself when their tables lack the trace (_ensure_inputs): job to job on purpose.
@@ -24,10 +25,19 @@ from blockheat.jobs import trace_profile as profile_job
 from blockheat.libs.columns import idiv
 from blockheat.libs.io import storage
 from blockheat.libs.io.session import SparkConfig, build_session
-from blockheat.libs.io.tables import has_rows, read_table, table_exists, trace_info, trace_rows
+from blockheat.libs.io.tables import has_rows, read_table, table_exists, trace_arrow, trace_info, trace_rows
 from blockheat.libs.report import ReportInputs, render, write_report
 from blockheat.libs.table_io.device_pass import files_or_sql
-from blockheat.libs.table_io.report import ALL_OPS, METRICS, PER_OP, Cdfs, forget_state, report_cdfs
+from blockheat.libs.table_io.report import (
+    ALL_OPS,
+    METRICS,
+    PER_OP,
+    Cdfs,
+    forget_state,
+    heat_map_bins,
+    heat_map_files,
+    report_cdfs,
+)
 from blockheat.libs.transforms.profile import chunked_lag, round_significant
 from blockheat.libs.transforms.tracking_eval import DEFAULT_SPEC, KS, StepSpec, report_claims
 
@@ -57,11 +67,20 @@ def _ensure_inputs(spark: SparkSession, cfg: SparkConfig, trace_id: str, eval_ks
 
 
 def _heat_map(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> tuple[pa.Table, tuple[int, int]]:
+    """The heat map's bins from the `extent_heat` files (libs.table_io.report.heat_map_files), else through Spark SQL
+    (spark_heat_map)."""
+    return files_or_sql(lambda: heat_map_files(cfg.warehouse, trace_id, window_us=WINDOW_US, extent_bytes=EXTENT_BYTES,
+                                               max_bins=MAX_BINS),
+                        lambda: spark_heat_map(spark, cfg, trace_id), f"report {trace_id}: heat map")
+
+
+def spark_heat_map(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> tuple[pa.Table, tuple[int, int]]:
+    """The heat map's bins (heat_map_files's rows, in no order) through Spark SQL."""
     heat = read_table(spark, cfg.warehouse, "extent_heat", trace_id).where(
         (F.col("extent_bytes") == EXTENT_BYTES) & (F.col("window_us") == WINDOW_US))
     extent = heat.agg(F.max("window_start_us"), F.max("extent_id")).first()
-    time_bin = WINDOW_US * max(1, math.ceil((extent[0] // WINDOW_US + 1) / MAX_BINS[0]))
-    addr_bin = EXTENT_BYTES * max(1, math.ceil((extent[1] + 1) / MAX_BINS[1]))  # extent[1]: the highest extent
+    time_bin, addr_bin = heat_map_bins(extent[0], extent[1], window_us=WINDOW_US, extent_bytes=EXTENT_BYTES,
+                                       max_bins=MAX_BINS)
     binned = heat.groupBy("device", (idiv(F.col("window_start_us"), time_bin) * time_bin).alias("time_bin_us"),
                           (idiv(F.col("extent_id") * EXTENT_BYTES, addr_bin) * addr_bin).alias("addr_bin_bytes")) \
         .agg((F.sum("blocks") / F.lit(time_bin / 1e6)).alias("heat"))
@@ -94,15 +113,21 @@ def spark_cdfs(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> Cdfs:
 def _rates(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> tuple[list[dict[str, Any]], int]:
     """Per device and window of the profile's windowed rows (the shortest window there): requests, bytes_read,
     bytes_written; and the window's length in us (0: no windowed rows)."""
-    windowed = read_table(spark, cfg.warehouse, "trace_profile", trace_id) \
-        .where((F.col("scope") == "device") & (F.col("window_us") > 0))
-    window = windowed.agg(F.min("window_us")).first()[0]
-    if window is None:
+    device = trace_arrow(spark, cfg.warehouse, "trace_profile", trace_id,
+                         ["device", "window_us", "window_start_us", "metric", "value"], {"scope": "device"})
+    windowed = device.filter(pc.field("window_us") > 0)
+    if not windowed.num_rows:
         return [], 0
+    window = pc.min(windowed.column("window_us")).as_py()
     metrics = ["requests", "bytes_read", "bytes_written"]
-    rows = windowed.where((F.col("window_us") == window) & F.col("metric").isin(metrics)) \
-        .groupBy("device", "window_start_us").pivot("metric", metrics).agg(F.first("value")).collect()
-    return [r.asDict() for r in rows], int(window)
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for r in windowed.filter((pc.field("window_us") == window) & pc.field("metric").isin(metrics)).to_pylist():
+        row = rows.setdefault((r["device"], r["window_start_us"]), {"device": r["device"],
+                                                                    "window_start_us": r["window_start_us"],
+                                                                    **dict.fromkeys(metrics)})
+        if row[r["metric"]] is None:            # one row per metric; the first, as Spark's pivot takes it
+            row[r["metric"]] = r["value"]
+    return list(rows.values()), int(window)
 
 
 def scores_and_plan(spark: SparkSession, cfg: SparkConfig, trace_id: str) -> tuple[
@@ -146,20 +171,21 @@ def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, out_dir: str | 
     _ensure_inputs(spark, cfg, trace_id, eval_ks, eval_spec)
     log.info("report: gathering figures for %s", trace_id)
     heat_map, bins = _heat_map(spark, cfg, trace_id)
-    disk_heat = [r.asDict() for r in read_table(spark, cfg.warehouse, "disk_heat", trace_id)
-                 .where(F.col("window_us").isin(0, WINDOW_US))
-                 .select("layout", "layout_params", "window_start_us", "window_us", "disk", "requests", "heat",
-                         "max_over_mean").collect()]
-    hottest = [r.asDict() for r in read_table(spark, cfg.warehouse, "extent_heat", trace_id)
-               .where((F.col("extent_bytes") == EXTENT_BYTES) & (F.col("window_us") == 0))
-               .orderBy(F.desc("heat"), "device", "extent_id").limit(5).collect()]
+    wh = cfg.warehouse
+    disk_heat = trace_arrow(spark, wh, "disk_heat", trace_id, ["layout", "layout_params", "window_start_us",
+                                                              "window_us", "disk", "requests", "heat",
+                                                              "max_over_mean"]) \
+        .filter(pc.field("window_us").isin([0, WINDOW_US])).to_pylist()
+    hottest = trace_arrow(spark, wh, "extent_heat", trace_id, where={"extent_bytes": EXTENT_BYTES, "window_us": 0}) \
+        .sort_by([("heat", "descending"), ("device", "ascending"), ("extent_id", "ascending")],
+                 null_placement="at_end").slice(0, 5).to_pylist()           # as Spark's desc("heat"): nulls last
     rates, rate_window = _rates(spark, cfg, trace_id)
-    cdfs = files_or_sql(lambda: report_cdfs(spark, cfg.warehouse, trace_id, CDF_POINTS, full=full),
+    cdfs = files_or_sql(lambda: report_cdfs(spark, wh, trace_id, CDF_POINTS, full=full),
                         lambda: spark_cdfs(spark, cfg, trace_id), f"report {trace_id}: distributions")
-    tracking = [r.asDict() for r in read_table(spark, cfg.warehouse, "tracking_eval", trace_id)
-                .where(F.col("extent_bytes") == EXTENT_BYTES).orderBy("k").collect()]
-    profile = [r.asDict() for r in read_table(spark, cfg.warehouse, "trace_profile", trace_id)
-               .where(F.col("window_us") == 0).select("scope", "device", "metric", "value").collect()]
+    tracking = sorted(trace_arrow(spark, wh, "tracking_eval", trace_id, where={"extent_bytes": EXTENT_BYTES})
+                      .to_pylist(), key=lambda r: r["k"])
+    profile = trace_arrow(spark, wh, "trace_profile", trace_id, ["scope", "device", "metric", "value"],
+                          {"window_us": 0}).to_pylist()
     scores, plan, steps = scores_and_plan(spark, cfg, trace_id)
     inputs = ReportInputs(
         trace=trace, heat_map=heat_map, heat_map_bins=bins, disk_heat=disk_heat, rates=rates,

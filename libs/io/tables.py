@@ -358,6 +358,26 @@ def rows_from_log(warehouse: Location, name: str, trace_id: str, version: int | 
     return rows
 
 
+def trace_arrow(spark: SparkSession, warehouse: Location, name: str, trace_id: str, columns: list[str] | None = None,
+                where: Mapping[str, Any] | None = None) -> pa.Table:
+    """One trace's rows of a table with column == value for each item of `where`, the given columns (default all,
+    in the table's order), as an Arrow table in no particular order: from the files the log lists
+    (libs.io.delta_log.read; the small tables a report gathers, where a Spark job's first read of a Delta table costs
+    seconds), else through Spark."""
+    schema, partitions = TABLES[name]
+    columns = list(schema.names) if columns is None else columns
+    wanted = {"trace_id": trace_id, **(where or {})}
+    try:
+        return delta_log.read(table_path(warehouse, name), columns,
+                              {c: str(v) if c in partitions else v for c, v in wanted.items()})
+    except LogUnreadable as exc:
+        log.info("%s read through Spark: %s", name, exc)
+    df = read_table(spark, warehouse, name, trace_id)
+    for column, value in (where or {}).items():
+        df = df.where(F.col(column) == value)
+    return df.select(*columns).toArrow()
+
+
 def _internal(value: Any, dtype: Any) -> Any:
     """A value read by pyarrow in Spark's internal form for `dtype` (StructType.fromInternal's input)."""
     if value is None:

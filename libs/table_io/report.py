@@ -18,6 +18,9 @@ one before it) and sums the pieces' counts. The driver takes the percentiles
 exactly as Spark's `percentile` with frequencies does: position (count - 1) x p, linear interpolation between the two
 values around it.
 
+The heat map's bins are summed from the trace's `extent_heat` files in this process (heat_map_files): a few
+million rows, where Spark took two jobs over the table.
+
     cdfs = report_cdfs(spark, warehouse, "t1", points=[i / 200 for i in range(201)])
     cdfs["size_bytes"][("0", "R")]        # device 0's reads: [(value at p, p) for each p]
     cdfs["interarrival_us"][("0", "*")]   # device 0, reads and writes together
@@ -42,8 +45,10 @@ from blockheat.libs.table_io.device_pass import (
     Read,
     Unsupported,
     device_pass,
+    read_files,
     request_files,
     time_pieces,
+    trace_files,
 )
 from blockheat.libs.transforms.profile import percentile_cells, round_significant_np
 
@@ -53,7 +58,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = ["ALL_OPS", "METRICS", "PER_OP", "Cdfs", "Unsupported", "add_cells", "device_cells", "forget_state",
-           "percentiles", "report_cdfs"]
+           "heat_map_bins", "heat_map_files", "percentiles", "report_cdfs"]
 
 #: The distributions, in the report's order.
 METRICS = ("size_bytes", "interarrival_us", "response_us")
@@ -238,3 +243,51 @@ class _State:
 def forget_state(warehouse: Path | str, trace_id: str) -> None:
     """Drop the stored counts (after the distributions were counted another way): the next run counts whole."""
     _State(warehouse, trace_id).forget()
+
+
+def heat_map_bins(last_window_start_us: int, last_extent: int, *, window_us: int, extent_bytes: int,
+                  max_bins: tuple[int, int]) -> tuple[int, int]:
+    """The heat map's (time bin us, address bin bytes): whole windows and whole extents, at most max_bins (time,
+    address) bins up to the last window start and the highest extent id with heat."""
+    time_bin = window_us * max(1, -(-(last_window_start_us // window_us + 1) // max_bins[0]))
+    addr_bin = extent_bytes * max(1, -(-(last_extent + 1) // max_bins[1]))
+    return time_bin, addr_bin
+
+
+def heat_map_files(warehouse: Path | str, trace_id: str, *, window_us: int, extent_bytes: int,
+                   max_bins: tuple[int, int]) -> tuple[pa.Table, tuple[int, int]]:
+    """The report's heat map from the trace's `extent_heat` files (window_us windows, extents of extent_bytes), read
+    in this process: (device, time_bin_us, addr_bin_bytes, heat: blocks per second of the bin) per bin with heat,
+    and the bins (heat_map_bins); the rows `heat_report`'s Spark SQL form groups, in (device, time, address) order.
+    Unsupported when the files cannot be read directly."""
+    files = trace_files(None, warehouse, trace_id, "extent_heat", by="extent_bytes").get(str(extent_bytes))
+    if not files:
+        raise Unsupported(f"no extent_heat files of {extent_bytes}-byte extents for trace {trace_id!r}")
+    rows = read_files(files, ["device", "window_start_us", "extent_id", "blocks"], [("window_us", "==", window_us)])
+    if not rows.num_rows:
+        raise Unsupported(f"no extent_heat rows of {window_us} us windows for trace {trace_id!r}")
+    start = rows.column("window_start_us").to_numpy()
+    extent = rows.column("extent_id").to_numpy()
+    bins = heat_map_bins(int(start.max()), int(extent.max()), window_us=window_us, extent_bytes=extent_bytes,
+                         max_bins=max_bins)
+    coded = pc.dictionary_encode(rows.column("device").combine_chunks())
+    names = np.array(coded.dictionary.to_pylist(), dtype=object)
+    order = np.argsort(names)                                      # devices in name order, as Spark's strings sort
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    device, names = rank[coded.indices.to_numpy()], names[order]
+    t, a = start // bins[0], extent * extent_bytes // bins[1]
+    n_t, n_a = int(t.max()) + 1, int(a.max()) + 1
+    key = (device * n_t + t) * n_a + a
+    weights = rows.column("blocks").to_numpy()                    # whole numbers: their float sums are exact
+    if len(names) * n_t * n_a <= 2 * len(key) + (1 << 20):        # few cells: counted in place, not sorted
+        present = np.bincount(key, minlength=len(names) * n_t * n_a)
+        cells = np.flatnonzero(present)
+        blocks = np.bincount(key, weights=weights, minlength=len(present))[cells]
+    else:
+        cells, at = np.unique(key, return_inverse=True)
+        blocks = np.bincount(at, weights=weights, minlength=len(cells))
+    return pa.table({"device": pa.array(names[cells // (n_t * n_a)], pa.string()),
+                     "time_bin_us": pa.array(cells // n_a % n_t * bins[0], pa.int64()),
+                     "addr_bin_bytes": pa.array(cells % n_a * bins[1], pa.int64()),
+                     "heat": pa.array(blocks / (bins[0] / 1e6), pa.float64())}), bins

@@ -271,3 +271,34 @@ def test_report_distributions_from_the_files_equal_spark_sql_on_ties_and_many_de
     assert len(direct["size_bytes"]) == 10
     assert all(points[0] == (0.0, 0.0) for points in direct["interarrival_us"].values())
     assert min(points[0][0] for points in direct["response_us"].values()) == 10.0
+
+
+def test_heat_map_from_the_files_equals_spark_sql_on_hplajw(spark, spark_cfg, hplajw):
+    # The real week on 2 disks: 1 h windows (under 400: 1 h time bins) and 1 MiB extents (under 512 in use: 1 MiB
+    # address bins); every bin's heat to the last bit, and coarser bins checked against a plain sum.
+    from blockheat.jobs import extent_heat as heat_job
+    from blockheat.jobs.heat_report import EXTENT_BYTES, MAX_BINS, WINDOW_US, spark_heat_map
+    from blockheat.libs.io.tables import read_table
+    from blockheat.libs.table_io.report import heat_map_files
+
+    heat_job.run(spark, spark_cfg, heat_job.HeatConfig(HPLAJW_TRACE_ID, EXTENT_BYTES, WINDOW_US))
+    direct, bins = heat_map_files(spark_cfg.warehouse, HPLAJW_TRACE_ID, window_us=WINDOW_US,
+                                  extent_bytes=EXTENT_BYTES, max_bins=MAX_BINS)
+    sql, sql_bins = spark_heat_map(spark, spark_cfg, HPLAJW_TRACE_ID)
+    keys = [("device", "ascending"), ("time_bin_us", "ascending"), ("addr_bin_bytes", "ascending")]
+    assert bins == sql_bins == (HOUR, 1 << 20)
+    assert direct.equals(sql.sort_by(keys).cast(direct.schema))
+    assert direct.num_rows == 4537
+    rows = read_table(spark, spark_cfg.warehouse, "extent_heat", HPLAJW_TRACE_ID).where(
+        f"extent_bytes = {EXTENT_BYTES} AND window_us = {WINDOW_US}").collect()
+    coarse, (t_bin, a_bin) = heat_map_files(spark_cfg.warehouse, HPLAJW_TRACE_ID, window_us=WINDOW_US,
+                                            extent_bytes=EXTENT_BYTES, max_bins=(5, 3))
+    assert t_bin == WINDOW_US * -(-(max(r.window_start_us for r in rows) // WINDOW_US + 1) // 5)
+    assert a_bin == EXTENT_BYTES * -(-(max(r.extent_id for r in rows) + 1) // 3)
+    want: dict[tuple[str, int, int], int] = {}
+    for r in rows:
+        cell = (r.device, r.window_start_us // t_bin * t_bin, r.extent_id * EXTENT_BYTES // a_bin * a_bin)
+        want[cell] = want.get(cell, 0) + r.blocks
+    assert coarse.to_pylist() == [{"device": d, "time_bin_us": t, "addr_bin_bytes": a, "heat": b / (t_bin / 1e6)}
+                                  for (d, t, a), b in sorted(want.items())]
+    assert len(want) < 2 * 5 * 3 < direct.num_rows

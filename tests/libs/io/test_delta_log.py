@@ -177,3 +177,33 @@ def test_has_rows_from_the_log_answers_as_spark_does(spark, spark_cfg, hplajw, m
     monkeypatch.setattr("blockheat.libs.io.delta_log.snapshot", unreadable)
     for trace_id, equal, want in cases:                                                  # Spark's answers
         assert has_rows(spark, spark_cfg.warehouse, "requests", trace_id, equal) is want, (trace_id, equal)
+
+
+def test_trace_arrow_from_the_log_equals_sparks_rows(spark, spark_cfg, hplajw, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # A trace's rows as the report gathers them: partition columns (trace_id, extent_bytes, layout) and stored ones
+    # (window_us) chosen, some or all columns; the same rows through Spark when the log cannot be read.
+    from blockheat.jobs import extent_heat as heat_job
+    from blockheat.libs.io.tables import trace_arrow
+
+    heat_job.run(spark, spark_cfg, heat_job.HeatConfig(HPLAJW_TRACE_ID))
+    cases = [("extent_heat", None, {"extent_bytes": 1 << 20, "window_us": 0}),
+             ("disk_heat", ["layout", "window_us", "disk", "heat"], {"layout": "as-traced"}),
+             ("disk_heat", ["disk", "requests"], {"window_us": 3_600_000_000})]
+
+    def spark_rows(name, columns, where):  # type: ignore[no-untyped-def]
+        df = read_table(spark, spark_cfg.warehouse, name, HPLAJW_TRACE_ID)
+        for c, v in where.items():
+            df = df.where(f"{c} = '{v}'")
+        return sorted((r.asDict() for r in df.select(*(columns or df.columns)).collect()), key=str)
+
+    got = [trace_arrow(spark, spark_cfg.warehouse, *case[:1], HPLAJW_TRACE_ID, case[1], case[2]) for case in cases]
+    for table, (name, columns, where) in zip(got, cases, strict=True):
+        assert sorted(table.to_pylist(), key=str) == spark_rows(name, columns, where), name
+    assert [t.num_rows for t in got] == [257, 338, 1008]         # extents in use; windows x disks
+
+    def unreadable(*_a, **_k):  # type: ignore[no-untyped-def]
+        raise LogUnreadable("forced")
+    monkeypatch.setattr("blockheat.libs.io.delta_log.read", unreadable)
+    for name, columns, where in cases:
+        rows = trace_arrow(spark, spark_cfg.warehouse, name, HPLAJW_TRACE_ID, columns, where).to_pylist()
+        assert sorted(rows, key=str) == spark_rows(name, columns, where), name
