@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blockheat.libs.io.tables import read_table, table_exists, table_target
+from blockheat.libs.io.tables import table_exists, table_target, trace_rows
 from blockheat.libs.table_io.alis_spill import Edges, SpilledCounts, SpillSizes, WeighAge
 from blockheat.libs.table_io.device_pass import (
     DeviceChunks,
@@ -636,10 +636,10 @@ def params_of(opts: Any) -> GraphParams:
 
 
 def graph_params(spark: SparkSession, warehouse: Any, trace_id: str) -> dict[str, Any]:
-    """The stored alis_graphs row of a trace; a clear error when the graphs were not built."""
-    rows = []
-    if table_exists(warehouse, alis_graphs.TABLE):
-        rows = read_table(spark, warehouse, alis_graphs.TABLE, trace_id).collect()
+    """The stored alis_graphs row of a trace (read from the log: tables.trace_rows); a clear error when the graphs
+    were not built."""
+    rows = trace_rows(spark, warehouse, alis_graphs.TABLE, trace_id) if table_exists(warehouse, alis_graphs.TABLE) \
+        else []
     if not rows:
         raise LookupError(f"no ALIS graphs for trace {trace_id!r} (run: blockheat graph {trace_id})")
-    return rows[0].asDict()
+    return rows[0]
