@@ -177,8 +177,8 @@ def run(spark: SparkSession, cfg: SparkConfig, trace_id: str, *, out_dir: str | 
                                                               "max_over_mean"]) \
         .filter(pc.field("window_us").isin([0, WINDOW_US])).to_pylist()
     hottest = trace_arrow(spark, wh, "extent_heat", trace_id, where={"extent_bytes": EXTENT_BYTES, "window_us": 0}) \
-        .sort_by([("heat", "descending"), ("device", "ascending"), ("extent_id", "ascending")],
-                 null_placement="at_end").slice(0, 5).to_pylist()           # as Spark's desc("heat"): nulls last
+        .sort_by([("heat", "descending"), ("device", "ascending"), ("extent_id", "ascending")]) \
+        .slice(0, 5).to_pylist()                   # nulls last (pyarrow's default), as Spark's desc("heat")
     rates, rate_window = _rates(spark, cfg, trace_id)
     cdfs = files_or_sql(lambda: report_cdfs(spark, wh, trace_id, CDF_POINTS, full=full),
                         lambda: spark_cdfs(spark, cfg, trace_id), f"report {trace_id}: distributions")
