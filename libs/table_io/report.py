@@ -271,11 +271,9 @@ def heat_map_files(warehouse: Path | str, trace_id: str, *, window_us: int, exte
     bins = heat_map_bins(int(start.max()), int(extent.max()), window_us=window_us, extent_bytes=extent_bytes,
                          max_bins=max_bins)
     coded = pc.dictionary_encode(rows.column("device").combine_chunks())
-    names = np.array(coded.dictionary.to_pylist(), dtype=object)
-    order = np.argsort(names)                                      # devices in name order, as Spark's strings sort
-    rank = np.empty(len(order), np.int64)
-    rank[order] = np.arange(len(order))
-    device, names = rank[coded.indices.to_numpy()], names[order]
+    # Devices numbered in name order (as Spark's strings sort): each dictionary entry's rank among the names.
+    names, rank = np.unique(np.array(coded.dictionary.to_pylist(), dtype=object), return_inverse=True)
+    device = rank.astype(np.int64)[coded.indices.to_numpy()]
     t, a = start // bins[0], extent * extent_bytes // bins[1]
     n_t, n_a = int(t.max()) + 1, int(a.max()) + 1
     key = (device * n_t + t) * n_a + a
