@@ -19,7 +19,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "spec_from_geometry": ("specs", "from_geometry"), "spec_from_srt_header": ("specs", "from_srt_header"),
     # arrays, requests, the engine and its results
     "AsTraced": ("array", "AsTraced"), "Concatenated": ("array", "Concatenated"), "DiskArray": ("array", "DiskArray"),
-    "Extent": ("array", "Extent"), "ExtentMap": ("array", "ExtentMap"), "Layout": ("array", "Layout"),
+    "Extent": ("array", "Extent"), "ExtentMap": ("array", "ExtentMap"), "ExtentTable": ("array", "ExtentTable"),
+    "Layout": ("array", "Layout"),
     "LayoutArrays": ("array", "LayoutArrays"), "RandomDisk": ("array", "RandomDisk"), "Striped": ("array", "Striped"),
     "Requests": ("records", "Requests"), "StreamFacts": ("records", "StreamFacts"),
     "SpilledRequests": ("spill", "SpilledRequests"), "SPILL_CHUNK_REQUESTS": ("spill", "CHUNK_REQUESTS"),

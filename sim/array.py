@@ -16,6 +16,7 @@ __all__ = [
     "DiskArray",
     "Extent",
     "ExtentMap",
+    "ExtentTable",
     "Layout",
     "LayoutArrays",
     "RandomDisk",
@@ -182,7 +183,50 @@ class ExtentMap:
         return cls(tuple(extents), tuple(remaps))
 
 
-Layout = AsTraced | Concatenated | Striped | RandomDisk | ExtentMap
+@dataclass(frozen=True, eq=False)
+class ExtentTable:
+    """An extent map held as int64 arrays, without remaps (no Extent per entry): for maps of millions of
+    extents, such as the pieces of a chunk of ALIS-redirected requests. Entry i maps logical sectors
+    [logical_start[i], logical_start[i] + sectors[i]) to disk[i] from physical_start[i]; the entries tile
+    the logical space from sector 0 in order, as an ExtentMap's extents do."""
+
+    logical_start: np.ndarray
+    sectors: np.ndarray
+    disk: np.ndarray
+    physical_start: np.ndarray
+
+    def __post_init__(self) -> None:
+        cols = [np.ascontiguousarray(getattr(self, n), dtype=np.int64)
+                for n in ("logical_start", "sectors", "disk", "physical_start")]
+        for name, col in zip(("logical_start", "sectors", "disk", "physical_start"), cols, strict=True):
+            if col.ndim != 1 or len(col) != len(cols[0]):
+                raise ValueError(f"ExtentTable.{name} must be one-dimensional, one entry per extent")
+            object.__setattr__(self, name, col)
+        lstart, sectors, disk, pstart = cols
+        if not len(lstart):
+            raise ValueError("an extent map needs at least one extent")
+        bad = np.flatnonzero(sectors <= 0)
+        if bad.size:
+            raise ValueError(f"extent {int(bad[0])}: sectors must be > 0, got {int(sectors[bad[0]])}")
+        bad = np.flatnonzero((disk < 0) | (pstart < 0))
+        if bad.size:
+            raise ValueError(f"extent {int(bad[0])}: disk and physical_start must be >= 0")
+        expect = np.concatenate([[0], np.cumsum(sectors)[:-1]])
+        bad = np.flatnonzero(lstart != expect)
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"extent {i}: logical_start must be {int(expect[i])} (extents tile the logical space "
+                             f"in order), got {int(lstart[i])}")
+
+    def __len__(self) -> int:
+        return len(self.logical_start)
+
+    @property
+    def logical_sectors(self) -> int:
+        return int(self.logical_start[-1] + self.sectors[-1])
+
+
+Layout = AsTraced | Concatenated | Striped | RandomDisk | ExtentMap | ExtentTable
 
 
 @dataclass(frozen=True)
@@ -210,6 +254,11 @@ class DiskArray:
             if bad or bad_r:
                 raise ValueError(f"extent map names disks beyond the array's {self.n_disks} (extents {bad[:5]}, "
                                  f"remaps {bad_r[:5]})")
+        if isinstance(lay, ExtentTable):
+            bad = np.flatnonzero(lay.disk >= self.n_disks)
+            if bad.size:
+                raise ValueError(f"extent map names disks beyond the array's {self.n_disks} (extents "
+                                 f"{bad[:5].tolist()})")
 
     def compile(self, capacity: int, dev_base: np.ndarray) -> LayoutArrays:
         """Numeric form for a disk capacity (sectors) and the traced devices' logical bases."""
@@ -230,6 +279,16 @@ class DiskArray:
             params[LP_FIRST] = lay.first_disk
         elif isinstance(lay, RandomDisk):
             params[LP_KIND] = LAYOUT_RANDOM
+        elif isinstance(lay, ExtentTable):
+            params[LP_KIND] = LAYOUT_EXTENTS
+            over = np.flatnonzero(lay.physical_start + lay.sectors > capacity)
+            if over.size:
+                i = int(over[0])
+                raise ValueError(f"extent {i} ends at sector {int(lay.physical_start[i] + lay.sectors[i])}, beyond "
+                                 f"the disk capacity {capacity}")
+            cols.update(ext_lstart=lay.logical_start, ext_len=lay.sectors, ext_disk=lay.disk.copy(),
+                        ext_pstart=lay.physical_start.copy())
+            cols["ext_index"], params[LP_SHIFT] = extent_index(lay.logical_start, lay.sectors)
         else:
             params[LP_KIND] = LAYOUT_EXTENTS
             for i, e in enumerate(lay.extents):

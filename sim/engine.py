@@ -14,7 +14,17 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from blockheat.sim import _kernel as K
-from blockheat.sim.array import SCHEDULERS, AsTraced, DiskArray, ExtentMap, RandomDisk, RemapEvent, Striped
+from blockheat.sim.array import (
+    SCHEDULERS,
+    AsTraced,
+    DiskArray,
+    ExtentMap,
+    ExtentTable,
+    Layout,
+    RandomDisk,
+    RemapEvent,
+    Striped,
+)
 from blockheat.sim.disk import DF_CLOCK, DF_PHASE, DI_LAST_END, DI_RA_SEG, MODES, SG_LRU
 from blockheat.sim.records import Requests, StreamFacts
 from blockheat.sim.spec import P_SEGMENTS, P_ZERO_LATENCY, P_ZL_WRITES, DiskSpec
@@ -115,6 +125,8 @@ def _max_parts(biggest: int, array: DiskArray) -> int:
     if isinstance(lay, ExtentMap):
         smallest = min(e.sectors for e in lay.extents)
         return biggest // smallest + 2
+    if isinstance(lay, ExtentTable):
+        return biggest // int(lay.sectors.min()) + 2
     return 2 if not isinstance(lay, RandomDisk) else 1
 
 
@@ -129,14 +141,18 @@ class Simulation:
     def __init__(self, spec: DiskSpec, array: DiskArray, requests: Requests, config: SimConfig,
                  rng: np.random.Generator, *, device_sectors: Sequence[int] | None = None,
                  more: Iterator[Requests] | None = None, facts: StreamFacts | None = None,
-                 observe: Callable[[np.ndarray, np.ndarray], None] | None = None) -> None:
+                 observe: Callable[[np.ndarray, np.ndarray], None] | None = None,
+                 chunk_layout: Callable[[], Layout] | None = None) -> None:
         """more: the chunks that follow `requests` (a streamed run: no per-request output or event log; requests are
         loaded as the run reaches them, in closed loop as it issues them (with background requests, also before the
         run's clock passes the last one loaded), and dropped once answered, so memory follows the chunk and the
         requests in flight, in a closed loop with background traffic the requests between the loop's next issue and
         the clock); facts: the whole
         workload's (sim.records.StreamFacts), needed with more; observe: given the dropped requests' responses
-        (float32, NaN: not answered) and flags, in request order, as the tally."""
+        (float32, NaN: not answered) and flags, in request order, as the tally; chunk_layout: with more, the
+        array's layout from each chunk of `more` on (called as the chunk is loaded; `array` holds the first one's),
+        which may map only its chunk's requests: the requests loaded before it have all been issued (open loop, or
+        a closed loop without background requests) and no remaps apply (sim.redirect.RedirectStream's pieces)."""
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
         if more is not None:
@@ -144,6 +160,15 @@ class Simulation:
                 raise ValueError("a streamed run (more=) needs the workload's facts")
             if config.per_request or config.event_log:
                 raise ValueError("a streamed run has no per-request output or event log")
+        if chunk_layout is not None:
+            if more is None or facts is None:
+                raise ValueError("chunk_layout needs a streamed run (more= and facts=)")
+            if config.closed_loop is not None and facts.foreground < facts.count:
+                raise ValueError("chunk_layout needs every loaded request issued before the next chunk: not in a "
+                                 "closed loop with background requests")
+            if isinstance(array.layout, ExtentMap) and array.layout.remaps:
+                raise ValueError("chunk_layout takes layouts without remaps")
+        self._chunk_layout = chunk_layout
         self.spec = spec
         self.array = array
         self.config = config
@@ -250,7 +275,7 @@ class Simulation:
             if need > cap:
                 raise ValueError(f"striped layout: {total} logical sectors need {need} sectors per disk, beyond "
                                  f"the capacity {cap}")
-        elif isinstance(lay, ExtentMap):
+        elif isinstance(lay, ExtentMap | ExtentTable):
             if total > lay.logical_sectors:
                 raise ValueError(f"extent map covers {lay.logical_sectors} logical sectors, the workload "
                                  f"addresses {total}")
@@ -421,11 +446,23 @@ class Simulation:
                 raise ValueError(f"request {start} arrives at {nxt.arrival_us[0]} us, before request {start - 1} at "
                                  f"{self.requests.arrival_us[-1]} us: chunks must continue in arrival order")
             self._device_bases(nxt, self.device_sectors, first=start)
+            if self._chunk_layout is not None:
+                self._relayout(self._chunk_layout(), int(nxt.sectors.max()))
             self._check_fit(nxt, self.array, self.spec.capacity_sectors, first=start)
         self.requests = Requests.concat([self.requests.rows(k, len(self.requests)), nxt])
         self._req = self._arrays(self.requests)
         self.out = self.out._replace(resp=np.concatenate([resp[k:], np.full(len(nxt), np.nan, np.float32)]))
         si[K.SI_BASE] = base + k
+
+    def _relayout(self, layout: Layout, biggest: int) -> None:
+        """The array's layout replaced for the next chunk (chunk_layout): the pool's margin grown if its requests
+        can split into more parts."""
+        if isinstance(layout, ExtentMap) and layout.remaps:
+            raise ValueError("chunk_layout takes layouts without remaps")
+        self.array = replace(self.array, layout=layout)
+        self.layout = self.array.compile(self.spec.capacity_sectors, self.dev_base)
+        si = self.core.si
+        si[K.CI_MARGIN] = max(int(si[K.CI_MARGIN]), _max_parts(biggest, self.array) + 4)
 
     def _retire(self, resp: np.ndarray, flags: np.ndarray) -> None:
         assert self.tally is not None

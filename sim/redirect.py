@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from blockheat.sim.array import DiskArray, Extent, ExtentMap
+from blockheat.sim.array import DiskArray, ExtentTable
 from blockheat.sim.engine import Simulation
 from blockheat.sim.records import Requests
 
@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from blockheat.sim.engine import SimConfig, Simulation
     from blockheat.sim.spec import DiskSpec
 
-__all__ = ["REGIONS", "SOURCES", "Directory", "Redirected", "Reorganization", "Volume", "device_mapping", "redirect"]
+__all__ = ["REGIONS", "SOURCES", "Directory", "RedirectStream", "Redirected", "RedirectedChunk", "Reorganization",
+           "Volume", "device_mapping", "redirect"]
 
 #: Directory.region codes.
 REGION_RUN, REGION_HEAT = 0, 1
@@ -223,7 +224,7 @@ class Redirected:
     """
 
     requests: Requests
-    layout: ExtentMap
+    layout: ExtentTable
     device_sectors: tuple[int, ...]
     n_disks: int
     source: np.ndarray
@@ -273,15 +274,33 @@ def _emit(p_disk: np.ndarray, p_start: np.ndarray, p_len: np.ndarray, m: int, m0
 
 
 @njit(cache=True)
+def _epoch(k: int, c_ptr: np.ndarray, c_vol: np.ndarray, c_home: np.ndarray, c_len: np.ndarray,
+           big: np.int64) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    """Epoch k's copies: each one's first sector in the validity arrays (and their end), its (volume, home) key."""
+    lo_c = c_ptr[k]
+    m_c = c_ptr[k + 1] - lo_c
+    st = np.zeros(m_c + 1, np.int64)
+    keys = np.empty(m_c, np.int64)
+    for c in range(m_c):
+        st[c + 1] = st[c] + c_len[lo_c + c]
+        keys[c] = c_vol[lo_c + c] * big + c_home[lo_c + c]
+    return st, keys
+
+
+@njit(cache=True)
 def _redirect(vol: np.ndarray, vlbn: np.ndarray, nsec: np.ndarray, is_read: np.ndarray, epoch_first: np.ndarray,
               c_ptr: np.ndarray, c_vol: np.ndarray, c_home: np.ndarray, c_len: np.ndarray, c_ra: np.ndarray,
               c_region: np.ndarray, c_maxlen: np.ndarray, v_disk: np.ndarray, v_start: np.ndarray,
-              v_ra_start: np.ndarray, v_ra_len: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+              v_ra_start: np.ndarray, v_ra_len: np.ndarray, k0: int, valid0: np.ndarray, owner0: np.ndarray,
+              updated: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray,
+                         np.ndarray]:  # pragma: no cover
     """Pieces of every request. Epoch k (copies c_ptr[k]..c_ptr[k+1], sorted by (volume, home sector, RA
-    sector)) holds from request epoch_first[k] on. Returns per request the source code and piece count
-    (0: on home data, not redirected), the pieces (disk, physical start, sectors) of the redirected ones in
-    request order, and per epoch the sectors updated in the RA by its end."""
+    sector)) holds from request epoch_first[k] on. Starts in epoch k0 (-1: before the first) with its copies'
+    validity (valid0, owner0: per copy sector, up to date, and updated since the epoch began); sets updated[k]
+    for each epoch it leaves. Returns per request the source code and piece count (0: on home data, not
+    redirected), the pieces (disk, physical start, sectors) of the redirected ones in request order, and the
+    epoch it ends in with its validity."""
     n = vol.shape[0]
     n_epoch = epoch_first.shape[0]
     source = np.zeros(n, np.int8)
@@ -290,15 +309,18 @@ def _redirect(vol: np.ndarray, vlbn: np.ndarray, nsec: np.ndarray, is_read: np.n
     p_start = np.empty(n // 4 + 16, np.int64)
     p_len = np.empty(n // 4 + 16, np.int64)
     m = 0
-    updated = np.zeros(n_epoch, np.int64)
     big = np.int64(1) << np.int64(40)
-    k = -1
+    k = k0
     lo_c = 0
     hi_c = 0
-    valid = np.zeros(0, np.uint8)
-    owner = np.zeros(0, np.uint8)
+    valid = valid0
+    owner = owner0
     st = np.zeros(0, np.int64)
     keys = np.zeros(0, np.int64)
+    if k >= 0:
+        lo_c = c_ptr[k]
+        hi_c = c_ptr[k + 1]
+        st, keys = _epoch(k, c_ptr, c_vol, c_home, c_len, big)
     for i in range(n):
         while k + 1 < n_epoch and epoch_first[k + 1] <= i:
             if k >= 0:
@@ -306,15 +328,9 @@ def _redirect(vol: np.ndarray, vlbn: np.ndarray, nsec: np.ndarray, is_read: np.n
             k += 1
             lo_c = c_ptr[k]
             hi_c = c_ptr[k + 1]
-            m_c = hi_c - lo_c
-            st = np.zeros(m_c + 1, np.int64)
-            for c in range(m_c):
-                st[c + 1] = st[c] + c_len[lo_c + c]
-            valid = np.ones(st[m_c], np.uint8)
-            owner = np.zeros(st[m_c], np.uint8)
-            keys = np.empty(m_c, np.int64)
-            for c in range(m_c):
-                keys[c] = c_vol[lo_c + c] * big + c_home[lo_c + c]
+            st, keys = _epoch(k, c_ptr, c_vol, c_home, c_len, big)
+            valid = np.ones(st[hi_c - lo_c], np.uint8)
+            owner = np.zeros(st[hi_c - lo_c], np.uint8)
         v = vol[i]
         a = vlbn[i]
         b = a + nsec[i]
@@ -409,9 +425,7 @@ def _redirect(vol: np.ndarray, vlbn: np.ndarray, nsec: np.ndarray, is_read: np.n
         else:
             source[i] = SRC_RUN if used == 2 else (SRC_HEAT if used == 4 else SRC_MIXED)
             count[i] = m - m0
-    if k >= 0:
-        updated[k] = int(owner.sum())
-    return source, count, p_disk[:m], p_start[:m], p_len[:m], updated
+    return source, count, p_disk[:m], p_start[:m], p_len[:m], k, valid, owner
 
 
 # --- Python face ---------------------------------------------------------------------------------
@@ -477,77 +491,153 @@ def redirect(requests: Requests, volumes: Sequence[Volume], schedule: Sequence[R
         out = redirect(reqs, [Volume.with_area(0, 2_000_000)], plans)
         out.served()       # {'home': ..., 'run': ..., 'heat': ..., 'mixed': ...}
     """
-    _check_volumes(volumes, capacity_sectors)
     dv, do = device_mapping(requests, device_volume, device_offset)
-    if len(dv) and (dv.min() < 0 or dv.max() >= len(volumes)):
-        raise ValueError(f"device_volume names volumes outside 0..{len(volumes) - 1}: {dv.tolist()}")
-    vol = dv[requests.device]
-    vlbn = do[requests.device] + requests.lbn
-    nsec = requests.sectors.astype(np.int64)
-    sizes = np.array([v.size_sectors for v in volumes], np.int64)
-    if len(requests):
-        over = np.flatnonzero(vlbn + nsec > sizes[vol])
-        if over.size:
-            i = int(over[0])
-            raise ValueError(f"request {i} ends at sector {int(vlbn[i] + nsec[i])} of volume {int(vol[i])}, beyond "
-                             f"its {int(sizes[vol[i]])} sectors")
-    times = [r.time_us for r in schedule]
-    if any(t1 < t0 for t0, t1 in itertools.pairwise(times)):
-        raise ValueError(f"reorganization times must not decrease, got {times}")
-    for j, r in enumerate(schedule):
-        _check_directory(r.directory, volumes, f"reorganization {j} at {r.time_us} us")
-    epoch_first = np.searchsorted(requests.arrival_us, np.array(times, np.float64), side="left").astype(np.int64)
-    cols: dict[str, list[np.ndarray]] = {f: [] for f in ("vol", "home", "len", "ra", "region")}
-    c_ptr = [0]
-    maxlen = []
-    for r in schedule:
-        d = r.directory
-        order = np.lexsort((d.ra_sector, d.home_sector, d.volume))
-        for name, arr in (("vol", d.volume), ("home", d.home_sector), ("len", d.sectors), ("ra", d.ra_sector),
-                          ("region", d.region)):
-            cols[name].append(arr[order])
-        c_ptr.append(c_ptr[-1] + len(d))
-        maxlen.append(int(d.sectors.max()) if len(d) else 1)
-
-    def cat(name: str) -> np.ndarray:
-        return np.concatenate(cols[name]).astype(np.int64) if cols[name] else np.zeros(0, np.int64)
-
-    source, count, p_disk, p_start, p_len, updated = _redirect(
-        vol, vlbn, nsec, requests.is_read, epoch_first, np.array(c_ptr, np.int64), cat("vol"), cat("home"),
-        cat("len"), cat("ra"), cat("region"), np.array(maxlen, np.int64),
-        np.array([v.disk for v in volumes], np.int64), np.array([v.disk_start for v in volumes], np.int64),
-        np.array([v.ra_start for v in volumes], np.int64), np.array([v.ra_sectors for v in volumes], np.int64))
-    return _assemble(requests, volumes, vol, vlbn, nsec, source, count, p_disk, p_start, p_len,
-                     np.array([int(r.directory.sectors.sum()) for r in schedule], np.int64),
-                     updated)
+    stream = RedirectStream(volumes, schedule, device_volume=dv, device_offset=do, capacity_sectors=capacity_sectors)
+    part = stream.chunk(requests)
+    sizes = (*[v.size_sectors for v in volumes], *([part.virtual_sectors] if part.virtual_sectors else []))
+    return Redirected(part.requests, part.layout, tuple(int(s) for s in sizes), stream.n_disks, part.source,
+                      part.pieces, stream.copy_in_sectors, stream.copy_back_sectors)
 
 
-def _assemble(requests: Requests, volumes: Sequence[Volume], vol: np.ndarray, vlbn: np.ndarray, nsec: np.ndarray,
-              source: np.ndarray, count: np.ndarray, p_disk: np.ndarray, p_start: np.ndarray, p_len: np.ndarray,
-              copy_in: np.ndarray, updated: np.ndarray) -> Redirected:
-    moved = count > 0
-    virtual = len(volumes)
-    device = np.where(moved, virtual, vol)
-    start = np.zeros(len(nsec), np.int64)
-    start[moved] = np.cumsum(nsec[moved]) - nsec[moved]          # each redirected request its own range
-    lbn = np.where(moved, start, vlbn)
-    out = Requests(requests.arrival_us, device.astype(np.int32), lbn.astype(np.int64), requests.sectors,
-                   requests.flags, requests.think_us)
-    extents: list[Extent] = []
+@dataclass(frozen=True, eq=False)
+class RedirectedChunk:
+    """One chunk of requests rewritten (RedirectStream.chunk): requests on home data keep their volume address, the
+    others are on the virtual device (index len(volumes)), each its own range from sector 0 of the chunk's; layout: the
+    volumes' home data around their RAs, then the chunk's pieces (padded to the stream's virtual_sectors when set);
+    source and pieces per request as Redirected's; virtual_sectors: the virtual sectors the chunk's requests use."""
+
+    requests: Requests
+    layout: ExtentTable
+    source: np.ndarray
+    pieces: np.ndarray
+    virtual_sectors: int
+
+
+class RedirectStream:
+    """redirect() a chunk of requests at a time, in arrival order (a streamed ALIS replay): the epoch and the copies'
+    validity carry from one chunk to the next, so the chunks' pieces are the whole run's. Each chunk's virtual
+    device starts again at sector 0: a replay that has issued a chunk's requests before the next chunk's (sim.engine's
+    chunk_layout) needs only the chunk's own pieces mapped. virtual_sectors: when given, every chunk's layout covers
+    that many virtual sectors (the run's fixed device size; a chunk needing more is an error).
+
+        stream = RedirectStream(volumes, schedule, device_volume=dv, device_offset=do)
+        part = stream.chunk(requests)        # part.requests, part.layout
+    """
+
+    def __init__(self, volumes: Sequence[Volume], schedule: Sequence[Reorganization], *,
+                 device_volume: Sequence[int] | np.ndarray, device_offset: Sequence[int] | np.ndarray,
+                 capacity_sectors: int | None = None, virtual_sectors: int | None = None) -> None:
+        _check_volumes(volumes, capacity_sectors)
+        self.volumes = list(volumes)
+        self.dv = np.asarray(device_volume, np.int64)
+        self.do = np.asarray(device_offset, np.int64)
+        if len(self.dv) and (self.dv.min() < 0 or self.dv.max() >= len(volumes)):
+            raise ValueError(f"device_volume names volumes outside 0..{len(volumes) - 1}: {self.dv.tolist()}")
+        times = [r.time_us for r in schedule]
+        if any(t1 < t0 for t0, t1 in itertools.pairwise(times)):
+            raise ValueError(f"reorganization times must not decrease, got {times}")
+        for j, r in enumerate(schedule):
+            _check_directory(r.directory, volumes, f"reorganization {j} at {r.time_us} us")
+        self.times = np.array(times, np.float64)
+        cols: dict[str, list[np.ndarray]] = {f: [] for f in ("vol", "home", "len", "ra", "region")}
+        c_ptr = [0]
+        maxlen = []
+        for r in schedule:
+            d = r.directory
+            order = np.lexsort((d.ra_sector, d.home_sector, d.volume))
+            for name, arr in (("vol", d.volume), ("home", d.home_sector), ("len", d.sectors), ("ra", d.ra_sector),
+                              ("region", d.region)):
+                cols[name].append(arr[order])
+            c_ptr.append(c_ptr[-1] + len(d))
+            maxlen.append(int(d.sectors.max()) if len(d) else 1)
+        self._copies = (np.array(c_ptr, np.int64),
+                        *[np.concatenate(cols[f]).astype(np.int64) if cols[f] else np.zeros(0, np.int64)
+                          for f in ("vol", "home", "len", "ra", "region")],
+                        np.array(maxlen, np.int64))
+        self._volumes = tuple(np.array([getattr(v, f) for v in volumes], np.int64)
+                              for f in ("disk", "disk_start", "ra_start", "ra_sectors"))
+        self.sizes = np.array([v.size_sectors for v in volumes], np.int64)
+        self.copy_in_sectors = np.array([int(r.directory.sectors.sum()) for r in schedule], np.int64)
+        self.n_disks = max(v.disk for v in volumes) + 1
+        self.virtual_sectors = virtual_sectors
+        self._home = _home_extents(volumes)
+        self._k = -1
+        self._valid = np.zeros(0, np.uint8)
+        self._owner = np.zeros(0, np.uint8)
+        self._updated = np.zeros(len(schedule), np.int64)
+        self._first = 0                            # the run index of the next chunk's first request
+
+    @property
+    def copy_back_sectors(self) -> np.ndarray:
+        """Per reorganization, the sectors updated in the RAs while it held (so far)."""
+        out = self._updated.copy()
+        if self._k >= 0:
+            out[self._k] = int(self._owner.sum())
+        return out
+
+    def chunk(self, requests: Requests) -> RedirectedChunk:
+        """The next chunk rewritten (requests continue the last chunk's in arrival order)."""
+        if len(requests) and int(requests.device.max()) >= len(self.dv):
+            raise ValueError(f"device_volume and device_offset need one entry per traced device "
+                             f"({int(requests.device.max()) + 1}), got {len(self.dv)}")
+        vol = self.dv[requests.device]
+        vlbn = self.do[requests.device] + requests.lbn
+        nsec = requests.sectors.astype(np.int64)
+        if len(requests):
+            over = np.flatnonzero(vlbn + nsec > self.sizes[vol])
+            if over.size:
+                i = int(over[0])
+                raise ValueError(f"request {self._first + i} ends at sector {int(vlbn[i] + nsec[i])} of volume "
+                                 f"{int(vol[i])}, beyond its {int(self.sizes[vol[i]])} sectors")
+        epoch_first = np.searchsorted(requests.arrival_us, self.times, side="left").astype(np.int64)
+        source, count, p_disk, p_start, p_len, self._k, self._valid, self._owner = _redirect(
+            vol, vlbn, nsec, requests.is_read, epoch_first, *self._copies, *self._volumes, self._k, self._valid,
+            self._owner, self._updated)
+        moved = count > 0
+        start = np.zeros(len(nsec), np.int64)
+        start[moved] = np.cumsum(nsec[moved]) - nsec[moved]          # each redirected request its own range
+        out = Requests(requests.arrival_us, np.where(moved, len(self.volumes), vol).astype(np.int32),
+                       np.where(moved, start, vlbn).astype(np.int64), requests.sectors, requests.flags,
+                       requests.think_us)
+        used = int(nsec[moved].sum())
+        lstart, length, disk, pstart = (np.concatenate([h, x]) for h, x in zip(
+            self._home, (int(self.sizes.sum()) + np.concatenate([[0], np.cumsum(p_len)[:-1]]).astype(np.int64)
+                         if len(p_len) else p_len, p_len, p_disk, p_start), strict=True))
+        if self.virtual_sectors is not None:
+            if used > self.virtual_sectors:
+                raise ValueError(f"requests {self._first}..{self._first + len(requests) - 1} redirect {used} sectors, "
+                                 f"beyond the stream's {self.virtual_sectors} virtual sectors")
+            lstart, length, disk, pstart = _padded(lstart, length, disk, pstart, self.virtual_sectors - used,
+                                                   int(self._volumes[0][0]), int(self.sizes.max()))
+        self._first += len(requests)
+        return RedirectedChunk(out, ExtentTable(lstart, length, disk, pstart), source, count, used)
+
+
+def _home_extents(volumes: Sequence[Volume]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(logical start, sectors, disk, physical start) of the volumes' home data, end to end, around their RAs."""
+    rows = []
     logical = 0
     for v in volumes:
         head = min(v.ra_start, v.size_sectors)
         if head:
-            extents.append(Extent(logical, head, v.disk, v.disk_start))
+            rows.append((logical, head, v.disk, v.disk_start))
         if v.size_sectors > head:
-            extents.append(Extent(logical + head, v.size_sectors - head, v.disk, v.disk_start + head + v.ra_sectors))
+            rows.append((logical + head, v.size_sectors - head, v.disk, v.disk_start + head + v.ra_sectors))
         logical += v.size_sectors
-    v_total = int(nsec[moved].sum())
-    piece_logical = logical + np.concatenate([[0], np.cumsum(p_len)[:-1]]) if len(p_len) else p_len
-    extents += [Extent(int(lo), int(n), int(d), int(p))
-                for lo, n, d, p in zip(piece_logical.tolist(), p_len.tolist(), p_disk.tolist(), p_start.tolist(),
-                                       strict=True)]
-    sizes = (*[v.size_sectors for v in volumes], *([v_total] if v_total else []))
-    n_disks = max(v.disk for v in volumes) + 1
-    return Redirected(out, ExtentMap(tuple(extents)), tuple(int(s) for s in sizes), n_disks, source,
-                      count, copy_in, updated)
+    cols = np.array(rows, np.int64).reshape(-1, 4)
+    return cols[:, 0].copy(), cols[:, 1].copy(), cols[:, 2].copy(), cols[:, 3].copy()
+
+
+def _padded(lstart: np.ndarray, length: np.ndarray, disk: np.ndarray, pstart: np.ndarray, extra: int, pad_disk: int,
+            pad_sectors: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The extents followed by `extra` logical sectors that no request uses, mapped in parts of at most pad_sectors
+    onto pad_disk from sector 0 (a volume's disk, which holds at least that many)."""
+    if extra <= 0:
+        return lstart, length, disk, pstart
+    end = int(lstart[-1] + length[-1])
+    sizes = np.full(-(-extra // pad_sectors), pad_sectors, np.int64)
+    sizes[-1] = extra - pad_sectors * (len(sizes) - 1)
+    starts = end + np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    return (np.concatenate([lstart, starts]), np.concatenate([length, sizes]),
+            np.concatenate([disk, np.full(len(sizes), pad_disk, np.int64)]),
+            np.concatenate([pstart, np.zeros(len(sizes), np.int64)]))

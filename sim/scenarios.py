@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from blockheat.sim.alis.params import AlisParams
 from blockheat.sim.alis.policy import prepare as prepare_alis
+from blockheat.sim.alis.policy import prepare_chunks as prepare_alis_chunks
 from blockheat.sim.allocation import (
     AllocationError,
     AllocUnit,
@@ -628,11 +629,12 @@ def simulate_requests(requests: Requests, devices: tuple[str, ...], trace_id: st
 
 
 def streams(cfg: ScenarioConfig) -> bool:
-    """Whether simulate_chunks replays the scenario a chunk at a time: without ALIS, per-request output or an event
-    log, and with cooling (if any) every_s (the rest need the window whole). Background traffic is drawn whole: its
-    size follows its rate and the window."""
+    """Whether simulate_chunks replays the scenario a chunk at a time: without per-request output or an event log,
+    with cooling (if any) every_s, and ALIS (if any) not in a closed loop with background traffic (the rest need the
+    window whole). Background traffic is drawn whole: its size follows its rate and the window."""
     pol, sim = cfg.policy, cfg.sim
-    return (not isinstance(pol, AlisPolicy) and not sim.per_request and not sim.event_log
+    return (not sim.per_request and not sim.event_log
+            and not (isinstance(pol, AlisPolicy) and sim.closed_loop is not None and cfg.background is not None)
             and not (isinstance(pol, CoolingPolicy) and pol.config.every_requests is not None))
 
 
@@ -683,6 +685,8 @@ def simulate_chunks(chunks: Chunks, facts: StreamFacts, devices: tuple[str, ...]
 
         facts = facts.joined(StreamFacts.of([background]))
     n_disks = cfg.n_disks if cfg.n_disks is not None else max(1, len(devices))
+    if isinstance(cfg.policy, AlisPolicy):
+        return _run(_alis_chunks(source, facts, cfg, n_disks, rng), devices, trace_id, cfg, None)
     layout = _partition_layout(cfg, _Workload(lambda: source(False), None, facts), devices, n_disks,
                                cfg.device_sectors)
     rest = source(True)
@@ -691,6 +695,37 @@ def simulate_chunks(chunks: Chunks, facts: StreamFacts, devices: tuple[str, ...]
                      rng, device_sectors=cfg.device_sectors, more=rest, facts=facts,
                      observe=None if traced is None else traced.observe)
     return _run(sim, devices, trace_id, cfg, None if traced is None else traced.row)
+
+
+def _alis_chunks(source: Callable[[bool], Iterator[Requests]], facts: StreamFacts, cfg: ScenarioConfig, n_disks: int,
+                 rng: np.random.Generator) -> Simulation:
+    """A streamed ALIS run: planned in two passes over the chunks (sim.alis.policy.prepare_chunks), each chunk
+    redirected as the run loads it, with a layout mapping its own pieces (Simulation's chunk_layout)."""
+    assert isinstance(cfg.policy, AlisPolicy)
+    params = cfg.policy.params
+    if cfg.sim.speedup != 1.0:
+        params = replace(params, interval_s=params.interval_s / cfg.sim.speedup)
+    try:
+        setup = prepare_alis_chunks(lambda: source(False), facts, params, sector_size=cfg.spec.sector_size,
+                                    device_sectors=cfg.device_sectors,
+                                    concatenated=isinstance(cfg.layout, Concatenated),
+                                    capacity_sectors=cfg.spec.capacity_sectors)
+    except ValueError as exc:
+        raise ScenarioError(f"policy 'alis': {exc}") from exc
+    current: list[Layout] = []
+
+    def redirected() -> Iterator[Requests]:
+        for c in source(True):
+            part = setup.stream.chunk(c)
+            current[:] = [part.layout]
+            yield part.requests
+
+    rest = redirected()
+    first = next(rest, Requests.empty())
+    run_facts = replace(facts, device_ends=np.asarray(setup.device_sectors, np.int64))
+    return Simulation(cfg.spec, DiskArray(max(n_disks, setup.stream.n_disks), current[0], cfg.scheduler), first,
+                      replace(cfg.sim, speedup=1.0), rng, device_sectors=setup.device_sectors, more=rest,
+                      facts=run_facts, chunk_layout=lambda: current[0])
 
 
 def _gathered(chunks: Chunks, facts: StreamFacts) -> Requests:

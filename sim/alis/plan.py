@@ -8,6 +8,8 @@ aged by beta and pruned to the size budget each interval, runs of the pruned gra
 plan_area.
 
     schedule = plan_schedule(requests, volumes, AlisParams(), sector_size=512)    # one per interval
+    schedule = plan_schedule_chunks(spill, facts.last_us, volumes, AlisParams(), sector_size=512,
+                                    device_volume=dv, device_offset=do)         # the same, over chunks
     directory = plan_window(requests, volumes, AlisParams(), window=3, sector_size=512)
     plan = plan_trace_window(requests_table, AlisParams(), window=3, sector_size=512)
     plan.to_arrow()        # the lookaside directory in bytes, alis_layout's columns
@@ -21,15 +23,16 @@ spec's sectors), so plan_area's byte arguments carry sectors here; the graph bud
 """
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
-from blockheat.sim.alis.graph import count_pairs, prune_arrays
+from blockheat.sim.alis.graph import count_pairs, merge_counts, prune_arrays
 from blockheat.sim.alis.layout import plan_area
 from blockheat.sim.alis.runs import discover_runs
 from blockheat.sim.redirect import REGION_HEAT, REGION_RUN, Directory, Reorganization, Volume, device_mapping
@@ -39,8 +42,9 @@ if TYPE_CHECKING:
     from blockheat.sim.alis.params import AlisParams
     from blockheat.sim.records import Requests
 
-__all__ = ["IntervalState", "VolumeUnits", "WindowPlan", "interval_plans", "interval_states", "plan_schedule",
-           "plan_trace_window", "plan_window", "volume_units", "volumes_for"]
+__all__ = ["IntervalState", "UnitExtents", "VolumeUnits", "WindowPlan", "interval_plans", "interval_states",
+           "plan_schedule", "plan_schedule_chunks", "plan_trace_window", "plan_window", "unit_extents", "volume_units",
+           "volumes_for"]
 
 
 def volumes_for(device_sectors: Sequence[int], *, concatenated: bool, ra_share: float,
@@ -90,16 +94,6 @@ def volume_units(requests: Requests, n_volumes: int, *, device_volume: np.ndarra
     return out
 
 
-def _raw_graph(units: np.ndarray, params: AlisParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(src, dst, weight) of one interval's reads: count_pairs + libs.alis.graph.with_weight's formula."""
-    if len(units) < 2:
-        z = np.zeros(0, np.int64)
-        return z, z, np.zeros(0)
-    src, dst, pairs, closeness = count_pairs(np.zeros(len(units), np.int64), units, params.tau)
-    weight = pairs * (1.0 - params.f) + (params.f / params.tau) * closeness
-    return src, dst, weight
-
-
 def _aged(current: tuple[np.ndarray, ...], previous: tuple[np.ndarray, ...], beta: float,
           n_units: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """ALIS eq. 2 over the union of edges (a missing side counts 0), as libs.transforms.aging.age_values."""
@@ -115,7 +109,7 @@ def _aged(current: tuple[np.ndarray, ...], previous: tuple[np.ndarray, ...], bet
     return keys[keep] // n_units, keys[keep] % n_units, weight[keep]
 
 
-def _directory(v: int, vu: VolumeUnits, heat: np.ndarray, graph: tuple[np.ndarray, ...], volume: Volume,
+def _directory(v: int, vu: UnitExtents, heat: np.ndarray, graph: tuple[np.ndarray, ...], volume: Volume,
                params: AlisParams, sector_size: int) -> Directory:
     """One volume's RA from the heat per unit and the (pruned) graph: runs, then plan_area."""
     runs_cols: dict[str, np.ndarray] = {k: np.zeros(0, np.int64) for k in
@@ -161,6 +155,137 @@ class IntervalState:
     weight: np.ndarray
 
 
+@dataclass(frozen=True, eq=False)
+class UnitExtents:
+    """One volume's units: the distinct (home sector, sectors) of its requests in address order (unit id =
+    index), as volume_units numbers them."""
+
+    home_sector: np.ndarray
+    sectors: np.ndarray
+
+    def ids(self, home: np.ndarray, sectors: np.ndarray) -> np.ndarray:
+        """The unit id of each (home sector, sectors) given (each must be a unit)."""
+        scale = int(self.sectors.max(initial=0)) + 1
+        if len(self.home_sector) and int(self.home_sector[-1]) >= (1 << 62) // scale:
+            raise ValueError(f"volume sector {int(self.home_sector[-1])} too large to number units")
+        keys = self.home_sector * scale + self.sectors
+        return np.searchsorted(keys, home * scale + sectors).astype(np.int64)
+
+
+def _volume_columns(requests: Requests, device_volume: np.ndarray, device_offset: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(volume, volume sector, sectors) of each request."""
+    return (device_volume[requests.device], device_offset[requests.device] + requests.lbn,
+            requests.sectors.astype(np.int64))
+
+
+def unit_extents(chunks: Iterable[Requests], n_volumes: int, *, device_volume: np.ndarray,
+                 device_offset: np.ndarray) -> list[UnitExtents]:
+    """Each volume's units over requests given in chunks (one pass; memory follows the units)."""
+    home = [np.zeros(0, np.int64) for _ in range(n_volumes)]
+    size = [np.zeros(0, np.int64) for _ in range(n_volumes)]
+    for chunk in chunks:
+        vol, a, n = _volume_columns(chunk, device_volume, device_offset)
+        order = np.lexsort((n, a, vol))
+        vol, a, n = vol[order], a[order], n[order]
+        bounds = np.searchsorted(vol, np.arange(n_volumes + 1))
+        for v in range(n_volumes):
+            lo, hi = bounds[v], bounds[v + 1]
+            if hi > lo:
+                home[v], size[v] = _distinct(np.concatenate([home[v], a[lo:hi]]), np.concatenate([size[v], n[lo:hi]]))
+    return [UnitExtents(h, n) for h, n in zip(home, size, strict=True)]
+
+
+def _distinct(a: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.lexsort((n, a))
+    a, n = a[order], n[order]
+    new = np.concatenate([[True], (a[1:] != a[:-1]) | (n[1:] != n[:-1])])
+    return a[new], n[new]
+
+
+def _wanted(final: int, lookahead: bool, last: int | None) -> list[int]:
+    """The intervals whose states interval_plans needs (final: the last interval with requests)."""
+    if last is None:
+        return list(range(final + 1)) if lookahead else list(range(final))
+    return [last] if lookahead else list(range(last))
+
+
+def _chunk_states(chunks: Iterable[Requests], units: Sequence[UnitExtents], volumes: Sequence[Volume],
+                  params: AlisParams, *, device_volume: np.ndarray, device_offset: np.ndarray, sector_size: int,
+                  wanted: Sequence[int]) -> Iterator[tuple[int, list[IntervalState]]]:
+    """interval_states over requests given in chunks (in arrival order): per volume, an interval's reference
+    counts and the pair counts of its reads (count_pairs after the last tau reads before, summed with
+    merge_counts: what one count over the interval gives), closed when a later interval's requests come."""
+    if not wanted:
+        return
+    lookahead = params.plan == "lookahead"
+    last, keep_set = max(wanted), set(wanted)
+    n_vol = len(volumes)
+    empty = np.zeros(0, np.int64)
+    heat = [np.zeros(len(u.home_sector)) for u in units]
+    graphs: list[tuple[np.ndarray, ...]] = [(empty, empty, np.zeros(0)) for _ in units]
+    counts = [np.zeros(len(u.home_sector), np.int64) for u in units]
+    sums = [np.zeros((4, 0), np.int64) for _ in units]
+    carry = [empty for _ in units]
+
+    def close(k: int) -> list[IntervalState]:
+        states = []
+        for v, vol in enumerate(volumes):
+            n_units = len(units[v].home_sector)
+            src, dst, pairs, closeness = sums[v]
+            raw = (src, dst, pairs * (1.0 - params.f) + (params.f / params.tau) * closeness)
+            interval_counts = counts[v].astype(np.float64)
+            counts[v][:] = 0
+            sums[v], carry[v] = np.zeros((4, 0), np.int64), empty
+            if lookahead:
+                keep, _ = prune_arrays(*raw, _budget(vol, params, sector_size))
+                states.append(IntervalState(k, v, interval_counts, *(x[keep] for x in raw)))
+                continue
+            heat[v] = params.alpha * interval_counts + (1.0 - params.alpha) * heat[v]
+            aged = _aged(raw, graphs[v], params.beta, max(n_units, 1))
+            keep, _ = prune_arrays(*aged, _budget(vol, params, sector_size))
+            graphs[v] = tuple(x[keep] for x in aged)
+            states.append(IntervalState(k, v, heat[v], *graphs[v]))
+        return states
+
+    current = 0
+    for chunk in chunks:
+        if not len(chunk):
+            continue
+        iv = np.floor(chunk.arrival_us / params.interval_us).astype(np.int64)
+        fg = ~chunk.is_background
+        counted = fg if params.heat_writes else fg & chunk.is_read
+        graphed = fg if params.include_writes else fg & chunk.is_read
+        vol, a, n = _volume_columns(chunk, device_volume, device_offset)
+        mine = [np.flatnonzero(vol == v) for v in range(n_vol)]
+        ids = [units[v].ids(a[m], n[m]) for v, m in enumerate(mine)]
+        starts = np.flatnonzero(np.concatenate([[True], iv[1:] != iv[:-1], [True]]))
+        for lo, hi in itertools.pairwise(starts.tolist()):
+            k = int(iv[lo])
+            if k > last:
+                break
+            while current < k:
+                states = close(current)
+                if current in keep_set:
+                    yield current, states
+                current += 1
+            for v in range(n_vol):
+                m_lo, m_hi = np.searchsorted(mine[v], [lo, hi])
+                rows, unit = mine[v][m_lo:m_hi], ids[v][m_lo:m_hi]
+                counts[v] += np.bincount(unit[counted[rows]], minlength=len(counts[v]))
+                read = unit[graphed[rows]]
+                if len(read):
+                    string = np.concatenate([carry[v], read])
+                    part = count_pairs(np.zeros(len(string), np.int64), string, params.tau, first=len(carry[v]))
+                    sums[v] = merge_counts(sums[v], part) if sums[v].shape[1] else part
+                    carry[v] = string[-params.tau:]
+    while current <= last:
+        states = close(current)
+        if current in keep_set:
+            yield current, states
+        current += 1
+
+
 def interval_states(requests: Requests, volumes: Sequence[Volume], params: AlisParams, *,
                     device_volume: np.ndarray, device_offset: np.ndarray, sector_size: int,
                     intervals: Sequence[int] | None = None) -> Iterator[tuple[int, list[IntervalState]]]:
@@ -168,40 +293,33 @@ def interval_states(requests: Requests, volumes: Sequence[Volume], params: AlisP
     requests), in order. Realizable: the aged chain from interval 0 (eq. 1 with alpha for heat, eq. 2 with
     beta for the graph, pruned to the budget each interval, as jobs/alis_graph.py and alis_layout.py);
     lookahead: each interval on its own (raw counts, the raw graph pruned)."""
-    iv = np.floor(requests.arrival_us / params.interval_us).astype(np.int64)
-    last = int(iv.max()) if len(iv) else -1
-    wanted = list(range(last + 1)) if intervals is None else sorted(intervals)
+    dv, do = np.asarray(device_volume, np.int64), np.asarray(device_offset, np.int64)
+    final = _final_interval(requests.arrival_us[-1] if len(requests) else None, params)
+    wanted = list(range(final + 1)) if intervals is None else sorted(intervals)
+    units = unit_extents([requests], len(volumes), device_volume=dv, device_offset=do)
+    yield from _chunk_states([requests], units, volumes, params, device_volume=dv, device_offset=do,
+                             sector_size=sector_size, wanted=wanted)
+
+
+def _final_interval(last_us: float | None, params: AlisParams) -> int:
+    """The interval of the last arrival (-1: no requests)."""
+    return -1 if last_us is None else int(np.floor(np.float64(last_us) / params.interval_us))
+
+
+def _plans(chunks: Callable[[], Iterable[Requests]], final: int, volumes: Sequence[Volume], params: AlisParams, *,
+           sector_size: int, device_volume: np.ndarray, device_offset: np.ndarray,
+           last: int | None = None) -> Iterator[tuple[int, Directory]]:
+    """interval_plans over requests given in chunks (two passes: the units, then the intervals)."""
+    lookahead = params.plan == "lookahead"
+    wanted = _wanted(final, lookahead, last)
     if not wanted:
         return
-    fg = ~requests.is_background
-    counted = fg if params.heat_writes else fg & requests.is_read
-    graphed = fg if params.include_writes else fg & requests.is_read
-    per_volume = volume_units(requests, len(volumes), device_volume=device_volume, device_offset=device_offset)
-    lookahead = params.plan == "lookahead"
-    heat = [np.zeros(len(vu.home_sector)) for vu in per_volume]
-    empty = np.zeros(0, np.int64)
-    graphs: list[tuple[np.ndarray, ...]] = [(empty, empty, np.zeros(0)) for _ in per_volume]
-    starts = np.searchsorted(iv, np.arange(wanted[-1] + 2), side="left")
-    keep_set = set(wanted)
-    for k in (wanted if lookahead else range(wanted[-1] + 1)):
-        lo, hi = starts[k], starts[k + 1]
-        states = []
-        for v, (vu, vol) in enumerate(zip(per_volume, volumes, strict=True)):
-            n_units = len(vu.home_sector)
-            unit = vu.unit[lo:hi]
-            counts = np.bincount(unit[counted[lo:hi] & (unit >= 0)], minlength=n_units).astype(np.float64)
-            raw = _raw_graph(unit[graphed[lo:hi] & (unit >= 0)], params)
-            if lookahead:
-                keep, _ = prune_arrays(*raw, _budget(vol, params, sector_size))
-                states.append(IntervalState(k, v, counts, *(a[keep] for a in raw)))
-                continue
-            heat[v] = params.alpha * counts + (1.0 - params.alpha) * heat[v]
-            aged = _aged(raw, graphs[v], params.beta, max(n_units, 1))
-            keep, _ = prune_arrays(*aged, _budget(vol, params, sector_size))
-            graphs[v] = tuple(a[keep] for a in aged)
-            states.append(IntervalState(k, v, heat[v], *graphs[v]))
-        if k in keep_set:
-            yield k, states
+    units = unit_extents(chunks(), len(volumes), device_volume=device_volume, device_offset=device_offset)
+    for k, states in _chunk_states(chunks(), units, volumes, params, device_volume=device_volume,
+                                   device_offset=device_offset, sector_size=sector_size, wanted=wanted):
+        parts = [_directory(st.volume, units[st.volume], st.heat, (st.src, st.dst, st.weight), volumes[st.volume],
+                            params, sector_size) for st in states]
+        yield (k if lookahead else k + 1), Directory.concat(parts)
 
 
 def interval_plans(requests: Requests, volumes: Sequence[Volume], params: AlisParams, *, sector_size: int,
@@ -210,19 +328,22 @@ def interval_plans(requests: Requests, volumes: Sequence[Volume], params: AlisPa
     """(interval the directory serves, directory) up to interval `last` (default: the last with requests),
     in order: realizable plans built at the end of interval k serve k + 1 (interval 0 has none);
     lookahead plans serve their own interval (only `last`'s is built when last is given)."""
-    iv = np.floor(requests.arrival_us / params.interval_us).astype(np.int64)
-    final = int(iv.max()) if len(iv) else -1
-    lookahead = params.plan == "lookahead"
-    if last is None:
-        wanted = list(range(final + 1)) if lookahead else list(range(final))
-    else:
-        wanted = [last] if lookahead else list(range(last))
-    per_volume = volume_units(requests, len(volumes), device_volume=device_volume, device_offset=device_offset)
-    for k, states in interval_states(requests, volumes, params, device_volume=device_volume,
-                                     device_offset=device_offset, sector_size=sector_size, intervals=wanted):
-        parts = [_directory(st.volume, per_volume[st.volume], st.heat, (st.src, st.dst, st.weight),
-                            volumes[st.volume], params, sector_size) for st in states]
-        yield (k if lookahead else k + 1), Directory.concat(parts)
+    final = _final_interval(requests.arrival_us[-1] if len(requests) else None, params)
+    yield from _plans(lambda: [requests], final, volumes, params, sector_size=sector_size,
+                      device_volume=np.asarray(device_volume, np.int64),
+                      device_offset=np.asarray(device_offset, np.int64), last=last)
+
+
+def plan_schedule_chunks(chunks: Callable[[], Iterable[Requests]], last_us: float | None, volumes: Sequence[Volume],
+                         params: AlisParams, *, sector_size: int, device_volume: np.ndarray,
+                         device_offset: np.ndarray) -> list[Reorganization]:
+    """plan_schedule over requests read a chunk at a time (each call of `chunks` a pass in arrival order;
+    last_us: the last arrival, None when there are none): the same schedule, in memory that follows a chunk
+    and the units, not the requests."""
+    return [Reorganization(served * params.interval_us, d, served)
+            for served, d in _plans(chunks, _final_interval(last_us, params), volumes, params,
+                                    sector_size=sector_size, device_volume=np.asarray(device_volume, np.int64),
+                                    device_offset=np.asarray(device_offset, np.int64))]
 
 
 def plan_schedule(requests: Requests, volumes: Sequence[Volume], params: AlisParams, *, sector_size: int,

@@ -10,7 +10,7 @@ time on (the paper's warm-up).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,14 +18,14 @@ import numpy as np
 
 from blockheat.sim import _kernel as K
 from blockheat.sim.alis.params import AlisParams
-from blockheat.sim.alis.plan import plan_schedule, volumes_for
-from blockheat.sim.redirect import Redirected, Reorganization, Volume, redirect
+from blockheat.sim.alis.plan import plan_schedule, plan_schedule_chunks, volumes_for
+from blockheat.sim.redirect import Redirected, RedirectStream, Reorganization, Volume, redirect
 
 if TYPE_CHECKING:
     from blockheat.sim.engine import Simulation
-    from blockheat.sim.records import Requests
+    from blockheat.sim.records import Requests, StreamFacts
 
-__all__ = ["FIGURES", "AlisSetup", "prepare", "run_measured"]
+__all__ = ["FIGURES", "AlisSetup", "AlisStreamSetup", "prepare", "prepare_chunks", "run_measured"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,6 +70,54 @@ def prepare(requests: Requests, params: AlisParams, *, sector_size: int, device_
                                  device_offset=do)
     out = redirect(requests, volumes, schedule, device_volume=dv, device_offset=do, capacity_sectors=capacity_sectors)
     return AlisSetup(params, volumes, dv, do, list(schedule), out)
+
+
+@dataclass(frozen=True, eq=False)
+class AlisStreamSetup:
+    """A workload read in chunks, prepared for a streamed ALIS run: its volumes, the device mapping, the
+    reorganizations and the redirector of its chunks (RedirectStream, every chunk's virtual device of
+    virtual_sectors); device_sectors: the run's devices, the volumes then the virtual device."""
+
+    params: AlisParams
+    volumes: list[Volume]
+    device_volume: np.ndarray
+    device_offset: np.ndarray
+    schedule: list[Reorganization]
+    stream: RedirectStream
+    device_sectors: tuple[int, ...]
+
+
+def prepare_chunks(chunks: Callable[[], Iterable[Requests]], facts: StreamFacts, params: AlisParams, *,
+                   sector_size: int, device_sectors: Sequence[int] | None = None, concatenated: bool = False,
+                   capacity_sectors: int | None = None) -> AlisStreamSetup:
+    """prepare() for requests read a chunk at a time (each call of `chunks` a pass in arrival order; facts: theirs):
+    the same volumes and schedule (sim.alis.plan.plan_schedule_chunks, two passes), and a RedirectStream for the
+    replay's pass. Memory follows a chunk and the units, not the requests."""
+    if device_sectors is None:
+        sizes = np.maximum(np.asarray(facts.device_ends, np.int64), 1)
+        if not len(sizes):
+            sizes = np.ones(1, np.int64)
+    else:
+        sizes = np.asarray(device_sectors, np.int64)
+    volumes, dv, do = volumes_for(sizes, concatenated=concatenated, ra_share=params.ra_share,
+                                  ra_offset=params.ra_offset)
+    largest = [1, 0]      # the most sectors one chunk's requests address (its virtual device's size); passes read
+
+    def measured() -> Iterable[Requests]:
+        for c in chunks():
+            largest[0] = max(largest[0], int(c.sectors.sum(dtype=np.int64)))
+            yield c
+        largest[1] += 1
+
+    schedule = plan_schedule_chunks(measured, facts.last_us if facts.count else None, volumes, params,
+                                    sector_size=sector_size, device_volume=dv, device_offset=do)
+    if not largest[1]:                    # no interval to plan: no pass has read the chunks
+        for _ in measured():
+            pass
+    stream = RedirectStream(volumes, schedule, device_volume=dv, device_offset=do, capacity_sectors=capacity_sectors,
+                            virtual_sectors=largest[0])
+    return AlisStreamSetup(params, volumes, dv, do, schedule, stream,
+                           (*[v.size_sectors for v in volumes], largest[0]))
 
 
 #: run_measured's figures (ms; ratios; counts), over the requests completing from the given time on.

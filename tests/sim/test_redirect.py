@@ -4,11 +4,12 @@ against a model of the data, the plain layout reproduced with an empty area, and
 from __future__ import annotations
 
 import bisect
+import itertools
 
 import numpy as np
 import pytest
 
-from blockheat.sim.array import Concatenated, DiskArray
+from blockheat.sim.array import Concatenated, DiskArray, ExtentTable
 from blockheat.sim.engine import SimConfig, Simulation
 from blockheat.sim.redirect import (
     REGION_HEAT,
@@ -19,6 +20,8 @@ from blockheat.sim.redirect import (
     SRC_RUN,
     Directory,
     Redirected,
+    RedirectedChunk,
+    RedirectStream,
     Reorganization,
     Volume,
     redirect,
@@ -40,18 +43,27 @@ def pieces(out: Redirected, i: int) -> list[tuple[int, int, int]]:
     """(disk, physical start, sectors) of request i, through the extent map as the compiled loop forks it."""
     base = np.concatenate([[0], np.cumsum(out.device_sectors)[:-1]])
     lo = int(base[out.requests.device[i]] + out.requests.lbn[i])
-    hi = lo + int(out.requests.sectors[i])
-    extents = out.layout.extents
-    k = bisect.bisect_right([e.logical_start for e in extents], lo) - 1
+    return _walk(_rows(out.layout), lo, lo + int(out.requests.sectors[i]))
+
+
+def _rows(lay: ExtentTable) -> list[tuple[int, int, int, int]]:
+    return list(zip(lay.logical_start.tolist(), lay.sectors.tolist(), lay.disk.tolist(), lay.physical_start.tolist(),
+                    strict=True))
+
+
+def _walk(extents: list[tuple[int, int, int, int]], lo: int, hi: int) -> list[tuple[int, int, int]]:
+    """The physical pieces of logical sectors [lo, hi) through (logical start, sectors, disk, physical start)
+    extents, contiguous pieces on one disk joined."""
+    k = bisect.bisect_right([e[0] for e in extents], lo) - 1
     found: list[tuple[int, int, int]] = []
-    while k < len(extents) and extents[k].logical_start < hi:
-        e = extents[k]
-        a, b = max(lo, e.logical_start), min(hi, e.logical_start + e.sectors)
-        p = e.physical_start + (a - e.logical_start)
-        if found and found[-1][0] == e.disk and found[-1][1] + found[-1][2] == p:
-            found[-1] = (e.disk, found[-1][1], found[-1][2] + b - a)
+    while k < len(extents) and extents[k][0] < hi:
+        start, sectors, disk, physical = extents[k]
+        a, b = max(lo, start), min(hi, start + sectors)
+        p = physical + (a - start)
+        if found and found[-1][0] == disk and found[-1][1] + found[-1][2] == p:
+            found[-1] = (disk, found[-1][1], found[-1][2] + b - a)
         else:
-            found.append((e.disk, p, b - a))
+            found.append((disk, p, b - a))
         k += 1
     return found
 
@@ -239,3 +251,39 @@ def test_directory_in_bytes_has_the_alis_layout_columns() -> None:
          "size_bytes": 4096, "ra_offset_bytes": 0, "ra_address_bytes": 153_600},
         {"device": "dev0", "region": "heat", "run_id": None, "unit_id": 1, "home_offset_bytes": 20_480,
          "size_bytes": 2048, "ra_offset_bytes": 4096, "ra_address_bytes": 157_696}]
+
+
+@pytest.mark.parametrize("sizes", [[1, 499, 1, 999, 1000, 500], [3000], [700, 800, 700, 800]])
+def test_a_redirect_stream_gives_the_whole_redirects_pieces(sizes: list[int]) -> None:
+    # The random workload above, redirected a chunk at a time (epochs starting inside chunks, at their first
+    # request and between them): each chunk's requests and pieces, put end to end, are the whole redirect's.
+    rng = np.random.default_rng(7)
+    n = 3000
+    start, size = rng.integers(0, 190, n), rng.integers(1, 13, n)
+    reqs = requests([(float(t), 0, int(a), int(s), "R" if rng.random() < 0.5 else "W")
+                     for t, a, s in zip(np.arange(n, dtype=np.float64), start, size, strict=True)])
+    schedule = [Reorganization(t, _random_directory(rng, 25), k) for k, t in enumerate((500.0, 1500.0, 1501.0, 2200.0))]
+    whole = redirect(reqs, [VOL], schedule)
+    stream = RedirectStream([VOL], schedule, device_volume=[0], device_offset=[0], virtual_sectors=36_000)
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    parts = [stream.chunk(reqs.rows(int(a), int(b))) for a, b in itertools.pairwise(bounds)]
+    assert np.concatenate([p.source for p in parts]).tolist() == whole.source.tolist()
+    assert np.concatenate([p.pieces for p in parts]).tolist() == whole.pieces.tolist()
+    assert stream.copy_back_sectors.tolist() == whole.copy_back_sectors.tolist()
+    assert stream.copy_back_sectors.min() > 0
+    assert stream.copy_in_sectors.tolist() == whole.copy_in_sectors.tolist()
+    # Each request's physical pieces: a chunk's virtual device starts at sector 0 and maps only its own pieces.
+    got = [piece for p in parts for i in range(len(p.requests)) for piece in _chunk_pieces(p, i)]
+    assert got == [piece for i in range(n) for piece in pieces(whole, i)]
+    assert all(p.layout.logical_sectors == VOL.size_sectors + 36_000 for p in parts)    # padded
+    assert sum(p.virtual_sectors for p in parts) == int(whole.requests.sectors[whole.pieces > 0].sum()) > 1000
+    with pytest.raises(ValueError, match=r"requests 0\.\.2999 redirect \d+ sectors, beyond the stream's 10 virtual"):
+        RedirectStream([VOL], schedule, device_volume=[0], device_offset=[0], virtual_sectors=10).chunk(reqs)
+
+
+def _chunk_pieces(part: RedirectedChunk, i: int) -> list[tuple[int, int, int]]:
+    """(disk, physical start, sectors) of request i of a redirected chunk (one volume, VOL), through the chunk's own
+    layout."""
+    r, lay = part.requests, part.layout
+    lo = (VOL.size_sectors if r.device[i] == 1 else 0) + int(r.lbn[i])
+    return _walk(_rows(lay), lo, lo + int(r.sectors[i]))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -12,6 +14,9 @@ import pyarrow as pa
 import pytest
 
 from blockheat.libs.readers.srt import read_srt
+from blockheat.sim.alis.params import AlisParams
+from blockheat.sim.alis.policy import prepare as prepare_alis
+from blockheat.sim.alis.policy import prepare_chunks
 from blockheat.sim.array import DiskArray, Striped
 from blockheat.sim.engine import ClosedLoop, SimConfig, Simulation
 from blockheat.sim.records import FLAG_BACKGROUND, FLAG_READ, Requests, StreamFacts
@@ -97,6 +102,15 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                                 "io": {"kind": "track-aligned", "tracks": 1, "report": "requests"}},
     "closed-striped": {"disks": 3, "layout": {"kind": "striped", "unit_sectors": 16},
                        "closed_loop": {"outstanding": 8, "think_ms": 0.0}},
+    "alis": {"speedup": 20.0, "policy": {"name": "alis", "interval_s": 86_400.0}},
+    "alis-concatenated": {"disks": 1, "layout": {"kind": "concatenated"}, "speedup": 20.0,
+                          "policy": {"name": "alis", "mode": "heat", "plan": "lookahead", "interval_s": 43_200.0}},
+    "alis-closed": {"closed_loop": {"outstanding": 4, "think_ms": 2.0},
+                    "policy": {"name": "alis", "mode": "run", "interval_s": 86_400.0}},
+    "alis-background": {"speedup": 20.0, "background": {"rate_per_s": 2.0},
+                        "policy": {"name": "alis", "interval_s": 86_400.0}},
+    "alis-fixed": {"speedup": 20.0, "io": {"kind": "fixed", "io_bytes": 4096, "merge_gap_ms": 50.0},
+                   "policy": {"name": "alis", "interval_s": 86_400.0}},
 }
 
 
@@ -120,6 +134,8 @@ def test_a_streamed_scenario_gives_the_whole_replays_figures(week: Requests, nam
     if name.startswith("saturated"):
         assert row["saturated"]
         assert math.isinf(row["p95_response_ms"])
+    if name == "alis":           # the same week and speed-up, reads served from the reorganized areas
+        assert row["mean_response_ms"] == pytest.approx(1409.45261, rel=1e-8)
     if name == "as-traced":      # the week on its two disks at 20x (its write bursts queue when sped up)
         assert row["p95_response_ms"] == pytest.approx(8335.582, abs=1e-3)
         assert row["mean_response_ms"] == pytest.approx(1453.12877, rel=1e-8)
@@ -183,6 +199,47 @@ def test_a_streamed_closed_loop_holds_the_chunk_and_the_requests_in_flight(week:
                      facts=StreamFacts.of(think))
     with pytest.raises(ValueError, match="request 1000 on: think times in some chunks only"):
         sim.run()
+
+
+def test_a_streamed_alis_run_maps_only_its_chunks_pieces(week: Requests) -> None:
+    # Each chunk is redirected as the run loads it; the layout holds the volumes' home data, that chunk's pieces and
+    # the padding to the virtual device's size, never the week's pieces, and the run is the whole replay's.
+    spec = load("hp_c2247a")
+    chunks = cut(week, [2000] * 30)
+    facts = StreamFacts.of(chunks)
+    params = AlisParams(interval_s=86_400.0)
+    setup = prepare_chunks(lambda: iter(chunks), facts, params, sector_size=512, capacity_sectors=spec.capacity_sectors)
+    whole = prepare_alis(week, params, sector_size=512, capacity_sectors=spec.capacity_sectors)
+    assert [len(r.directory) for r in setup.schedule] == [len(r.directory) for r in whole.schedule]
+    parts = []
+
+    def redirected() -> Iterator[Requests]:
+        for c in chunks[1:]:
+            parts.append(setup.stream.chunk(c))
+            yield parts[-1].requests
+
+    parts.append(setup.stream.chunk(chunks[0]))
+    sim = Simulation(spec, DiskArray(2, parts[0].layout), parts[0].requests, SimConfig(speedup=20.0),
+                     np.random.default_rng(1), device_sectors=setup.device_sectors, more=redirected(),
+                     facts=replace(facts, device_ends=np.array(setup.device_sectors)),
+                     chunk_layout=lambda: parts[-1].layout)
+    mapped = []
+    while not sim.run(until=sim.now_us + 600e6).finished:
+        mapped.append(len(sim.layout.ext_lstart))
+    ref = whole.redirected.simulation(spec, SimConfig(speedup=20.0), np.random.default_rng(1))
+    ref.run()
+    assert len(mapped) > 20
+    assert max(mapped) <= max(len(p.layout) for p in parts) < len(ref.layout.ext_lstart) / 5
+    assert sum(int(p.pieces.sum()) for p in parts) > 5000             # requests redirected in every part of the week
+    assert sim.result().mean_response_ms == pytest.approx(ref.result().mean_response_ms, rel=1e-12)
+    assert (sim.result().p99_response_ms, sim.result().events) == (ref.result().p99_response_ms, ref.result().events)
+    # A closed loop with background requests may hold requests of earlier chunks not yet issued: refused.
+    with pytest.raises(ValueError, match="chunk_layout needs every loaded request issued before the next chunk"):
+        Simulation(spec, DiskArray(2, parts[0].layout), parts[0].requests,
+                   SimConfig(closed_loop=ClosedLoop(outstanding=2)), np.random.default_rng(1),
+                   device_sectors=setup.device_sectors, more=iter([]),
+                   facts=replace(facts, foreground=facts.count - 1, device_ends=np.array(setup.device_sectors)),
+                   chunk_layout=lambda: parts[-1].layout)
 
 
 def test_chunks_out_of_arrival_order_are_refused_naming_the_request(week: Requests) -> None:
@@ -271,6 +328,9 @@ def test_what_needs_the_whole_window_gathers_the_chunks(week: Requests) -> None:
     cfg = ScenarioConfig.from_dict({"scenario_id": "cb", "spec": "hp_c2247a", "speedup": 20.0,
                                     "background": {"rate_per_s": 2.0}, "per_request": True})
     assert not streams(cfg)
+    assert not streams(ScenarioConfig.from_dict({"scenario_id": "a", "spec": "hp_c2247a",
+                                                 "closed_loop": {"outstanding": 2}, "background": {"rate_per_s": 1.0},
+                                                 "policy": {"name": "alis"}}))
     assert not streams(ScenarioConfig.from_dict({"scenario_id": "c", "spec": "hp_c2247a", "disks": 2,
                                                  "layout": {"kind": "extents", "extent_sectors": 2048},
                                                  "policy": {"name": "cooling", "every_requests": 100}}))

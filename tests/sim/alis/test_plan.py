@@ -3,6 +3,7 @@ reproduced as directories, the modes, plan_window, and the aged chain checked ag
 pinned figures on the bundled hplajw week. No SparkSession."""
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -13,6 +14,7 @@ from blockheat.sim.alis.params import AlisParams
 from blockheat.sim.alis.plan import (
     interval_states,
     plan_schedule,
+    plan_schedule_chunks,
     plan_trace_window,
     plan_window,
     volume_units,
@@ -172,6 +174,41 @@ def test_the_aged_chain_matches_the_spark_pipeline_on_hplajw() -> None:
             fig[3] += len(found)
             fig[4] += sum(len(members) for _, members in found)
     assert {d: tuple(v) for d, v in got.items()} == PINNED
+
+
+@pytest.mark.parametrize(("mode", "plan", "concatenated"), [
+    ("combined", "realizable", False), ("run", "lookahead", True), ("heat", "realizable", True)])
+def test_a_schedule_planned_over_chunks_is_the_whole_schedule_on_hplajw(mode: str, plan: str,
+                                                                         concatenated: bool) -> None:
+    # The week in chunks that end inside days, on a day's last request and one request long: the same
+    # directories, every interval, as one plan over the whole week (the units, counts and pair counts merged).
+    from blockheat.libs.experiments.placement import load_hplajw
+
+    r = load_hplajw().requests
+    ends = np.zeros(2, np.int64)
+    np.maximum.at(ends, r.device, r.lbn + r.sectors)
+    vols, dv, do = volumes_for(ends, concatenated=concatenated, ra_share=0.15, ra_offset=0.30)
+    params = AlisParams(mode=mode, plan=plan, interval_s=86_400.0)
+    whole = plan_schedule(r, vols, params, sector_size=256, device_volume=dv, device_offset=do)
+    day_end = int(np.searchsorted(r.arrival_us, 86_400e6)) - 1
+    bounds = sorted({0, 1000, 1001, day_end, day_end + 1, 9000, 20_000, 20_001, 37_777, len(r)})
+    passes = []
+
+    def chunks():  # type: ignore[no-untyped-def]
+        passes.append(1)
+        return (r.rows(a, b) for a, b in itertools.pairwise(bounds))
+
+    got = plan_schedule_chunks(chunks, float(r.arrival_us[-1]), vols, params, sector_size=256, device_volume=dv,
+                               device_offset=do)
+    assert len(passes) == 2                                  # the units, then the intervals
+    assert [(g.interval_id, g.time_us) for g in got] == [(w.interval_id, w.time_us) for w in whole]
+    assert len(whole) == (7 if plan == "lookahead" else 6)
+    for g, w in zip(got, whole, strict=True):
+        for name in ("volume", "region", "run_id", "unit_id", "home_sector", "sectors", "ra_sector"):
+            assert getattr(g.directory, name).tolist() == getattr(w.directory, name).tolist()
+    assert sum(len(w.directory) for w in whole) > 1000
+    if mode != "heat":
+        assert any((w.directory.region == REGION_RUN).any() for w in whole)
 
 
 def test_the_parameters_take_the_cores_constants() -> None:
