@@ -46,6 +46,7 @@ from blockheat.sim import (
     DiskArray,
     Extent,
     ExtentMap,
+    ExtentTable,
     ScenarioConfig,
     SimConfig,
     Simulation,
@@ -241,10 +242,12 @@ def scenario_layout(windowed: DataFrame, scenario: Mapping[str, Any]) -> ExtentM
 
     def build(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
         layout = partition_layout(table, ScenarioConfig.from_dict({"scenario_id": "plan", **scenario}))
+        names = ("logical_start", "sectors", "disk", "physical_start")
+        if isinstance(layout, ExtentTable):
+            return pa.table({name: pa.array(getattr(layout, name), pa.int64()) for name in names})
         if not isinstance(layout, ExtentMap):
             raise PlanError(f"scenario layout is {type(layout).__name__}, not an extent map")
-        return pa.table({name: pa.array([getattr(e, name) for e in layout.extents], pa.int64())
-                         for name in ("logical_start", "sectors", "disk", "physical_start")})
+        return pa.table({name: pa.array([getattr(e, name) for e in layout.extents], pa.int64()) for name in names})
 
     rows = (windowed.select(F.lit(0).alias("part"), *REPLAY_COLUMNS).groupBy("part")
             .applyInArrow(build, EXTENT_DDL).collect())

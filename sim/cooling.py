@@ -37,7 +37,7 @@ import pyarrow as pa
 from numba import njit
 
 from blockheat.sim import _kernel as K
-from blockheat.sim.array import LP_SHIFT, Extent, ExtentMap, LayoutArrays, RemapEvent
+from blockheat.sim.array import LP_SHIFT, Extent, ExtentMap, ExtentTable, LayoutArrays, RemapEvent
 from blockheat.sim.engine import PolicyBase, Window
 from blockheat.sim.stats import arrow_type
 from blockheat.sim.tracker import InterarrivalTracker, split_into_units
@@ -270,8 +270,8 @@ class DiskCooling(PolicyBase):
         self._watched_events = -1
 
     def start(self, sim: Simulation) -> None:
-        if not isinstance(sim.array.layout, ExtentMap):
-            raise ValueError("disk cooling needs an ExtentMap layout")
+        if not isinstance(sim.array.layout, ExtentMap | ExtentTable):
+            raise ValueError("disk cooling needs an extent map layout (ExtentMap or ExtentTable)")
         if sim.config.closed_loop is not None:
             # The tracker and the every-N stops read requests in arrival order, which closed loops do not keep.
             raise ValueError("disk cooling runs open loop only (the run has a closed loop)")

@@ -482,8 +482,8 @@ class Simulation:
 
     def schedule_remaps(self, events: Sequence[RemapEvent]) -> None:
         """Add remap events (at or after now) to an extent-map run; they merge with the pending schedule."""
-        if not isinstance(self.array.layout, ExtentMap):
-            raise ValueError("remap events need an ExtentMap layout")
+        if not isinstance(self.array.layout, ExtentMap | ExtentTable):
+            raise ValueError("remap events need an extent map layout (ExtentMap or ExtentTable)")
         lay = self.layout
         nxt = int(self.core.si[K.SI_NEXT_RM])
         n_ext = len(lay.ext_lstart)

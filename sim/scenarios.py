@@ -42,6 +42,7 @@ from blockheat.sim.array import (
     DiskArray,
     Extent,
     ExtentMap,
+    ExtentTable,
     Layout,
     RandomDisk,
     RemapEvent,
@@ -549,7 +550,7 @@ def _device_extents(dev_sectors: Any, size: int) -> tuple[np.ndarray, np.ndarray
 
 
 def _incremental_map(facts: StreamFacts, sectors: np.ndarray, device: np.ndarray, heat: np.ndarray, dev_sectors: Any,
-                     n_disks: int, cfg: ScenarioConfig, policy: GreedyAllocation) -> ExtentMap:
+                     n_disks: int, cfg: ScenarioConfig, policy: GreedyAllocation) -> ExtentTable:
     """The current layout (device k on disk k, each extent at its own offset) with incremental_moves applied."""
     if n_disks < len(dev_sectors):
         raise ScenarioError(f"policy {policy.name!r} starts from the current layout: it needs a disk per device "
@@ -564,18 +565,18 @@ def _incremental_map(facts: StreamFacts, sectors: np.ndarray, device: np.ndarray
     for m in incremental_moves(heat, sectors, device, used, capacity_sectors=cfg.spec.capacity_sectors,
                                window_s=window_s, sector_bytes=cfg.spec.sector_size, max_sectors=budget):
         disk[m.extent], pstart[m.extent] = m.to_disk, m.to_start
-    return ExtentMap(tuple(map(Extent, lstart.tolist(), sectors.tolist(), disk.tolist(), pstart.tolist())))
+    return ExtentTable(lstart, sectors, disk, pstart)
 
 
-def _extent_map(sectors: np.ndarray, disk: np.ndarray) -> ExtentMap:
+def _extent_map(sectors: np.ndarray, disk: np.ndarray) -> ExtentTable:
     """Extents of these sizes tiling the logical space in order, each on its disk, back to back there in logical
-    order (sim.allocation.to_extent_map's placement)."""
+    order (sim.allocation.to_extent_map's placement), held as arrays (1.3 M extents at 100 M requests on 40 disks)."""
     lstart = np.concatenate([[0], np.cumsum(sectors)[:-1]]).astype(np.int64)
     pstart = np.zeros(len(sectors), dtype=np.int64)
     for d in np.unique(disk):
         on = np.flatnonzero(disk == d)
         pstart[on] = np.cumsum(sectors[on]) - sectors[on]
-    return ExtentMap(tuple(map(Extent, lstart.tolist(), sectors.tolist(), disk.tolist(), pstart.tolist())))
+    return ExtentTable(lstart, sectors, disk, pstart)
 
 
 def _extent_heat(work: _Workload, dev_base: np.ndarray, sectors: np.ndarray, fraction: float,
@@ -795,8 +796,9 @@ def _run(sim: Simulation, devices: tuple[str, ...], trace_id: str | None, cfg: S
     """The built run to its end, its policy acting; its ScenarioOutput (per_traced: the row's figures per traced
     request, given whether the run saturated)."""
     moves = moves_table(())
-    if isinstance(cfg.policy, CoolingPolicy) and isinstance(sim.array.layout, ExtentMap):
-        n_units = len(sim.array.layout.extents)
+    lay = sim.array.layout
+    if isinstance(cfg.policy, CoolingPolicy) and isinstance(lay, ExtentMap | ExtentTable):
+        n_units = len(lay.extents) if isinstance(lay, ExtentMap) else len(lay)
         cooling = DiskCooling(cfg.policy.config,
                               unit_file=np.arange(n_units, dtype=np.int64) if cfg.policy.files == "extent" else None)
         run_with_policy(sim, cooling)
