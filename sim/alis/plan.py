@@ -74,23 +74,15 @@ class VolumeUnits:
 def volume_units(requests: Requests, n_volumes: int, *, device_volume: np.ndarray,
                  device_offset: np.ndarray) -> list[VolumeUnits]:
     """Units of each volume: the distinct (home sector, sectors) of its requests, ids 0.. in that order
-    (libs.alis.units.compute_reorg_units with request-sized units)."""
-    vol = np.asarray(device_volume, np.int64)[requests.device]
-    vlbn = np.asarray(device_offset, np.int64)[requests.device] + requests.lbn
-    nsec = requests.sectors.astype(np.int64)
+    (libs.alis.units.compute_reorg_units with request-sized units), and each request's unit."""
+    dv, do = np.asarray(device_volume, np.int64), np.asarray(device_offset, np.int64)
+    vol, a, n = _volume_columns(requests, dv, do)
     out = []
-    for v in range(n_volumes):
+    for v, units in enumerate(unit_extents([requests], n_volumes, device_volume=dv, device_offset=do)):
         mine = np.flatnonzero(vol == v)
         unit = np.full(len(requests), -1, np.int64)
-        if not len(mine):
-            out.append(VolumeUnits(unit, np.zeros(0, np.int64), np.zeros(0, np.int64)))
-            continue
-        order = np.lexsort((nsec[mine], vlbn[mine]))
-        a, n = vlbn[mine][order], nsec[mine][order]
-        new = np.concatenate([[True], (a[1:] != a[:-1]) | (n[1:] != n[:-1])])
-        ids = np.cumsum(new) - 1
-        unit[mine[order]] = ids
-        out.append(VolumeUnits(unit, a[new], n[new]))
+        unit[mine] = units.ids(a[mine], n[mine])
+        out.append(VolumeUnits(unit, units.home_sector, units.sectors))
     return out
 
 
