@@ -253,8 +253,8 @@ def test_spark_result_equals_direct_call_one_part_per_partition(spark, spark_cfg
 def test_a_spilled_replay_streams_in_chunks_and_equals_the_whole_one(spark, spark_cfg, hplajw):
     # hplajw's second day, both disks in one group, from the requests table's own files: with every part over the
     # stream threshold, the lanes convert the day in spans of about 97 requests into a spill and replay it 97 at a
-    # time (the track-aligned scenario does not stream: it gathers the spill); every figure, time series and cooling
-    # move equals the whole replay's (mean responses to 1e-12: they are summed chunk by chunk).
+    # time (ALIS planned in two passes over the chunks and redirected chunk by chunk); every figure, time series and
+    # cooling move equals the whole replay's (mean responses to 1e-12: they are summed chunk by chunk).
     from blockheat.libs.io.tables import trace_info
     from blockheat.libs.simulation.stage import OUTPUT_ARROW_SCHEMA, table_files
 
@@ -270,7 +270,8 @@ def test_a_spilled_replay_streams_in_chunks_and_equals_the_whole_one(spark, spar
                                      {"scenario_id": "greedy", **extents,
                                       "policy": {"name": "greedy-allocation", "heat_fraction": 0.5}},
                                      {"scenario_id": "track", "io": {"kind": "track-aligned", "tracks": 1,
-                                                                     "report": "requests"}}]},
+                                                                     "report": "requests"}},
+                                     {"scenario_id": "alis", "policy": {"name": "alis", "interval_s": 21_600.0}}]},
                       source="test")
     parts = plan_parts(grid, {HPLAJW_TRACE_ID: trace_info(spark, spark_cfg.warehouse, HPLAJW_TRACE_ID)})
     files = table_files(spark, spark_cfg.warehouse, [HPLAJW_TRACE_ID], None)
@@ -285,6 +286,7 @@ def test_a_spilled_replay_streams_in_chunks_and_equals_the_whole_one(spark, spar
             assert b == pytest.approx(a, rel=1e-12)
     by_id = dict(zip(whole.column("scenario_id").to_pylist(), whole.to_pylist(), strict=True))
     assert len(by_id["cooling"]["cooling_moves"]) == 1
+    assert by_id["alis"]["mean_response_ms"] < by_id["traced"]["mean_response_ms"]    # reads served from the areas
     assert {s: r["requests"] for s, r in by_id.items()} == dict.fromkeys(by_id, 653)   # the day's requests, 7 chunks
 
 
