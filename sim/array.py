@@ -218,6 +218,12 @@ class ExtentTable:
             raise ValueError(f"extent {i}: logical_start must be {int(expect[i])} (extents tile the logical space "
                              f"in order), got {int(lstart[i])}")
 
+    @classmethod
+    def tiling(cls, sectors: np.ndarray, disk: np.ndarray, physical_start: np.ndarray) -> ExtentTable:
+        """Extents of these sizes, end to end from logical sector 0."""
+        sectors = np.asarray(sectors, dtype=np.int64)
+        return cls(np.cumsum(sectors) - sectors, sectors, disk, physical_start)
+
     def __len__(self) -> int:
         return len(self.logical_start)
 

@@ -130,6 +130,13 @@ def _max_parts(biggest: int, array: DiskArray) -> int:
     return 2 if not isinstance(lay, RandomDisk) else 1
 
 
+def _without_remaps(layout: Layout) -> Layout:
+    """The layout, refused when it carries remap events (a chunk_layout replaces the map and its schedule)."""
+    if isinstance(layout, ExtentMap) and layout.remaps:
+        raise ValueError("chunk_layout takes layouts without remaps")
+    return layout
+
+
 class Simulation:
     """One run: a spec, an array, a workload, a config and an injected random generator.
 
@@ -166,8 +173,7 @@ class Simulation:
             if config.closed_loop is not None and facts.foreground < facts.count:
                 raise ValueError("chunk_layout needs every loaded request issued before the next chunk: not in a "
                                  "closed loop with background requests")
-            if isinstance(array.layout, ExtentMap) and array.layout.remaps:
-                raise ValueError("chunk_layout takes layouts without remaps")
+            _without_remaps(array.layout)
         self._chunk_layout = chunk_layout
         self.spec = spec
         self.array = array
@@ -457,9 +463,7 @@ class Simulation:
     def _relayout(self, layout: Layout, biggest: int) -> None:
         """The array's layout replaced for the next chunk (chunk_layout): the pool's margin grown if its requests
         can split into more parts."""
-        if isinstance(layout, ExtentMap) and layout.remaps:
-            raise ValueError("chunk_layout takes layouts without remaps")
-        self.array = replace(self.array, layout=layout)
+        self.array = replace(self.array, layout=_without_remaps(layout))
         self.layout = self.array.compile(self.spec.capacity_sectors, self.dev_base)
         si = self.core.si
         si[K.CI_MARGIN] = max(int(si[K.CI_MARGIN]), _max_parts(biggest, self.array) + 4)

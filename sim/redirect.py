@@ -600,44 +600,34 @@ class RedirectStream:
                        np.where(moved, start, vlbn).astype(np.int64), requests.sectors, requests.flags,
                        requests.think_us)
         used = int(nsec[moved].sum())
-        lstart, length, disk, pstart = (np.concatenate([h, x]) for h, x in zip(
-            self._home, (int(self.sizes.sum()) + np.concatenate([[0], np.cumsum(p_len)[:-1]]).astype(np.int64)
-                         if len(p_len) else p_len, p_len, p_disk, p_start), strict=True))
+        extents = [self._home, (p_len, p_disk, p_start)]          # (sectors, disk, physical start) blocks, in order
         if self.virtual_sectors is not None:
             if used > self.virtual_sectors:
                 raise ValueError(f"requests {self._first}..{self._first + len(requests) - 1} redirect {used} sectors, "
                                  f"beyond the stream's {self.virtual_sectors} virtual sectors")
-            lstart, length, disk, pstart = _padded(lstart, length, disk, pstart, self.virtual_sectors - used,
-                                                   int(self._volumes[0][0]), int(self.sizes.max()))
+            extents.append(_padding(self.virtual_sectors - used, int(self._volumes[0][0]), int(self.sizes.max())))
         self._first += len(requests)
-        return RedirectedChunk(out, ExtentTable(lstart, length, disk, pstart), source, count, used)
+        layout = ExtentTable.tiling(*(np.concatenate(cols) for cols in zip(*extents, strict=True)))
+        return RedirectedChunk(out, layout, source, count, used)
 
 
-def _home_extents(volumes: Sequence[Volume]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(logical start, sectors, disk, physical start) of the volumes' home data, end to end, around their RAs."""
+def _home_extents(volumes: Sequence[Volume]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sectors, disk, physical start) of the volumes' home data, end to end, around their RAs."""
     rows = []
-    logical = 0
     for v in volumes:
         head = min(v.ra_start, v.size_sectors)
         if head:
-            rows.append((logical, head, v.disk, v.disk_start))
+            rows.append((head, v.disk, v.disk_start))
         if v.size_sectors > head:
-            rows.append((logical + head, v.size_sectors - head, v.disk, v.disk_start + head + v.ra_sectors))
-        logical += v.size_sectors
-    cols = np.array(rows, np.int64).reshape(-1, 4)
-    return cols[:, 0].copy(), cols[:, 1].copy(), cols[:, 2].copy(), cols[:, 3].copy()
+            rows.append((v.size_sectors - head, v.disk, v.disk_start + head + v.ra_sectors))
+    cols = np.array(rows, np.int64).reshape(-1, 3)
+    return cols[:, 0].copy(), cols[:, 1].copy(), cols[:, 2].copy()
 
 
-def _padded(lstart: np.ndarray, length: np.ndarray, disk: np.ndarray, pstart: np.ndarray, extra: int, pad_disk: int,
-            pad_sectors: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The extents followed by `extra` logical sectors that no request uses, mapped in parts of at most pad_sectors
-    onto pad_disk from sector 0 (a volume's disk, which holds at least that many)."""
-    if extra <= 0:
-        return lstart, length, disk, pstart
-    end = int(lstart[-1] + length[-1])
+def _padding(extra: int, pad_disk: int, pad_sectors: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sectors, disk, physical start) of `extra` logical sectors that no request uses, in parts of at most
+    pad_sectors on pad_disk from sector 0 (a volume's disk, which holds at least that many)."""
     sizes = np.full(-(-extra // pad_sectors), pad_sectors, np.int64)
-    sizes[-1] = extra - pad_sectors * (len(sizes) - 1)
-    starts = end + np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    return (np.concatenate([lstart, starts]), np.concatenate([length, sizes]),
-            np.concatenate([disk, np.full(len(sizes), pad_disk, np.int64)]),
-            np.concatenate([pstart, np.zeros(len(sizes), np.int64)]))
+    if len(sizes):
+        sizes[-1] = extra - pad_sectors * (len(sizes) - 1)
+    return sizes, np.full(len(sizes), pad_disk, np.int64), np.zeros(len(sizes), np.int64)

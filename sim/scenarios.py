@@ -438,11 +438,9 @@ def _build_from_requests(requests: Requests, devices: tuple[str, ...], cfg: Scen
         requests = mix(requests, _background(cfg, devices, t_end, lambda d: requests.lbn[requests.device == d], rng))
     n_disks = cfg.n_disks if cfg.n_disks is not None else max(1, len(devices))
     if isinstance(cfg.policy, AlisPolicy) and len(requests):
-        params = cfg.policy.params
-        if cfg.sim.speedup != 1.0:
-            params = replace(params, interval_s=params.interval_s / cfg.sim.speedup)
         try:
-            setup = prepare_alis(requests, params, sector_size=cfg.spec.sector_size, device_sectors=device_sectors,
+            setup = prepare_alis(requests, _alis_params(cfg), sector_size=cfg.spec.sector_size,
+                                 device_sectors=device_sectors,
                                  concatenated=isinstance(cfg.layout, Concatenated),
                                  capacity_sectors=cfg.spec.capacity_sectors)
         except ValueError as exc:
@@ -571,12 +569,11 @@ def _incremental_map(facts: StreamFacts, sectors: np.ndarray, device: np.ndarray
 def _extent_map(sectors: np.ndarray, disk: np.ndarray) -> ExtentTable:
     """Extents of these sizes tiling the logical space in order, each on its disk, back to back there in logical
     order (sim.allocation.to_extent_map's placement), held as arrays (1.3 M extents at 100 M requests on 40 disks)."""
-    lstart = np.concatenate([[0], np.cumsum(sectors)[:-1]]).astype(np.int64)
     pstart = np.zeros(len(sectors), dtype=np.int64)
     for d in np.unique(disk):
         on = np.flatnonzero(disk == d)
         pstart[on] = np.cumsum(sectors[on]) - sectors[on]
-    return ExtentTable(lstart, sectors, disk, pstart)
+    return ExtentTable.tiling(sectors, disk, pstart)
 
 
 def _extent_heat(work: _Workload, dev_base: np.ndarray, sectors: np.ndarray, fraction: float,
@@ -702,12 +699,8 @@ def _alis_chunks(source: Callable[[bool], Iterator[Requests]], facts: StreamFact
                  rng: np.random.Generator) -> Simulation:
     """A streamed ALIS run: planned in two passes over the chunks (sim.alis.policy.prepare_chunks), each chunk
     redirected as the run loads it, with a layout mapping its own pieces (Simulation's chunk_layout)."""
-    assert isinstance(cfg.policy, AlisPolicy)
-    params = cfg.policy.params
-    if cfg.sim.speedup != 1.0:
-        params = replace(params, interval_s=params.interval_s / cfg.sim.speedup)
     try:
-        setup = prepare_alis_chunks(lambda: source(False), facts, params, sector_size=cfg.spec.sector_size,
+        setup = prepare_alis_chunks(lambda: source(False), facts, _alis_params(cfg), sector_size=cfg.spec.sector_size,
                                     device_sectors=cfg.device_sectors,
                                     concatenated=isinstance(cfg.layout, Concatenated),
                                     capacity_sectors=cfg.spec.capacity_sectors)
@@ -727,6 +720,13 @@ def _alis_chunks(source: Callable[[bool], Iterator[Requests]], facts: StreamFact
     return Simulation(cfg.spec, DiskArray(max(n_disks, setup.stream.n_disks), current[0], cfg.scheduler), first,
                       replace(cfg.sim, speedup=1.0), rng, device_sectors=setup.device_sectors, more=rest,
                       facts=run_facts, chunk_layout=lambda: current[0])
+
+
+def _alis_params(cfg: ScenarioConfig) -> AlisParams:
+    """The scenario's ALIS parameters on the simulated clock (the interval divided by the speed-up)."""
+    assert isinstance(cfg.policy, AlisPolicy)
+    params = cfg.policy.params
+    return params if cfg.sim.speedup == 1.0 else replace(params, interval_s=params.interval_s / cfg.sim.speedup)
 
 
 def _gathered(chunks: Chunks, facts: StreamFacts) -> Requests:
@@ -796,9 +796,8 @@ def _run(sim: Simulation, devices: tuple[str, ...], trace_id: str | None, cfg: S
     """The built run to its end, its policy acting; its ScenarioOutput (per_traced: the row's figures per traced
     request, given whether the run saturated)."""
     moves = moves_table(())
-    lay = sim.array.layout
-    if isinstance(cfg.policy, CoolingPolicy) and isinstance(lay, ExtentMap | ExtentTable):
-        n_units = len(lay.extents) if isinstance(lay, ExtentMap) else len(lay)
+    if isinstance(cfg.policy, CoolingPolicy) and isinstance(sim.array.layout, ExtentMap | ExtentTable):
+        n_units = len(sim.layout.ext_lstart)
         cooling = DiskCooling(cfg.policy.config,
                               unit_file=np.arange(n_units, dtype=np.int64) if cfg.policy.files == "extent" else None)
         run_with_policy(sim, cooling)
