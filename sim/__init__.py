@@ -59,6 +59,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ALIS_THRESHOLD": ("alis.runs", "THRESHOLD"), "ALIS_THRESHOLD_COMBINED": ("alis.runs", "THRESHOLD_COMBINED"),
     "ALIS_REL_TOLERANCE": ("alis.runs", "REL_TOLERANCE"), "discover_run_arrays": ("alis.runs", "discover_run_arrays"),
     "discover_runs": ("alis.runs", "discover_runs"),
+    "ExtentSet": ("alis.units", "ExtentSet"), "distinct_extents": ("alis.units", "distinct_extents"),
+    "extent_packing": ("alis.units", "packing"), "packed_extents": ("alis.units", "packed"),
     "ALIS_LAYOUTS": ("alis.layout", "LAYOUTS"), "ALIS_MODES": ("alis.layout", "MODES"),
     "check_alis_plan": ("alis.layout", "check_plan"), "plan_area": ("alis.layout", "plan_area"),
     "WindowPlan": ("alis.plan", "WindowPlan"), "plan_schedule": ("alis.plan", "plan_schedule"),

@@ -52,7 +52,15 @@ from blockheat.schemas import access_graph, alis_graphs, alis_runs, reorg_units
 from blockheat.sim import ALIS_EDGE_BYTES as EDGE_BYTES
 from blockheat.sim import ALIS_PRUNE_SHARE as PRUNE_SHARE
 from blockheat.sim import ALIS_VERTEX_BYTES as VERTEX_BYTES
-from blockheat.sim import count_pairs, discover_run_arrays, merge_counts, prune_arrays
+from blockheat.sim import (
+    ExtentSet,
+    count_pairs,
+    discover_run_arrays,
+    extent_packing,
+    merge_counts,
+    packed_extents,
+    prune_arrays,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -106,26 +114,12 @@ def _idiv(values: np.ndarray, divisor: int) -> np.ndarray:
     return np.where(values < 0, -out, out)
 
 
-def _packing(offsets: np.ndarray, sizes: np.ndarray) -> int | None:
-    """The shift that packs each (offset, size) into one int64 ordered as the pairs, offset << shift | size (None:
-    they do not fit, or one is negative)."""
-    if not len(offsets) or offsets.min() < 0 or sizes.min() < 0:
-        return None
-    shift = int(sizes.max()).bit_length()
-    return shift if int(offsets.max()).bit_length() + shift <= 62 else None
-
-
-def _packed(offsets: np.ndarray, sizes: np.ndarray, shift: int) -> np.ndarray:
-    """Each (offset, size) as one int64, offset << shift | size (shift from _packing)."""
-    return (offsets << shift) | sizes
-
-
 def _unit_keys(offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """int64 keys ordered as (offset_bytes, size_bytes): both packed in one integer when they fit, else the
     dense rank of the pair."""
-    shift = _packing(offsets, sizes)
+    shift = extent_packing(offsets, sizes)
     if shift is not None:
-        return _packed(offsets, sizes, shift)
+        return packed_extents(offsets, sizes, shift)
     order = np.lexsort((sizes, offsets))
     new = np.ones(len(order), bool)
     new[1:] = (offsets[order][1:] != offsets[order][:-1]) | (sizes[order][1:] != sizes[order][:-1])
@@ -240,57 +234,16 @@ def _is_read(part: pa.Table) -> np.ndarray:
     return pc.equal(op, "R").to_numpy(zero_copy_only=False)
 
 
-def distinct_extents(offsets: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct (offset, size) pairs, in (offset, size) order."""
-    shift = _packing(offsets, sizes)
-    if shift is not None:                               # one sort of int64 keys (np.unique's hashing is slower)
-        keys, _, _ = _bounds(np.sort(_packed(offsets, sizes, shift)))
-        return keys >> shift, keys & ((1 << shift) - 1)
-    order = np.lexsort((sizes, offsets))
-    o, s = offsets[order], sizes[order]
-    new = np.r_[True, (o[1:] != o[:-1]) | (s[1:] != s[:-1])] if len(o) else np.zeros(0, bool)
-    return o[new], s[new]
-
-
-class ExtentSet:
-    """The distinct extents of requests added part by part, in (offset, size) order: each part's distinct ones are
-    merged in when those waiting outnumber the ones held (memory: at most twice the distinct extents and a part;
-    time: each extent is sorted about log2(parts) times, not once per part)."""
-
-    def __init__(self) -> None:
-        self.offsets, self.sizes = np.zeros(0, np.int64), np.zeros(0, np.int64)
-        self._waiting: list[tuple[np.ndarray, np.ndarray]] = []
-        self._rows = 0
-
-    def add(self, offsets: np.ndarray, sizes: np.ndarray) -> None:
-        o, s = distinct_extents(offsets, sizes)
-        self._waiting.append((o, s))
-        self._rows += len(o)
-        if self._rows > len(self.offsets):
-            self._merge()
-
-    def _merge(self) -> None:
-        if self._waiting:
-            self.offsets, self.sizes = distinct_extents(np.concatenate([self.offsets, *(o for o, _ in self._waiting)]),
-                                                        np.concatenate([self.sizes, *(s for _, s in self._waiting)]))
-        self._waiting, self._rows = [], 0
-
-    def extents(self) -> tuple[np.ndarray, np.ndarray]:
-        """(offsets, sizes) of every extent added, distinct, in (offset, size) order."""
-        self._merge()
-        return self.offsets, self.sizes
-
-
 class UnitIndex:
     """The unit id of an extent (offset_bytes, size_bytes) among a units table's (-1: no unit)."""
 
     def __init__(self, units: pa.Table | None) -> None:
         cols = ("unit_id", "offset_bytes", "size_bytes")
         ids, off, size = ([np.zeros(0, np.int64)] * 3 if units is None else _ints(units, *cols))
-        self.shift = _packing(off, size)
+        self.shift = extent_packing(off, size)
         if self.shift is not None:                      # one int64 key per extent: one search per request
             self.top = (int(off.max()), int(size.max()))
-            keys = _packed(off, size, self.shift)
+            keys = packed_extents(off, size, self.shift)
         else:                                           # the ranks of offset and size, packed
             self.offsets, self.sizes = np.unique(off), np.unique(size)
             keys = (np.searchsorted(self.offsets, off) << 32) | np.searchsorted(self.sizes, size)
@@ -302,7 +255,7 @@ class UnitIndex:
             return np.full(len(offsets), -1, np.int64)
         if self.shift is not None:
             found = (offsets >= 0) & (offsets <= self.top[0]) & (sizes >= 0) & (sizes <= self.top[1])
-            keys = np.where(found, _packed(offsets, sizes, self.shift), 0)
+            keys = np.where(found, packed_extents(offsets, sizes, self.shift), 0)
         else:
             ro, rs = np.searchsorted(self.offsets, offsets), np.searchsorted(self.sizes, sizes)
             found = ((self.offsets[np.minimum(ro, len(self.offsets) - 1)] == offsets)

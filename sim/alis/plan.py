@@ -35,6 +35,7 @@ import pyarrow as pa
 from blockheat.sim.alis.graph import count_pairs, merge_counts, prune_arrays
 from blockheat.sim.alis.layout import plan_area
 from blockheat.sim.alis.runs import discover_runs
+from blockheat.sim.alis.units import ExtentSet, packed, packing
 from blockheat.sim.redirect import REGION_HEAT, REGION_RUN, Directory, Reorganization, Volume, device_mapping
 from blockheat.sim.workloads import from_arrow
 
@@ -157,11 +158,13 @@ class UnitExtents:
 
     def ids(self, home: np.ndarray, sectors: np.ndarray) -> np.ndarray:
         """The unit id of each (home sector, sectors) given (each must be a unit)."""
-        scale = int(self.sectors.max(initial=0)) + 1
-        if len(self.home_sector) and int(self.home_sector[-1]) >= (1 << 62) // scale:
+        shift = packing(self.home_sector, self.sectors)
+        if shift is None:
+            if not len(self.home_sector):
+                return np.zeros(len(home), np.int64)
             raise ValueError(f"volume sector {int(self.home_sector[-1])} too large to number units")
-        keys = self.home_sector * scale + self.sectors
-        return np.searchsorted(keys, home * scale + sectors).astype(np.int64)
+        keys = packed(self.home_sector, self.sectors, shift)
+        return np.searchsorted(keys, packed(home, sectors, shift)).astype(np.int64)
 
 
 def _volume_columns(requests: Requests, device_volume: np.ndarray, device_offset: np.ndarray
@@ -174,25 +177,16 @@ def _volume_columns(requests: Requests, device_volume: np.ndarray, device_offset
 def unit_extents(chunks: Iterable[Requests], n_volumes: int, *, device_volume: np.ndarray,
                  device_offset: np.ndarray) -> list[UnitExtents]:
     """Each volume's units over requests given in chunks (one pass; memory follows the units)."""
-    home = [np.zeros(0, np.int64) for _ in range(n_volumes)]
-    size = [np.zeros(0, np.int64) for _ in range(n_volumes)]
+    sets = [ExtentSet() for _ in range(n_volumes)]
     for chunk in chunks:
         vol, a, n = _volume_columns(chunk, device_volume, device_offset)
-        order = np.lexsort((n, a, vol))
-        vol, a, n = vol[order], a[order], n[order]
-        bounds = np.searchsorted(vol, np.arange(n_volumes + 1))
-        for v in range(n_volumes):
-            lo, hi = bounds[v], bounds[v + 1]
-            if hi > lo:
-                home[v], size[v] = _distinct(np.concatenate([home[v], a[lo:hi]]), np.concatenate([size[v], n[lo:hi]]))
-    return [UnitExtents(h, n) for h, n in zip(home, size, strict=True)]
-
-
-def _distinct(a: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    order = np.lexsort((n, a))
-    a, n = a[order], n[order]
-    new = np.concatenate([[True], (a[1:] != a[:-1]) | (n[1:] != n[:-1])])
-    return a[new], n[new]
+        order = np.argsort(vol, kind="stable")
+        bounds = np.searchsorted(vol[order], np.arange(n_volumes + 1))
+        for v, units in enumerate(sets):
+            mine = order[bounds[v]:bounds[v + 1]]
+            if len(mine):
+                units.add(a[mine], n[mine])
+    return [UnitExtents(*units.extents()) for units in sets]
 
 
 def _wanted(final: int, lookahead: bool, last: int | None) -> list[int]:
