@@ -6,9 +6,11 @@ of two sizes, and ingest + extent heat on a 2-worker standalone cluster against 
 
 Pipeline: the Spark stages of dags/nightly_trace_analysis.py for a newly landed trace, trace day 0, each as
 its own process with the arguments libs.nightly.stage_args gives them (as the DAG's spark-submits do, JVM
-start included), in DAG order up to policy_scores (the scorecard); reorg_plan is left out. Master local[2].
-Per size: seconds per stage and in all, and the peak resident memory of a stage's process tree (Python driver,
-its JVM, Python workers). Goals: the larger size within 30 minutes, and its cost at most 1.1x per 1x more
+start included), up to policy_scores (the scorecard); reorg_plan is left out. Master local[2]. The stages run
+as the DAG runs them: two at a time (its max_active_tasks), each when its upstream stages are done, the longest
+chains first (dags/stage_order.py); --one-at-a-time runs them one after another. Per size: seconds per stage,
+the stages summed and the run's time, and the peak resident memory (Python drivers, their JVMs, Python workers)
+of the stages running at one time. Goals: the larger size within 30 minutes, and its cost at most 1.1x per 1x more
 requests (11x for 10x).
 
 Cluster: infra/spark/local-cluster.sh starts 2 workers (1 core each), ingest and extent heat run against it
@@ -58,7 +60,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -149,22 +151,94 @@ class StageRun:
     peak_rss_bytes: int
 
 
+class _StageProcess:
+    """One stage's commands (its argvs, one after another) as `python -m blockheat.jobs.<stage>` processes, polled
+    by the caller: the seconds from the first start to the last exit and the largest resident size of a process
+    tree; fails loudly."""
+
+    def __init__(self, stage: str, argvs: Sequence[Sequence[str]], env: dict[str, str], logfile: Path) -> None:
+        self.stage, self.env, self.logfile = stage, env, logfile
+        self.pending = [list(a) for a in argvs]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started = time.perf_counter()
+        self.peak = 0
+        self.result: StageRun | None = None
+        self._next()
+
+    def _next(self) -> None:
+        argv = self.pending.pop(0)
+        with self.logfile.open("a") as out:
+            out.write(f"\n=== {self.stage} {' '.join(argv)}\n")
+            out.flush()
+            self.proc = subprocess.Popen([sys.executable, "-m", f"blockheat.jobs.{self.stage}", *argv], env=self.env,
+                                         cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+
+    def poll(self) -> int:
+        """The process tree's resident bytes now (0 once done); sets `result` when the last command has exited."""
+        assert self.proc is not None
+        code = self.proc.poll()
+        if code is None:
+            rss = tree_rss_bytes(self.proc.pid)
+            self.peak = max(self.peak, rss)
+            return rss
+        if code != 0:
+            raise RuntimeError(f"stage {self.stage} failed (exit {code}); see {self.logfile}")
+        if self.pending:
+            self._next()
+        elif self.result is None:
+            self.result = StageRun(self.stage, time.perf_counter() - self.started, self.peak)
+        return 0
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
 def run_stage(stage: str, argv: Sequence[str], env: dict[str, str], logfile: Path) -> StageRun:
     """`python -m blockheat.jobs.<stage> ARGV`, sampling the process tree's memory every 0.2 s; fails loudly."""
+    run = _StageProcess(stage, [argv], env, logfile)
+    try:
+        while run.poll() or run.result is None:
+            time.sleep(0.2)
+    finally:
+        run.kill()
+    return run.result
+
+
+def run_stages(commands: Sequence[tuple[str, Sequence[str]]], env: dict[str, str], logfile: Callable[[str], Path],
+               slots: int) -> tuple[list[StageRun], float, int]:
+    """The stages' commands as the nightly DAG runs them (dags/stage_order.py): at most `slots` stages at once, each
+    when its upstream stages (among these) have finished, the most urgent first. Returns each stage's run (in the
+    commands' order), the seconds from the first start to the last exit, and the largest resident size of the
+    running stages' process trees together. logfile(stage): where a stage's output goes."""
+    from blockheat.dags.stage_order import next_stages
+
+    argvs: dict[str, list[Sequence[str]]] = {}
+    for stage, argv in commands:
+        argvs.setdefault(stage, []).append(argv)
+    order = tuple(argvs)
+    running: dict[str, _StageProcess] = {}
+    done: dict[str, StageRun] = {}
     peak = 0
     started = time.perf_counter()
-    with logfile.open("a") as out:
-        out.write(f"\n=== {stage} {' '.join(argv)}\n")
-        out.flush()
-        proc = subprocess.Popen([sys.executable, "-m", f"blockheat.jobs.{stage}", *argv], env=env, cwd=REPO, stdout=out,
-                                stderr=subprocess.STDOUT)
-        while proc.poll() is None:
-            peak = max(peak, tree_rss_bytes(proc.pid))
+    try:
+        while len(done) < len(order):
+            for stage in next_stages(set(done), set(running) | set(done), order)[:max(0, slots - len(running))]:
+                running[stage] = _StageProcess(stage, argvs[stage], env, logfile(stage))
+            now = 0
+            for stage, run in list(running.items()):
+                now += run.poll()
+                if run.result is not None:
+                    done[stage] = run.result
+                    del running[stage]
+                    log.info("%s %.1f s, peak %.2f GiB", stage, run.result.seconds, run.result.peak_rss_bytes / 2**30)
+            peak = max(peak, now)
             time.sleep(0.2)
-    seconds = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise RuntimeError(f"stage {stage} failed (exit {proc.returncode}); see {logfile}")
-    return StageRun(stage, seconds, peak)
+    finally:
+        for run in running.values():
+            run.kill()
+    return [done[s] for s in order], time.perf_counter() - started, peak
 
 
 @dataclass
@@ -172,14 +246,23 @@ class PipelineRun:
     requests: int
     disks: int = 4
     stages: list[StageRun] = field(default_factory=list)
+    wall_s: float = 0.0           # the first stage's start to the last one's exit
+    together_bytes: int = 0       # the largest resident size of the stages running at one time
+    slots: int = 1
 
     @property
     def seconds(self) -> float:
+        """The run's time: its stages as scheduled (one at a time: their sum)."""
+        return self.wall_s
+
+    @property
+    def stage_seconds(self) -> float:
+        """The stages' times summed (what running them one at a time takes, without contention)."""
         return sum(s.seconds for s in self.stages)
 
     @property
     def peak_rss_bytes(self) -> int:
-        return max(s.peak_rss_bytes for s in self.stages)
+        return max([self.together_bytes, *(s.peak_rss_bytes for s in self.stages)])
 
 
 def stage_env(warehouse: Path, master: str, spark_conf: Mapping[str, str]) -> dict[str, str]:
@@ -193,9 +276,10 @@ def stage_env(warehouse: Path, master: str, spark_conf: Mapping[str, str]) -> di
 
 
 def pipeline(work: Path, n: int, spark_conf: Mapping[str, str], only: Sequence[str] | None = None,
-             disks: int = 4) -> PipelineRun:
-    """The pipeline's stages on an n-request trace; only: just these stages, on the warehouse an earlier run in
-    the same work directory kept (it is kept then, for the next call)."""
+             disks: int = 4, slots: int = 1) -> PipelineRun:
+    """The pipeline's stages on an n-request trace, at most `slots` at once in the DAG's order (run_stages); only:
+    just these stages, on the warehouse an earlier run in the same work directory kept (it is kept then, for the
+    next call)."""
     from blockheat.libs.nightly import STAGES
 
     stages = [s for s in STAGES[: STAGES.index(PIPELINE_END) + 1] if only is None or s in only]
@@ -205,11 +289,10 @@ def pipeline(work: Path, n: int, spark_conf: Mapping[str, str], only: Sequence[s
     if only is None:
         shutil.rmtree(warehouse, ignore_errors=True)    # a --stages run's kept tables: the trace would not ingest
     env = stage_env(warehouse, "local[2]", spark_conf)
-    result = PipelineRun(n, disks)
-    for stage, argv in stage_commands(landing, warehouse, stages):
-        result.stages.append(run_stage(stage, argv, env, work / f"{trace_id}.log"))
-        log.info("%s requests: %s %.1f s, peak %.2f GiB", f"{n:,}", stage, result.stages[-1].seconds,
-                 result.stages[-1].peak_rss_bytes / 2**30)
+    log.info("%s requests on %d disks: %d stage(s), %d at a time", f"{n:,}", disks, len(stages), slots)
+    runs, wall_s, together = run_stages(stage_commands(landing, warehouse, stages), env,
+                                        lambda stage: work / f"{trace_id}.{stage}.log", slots)
+    result = PipelineRun(n, disks, runs, wall_s, together, slots)
     if only is None:
         shutil.rmtree(warehouse, ignore_errors=True)
     return result
@@ -390,7 +473,8 @@ def write_pipeline_table(out: TextIO, runs: Sequence[PipelineRun]) -> None:
               + "---|" * len(runs) + "\n")
     for i, stage in enumerate(s.stage for s in runs[0].stages):
         out.write(f"| {stage} | " + " | ".join(f"{r.stages[i].seconds:.1f}" for r in runs) + " |\n")
-    out.write("| **total** | " + " | ".join(f"**{r.seconds:.1f}**" for r in runs) + " |\n")
+    out.write("| stages summed | " + " | ".join(f"{r.stage_seconds:.1f}" for r in runs) + " |\n")
+    out.write(f"| **total, {runs[0].slots} at a time** | " + " | ".join(f"**{r.seconds:.1f}**" for r in runs) + " |\n")
     out.write("| peak memory (GiB) | " + " | ".join(f"{r.peak_rss_bytes / 2**30:.2f}" for r in runs) + " |\n")
 
 
@@ -413,6 +497,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pin-workers", action="store_true",
                         help="cluster: each worker on a CPU of its own (local-cluster.sh --pin), as 1-core machines")
     parser.add_argument("--cluster-only", action="store_true", help="only the 2- vs 1-worker comparison")
+    parser.add_argument("--one-at-a-time", action="store_true",
+                        help="pipeline stages one after another instead of as many at once as the DAG runs")
     parser.add_argument("--one-device", action="store_true",
                         help="each size on one disk, against the same size on 4 disks per 10 M requests")
     parser.add_argument("--growth-nights", type=int, default=0, metavar="N",
@@ -431,6 +517,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     spark_conf = {"spark.executor.memory": args.executor_memory, "spark.ui.showConsoleProgress": "false"}
+    from blockheat.dags.stage_order import MAX_ACTIVE_TASKS
+
+    slots = 1 if args.one_at_a_time else MAX_ACTIVE_TASKS
     if args.growth_nights:
         with _Load() as load:
             nights = growth(work, args.growth_nights, round(args.growth_millions * 1e6), spark_conf)
@@ -443,11 +532,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     with _Load() as load:
         if args.one_device:
-            runs = [r for n in sizes for r in (pipeline(work, n, spark_conf, only, disks_for(n, True)),
-                                               pipeline(work, n, spark_conf, only, 1))]
+            runs = [r for n in sizes for r in (pipeline(work, n, spark_conf, only, disks_for(n, True), slots),
+                                               pipeline(work, n, spark_conf, only, 1, slots))]
         else:
             runs = [] if args.cluster_only else \
-                [pipeline(work, n, spark_conf, only, disks_for(n, args.scale_disks)) for n in sizes]
+                [pipeline(work, n, spark_conf, only, disks_for(n, args.scale_disks), slots) for n in sizes]
         cluster: dict[int, float] = {}
         rounds: list[dict[int, float]] = []
         if args.cluster_millions > 0:
@@ -485,8 +574,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.write(f"load average (1 min) during the run: {min(load.samples):.1f}-{max(load.samples):.1f}\n")
     if args.json:
         args.json.write_text(json.dumps({
-            "pipeline": [{"requests": r.requests, "disks": r.disks, "seconds": r.seconds,
-                          "peak_rss_bytes": r.peak_rss_bytes, "stages": [vars(s) for s in r.stages]} for r in runs],
+            "pipeline": [{"requests": r.requests, "disks": r.disks, "seconds": r.seconds, "slots": r.slots,
+                          "stage_seconds": r.stage_seconds, "peak_rss_bytes": r.peak_rss_bytes,
+                          "stages": [vars(s) for s in r.stages]} for r in runs],
             "cluster_seconds": cluster, "cluster_rounds": rounds if cluster else [], "load": load.samples}, indent=1))
     if args.workdir is None:
         shutil.rmtree(work, ignore_errors=True)

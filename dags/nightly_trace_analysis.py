@@ -32,6 +32,7 @@ from airflow.sdk import CronDataIntervalTimetable, TriggerRule, task
 from airflow.sdk import dag as dag_of
 
 from blockheat import jobs
+from blockheat.dags.stage_order import MAX_ACTIVE_TASKS, PRIORITY, UPSTREAM
 
 #: The installed job files the Spark stages submit (blockheat/jobs/<stage>.py of this environment).
 JOBS = Path(jobs.__file__).resolve().parent
@@ -52,6 +53,7 @@ def spark_stage(stage: str, planned: Any) -> Any:
     kwargs = stage_kwargs.override(task_id=f"{stage}_args")(planned, stage)
     return SparkSubmitOperator.partial(
         task_id=stage, application=str(JOBS / f"{stage}.py"), conn_id=SPARK_CONN, depends_on_past=stage in CHAINED,
+        priority_weight=PRIORITY[stage], weight_rule="absolute",
     ).expand_kwargs(kwargs)
 
 
@@ -61,7 +63,7 @@ def spark_stage(stage: str, planned: Any) -> Any:
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,          # days run in order: the aged chains need the day before
-    max_active_tasks=2,         # Spark jobs share the machine (local mode) or the cluster
+    max_active_tasks=MAX_ACTIVE_TASKS,  # Spark jobs share the machine (local mode) or the cluster
     default_args={"retries": 1, "retry_delay": dt.timedelta(minutes=10)},
     doc_md=__doc__,
     tags=["blockheat"],
@@ -137,24 +139,14 @@ def nightly_trace_analysis() -> None:
                 "orphans": {r.where: {"files": r.files, "bytes": r.bytes} for r in swept if r.files}}
 
     planned = plan()
-    ingest = spark_stage("ingest_trace", planned)
+    stages = {s: spark_stage(s, planned) for s in UPSTREAM}
     recorded = record_ingest(planned)
-    ingest >> recorded
-
-    heat = [spark_stage(s, planned) for s in ("extent_heat", "heat_tracking", "trace_profile")]
-    report = spark_stage("heat_report", planned)
-    aged = spark_stage("aged_heat", planned)
-    graph = spark_stage("alis_graph", planned)
-    layout = spark_stage("alis_layout", planned)
-    scores = spark_stage("policy_scores", planned)
-    plans = spark_stage("reorg_plan", planned)
+    stages["ingest_trace"] >> recorded
+    for stage, upstream in UPSTREAM.items():
+        for u in upstream:
+            (recorded if u == "ingest_trace" else stages[u]) >> stages[stage]
     done = summary(planned)
-
-    recorded >> [*heat, aged, graph, scores]
-    heat >> report
-    graph >> layout
-    scores >> plans
-    [report, aged, layout, plans] >> done
+    [stages[s] for s in UPSTREAM if s != "ingest_trace" and not any(s in u for u in UPSTREAM.values())] >> done
     done >> vacuum(planned)
 
 

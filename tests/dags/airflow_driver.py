@@ -35,11 +35,12 @@ def inspect() -> dict[str, Any]:
     if dag is not None:
         out["tasks"] = {t.task_id: {"downstream": sorted(t.downstream_task_ids), "depends_on_past": t.depends_on_past,
                                     "trigger_rule": str(t.trigger_rule), "type": type(t).__name__,
-                                    "application": getattr(t, "partial_kwargs", {}).get("application")}
+                                    "application": getattr(t, "partial_kwargs", {}).get("application"),
+                                    "priority_weight": t.priority_weight, "weight_rule": str(t.weight_rule)}
                         for t in dag.tasks}
         out["schedule"] = {"timetable": type(dag.timetable).__name__, "cron": dag.timetable.expression,
                            "timezone": str(dag.timetable.timezone), "catchup": dag.catchup,
-                           "max_active_runs": dag.max_active_runs}
+                           "max_active_runs": dag.max_active_runs, "max_active_tasks": dag.max_active_tasks}
     return out
 
 
