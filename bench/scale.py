@@ -7,8 +7,8 @@ of two sizes, and ingest + extent heat on a 2-worker standalone cluster against 
 Pipeline: the Spark stages of dags/nightly_trace_analysis.py for a newly landed trace, trace day 0, each as
 its own process with the arguments libs.nightly.stage_args gives them (as the DAG's spark-submits do, JVM
 start included), up to policy_scores (the scorecard); reorg_plan is left out. Master local[2]. The stages run
-as the DAG runs them: two at a time (its max_active_tasks), each when its upstream stages are done, the longest
-chains first (dags/stage_order.py); --one-at-a-time runs them one after another. Per size: seconds per stage,
+as the DAG runs them (dags/stage_order.py): as many at once as its max_active_tasks (one), each when its upstream
+stages are done, the longest chains first; --slots N runs up to N at once. Per size: seconds per stage,
 the stages summed and the run's time, and the peak resident memory (Python drivers, their JVMs, Python workers)
 of the stages running at one time. Goals: the larger size within 30 minutes, and its cost at most 1.1x per 1x more
 requests (11x for 10x).
@@ -497,8 +497,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pin-workers", action="store_true",
                         help="cluster: each worker on a CPU of its own (local-cluster.sh --pin), as 1-core machines")
     parser.add_argument("--cluster-only", action="store_true", help="only the 2- vs 1-worker comparison")
-    parser.add_argument("--one-at-a-time", action="store_true",
-                        help="pipeline stages one after another instead of as many at once as the DAG runs")
+    parser.add_argument("--slots", type=int, metavar="N",
+                        help="pipeline stages at once (default: the DAG's max_active_tasks)")
     parser.add_argument("--one-device", action="store_true",
                         help="each size on one disk, against the same size on 4 disks per 10 M requests")
     parser.add_argument("--growth-nights", type=int, default=0, metavar="N",
@@ -519,7 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark_conf = {"spark.executor.memory": args.executor_memory, "spark.ui.showConsoleProgress": "false"}
     from blockheat.dags.stage_order import MAX_ACTIVE_TASKS
 
-    slots = 1 if args.one_at_a_time else MAX_ACTIVE_TASKS
+    slots = args.slots or MAX_ACTIVE_TASKS
     if args.growth_nights:
         with _Load() as load:
             nights = growth(work, args.growth_nights, round(args.growth_millions * 1e6), spark_conf)

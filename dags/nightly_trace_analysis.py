@@ -63,7 +63,7 @@ def spark_stage(stage: str, planned: Any) -> Any:
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,          # days run in order: the aged chains need the day before
-    max_active_tasks=MAX_ACTIVE_TASKS,  # Spark jobs share the machine (local mode) or the cluster
+    max_active_tasks=MAX_ACTIVE_TASKS,  # one Spark stage at a time (dags/stage_order.py)
     default_args={"retries": 1, "retry_delay": dt.timedelta(minutes=10)},
     doc_md=__doc__,
     tags=["blockheat"],

@@ -3,10 +3,12 @@ the DAG wires its tasks from it and bench/scale.py runs the stages the same way.
 
 - UPSTREAM: each stage's upstream stages (ingest_trace's downstream stages wait for the ingest to be recorded).
 - PRIORITY: which ready stage starts first when the run's task slots are full (Airflow's priority_weight, absolute):
-  the longest chains first, so that a long stage started last does not hold the run's end (list scheduling,
-  longest first; on the 100 M-request scale trace the scorecard is about 40 % of the stages' time and the ALIS
-  graph and layout a quarter).
-- MAX_ACTIVE_TASKS: tasks of one run at once: the Spark jobs share the machine (local mode) or the cluster.
+  the longest chains first, so that with more than one slot a long stage started last does not hold the run's end
+  (list scheduling, longest first; on the 100 M-request scale trace the scorecard is about 40 % of the stages' time
+  and the ALIS graph and layout a quarter).
+- MAX_ACTIVE_TASKS: tasks of one run at once. One: every stage uses all the cores it is given (local mode's, or
+  the cluster's executors), so a second stage beside it only competes for them; the 100 M-request scale trace's
+  stages took 740 s two at a time against about 665 s one after another on 2 cores (bench/scale.py --slots).
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ _BY_PRIORITY = ("ingest_trace", "policy_scores", "reorg_plan", "alis_graph", "al
                 "heat_tracking", "extent_heat", "heat_report", "aged_heat")
 PRIORITY: dict[str, int] = {s: len(_BY_PRIORITY) - i for i, s in enumerate(_BY_PRIORITY)}
 
-MAX_ACTIVE_TASKS = 2
+MAX_ACTIVE_TASKS = 1
 
 
 def next_stages(finished: set[str] | frozenset[str], started: set[str] | frozenset[str],

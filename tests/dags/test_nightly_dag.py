@@ -128,13 +128,13 @@ def test_dag_imports_cleanly_with_the_expected_tasks(quiet_runs, repo_root):
     assert {t: v["application"] for t, v in tasks.items() if t in SPARK_STAGES} == {
         s: str(repo_root / "jobs" / f"{s}.py") for s in SPARK_STAGES}
     assert all(tasks[s]["type"] == "MappedOperator" for s in SPARK_STAGES)
-    # Two Spark jobs at once, the longest chains first: the scorecard, then the ALIS graph and layout.
+    # One Spark job at a time; were there more slots, the longest chains first: the scorecard, the ALIS graph.
     by_priority = sorted(SPARK_STAGES, key=lambda s: -tasks[s]["priority_weight"])
     assert by_priority[:5] == ["ingest_trace", "policy_scores", "reorg_plan", "alis_graph", "alis_layout"]
     assert len({tasks[s]["priority_weight"] for s in SPARK_STAGES}) == len(SPARK_STAGES)
     assert {tasks[s]["weight_rule"] for s in SPARK_STAGES} == {"absolute"}
     assert found["schedule"] == {"timetable": "CronDataIntervalTimetable", "cron": "0 0 * * *", "timezone": "UTC",
-                                 "catchup": False, "max_active_runs": 1, "max_active_tasks": 2}
+                                 "catchup": False, "max_active_runs": 1, "max_active_tasks": 1}
 
 
 def test_a_run_without_the_spark_connection_fails_in_plan(quiet_runs):
