@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
+from numba import njit
 
 from blockheat.sim import _kernel as K
 from blockheat.sim.records import FLAG_BACKGROUND, FLAG_READ
@@ -206,17 +207,15 @@ class ResponseTally:
     def add(self, resp: np.ndarray, flags: np.ndarray) -> None:
         """The next requests' responses (NaN: not answered) and flags."""
         self.through += len(resp)
-        answered = ~np.isnan(resp) & ((flags & FLAG_BACKGROUND) == 0)
-        read = (flags & FLAG_READ) != 0
-        for c, mask in enumerate((answered & read, answered & ~read)):
-            x = np.ascontiguousarray(resp[mask], dtype=self.dtype)
-            if not len(x):
-                continue
-            bits = x.view(self._bits)
-            self._counts[c] += np.bincount(_top16(bits), minlength=1 << 16)
-            self._sums[c] += float(np.sum(x, dtype=np.float64))
-            self._max[c] = max(self._max[c], int(bits.max()))
-            bits.tofile(self._files[c])
+        values = np.empty((2, len(resp)), self.dtype)
+        bits = values.view(self._bits)
+        counted = _classify(np.ascontiguousarray(resp, dtype=np.float64), np.ascontiguousarray(flags, dtype=np.int8),
+                            values, bits, self._counts, self._bits.itemsize * 8 - 16)
+        for c, n in enumerate(counted.tolist()):
+            if n:
+                self._sums[c] += float(np.sum(values[c, :n], dtype=np.float64))
+                self._max[c] = max(self._max[c], int(bits[c, :n].max()))
+                bits[c, :n].tofile(self._files[c])
 
     def count(self, classes: tuple[int, ...]) -> int:
         """The answered responses of the classes (0: reads, 1: writes)."""
@@ -244,6 +243,25 @@ class ResponseTally:
 
     def _value(self, bits: int) -> float:
         return float(np.array([bits], self._bits).view(self.dtype)[0])
+
+
+@njit(cache=True, nogil=True)
+def _classify(resp: np.ndarray, flags: np.ndarray, values: np.ndarray, bits: np.ndarray, counts: np.ndarray,
+              shift: int) -> np.ndarray:  # pragma: no cover
+    """One pass over a chunk: each answered foreground response (not NaN, no FLAG_BACKGROUND) appended to its
+    class's row of `values` (0: reads, 1: writes; cast to values' dtype) and counted in `counts` by its top 16 bits
+    (bits: values viewed as unsigned integers, shift: their width - 16). Returns the count per class."""
+    n = np.zeros(2, np.int64)
+    for i in range(resp.shape[0]):
+        r = resp[i]
+        if np.isnan(r) or flags[i] & FLAG_BACKGROUND:
+            continue
+        c = 0 if flags[i] & FLAG_READ else 1
+        k = n[c]
+        values[c, k] = r
+        counts[c, bits[c, k] >> shift] += 1
+        n[c] = k + 1
+    return n
 
 
 def _top16(bits: np.ndarray) -> np.ndarray:
