@@ -56,7 +56,7 @@ from blockheat.sim.spec import DiskSpec, SpecError
 from blockheat.sim.specs import from_geometry, resolve
 from blockheat.sim.stats import RESULT_SCHEMA, ResponseTally, timeseries
 from blockheat.sim.stats import _order_stats as order_stats
-from blockheat.sim.tracker import split_into_units
+from blockheat.sim.tracker import add_unit_blocks
 from blockheat.sim.tracks import (
     IoShaping,
     IoShapingError,
@@ -582,16 +582,13 @@ def _extent_heat(work: _Workload, dev_base: np.ndarray, sectors: np.ndarray, fra
     order) from the requests arriving in the first `fraction` of the span; the window is that part's length
     (1 s when it has none)."""
     lstart = np.concatenate([[0], np.cumsum(sectors)[:-1]]).astype(np.int64)
-    index = extent_index(lstart, np.diff(lstart, append=lstart[-1] + 1))     # split_into_units's own
+    index = extent_index(lstart, np.diff(lstart, append=lstart[-1] + 1))     # add_unit_blocks's own
     f = work.facts
     t_end = f.first_us + fraction * (f.last_us - f.first_us)
     counted = np.zeros(len(sectors))
     for c in work.chunks():
         end = int(np.searchsorted(c.arrival_us, t_end, side="right"))
-        if end:
-            unit, _, blocks = split_into_units(lstart, dev_base, c.arrival_us, c.device, c.lbn, c.sectors, 0, end,
-                                               index=index)
-            counted += np.bincount(unit, weights=blocks, minlength=len(sectors))
+        add_unit_blocks(counted, lstart, dev_base, c.device, c.lbn, c.sectors, 0, end, index=index)
         if end < len(c):
             break
     window_s = (t_end - f.first_us) / 1e6 if t_end > f.first_us else 1.0

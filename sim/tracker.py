@@ -13,7 +13,7 @@ from numba import njit
 
 from blockheat.sim.array import extent_at, extent_index
 
-__all__ = ["InterarrivalTracker", "split_into_units", "unit_heat"]
+__all__ = ["InterarrivalTracker", "add_unit_blocks", "split_into_units", "unit_heat"]
 
 
 @njit(cache=True, nogil=True)
@@ -117,6 +117,41 @@ def split_into_units(lstart: np.ndarray, dev_base: np.ndarray, arrival_us: np.nd
         index = extent_index(lstart, np.diff(lstart, append=lstart[-1] + 1))
     return _split(lstart, index[0], int(index[1]), np.ascontiguousarray(dev_base, dtype=np.int64),
                   arrival_us, device, lbn, sectors, first, stop)
+
+
+def add_unit_blocks(counted: np.ndarray, lstart: np.ndarray, dev_base: np.ndarray, device: np.ndarray,
+                    lbn: np.ndarray, sectors: np.ndarray, first: int = 0, end: int | None = None, *,
+                    index: tuple[np.ndarray, int] | None = None) -> None:
+    """Requests [first, end)'s blocks added to `counted` (float64, one per unit) by the unit holding them: the sum
+    of split_into_units' pieces per unit (np.bincount(unit, weights=blocks)) without making the pieces."""
+    stop = len(lbn) if end is None else end
+    lstart = np.ascontiguousarray(lstart, dtype=np.int64)
+    if len(lstart) == 0 or stop <= first:
+        return
+    if index is None:
+        index = extent_index(lstart, np.diff(lstart, append=lstart[-1] + 1))
+    _add_blocks(counted, lstart, index[0], int(index[1]), np.ascontiguousarray(dev_base, dtype=np.int64), device, lbn,
+                sectors, first, stop)
+
+
+@njit(cache=True, nogil=True)
+def _add_blocks(counted: np.ndarray, lstart: np.ndarray, index: np.ndarray, shift: int, dev_base: np.ndarray,
+                device: np.ndarray, lbn: np.ndarray, sectors: np.ndarray, first: int,
+                end: int) -> None:  # pragma: no cover
+    n_units = lstart.shape[0]
+    u0 = np.empty(end - first, dtype=np.int64)       # first the lookups, independent of each other (as _split)
+    for i in range(first, end):
+        u0[i - first] = extent_at(lstart, index, shift, dev_base[device[i]] + lbn[i])
+    for i in range(first, end):
+        lo = dev_base[device[i]] + lbn[i]
+        hi = lo + sectors[i]
+        u = u0[i - first]
+        while u < n_units and lo < hi:
+            u_end = lstart[u + 1] if u + 1 < n_units else hi
+            piece_end = hi if hi < u_end else u_end
+            counted[u] += piece_end - lo
+            lo = piece_end
+            u += 1
 
 
 class InterarrivalTracker:

@@ -19,6 +19,7 @@ import pyarrow as pa
 from blockheat.sim.alis.graph import count_pairs, prune_arrays
 from blockheat.sim.alis.runs import discover_run_arrays
 from blockheat.sim.scenarios import ScenarioConfig, simulate_scenario
+from blockheat.sim.stats import ResponseTally
 from blockheat.sim.tracker import InterarrivalTracker
 
 DEVICE_SECTORS = 1 << 18          # 128 MiB of 512-byte sectors per device
@@ -74,7 +75,8 @@ def compile_alis() -> int:
 
 def compile_all() -> int:
     """Replays `trace()` under every scenario of SCENARIOS, asks an interarrival tracker (sim.tracker) for its
-    heat and warms ALIS's cores (compile_alis); returns the requests replayed."""
+    heat, fills a streamed run's response tallies (sim.stats) and warms ALIS's cores (compile_alis); returns the
+    requests replayed."""
     table, done = trace(), 0
     for k, extra in enumerate(SCENARIOS):
         cfg = ScenarioConfig.from_dict({"scenario_id": f"warm{k}", "spec": "hp_c2247a", "scheduler": "clook",
@@ -83,6 +85,8 @@ def compile_all() -> int:
     tracker = InterarrivalTracker(n_units=4, k=2)
     tracker.observe(np.array([0, 1, 0]), np.array([0, 10, 20]), np.array([1, 1, 1]))
     tracker.heat(40.0)
+    for dtype in (np.float32, np.float64):          # the response tallies of streamed runs (engine, track-aligned)
+        ResponseTally(dtype).add(np.array([1.0, np.nan, 2.0]), np.array([1, 1, 0], np.int8))
     compile_alis()
     return done
 

@@ -19,7 +19,7 @@ from blockheat.sim.cooling import (
 )
 from blockheat.sim.engine import SimConfig, Simulation, Window, run_with_policy
 from blockheat.sim.records import Requests
-from blockheat.sim.tracker import InterarrivalTracker, split_into_units
+from blockheat.sim.tracker import InterarrivalTracker, add_unit_blocks, split_into_units
 from tests.sim.conftest import toy_spec
 
 ROOM = np.array([1000, 1000, 1000, 1000])
@@ -216,6 +216,28 @@ def test_requests_split_through_the_unit_index_as_sector_by_sector() -> None:
         assert dict(zip(zip(t.astype(int).tolist(), unit.tolist(), strict=True), blocks.astype(int).tolist(),
                         strict=True)) == expect
         assert len(unit) == len(expect)
+
+
+def test_blocks_added_by_unit_are_the_split_pieces_summed() -> None:
+    # Units of very uneven sizes over two devices (the second based at sector 40,000), requests crossing units and
+    # past the last unit's start, some empty: the blocks of requests [first, end) added per unit equal the split
+    # pieces' blocks summed per unit, added onto what the counts held.
+    rng = np.random.default_rng(12)
+    length = rng.choice([1, 2, 7, 64, 900], 300).astype(np.int64)
+    lstart = np.concatenate([[0], np.cumsum(length)[:-1]]).astype(np.int64)
+    n = 400
+    dev_base = np.array([0, 40_000], dtype=np.int64)
+    device = rng.integers(0, 2, n).astype(np.int32)
+    lbn = rng.integers(0, int(lstart[-1]) - 40_000 + 500, n)
+    size = rng.integers(0, 1500, n)
+    for first, end in ((0, n), (37, 301)):
+        unit, _, blocks = split_into_units(lstart, dev_base, np.arange(n, dtype=np.float64), device, lbn, size,
+                                           first, end)
+        counted = np.arange(len(lstart), dtype=np.float64)
+        add_unit_blocks(counted, lstart, dev_base, device, lbn, size, first, end)
+        expect = np.arange(len(lstart)) + np.bincount(unit, weights=blocks, minlength=len(lstart))
+        assert counted.tolist() == expect.tolist()
+        assert counted.sum() - np.arange(len(lstart)).sum() == size[first:end].sum()
 
 
 def test_a_split_of_requests_in_one_unit_each_and_of_empty_ones() -> None:

@@ -25,7 +25,13 @@ def test_every_warm_up_scenario_replays_every_request():
     assert len(warm.SCENARIOS) == 11
     assert warm.trace().num_rows == 2_000
     assert warm.compile_all() == 11 * 2_000
+    from blockheat.sim.stats import _classify
+    from blockheat.sim.tracker import _add_blocks
+
     assert _heat.signatures                                      # the tracker's heat, asked once
+    assert _add_blocks.signatures                                # the greedy scenario's extent heats
+    assert [str(sig[2]) for sig in _classify.signatures] == [    # a streamed run's tallies, both precisions
+        "array(float32, 2d, C)", "array(float64, 2d, C)"]
 
 
 def test_the_alis_warm_up_finds_runs_on_writable_and_read_only_weights():
