@@ -146,7 +146,8 @@ def nightly_trace_analysis() -> None:
         for u in upstream:
             (recorded if u == "ingest_trace" else stages[u]) >> stages[stage]
     done = summary(planned)
-    [stages[s] for s in UPSTREAM if s != "ingest_trace" and not any(s in u for u in UPSTREAM.values())] >> done
+    last = [s for s in UPSTREAM if s != "ingest_trace" and not any(s in u for u in UPSTREAM.values())]
+    [stages[s] for s in last] >> done             # the stages no other stage waits for
     done >> vacuum(planned)
 
 

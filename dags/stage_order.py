@@ -4,8 +4,8 @@ the DAG wires its tasks from it and bench/scale.py runs the stages the same way.
 - UPSTREAM: each stage's upstream stages (ingest_trace's downstream stages wait for the ingest to be recorded).
 - PRIORITY: which ready stage starts first when the run's task slots are full (Airflow's priority_weight, absolute):
   the longest chains first, so that with more than one slot a long stage started last does not hold the run's end
-  (list scheduling, longest first; on the 100 M-request scale trace the scorecard is about 40 % of the stages' time
-  and the ALIS graph and layout a quarter).
+  (list scheduling, longest first; on the 100 M-request scale trace the scorecard is over a third of the stages'
+  time and the ALIS graph and layout nearly a quarter).
 - MAX_ACTIVE_TASKS: tasks of one run at once. One: every stage uses all the cores it is given (local mode's, or
   the cluster's executors), so a second stage beside it only competes for them; the 100 M-request scale trace's
   stages took 739.6 s two at a time against 683.9 s one after another on 2 cores (bench/scale.py --slots 2).
