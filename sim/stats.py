@@ -209,8 +209,8 @@ class ResponseTally:
         self.through += len(resp)
         values = np.empty((2, len(resp)), self.dtype)
         bits = values.view(self._bits)
-        counted = _classify(np.ascontiguousarray(resp, dtype=np.float64), np.ascontiguousarray(flags, dtype=np.int8),
-                            values, bits, self._counts, self._bits.itemsize * 8 - 16)
+        counted = _classify(np.ascontiguousarray(resp), np.ascontiguousarray(flags, dtype=np.int8), values, bits,
+                            self._counts, self._bits.itemsize * 8 - 16)
         for c, n in enumerate(counted.tolist()):
             if n:
                 self._sums[c] += float(np.sum(values[c, :n], dtype=np.float64))

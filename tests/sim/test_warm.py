@@ -30,8 +30,9 @@ def test_every_warm_up_scenario_replays_every_request():
 
     assert _heat.signatures                                      # the tracker's heat, asked once
     assert _add_blocks.signatures                                # the greedy scenario's extent heats
-    assert [str(sig[2]) for sig in _classify.signatures] == [    # a streamed run's tallies, both precisions
-        "array(float32, 2d, C)", "array(float64, 2d, C)"]
+    assert [(str(sig[0]), str(sig[2])) for sig in _classify.signatures] == [   # a streamed run's tallies: the
+        ("array(float32, 1d, C)", "array(float32, 2d, C)"),                  # engine's float32 responses, the
+        ("array(float64, 1d, C)", "array(float64, 2d, C)")]                  # track-aligned runs' float64 ones
 
 
 def test_the_alis_warm_up_finds_runs_on_writable_and_read_only_weights():
