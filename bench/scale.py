@@ -197,13 +197,8 @@ class _StageProcess:
 
 def run_stage(stage: str, argv: Sequence[str], env: dict[str, str], logfile: Path) -> StageRun:
     """`python -m blockheat.jobs.<stage> ARGV`, sampling the process tree's memory every 0.2 s; fails loudly."""
-    run = _StageProcess(stage, [argv], env, logfile)
-    try:
-        while run.poll() or run.result is None:
-            time.sleep(0.2)
-    finally:
-        run.kill()
-    return run.result
+    runs, _, _ = run_stages([(stage, argv)], env, lambda _: logfile, 1)
+    return runs[0]
 
 
 def run_stages(commands: Sequence[tuple[str, Sequence[str]]], env: dict[str, str], logfile: Callable[[str], Path],
