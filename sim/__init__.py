@@ -8,7 +8,12 @@ on first use (module __getattr__), so importing one name costs only its module, 
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
+
+from blockheat.sim.jit_cache import drop_stale
+
+drop_stale(Path(__file__).parent, [Path(__file__).parent])
 
 #: Public name -> (module under blockheat.sim, its name there).
 _EXPORTS: dict[str, tuple[str, str]] = {

@@ -11,7 +11,8 @@ The threshold is relative to what a sequence seen once per interval would score:
 sum_{j=1..m} (1 - f + f * (tau - j + 1) / tau) with m = min(tau, |R|), the weights of one pass
 through the sequence. Cost O(e log e + v): one sort of the edges, adjacency arrays both ways, and
 head/tail scores kept incrementally (each vertex enters and leaves the head and the tail at most
-once, touching its edges each time) with lazy max-heaps. Ties: the heaviest edge with the smallest
+once, touching its edges each time) with lazy max-heaps, which take only scores the run could still pick (at
+least its threshold, which only grows as the run does). Ties: the heaviest edge with the smallest
 (src, dst) unit ids first, the smallest unit id among equal scores, the back on equal weights (as
 in the paper's figure 11 walk-through). Vertices of a discarded short run stay marked. The loop is
 compiled (numba) over arrays: CSR adjacency both ways, one score array and one array heap per side;
@@ -80,11 +81,13 @@ def _pop(key: np.ndarray, ids: np.ndarray, size: int) -> int:
 
 @numba.njit(cache=True, inline="always")
 def _change(ptr: np.ndarray, nbr: np.ndarray, wgt: np.ndarray, side: np.ndarray, stamp: float, key: np.ndarray,
-            ids: np.ndarray, size: int, member: int, sign: float) -> tuple[np.ndarray, np.ndarray, int]:
-    """Add (sign 1) or remove (-1) `member`'s edges to the candidates' scores and push the new
-    scores, growing the heap arrays when full. side[x] = (score, stamp) of one side (head or tail), a vertex's
+            ids: np.ndarray, size: int, member: int, sign: float, floor: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """Add (sign 1) or remove (-1) `member`'s edges to the candidates' scores and push the new scores of at least
+    `floor`, growing the heap arrays when full. side[x] = (score, stamp) of one side (head or tail), a vertex's
     two numbers in one cache line: the score counts only where its stamp is this run's (earlier runs' values
-    read as 0, so no per-run reset is needed); a stamp below 0 marks a run member."""
+    read as 0, so no per-run reset is needed); a stamp below 0 marks a run member. floor: the run's threshold now;
+    it only grows as the run does, so a score below it cannot be picked before it changes again (and is pushed
+    then), and a side whose best is below it loses to the other side or ends the run either way."""
     for k in range(ptr[member], ptr[member + 1]):
         x = nbr[k]
         seen = side[x, 1]
@@ -96,6 +99,8 @@ def _change(ptr: np.ndarray, nbr: np.ndarray, wgt: np.ndarray, side: np.ndarray,
         else:
             side[x, 1] = stamp
         side[x, 0] = s
+        if s < floor:
+            continue
         if size == len(key):
             grown_key, grown_ids = np.empty(2 * size, np.float64), np.empty(2 * size, np.int64)
             grown_key[:size], grown_ids[:size] = key, ids
@@ -156,11 +161,12 @@ def _discover(out_ptr: np.ndarray, out_nbr: np.ndarray, out_w: np.ndarray, in_pt
         lo, hi = n, n + 2                      # buf[lo:hi] is the run
         buf[lo], buf[lo + 1] = a, b
         hs = ts = 0
+        floor = limits[min(tau, 2)]            # the least score the run can take next (limits grow with the run)
         # head = run[:tau], tail = run[-tau:], entered in run order as the paper's deques
         for p in range(lo, min(hi, lo + tau)):
-            hk, hi_, hs = _change(in_ptr, in_nbr, in_w, head, stamp, hk, hi_, hs, buf[p], 1.0)
+            hk, hi_, hs = _change(in_ptr, in_nbr, in_w, head, stamp, hk, hi_, hs, buf[p], 1.0, floor)
         for p in range(max(lo, hi - tau), hi):
-            tk, ti, ts = _change(out_ptr, out_nbr, out_w, tail, stamp, tk, ti, ts, buf[p], 1.0)
+            tk, ti, ts = _change(out_ptr, out_nbr, out_w, tail, stamp, tk, ti, ts, buf[p], 1.0, floor)
         while True:
             length = hi - lo
             limit = limits[min(tau, length)]
@@ -172,20 +178,24 @@ def _discover(out_ptr: np.ndarray, out_nbr: np.ndarray, out_w: np.ndarray, in_pt
                 _mark(marked, head, tail, u)
                 lo -= 1
                 buf[lo] = u
-                hk, hi_, hs = _change(in_ptr, in_nbr, in_w, head, stamp, hk, hi_, hs, u, 1.0)
+                floor = limits[min(tau, hi - lo)]
+                hk, hi_, hs = _change(in_ptr, in_nbr, in_w, head, stamp, hk, hi_, hs, u, 1.0, floor)
                 if hi - lo > tau:              # the member that left the head
-                    hk, hi_, hs = _change(in_ptr, in_nbr, in_w, head, stamp, hk, hi_, hs, buf[lo + tau], -1.0)
+                    hk, hi_, hs = _change(in_ptr, in_nbr, in_w, head, stamp, hk, hi_, hs, buf[lo + tau], -1.0,
+                                          floor)
                 if hi - lo <= tau:
-                    tk, ti, ts = _change(out_ptr, out_nbr, out_w, tail, stamp, tk, ti, ts, u, 1.0)
+                    tk, ti, ts = _change(out_ptr, out_nbr, out_w, tail, stamp, tk, ti, ts, u, 1.0, floor)
             else:
                 _mark(marked, head, tail, v)
                 buf[hi] = v
                 hi += 1
-                tk, ti, ts = _change(out_ptr, out_nbr, out_w, tail, stamp, tk, ti, ts, v, 1.0)
+                floor = limits[min(tau, hi - lo)]
+                tk, ti, ts = _change(out_ptr, out_nbr, out_w, tail, stamp, tk, ti, ts, v, 1.0, floor)
                 if hi - lo > tau:              # the member that left the tail
-                    tk, ti, ts = _change(out_ptr, out_nbr, out_w, tail, stamp, tk, ti, ts, buf[hi - tau - 1], -1.0)
+                    tk, ti, ts = _change(out_ptr, out_nbr, out_w, tail, stamp, tk, ti, ts, buf[hi - tau - 1], -1.0,
+                                         floor)
                 if hi - lo <= tau:
-                    hk, hi_, hs = _change(in_ptr, in_nbr, in_w, head, stamp, hk, hi_, hs, v, 1.0)
+                    hk, hi_, hs = _change(in_ptr, in_nbr, in_w, head, stamp, hk, hi_, hs, v, 1.0, floor)
         if hi - lo >= min_length:
             kept_ids[kept] = run_id
             start = offsets[kept]

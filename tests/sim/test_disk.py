@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba import njit
 
 from blockheat.sim import _kernel as K
 from blockheat.sim.array import DiskArray
@@ -13,10 +14,12 @@ from blockheat.sim.disk import (
     DI_RA_SEG,
     F_HIT,
     F_PHYSICAL,
+    cylinder_of,
     detailed_service,
     expected_service,
     locate,
     media_access,
+    mod_positive,
 )
 from blockheat.sim.spec import DiskSpec
 from tests.sim.conftest import requests, run, toy_spec
@@ -48,6 +51,41 @@ def test_locate_walks_zones_tracks_and_skew() -> None:
     assert locate(a.zones, 2, 949) == (9, 0, 49, 50, (9 * 10) % 50)
     assert locate(a.zones, 2, 950) == (10, 0, 0, 40, 0)        # the spare track is skipped; zone 1 starts
     assert spec.capacity_sectors == 950 + 10 * 2 * 40
+
+
+def test_cylinder_of_is_locates_cylinder_on_every_block() -> None:
+    spec = load_two_zone()
+    a = spec.compile()
+    assert [cylinder_of(a.zones, 2, lbn) for lbn in range(spec.capacity_sectors)] == \
+        [locate(a.zones, 2, lbn)[0] for lbn in range(spec.capacity_sectors)]
+
+
+@njit(cache=False)
+def _mods(t: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    fast, lib = np.empty(len(t)), np.empty(len(t))
+    for i in range(len(t)):
+        fast[i] = mod_positive(t[i], m[i])
+        lib[i] = t[i] % m[i]
+    return fast, lib
+
+
+def test_mod_positive_is_the_float_remainder_bit_for_bit() -> None:
+    """The rotational position's remainder (sim.disk.mod_positive) against numba's %, whose result is exact: on
+    random times up to 10^13 us, on multiples of a revolution and their neighbouring doubles (where the quotient
+    rounds up), and on the cases left to the library (negative, -0.0, a quotient past 2^52, NaN, infinity)."""
+    rng = np.random.default_rng(7)
+    rot = np.array([5988.023952095808, 6000.0, 8333.333333333334, 11111.11111111111, 0.1, 3.0])
+    t = np.concatenate([rng.random(200_000) * 10.0 ** rng.integers(0, 14, 200_000), np.array([0.0, -0.0])])
+    m = rng.choice(rot, len(t))
+    k = rng.integers(1, 2 ** 40, 100_000).astype(np.float64)
+    on = k * rot[0]
+    t = np.concatenate([t, on, np.nextafter(on, np.inf), np.nextafter(on, -np.inf), [-1.5, -6000.0, 1e300, np.nan,
+                                                                                      np.inf]])
+    m = np.concatenate([m, np.full(3 * len(k), rot[0]), [6000.0] * 5])
+    fast, lib = _mods(t, m)
+    np.testing.assert_array_equal(fast.view(np.int64), lib.view(np.int64))
+    assert ((fast[:-2] >= 0.0) & (fast[:-2] < m[:-2])).all()
+    assert np.isnan(fast[-2:]).all()            # NaN and infinity give NaN
 
 
 def load_two_zone() -> DiskSpec:
