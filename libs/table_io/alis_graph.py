@@ -61,6 +61,7 @@ from blockheat.sim import (
     packed_extents,
     prune_arrays,
 )
+from blockheat.sim import alis_vertex_count as vertex_count
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -482,7 +483,7 @@ def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table 
             members = run_members(src, dst, weight, p)
             runs.append(pa.table({"interval_id": np.full(len(members["unit_id"]), i, np.int64), **members}))
         if i == b.last:
-            vertices = pc.count_distinct(pa.array(np.concatenate([src, dst]))).as_py()   # a hash: no sort
+            vertices = vertex_count(src, dst)
             last_sizes = (len(src), vertices * VERTEX_BYTES + len(src) * EDGE_BYTES) if len(src) else (0, 0)
 
     def upto(ended: Iterable[tuple[int, Counts | SpilledCounts]]) -> None:

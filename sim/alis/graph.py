@@ -17,6 +17,7 @@ import math
 import numba
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 # The paper's memory model of the graph: 19 bytes per vertex, 20 per edge (two adjacency entries).
 VERTEX_BYTES = 19
@@ -227,6 +228,39 @@ def _vertex_weights(s: np.ndarray, d: np.ndarray, w: np.ndarray, n_vertices: int
     return out
 
 
+def _direct(src: np.ndarray, dst: np.ndarray) -> int | None:
+    """The number of vertex numbers (largest id + 1) when the ids can serve as vertex numbers themselves: not
+    negative, int32, and not much sparser than the edges (a graph's unit ids are a device's units, numbered from 0);
+    None otherwise."""
+    if not len(src):
+        return None
+    lo, hi = min(int(src.min()), int(dst.min())), max(int(src.max()), int(dst.max()))
+    return hi + 1 if lo >= 0 and hi < min(1 << 31, 16 * len(src) + (1 << 20)) else None
+
+
+def _numbered(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """(s, d, n): the edges' ends as int32 vertex numbers below n: the ids themselves where _direct allows (no
+    hashing of 2 E ids), else their dictionary codes."""
+    n = _direct(src, dst)
+    if n is not None:
+        return src.astype(np.int32), dst.astype(np.int32), n
+    encoded = pa.array(np.concatenate([src, dst])).dictionary_encode()
+    inverse = encoded.indices.to_numpy().copy()         # writable: the rounds compact it in place
+    return inverse[: len(src)], inverse[len(src):], len(encoded.dictionary)
+
+
+def vertex_count(src: np.ndarray, dst: np.ndarray) -> int:
+    """The number of distinct vertices on the edges (src[i], dst[i]): marked in an array where _direct allows,
+    else by a hash."""
+    n = _direct(src, dst)
+    if n is None:
+        return int(pc.count_distinct(pa.array(np.concatenate([src, dst]))).as_py()) if len(src) else 0
+    seen = np.zeros(n, np.bool_)
+    seen[src] = True
+    seen[dst] = True
+    return int(np.count_nonzero(seen))
+
+
 def prune_arrays(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, budget: int, *,
                  share: float = PRUNE_SHARE) -> tuple[np.ndarray, int]:
     """The paper's bottom pruning of one graph until 19 V + 20 E <= budget bytes.
@@ -243,13 +277,10 @@ def prune_arrays(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, budget: i
     (np.unique and np.maximum.at every round) to 5 s.
     """
     weight = np.asarray(weight, np.float64)
-    # Any numbering of the vertices will do (hashing, no sort): the cuts do not depend on it. The surviving
-    # edges are compacted every round (their original indices in `keep`), in int32 vertex numbers.
-    encoded = pa.array(np.concatenate([src, dst])).dictionary_encode()
-    n_vertices = len(encoded.dictionary)
-    inverse = encoded.indices.to_numpy().copy()         # writable: the rounds compact it in place
-    del encoded
-    s, d, w = inverse[: len(src)], inverse[len(src):], weight.copy()
+    # Any numbering of the vertices will do: the cuts do not depend on it. The surviving edges are compacted every
+    # round (their original indices in `keep`), in int32 vertex numbers (fresh, writable arrays).
+    s, d, n_vertices = _numbered(src, dst)
+    w = weight.copy()
     keep = np.arange(len(src))
     rounds = 0
     while len(keep):

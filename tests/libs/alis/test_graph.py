@@ -24,7 +24,14 @@ from blockheat.libs.alis.graph import (
     write_pruned,
 )
 from blockheat.libs.io.partitioning import partition_keys, spark_hash_long
-from blockheat.sim.alis.graph import EDGE_BYTES, VERTEX_BYTES, count_pairs, edge_weight, prune_arrays
+from blockheat.sim.alis.graph import (
+    EDGE_BYTES,
+    VERTEX_BYTES,
+    count_pairs,
+    edge_weight,
+    prune_arrays,
+    vertex_count,
+)
 from tests.libs.alis.prune_reference import prune_arrays_reference
 from tests.libs.alis.refs import (
     counts_of,
@@ -245,13 +252,15 @@ def test_prefilter_drops_rarely_referenced_units(spark):
     assert kept.where(F.col("unit_id") == units_of("U")[0]).count() == 0
 
 
+@pytest.mark.parametrize("spread", [10**12, 700])
 @pytest.mark.parametrize("seed", range(8))
-def test_prune_keeps_what_the_first_version_kept(seed):
-    # Random graphs with tied weights (few distinct values), vertex ids far apart, budgets from
-    # nothing to everything: the same edges kept after the same number of rounds as the first version.
+def test_prune_keeps_what_the_first_version_kept(seed, spread):
+    # Random graphs with tied weights (few distinct values), vertex ids far apart (numbered by a hash) or below 700
+    # (numbered by themselves), budgets from nothing to everything: the same edges kept after the same number of
+    # rounds as the first version.
     rng = np.random.default_rng(seed)
     m = int(rng.integers(1, 5000))
-    ids = rng.choice(10**12, int(rng.integers(2, 600)), replace=False)
+    ids = rng.choice(spread, int(rng.integers(2, 600)), replace=False)
     src, dst = ids[rng.integers(0, len(ids), m)], ids[rng.integers(0, len(ids), m)]
     weight = rng.integers(1, int(rng.integers(2, 40)), m) / 9.0
     full = VERTEX_BYTES * len(np.unique(np.concatenate([src, dst]))) + EDGE_BYTES * m
@@ -260,3 +269,12 @@ def test_prune_keeps_what_the_first_version_kept(seed):
         ref_keep, ref_rounds = prune_arrays_reference(src, dst, weight, budget)
         assert (keep.tolist(), rounds) == (ref_keep.tolist(), ref_rounds)
         assert rounds > 0 or budget == full
+    assert vertex_count(src, dst) == len(np.unique(np.concatenate([src, dst])))
+
+
+def test_vertex_count_of_ids_below_and_beyond_the_direct_range():
+    src, dst = np.array([0, 5, 5, 9]), np.array([5, 9, 0, 3])
+    assert vertex_count(src, dst) == 4                          # 0, 3, 5, 9: marked in a 10-slot array
+    assert vertex_count(src + 2**40, dst + 2**40) == 4          # too sparse to mark: hashed
+    assert vertex_count(np.array([-1, 2]), np.array([2, 7])) == 3
+    assert vertex_count(np.zeros(0, np.int64), np.zeros(0, np.int64)) == 0
