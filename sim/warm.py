@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from blockheat.sim.alis.graph import count_pairs, prune_arrays
 from blockheat.sim.alis.runs import discover_run_arrays
+from blockheat.sim.alis.units import KeyTable
 from blockheat.sim.scenarios import ScenarioConfig, simulate_scenario
 from blockheat.sim.stats import ResponseTally
 from blockheat.sim.tracker import InterarrivalTracker
@@ -61,11 +62,12 @@ def trace(n: int = 2_000, seed: int = 3) -> pa.Table:
 
 
 def compile_alis() -> int:
-    """Calls ALIS's cores (sim.alis: pair counts, pruning, run discovery) on a small graph, writable and
-    read-only (a stored graph's Arrow weights); returns the run members found."""
+    """Calls ALIS's cores (sim.alis: pair counts, pruning, run discovery, the units' key table) on a small graph,
+    writable and read-only (a stored graph's Arrow weights); returns the run members found."""
     src, dst, weight = np.array([0, 1, 2, 0], np.int64), np.array([1, 2, 0, 2], np.int64), np.array([4., 3., 2., 1.])
     count_pairs(np.zeros(4, np.int64), src, 2)
     prune_arrays(src.astype(np.int32), dst.astype(np.int32), weight, 40, share=0.5)
+    KeyTable(src, np.arange(len(src))).get(dst)
     members = 0
     for w in (weight, frozen(weight)):
         _, offsets, _ = discover_run_arrays(src, dst, w, tau=2)

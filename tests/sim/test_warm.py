@@ -36,12 +36,13 @@ def test_every_warm_up_scenario_replays_every_request():
 
 
 def test_the_alis_warm_up_finds_runs_on_writable_and_read_only_weights():
-    from blockheat.sim.alis import graph, runs
+    from blockheat.sim.alis import graph, runs, units
 
     assert warm.compile_alis() == 2 * 3
     assert read_only_signature(runs._csr)                        # a stored graph's weights
     assert graph._pair_keys.signatures
     assert [str(t) for t in graph._cut.signatures[0][1:3]] == ["array(int32, 1d, C)"] * 2
+    assert units._find.signatures                                # the graph tasks' unit lookups
 
 
 def test_the_kernels_the_jobs_call_on_arrow_columns_are_compiled_read_only():
