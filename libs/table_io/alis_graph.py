@@ -350,7 +350,15 @@ class PairCounter:
 
 
 def _add_unit_counts(a: tuple[np.ndarray, np.ndarray], units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted (unit, count) pairs with the references `units` counted in."""
+    """Sorted (unit, count) pairs with the references `units` counted in: in an array over the unit ids when they are
+    not much sparser than the pairs and references (a device's units, numbered from 0; no sort), else by sorting."""
+    if len(units) and units.min() >= 0:
+        n = int(max(units.max(), a[0].max(initial=0))) + 1
+        if n <= 4 * (len(units) + len(a[0])) + (1 << 20):
+            dense = np.bincount(units, minlength=n)
+            dense[a[0]] += a[1]
+            ids = np.flatnonzero(dense)
+            return ids, dense[ids].astype(np.int64)
     ids, counts = np.unique(units, return_counts=True)
     ids, inverse = np.unique(np.concatenate([a[0], ids]), return_inverse=True)
     return ids, np.bincount(inverse, np.concatenate([a[1], counts]), len(ids)).astype(np.int64)

@@ -361,3 +361,25 @@ def test_a_nightly_build_without_runs_leaves_the_runs_to_the_layout(spark, spark
             assert {d[k] for d in summary.per_device for k in GF.RUN_STATS} == {None}
             assert {d[k] for d in built[n][0].per_device for k in GF.RUN_STATS} != {None}
     assert layout_tables() == after_runs
+
+
+@pytest.mark.parametrize("stride", [1, 10**9])
+def test_interval_unit_counts_equal_a_count_of_all_references(stride):
+    """Parts counted one after another into the same intervals (dense unit ids counted in an array, sparse ones
+    by sorting) give each interval's sorted (unit, references) of all the parts at once."""
+    rng = np.random.default_rng(5)
+    parts = []
+    for _ in range(4):
+        interval = np.sort(rng.integers(0, 3, 5000))
+        parts.append((interval, np.minimum(rng.zipf(1.3, 5000), 40_000) * stride))
+    into: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for part in parts:
+        GF.interval_unit_counts([part], into)
+    interval = np.concatenate([p[0] for p in parts])
+    units = np.concatenate([p[1] for p in parts])
+    assert sorted(into) == [0, 1, 2]
+    for i, (ids, counts) in into.items():
+        want_ids, want_counts = np.unique(units[interval == i], return_counts=True)
+        assert ids.tolist() == want_ids.tolist()
+        assert counts.tolist() == want_counts.tolist()
+        assert counts.dtype == np.int64
