@@ -202,6 +202,9 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     total = 0
     again_all = 0
     c_n, c_s, c_s2, c_mx, c_new, c_acc = 0, 0.0, 0.0, -np.inf, 0, 0
+    # The previous reuse time and its code: the blocks of a request written together come back together, with one
+    # reuse time, so most blocks skip the rounding.
+    last_d, last_code = -1, 0
     for i in range(n):
         t = ts[i]
         if k < 0 or t >= w_end:                       # a new window (requests come in time order)
@@ -263,7 +266,12 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
                     if d < 0:
                         raise ValueError("a block's earlier access is later than this request: a state from "
                                          "after these requests")
-                    nt = _count(counts, touched, nt, d)
+                    if d != last_d:
+                        last_d, last_code = d, _code_of(d)
+                    if counts[last_code] == 0:
+                        touched[nt] = last_code
+                        nt += 1
+                    counts[last_code] += 1
                     c_n += 1
                     df = np.float64(d)
                     c_s += df

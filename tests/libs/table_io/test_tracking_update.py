@@ -6,10 +6,12 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
 from blockheat.jobs.heat_tracking import track_ks
-from blockheat.libs.table_io.tracking import relative_errors_files
+from blockheat.libs.table_io.tracking import relative_errors_files, sorted_pieces
 from tests.builders import ingest, table_digest
 
 KS = (2, 5, 10)
@@ -69,3 +71,20 @@ def test_tracking_in_parts_equals_tracking_whole(spark: Any, spark_cfg: Any, hpl
     monkeypatch.setattr(TU, "CHUNK_ROWS", 1_000)
     track_ks(spark, spark_cfg, "tu-parts", KS, aging_period_us=PERIOD, full=True)
     assert digest(spark, spark_cfg, "tu-parts") == whole
+
+
+def test_sorted_pieces_of_time_ordered_and_shuffled_requests():
+    """Pieces by (extent, ts_us, seq): one stable sort by extent when the requests come in time order (ties of ts_us
+    by seq), the three-key sort otherwise; the same pieces either way."""
+    rng = np.random.default_rng(11)
+    n = 20_000
+    ts = np.sort(rng.integers(0, 5_000, n))                 # many equal times
+    rows = pa.table({"ts_us": ts, "seq": np.arange(n), "offset_bytes": rng.integers(0, 4096, n) * 4096,
+                     "size_bytes": rng.integers(1, 600, n) * 1024})
+    ordered = sorted_pieces(rows, 1 << 16)
+    shuffled = sorted_pieces(rows.take(rng.permutation(n)), 1 << 16)
+    ext, ts_p, seq, _ = ordered
+    assert np.all(np.lexsort((seq, ts_p, ext)) == np.arange(len(ext)))       # sorted by (extent, ts_us, seq)
+    assert len(np.unique(ext)) > 100
+    for a, b in zip(ordered, shuffled, strict=True):
+        assert np.array_equal(a, b)
