@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import blockheat.sim
-from blockheat.sim.jit_cache import drop_stale
+from blockheat.sim import JIT_SIM_DIR, drop_stale_jit_cache
 
 # libs' compiled kernels read sim's too: a change to either recompiles them (sim.jit_cache).
-drop_stale(Path(__file__).parent, [Path(__file__).parent, Path(blockheat.sim.__file__).parent])
+drop_stale_jit_cache(Path(__file__).parent, [Path(__file__).parent, JIT_SIM_DIR])

@@ -82,6 +82,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "plot_cdfs": ("validate", "plot_cdfs"), "read_validation_trace": ("validate", "read_validation_trace"),
     "validate_closed_loop": ("validate", "validate_closed_loop"), "validate_srt": ("validate", "validate_srt"),
     # numba's cache
+    "JIT_SIM_DIR": ("jit_cache", "SIM_DIR"), "drop_stale_jit_cache": ("jit_cache", "drop_stale"),
     "compile_alis": ("warm", "compile_alis"), "compile_all": ("warm", "compile_all"),
     "frozen_array": ("warm", "frozen"), "warm_trace": ("warm", "trace"),
 }

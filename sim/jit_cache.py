@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 STAMP = "blockheat-jit.sha256"
+#: sim's own folder: the sources that a compiled loop of another package calling sim's also reads.
+SIM_DIR = Path(__file__).parent
 
 
 def sources_hash(roots: Sequence[Path]) -> str:

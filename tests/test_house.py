@@ -173,7 +173,8 @@ def test_other_layers_use_the_simulator_through_its_public_face() -> None:
                     bad = [a.name for a in node.names if a.name.startswith("blockheat.sim")]
                 else:
                     continue
-                found += [f"{path.relative_to(REPO)}:{node.lineno}: {node.module or ''} {b}" for b in bad]
+                found += [f"{path.relative_to(REPO)}:{node.lineno}: {getattr(node, 'module', None) or ''} {b}"
+                          for b in bad]
     assert found == []
 
 
