@@ -279,9 +279,7 @@ def select_bits(passes: Callable[[], Iterator[np.ndarray]], top: np.ndarray, k: 
     width = 32
     for bits in passes():
         width = bits.dtype.itemsize * 8
-        inside = bits[_top16(bits) == high]
-        middle += np.bincount((inside >> inside.dtype.type(width - 32)) & inside.dtype.type(0xFFFF),
-                              minlength=1 << 16)
+        _count_middle(np.ascontiguousarray(bits), high, width, middle)
     below = np.cumsum(middle)
     mid = int(np.searchsorted(below, k, side="right"))
     k -= int(below[mid - 1]) if mid else 0
@@ -290,10 +288,40 @@ def select_bits(passes: Callable[[], Iterator[np.ndarray]], top: np.ndarray, k: 
         return prefix
     values, counts = np.zeros(0, np.uint64), np.zeros(0, np.int64)
     for bits in passes():
-        low, n = np.unique(bits[(bits >> np.uint64(32)) == np.uint64(prefix)], return_counts=True)
+        low, n = np.unique(_with_prefix(np.ascontiguousarray(bits), prefix), return_counts=True)
         values, inverse = np.unique(np.concatenate([values, low]), return_inverse=True)
         counts = np.bincount(inverse, np.concatenate([counts, n]), len(values)).astype(np.int64)
     return int(values[int(np.searchsorted(np.cumsum(counts), k, side="right"))])
+
+
+@njit(cache=True, nogil=True)
+def _count_middle(bits: np.ndarray, high: int, width: int, middle: np.ndarray) -> None:  # pragma: no cover
+    """middle[the key's second 16 bits] += 1 for each key whose top 16 bits are `high` (select_bits's first pass)."""
+    top = bits.dtype.type(width - 16)
+    second = bits.dtype.type(width - 32)
+    wanted = bits.dtype.type(high)
+    mask = bits.dtype.type(0xFFFF)
+    for x in bits:
+        if x >> top == wanted:
+            middle[(x >> second) & mask] += 1
+
+
+@njit(cache=True, nogil=True)
+def _with_prefix(bits: np.ndarray, prefix: int) -> np.ndarray:  # pragma: no cover
+    """The 64-bit keys whose top 32 bits are `prefix`, in their order (select_bits's second pass)."""
+    shift = np.uint64(32)
+    wanted = np.uint64(prefix)
+    n = 0
+    for x in bits:
+        if x >> shift == wanted:
+            n += 1
+    out = np.empty(n, np.uint64)
+    n = 0
+    for x in bits:
+        if x >> shift == wanted:
+            out[n] = x
+            n += 1
+    return out
 
 
 def summarize(sim: Replay) -> RunResult:

@@ -88,7 +88,9 @@ def compile_all() -> int:
     tracker.observe(np.array([0, 1, 0]), np.array([0, 10, 20]), np.array([1, 1, 1]))
     tracker.heat(40.0)
     for dtype in (np.float32, np.float64):          # the response tallies of streamed runs (engine, track-aligned)
-        ResponseTally(dtype).add(np.array([1.0, np.nan, 2.0], dtype), np.array([1, 1, 0], np.int8))
+        tally = ResponseTally(dtype)
+        tally.add(np.array([1.0, np.nan, 2.0], dtype), np.array([1, 1, 0], np.int8))
+        tally.order_stats((0, 1))                   # select_bits's passes over 32- and 64-bit keys
     compile_alis()
     return done
 

@@ -54,38 +54,46 @@ class SpilledCounts:
         self.vertex_type = np.int32 if self.n_vertices < 2**31 else np.int64
         self._scratch = tempfile.TemporaryDirectory(prefix="blockheat-alis-")
         self._root = Path(self._scratch.name)
-        self._segments: list[list[int]] = [[] for _ in range(self.buckets)]
+        self._segments: list[list[tuple[int, type]]] = [[] for _ in range(self.buckets)]  # (edges, tally type)
 
     def _path(self, kind: str, b: int) -> Path:
         return self._root / f"{kind}-{b}"
 
     def add(self, counts: np.ndarray) -> None:
         """Counts (4, n) int64: src, dst, pairs, closeness, appended to their buckets (as a segment of four column
-        blocks)."""
+        blocks: src and dst in the vertex type, pairs and closeness in int32 when the segment's fit, else int64)."""
         bucket = (counts[0] % self.buckets).astype(np.uint8 if self.buckets <= 256 else np.int64)
         order = np.argsort(bucket, kind="stable")       # a radix sort for uint8
         bounds = np.r_[0, np.cumsum(np.bincount(bucket, minlength=self.buckets))]
         del bucket
         columns = counts.take(order, axis=1)
         del order
+        fits = columns.shape[1] == 0 or (int(columns[2:].min()) >= 0 and int(columns[2:].max()) < 2**31)
+        tally_type = np.int32 if fits else np.int64
+        types = (self.vertex_type, self.vertex_type, tally_type, tally_type)
         for b in range(self.buckets):
             a, z = int(bounds[b]), int(bounds[b + 1])
             if z > a:
                 with open(self._path("counts", b), "ab") as f:
                     for c in range(4):
-                        columns[c, a:z].tofile(f)
-                self._segments[b].append(z - a)
+                        columns[c, a:z].astype(types[c], copy=False).tofile(f)
+                self._segments[b].append((z - a, tally_type))
 
     def _counts(self, b: int) -> np.ndarray:
-        """A bucket's counts (4, n), its segments side by side."""
+        """A bucket's counts (4, n) int64, its segments side by side."""
         path = self._path("counts", b)
         if not self._segments[b]:
             return np.zeros((4, 0), np.int64)
-        raw, at, parts = np.fromfile(path, np.int64), 0, []
-        for n in self._segments[b]:
-            parts.append(raw[at:at + 4 * n].reshape(4, n))
-            at += 4 * n
-        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+        raw = np.fromfile(path, np.uint8)
+        out = np.empty((4, sum(n for n, _ in self._segments[b])), np.int64)
+        at = col = 0
+        for n, tally_type in self._segments[b]:
+            for c, dtype in enumerate((self.vertex_type, self.vertex_type, tally_type, tally_type)):
+                size = np.dtype(dtype).itemsize * n
+                out[c, col:col + n] = raw[at:at + size].view(dtype)
+                at += size
+            col += n
+        return out
 
     def graph(self, weigh_age: WeighAge, previous: Edges | None, budget: int | None, *,
               memory_edges: int, share: float = ALIS_PRUNE_SHARE) -> Edges:
@@ -161,7 +169,7 @@ class SpilledCounts:
                 break
             edge_cut = self._select(found.top, max(1, math.ceil(found.edges * share)) - 1)
             k = max(1, math.ceil(len(present) * share))
-            vertex_cut = float(np.partition(present, k - 1)[k - 1])
+            vertex_cut = _kth_smallest(present, k - 1)
             tied = edge_cut == found.lightest and vertex_cut == present.min()
             dropped = found.vertex < vertex_cut
             del present
@@ -203,6 +211,16 @@ class SpilledCounts:
     def close(self) -> None:
         """The files removed."""
         self._scratch.cleanup()
+
+
+def _kth_smallest(values: np.ndarray, k: int) -> float:
+    """The k-th smallest (0-based) of float64 values: by their bits (select_bits, two passes) when none is
+    negative (a graph's weights), else a partition (which slows down on many equal values)."""
+    if values.min() < 0:
+        return float(np.partition(values, k)[k])
+    bits = values.view(np.uint64)
+    top = np.bincount(bits >> np.uint64(48), minlength=1 << 16)
+    return float(np.array([select_bits(lambda: iter([bits]), top, k)], np.uint64).view(np.float64)[0])
 
 
 def _bucket_of(edges: Edges, b: int, buckets: int) -> Edges:

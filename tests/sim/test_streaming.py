@@ -23,7 +23,7 @@ from blockheat.sim.records import FLAG_BACKGROUND, FLAG_READ, Requests, StreamFa
 from blockheat.sim.scenarios import ScenarioConfig, simulate_chunks, simulate_requests, streams
 from blockheat.sim.specs import load
 from blockheat.sim.spill import SpilledRequests
-from blockheat.sim.stats import ResponseTally, _order_stats
+from blockheat.sim.stats import ResponseTally, _order_stats, select_bits
 from blockheat.sim.tracks import IoShaping, shape_requests, shape_segments
 from blockheat.sim.workloads import mix, poisson_background
 from tests.sim.conftest import HPLAJW_TRACE
@@ -357,6 +357,20 @@ def test_the_tally_gives_order_statistics_equal_to_one_sort() -> None:
         assert got[0] == pytest.approx(want[0], rel=1e-12)
     assert tally.through == len(resp)
     assert all(math.isnan(v) for v in ResponseTally().order_stats((0, 1)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_select_bits_is_the_sorted_keys_kth_across_passes(dtype: type) -> None:
+    """Non-negative floats' bits in three arrays per pass, many equal and many sharing their top 16 or 32 bits."""
+    rng = np.random.default_rng(11)
+    values = np.concatenate([rng.exponential(3.0, 40_000), np.full(5000, 2.0), 2.0 + rng.random(3000) * 1e-6,
+                             rng.random(200) * 1e-30, np.zeros(7)]).astype(dtype)
+    keys = rng.permutation(values).view(np.uint32 if dtype is np.float32 else np.uint64)
+    parts = np.array_split(keys, 3)
+    top = np.bincount(keys >> keys.dtype.type(keys.dtype.itemsize * 8 - 16), minlength=1 << 16)
+    ordered = np.sort(keys)
+    for k in (0, 6, 7, 100, 20_000, 40_000, 42_500, 45_001, len(keys) - 1):
+        assert select_bits(lambda: iter(parts), top, k) == int(ordered[k])
 
 
 def test_spilled_requests_read_back_as_written_in_chunks(week: Requests, tmp_path: Any) -> None:

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 import blockheat.libs.table_io.alis_graph as GF
 from blockheat.jobs import alis_graph
 from blockheat.libs.io.tables import read_table, replace_trace, trace_rows
-from blockheat.libs.table_io.alis_spill import SpilledCounts, SpillSizes
+from blockheat.libs.table_io.alis_spill import SpilledCounts, SpillSizes, _kth_smallest
 from blockheat.sim import DAY_US, count_pairs
 from tests.builders import table_digest
 from tests.conftest import HPLAJW_TRACE_ID
@@ -229,6 +229,42 @@ def test_a_spilled_interval_is_the_graph_counted_and_pruned_in_memory(spark, spa
     for name in ("units", "graph", "runs"):
         assert handed[name].equals(in_memory[name]), name
     assert spilled["stats"]["last_graph_bytes"] <= spilled["stats"]["budget_bytes"] == 5726
+
+
+def test_spilled_counts_read_back_as_added_in_narrow_and_wide_segments():
+    """Segments whose pairs and closeness fit int32 are stored narrow, one with a count past it wide: each bucket
+    reads back its segments' counts, in order, as int64."""
+    rng = np.random.default_rng(5)
+    small = np.stack([rng.integers(0, 1000, 300), rng.integers(0, 1000, 300), rng.integers(1, 9, 300),
+                      rng.integers(1, 90, 300)]).astype(np.int64)
+    wide = small[:, :50].copy()
+    wide[2, 7], wide[3, 11] = 2**31, 2**40
+    counts = SpilledCounts(1000, 4)
+    try:
+        for segment in (small, wide, small[:, :0], small[:, 100:]):
+            counts.add(segment)
+        for b in range(4):
+            want = np.concatenate([seg[:, seg[0] % 4 == b] for seg in (small, wide, small[:, 100:])], axis=1)
+            got = counts._counts(b)
+            assert got.dtype == np.int64
+            assert np.array_equal(got, want)
+        assert [t for _, t in counts._segments[0]] == [np.int32, np.int64, np.int32]
+    finally:
+        counts.close()
+
+
+def test_the_vertex_cut_is_the_kth_smallest_weight():
+    """The pruning rounds' vertex percentile (_kth_smallest): by the weights' bits, many of them equal, as a sort
+    gives it; with a negative value among them, by a partition."""
+    rng = np.random.default_rng(9)
+    values = rng.permutation(np.concatenate([rng.exponential(1.0, 20_000), np.full(9000, 1 / 9), np.full(400, 0.0),
+                                             np.full(3000, 0.8 / 9)]))
+    ordered = np.sort(values)
+    for k in (0, 399, 400, 5000, 12_399, 12_400, 21_399, len(values) - 1):
+        assert _kth_smallest(values, k) == ordered[k]
+    values[17] = -2.5
+    assert _kth_smallest(values, 0) == -2.5
+    assert _kth_smallest(values, 401) == np.sort(values)[401]
 
 
 def test_the_spilled_edge_percentile_is_the_sorted_weights_kth(tmp_path):
