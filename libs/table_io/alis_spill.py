@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
 from blockheat.sim import (
     ALIS_EDGE_BYTES,
@@ -62,21 +63,17 @@ class SpilledCounts:
     def add(self, counts: np.ndarray) -> None:
         """Counts (4, n) int64: src, dst, pairs, closeness, appended to their buckets (as a segment of four column
         blocks: src and dst in the vertex type, pairs and closeness in int32 when the segment's fit, else int64)."""
-        bucket = (counts[0] % self.buckets).astype(np.uint8 if self.buckets <= 256 else np.int64)
-        order = np.argsort(bucket, kind="stable")       # a radix sort for uint8
-        bounds = np.r_[0, np.cumsum(np.bincount(bucket, minlength=self.buckets))]
-        del bucket
-        columns = counts.take(order, axis=1)
-        del order
-        fits = columns.shape[1] == 0 or (int(columns[2:].min()) >= 0 and int(columns[2:].max()) < 2**31)
+        n = counts.shape[1]
+        fits = n == 0 or (int(counts[2:].min()) >= 0 and int(counts[2:].max()) < 2**31)
         tally_type = np.int32 if fits else np.int64
-        types = (self.vertex_type, self.vertex_type, tally_type, tally_type)
+        columns = [np.empty(n, t) for t in (self.vertex_type, self.vertex_type, tally_type, tally_type)]
+        bounds = _by_bucket(counts, self.buckets, *columns)
         for b in range(self.buckets):
             a, z = int(bounds[b]), int(bounds[b + 1])
             if z > a:
                 with open(self._path("counts", b), "ab") as f:
-                    for c in range(4):
-                        columns[c, a:z].astype(types[c], copy=False).tofile(f)
+                    for column in columns:
+                        column[a:z].tofile(f)
                 self._segments[b].append((z - a, tally_type))
 
     def _counts(self, b: int) -> np.ndarray:
@@ -211,6 +208,26 @@ class SpilledCounts:
     def close(self) -> None:
         """The files removed."""
         self._scratch.cleanup()
+
+
+@njit(cache=True, nogil=True)
+def _by_bucket(counts: np.ndarray, buckets: int, src: np.ndarray, dst: np.ndarray, pairs: np.ndarray,
+               closeness: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """counts' four rows (src >= 0) into the four output columns by bucket (src % buckets), in order within a
+    bucket (a counting sort; the outputs' types narrow them); returns the buckets' bounds (buckets + 1)."""
+    n = counts.shape[1]
+    bounds = np.zeros(buckets + 1, np.int64)
+    for i in range(n):
+        bounds[counts[0, i] % buckets + 1] += 1
+    for b in range(buckets):
+        bounds[b + 1] += bounds[b]
+    fill = bounds[:-1].copy()
+    for i in range(n):
+        b = counts[0, i] % buckets
+        at = fill[b]
+        src[at], dst[at], pairs[at], closeness[at] = counts[0, i], counts[1, i], counts[2, i], counts[3, i]
+        fill[b] = at + 1
+    return bounds
 
 
 def _kth_smallest(values: np.ndarray, k: int) -> float:
