@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from blockheat.libs.alis.graph import _split_by_bucket
 from blockheat.libs.readers.srt import find_record_offsets
 from blockheat.libs.table_io.alis_graph import Build, GraphParams, device_build
+from blockheat.libs.table_io.alis_spill import SpillSizes
 from blockheat.libs.transforms import heat_kernels as HK
 from blockheat.libs.transforms import profile_kernels as PK
 from blockheat.libs.transforms import tracking_kernels as TK
@@ -67,14 +68,19 @@ def srt() -> None:
 def alis() -> int:
     """ALIS's loops: one device's graphs and runs built per device (libs.table_io.alis_graph) from sim's warm-up
     trace, whole-trace and then nightly with the first night's graph aged in, as jobs/alis_graph.py's tasks run
-    them; then the loops only the Spark build calls (its fallback): the reduce buckets' split, and the cores on
-    the arrays its Arrow groups give (sim.warm.compile_alis). Returns the runs' member rows found."""
+    them, and once more through the bucket files of a hot device; then the loops only the Spark build calls (its
+    fallback): the reduce buckets' split, and the cores on the arrays its Arrow groups give
+    (sim.warm.compile_alis). Returns the runs' member rows found."""
     table = warm_trace()
     requests = table.filter(pc.equal(table.column("device"), "0"))
     params = GraphParams(graph_share=0.5)          # a budget small enough that pruning runs
     first = device_build(requests, None, None, Build("warm", 0, 1, 4_000_000), params)
     night = device_build(requests, first["units"], first["graph"].filter(pc.equal(first["graph"]["interval_id"], 1)),
                          Build("warm", 2, 2, 4_000_000, nightly=True), params)
+    # A hot device's intervals: the counts through bucket files, pruned there (libs.table_io.alis_spill).
+    spilled = device_build(requests, None, None, Build("warm", 0, 1, 4_000_000), params,
+                           SpillSizes(sum_edges=20, memory_edges=10, buckets=4))
+    assert spilled["graph"].equals(first["graph"])
     src, dst = np.array([0, 1, 2, 0], np.int64), np.array([1, 2, 0, 2], np.int64)
     _split_by_bucket(src % 2, src, dst, dst, dst, 2)
     compile_alis()

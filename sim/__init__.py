@@ -35,6 +35,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Simulation": ("engine", "Simulation"), "Window": ("engine", "Window"),
     "run_with_policy": ("engine", "run_with_policy"),
     "per_request": ("stats", "per_request"), "select_bits": ("stats", "select_bits"),
+    "kth_smallest": ("stats", "kth_smallest"),
     # workloads
     "FiveWorkload": ("workloads", "FiveWorkload"), "five_synthetic": ("workloads", "five_synthetic"),
     "requests_from_arrow": ("workloads", "from_arrow"),

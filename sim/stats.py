@@ -294,6 +294,17 @@ def select_bits(passes: Callable[[], Iterator[np.ndarray]], top: np.ndarray, k: 
     return int(values[int(np.searchsorted(np.cumsum(counts), k, side="right"))])
 
 
+def kth_smallest(values: np.ndarray, k: int) -> float:
+    """The k-th smallest (0-based) of float64 values: by their bits (select_bits, two passes over them) when none
+    is negative, else by np.partition (which slows down on many equal values, as a graph's weights are)."""
+    values = np.ascontiguousarray(values, np.float64)
+    if values.min() < 0:
+        return float(np.partition(values, k)[k])
+    bits = values.view(np.uint64)
+    top = np.bincount(bits >> np.uint64(48), minlength=1 << 16)
+    return float(np.array([select_bits(lambda: iter([bits]), top, k)], np.uint64).view(np.float64)[0])
+
+
 @njit(cache=True, nogil=True)
 def _count_middle(bits: np.ndarray, high: int, width: int, middle: np.ndarray) -> None:  # pragma: no cover
     """middle[the key's second 16 bits] += 1 for each key whose top 16 bits are `high` (select_bits's first pass)."""

@@ -22,6 +22,7 @@ from blockheat.sim import (
     ALIS_PRUNE_SHARE,
     ALIS_VERTEX_BYTES,
     alis_heaviest_into,
+    kth_smallest,
     prune_arrays,
     select_bits,
 )
@@ -166,7 +167,7 @@ class SpilledCounts:
                 break
             edge_cut = self._select(found.top, max(1, math.ceil(found.edges * share)) - 1)
             k = max(1, math.ceil(len(present) * share))
-            vertex_cut = _kth_smallest(present, k - 1)
+            vertex_cut = kth_smallest(present, k - 1)
             tied = edge_cut == found.lightest and vertex_cut == present.min()
             dropped = found.vertex < vertex_cut
             del present
@@ -228,16 +229,6 @@ def _by_bucket(counts: np.ndarray, buckets: int, src: np.ndarray, dst: np.ndarra
         src[at], dst[at], pairs[at], closeness[at] = counts[0, i], counts[1, i], counts[2, i], counts[3, i]
         fill[b] = at + 1
     return bounds
-
-
-def _kth_smallest(values: np.ndarray, k: int) -> float:
-    """The k-th smallest (0-based) of float64 values: by their bits (select_bits, two passes) when none is
-    negative (a graph's weights), else a partition (which slows down on many equal values)."""
-    if values.min() < 0:
-        return float(np.partition(values, k)[k])
-    bits = values.view(np.uint64)
-    top = np.bincount(bits >> np.uint64(48), minlength=1 << 16)
-    return float(np.array([select_bits(lambda: iter([bits]), top, k)], np.uint64).view(np.float64)[0])
 
 
 def _bucket_of(edges: Edges, b: int, buckets: int) -> Edges:

@@ -19,6 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blockheat.sim.stats import kth_smallest
+
 # The paper's memory model of the graph: 19 bytes per vertex, 20 per edge (two adjacency entries).
 VERTEX_BYTES = 19
 EDGE_BYTES = 20
@@ -207,8 +209,7 @@ def merge_counts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _nearest_rank(values: np.ndarray, share: float) -> float:
     """The share-th percentile by nearest rank: the smallest value with at least ceil(share * n)
     values at or below it (always one of the values)."""
-    k = max(1, math.ceil(len(values) * share))
-    return float(np.partition(values, k - 1)[k - 1])
+    return kth_smallest(values, max(1, math.ceil(len(values) * share)) - 1)
 
 
 @numba.njit(cache=True, nogil=True)

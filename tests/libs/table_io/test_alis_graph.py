@@ -18,8 +18,8 @@ from pyspark.sql import functions as F
 import blockheat.libs.table_io.alis_graph as GF
 from blockheat.jobs import alis_graph
 from blockheat.libs.io.tables import read_table, replace_trace, trace_rows
-from blockheat.libs.table_io.alis_spill import SpilledCounts, SpillSizes, _kth_smallest
-from blockheat.sim import DAY_US, count_pairs
+from blockheat.libs.table_io.alis_spill import SpilledCounts, SpillSizes
+from blockheat.sim import DAY_US, count_pairs, kth_smallest
 from tests.builders import table_digest
 from tests.conftest import HPLAJW_TRACE_ID
 
@@ -254,17 +254,17 @@ def test_spilled_counts_read_back_as_added_in_narrow_and_wide_segments():
 
 
 def test_the_vertex_cut_is_the_kth_smallest_weight():
-    """The pruning rounds' vertex percentile (_kth_smallest): by the weights' bits, many of them equal, as a sort
+    """The pruning rounds' percentiles (sim.stats.kth_smallest): by the weights' bits, many of them equal, as a sort
     gives it; with a negative value among them, by a partition."""
     rng = np.random.default_rng(9)
     values = rng.permutation(np.concatenate([rng.exponential(1.0, 20_000), np.full(9000, 1 / 9), np.full(400, 0.0),
                                              np.full(3000, 0.8 / 9)]))
     ordered = np.sort(values)
     for k in (0, 399, 400, 5000, 12_399, 12_400, 21_399, len(values) - 1):
-        assert _kth_smallest(values, k) == ordered[k]
+        assert kth_smallest(values, k) == ordered[k]
     values[17] = -2.5
-    assert _kth_smallest(values, 0) == -2.5
-    assert _kth_smallest(values, 401) == np.sort(values)[401]
+    assert kth_smallest(values, 0) == -2.5
+    assert kth_smallest(values, 401) == np.sort(values)[401]
 
 
 def test_the_spilled_edge_percentile_is_the_sorted_weights_kth(tmp_path):
