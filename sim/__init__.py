@@ -34,8 +34,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ClosedLoop": ("engine", "ClosedLoop"), "SimConfig": ("engine", "SimConfig"),
     "Simulation": ("engine", "Simulation"), "Window": ("engine", "Window"),
     "run_with_policy": ("engine", "run_with_policy"),
-    "per_request": ("stats", "per_request"), "select_bits": ("stats", "select_bits"),
-    "kth_smallest": ("stats", "kth_smallest"),
+    "per_request": ("stats", "per_request"), "select_bits": ("select", "select_bits"),
+    "kth_smallest": ("select", "kth_smallest"),
     # workloads
     "FiveWorkload": ("workloads", "FiveWorkload"), "five_synthetic": ("workloads", "five_synthetic"),
     "requests_from_arrow": ("workloads", "from_arrow"),

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blockheat.sim.stats import kth_smallest
+from blockheat.sim.select import kth_smallest
 
 # The paper's memory model of the graph: 19 bytes per vertex, 20 per edge (two adjacency entries).
 VERTEX_BYTES = 19

@@ -21,9 +21,10 @@ from blockheat.sim.array import DiskArray, Striped
 from blockheat.sim.engine import ClosedLoop, SimConfig, Simulation
 from blockheat.sim.records import FLAG_BACKGROUND, FLAG_READ, Requests, StreamFacts
 from blockheat.sim.scenarios import ScenarioConfig, simulate_chunks, simulate_requests, streams
+from blockheat.sim.select import select_bits
 from blockheat.sim.specs import load
 from blockheat.sim.spill import SpilledRequests
-from blockheat.sim.stats import ResponseTally, _order_stats, select_bits
+from blockheat.sim.stats import ResponseTally, _order_stats
 from blockheat.sim.tracks import IoShaping, shape_requests, shape_segments
 from blockheat.sim.workloads import mix, poisson_background
 from tests.sim.conftest import HPLAJW_TRACE

@@ -254,7 +254,7 @@ def test_spilled_counts_read_back_as_added_in_narrow_and_wide_segments():
 
 
 def test_the_vertex_cut_is_the_kth_smallest_weight():
-    """The pruning rounds' percentiles (sim.stats.kth_smallest): by the weights' bits, many of them equal, as a sort
+    """The pruning rounds' percentiles (sim.select.kth_smallest): by the weights' bits, many of them equal, as a sort
     gives it; with a negative value among them, by a partition."""
     rng = np.random.default_rng(9)
     values = rng.permutation(np.concatenate([rng.exponential(1.0, 20_000), np.full(9000, 1 / 9), np.full(400, 0.0),
