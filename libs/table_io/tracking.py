@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from blockheat.libs.io import storage
 from blockheat.libs.table_io.changes import footer_ranges, known_requests_state, read_state_doc, replace_state_doc
 from blockheat.libs.table_io.device_pass import Unsupported, spark_tasks, trace_files
-from blockheat.libs.transforms.profile import interpolate
+from blockheat.libs.transforms.profile import interpolate, keys_sorted
 from blockheat.libs.transforms.tracking_kernels import checkpoint_rows, extent_pieces, track
 from blockheat.schemas import heat_tracking as HT
 
@@ -55,10 +55,8 @@ def sorted_pieces(requests: pa.Table, extent_bytes: int) -> tuple[np.ndarray, np
     col = {c: np.ascontiguousarray(requests.column(c).to_numpy(), dtype=np.int64) for c in COLUMNS}
     ext, ts, seq, blocks = extent_pieces(col["ts_us"], col["seq"], col["offset_bytes"], col["size_bytes"],
                                          extent_bytes)
-    if len(ts) < 2 or ((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (seq[1:] >= seq[:-1]))).all():
-        order = np.argsort(ext, kind="stable")          # pieces of requests in time order: one stable sort
-    else:
-        order = np.lexsort((seq, ts, ext))
+    # Pieces of requests in time order need one stable sort by extent.
+    order = np.argsort(ext, kind="stable") if keys_sorted([ts, seq]) else np.lexsort((seq, ts, ext))
     return ext[order], ts[order], seq[order], blocks[order]
 
 

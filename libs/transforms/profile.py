@@ -186,14 +186,14 @@ def _pack(*cols: np.ndarray) -> bytes:
 
 def _group_sums(keys: Sequence[np.ndarray], c: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
     """Distinct key tuples (sorted) and the sum of c per tuple."""
-    if not _is_sorted(keys):
+    if not keys_sorted(keys):
         order = _lex_order(keys[:-1], keys[-1])
         keys, c = [k[order] for k in keys], c[order]
     at = _runs_of(*keys)
     return [k[at] for k in keys], np.add.reduceat(c, at) if len(at) else c[:0]
 
 
-def _is_sorted(keys: Sequence[np.ndarray]) -> bool:
+def keys_sorted(keys: Sequence[np.ndarray]) -> bool:
     """Whether the rows are in lexicographic order of the keys (the passes' rows mostly come so: one
     device in time order), which saves a sort."""
     if len(keys[0]) < 2:
@@ -419,7 +419,7 @@ class _Partials:
         bincount instead of a sort, when the (group, code) table is small."""
     
         coded = metric not in EXACT
-        if _is_sorted([code, w]):                  # rows by group already: one compiled loop
+        if keys_sorted([code, w]):                  # rows by group already: one compiled loop
             vmax = CODES if coded else int(raw.max()) + 1
             starts = _runs_of(code, w)
             if len(starts) * vmax >= 1 << 62:
@@ -743,7 +743,7 @@ def _windows_inside(span: tuple[int | None, int | None], window_us: int) -> Call
 
 def _arrival_partials(out: _Partials, ts: np.ndarray, before_ts: int | None, window_us: int) -> None:
     """The trace scope's interarrival times and idle periods: every device's arrivals merged."""
-    merged = ts if _is_sorted([ts]) else np.sort(ts, kind="stable")   # timsort: merges each device's sorted run
+    merged = ts if keys_sorted([ts]) else np.sort(ts, kind="stable")   # timsort: merges each device's sorted run
     merged_gap = np.diff(merged) if before_ts is None else np.diff(merged, prepend=before_ts)
     merged_w = _windows(merged[len(merged) - len(merged_gap):], window_us)
     star = np.full(len(merged_gap), out.star)
@@ -945,7 +945,7 @@ def resumed_block_partials(device: str, ts: np.ndarray, seq: np.ndarray, lo: np.
     are finished here (the whole trace's too when start is None; "kept" cells for those `end` reaches); the
     extent counts of the whole trace, of the window reaching back before `start` and of windows reaching past
     `end` come as "extent_ids" rows, to be added to the counts of other spans."""
-    if len(ts) > 1 and not ((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (seq[1:] > seq[:-1]))).all():
+    if not keys_sorted([ts, seq]):
         order = np.lexsort((seq, ts))
         ts, lo, hi = ts[order], lo[order], hi[order]
     inside = _windows_inside((start, None), window_us)

@@ -73,7 +73,12 @@ def _grown(keys: np.ndarray, last: np.ndarray):  # type: ignore[no-untyped-def] 
 @numba.njit(cache=True, inline="always")
 def _count(counts: np.ndarray, touched: np.ndarray, nt: int, v: int) -> int:  # pragma: no cover - compiled
     """Counts v under its value code; a code's first count appends it to touched[:nt]. The new nt."""
-    c = _code_of(v)
+    return _count_code(counts, touched, nt, _code_of(v))
+
+
+@numba.njit(cache=True, inline="always")
+def _count_code(counts: np.ndarray, touched: np.ndarray, nt: int, c: int) -> int:  # pragma: no cover - compiled
+    """_count of a value whose code c is known."""
     if counts[c] == 0:
         touched[nt] = c
         nt += 1
@@ -268,10 +273,7 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
                                          "after these requests")
                     if d != last_d:
                         last_d, last_code = d, _code_of(d)
-                    if counts[last_code] == 0:
-                        touched[nt] = last_code
-                        nt += 1
-                    counts[last_code] += 1
+                    nt = _count_code(counts, touched, nt, last_code)
                     c_n += 1
                     df = np.float64(d)
                     c_s += df
