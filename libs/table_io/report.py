@@ -50,7 +50,7 @@ from blockheat.libs.table_io.device_pass import (
     time_pieces,
     trace_files,
 )
-from blockheat.libs.transforms.profile import percentile_cells, round_significant_np
+from blockheat.libs.transforms.profile import keys_sorted, percentile_cells, round_significant_np, value_counts
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -74,11 +74,6 @@ Cells = dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]
 Cdfs = dict[str, dict[tuple[str, str], list[tuple[float, float]]]]
 
 
-def _cells(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    v, n = np.unique(values, return_counts=True)
-    return v, n.astype(np.int64)
-
-
 def device_cells(requests: pa.Table, before_ts: int | None = None) -> Cells:
     """One device's requests (COLUMNS) -> per metric and operation the (distinct values, counts): sizes as they
     are (as float64) and the non-null response times rounded to 4 significant digits, per operation present; the
@@ -86,19 +81,38 @@ def device_cells(requests: pa.Table, before_ts: int | None = None) -> Cells:
     before_ts: the time of the device's last request before these (its gap to the first is counted)."""
     ts = requests.column("ts_us").to_numpy().astype(np.int64)
     seq = requests.column("seq").to_numpy().astype(np.int64)
-    ts = ts[np.lexsort((seq, ts))]
+    if not keys_sorted([ts, seq]):
+        ts = ts[np.lexsort((seq, ts))]
     gaps = np.diff(ts) if before_ts is None else np.diff(ts, prepend=before_ts)
-    out: Cells = {"size_bytes": {}, "response_us": {},
-                  "interarrival_us": {ALL_OPS: _cells(round_significant_np(gaps.astype(np.float64)))}}
-    for op in pc.unique(requests.column("op")).to_pylist():
-        mine = requests.filter(pc.equal(requests.column("op"), op))
-        out["size_bytes"][op] = _cells(mine.column("size_bytes").to_numpy().astype(np.float64))
-        response = pc.drop_null(mine.column("response_us")).to_numpy().astype(np.float64)
-        if len(response):
-            out["response_us"][op] = _cells(round_significant_np(response))
+    out: Cells = {"size_bytes": {}, "response_us": {}, "interarrival_us": {ALL_OPS: value_counts(gaps, rounded=True)}}
+    op = requests.column("op").combine_chunks().dictionary_encode()
+    names = op.dictionary.to_pylist()
+    index = op.indices.to_numpy(zero_copy_only=False)
+    size = requests.column("size_bytes").to_numpy().astype(np.int64)
+    response = requests.column("response_us")
+    timed = None
+    if response.null_count < len(response):
+        raw = pc.fill_null(response, 0.0).to_numpy()
+        timed = np.flatnonzero(response.is_valid().to_numpy(zero_copy_only=False))
+        rounded = round_significant_np(raw[timed])
+    for i, name in enumerate(names):
+        mine = index == i
+        if not mine.any():
+            continue
+        out["size_bytes"][name] = value_counts(size[mine], rounded=False)
+        if timed is not None and len(r := rounded[mine[timed]]):
+            out["response_us"][name] = _rounded_cells(r)
     if not len(gaps):
         del out["interarrival_us"][ALL_OPS]
     return out
+
+
+def _rounded_cells(rounded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values, counts) of values already rounded to 4 significant digits (round_significant_np)."""
+    if len(rounded) and rounded.min() >= 0 and rounded.max() < 2.0 ** 53:
+        return value_counts(rounded.astype(np.int64), rounded=True)      # rounding again keeps each value
+    v, n = np.unique(rounded, return_counts=True)
+    return v, n.astype(np.int64)
 
 
 def add_cells(a: Cells, b: Cells) -> Cells:
@@ -161,8 +175,8 @@ def report_cdfs(spark: SparkSession, warehouse: Path, trace_id: str, points: Seq
             if start is None:
                 continue
             if of_task[name][1][0] != stop and before is not None:
-                gap = round_significant_np(np.array([start - before], np.float64))   # the gap across the cut
-                counted = add_cells(counted, {"interarrival_us": {ALL_OPS: _cells(gap)}})
+                gap = value_counts(np.array([start - before], np.int64), rounded=True)   # the gap across the cut
+                counted = add_cells(counted, {"interarrival_us": {ALL_OPS: gap}})
             cells[device] = add_cells(cells.get(device, {}), counted)
             before = end
         if before is not None:

@@ -139,6 +139,27 @@ def _code_values() -> np.ndarray:
     return value_of_code(np.arange(CODES, dtype=np.int64)).astype(np.float64)
 
 
+def value_counts(values: np.ndarray, *, rounded: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values (float64, ascending) of whole numbers `values` (int64) and their counts, the values
+    rounded to 4 significant digits first when `rounded` (as round_significant_np rounds them): np.unique's
+    answer, counted with one bincount by round_significant_code's code or by value instead of a sort where the
+    values are non-negative and the table small."""
+    values = np.asarray(values, np.int64)
+    if not len(values):
+        return np.zeros(0), np.zeros(0, np.int64)
+    low, high = int(values.min()), int(values.max())
+    if low >= 0 and rounded and high < 1 << 53:
+        n = np.bincount(round_significant_code(values))
+        at = np.flatnonzero(n)
+        return _code_values()[at], n[at]
+    if low >= 0 and not rounded and high < 2 * len(values) + (1 << 21):
+        n = np.bincount(values)
+        at = np.flatnonzero(n)
+        return at.astype(np.float64), n[at]
+    v, n = np.unique(round_significant_np(values.astype(np.float64)) if rounded else values, return_counts=True)
+    return v.astype(np.float64), n.astype(np.int64)
+
+
 def chunked_lag(df: DataFrame, *, keys: Sequence[str], chunk_us: int, cols: Sequence[str],
                 prefix: str = "prev_") -> DataFrame:
     """Adds prefix+col = the value of the previous row in (keys; ts_us, seq) order.

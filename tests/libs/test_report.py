@@ -16,7 +16,8 @@ from blockheat.jobs.cli.main import main as cli_main
 from blockheat.jobs.heat_report import CDF_POINTS, report_dir, spark_cdfs
 from blockheat.jobs.heat_report import run as run_report
 from blockheat.libs import report
-from blockheat.libs.table_io.report import METRICS, percentiles, report_cdfs
+from blockheat.libs.table_io.report import ALL_OPS, METRICS, device_cells, percentiles, report_cdfs
+from blockheat.libs.transforms.profile import round_significant_np
 from blockheat.libs.transforms.tracking_eval import StepSpec
 from tests.builders import ingest, write_msr
 from tests.conftest import HPLAJW_TRACE_ID
@@ -243,6 +244,34 @@ def test_percentiles_weigh_each_value_by_its_count():
     # p50 at position 1.5 has 10 on both sides; p90 at 2.7 is 0.3 x 10 + 0.7 x 20.
     assert percentiles(np.array([4.0, 1.0, 3.0, 2.0]), np.array([1, 1, 1, 1]), [0, 0.5, 1]) == [1.0, 2.5, 4.0]
     assert percentiles(np.array([20.0, 10.0]), np.array([1, 3]), [0.5, 0.9, 1]) == [10.0, 0.3 * 10 + 0.7 * 20, 20.0]
+
+
+def test_device_cells_are_the_distinct_rounded_values_and_counts_of_rows_in_any_order():
+    # Rows out of time order (gaps in (ts_us, seq) order), fractional, null and negative response times, three ops.
+    rng = np.random.default_rng(5)
+    n = 5_000
+    ts = np.sort(rng.integers(0, 10 ** 9, n))
+    response = np.where(rng.random(n) < 0.2, np.nan, rng.exponential(3e4, n) - 5)
+    op = rng.choice(["R", "W", "T"], n)
+    order = rng.permutation(n)
+    rows = pa.table({"ts_us": ts[order], "seq": np.arange(n)[order], "op": op[order],
+                     "size_bytes": (rng.integers(1, 300, n) * 512)[order],
+                     "response_us": pa.array(response[order], from_pandas=True)})
+    got = device_cells(rows, before_ts=-7)
+
+    def unique(v):
+        return np.unique(v, return_counts=True)
+
+    want = {"interarrival_us": {ALL_OPS: unique(round_significant_np(np.diff(ts, prepend=-7).astype(float)))},
+            "size_bytes": {o: unique(rows.column("size_bytes").to_numpy()[op[order] == o].astype(float))
+                           for o in "RTW"},
+            "response_us": {o: unique(round_significant_np(r[~np.isnan(r)]))
+                            for o in "RTW" for r in [response[order][op[order] == o]]}}
+    assert {m: sorted(c) for m, c in got.items()} == {m: sorted(c) for m, c in want.items()}
+    for m in want:
+        for o, (v, c) in want[m].items():
+            assert got[m][o][0].tolist() == v.tolist(), (m, o)
+            assert got[m][o][1].tolist() == c.tolist(), (m, o)
 
 
 def test_report_distributions_from_the_files_equal_spark_sql_on_hplajw(spark, spark_cfg, hplajw):

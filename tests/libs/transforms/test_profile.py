@@ -27,6 +27,7 @@ from blockheat.libs.transforms.profile import (
     round_significant_np,
     skew_stats,
     stitch_runs,
+    value_counts,
     value_of_code,
 )
 from blockheat.libs.transforms.profile_kernels import block_pass, round_significant_code
@@ -184,6 +185,26 @@ def test_round_significant_code_equals_float_rounding():
     assert np.array_equal(value_of_code(codes), round_significant_np(values.astype(float)).astype(np.int64))
     order = np.argsort(values, kind="stable")
     assert (np.diff(codes[order]) >= 0).all()
+
+
+@pytest.mark.parametrize("rounded", [True, False])
+@pytest.mark.parametrize("values", [
+    [0, 1, 9_999, 10_000, 10_005, 12_345, 12_355, 99_995, 99_994, 12_345, 0],     # ties and half-up boundaries
+    [-5, 3, 3, 12_345],                                  # a negative value: np.unique's way
+    [7, (1 << 53) + 1, 7],                               # past the codes' range
+    [512 * i for i in (1, 1, 8, 128, 2_048)],            # exact sizes by bincount
+    [1, 10 ** 12],                                       # exact values spread too wide for a bincount
+    [],
+])
+def test_value_counts_equal_np_unique_of_the_rounded_values(values, rounded):
+    v = np.array(values, np.int64)
+    want_v, want_n = np.unique(round_significant_np(v.astype(float)) if rounded else v.astype(float),
+                               return_counts=True)
+    got_v, got_n = value_counts(v, rounded=rounded)
+    assert got_v.dtype == np.float64
+    assert got_n.dtype == np.int64
+    assert got_v.tolist() == want_v.tolist()
+    assert got_n.tolist() == want_n.tolist()
 
 
 def _rows_by_key(table):
