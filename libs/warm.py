@@ -40,7 +40,10 @@ def tracking() -> None:
     one = np.array([0], np.int64)
     for view in VIEWS:                # unit_pieces also serves the aged counts' interval pass
         TK.unit_pieces(view(one), view(np.array([4096], np.int64)), 65_536)
+    for view in VIEWS:                # pieces_by_extent takes the columns as read (read-only when zero-copy)
+        TK.pieces_by_extent(view(one), view(one), view(one), view(np.array([4096], np.int64)), 1 << 20, 0, 1)
     ext, ts, _, blocks = TK.extent_pieces(one, one, one, np.array([4096], np.int64), 1 << 20)
+    TK.last_of_groups(ext, 2)
     starts = TK.checkpoint_rows(ext, ts, 1, 10)
     TK.track(ext, ts, blocks, starts, np.array([2], np.int64), 1, 10)
 

@@ -26,7 +26,7 @@ from blockheat.libs.io import storage
 from blockheat.libs.table_io.changes import footer_ranges, known_requests_state, read_state_doc, replace_state_doc
 from blockheat.libs.table_io.device_pass import Unsupported, spark_tasks, trace_files
 from blockheat.libs.transforms.profile import interpolate, keys_sorted
-from blockheat.libs.transforms.tracking_kernels import checkpoint_rows, extent_pieces, track
+from blockheat.libs.transforms.tracking_kernels import checkpoint_rows, extent_pieces, pieces_by_extent, track
 from blockheat.schemas import heat_tracking as HT
 
 if TYPE_CHECKING:
@@ -53,10 +53,14 @@ def sorted_pieces(requests: pa.Table, extent_bytes: int) -> tuple[np.ndarray, np
     """The requests (ts_us, seq, offset_bytes, size_bytes) cut into extent pieces, sorted by (extent, ts_us, seq):
     extent id, ts_us, seq, blocks."""
     col = {c: np.ascontiguousarray(requests.column(c).to_numpy(), dtype=np.int64) for c in COLUMNS}
-    ext, ts, seq, blocks = extent_pieces(col["ts_us"], col["seq"], col["offset_bytes"], col["size_bytes"],
-                                         extent_bytes)
-    # Pieces of requests in time order need one stable sort by extent.
-    order = np.argsort(ext, kind="stable") if keys_sorted([ts, seq]) else np.lexsort((seq, ts, ext))
+    ts, seq, offset, size = col["ts_us"], col["seq"], col["offset_bytes"], col["size_bytes"]
+    timed = keys_sorted([ts, seq])
+    if timed and len(offset):
+        low, high = int(offset.min()) // extent_bytes, int((offset + size - 1).max()) // extent_bytes
+        if high - low < 4 * len(offset) + (1 << 20):         # requests in time order: one counting sort by extent
+            return pieces_by_extent(ts, seq, offset, size, extent_bytes, low, high - low + 1)
+    ext, ts, seq, blocks = extent_pieces(ts, seq, offset, size, extent_bytes)
+    order = np.argsort(ext, kind="stable") if timed else np.lexsort((seq, ts, ext))
     return ext[order], ts[order], seq[order], blocks[order]
 
 

@@ -40,6 +40,7 @@ from blockheat.libs.table_io.changes import (
 from blockheat.libs.table_io.device_pass import DeviceChunks, Output, Read, device_pass, trace_files
 from blockheat.libs.table_io.tracking import COLUMNS, rows_of_pieces, sorted_pieces
 from blockheat.libs.transforms.tracking import _check
+from blockheat.libs.transforms.tracking_kernels import last_of_groups
 from blockheat.schemas import heat_tracking as HT
 
 if TYPE_CHECKING:
@@ -74,21 +75,19 @@ def history(ext: np.ndarray, ts: np.ndarray, seq: np.ndarray, blocks: np.ndarray
             until: int, keep: int) -> pa.Table:
     """HISTORY_SCHEMA rows of sorted pieces (extent, ts, seq): per extent its requests before `until` (plus
     before[extent] counted earlier) and the last `keep` of them."""
-    mask = ts < until
-    ext, ts, seq, blocks = ext[mask], ts[mask], seq[mask], blocks[mask]
+    if not (ts < until).all():
+        mask = ts < until
+        ext, ts, seq, blocks = ext[mask], ts[mask], seq[mask], blocks[mask]
     if not len(ext):
         return HISTORY_SCHEMA.empty_table()
-    first = np.flatnonzero(np.r_[True, ext[1:] != ext[:-1]])
-    ends = np.r_[first[1:], len(ext)]
-    size = ends - first
-    counts = np.repeat(size, size)
+    last, counts = last_of_groups(ext, keep)
+    ext = ext[last]
     if before:
+        first = np.flatnonzero(np.r_[True, ext[1:] != ext[:-1]])
         extra = np.array([before.get(int(e), 0) for e in ext[first]], np.int64)
-        counts = counts + np.repeat(extra, size)
-    position = np.arange(len(ext)) - np.repeat(first, size)
-    last = position >= np.repeat(size - keep, size)
-    return pa.table({"extent_id": ext[last], "count": counts[last], "ts_us": ts[last], "seq": seq[last],
-                     "blocks": blocks[last]}, schema=HISTORY_SCHEMA)
+        counts = counts + np.repeat(extra, np.diff(np.r_[first, len(ext)]))
+    return pa.table({"extent_id": ext, "count": counts, "ts_us": ts[last], "seq": seq[last], "blocks": blocks[last]},
+                    schema=HISTORY_SCHEMA)
 
 
 def tracked(old: pa.Table, rows: pa.Table, p: TrackParams, *, first_j: int, last_j: int, until: int

@@ -58,6 +58,58 @@ def extent_pieces(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.
 
 
 @njit(cache=True, nogil=True)
+def pieces_by_extent(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.ndarray, extent_bytes: int,
+                     low: int, span: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    """extent_pieces of requests in (ts_us, seq) order, grouped by extent in one counting sort (extents low ..
+    low + span - 1): extent id, ts_us, seq and blocks sorted by (extent, ts_us, seq)."""
+    n = offset.shape[0]
+    at = np.zeros(span + 1, np.int64)
+    for i in range(n):
+        for e in range(offset[i] // extent_bytes, (offset[i] + size[i] - 1) // extent_bytes + 1):
+            at[e - low + 1] += 1
+    for e in range(span):
+        at[e + 1] += at[e]
+    total = at[span]
+    ext = np.empty(total, np.int64)
+    ts_out = np.empty(total, np.int64)
+    seq_out = np.empty(total, np.int64)
+    blocks = np.empty(total, np.int64)
+    for i in range(n):
+        lo, hi = offset[i], offset[i] + size[i]
+        for e in range(lo // extent_bytes, (hi - 1) // extent_bytes + 1):
+            a = max(lo, e * extent_bytes)
+            b = min(hi, (e + 1) * extent_bytes)
+            k = at[e - low]
+            at[e - low] = k + 1
+            ext[k] = e
+            ts_out[k] = ts[i]
+            seq_out[k] = seq[i]
+            blocks[k] = (b + BLOCK_BYTES - 1) // BLOCK_BYTES - a // BLOCK_BYTES
+    return ext, ts_out, seq_out, blocks
+
+
+@njit(cache=True, nogil=True)
+def last_of_groups(ext: np.ndarray, keep: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    """Per extent group of sorted pieces (ext ascending) its last `keep` pieces: their positions, and per position
+    its group's size."""
+    n = ext.shape[0]
+    rows = np.empty(n, np.int64)
+    sizes = np.empty(n, np.int64)
+    m = 0
+    a = 0
+    while a < n:
+        b = a + 1
+        while b < n and ext[b] == ext[a]:
+            b += 1
+        for i in range(max(a, b - keep), b):
+            rows[m] = i
+            sizes[m] = b - a
+            m += 1
+        a = b
+    return rows[:m], sizes[:m]
+
+
+@njit(cache=True, nogil=True)
 def checkpoint_rows(ext: np.ndarray, ts: np.ndarray, last_j: int, period: int,
                     first_row_j: int = 0) -> np.ndarray:  # pragma: no cover
     """Per extent group of the sorted pieces (ext ascending), the first output row: rows run over the

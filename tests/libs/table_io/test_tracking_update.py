@@ -73,13 +73,15 @@ def test_tracking_in_parts_equals_tracking_whole(spark: Any, spark_cfg: Any, hpl
     assert digest(spark, spark_cfg, "tu-parts") == whole
 
 
-def test_sorted_pieces_of_time_ordered_and_shuffled_requests():
-    """Pieces by (extent, ts_us, seq): one stable sort by extent when the requests come in time order (ties of ts_us
-    by seq), the three-key sort otherwise; the same pieces either way."""
+@pytest.mark.parametrize("blocks", [4096, 1 << 40])
+def test_sorted_pieces_of_time_ordered_and_shuffled_requests(blocks):
+    """Pieces by (extent, ts_us, seq): one counting sort by extent when the requests come in time order (ties of
+    ts_us by seq; a stable sort where the extents spread too wide for a count each), the three-key sort otherwise;
+    the same pieces either way."""
     rng = np.random.default_rng(11)
     n = 20_000
     ts = np.sort(rng.integers(0, 5_000, n))                 # many equal times
-    rows = pa.table({"ts_us": ts, "seq": np.arange(n), "offset_bytes": rng.integers(0, 4096, n) * 4096,
+    rows = pa.table({"ts_us": ts, "seq": np.arange(n), "offset_bytes": rng.integers(0, blocks, n) * 4096,
                      "size_bytes": rng.integers(1, 600, n) * 1024})
     ordered = sorted_pieces(rows, 1 << 16)
     shuffled = sorted_pieces(rows.take(rng.permutation(n)), 1 << 16)
