@@ -35,7 +35,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Simulation": ("engine", "Simulation"), "Window": ("engine", "Window"),
     "run_with_policy": ("engine", "run_with_policy"),
     "per_request": ("stats", "per_request"), "select_bits": ("select", "select_bits"),
-    "kth_smallest": ("select", "kth_smallest"),
+    "kth_smallest": ("select", "kth_smallest"), "float_of_bits": ("select", "float_of_bits"),
+    "top16_counts": ("select", "top16_counts"),
     # workloads
     "FiveWorkload": ("workloads", "FiveWorkload"), "five_synthetic": ("workloads", "five_synthetic"),
     "requests_from_arrow": ("workloads", "from_arrow"),

@@ -8,12 +8,25 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from numba import njit
 
-__all__ = ["kth_smallest", "select_bits"]
+__all__ = ["float_of_bits", "kth_smallest", "select_bits", "top16_counts"]
 
 
 def _top16(bits: np.ndarray) -> np.ndarray:
     """The keys' top 16 bits (select_bits's `top` counts them)."""
     return bits >> bits.dtype.type(bits.dtype.itemsize * 8 - 16)
+
+
+def top16_counts(bits: np.ndarray) -> np.ndarray:
+    """select_bits's `top` of some keys: the count per value of their top 16 bits (add the counts of several
+    batches)."""
+    return np.bincount(_top16(bits), minlength=1 << 16)
+
+
+def float_of_bits(bits: int, dtype: np.dtype | type = np.float64) -> float:
+    """The float of `dtype` (float32 or float64) whose bits, read as the unsigned integer of its width, are `bits`:
+    select_bits's answer over floats' bits as a value."""
+    dtype = np.dtype(dtype)
+    return float(np.array([bits], f"u{dtype.itemsize}").view(dtype)[0])
 
 
 def select_bits(passes: Callable[[], Iterator[np.ndarray]], top: np.ndarray, k: int) -> int:
@@ -49,8 +62,7 @@ def kth_smallest(values: np.ndarray, k: int) -> float:
     if values.min() < 0:
         return float(np.partition(values, k)[k])
     bits = values.view(np.uint64)
-    top = np.bincount(_top16(bits), minlength=1 << 16)
-    return float(np.array([select_bits(lambda: iter([bits]), top, k)], np.uint64).view(np.float64)[0])
+    return float_of_bits(select_bits(lambda: iter([bits]), top16_counts(bits), k))
 
 
 @njit(cache=True, nogil=True)

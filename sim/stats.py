@@ -15,7 +15,7 @@ from numba import njit
 
 from blockheat.sim import _kernel as K
 from blockheat.sim.records import FLAG_BACKGROUND, FLAG_READ
-from blockheat.sim.select import select_bits
+from blockheat.sim.select import float_of_bits, select_bits
 
 if TYPE_CHECKING:
     from blockheat.sim.records import Requests
@@ -243,7 +243,7 @@ class ResponseTally:
         return sum(self._sums[c] for c in classes) / n, values[0], values[1], values[2], top_value
 
     def _value(self, bits: int) -> float:
-        return float(np.array([bits], self._bits).view(self.dtype)[0])
+        return float_of_bits(bits, self.dtype)
 
 
 @njit(cache=True, nogil=True)

@@ -22,9 +22,11 @@ from blockheat.sim import (
     ALIS_PRUNE_SHARE,
     ALIS_VERTEX_BYTES,
     alis_heaviest_into,
+    float_of_bits,
     kth_smallest,
     prune_arrays,
     select_bits,
+    top16_counts,
 )
 
 __all__ = ["Edges", "SpillSizes", "SpilledCounts", "WeighAge"]
@@ -204,7 +206,7 @@ class SpilledCounts:
             for b in range(self.buckets):
                 yield self._weights(b).view(np.uint64)
 
-        return float(np.array([select_bits(passes, top, k)], np.uint64).view(np.float64)[0])
+        return float_of_bits(select_bits(passes, top, k))
 
     def close(self) -> None:
         """The files removed."""
@@ -251,7 +253,7 @@ class _Census:
     def add(self, s: np.ndarray, d: np.ndarray, w: np.ndarray) -> None:
         if not len(w):
             return
-        top = np.bincount(w.view(np.uint64) >> np.uint64(48), minlength=1 << 16)
+        top = top16_counts(w.view(np.uint64))
         lightest = float(w.min())
         with self.lock:
             self.edges += len(w)

@@ -21,7 +21,7 @@ from blockheat.sim.array import DiskArray, Striped
 from blockheat.sim.engine import ClosedLoop, SimConfig, Simulation
 from blockheat.sim.records import FLAG_BACKGROUND, FLAG_READ, Requests, StreamFacts
 from blockheat.sim.scenarios import ScenarioConfig, simulate_chunks, simulate_requests, streams
-from blockheat.sim.select import select_bits
+from blockheat.sim.select import float_of_bits, select_bits, top16_counts
 from blockheat.sim.specs import load
 from blockheat.sim.spill import SpilledRequests
 from blockheat.sim.stats import ResponseTally, _order_stats
@@ -369,9 +369,11 @@ def test_select_bits_is_the_sorted_keys_kth_across_passes(dtype: type) -> None:
     keys = rng.permutation(values).view(np.uint32 if dtype is np.float32 else np.uint64)
     parts = np.array_split(keys, 3)
     top = np.bincount(keys >> keys.dtype.type(keys.dtype.itemsize * 8 - 16), minlength=1 << 16)
-    ordered = np.sort(keys)
+    assert np.array_equal(sum(top16_counts(p) for p in parts), top)
+    ordered, sorted_values = np.sort(keys), np.sort(values)
     for k in (0, 6, 7, 100, 20_000, 40_000, 42_500, 45_001, len(keys) - 1):
         assert select_bits(lambda: iter(parts), top, k) == int(ordered[k])
+        assert float_of_bits(int(ordered[k]), dtype) == float(sorted_values[k])
 
 
 def test_spilled_requests_read_back_as_written_in_chunks(week: Requests, tmp_path: Any) -> None:
