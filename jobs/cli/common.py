@@ -153,7 +153,7 @@ def spark_session(args: argparse.Namespace, app: str, *, catalog: str = "in-memo
     starts_jvm = SparkSession.getActiveSession() is None and not cfg.remote
     if starts_jvm and cached_delta_jars() is None:
         log.info("fetching the Delta Lake jars from Maven Central (once: about 90 MB, kept under ~/.ivy2.5.2)")
-    with console.quiet_stderr(starts_jvm and not getattr(args, "debug", False)):
+    with console.quiet_stderr(starts_jvm, filtered=not getattr(args, "debug", False)):
         spark = build_session(cfg)
     if not getattr(args, "debug", False):
         quiet_query_context_loggers()

@@ -16,6 +16,8 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from blockheat.libs.io import redaction
+
 # The package whose INFO lines are the command's own progress; any other library shows warnings and errors only.
 OWN_PACKAGES = ("blockheat",)
 PROGRESS_DELAY_S = 5.0
@@ -87,6 +89,7 @@ def configure_logging(debug: bool) -> None:
         return
     for handler in list(root.handlers):
         root.removeHandler(handler)
+    redaction.from_environment()
     root.addHandler(stderr_handler(debug))
     for name in OWN_PACKAGES:
         logging.getLogger(name).setLevel(logging.DEBUG if debug else logging.INFO)
@@ -95,7 +98,9 @@ def configure_logging(debug: bool) -> None:
 
 
 def write_stderr(text: str) -> None:
-    """Write to stderr; a progress line on the terminal is cleared first and drawn again after."""
+    """Write to stderr with every secret masked (libs.io.redaction); a progress line on the terminal is cleared
+    first and drawn again after."""
+    text = redaction.redact(text)
     if _bars:
         from tqdm import tqdm  # lazy: only while a progress line is shown
 
@@ -108,15 +113,19 @@ def write_stderr(text: str) -> None:
 
 
 class _Forwarder(threading.Thread):
-    """Copies lines from a pipe to the real stderr, without banners and the resolver's report."""
+    """Copies lines from a pipe to the real stderr with their secrets masked, without banners and the resolver's
+    report unless unfiltered (--debug)."""
 
-    def __init__(self, read_fd: int, real_fd: int) -> None:
+    def __init__(self, read_fd: int, real_fd: int, filtered: bool = True) -> None:
         super().__init__(name="blockheat-stderr", daemon=True)
         self.read_fd, self.real_fd = read_fd, real_fd
+        self.filtered = filtered
         self.marked = threading.Event()
         self.resolving = False
 
     def keep(self, line: str) -> bool:
+        if not self.filtered:
+            return True
         if self.resolving:
             if RESOLVER_PROBLEMS.search(line):
                 self.resolving = False            # a failed resolution is shown from its summary on
@@ -136,7 +145,7 @@ class _Forwarder(threading.Thread):
                     self.marked.set()
                     continue
                 if self.keep(raw.decode(errors="replace").rstrip("\r\n")):
-                    self._write(raw)
+                    self._write(redaction.redact_bytes(raw))
         self.marked.set()
 
     def _write(self, raw: bytes) -> None:
@@ -151,18 +160,18 @@ class _Forwarder(threading.Thread):
 
 
 @contextlib.contextmanager
-def quiet_stderr(enabled: bool = True) -> Iterator[None]:
-    """While inside, file descriptor 2 is a pipe whose lines reach the real stderr without the JVM's, Spark's and
-    the resolver's start-up lines. A JVM (or any child) started inside keeps the pipe as its stderr, so its
-    output stays filtered for its whole life; this process writes to the real stderr again on leaving, once
-    everything written before has been passed on."""
+def quiet_stderr(enabled: bool = True, filtered: bool = True) -> Iterator[None]:
+    """While inside, file descriptor 2 is a pipe whose lines reach the real stderr with their secrets masked and,
+    when filtered, without the JVM's, Spark's and the resolver's start-up lines. A JVM (or any child) started
+    inside keeps the pipe as its stderr, so its output stays masked for its whole life; this process writes to
+    the real stderr again on leaving, once everything written before has been passed on."""
     if not enabled:
         yield
         return
     sys.stderr.flush()
     real = os.dup(2)                       # stays open: the forwarder writes the JVM's lines to it
     read_fd, write_fd = os.pipe()
-    forwarder = _Forwarder(read_fd, real)
+    forwarder = _Forwarder(read_fd, real, filtered)
     forwarder.start()
     os.dup2(write_fd, 2)
     os.close(write_fd)
@@ -266,10 +275,10 @@ def stop_progress() -> None:
 
 
 def run_child(cmd: Sequence[str], env: Mapping[str, str], *, quiet: bool = True) -> int:
-    """Run a child (spark-sql, beeline, a server) to its end and return its exit code: its stderr without
-    start-up banners (unless not `quiet`); Ctrl-C is the child's (a shell stops its statement, a server stops;
-    this process does not die under it) and SIGTERM is passed on to it."""
-    with quiet_stderr(quiet):
+    """Run a child (spark-sql, beeline, a server) to its end and return its exit code: its stderr with secrets
+    masked and without start-up banners (unless not `quiet`); Ctrl-C is the child's (a shell stops its statement,
+    a server stops; this process does not die under it) and SIGTERM is passed on to it."""
+    with quiet_stderr(filtered=quiet):
         child = subprocess.Popen(list(cmd), env=dict(env))
     previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN),
                 signal.SIGTERM: signal.signal(signal.SIGTERM, lambda *_: child.terminate())}

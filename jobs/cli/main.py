@@ -11,6 +11,8 @@ import gc
 import os
 import re
 import sys
+import traceback
+import types
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -197,7 +199,7 @@ def cmd_jvm_archive(args: argparse.Namespace) -> int:
     from blockheat.libs.io.jvm import archive_path, make_archive  # lazy: loads only when `jvm-archive` runs
 
     existed = archive_path().is_file() and not args.force
-    with console.quiet_stderr(not args.debug):
+    with console.quiet_stderr(filtered=not args.debug):
         path = make_archive(force=args.force)
     sys.stdout.write(f"{'kept' if existed else 'made'} {path} ({human(path.stat().st_size, 'bytes')}): Spark JVMs "
                      "of this environment start from it\n")
@@ -211,7 +213,7 @@ def cmd_connect_server(args: argparse.Namespace) -> int:
 
     cfg = spark_config(args, "blockheat-connect", catalog="none", short_driver=False, attach=False)
     secrets = sql_access.ServerSecrets.ensure(cfg.warehouse)
-    with console.quiet_stderr(not args.debug):       # the jar resolution of a first start, too
+    with console.quiet_stderr(filtered=not args.debug):       # the jar resolution of a first start, too
         cmd = server_command(cfg, args.host, args.port)
     token_file = sql_access.serve_dir(cfg.warehouse) / sql_access.TOKEN_FILE
     console.write_stderr(f"Spark Connect on {args.host}:{args.port} (warehouse {cfg.warehouse}), token required; "
@@ -403,11 +405,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.stop_progress()
 
 
+def _masked_traceback(kind: type[BaseException], exc: BaseException, tb: types.TracebackType | None) -> None:
+    """The traceback a --debug run ends with, its secrets masked (libs.io.redaction) as in every other line."""
+    console.write_stderr("".join(traceback.format_exception(kind, exc, tb)))
+
+
 def run() -> int:
     """The `blockheat` executable: main() with the collector tuned for a short-lived command. The imports of a
     Spark Connect client or delta-rs make ~10^6 long-lived objects; scanning them again at every collection and
     at exit costs ~0.5 s of a one-second command, so collections are rarer and what is left at exit is frozen."""
     gc.set_threshold(50_000, 20, 20)
+    sys.excepthook = _masked_traceback
     code = main()
     gc.freeze()
     return code

@@ -181,7 +181,7 @@ def cmd_sql_shell(args: argparse.Namespace) -> int:
         env["SPARK_LOCAL_IP"] = cfg.driver_host
     if cfg.metastore is not None:                         # the shared metastore's password (libs.io.catalog)
         env.update(cfg.metastore.environment())
-    with console.quiet_stderr(not args.debug):            # the jar resolution of a first start
+    with console.quiet_stderr(filtered=not args.debug):            # the jar resolution of a first start
         jars = delta_jars()
     with tempfile.TemporaryDirectory(prefix="blockheat-sql-shell-") as tmp:
         init = init_sql(cfg.warehouse)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from blockheat.libs.io import storage
+from blockheat.libs.io import redaction, storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -96,7 +96,8 @@ class SharedMetastore:
 
 
 def read_password_file(path: Path) -> str:
-    """The password in `path` (its first line), refusing a file that others than its owner may read."""
+    """The password in `path` (its first line), refusing a file that others than its owner may read; registered
+    with libs.io.redaction so that it is never printed."""
     try:
         mode = path.stat().st_mode
     except OSError as exc:
@@ -105,7 +106,9 @@ def read_password_file(path: Path) -> str:
         raise MetastoreConfigError(f"{PASSWORD_FILE_ENV}={path} may be read by others than its owner (mode "
                                    f"{stat.S_IMODE(mode):04o}): chmod 600 {path}")
     lines = path.read_text().splitlines()
-    return lines[0] if lines else ""
+    password = lines[0] if lines else ""
+    redaction.register(password)                # never printed from now on
+    return password
 
 
 def postgres_jar(prefix: str | Path | None = None) -> Path:

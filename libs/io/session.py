@@ -16,7 +16,7 @@ import pyspark
 from delta import configure_spark_with_delta_pip
 from pyspark.sql import SparkSession
 
-from blockheat.libs.io import endpoint, sql_access, storage
+from blockheat.libs.io import endpoint, redaction, sql_access, storage
 from blockheat.libs.io.catalog import (
     SharedMetastore,
     hive_conf,
@@ -280,7 +280,8 @@ def _remote_session(cfg: SparkConfig) -> SparkSession:
     with the token from the warehouse's serve state in its URL and, beside the app name, its session's write setting
     (sql_access.client_conf: a job's session writes, a guarded one only with cfg.allow_writes)."""
     if not cfg.remote or not cfg.remote.startswith("sc://"):
-        raise ValueError(f"BLOCKHEAT_SPARK_REMOTE must be a Spark Connect URL sc://host:port, got {cfg.remote!r}")
+        raise ValueError("BLOCKHEAT_SPARK_REMOTE must be a Spark Connect URL sc://host:port, got "
+                         f"{redaction.redact(repr(cfg.remote))}")
     builder = SparkSession.builder.appName(cfg.app_name)
     if cfg.served:
         token = sql_access.read_token(cfg.warehouse)
@@ -295,7 +296,7 @@ def _remote_session(cfg: SparkConfig) -> SparkSession:
         from blockheat.libs.io.tables import register_tables  # lazy: a served client (the common case) needs none of it
 
         register_tables(spark, cfg.warehouse)
-    log.info("spark connect %s warehouse=%s", cfg.remote, cfg.warehouse)
+    log.info("spark connect %s warehouse=%s", redaction.redact(cfg.remote), cfg.warehouse)
     return spark
 
 

@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from blockheat.libs.io import storage
+from blockheat.libs.io import redaction, storage
 
 GUARD_EXTENSION = "io.blockheat.sql.ReadOnlyGuard"
 AUTHENTICATOR = "io.blockheat.sql.PasswordFileAuthenticator"
@@ -104,14 +104,17 @@ def thrift_auth_conf() -> dict[str, str]:
 
 
 def read_secret(path: Path) -> str:
-    """The first line of a secret file that only its owner, this user, may read (SecretFileError otherwise)."""
+    """The first line of a secret file that only its owner, this user, may read (SecretFileError otherwise),
+    registered with libs.io.redaction so that it is never printed."""
     info = path.stat()
     if info.st_uid != os.getuid():
         raise SecretFileError(f"{path}: owned by uid {info.st_uid}, not by this user")
     if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise SecretFileError(f"{path}: others may read it (mode {stat.S_IMODE(info.st_mode):o}); chmod 600 it")
     lines = path.read_text(encoding="utf-8").splitlines()
-    return lines[0].strip() if lines else ""
+    secret = lines[0].strip() if lines else ""
+    redaction.register(secret)                  # never printed from now on
+    return secret
 
 
 def ensure_secret(path: Path) -> str:

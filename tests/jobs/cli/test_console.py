@@ -1,15 +1,17 @@
 """jobs.cli.console: what reaches stderr. Start-up banners of child processes are dropped, everything else is
 passed on in order; py4j's records (a retried or failed call logs its traceback on the root logger) are not
-shown, the command's own lines are."""
+shown, the command's own lines are; a secret is masked in all of it."""
 from __future__ import annotations
 
 import logging
+import secrets
 import subprocess
 import sys
 
 import pytest
 
-from blockheat.jobs.cli import console
+from blockheat.jobs.cli import console, main
+from blockheat.libs.io import redaction
 
 # What a Spark driver JVM and the Maven resolver print on a first start, between lines that must stay.
 CHILD_STDERR = """\
@@ -84,3 +86,29 @@ def test_py4j_tracebacks_only_with_debug(capsys, debug):
     assert "chatter" not in err
     assert ("Answer from Java side is empty" in err) is debug
     assert ("Traceback" in err) is debug
+
+
+@pytest.mark.parametrize("filtered", [True, False])
+def test_secrets_are_masked_on_stderr_and_in_a_childs_stderr(capfd, filtered):
+    token = secrets.token_urlsafe(32)
+    redaction.register(token)
+    with console.quiet_stderr(filtered=filtered):
+        console.write_stderr(f"blockheat: spark connect sc://localhost:1/;token={token}\n")
+        subprocess.run([sys.executable, "-c", f"import sys; sys.stderr.write('child {token}\\n')"], check=True)
+    console.write_stderr(f"after {token}\n")
+    assert capfd.readouterr().err.splitlines() == [
+        f"blockheat: spark connect sc://localhost:1/;token={redaction.MASK}", f"child {redaction.MASK}",
+        f"after {redaction.MASK}"]
+
+
+def test_a_debug_traceback_is_masked(capsys):
+    token = secrets.token_urlsafe(32)
+    redaction.register(token)
+    try:
+        raise RuntimeError(f"cannot reach sc://localhost:1/;token={token}")
+    except RuntimeError as exc:
+        main._masked_traceback(type(exc), exc, exc.__traceback__)
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):\n")
+    assert err.endswith(f"RuntimeError: cannot reach sc://localhost:1/;token={redaction.MASK}\n")
+    assert token not in err

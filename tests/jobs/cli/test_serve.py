@@ -19,11 +19,12 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from blockheat.libs.io import endpoint
+from blockheat.libs.io import endpoint, redaction, sql_access
 from blockheat.libs.io.catalog import METASTORE_DIR
 from blockheat.libs.io.connect_server import free_port
 from blockheat.libs.io.jvm import SHORT_JOB_OPTIONS
@@ -178,6 +179,40 @@ def test_writes_are_the_servers_and_each_sql_commands_choice(served):  # type: i
     allowed = blockheat(warehouse, "sql", "--allow-writes", "--json", delete)
     assert allowed.returncode == 0, allowed.stderr[-3000:]
     assert json.loads(allowed.stdout.splitlines()[0]) == {"num_affected_rows": 0}
+
+
+# Commands with the server's token in the environment as the docs give it (BLOCKHEAT_SPARK_REMOTE with ;token=, and
+# SPARK_CONNECT_AUTHENTICATE_TOKEN): each starts a Spark Connect session on the server; with --debug and without; that
+# answer, and that fail there (an unknown table or trace, a refused file query) or before (a bad remote URL).
+SECRET_COMMANDS = (
+    (0, "traces"), (0, "sql", "SELECT count(*) FROM traces"), (0, "--debug", "sql", "SELECT count(*) FROM traces"),
+    (1, "sql", "SELECT * FROM no_such_table"), (1, "--debug", "sql", "SELECT * FROM no_such_table"),
+    (1, "sql", "SELECT * FROM text.`/etc/hostname`"), (1, "profile", "no-such-trace"),
+    (1, "--debug", "heat", "no-such-trace"), (1, "score", "no-such-trace"))
+
+
+def test_no_command_prints_a_secret(served):  # type: ignore[no-untyped-def]
+    _, warehouse, _, connect_port, _ = served
+    token = (sql_access.serve_dir(warehouse) / sql_access.TOKEN_FILE).read_text().strip()
+    password = password_path(warehouse).read_text().strip()
+    env = {**env_of(warehouse, java=False), sql_access.TOKEN_ENV: token}
+
+    def run(argv: tuple[str, ...], remote: str = f"sc://localhost:{connect_port}/;token={token}") -> tuple[int, str]:
+        done = subprocess.run([sys.executable, "-m", "blockheat.jobs.cli.main", *argv],
+                              env={**env, "BLOCKHEAT_SPARK_REMOTE": remote}, capture_output=True, text=True,
+                              timeout=300, check=False)
+        return done.returncode, done.stdout + done.stderr
+
+    with ThreadPoolExecutor(3) as pool:
+        done = list(pool.map(run, [tuple(argv) for _, *argv in SECRET_COMMANDS]))
+    for (code, *argv), (returncode, printed) in zip(SECRET_COMMANDS, done, strict=True):
+        assert (returncode, token in printed, password in printed) == (code, False, False), (argv, printed[-3000:])
+        assert ("Traceback" in printed) == ("--debug" in argv and code == 1), (argv, printed[-3000:])
+    assert "hplajw" in done[0][1]
+    assert f"token={redaction.MASK}" in done[2][1]        # the session's log line, masked
+    returncode, printed = run(("sql", "SELECT 1"), remote=f"http://localhost:{connect_port}/;token={token}")
+    assert (returncode, token in printed) == (1, False)
+    assert f"got 'http://localhost:{connect_port}/;token={redaction.MASK}'" in printed, printed
 
 
 def test_a_stopped_server_withdraws_its_endpoint(served):  # type: ignore[no-untyped-def]
