@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from blockheat.libs.io import storage
-from blockheat.libs.io.jvm import JAVA_OPTION_KEYS, archive_options, merge_java_options, prefix_of
+from blockheat.libs.io.jvm import JAVA_OPTION_KEYS, archive_options, java_options, merge_java_options, prefix_of
 
 DAY_S = 86_400
 MANIFEST = "manifest.json"
@@ -288,7 +288,7 @@ def submit_options(settings: NightlySettings, jars: Sequence[str] | None) -> dic
     """SparkSubmitOperator keyword arguments shared by every stage: Delta on the classpath (the jars an
     earlier blockheat session resolved, else Maven --packages), the warehouse, Spark's Python, the conf."""
     conf = dict(settings.spark_conf)
-    archive = " ".join(archive_options(prefix_of(settings.python)))   # the stages' environment's, if made
+    archive = java_options(*archive_options(prefix_of(settings.python)))   # the stages' environment's, if made
     if archive:
         conf.update({k: merge_java_options(archive, conf.get(k)) for k in JAVA_OPTION_KEYS})
     opts: dict[str, Any] = {

@@ -245,15 +245,14 @@ def sync_catalog(spark: SparkSession, warehouse: Path) -> CatalogSync:
 def init_sql(warehouse: Path) -> str:
     """SQL that registers every existing table (for `spark-sql -i`, which has no blockheat code)."""
     from blockheat.libs.io import delta_log  # lazy: a Spark Connect client (libs.io.session) needs neither
+    from blockheat.libs.io.delta_files import sql_string
     from blockheat.libs.io.tables import TABLES, table_path
 
     lines = []
     for name in TABLES:
         path = table_path(warehouse, name)
         if delta_log.is_table(path):
-            if "'" in path:
-                raise ValueError(f"warehouse path {path} contains a quote")
-            lines.append(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{path}';\n")
+            lines.append(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION {sql_string(path)};\n")
     return "".join(lines)
 
 

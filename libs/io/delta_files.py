@@ -116,6 +116,12 @@ def sql_literal(value: Any) -> str:
     return repr(value)
 
 
+def sql_string(text: str) -> str:
+    """`text` as a Spark SQL string literal, its backslashes and quotes escaped (a table's LOCATION under a
+    warehouse path with a quote)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def with_commit_retry(action: Callable[[], object], what: str) -> None:
     """Retry a commit that lost an optimistic-concurrency race (CommitConflict); let all else propagate."""
     for attempt in range(1, COMMIT_RETRIES + 1):
@@ -630,6 +636,7 @@ __all__ = [
     "replace_from_driver",
     "replace_tables_by_tasks",
     "sql_literal",
+    "sql_string",
     "with_commit_retry",
     "write_by_tasks",
     "write_files",

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -51,14 +53,32 @@ def archive_options(prefix: str | Path | None = None) -> list[str]:
     return [f"-XX:SharedArchiveFile={path}", *QUIET] if path.is_file() else []
 
 
+_PLAIN = re.compile(r"[^\s\"'\\]+")
+
+
+def quote_java_option(flag: str) -> str:
+    """`flag` as one word of an extraJavaOptions string, which Spark's launcher splits as a POSIX shell does
+    (quotes, backslash escapes): as it is when it has no space, quote or backslash, else in double quotes with
+    `\\` and `"` escaped (a path with a space or a quote, e.g. -Dderby.system.home=<warehouse>)."""
+    if _PLAIN.fullmatch(flag):
+        return flag
+    return '"' + flag.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def java_options(*flags: str) -> str:
+    """Single flags (unquoted, e.g. -Dname=<a path with spaces>) as one extraJavaOptions string."""
+    return " ".join(quote_java_option(f) for f in flags if f)
+
+
 def merge_java_options(*parts: str | None) -> str:
-    """One extraJavaOptions string from several (empty and repeated flags dropped, order kept)."""
+    """One extraJavaOptions string from several (each split as Spark's launcher splits it; empty and repeated flags
+    dropped, order kept; flags with spaces or quotes quoted again)."""
     seen: list[str] = []
     for part in parts:
-        for flag in (part or "").split():
+        for flag in shlex.split(part or ""):
             if flag not in seen:
                 seen.append(flag)
-    return " ".join(seen)
+    return java_options(*seen)
 
 
 def sample_workload(spark: Any, warehouse: Path) -> None:

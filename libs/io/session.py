@@ -25,7 +25,13 @@ from blockheat.libs.io.catalog import (
     session_catalog,
     sync_catalog,
 )
-from blockheat.libs.io.jvm import JAVA_OPTION_KEYS, SHORT_JOB_OPTIONS, archive_options, merge_java_options
+from blockheat.libs.io.jvm import (
+    JAVA_OPTION_KEYS,
+    SHORT_JOB_OPTIONS,
+    archive_options,
+    java_options,
+    merge_java_options,
+)
 from blockheat.libs.io.table_names import NAMES_CONF, NAMES_CREATED
 
 log = logging.getLogger(__name__)
@@ -214,10 +220,12 @@ LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 def session_conf(cfg: SparkConfig) -> dict[str, str]:
     """Every setting build_session gives a session for `cfg` (`blockheat sql-shell` passes them to spark-sql)."""
     python = os.environ.get("PYSPARK_PYTHON", sys.executable)
-    archive = " ".join(archive_options())      # the environment's class archive (libs.io.jvm), if made
-    # BLOCKHEAT_JAVA_OPTIONS: extra driver JVM flags for this process (e.g. libs.io.jvm.SHORT_JOB_OPTIONS).
-    derby = f"-Dderby.system.home={cfg.warehouse}" if storage.is_local(cfg.warehouse) else None
-    driver_java = merge_java_options(derby, archive, f"-Dlog4j.configurationFile={LOG4J_CONFIG}",
+    archive = java_options(*archive_options())     # the environment's class archive (libs.io.jvm), if made
+    # BLOCKHEAT_JAVA_OPTIONS: extra driver JVM flags for this process (e.g. libs.io.jvm.SHORT_JOB_OPTIONS). Paths
+    # are quoted: a warehouse or an environment may have spaces or quotes in its path.
+    derby = f"-Dderby.system.home={cfg.warehouse}" if storage.is_local(cfg.warehouse) else ""
+    driver_java = merge_java_options(java_options(derby), archive,
+                                     java_options(f"-Dlog4j.configurationFile={LOG4J_CONFIG}"),
                                      os.environ.get("BLOCKHEAT_JAVA_OPTIONS"))
     conf = {
         "spark.ui.enabled": "false",

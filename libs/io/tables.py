@@ -27,7 +27,15 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from blockheat import schemas
 from blockheat.libs.columns import to_schema
 from blockheat.libs.io import delta_log, storage
-from blockheat.libs.io.delta_files import Append, PendingWrite, TableTarget, Where, sql_literal, write_by_tasks
+from blockheat.libs.io.delta_files import (
+    Append,
+    PendingWrite,
+    TableTarget,
+    Where,
+    sql_literal,
+    sql_string,
+    write_by_tasks,
+)
 from blockheat.libs.io.delta_log import LogUnreadable
 from blockheat.libs.io.table_names import NAMES_CONF, NAMES_CREATED
 
@@ -124,7 +132,7 @@ def _register(spark: SparkSession, name: str, path: str) -> None:
     create it: the one that loses gets TABLE_OR_VIEW_ALREADY_EXISTS, and takes the winner's entry (the same
     warehouse's table) as its own."""
     try:
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{path}'")
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION {sql_string(path)}")
     except AnalysisException as exc:
         if "ALREADY_EXISTS" not in (exc.getCondition() or "") or not spark.catalog.tableExists(name):
             raise

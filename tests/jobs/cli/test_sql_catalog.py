@@ -1,8 +1,8 @@
 """The persistent catalog: `blockheat serve-sql` queried with the real beeline client,
 `blockheat sql` while the server holds the metastore, and the metastore's views seen by `blockheat sql` and
-`blockheat sql-shell` after the server stopped and the warehouse moved. The server's front door: beeline logs in
-with the password file only, and reads only (no DELETE, DROP, TRANSFORM, file query or Java call, whatever the
-client sets when it connects); `blockheat sql` reads only unless --allow-writes.
+`blockheat sql-shell` after the server stopped and the warehouse moved (to a path with spaces and quotes). The
+server's front door: beeline logs in with the password file only, and reads only (no DELETE, DROP, TRANSFORM, file
+query or Java call, whatever the client sets when it connects); `blockheat sql` reads only unless --allow-writes.
 
 Runs on a copy of the ingested hplajw tables in a warehouse of its own (the session's stays metastore-free)."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import pyspark
 import pytest
@@ -275,7 +275,7 @@ def test_saved_views_outlive_the_server_and_follow_a_moved_warehouse(server, sql
     proc.send_signal(signal.SIGTERM)             # the server stops its Thrift service and session, exit 0
     assert proc.wait(timeout=60) == 0
     assert not listening_addresses(port)
-    moved = sql_home / "wh2"
+    moved = sql_home / "it's a \"warehouse\" 2"   # a path with spaces and quotes: JVM options and SQL quote it
     (sql_home / "wh1").rename(moved)             # metastore entries still name wh1
     assert metastore_path(moved).is_dir()
     assert not metastore_in_use(moved)           # the server's JVM is gone too
@@ -285,7 +285,7 @@ def test_saved_views_outlive_the_server_and_follow_a_moved_warehouse(server, sql
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(r["device"], r["n"], r["bytes"]) for r in rows] == DEVICE_TOTALS
-    assert {Path(urlparse(r["file"]).path).is_relative_to(moved / "requests") for r in rows} == {True}, rows
+    assert {Path(unquote(urlparse(r["file"]).path)).is_relative_to(moved / "requests") for r in rows} == {True}, rows
 
     shell = subprocess.run([sys.executable, "-m", "blockheat.jobs.cli.main", "sql-shell", "-e",
                             "SHOW TABLES; SELECT * FROM device_totals ORDER BY device"],

@@ -2,6 +2,7 @@
 maps it (with -Xshare:on a JVM that cannot use the archive refuses to start)."""
 from __future__ import annotations
 
+import shlex
 import sys
 
 import pytest
@@ -15,6 +16,21 @@ from tests.builders import python_child
 def test_merge_keeps_order_and_drops_repeats():
     assert J.merge_java_options("-Da=1 -Xshare:auto", None, "", "-Da=1 -XX:+UseSerialGC") == \
         "-Da=1 -Xshare:auto -XX:+UseSerialGC"
+
+
+def test_flags_with_spaces_and_quotes_are_one_word_each():
+    path = "/w h/it's \"x\"\\y"
+    quoted = J.java_options(f"-Dderby.system.home={path}", "-Da=1")
+    assert quoted == '"-Dderby.system.home=/w h/it\'s \\"x\\"\\\\y" -Da=1'
+    assert shlex.split(quoted) == [f"-Dderby.system.home={path}", "-Da=1"]      # as Spark's launcher splits it
+    assert J.merge_java_options(quoted, "-Da=1 -Db=2") == quoted + " -Db=2"
+
+
+def test_session_conf_quotes_a_warehouse_path_with_spaces_and_quotes(tmp_path):
+    warehouse = tmp_path / "it's a \"wh\""
+    flags = shlex.split(session_conf(SparkConfig(master="local[1]", warehouse=warehouse))[
+        "spark.driver.extraJavaOptions"])
+    assert f"-Dderby.system.home={warehouse}" in flags
 
 
 @pytest.fixture
