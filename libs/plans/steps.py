@@ -56,7 +56,7 @@ import io
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,9 +76,9 @@ if TYPE_CHECKING:
     from blockheat.sim import ExtentMap, WindowPlan
 
 __all__ = ["EXPORT_FORMATS", "PlanError", "PlanInputs", "PlanRefusedError", "SafetyLimits", "Step", "alis_steps",
-           "build_plan", "canonical_json", "check_plan", "cooling_steps", "extent_migration_steps",
-           "lookaside_entries", "no_improvement_reason", "plan_ids", "plan_rows", "read_plan", "restripe_steps",
-           "track_alignment_steps", "write_plan"]
+           "build_plan", "canonical_json", "check_plan", "cooling_steps", "document_from_rows",
+           "extent_migration_steps", "first_difference", "loads_strict", "lookaside_entries", "no_improvement_reason",
+           "plan_ids", "plan_rows", "read_plan", "restripe_steps", "track_alignment_steps", "write_plan"]
 
 EXPORT_FORMATS = ("json", "csv", "parquet")
 DEVICE_BYTES_SOURCE = "highest byte the trace addresses on the device (space beyond is taken as free)"
@@ -512,6 +512,48 @@ def canonical_json(doc: Any) -> str:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
+def loads_strict(text: str | bytes, where: str) -> Any:
+    """JSON text parsed strictly: a key repeated in any object (at any depth) or NaN / Infinity is a PlanError
+    naming `where` (json.loads alone keeps a repeated key's last value, so a forged first value would go unseen)."""
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                raise PlanError(f"{where}: duplicate key {key!r} in a JSON object")
+            out[key] = value
+        return out
+
+    def constant(name: str) -> Any:
+        raise PlanError(f"{where}: {name} is not a JSON value")
+
+    return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+
+
+def first_difference(a: Any, b: Any, path: str = "") -> str | None:
+    """The first field path (`steps[3].dest_offset_bytes`, `valid_until`) where two documents differ in canonical
+    form (canonical_json), None where they do not. Keys in sorted order, except that at the top level plan_id and
+    content_id (hashes of the rest) come last; a key or list item present in one only is a difference at its path."""
+    if canonical_json(a) == canonical_json(b):
+        return None
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        keys = sorted(set(a) | set(b), key=lambda k: (not path and k in ("plan_id", "content_id"), k))
+        for key in keys:
+            where = f"{path}.{key}" if path else str(key)
+            if key not in a or key not in b:
+                return where
+            found = first_difference(a[key], b[key], where)
+            if found is not None:
+                return found
+    elif isinstance(a, list) and isinstance(b, list):
+        for i in range(max(len(a), len(b))):
+            if i >= len(a) or i >= len(b):
+                return f"{path}[{i}]"
+            found = first_difference(a[i], b[i], f"{path}[{i}]")
+            if found is not None:
+                return found
+    return path or "(the whole document)"
+
+
 def _sha(doc: Any) -> str:
     return hashlib.sha256(canonical_json(doc).encode("ascii")).hexdigest()
 
@@ -804,7 +846,10 @@ def _csv_value(name: str, text: str, where: str) -> Any:
 
 def read_plan(path: str | Path, fmt: str | None = None) -> dict[str, Any]:
     """A plan written by write_plan (format from the extension unless given), from a local file or an
-    object-store URI (libs.io.storage); errors name the file."""
+    object-store URI (libs.io.storage), parsed strictly: a key repeated in the JSON (the export, the CSV header
+    line, the Parquet header metadata) is refused, the CSV and Parquet step columns must be reorg_plan_steps'
+    (names, order, Parquet types), and every step row's trace_id and plan_id must be the header's target.trace_id
+    and plan_id. Errors (PlanError) name the file and the line, row or key."""
     path = _local_path(path) or storage.normalize(path)
     fmt = fmt or os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
     if fmt not in EXPORT_FORMATS:
@@ -812,12 +857,15 @@ def read_plan(path: str | Path, fmt: str | None = None) -> dict[str, Any]:
     try:
         data = storage.read_bytes(os.fspath(path))
         if fmt == "json":
-            return dict(json.loads(data))
+            doc = loads_strict(data, str(path))
+            if not isinstance(doc, dict):
+                raise PlanError(f"{path}: not a plan document (a JSON object), got {type(doc).__name__}")
+            return doc
         if fmt == "csv":
             lines = data.decode().splitlines()
             if not lines or not lines[0].startswith(CSV_MARK):
                 raise PlanError(f"{path}: line 1 must start with {CSV_MARK.strip()!r} (a blockheat plan export)")
-            doc = json.loads(lines[0][len(CSV_MARK):])
+            head = loads_strict(lines[0][len(CSV_MARK):], f"{path}: line 1")
             reader = csv.reader(lines[1:])
             header = next(reader, None)
             if header is None or tuple(header) != STEPS.COLUMNS:
@@ -827,19 +875,103 @@ def read_plan(path: str | Path, fmt: str | None = None) -> dict[str, Any]:
                 if len(cells) != len(header):
                     raise PlanError(f"{path}: line {n}: {len(cells)} cells, expected {len(header)}")
                 rows.append({c: _csv_value(c, x, f"{path}: line {n}") for c, x in zip(header, cells, strict=True)})
-        else:
-            table = pq.read_table(pa.BufferReader(data))
-            meta = (table.schema.metadata or {}).get(PARQUET_KEY)
-            if meta is None:
-                raise PlanError(f"{path}: no {PARQUET_KEY.decode()} metadata (not a blockheat plan export)")
-            doc = json.loads(meta)
-            rows = table.to_pylist()
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _with_step_rows(head, rows, f"{path}: line 1", lambda i: f"{path}: line {i + 3}")
+        table = pq.read_table(pa.BufferReader(data))
+        meta = (table.schema.metadata or {}).get(PARQUET_KEY)
+        if meta is None:
+            raise PlanError(f"{path}: no {PARQUET_KEY.decode()} metadata (not a blockheat plan export)")
+        _check_step_columns(table.schema, str(path))
+        head = loads_strict(meta, f"{path}: {PARQUET_KEY.decode()} metadata")
+        return _with_step_rows(head, table.to_pylist(), f"{path}: {PARQUET_KEY.decode()} metadata",
+                               lambda i: f"{path}: row {i} (from 0)")
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, pa.ArrowException) as exc:
         raise PlanError(f"{path}: cannot read the plan: {exc}") from exc
-    doc["steps"] = [{k: v for k, v in r.items() if k not in ("trace_id", "plan_id")} for r in rows]
-    if isinstance(doc.get("lookaside"), dict) and "areas" in doc["lookaside"]:
+
+
+def _check_step_columns(schema: pa.Schema, where: str) -> None:
+    """The Parquet export's columns must be reorg_plan_steps' columns, in order, with their types."""
+    names = tuple(schema.names)
+    if names != STEPS.COLUMNS:
+        missing = [c for c in STEPS.COLUMNS if c not in names]
+        extra = [c for c in names if c not in STEPS.COLUMNS]
+        raise PlanError(f"{where}: the step columns must be {list(STEPS.COLUMNS)}, got {list(names)} (missing "
+                        f"{missing}, extra {extra})")
+    for want in STEPS.ARROW_SCHEMA:
+        got = schema.field(want.name).type
+        if got != want.type:
+            raise PlanError(f"{where}: column {want.name} is {got}, expected {want.type}")
+
+
+def _with_step_rows(head: Any, rows: Sequence[Mapping[str, Any]], where: str,
+                    place: Callable[[int], str]) -> dict[str, Any]:
+    """The document from its header (the document without steps and lookaside entries, _header) and its step
+    rows (reorg_plan_steps columns, in order): each row's trace_id and plan_id must be the header's target.trace_id
+    and plan_id (PlanError naming place(row index) and the column); the lookaside entries are rebuilt from the
+    copy steps. `where` names the header in errors."""
+    if not isinstance(head, dict):
+        raise PlanError(f"{where}: not a plan header (a JSON object), got {type(head).__name__}")
+    lookaside = head.get("lookaside")
+    if "steps" in head or (isinstance(lookaside, dict) and "entries" in lookaside):
+        key = "steps" if "steps" in head else "lookaside.entries"
+        raise PlanError(f"{where}: the header carries {key}, which the step rows hold")
+    target = head.get("target")
+    ids = {"trace_id": ("target.trace_id", target.get("trace_id") if isinstance(target, dict) else None),
+           "plan_id": ("plan_id", head.get("plan_id"))}
+    for name, value in ids.values():
+        if not isinstance(value, str):
+            raise PlanError(f"{where}: the header has no {name} (a string), got {value!r}")
+    steps = []
+    for i, row in enumerate(rows):
+        missing = [c for c in STEPS.COLUMNS if c not in row]
+        if missing or len(row) != len(STEPS.COLUMNS):
+            raise PlanError(f"{place(i)}: the step columns must be {list(STEPS.COLUMNS)}, got {list(row)}")
+        for column, (name, value) in ids.items():
+            if row[column] != value:
+                raise PlanError(f"{place(i)}: column {column} is {row[column]!r}, the plan's {name} is {value!r}")
+        steps.append({k: v for k, v in row.items() if k not in ids})
+    doc = {**head, "steps": steps}
+    if isinstance(lookaside, dict) and "areas" in lookaside:
         try:
-            doc["lookaside"]["entries"] = lookaside_entries(doc["steps"], doc["lookaside"]["areas"])
-        except (KeyError, IndexError, ValueError, TypeError) as exc:
-            raise PlanError(f"{path}: the lookaside directory cannot be rebuilt from the copy steps: {exc!r}") from exc
-    return dict(doc)
+            doc["lookaside"] = {**lookaside, "entries": lookaside_entries(steps, lookaside["areas"])}
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
+            raise PlanError(f"{where}: the lookaside directory cannot be rebuilt from the copy steps: {exc!r}") \
+                from exc
+    return doc
+
+
+def document_from_rows(row: Mapping[str, Any], step_rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A stored plan's document recomputed from its rows: the reorg_plans row's plan_json (parsed strictly) with
+    its steps from the reorg_plan_steps rows (in step order). The rows must be exactly the document's (plan_rows),
+    every column compared, plan_json byte for byte: else PlanError naming the table, the row and the column (for
+    plan_json, the first differing field)."""
+    name = f"reorg_plans row {row.get('plan_id')}"
+    stored = loads_strict(row["plan_json"], f"{name}: plan_json")
+    if not isinstance(stored, dict):
+        raise PlanError(f"{name}: plan_json is not a plan document (a JSON object)")
+    if stored.get("plan_id") != row.get("plan_id"):
+        raise PlanError(f"{name} holds a document claiming id {stored.get('plan_id')!r}")
+    n_steps = len(stored["steps"]) if isinstance(stored.get("steps"), list) else None
+    if n_steps != len(step_rows):
+        raise PlanError(f"{name}: reorg_plan_steps holds {len(step_rows)} rows of the plan, its plan_json "
+                        f"{n_steps if n_steps is not None else 'no'} steps")
+    head = {k: v for k, v in stored.items() if k != "steps"}
+    if isinstance(head.get("lookaside"), dict):
+        head["lookaside"] = {k: v for k, v in head["lookaside"].items() if k != "entries"}
+    ordered = sorted(step_rows, key=lambda r: r["step"] if isinstance(r.get("step"), int) else -1)
+    doc = _with_step_rows(head, ordered, f"{name}: plan_json",
+                          lambda i: f"reorg_plan_steps row step {ordered[i].get('step')} of plan {row.get('plan_id')}")
+    try:
+        want, _ = plan_rows(doc)
+    except (KeyError, TypeError) as exc:
+        raise PlanError(f"{name}: plan_json is not a plan document: no field {exc}") from exc
+    if row["plan_json"] != want["plan_json"]:
+        at = first_difference(stored, doc)
+        raise PlanError(f"{name}: plan_json differs from the reorg_plan_steps rows at {at}"
+                        if at else f"{name}: plan_json is not in canonical form (canonical_json)")
+    for column, value in want.items():
+        if column not in row or row[column] != value:
+            raise PlanError(f"{name}: column {column} is {row.get(column)!r}, its plan_json gives {value!r}")
+    extra = sorted(set(row) - set(want))
+    if extra:
+        raise PlanError(f"{name}: columns {extra} are not reorg_plans columns")
+    return doc

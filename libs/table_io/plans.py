@@ -4,7 +4,6 @@ its inputs' versions) and the export for review (export: nothing is ever applied
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,8 @@ from blockheat.libs.plans.steps import (
     PlanError,
     canonical_json,
     check_plan,
+    document_from_rows,
+    first_difference,
     plan_ids,
     plan_rows,
     plan_scope,
@@ -52,33 +53,45 @@ def store(spark: SparkSession, cfg: SparkConfig, doc: Mapping[str, Any]) -> None
 
 
 def load(warehouse: Location, plan_id: str, spark: SparkSession | None = None) -> dict[str, Any]:
-    """A stored plan's document by id (the row's id must be the document's: it is checked again by check), read
-    without Spark (libs.io.delta_log.read); through `spark` when delta-rs cannot read the table's files (without
-    one, LogUnreadable)."""
-    root = table_path(warehouse, reorg_plans.TABLE)
+    """A stored plan's document by id, recomputed from its stored rows (libs.plans.steps.document_from_rows): the
+    reorg_plans row's plan_json with its steps from reorg_plan_steps, every column of both checked against the
+    document (PlanError naming the table, the row and the column). Read without Spark (libs.io.delta_log.read);
+    through `spark` when delta-rs cannot read the tables' files (without one, LogUnreadable)."""
     try:
-        rows = [] if table_version(warehouse, reorg_plans.TABLE) is None else \
-            delta_log.read(root, ["plan_id", "plan_json"], {"plan_id": plan_id}).to_pylist()
+        rows = _stored_rows(warehouse, reorg_plans, plan_id, None)
+        steps = _stored_rows(warehouse, reorg_plan_steps, plan_id, None) if rows else []
     except LogUnreadable:
         if spark is None:
             raise
-        rows = [r.asDict() for r in read_table(spark, warehouse, reorg_plans.TABLE)
-                .where(F.col("plan_id") == plan_id).select("plan_id", "plan_json").collect()]
+        rows = _stored_rows(warehouse, reorg_plans, plan_id, spark)
+        steps = _stored_rows(warehouse, reorg_plan_steps, plan_id, spark) if rows else []
     if not rows:
         raise PlanError(f"no plan {plan_id!r} in reorg_plans under {warehouse}")
-    doc = dict(json.loads(rows[0]["plan_json"]))
-    if doc.get("plan_id") != plan_id:
-        raise PlanError(f"reorg_plans row {plan_id} holds a document claiming id {doc.get('plan_id')!r}")
-    return doc
+    if len(rows) > 1:
+        raise PlanError(f"reorg_plans under {warehouse} holds {len(rows)} rows for plan {plan_id}")
+    return document_from_rows(rows[0], steps)
+
+
+def _stored_rows(warehouse: Location, table: Any, plan_id: str, spark: SparkSession | None) -> list[dict[str, Any]]:
+    """The rows of `table` (a schemas module: TABLE, COLUMNS) whose plan_id is `plan_id`, every column; without
+    Spark unless `spark` is given. No table: no rows."""
+    if spark is not None:
+        return [r.asDict() for r in read_table(spark, warehouse, table.TABLE).where(F.col("plan_id") == plan_id)
+                .select(*table.COLUMNS).collect()]
+    if table_version(warehouse, table.TABLE) is None:
+        return []
+    return delta_log.read(table_path(warehouse, table.TABLE), list(table.COLUMNS), {"plan_id": plan_id}).to_pylist()
 
 
 def check(warehouse: Location, doc: Mapping[str, Any], now: dt.datetime | None = None,
           stored: Mapping[str, Any] | None = None) -> list[str]:
     """Why the plan must not be applied now (empty: it may be). A document is trusted only as the one stored under
-    its id in reorg_plans (`stored`, default: read here): a copy from a file must equal it (formatting and key
-    order aside), so an edited plan with its ids recomputed is refused; then libs.plans.steps.check_plan against
-    the input tables' latest versions that changed the plan's rows (its trace, window and grid). Only blockheat's
-    own tables under the warehouse are read, never a path the document names."""
+    its id (`stored`, default: recomputed here from the reorg_plans and reorg_plan_steps rows, load): the whole
+    document, a copy from a file included, must equal it in canonical form (canonical_json: formatting and key order
+    aside), else the first differing field is named, so an edited plan with its ids recomputed is refused; then
+    libs.plans.steps.check_plan on the stored document against the input tables' latest versions that changed the
+    plan's rows (its trace, window and grid). Only blockheat's own tables under the warehouse are read, never a path
+    the document names."""
     now = now or dt.datetime.now(dt.UTC)
     if schema_errors(doc):
         return check_plan(doc, now=now, versions={})      # not a plan document: check_plan says why
@@ -88,14 +101,15 @@ def check(warehouse: Location, doc: Mapping[str, Any], now: dt.datetime | None =
         except PlanError as exc:
             return [f"not a stored plan: {exc}"]
     if canonical_json(stored) != canonical_json(doc):
-        return [f"not the stored plan: the document differs from plan {doc['plan_id']} in reorg_plans (edited after "
-                "it was built)"]
-    unknown = sorted(set(doc["inputs"]["tables"]) - set(TABLES))
+        at = first_difference(stored, doc) or "(the whole document)"
+        return [f"not the stored plan: the document differs from plan {stored.get('plan_id')} in reorg_plans at "
+                f"{at} (edited after it was built)"]
+    unknown = sorted(set(stored["inputs"]["tables"]) - set(TABLES))
     if unknown:
         return [f"not a blockheat plan: input tables {', '.join(unknown)} are not blockheat tables"]
-    scope = plan_scope(doc)
-    versions = {t: scoped_version(warehouse, t, scope, since=v) for t, v in doc["inputs"]["tables"].items()}
-    return check_plan(doc, now=now, versions=versions)
+    scope = plan_scope(stored)
+    versions = {t: scoped_version(warehouse, t, scope, since=v) for t, v in stored["inputs"]["tables"].items()}
+    return check_plan(stored, now=now, versions=versions)
 
 
 def export(doc: Mapping[str, Any], fmt: str, out: Path) -> Path:

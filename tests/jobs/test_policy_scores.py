@@ -318,9 +318,9 @@ def test_validation_reproduces_the_pinned_demerits(spark, hplajw):
 
 
 def test_stale_plans_are_refused(spark, spark_cfg, greedy_plan, capsys, tmp_path, monkeypatch):
-    # On a copy of the plan's input tables and of reorg_plans: the new version of policy_scores written below
-    # makes only the copy stale.
-    cfg = isolated(spark_cfg, tmp_path, [*greedy_plan["inputs"]["tables"], "reorg_plans"])
+    # On a copy of the plan's input tables and of the stored plan (reorg_plans, reorg_plan_steps): the new version of
+    # policy_scores written below makes only the copy stale.
+    cfg = isolated(spark_cfg, tmp_path, [*greedy_plan["inputs"]["tables"], "reorg_plans", "reorg_plan_steps"])
     monkeypatch.setenv("BLOCKHEAT_WAREHOUSE", str(cfg.warehouse))
     plan_id = greedy_plan["plan_id"]
     assert main(["plan", "check", plan_id, "--now", "2026-01-02T12:00:00Z"]) == 0
