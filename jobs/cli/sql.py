@@ -224,7 +224,8 @@ def beeline_env() -> dict[str, str]:
 def cmd_beeline(args: argparse.Namespace) -> int:
     rest = _after_dashes(args.beeline_args, "beeline")
     if args.execute is not None:        # beeline waits for more of a statement that does not end with ";"
-        rest = ["-e", args.execute if args.execute.rstrip().endswith(";") else f"{args.execute};", *rest]
+        # and ignores the options that follow -e: they go first
+        rest = [*rest, "-e", args.execute if args.execute.rstrip().endswith(";") else f"{args.execute};"]
     from blockheat.libs.io import sql_access, storage  # lazy: the storage layer loads pyarrow
 
     password = password_file(storage.warehouse_from_env())

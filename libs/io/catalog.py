@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import logging
 import os
 import re
@@ -31,6 +32,8 @@ from blockheat.libs.io import redaction, storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+Location = str | os.PathLike[str]
 
 log = logging.getLogger(__name__)
 
@@ -131,12 +134,23 @@ def on_derby(spark: SparkSession) -> bool:
     return str(spark.conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", "jdbc:derby:")).startswith("jdbc:derby:")
 
 
-def metastore_path(warehouse: Path) -> Path:
-    """The Derby metastore of a warehouse: <warehouse>/metastore_db."""
-    return Path(warehouse) / METASTORE_DIR
+def metastore_home(warehouse: Location) -> Path:
+    """Where Derby keeps a warehouse's metastore and its log (derby.system.home): the warehouse directory itself
+    (absolute, so any working directory opens the same one); for a warehouse in an object store, which Derby cannot
+    write, a directory of this user's cache, $XDG_CACHE_HOME/blockheat/metastore/<hash of the URI> (default
+    ~/.cache), never a path made from the URI."""
+    if storage.is_local(warehouse):
+        return Path(storage.normalize(warehouse))
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "blockheat" / "metastore" / hashlib.sha256(storage.normalize(warehouse).encode()).hexdigest()[:16]
 
 
-def metastore_in_use(warehouse: Path) -> bool:
+def metastore_path(warehouse: Location) -> Path:
+    """The Derby metastore of a warehouse: <metastore_home>/metastore_db."""
+    return metastore_home(warehouse) / METASTORE_DIR
+
+
+def metastore_in_use(warehouse: Location) -> bool:
     """True while another process has the warehouse's Derby metastore open (it holds Derby's file lock)."""
     lock = metastore_path(warehouse) / DERBY_LOCK_FILE
     try:
@@ -156,12 +170,12 @@ def metastore_in_use(warehouse: Path) -> bool:
         os.close(fd)
 
 
-def hive_conf(warehouse: Path, metastore: SharedMetastore | None = None) -> dict[str, str]:
-    """Session settings for the Hive catalog: with its Derby metastore under the warehouse (absolute, so any
-    working directory opens the same one), or on the shared PostgreSQL `metastore` (its driver then goes on the
+def hive_conf(warehouse: Location, metastore: SharedMetastore | None = None) -> dict[str, str]:
+    """Session settings for the Hive catalog: with its Derby metastore in metastore_home (the warehouse, or this
+    user's cache for an object-store warehouse), or on the shared PostgreSQL `metastore` (its driver then goes on the
     driver's class path; the JVM must have the metastore's environment())."""
     if metastore is None:
-        db = metastore_path(Path(warehouse).resolve())
+        db = metastore_path(warehouse)
         return {
             "spark.sql.catalogImplementation": "hive",
             "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={db};create=true",

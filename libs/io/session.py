@@ -20,6 +20,7 @@ from blockheat.libs.io import endpoint, redaction, sql_access, storage
 from blockheat.libs.io.catalog import (
     SharedMetastore,
     hive_conf,
+    metastore_home,
     metastore_in_use,
     metastore_path,
     session_catalog,
@@ -223,8 +224,11 @@ def session_conf(cfg: SparkConfig) -> dict[str, str]:
     archive = java_options(*archive_options())     # the environment's class archive (libs.io.jvm), if made
     # BLOCKHEAT_JAVA_OPTIONS: extra driver JVM flags for this process (e.g. libs.io.jvm.SHORT_JOB_OPTIONS). Paths
     # are quoted: a warehouse or an environment may have spaces or quotes in its path.
-    derby = f"-Dderby.system.home={cfg.warehouse}" if storage.is_local(cfg.warehouse) else ""
-    driver_java = merge_java_options(java_options(derby), archive,
+    # Derby's home (its derby.log, and the metastore of a Hive catalog on Derby): never the working directory.
+    derby = metastore_home(cfg.warehouse)
+    if not storage.is_local(cfg.warehouse):               # this user's cache (a local warehouse is made by its jobs)
+        derby.mkdir(parents=True, exist_ok=True)
+    driver_java = merge_java_options(java_options(f"-Dderby.system.home={derby}"), archive,
                                      java_options(f"-Dlog4j.configurationFile={LOG4J_CONFIG}"),
                                      os.environ.get("BLOCKHEAT_JAVA_OPTIONS"))
     conf = {

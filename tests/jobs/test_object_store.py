@@ -1,10 +1,12 @@
 """The warehouse on a real S3-compatible server (S3Proxy on 127.0.0.1, tests/s3_server.py) and the commands over Spark
 Connect: a slice of the bundled HP trace and a vSCSI fixture ingested, then heat, the ALIS graph and layout, the
 scorecard, a plan and its check (tests/command_run.py), once on a local warehouse, once on an s3a:// warehouse, once
-through a Spark Connect server on another s3a:// warehouse; every table equal row for row. And the commit protocol
-on the object store: concurrent replaces of different traces all survive."""
+through a Spark Connect server on another s3a:// warehouse; every table equal row for row. The SQL and serving
+commands on the s3a:// warehouse. And the commit protocol on the object store: concurrent replaces of different
+traces all survive."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,12 +19,14 @@ import pytest
 from deltalake import DeltaTable
 
 from blockheat.libs.io import delta_log, storage
-from blockheat.libs.io.connect_server import ConnectServer
+from blockheat.libs.io.catalog import metastore_path
+from blockheat.libs.io.connect_server import ConnectServer, free_port
 from blockheat.libs.io.delta_files import FileWriter, TableTarget, commit_replace
 from blockheat.libs.io.jvm import SHORT_JOB_OPTIONS
 from blockheat.libs.io.session import SparkConfig
-from tests.command_run import SRT_TRACE, VSCSI_TRACE
+from tests.command_run import NOW, SRT_TRACE, VSCSI_TRACE
 from tests.drivers import write_slice
+from tests.jobs.cli.test_sql_catalog import stop_server
 
 REPO = Path(__file__).resolve().parents[2]
 TABLES = {"requests": (), "rejected_records": (), "traces": ("ingested_at", "source_files"),
@@ -130,3 +134,56 @@ def test_concurrent_replaces_of_different_traces_all_survive(s3_server):  # type
             (t, 2) for t in traces for _ in range(3))
         predicates = [e.get(delta_log.REPLACE_KEY) for e in delta_log.history(root)]
         assert sorted(p for p in predicates if p) == sorted(f"trace_id = '{t}'" for t in traces for _ in range(3))
+
+
+def test_the_sql_and_serving_commands_on_an_object_store_warehouse(runs, s3_server, tmp_path):  # type: ignore[no-untyped-def]
+    """On the s3a:// warehouse of the runs above, from an empty working directory: `sql` in a JVM of its own (its
+    Derby metastore in this user's cache, not a path made of the URI), then `serve` with both endpoints and, attached
+    to it, `sql`, `beeline`, `report`, `plan check` and `vacuum`. Nothing is written to the working directory."""
+    _, (remote, plan_id), _ = runs.items()
+    cwd, home = tmp_path / "cwd", tmp_path / "home"
+    cwd.mkdir()
+    env = {**os.environ, **s3_server.environment(), "BLOCKHEAT_WAREHOUSE": remote, "BLOCKHEAT_SPARK_MASTER": "local[1]",
+           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, "HOME": str(home),
+           "XDG_CACHE_HOME": str(home / "cache"), "XDG_STATE_HOME": str(home / "state"),
+           "BLOCKHEAT_JAVA_OPTIONS": " ".join(SHORT_JOB_OPTIONS)}
+    env = {k: v for k, v in env.items() if not k.startswith(("BLOCKHEAT_METASTORE", "BLOCKHEAT_SPARK_REMOTE"))}
+    requests = read(remote, "requests", env).num_rows
+    count = f"SELECT count(*) AS n FROM requests WHERE trace_id IN ('{SRT_TRACE}', '{VSCSI_TRACE}')"
+
+    def blockheat(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "blockheat.jobs.cli.main", *argv], env=env, cwd=cwd,
+                              capture_output=True, text=True, timeout=600, check=False)
+
+    own = blockheat("sql", "--json", count)
+    assert own.returncode == 0, own.stderr[-3000:]
+    assert own.stdout.splitlines() == [f'{{"n": {requests}}}']
+    with mock.patch.dict(os.environ, {"XDG_CACHE_HOME": env["XDG_CACHE_HOME"]}):
+        assert metastore_path(remote).is_relative_to(home / "cache" / "blockheat" / "metastore")
+        assert metastore_path(remote).is_dir()
+    port, connect_port = free_port(), free_port()
+    with (tmp_path / "serve.log").open("w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "blockheat.jobs.cli.main", "serve", "--port", str(port),
+                                 "--connect-port", str(connect_port)], env=env, cwd=cwd, stdout=subprocess.PIPE,
+                                stderr=log, text=True, start_new_session=True)
+        try:
+            line = proc.stdout.readline()
+            assert line.startswith(f"serving the warehouse {remote}: commands attach to it; JDBC on "
+                                   f"jdbc:hive2://127.0.0.1:{port}"), (tmp_path / "serve.log").read_text()[-3000:]
+            attached = blockheat("sql", "--json", count)
+            assert (attached.returncode, attached.stdout) == (0, own.stdout), attached.stderr[-3000:]
+            bee = blockheat("beeline", "--port", str(port), "-e", count, "--", "--silent=true",
+                            "--showHeader=false", "--outputformat=csv2")
+            assert (bee.returncode, bee.stdout.split()) == (0, [str(requests)]), bee.stderr[-3000:]
+            report = blockheat("report", SRT_TRACE, "--out", str(tmp_path / "report"))
+            assert report.returncode == 0, report.stderr[-3000:]
+            assert (tmp_path / "report" / "report.html").stat().st_size > 10_000
+            check = blockheat("plan", "check", plan_id, "--now", NOW)
+            assert check.returncode == 0, check.stderr[-3000:]
+            vacuum = blockheat("vacuum", "--json")
+            assert vacuum.returncode == 0, vacuum.stderr[-3000:]
+            assert {json.loads(row)["table"] for row in vacuum.stdout.splitlines()} >= {"requests", "reorg_plans"}
+        finally:
+            stop_server(proc)
+    assert proc.returncode == 0
+    assert list(cwd.iterdir()) == []
