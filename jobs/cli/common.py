@@ -15,8 +15,9 @@ from blockheat.jobs.cli.output import FORMATS, Output
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-# `blockheat --debug`: the Spark driver logs at the level of Spark's own defaults (libs/io/log4j2.properties).
-DEBUG_JAVA_OPTIONS = "-Dblockheat.log.level=warn"
+# `blockheat --debug`: the Spark driver logs at the level of Spark's own defaults, with whole stacks
+# (libs/io/log4j2.properties).
+DEBUG_JAVA_OPTIONS = "-Dblockheat.log.level=warn -Dblockheat.log.stack=full"
 
 
 class UsageError(ValueError):

@@ -37,6 +37,9 @@ RESOLVER_START = re.compile(r"^(:: loading settings :: |Ivy Default Cache set to
 RESOLVER_LINE = re.compile(r"^(\s|:: |Ivy Default Cache set to: |The jars for the packages stored in: "
                            r"|\S+#\S+ added as a dependency$|downloading |-{10,})")
 RESOLVER_PROBLEMS = re.compile(r"problems summary|UNRESOLVED DEPENDENCIES")
+# A Java stack's lines (frames, "... N more", the causes' headers): without --debug a command prints its error in one
+# line, and a JVM's or child's logged exception keeps its first line only (libs/io/log4j2.properties).
+JAVA_STACK = re.compile(r"^(\s+at [\w$.<>/-]+\(.*\)\s*$|\s+\.\.\. \d+ more\s*$|\s*(Caused by|Suppressed): )")
 _MARK = b"\0blockheat-stderr-mark\n"
 
 
@@ -113,8 +116,8 @@ def write_stderr(text: str) -> None:
 
 
 class _Forwarder(threading.Thread):
-    """Copies lines from a pipe to the real stderr with their secrets masked, without banners and the resolver's
-    report unless unfiltered (--debug)."""
+    """Copies lines from a pipe to the real stderr with their secrets masked, without banners, the resolver's report
+    and Java stacks unless unfiltered (--debug)."""
 
     def __init__(self, read_fd: int, real_fd: int, filtered: bool = True) -> None:
         super().__init__(name="blockheat-stderr", daemon=True)
@@ -126,6 +129,8 @@ class _Forwarder(threading.Thread):
     def keep(self, line: str) -> bool:
         if not self.filtered:
             return True
+        if JAVA_STACK.match(line):
+            return False
         if self.resolving:
             if RESOLVER_PROBLEMS.search(line):
                 self.resolving = False            # a failed resolution is shown from its summary on

@@ -5,6 +5,7 @@ fault_message finds the cause in the whole text of the error and its chain."""
 from __future__ import annotations
 
 import errno
+import os
 import re
 
 # Where a wrapped Spark or Python error names the file it was writing or reading.
@@ -19,6 +20,7 @@ _JVM_OOM = re.compile(r"java\.lang\.OutOfMemoryError: ([^\n]+)")
 _WORKER_CRASH = re.compile(r"Python worker exited unexpectedly|PythonException[\s\S]*\bMemoryError\b")
 _JVM_GONE = re.compile(r"Answer from Java side is empty|Java gateway process exited|Py4JNetworkError")
 _SERVER_GONE = re.compile(r"StatusCode\.UNAVAILABLE")
+_METASTORE = re.compile(r"Unable to instantiate org\.apache\.hadoop\.hive\.ql\.metadata\.SessionHiveMetaStoreClient")
 
 
 def _text(exc: BaseException) -> str:
@@ -59,6 +61,11 @@ def fault_message(exc: BaseException, warehouse: str | None = None) -> str | Non
         return "a Python worker of Spark died (out of memory, or killed): run with --debug for the worker's error"
     if _JVM_GONE.search(text):
         return "the Spark JVM stopped answering (it exited: killed, or out of memory); run with --debug for its output"
+    if _METASTORE.search(text):
+        url = os.environ.get("BLOCKHEAT_METASTORE_URL")
+        where = (f"the PostgreSQL metastore {url} (BLOCKHEAT_METASTORE_URL) did not answer or refused the login"
+                 if url else "the warehouse's Derby metastore could not be opened")
+        return f"the SQL catalog cannot start: {where}; run with --debug for the metastore's own errors"
     if _SERVER_GONE.search(text):
         return ("the Spark Connect server stopped answering (`blockheat serve` stopped?); BLOCKHEAT_SPARK_REMOTE=local "
                 "runs the command on its own")

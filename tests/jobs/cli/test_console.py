@@ -1,6 +1,6 @@
-"""jobs.cli.console: what reaches stderr. Start-up banners of child processes are dropped, everything else is
-passed on in order; py4j's records (a retried or failed call logs its traceback on the root logger) are not
-shown, the command's own lines are; a secret is masked in all of it."""
+"""jobs.cli.console: what reaches stderr. Start-up banners and Java stacks of child processes are dropped (not
+with --debug), everything else is passed on in order; py4j's records (a retried or failed call logs its traceback
+on the root logger) are not shown, the command's own lines are; a secret is masked in all of it."""
 from __future__ import annotations
 
 import logging
@@ -33,6 +33,10 @@ io.delta#delta-spark_4.2_2.13 added as a dependency
 \t|      default     |   83  |   0   |   0   |   5   ||   78  |   0   |
 kept: a real error
 \tat org.example.Main.main(Main.java:1)
+\tat org.apache.spark.sql.SparkSession.$anonfun$sql$1(SparkSession.scala:459)
+Caused by: java.net.ConnectException: Connection refused
+\tat java.base/sun.nio.ch.Net.connect0(Native Method)
+\t... 159 more
 Spark master: local[*], Application Id: local-1764370000000
 kept: the end
 """
@@ -44,8 +48,8 @@ def test_child_banners_are_dropped_and_the_rest_kept_in_order(capfd):
         subprocess.run([sys.executable, "-c", f"import sys; sys.stderr.write({CHILD_STDERR!r})"], check=True)
     sys.stderr.write("kept: this process, after\n")
     assert capfd.readouterr().err.splitlines() == [
-        "kept: this process, before", "kept: before the resolver", "kept: a real error",
-        "\tat org.example.Main.main(Main.java:1)", "kept: the end", "kept: this process, after"]
+        "kept: this process, before", "kept: before the resolver", "kept: a real error", "kept: the end",
+        "kept: this process, after"]
 
 
 def test_a_failed_resolution_is_shown_from_its_summary_on(capfd):
@@ -53,6 +57,12 @@ def test_a_failed_resolution_is_shown_from_its_summary_on(capfd):
     with console.quiet_stderr():
         subprocess.run([sys.executable, "-c", f"import sys; sys.stderr.write({lines!r})"], check=True)
     assert capfd.readouterr().err.splitlines() == ["\t:: problems summary ::", "\t\tunresolved a#c"]
+
+
+def test_unfiltered_stderr_keeps_banners_and_stacks(capfd):
+    with console.quiet_stderr(filtered=False):
+        subprocess.run([sys.executable, "-c", f"import sys; sys.stderr.write({CHILD_STDERR!r})"], check=True)
+    assert capfd.readouterr().err == CHILD_STDERR
 
 
 def test_quiet_stderr_off_passes_everything(capfd):

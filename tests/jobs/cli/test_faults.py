@@ -1,9 +1,12 @@
 """System faults reach the user as one line naming the cause and the path: a real full disk and a real read-only
 file system (small tmpfs mounts: the tests run as root, as CI does), and the causes Spark wraps (a denied path, the
-JVM out of memory or gone, a Python worker that died) from the exceptions Python and Spark raise."""
+JVM out of memory or gone, a Python worker that died) from the exceptions Python and Spark raise; a real failure in the
+driver JVM, without its Java stacks."""
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,6 +15,8 @@ from py4j.protocol import Py4JNetworkError
 
 from blockheat.jobs.cli.faults import fault_message
 from blockheat.jobs.cli.main import main
+from blockheat.libs.io.connect_server import free_port
+from blockheat.libs.io.jvm import SHORT_JOB_OPTIONS
 from tests.libs.readers.test_agree import AGREE
 
 
@@ -70,3 +75,19 @@ def test_wrapped_causes_are_named():
     assert fault_message(gone) == ("the Spark JVM stopped answering (it exited: killed, or out of memory); run with "
                                    "--debug for its output")
     assert fault_message(ValueError("[TABLE_OR_VIEW_NOT_FOUND] The table or view `x` cannot be found.")) is None
+
+
+def test_a_jvm_side_failure_is_one_line_without_a_java_stack(tmp_path):
+    """A shared metastore nothing answers at: its client in the driver JVM logs every retry with a stack (7,800
+    lines); the command prints one line naming the cause."""
+    url = f"jdbc:postgresql://127.0.0.1:{free_port()}/nowhere"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BLOCKHEAT_", "AIRFLOW"))}
+    env.update(BLOCKHEAT_WAREHOUSE=str(tmp_path / "wh"), BLOCKHEAT_SPARK_MASTER="local[1]",
+               BLOCKHEAT_METASTORE_URL=url, BLOCKHEAT_METASTORE_USER="nobody", PYSPARK_PYTHON=sys.executable,
+               PYSPARK_DRIVER_PYTHON=sys.executable, BLOCKHEAT_JAVA_OPTIONS=" ".join(SHORT_JOB_OPTIONS))
+    done = subprocess.run([sys.executable, "-m", "blockheat.jobs.cli.main", "sql", "SELECT 1"], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        f"blockheat: error: the SQL catalog cannot start: the PostgreSQL metastore {url} (BLOCKHEAT_METASTORE_URL) "
+        "did not answer or refused the login; run with --debug for the metastore's own errors"], done.stderr[-3000:]
