@@ -31,7 +31,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
     from blockheat.jobs.alis_graph import options_from_args, run  # lazy: the job (pyspark) loads only for `graph`
 
     opts = checked(options_from_args, args)
-    spark, cfg = spark_session(args, f"graph {opts.trace_id}")
+    spark, cfg = spark_session(args, f"graph {opts.trace_id}", trace_id=opts.trace_id)
     summary = run(spark, cfg, opts)
     out = output(args)
     first, last = summary.intervals[0], summary.intervals[-1]
@@ -60,7 +60,7 @@ def cmd_alis(args: argparse.Namespace) -> int:
     from blockheat.jobs.alis_layout import options_from_args, run  # lazy: the job (pyspark) loads only for `alis`
 
     opts = checked(options_from_args, args)
-    spark, cfg = spark_session(args, f"alis {opts.trace_id}")
+    spark, cfg = spark_session(args, f"alis {opts.trace_id}", trace_id=opts.trace_id)
     rows = run(spark, cfg, opts)
     by_device: dict[str, list[dict[str, Any]]] = {}
     for r in rows:

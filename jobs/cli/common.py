@@ -4,10 +4,13 @@ subcommand module."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
 
 from blockheat.jobs.cli import console
 from blockheat.jobs.cli.output import FORMATS, Output
@@ -59,9 +62,59 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._fill_text(text, width, indent)
 
 
-class CommandParser(argparse.ArgumentParser):
+_INVALID_CHOICE = re.compile(r"^argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)$", re.DOTALL)
+_BAD_ARGUMENT = re.compile(r"^argument (\S+?)(?:/\S+)?: ")
+_UNRECOGNIZED = re.compile(r"^unrecognized arguments: (.*)$", re.DOTALL)
+
+
+class OneLineErrors(argparse.ArgumentParser):
+    """A parser whose errors are one line (exit code 2), with "did you mean" for a mistyped command, choice or
+    option, and for a bad value the usage of that one argument only (not the whole usage)."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        usage = ""
+        if match := _INVALID_CHOICE.match(message):
+            name, given, choices = match.groups()
+            close = difflib.get_close_matches(given, re.findall(r"'([^']*)'", choices), n=3, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+            if name == "COMMAND":
+                message = f"unknown command {given!r}{hint} ({self.prog} --help lists the commands)"
+            else:
+                message = f"argument {name}: invalid choice: {given!r}{hint} (choose from {choices})"
+                usage = self._usage_of(name.split("/", 1)[0])
+        elif match := _UNRECOGNIZED.match(message):
+            words = match.group(1).split()
+            known = [o for o in self._option_string_actions if o.startswith("--")]
+            hints = [f"{w} (did you mean {' or '.join(close)}?)" if (close := difflib.get_close_matches(
+                w.split("=", 1)[0], known, n=2, cutoff=0.6)) else w for w in words]
+            message = f"unrecognized arguments: {' '.join(hints)}"
+        elif match := _BAD_ARGUMENT.match(message):
+            usage = self._usage_of(match.group(1))
+        self.exit(2, f"{usage}{self.prog}: error: {message}\n")
+
+    def _usage_of(self, name: str) -> str:
+        """The usage line of the one argument `name` (an option string or a positional's metavar or dest)."""
+        action = self._option_string_actions.get(name) or next(
+            (a for a in self._actions if name in (a.metavar, a.dest)), None)
+        if action is None:
+            return ""
+        formatter = self._get_formatter()
+        formatter.add_usage(None, [action], [])
+        return formatter.format_help()
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if any(e.startswith("-") and len(e) > 1 and not e[1].isdigit() for e in extras):
+            self.error(f"unrecognized arguments: {' '.join(extras)}")      # here, where its options are known
+        return parsed, extras
+
+
+class CommandParser(OneLineErrors):
     """A subcommand's parser. Options given to defer() are added only when this subcommand parses or prints its
-    help, so that `blockheat --help` and the other subcommands do not import the job that owns them."""
+    help, so that `blockheat --help` and the other subcommands do not import the job that owns them. An option it
+    does not know is refused before its required arguments are checked (a mistyped --format is "did you mean
+    --format", not "--format is required")."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
@@ -80,6 +133,12 @@ class CommandParser(argparse.ArgumentParser):
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
         self._add_deferred()
+        words = [] if self._subparsers is not None else list(args or [])     # `sim`: its subcommands' own options
+        options = [o for o in self._option_string_actions if o.startswith("--")]
+        for word in words[:words.index("--")] if "--" in words else words:
+            name = word.split("=", 1)[0]
+            if name.startswith("--") and not any(o.startswith(name) for o in options):   # abbreviations allowed
+                self.error(f"unrecognized arguments: {word}")
         return super().parse_known_args(args, namespace)
 
     def format_usage(self) -> str:
@@ -138,11 +197,55 @@ def spark_config(args: argparse.Namespace, app: str, *, catalog: str = "in-memor
     return cfg
 
 
-def spark_session(args: argparse.Namespace, app: str, *, catalog: str = "in-memory",
-                  read_only: bool = False) -> tuple[Any, Any]:
+def require_trace(trace_id: str) -> None:
+    """NotFoundError, in a fraction of a second and before any Spark session, when the warehouse's `traces` table
+    (read by delta-rs) has no trace `trace_id`: the ingested ids are listed, the closest first. A table delta-rs
+    cannot read is left to the command's own Spark read."""
+    from blockheat.libs.io import delta_log, storage  # lazy: pyarrow and delta-rs load only for these checks
+
+    warehouse = storage.normalize(storage.warehouse_from_env())
+    root = storage.join(warehouse, "traces")
+    try:
+        known = sorted(set(delta_log.read(root, ["trace_id"]).column("trace_id").to_pylist())) \
+            if delta_log.is_table(root) else []
+    except delta_log.LogUnreadable:
+        return
+    if trace_id in known:
+        return
+    if not known:
+        raise NotFoundError(f"no trace {trace_id!r}: the warehouse {warehouse} holds no traces yet (blockheat ingest)")
+    close = difflib.get_close_matches(trace_id, known, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+    shown = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
+    raise NotFoundError(f"no trace {trace_id!r} in {warehouse} (ingested: {shown}){hint}")
+
+
+def require_writable_directory(option: str, path: str) -> None:
+    """UsageError naming `option` when the local directory `path` cannot be made or written (checked by making it
+    and a probe file in it), before any Spark session; an object-store URI is left to the write itself."""
+    import tempfile
+
+    from blockheat.libs.io import storage  # lazy: see require_trace
+
+    if not storage.is_local(path):
+        return
+    where = Path(storage.normalize(path))
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=where, prefix=".blockheat-probe-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot write there ({exc.strerror or exc})") from exc
+
+
+def spark_session(args: argparse.Namespace, app: str, *, catalog: str = "in-memory", read_only: bool = False,
+                  trace_id: str | None = None) -> tuple[Any, Any]:
     """(SparkSession, SparkConfig) of the environment's settings, with this app name and catalog; read_only: the
-    session's SQL may not write (libs.io.sql_access) unless the command has --allow-writes. A JVM started here
-    prints no start-up banners (unless --debug); Spark jobs show a progress line on a terminal."""
+    session's SQL may not write (libs.io.sql_access) unless the command has --allow-writes; trace_id: an ingested
+    trace the command works on, checked first (require_trace). A JVM started here prints no start-up banners
+    (unless --debug); Spark jobs show a progress line on a terminal."""
+    if trace_id is not None:
+        require_trace(trace_id)
     # lazy: pyspark loads only for commands that use Spark
     from pyspark.sql import SparkSession
 

@@ -9,7 +9,15 @@ import json
 import sys
 from typing import Any
 
-from blockheat.jobs.cli.common import UsageError, add_command, add_output_options, output, say, spark_session
+from blockheat.jobs.cli.common import (
+    UsageError,
+    add_command,
+    add_output_options,
+    output,
+    require_writable_directory,
+    say,
+    spark_session,
+)
 from blockheat.jobs.cli.output import BYTES, SECONDS, human, unit_in
 
 
@@ -24,7 +32,7 @@ def cmd_heat(args: argparse.Namespace) -> int:
 
     job = HeatConfig(args.trace_id, args.extent_bytes, _seconds_to_us(args.window, "--window", allow_zero=True),
                      args.stripe_unit_bytes, args.stripe_width, args.random_disks, args.seed)
-    spark, cfg = spark_session(args, f"heat {args.trace_id}")
+    spark, cfg = spark_session(args, f"heat {args.trace_id}", trace_id=args.trace_id)
     run(spark, cfg, job, full=args.full)
     hottest = spark.sql(
         "SELECT device, extent_id, requests, blocks, heat AS heat_blocks_s, temperature FROM extent_heat "
@@ -55,7 +63,7 @@ def cmd_age(args: argparse.Namespace) -> int:
         raise UsageError(f"--alpha must be in [0, 1], got {args.alpha}")
     job = AgingConfig(args.trace_id, args.extent_bytes, _seconds_to_us(args.interval, "--interval"), args.alpha,
                       args.from_scratch)
-    spark, cfg = spark_session(args, f"age {args.trace_id}")
+    spark, cfg = spark_session(args, f"age {args.trace_id}", trace_id=args.trace_id)
     done = run(spark, cfg, job)
     rows = spark.sql(
         "SELECT interval_id, count(*) AS extents, sum(count) AS requests, sum(aged_count) AS aged "
@@ -74,7 +82,7 @@ def cmd_track(args: argparse.Namespace) -> int:
     if args.k < 2:
         raise UsageError(f"--k must be >= 2, got {args.k}")
     job = TrackConfig(args.trace_id, args.k, _seconds_to_us(args.aging_period, "--aging-period"), args.extent_bytes)
-    spark, cfg = spark_session(args, f"track {args.trace_id}")
+    spark, cfg = spark_session(args, f"track {args.trace_id}", trace_id=args.trace_id)
     n = run_track(spark, cfg, job, full=args.full)
     summary = spark.sql(
         "SELECT count(DISTINCT device, extent_id) AS extents, count(DISTINCT checkpoint_us) AS checkpoints, "
@@ -95,7 +103,7 @@ def cmd_track_eval(args: argparse.Namespace) -> int:
     from blockheat.jobs.heat_tracking import run_eval
     from blockheat.libs.transforms.tracking_eval import accuracy, judge_claims
 
-    spark, cfg = spark_session(args, f"track-eval {args.trace_id}")
+    spark, cfg = spark_session(args, f"track-eval {args.trace_id}", trace_id=args.trace_id)
     rows = run_eval(spark, cfg, args.trace_id, aging_period_us=_seconds_to_us(args.aging_period, "--aging-period"),
                     extent_bytes=args.extent_bytes, full=args.full)
     out = output(args)
@@ -115,7 +123,7 @@ def cmd_track_eval(args: argparse.Namespace) -> int:
 def cmd_profile(args: argparse.Namespace) -> int:
     from blockheat.jobs.trace_profile import run  # lazy: the job (pyspark) loads only for `profile`
 
-    spark, cfg = spark_session(args, f"profile {args.trace_id}")
+    spark, cfg = spark_session(args, f"profile {args.trace_id}", trace_id=args.trace_id)
     run(spark, cfg, args.trace_id, window_us=_seconds_to_us(args.window, "--window"), full=args.full)
     rows = spark.sql(
         "SELECT scope, device, metric, value FROM trace_profile "
@@ -140,7 +148,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from blockheat.jobs.heat_report import run  # lazy: the job (pyspark) loads only for `report`
 
-    spark, cfg = spark_session(args, f"report {args.trace_id}")
+    if args.out:
+        require_writable_directory("--out", args.out)
+    spark, cfg = spark_session(args, f"report {args.trace_id}", trace_id=args.trace_id)
     path = run(spark, cfg, args.trace_id, out_dir=args.out, full=args.full)
     return say(f"\nreport: {path}")
 

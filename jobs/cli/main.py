@@ -21,6 +21,7 @@ from blockheat.jobs.cli import alis, console, experiments, heat, maintenance, pl
 from blockheat.jobs.cli.common import (
     CommandParser,
     HelpFormatter,
+    OneLineErrors,
     UsageError,
     add_command,
     add_output_options,
@@ -91,14 +92,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     # lazy: the ingest job, its pipeline and pyspark load only when `ingest` runs
     from blockheat.jobs.ingest_trace import run
     from blockheat.libs.ingest.pipeline import BINARY_FORMATS, IngestOptions, staging_location
-    from blockheat.libs.io.inputs import prefetch_digests
+    from blockheat.libs.io.inputs import check_path, prefetch_digests
 
     layout = csv_layout_from_args(args) if args.format == "csv" else None
     if args.format != "csv" and args.csv_columns:
         raise UsageError("--csv-* options apply only to --format csv")
     tolerance = None if args.ts_tolerance_us.lower() == "none" else int(args.ts_tolerance_us)
+    for given in args.paths:                # a missing or unreadable input is refused before Spark starts
+        check_path(given)
     prefetch_digests(args.paths, args.format not in BINARY_FORMATS)    # hashed while the session starts
-    spark, cfg = spark_session(args, f"ingest {args.trace_id}")
+    spark, cfg = spark_session(args, f"ingest {args.trace_id}", trace_id=args.trace_id if args.append else None)
     opts = IngestOptions(args.format, args.trace_id, tuple(args.paths),
                          max_reject_share=args.max_reject_share, ts_tolerance_us=tolerance,
                          layout=layout, staging=staging_location(cfg.warehouse), append=args.append,
@@ -289,7 +292,7 @@ def package_version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrors(
         prog="blockheat", description="Block I/O traces -> layout decisions.", formatter_class=HelpFormatter,
         epilog=example("blockheat ingest --format hp-srt --trace-id hplajw data/traces/hplajw/ajw.1week.srt",
                        "blockheat report hplajw", "blockheat COMMAND --help"))

@@ -4,6 +4,7 @@ nothing is ever applied)."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 from pathlib import Path
@@ -43,7 +44,8 @@ def add_commands(sub: Any) -> None:
                     "reorg_plans / reorg_plan_steps; blockheat plan check PLAN_ID verifies its hash and refuses a "
                     "stale plan (exit code 1 when refused or not found); blockheat plan export PLAN_ID --format "
                     "json|csv|parquet writes it (a dry run: this tool applies nothing); blockheat plan schema prints "
-                    "the plan's JSON schema. --output-format json prints a built plan's whole document.")
+                    "the plan's JSON schema. --output-format json prints a built plan's whole document. A PLAN_ID "
+                    "may be a unique prefix of 4 or more characters of the id.")
     pl.defer(_plan_arguments).set_defaults(func=cmd_plan)
 
 
@@ -85,7 +87,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         job = config_from_args(args.trace_id, args)
     except (PolicyError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
-    spark, cfg = spark_session(args, f"score {args.trace_id}")
+    spark, cfg = spark_session(args, f"score {args.trace_id}", trace_id=args.trace_id)
     try:
         summary = run(spark, cfg, job)
     except PolicyError as exc:
@@ -152,7 +154,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if words[0] == "export":
             return _export(args)
         if len(words) != 1:
-            raise UsageError(f"plan {' '.join(words)}: expected TRACE_ID, check PLAN_ID, export PLAN_ID or schema")
+            close = difflib.get_close_matches(words[0], PLAN_VERBS, n=1, cutoff=0.6)
+            hint = f"; did you mean plan {' '.join([close[0], *words[1:]])}?" if close else ""
+            raise UsageError(f"plan {' '.join(words)}: expected TRACE_ID, check PLAN_ID, export PLAN_ID or schema"
+                             + hint)
         return _build(args, words[0])
     except (PolicyError, PlanError) as exc:
         raise UsageError(str(exc)) from exc
@@ -168,7 +173,7 @@ def _build(args: argparse.Namespace, trace_id: str) -> int:
     from blockheat.jobs.reorg_plan import config_from_args, run  # lazy: the job (pyspark) loads only for `plan`
 
     job = config_from_args(trace_id, args)
-    spark, cfg = spark_session(args, f"plan {trace_id}")
+    spark, cfg = spark_session(args, f"plan {trace_id}", trace_id=trace_id)
     doc = run(spark, cfg, job)
     out = output(args)
     if args.output == "json":                     # the whole plan document
@@ -238,6 +243,7 @@ def _export(args: argparse.Namespace) -> int:
     plan_id = _plan_id(args)
     warehouse = storage.warehouse_from_env()
     doc = _load(args, warehouse, plan_id)
+    plan_id = doc["plan_id"]                        # the whole id of a prefix
     path = export(doc, args.format, export_location(warehouse, plan_id, args.format, args.out))
     return say(f"plan {plan_id} ({doc['status']}, {doc['summary']['n_steps']:,} steps) written to {path} "
                f"({args.format}); dry run: nothing was applied")

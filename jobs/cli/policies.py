@@ -33,7 +33,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
     from blockheat.jobs.striping_advice import config_from_args, run  # lazy: the job (pyspark) loads only for `advise`
 
     job = checked(config_from_args, args)
-    spark, cfg = spark_session(args, f"advise {args.trace_id}")
+    spark, cfg = spark_session(args, f"advise {args.trace_id}", trace_id=args.trace_id)
     rows = run(spark, cfg, job)
     shown = [r for r in rows if args.files or r["scope"] == "global"]
     head = rows[0]

@@ -52,11 +52,17 @@ def store(spark: SparkSession, cfg: SparkConfig, doc: Mapping[str, Any]) -> None
                  where)
 
 
+#: The shortest plan id prefix load() takes for a whole id (as git's abbreviated hashes).
+MIN_PREFIX = 4
+
+
 def load(warehouse: Location, plan_id: str, spark: SparkSession | None = None) -> dict[str, Any]:
-    """A stored plan's document by id, recomputed from its stored rows (libs.plans.steps.document_from_rows): the
-    reorg_plans row's plan_json with its steps from reorg_plan_steps, every column of both checked against the
-    document (PlanError naming the table, the row and the column). Read without Spark (libs.io.delta_log.read);
-    through `spark` when delta-rs cannot read the tables' files (without one, LogUnreadable)."""
+    """A stored plan's document by id, or by a unique prefix of its id (at least MIN_PREFIX characters; PlanError
+    listing the candidates when several plans share it), recomputed from its stored rows
+    (libs.plans.steps.document_from_rows): the reorg_plans row's plan_json with its steps from reorg_plan_steps,
+    every column of both checked against the document (PlanError naming the table, the row and the column). Read
+    without Spark (libs.io.delta_log.read); through `spark` when delta-rs cannot read the tables' files (without
+    one, LogUnreadable)."""
     try:
         rows = _stored_rows(warehouse, reorg_plans, plan_id, None)
         steps = _stored_rows(warehouse, reorg_plan_steps, plan_id, None) if rows else []
@@ -66,10 +72,30 @@ def load(warehouse: Location, plan_id: str, spark: SparkSession | None = None) -
         rows = _stored_rows(warehouse, reorg_plans, plan_id, spark)
         steps = _stored_rows(warehouse, reorg_plan_steps, plan_id, spark) if rows else []
     if not rows:
+        if len(plan_id) >= MIN_PREFIX and (whole := _whole_id(warehouse, plan_id, spark)) is not None:
+            return load(warehouse, whole, spark)
         raise PlanError(f"no plan {plan_id!r} in reorg_plans under {warehouse}")
     if len(rows) > 1:
         raise PlanError(f"reorg_plans under {warehouse} holds {len(rows)} rows for plan {plan_id}")
     return document_from_rows(rows[0], steps)
+
+
+def stored_ids(warehouse: Location, spark: SparkSession | None = None) -> list[str]:
+    """Every plan id in reorg_plans (without Spark unless `spark` is given; no table: none)."""
+    if spark is not None:
+        return [r[0] for r in read_table(spark, warehouse, reorg_plans.TABLE).select("plan_id").collect()]
+    if table_version(warehouse, reorg_plans.TABLE) is None:
+        return []
+    return delta_log.read(table_path(warehouse, reorg_plans.TABLE), ["plan_id"]).column("plan_id").to_pylist()
+
+
+def _whole_id(warehouse: Location, prefix: str, spark: SparkSession | None) -> str | None:
+    """The one stored plan id starting with `prefix` (None: none does; PlanError: several do)."""
+    found = sorted({i for i in stored_ids(warehouse, spark) if i.startswith(prefix)})
+    if len(found) > 1:
+        raise PlanError(f"plan id prefix {prefix!r} is ambiguous: {', '.join(found[:5])}"
+                        + (f" and {len(found) - 5} more" if len(found) > 5 else "") + "; give more of the id")
+    return found[0] if found else None
 
 
 def _stored_rows(warehouse: Location, table: Any, plan_id: str, spark: SparkSession | None) -> list[dict[str, Any]]:

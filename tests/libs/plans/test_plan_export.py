@@ -199,7 +199,8 @@ def test_the_stored_document_is_recomputed_from_every_column_of_its_rows(doc):
 def test_plan_check_file_against_the_stored_rows(spark, spark_cfg, doc, tmp_path, monkeypatch, capsys):
     """The plan stored (libs.table_io.plans.store) in a warehouse of its own: an untouched export in each format
     passes `plan check --file`; a file differing from the stored rows is refused with the first differing field, a
-    rehashed one as a plan that is not stored, a forged key or step row before any comparison. The input tables'
+    rehashed one as a plan that is not stored, a forged key or step row before any comparison; `plan check` and
+    `plan export` take a unique prefix of the id (an ambiguous one lists the ids). The input tables'
     versions are taken as the ones the plan read (their check is tested in tests/jobs/test_policy_scores.py)."""
     import blockheat.libs.table_io.plans as job
     from blockheat.jobs.cli.main import main
@@ -224,6 +225,22 @@ def test_plan_check_file_against_the_stored_rows(spark, spark_cfg, doc, tmp_path
         path = write_plan(edited, tmp_path / f"{name}.csv", "csv")
         assert main(["plan", "check", "--file", str(path), *now]) == 1, name
         assert capsys.readouterr().err.startswith(f"blockheat: error: plan {edited['plan_id']} refused: {why}"), name
+    prefix = doc["plan_id"][:8]                      # a unique prefix names the plan; 3 characters are too few
+    assert main(["plan", "check", prefix, *now]) == 0
+    assert capsys.readouterr().out.startswith(f"plan {doc['plan_id']}: ok: hash verified")
+    assert main(["plan", "export", prefix, "--format", "json", "--out", str(tmp_path / "by-prefix.json")]) == 0
+    assert capsys.readouterr().out.startswith(f"plan {doc['plan_id']} (")
+    assert read_plan(tmp_path / "by-prefix.json") == doc
+    assert main(["plan", "check", doc["plan_id"][:3], *now]) == 1
+    assert capsys.readouterr().err.startswith(f"blockheat: error: no plan '{doc['plan_id'][:3]}' in reorg_plans")
+    twin = doc["plan_id"][:6] + "0" * 58                # another stored id with the same first 6 characters
+    monkeypatch.setattr(job, "stored_ids", lambda warehouse, spark=None: [doc["plan_id"], twin])
+    assert main(["plan", "check", prefix[:6], *now]) == 2
+    assert (f"blockheat: error: plan id prefix {prefix[:6]!r} is ambiguous: {min(twin, doc['plan_id'])}, "
+            f"{max(twin, doc['plan_id'])}; give more of the id") in capsys.readouterr().err
+    monkeypatch.undo()
+    monkeypatch.setenv("BLOCKHEAT_WAREHOUSE", str(cfg.warehouse))
+    monkeypatch.setattr(job, "scoped_version", lambda warehouse, table, scope, since: since)
     text = write_plan(doc, tmp_path / "repeated.json", "json").read_text()
     path = tmp_path / "repeated.json"
     path.write_text(text.replace('{\n  "content_id"', '{\n  "valid_until": "2099-01-01T00:00:00Z",\n  "content_id"', 1))
