@@ -623,13 +623,24 @@ PROFILE_LEFT_OUT = frozenset({"skew_y_pct", *(f"idle_{label}_us_{p}" for label i
                                               for p in ("p10", "p99"))})
 
 
-def profile_groups(rows: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, str]], list[str]]]:
+def profile_kind(metric: str) -> str:
+    """The kind of a trace_profile metric: its PROFILE_GROUPS kind, else kind_of its name (read_share_bytes is a
+    share, not bytes)."""
+    return _PROFILE_KINDS.get(metric) or kind_of(metric)
+
+
+_PROFILE_KINDS = {m: kind for _, metrics in PROFILE_GROUPS for m, _, kind in metrics if kind != "rule"}
+
+
+def profile_groups(rows: Sequence[dict[str, Any]], *,
+                   every_metric: bool = False) -> list[tuple[str, list[dict[str, str]], list[str]]]:
     """trace_profile whole-trace rows -> per group (title, rows of readable text, columns): one row per metric with
-    its label and a column per scope ("trace", then each device); groups and metrics in PROFILE_GROUPS order."""
+    its label and a column per scope ("trace", then each device); groups and metrics in PROFILE_GROUPS order.
+    every_metric: PROFILE_LEFT_OUT's metrics too, under "Other" (the page leaves them out)."""
     table, columns = profile_table(rows)
     by_metric = {r["metric"]: r for r in table}
     scopes = columns[1:]
-    known = {m for _, metrics in PROFILE_GROUPS for m, _, _ in metrics} | PROFILE_LEFT_OUT
+    known = {m for _, metrics in PROFILE_GROUPS for m, _, _ in metrics} | (set() if every_metric else PROFILE_LEFT_OUT)
     groups = [*PROFILE_GROUPS, ("Other", [(m, m, kind_of(m)) for m in sorted(by_metric) if m not in known])]
     out = []
     for title, metrics in groups:

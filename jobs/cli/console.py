@@ -279,13 +279,15 @@ def stop_progress() -> None:
         _progress.pop().stop()
 
 
-def run_child(cmd: Sequence[str], env: Mapping[str, str], *, quiet: bool = True) -> int:
+def run_child(cmd: Sequence[str], env: Mapping[str, str], *, quiet: bool = True, server: bool = False) -> int:
     """Run a child (spark-sql, beeline, a server) to its end and return its exit code: its stderr with secrets
     masked and without start-up banners (unless not `quiet`); Ctrl-C is the child's (a shell stops its statement,
-    a server stops; this process does not die under it) and SIGTERM is passed on to it."""
+    a server stops; this process does not die under it) and SIGTERM is passed on to it. server: SIGINT stops the
+    child too (SIGTERM), also when it came with SIGINT ignored, as a shell starts a job in the background (`&`)."""
     with quiet_stderr(filtered=quiet):
         child = subprocess.Popen(list(cmd), env=dict(env))
-    previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    on_interrupt = (lambda *_: child.terminate()) if server else signal.SIG_IGN
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, on_interrupt),
                 signal.SIGTERM: signal.signal(signal.SIGTERM, lambda *_: child.terminate())}
     try:
         return child.wait()

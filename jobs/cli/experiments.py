@@ -53,7 +53,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
                    "reason": c.reason} for c in result.claims], ["experiment", "claim", "verdict", "ours"], name=name,
                  title=f"\n{result.title}\n{name} ({args.scale}): {result.seconds:.1f} s, "
                        f"{sum(c.holds is True for c in result.claims)} of {len(result.claims)} claims hold")
-        out.note(f"written: {target}/ ({', '.join(p.name for p in written)})")
+        out.note(f"written: {target}/ ({', '.join(str(p.relative_to(target)) for p in written)})")
     return out.render()
 
 

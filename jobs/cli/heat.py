@@ -18,7 +18,10 @@ from blockheat.jobs.cli.common import (
     say,
     spark_session,
 )
-from blockheat.jobs.cli.output import BYTES, SECONDS, human, unit_in
+from blockheat.jobs.cli.output import BYTES, HUMAN_FORMATS, MICROSECONDS, SECONDS, SHARE, human
+
+#: The output's unit of a profile metric's kind (libs.report.profile_kind); other kinds are plain numbers.
+_UNITS = {"bytes": BYTES, "share": SHARE, "us": MICROSECONDS, "s": SECONDS}
 
 
 def _seconds_to_us(value: float, name: str, *, allow_zero: bool = False) -> int:
@@ -135,13 +138,18 @@ def cmd_profile(args: argparse.Namespace) -> int:
         output(args).render()                               # erases the progress line
         sys.stdout.write(json.dumps(doc, indent=1, sort_keys=True) + "\n")
         return 0
-    from blockheat.libs.report import profile_table  # lazy: the report's plotting libraries load only for this table
+    # lazy: the report's plotting libraries load only for this table
+    from blockheat.libs.report import profile_groups, profile_kind, profile_table
 
-    table, columns = profile_table([r.asDict() for r in rows])
     out = output(args)
+    if args.output in HUMAN_FORMATS:        # grouped and labelled as in the report, every metric shown
+        out.note(f"profile of {args.trace_id} (whole trace; per-window rows are in trace_profile)")
+        for title, lines, columns in profile_groups([r.asDict() for r in rows], every_metric=True):
+            out.rows(lines, columns, name=title, title=f"\n{title}:")
+        return out.render()
+    table, columns = profile_table([r.asDict() for r in rows])
     out.rows(table, columns, name="profile", cell_unit=lambda row, column: None if column == "metric" else
-             unit_in(row["metric"]), title=f"\nprofile of {args.trace_id} (whole trace; per-window rows are in "
-                                           "trace_profile):")
+             _UNITS.get(profile_kind(row["metric"])))
     return out.render()
 
 

@@ -225,7 +225,8 @@ def cmd_connect_server(args: argparse.Namespace) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         console.write_stderr("note: pyspark sends the token without TLS only to localhost: remote clients reach this "
                              "server through a tunnel to their own localhost (ssh -L)\n")
-    return console.run_child(cmd, server_env(cfg, {sql_access.TOKEN_ENV: secrets.token}), quiet=not args.debug)
+    return console.run_child(cmd, server_env(cfg, {sql_access.TOKEN_ENV: secrets.token}), quiet=not args.debug,
+                             server=True)
 
 
 def demo_commands() -> list[list[str]]:

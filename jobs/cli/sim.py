@@ -29,7 +29,8 @@ def add_commands(sub: Any) -> None:
     val.add_argument("--spec", help="shipped spec name or a .json/.toml spec file (SRT: default from the header)")
     val.add_argument("--trace", required=True, help="DiskSim validate trace or HP SRT trace")
     val.add_argument("--plot", default=None,
-                     help="PNG file for the CDFs (default: <trace file name>.cdf.png here; 'none' to skip)")
+                     help="PNG file for the CDFs (default: <warehouse>/validation/<trace file name>.cdf.png; "
+                          "'none' to skip)")
     val.add_argument("--scheduler", default="clook", choices=("fcfs", "sstf", "clook"),
                      help="per-disk queue for SRT replays (default clook, like the traced driver's C-SCAN)")
     add_output_options(val)
@@ -76,7 +77,7 @@ def cmd_sim_validate(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"--trace {trace}: cannot read ({exc.strerror})") from exc
     spec = _spec(args.spec)
-    plot = None if (args.plot or "").lower() == "none" else Path(args.plot or f"{trace.name}.cdf.png")
+    plot = None if (args.plot or "").lower() == "none" else Path(args.plot) if args.plot else _default_plot(trace)
     out = output(args)
     if head == SRT_MAGIC:
         comparisons = validate_srt(*read_srt(str(trace))[:2], spec=spec, scheduler=args.scheduler)
@@ -106,6 +107,20 @@ def cmd_sim_validate(args: argparse.Namespace) -> int:
     if plot is not None:
         out.note(f"CDFs: {plot}")
     return out.render()
+
+
+def _default_plot(trace: Path) -> Path:
+    """Where `sim validate` draws the CDFs unless --plot says: <warehouse>/validation/<trace>.cdf.png (made), never
+    the working directory; UsageError for a warehouse in an object store (give --plot)."""
+    from blockheat.libs.io import storage  # lazy: the storage layer loads pyarrow
+
+    warehouse = storage.warehouse_from_env()
+    if not storage.is_local(warehouse):
+        raise UsageError(f"the warehouse {warehouse} is in an object store: give the CDFs' file with --plot FILE "
+                         "(or --plot none)")
+    folder = Path(storage.normalize(warehouse)) / "validation"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{trace.name}.cdf.png"
 
 
 def _json_document(doc: Any) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import signal
 import subprocess
 import sys
 
@@ -122,3 +123,23 @@ def test_a_debug_traceback_is_masked(capsys):
     assert err.startswith("Traceback (most recent call last):\n")
     assert err.endswith(f"RuntimeError: cannot reach sc://localhost:1/;token={redaction.MASK}\n")
     assert token not in err
+
+
+# A command in the background of a shell (`blockheat connect-server &`): SIGINT ignored, in it and in its child.
+BACKGROUND_SERVER = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+from blockheat.jobs.cli import console
+child = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); print('up', flush=True); time.sleep(120)"
+sys.exit(-console.run_child([sys.executable, "-c", child], os.environ, quiet=False, server=True))
+"""
+
+
+def test_sigint_stops_a_server_child_started_in_the_background():
+    proc = subprocess.Popen([sys.executable, "-c", BACKGROUND_SERVER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "up\n"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == signal.SIGTERM          # the child was stopped with SIGTERM
+    finally:
+        proc.kill()

@@ -116,11 +116,13 @@ def test_connect_server_requires_the_warehouses_token(tmp_path, monkeypatch, cap
     monkeypatch.setenv("BLOCKHEAT_WAREHOUSE", str(tmp_path / "wh"))
     monkeypatch.setattr("blockheat.libs.io.connect_server.server_command",
                         lambda cfg, host, port: ["spark-connect", host])
-    monkeypatch.setattr(console, "run_child", lambda cmd, env, quiet: started.update(cmd=cmd, env=env) or 0)
+    monkeypatch.setattr(console, "run_child",
+                        lambda cmd, env, quiet, server: started.update(cmd=cmd, env=env, server=server) or 0)
     assert main(["connect-server", "--port", "15999"]) == 0
     token_file = tmp_path / "wh" / "_serve" / sql_access.TOKEN_FILE
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
     assert started["env"][sql_access.TOKEN_ENV] == token_file.read_text().strip()
     assert sql_access.TOKEN_ENV not in " ".join(started["cmd"])         # never on the command line
+    assert started["server"]                                            # Ctrl-C stops it, even in the background
     assert (f'clients set BLOCKHEAT_SPARK_REMOTE="sc://localhost:15999/;token=$(cat {token_file})"'
             in capsys.readouterr().err)

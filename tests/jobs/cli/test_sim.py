@@ -53,3 +53,16 @@ def test_specs_lists_the_shipped_disks(capsys: pytest.CaptureFixture[str]) -> No
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["spec"] for r in rows][:2] == ["hp_c2247a", "hp_335h"]
     assert rows[0]["capacity_bytes"] == 2_054_864 * 512
+
+
+def test_validate_draws_the_cdfs_under_the_warehouse_not_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("BLOCKHEAT_WAREHOUSE", str(tmp_path / "wh"))
+    assert main(["sim", "validate", "--spec", "hp_c2247a", "--trace", str(C2247A_TRACE)]) == 0
+    plot = tmp_path / "wh" / "validation" / f"{C2247A_TRACE.name}.cdf.png"
+    assert capsys.readouterr().out.splitlines()[-1] == f"CDFs: {plot}"
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+    assert list(here.iterdir()) == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +16,7 @@ import pytest
 from blockheat.jobs.cli.main import main as cli_main
 from blockheat.jobs.trace_profile import run as run_profile
 from blockheat.libs.io.tables import read_table, trace_info
+from blockheat.libs.report import PROFILE_GROUPS
 from blockheat.libs.transforms.profile import (
     CODES,
     PS,
@@ -148,6 +150,26 @@ def test_cli_profile_json(spark, spark_cfg, tmp_path, capsys):
     assert out["trace"]["requests"] == 3
     assert out["trace"]["seq_share"] == pytest.approx(1 / 3)
     assert out["device h_0"]["interarrival_us_mean"] == 1500
+
+
+def test_cli_profile_table_is_grouped_and_labelled_as_the_report(spark, spark_cfg, tmp_path, capsys):
+    """Two reads of 4 KiB and a write of 8 KiB: the byte share of reads is 50% (it printed as "0 B"), every
+    metric listed once, in the report's groups."""
+    path = write_msr(tmp_path / "q_0.csv", [(0, 0, "R", 0, 4096), (1000, 0, "W", 4096, 8192),
+                                            (3000, 0, "R", 65536, 4096)])
+    ingest(spark, spark_cfg, "msr", "prof-table", [path])
+    capsys.readouterr()
+    assert cli_main(["profile", "prof-table"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    titles = [line[:-1] for line in lines if line.endswith(":") and not line.startswith(" ")]
+    assert titles == [title for title, _ in PROFILE_GROUPS] + ["Other"]
+    assert re.search(r"^reads, share of bytes +50% +50%$", "\n".join(lines), re.MULTILINE)
+    assert re.search(r"^reads, share of requests +66.7% +66.7%$", "\n".join(lines), re.MULTILINE)
+    assert cli_main(["profile", "prof-table", "--format", "csv"]) == 0
+    rows = {line.split(",")[0]: line.split(",")[1:] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows["read_share_bytes"] == ["0.5", "0.5"]
+    shown = sum(int(m.group(1)) for line in lines if (m := re.match(r"^\((\d+) rows?\)$", line)))
+    assert shown == len(rows) == 50                                          # every metric, once, in a group
 
 
 def test_profile_same_for_any_split(spark, spark_cfg, hplajw_profile):
