@@ -49,6 +49,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--append", action="store_true", help="add the files to the existing trace")
     parser.add_argument("--allow-overlap", action="store_true",
                         help="with --append: accept files starting before the trace's end")
+    parser.add_argument("--max-expanded-bytes", type=int, default=None,
+                        help="the most a compressed file may decompress to (default: 1,000 x its size, >= 1 GiB)")
     parser.add_argument("paths", nargs="+")
     return parser.parse_args(argv)
 
@@ -60,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = SparkConfig.from_env("ingest_trace")
     opts = IngestOptions(args.format, args.trace_id, tuple(args.paths),
                          staging=staging_location(cfg.warehouse), append=args.append,
-                         allow_overlap=args.allow_overlap)
+                         allow_overlap=args.allow_overlap, max_expanded_bytes=args.max_expanded_bytes)
     spark = build_session(cfg)
     run(spark, cfg, opts)
     return 0

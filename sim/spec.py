@@ -40,6 +40,11 @@ Z_COLS = 13
 P_COUNT = 40
 #: cache.read_ahead_to: where read-ahead after a read stops (DiskSim "Buffer continuous read" 3, 1, 2).
 READ_AHEAD_TO = {"segment": 0, "track": 1, "cylinder": 2}
+#: Upper bounds of the spec numbers that size the model's arrays (checked before any is allocated): the seek
+#: table and the schedulers' queues have one entry per cylinder, the zone table one row per run of tracks, the
+#: cache's state one column per segment per disk. Each is far above any real drive's.
+LIMITS = {"cylinders": 1 << 22, "surfaces": 1 << 10, "sectors_per_track": 1 << 20, "sector_size": 1 << 16,
+          "zones": 1 << 16, "segments": 1 << 12, "segment_sectors": 1 << 24}
 
 
 class SpecError(ValueError):
@@ -379,6 +384,7 @@ class DiskSpec:
         zones_raw = data["zones"]
         if not isinstance(zones_raw, list) or not zones_raw:
             raise SpecError(f"{source}: 'zones' must be a non-empty list, got {zones_raw!r}")
+        _bounded(len(zones_raw), "zones", source)
         zones = []
         for i, z in enumerate(zones_raw):
             where = f"{source}: zones[{i}]"
@@ -390,14 +396,14 @@ class DiskSpec:
                 raise SpecError(f"{where}: slips must be a list of track numbers, got {slips!r}")
             zones.append(Zone(
                 first_cylinder=_int(z, "first_cylinder", where), last_cylinder=_int(z, "last_cylinder", where),
-                sectors_per_track=_int(z, "sectors_per_track", where),
+                sectors_per_track=_bounded(_int(z, "sectors_per_track", where), "sectors_per_track", where),
                 track_skew=_int(z, "track_skew", where, 0), cylinder_skew=_int(z, "cylinder_skew", where, 0),
                 spare_tracks=_int(z, "spare_tracks", where, 0),
                 first_block_offset=_int(z, "first_block_offset", where, 0),
                 empty_front_sectors=_int(z, "empty_front_sectors", where, 0),
                 slips=tuple(_int({"slip": v}, "slip", f"{where}: slips[{k}]") for k, v in enumerate(slips)),
                 spare_sectors_per_track=_int(z, "spare_sectors_per_track", where, 0)))
-        cylinders = _int(data, "cylinders", source)
+        cylinders = _bounded(_int(data, "cylinders", source), "cylinders", source)
         seek = _seek_from(data["seek"], cylinders, f"{source}: seek")
         overhead = data.get("overhead_ms", {})
         ow = f"{source}: overhead_ms"
@@ -414,8 +420,9 @@ class DiskSpec:
             zl_reads, zl_writes = _bool(data, "zero_latency", source, False), None
         avg = data.get("average_seek_ms")
         return cls(
-            name=str(data["name"]), sector_size=_int(data, "sector_size", source), cylinders=cylinders,
-            surfaces=_int(data, "surfaces", source), rpm=_float(data, "rpm", source), zones=tuple(zones),
+            name=str(data["name"]), sector_size=_bounded(_int(data, "sector_size", source), "sector_size", source),
+            cylinders=cylinders, surfaces=_bounded(_int(data, "surfaces", source), "surfaces", source),
+            rpm=_float(data, "rpm", source), zones=tuple(zones),
             seek=seek, head_switch_ms=_float(data, "head_switch_ms", source, 0.0),
             write_settle_ms=_float(data, "write_settle_ms", source, 0.0),
             overhead=_overheads(overhead, ow,
@@ -425,7 +432,8 @@ class DiskSpec:
             bus_write_ms_per_sector=(None if data.get("bus_write_ms_per_sector") is None
                                      else _float(data, "bus_write_ms_per_sector", source)),
             read_bus_start_fraction=_float(data, "read_bus_start_fraction", source, 0.0),
-            cache=CacheSpec(_int(cache, "segments", cw, 0), _int(cache, "segment_sectors", cw, 0),
+            cache=CacheSpec(_bounded(_int(cache, "segments", cw, 0), "segments", cw),
+                            _bounded(_int(cache, "segment_sectors", cw, 0), "segment_sectors", cw),
                             _int(cache, "read_ahead_sectors", cw, 0), _bool(cache, "write_back", cw, False),
                             read_ahead_to=_choice(cache, "read_ahead_to", cw, tuple(READ_AHEAD_TO), "segment"),
                             read_ahead_over_requested=_bool(cache, "read_ahead_over_requested", cw, True),
@@ -652,6 +660,14 @@ def _seek_from(data: Any, cylinders: int, where: str) -> SeekCurve:
     )
 
 
+def _bounded(value: int, key: str, where: str) -> int:
+    """value, or SpecError when it is above LIMITS[key] (the number sizes the model's arrays)."""
+    if value > LIMITS[key]:
+        raise SpecError(f"{where}: {key} must be at most {LIMITS[key]:,} (it sizes the disk model's arrays), "
+                        f"got {value:,}")
+    return value
+
+
 def _positive(name: str, value: float, spec: str) -> None:
     if not value > 0:
         raise SpecError(f"{spec}: {name} must be > 0, got {value!r}")
@@ -664,6 +680,12 @@ def _nonneg(name: str, value: float, spec: str) -> None:
 
 def _check_spec(s: DiskSpec) -> None:
     n = f"spec {s.name!r}"
+    for key, value in (("cylinders", s.cylinders), ("surfaces", s.surfaces), ("sector_size", s.sector_size),
+                       ("zones", len(s.zones)), ("segments", s.cache.segments),
+                       ("segment_sectors", s.cache.segment_sectors)):
+        _bounded(value, key, f"{n}{' cache' if key.startswith('seg') else ''}")
+    for i, z in enumerate(s.zones):
+        _bounded(z.sectors_per_track, "sectors_per_track", f"{n} zone {i}")
     _positive("sector_size", s.sector_size, n)
     _positive("cylinders", s.cylinders, n)
     _positive("surfaces", s.surfaces, n)

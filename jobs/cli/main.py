@@ -105,7 +105,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     opts = IngestOptions(args.format, args.trace_id, tuple(args.paths),
                          max_reject_share=args.max_reject_share, ts_tolerance_us=tolerance,
                          layout=layout, staging=staging_location(cfg.warehouse), append=args.append,
-                         allow_overlap=args.allow_overlap)
+                         allow_overlap=args.allow_overlap, max_expanded_bytes=args.max_expanded_bytes)
     summary = run(spark, cfg, opts)
     t = summary.trace
     out = output(args)
@@ -266,6 +266,9 @@ def _ingest_arguments(ing: argparse.ArgumentParser) -> None:
                      help="fail, writing nothing, when more than this share of records is rejected")
     ing.add_argument("--ts-tolerance-us", default="1000000",
                      help="reject a record whose time goes back more than this (us), or 'none'")
+    ing.add_argument("--max-expanded-bytes", type=int, default=None, metavar="N",
+                     help="refuse a compressed file that decompresses to more than N bytes (default per file: "
+                          "1,000 x its compressed size, at least 1 GiB)")
     add_output_options(ing, format_flag=False)
     csv = ing.add_argument_group("--format csv (your own column layout)")
     csv.add_argument("--csv-columns", default="", help="FIELD=INDEX,... e.g. ts=0,device=1,op=2,offset=3,size=4")

@@ -63,6 +63,8 @@ from blockheat.libs.io.connect import one_row_per_task, parallelism
 from blockheat.libs.io.delta_files import Append, PendingWrite, Where, write_from_driver, write_tables_by_tasks
 from blockheat.libs.io.inputs import (
     COPY_CHUNK,
+    LONG_LINE_KEPT,
+    MAX_LINE_BYTES,
     SNIFF_BYTES,
     InputError,
     InputFile,
@@ -104,6 +106,8 @@ BINARY_FORMATS = ("vscsi", "hp-srt")
 FORMATS = tuple(sorted((*TEXT_FORMATS, *BINARY_FORMATS)))
 SNIFF_LINES = 50
 BINARY_RANGE_BYTES = 64 << 20
+#: The reason of a text line longer than libs.io.inputs.MAX_LINE_BYTES (its raw: its first LONG_LINE_KEPT bytes).
+LINE_TOO_LONG = "line_too_long"
 
 
 class IngestError(ValueError):
@@ -130,6 +134,9 @@ class IngestOptions:
     append: bool = False
     # An appended file may start before the trace's end: the requests files its rows reach into are re-sorted.
     allow_overlap: bool = False
+    # The most a compressed input may decompress to, in bytes, per file; None: libs.io.inputs.expanded_limit's
+    # default (1,000 x the compressed size, at least 1 GiB).
+    max_expanded_bytes: int | None = None
     # Set by load_trace for an append: where the trace left off.
     continues: TraceSoFar | None = field(default=None, repr=False, compare=False)
 
@@ -143,6 +150,8 @@ class IngestOptions:
             raise IngestError(f"max reject share must be in [0, 1], got {self.max_reject_share}")
         if self.ts_tolerance_us is not None and self.ts_tolerance_us < 0:
             raise IngestError(f"timestamp tolerance must be >= 0 us, got {self.ts_tolerance_us}")
+        if self.max_expanded_bytes is not None and self.max_expanded_bytes <= 0:
+            raise IngestError(f"--max-expanded-bytes must be > 0, got {self.max_expanded_bytes}")
         if self.allow_overlap and not self.append:
             raise IngestError("--allow-overlap applies only to --append")
 
@@ -264,30 +273,62 @@ def _parser(opts: IngestOptions) -> tuple[Any, str]:
     return parse_blkparse, BLKPARSE_EXPECTED
 
 
-def _sniff_text(spark: SparkSession, f: InputFile, opts: IngestOptions) -> None:
-    """Refuse a file that is binary, or whose first lines are none of them records of the format."""
-    head = read_head(f, SNIFF_BYTES + 1)
-    problem = text_problem(head[:SNIFF_BYTES])
+def _sniff_text(spark: SparkSession, heads: list[tuple[str, bytes]], opts: IngestOptions) -> None:
+    """Refuse a file that is binary, or whose first lines are none of them records of the format; `heads`: each
+    file's (name, first SNIFF_BYTES + 1 decompressed bytes). One Spark job for all files."""
     parse, expected = _parser(opts)
-    if problem:
-        raise IngestError(f"{f.given}: {problem}; expected text ({expected})")
-    lines = head[:SNIFF_BYTES].decode("utf-8", errors="replace").splitlines()
-    if len(head) > SNIFF_BYTES:
-        lines = lines[:-1]  # the last line may be cut at the sniff boundary
-    sample = lines[:SNIFF_LINES]
-    df = spark.createDataFrame([(i + 1, s) for i, s in enumerate(sample)], "line long, raw string")
-    rows = parse(df).select("line", "reason", "message").collect()
-    errors = [r for r in rows if r.reason is not None and r.reason not in RJ.INFORMATIONAL_REASONS]
-    if rows and errors and not any(r.reason is None for r in rows):
-        first = errors[0]
-        raise IngestError(f"{f.given}: line {first.line}: not {opts.fmt} data ({first.message}); "
-                          f"expected {expected}")
+    sample = []
+    for k, (given, head) in enumerate(heads):
+        problem = text_problem(head[:SNIFF_BYTES])
+        if problem:
+            raise IngestError(f"{given}: {problem}; expected text ({expected})")
+        lines = head[:SNIFF_BYTES].decode("utf-8", errors="replace").splitlines()
+        if len(head) > SNIFF_BYTES:
+            lines = lines[:-1]  # the last line may be cut at the sniff boundary
+        sample += [(k, i + 1, s) for i, s in enumerate(lines[:SNIFF_LINES])]
+    if not sample:
+        return
+    df = spark.createDataFrame(sample, "file int, line long, raw string")
+    by_file: dict[int, list[Any]] = defaultdict(list)
+    for r in parse(df).select("file", "line", "reason", "message").collect():
+        by_file[r.file].append(r)
+    for k, (given, _) in enumerate(heads):
+        rows = sorted(by_file[k], key=lambda r: r.line)
+        errors = [r for r in rows if r.reason is not None and r.reason not in RJ.INFORMATIONAL_REASONS]
+        if rows and errors and not any(r.reason is None for r in rows):
+            first = errors[0]
+            raise IngestError(f"{given}: line {first.line}: not {opts.fmt} data ({first.message}); "
+                              f"expected {expected}")
+
+
+def _format_check(spark: SparkSession, opts: IngestOptions) -> tuple[Callable[[list[tuple[str, bytes]]], None], int]:
+    """The check prepare_inputs runs on the files' first decompressed bytes before staging anything (the text
+    sniff, the vSCSI version or the SRT header: IngestError when a file is not in the format), and how many bytes
+    it needs."""
+    def vscsi(heads: list[tuple[str, bytes]]) -> None:
+        for given, head in heads:
+            try:
+                binary.detect_vscsi_version(head, given)
+            except binary.BinaryFormatError as exc:
+                hint = "" if text_problem(head) else " (the file looks like text)"
+                raise IngestError(f"{exc}{hint}") from exc
+
+    def srt(heads: list[tuple[str, bytes]]) -> None:
+        for given, head in heads:
+            try:
+                parse_srt_header(head, source=given)
+            except SrtFormatError as exc:
+                raise IngestError(str(exc)) from exc
+
+    if opts.fmt == "vscsi":
+        return vscsi, 64 * 40
+    if opts.fmt == "hp-srt":
+        return srt, 1 << 20
+    return (lambda heads: _sniff_text(spark, heads, opts)), SNIFF_BYTES + 1
 
 
 def _text_pre(spark: SparkSession, files: list[InputFile], opts: IngestOptions) -> DataFrame:
     parse, _ = _parser(opts)
-    for f in files:
-        _sniff_text(spark, f, opts)
     lines = spark.read.text([_spark_path(f.readable_path) for f in files]).select(
         F.col("_metadata.file_path").alias("file_uri"),
         F.col("_metadata.file_block_start").alias("block_start"),
@@ -486,11 +527,29 @@ def classify(spark: SparkSession, pre: DataFrame, files: list[InputFile], opts: 
         header = (F.col("position") <= layout.skip_header_lines) & (F.col("position_kind") == "line")
         df = (df.withColumn("reason", F.when(header, F.lit("header_line")).otherwise(F.col("reason")))
                 .withColumn("message", F.when(header, F.lit("header line")).otherwise(F.col("message"))))
+    long = [(f.given, line, length) for f in files for line, length in f.long_lines]
+    if long and not binary_positions:
+        df = _mark_long_lines(spark, df, long)
     if opts.fmt == "disksim-validate":
         df = _closed_loop_ts(df)
     if opts.fmt == "blkparse":
         df = _blkparse_response(df)
     return df.select(*CLASSIFIED_COLUMNS[:-1], F.when(F.col("reason").isNotNull(), F.col("raw")).alias("raw"))
+
+
+def _mark_long_lines(spark: SparkSession, df: DataFrame, long: list[tuple[str, int, int]]) -> DataFrame:
+    """Give the lines prepare_inputs cut (libs.io.inputs.MAX_LINE_BYTES; (source_file, line, length)) the reason
+    line_too_long, whatever their first bytes parsed as; their parsed fields are dropped."""
+    marks = spark.createDataFrame(long, "source_file string, position long, line_bytes long")
+    df = df.join(F.broadcast(marks), ["source_file", "position"], how="left")
+    cut = F.col("line_bytes").isNotNull()
+    message = F.concat(F.lit(f"line longer than {MAX_LINE_BYTES} bytes ("), F.col("line_bytes").cast("string"),
+                       F.lit(f" bytes); raw holds its first {LONG_LINE_KEPT} bytes at most"))
+    df = (df.withColumn("reason", F.when(cut, F.lit(LINE_TOO_LONG)).otherwise(F.col("reason")))
+            .withColumn("message", F.when(cut, message).otherwise(F.col("message"))))
+    for name in ("device", "ts_raw_us", "op", "offset_bytes", "size_bytes", "response_us", "queue_us"):
+        df = df.withColumn(name, F.when(cut, F.lit(None)).otherwise(F.col(name)))
+    return df.drop("line_bytes")
 
 
 def _number(spark: SparkSession, pre: DataFrame, files: list[InputFile], opts: IngestOptions) -> DataFrame:
@@ -548,7 +607,9 @@ def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Location) ->
                                                                         opts.layout.expected if opts.layout else None))
     staging = _child(opts.staging, f"{opts.trace_id}-{uuid.uuid4().hex[:8]}")
     try:
-        files = prepare_inputs(list(opts.paths), staging=staging, binary=is_binary)
+        check, head_bytes = _format_check(spark, opts)
+        files = prepare_inputs(list(opts.paths), staging=staging, binary=is_binary, check=check,
+                               head_bytes=head_bytes, max_expanded_bytes=opts.max_expanded_bytes)
         if opts.continues is not None:
             with _refusal():
                 check_new_files(opts.continues, [(f.given, f.sha256) for f in files])
@@ -710,7 +771,8 @@ def _load_clean_text(spark: SparkSession, files: list[InputFile], opts: IngestOp
     true one. None when the layout, an input or any range is not for this path (nothing written):
     the general path then ingests the trace and gives every reject its reason and line."""
     layout = _layout(opts)
-    if not opts.fast_text or not clean_text.eligible(layout) or any(f.compression and not f.is_staged for f in files):
+    if (not opts.fast_text or not clean_text.eligible(layout) or any(f.long_lines for f in files)
+            or any(f.compression and not f.is_staged for f in files)):
         return None
     assert layout is not None
     if any(text_problem(read_head(f, SNIFF_BYTES)) for f in files):

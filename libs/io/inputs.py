@@ -7,6 +7,11 @@ An input is a local path or a URI of an object store (`s3a://bucket/key`, libs.i
 location. Local files keep the fast local reads (one unbuffered read to hash, posix_fadvise for the tasks); remote
 ones are read through pyarrow's file system streams: sequential streams to check, hash and decompress,
 random-access files (read_at, open_random_access) for the tasks' byte ranges.
+
+Bounded resources: the format check (prepare_inputs' `check`) sees only each file's first decompressed bytes, before
+anything is staged; decompression stops past a limit per file (expanded_limit: max(1,000 x the compressed size,
+1 GiB) unless given) with an InputError; a text line longer than MAX_LINE_BYTES is cut to its first
+LONG_LINE_KEPT bytes in a staged copy (InputFile.long_lines says where), so no reader holds it whole.
 """
 from __future__ import annotations
 
@@ -32,6 +37,16 @@ MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\x28\xb5\x2f\xfd": "zstd"}
 # Compressions Spark's text reader decodes itself, chosen by file extension (Hadoop codecs).
 SPARK_NATIVE = {"gzip": (".gz",), "bzip2": (".bz2",)}
 SNIFF_BYTES = 1 << 16
+#: What prepare_inputs' format check sees: the first decompressed bytes of a file (an SRT header is within them).
+HEAD_BYTES = 1 << 20
+#: The default limit of a compressed file's decompressed size: this many times its compressed size, and at least
+#: EXPANSION_FLOOR (a gzip of a text trace expands 5-20x; a bomb 1,000x and more).
+EXPANSION_RATIO = 1000
+EXPANSION_FLOOR = 1 << 30
+#: A text line (the bytes between two newlines) longer than this is a rejected record (no trace line is near it).
+MAX_LINE_BYTES = 1 << 20
+#: What of such a line is kept (its raw text in rejected_records): its first bytes, up to a carriage return.
+LONG_LINE_KEPT = 4096
 #: Read buffer of a remote file's sequential stream (decompression and sniffing read it in small pieces; every
 #: unbuffered read of an object store would be a request of its own).
 STREAM_BUFFER = 1 << 20
@@ -57,6 +72,9 @@ class InputFile:
     sha256: str
     compression: str | None
     readable_path: Location  # the source itself, or a decompressed copy in the staging location
+    # The lines longer than MAX_LINE_BYTES: (line number as Spark's text reader counts lines, length in bytes);
+    # readable_path is then a staged copy with each cut to its first LONG_LINE_KEPT bytes.
+    long_lines: tuple[tuple[int, int], ...] = ()
 
     @property
     def is_staged(self) -> bool:
@@ -181,11 +199,58 @@ def open_decompressed(path: Location, compression: str | None) -> Iterator[Binar
 NEWLINE_BLOCK = 1 << 20
 
 
+class _Lines:
+    """The lines longer than `longest` bytes of a stream fed chunk by chunk (a line: the bytes between two
+    newlines, or the file's ends), as (first byte, length); and the newlines per NEWLINE_BLOCK bytes. Per block
+    only its first and last newline are looked at, so a line spanning blocks is measured exactly, and lines
+    within a block (shorter than the block) are measured only when `longest` is below the block size."""
+
+    def __init__(self, longest: int = MAX_LINE_BYTES) -> None:
+        self.longest = longest
+        self.size = 0
+        self.last_newline = -1
+        self.long: list[tuple[int, int]] = []
+
+    def _line(self, start: int, end: int) -> None:
+        if end - start > self.longest:
+            self.long.append((start, end - start))
+
+    def feed(self, buf: bytes | bytearray | memoryview, n: int | None = None) -> np.ndarray:
+        """Take the next n bytes (all of buf); the newlines in each of their blocks."""
+        data = np.frombuffer(buf, np.uint8, len(buf) if n is None else n)
+        block = NEWLINE_BLOCK
+        counts = []
+        for at in range(0, len(data), block):
+            # block by block: each comparison's result stays in the cache (3.9 GB/s; one reshaped pass, 1.2)
+            hit = data[at:at + block] == 10
+            c = int(np.count_nonzero(hit))
+            counts.append(c)
+            if not c:
+                continue
+            base = self.size + at
+            if self.longest < len(hit):
+                for nl in (np.flatnonzero(hit) + base).tolist():
+                    self._line(self.last_newline + 1, nl)
+                    self.last_newline = nl
+                continue
+            self._line(self.last_newline + 1, base + int(np.argmax(hit)))
+            self.last_newline = base + len(hit) - 1 - int(np.argmax(hit[::-1]))
+        self.size += len(data)
+        return np.array(counts, np.int64)
+
+    def finish(self) -> list[tuple[int, int]]:
+        """The long lines, the last one (no newline after it) included."""
+        self._line(self.last_newline + 1, self.size)
+        self.last_newline = self.size - 1
+        return self.long
+
+
 @dataclass(frozen=True)
 class _Scan:
     sha256: str
     block: int
     newlines: np.ndarray | None     # per block of the file (the last one partial); None: not counted (binary)
+    long_lines: tuple[tuple[int, int], ...] = ()    # (first byte, length) of lines over MAX_LINE_BYTES (text)
 
 
 def _open_scan(path: Location) -> BinaryIO:
@@ -210,6 +275,7 @@ def _scan(path: Location, newlines: bool = True) -> _Scan:
     hashing: list[Future[None] | None] = [None, None]       # the update in flight on each buffer
     digest = hashlib.sha256()
     counts: list[np.ndarray] = []
+    lines = _Lines()
     with _open_scan(path) as fh, ThreadPoolExecutor(1, thread_name_prefix="sha256-update") as pool:
         turn = 0
         while True:
@@ -225,18 +291,17 @@ def _scan(path: Location, newlines: bool = True) -> _Scan:
                 break
             hashing[slot] = pool.submit(digest.update, view[:n])   # one thread: the updates run in file order
             if newlines:
-                data = np.frombuffer(buf, np.uint8, n)
-                # block by block: each comparison's result stays in the cache (3.9 GB/s; one reshaped pass, 1.2)
-                counts.append(np.array([np.count_nonzero(data[at:at + block] == 10) for at in range(0, n, block)]))
-                del data
+                counts.append(lines.feed(buf, n))
             turn += 1
             if n < size:
                 break
         for pending in hashing:
             if pending is not None:
                 pending.result()
-    per_block = (np.concatenate(counts) if counts else np.zeros(0, np.int64)) if newlines else None
-    return _Scan(digest.hexdigest(), block, per_block)
+    if not newlines:
+        return _Scan(digest.hexdigest(), block, None)
+    per_block = np.concatenate(counts) if counts else np.zeros(0, np.int64)
+    return _Scan(digest.hexdigest(), block, per_block, tuple(lines.finish()))
 
 
 # Scans started early (prefetch_digests), by the file's path, size and modification time.
@@ -296,6 +361,12 @@ def file_sha256(path: Location) -> str:
 
 def _sha256(path: Location, text: bool = True) -> str:
     """The file's SHA-256 hex digest (the prefetched one when the file is unchanged since)."""
+    return _scanned(path, text).sha256
+
+
+def _scanned(path: Location, text: bool = True) -> _Scan:
+    """The file's scan: its SHA-256 digest and (text) its newlines and long lines (the prefetched one when the file
+    is unchanged since)."""
     key = _stat_key(path)
     for stale in [k for k in _PREFETCHED if k[0] == key[0] and k != key]:      # the file changed since
         _PREFETCHED.pop(stale).cancel()
@@ -308,7 +379,7 @@ def _sha256(path: Location, text: bool = True) -> str:
         scan = _scan(path, text)
     if scan.newlines is not None:
         _NEWLINES[key] = scan
-    return scan.sha256
+    return scan
 
 
 def newlines_before(path: str | Path) -> Callable[[int], int] | None:
@@ -412,22 +483,106 @@ def remove_staged(location: Location) -> None:
         storage.delete(str(location))
 
 
-def _decompress(given: str, source: Location, compression: str, target: Location) -> None:
-    """Write the decompressed content of `source` to `target` (InputError when it is corrupt or empty)."""
+@dataclass(frozen=True)
+class ExpandedLimit:
+    """How many bytes a compressed file may decompress to, and why (for the error)."""
+
+    bytes: int
+    why: str
+
+
+def expanded_limit(compressed_bytes: int, given: int | None = None) -> ExpandedLimit:
+    """The limit of one file's decompressed size: `given` (--max-expanded-bytes), else EXPANSION_RATIO times its
+    compressed size and at least EXPANSION_FLOOR."""
+    if given is not None:
+        return ExpandedLimit(given, "--max-expanded-bytes")
+    ratio = EXPANSION_RATIO * compressed_bytes
+    if ratio >= EXPANSION_FLOOR:
+        return ExpandedLimit(ratio, f"{EXPANSION_RATIO:,} x its {compressed_bytes:,} compressed bytes")
+    return ExpandedLimit(EXPANSION_FLOOR, f"the least default, {EXPANSION_FLOOR >> 30} GiB")
+
+
+def _too_big(given: str, compression: str, limit: ExpandedLimit) -> InputError:
+    return InputError(f"{given}: {compression} data decompresses to more than {limit.bytes:,} bytes, the limit "
+                      f"per file ({limit.why}); stopped there, nothing written. If the file is a real trace, raise "
+                      "the limit with --max-expanded-bytes")
+
+
+def _expand(given: str, source: Location, compression: str, limit: ExpandedLimit,
+            sink: Callable[[bytes], object] | None, lines: _Lines | None, *, where: bool = True) -> int:
+    """Decompress `source` chunk by chunk into `sink` (None: only count and measure): InputError when it is
+    corrupt, empty or more than `limit` bytes (stopped there: a chunk past it is never handed on); `where`: the
+    corruption's message says after how many bytes. The bytes."""
     written = 0
     try:
-        with open_decompressed(source, compression) as src, _open_output(target) as dst:
+        with open_decompressed(source, compression) as src:
             while chunk := src.read(COPY_CHUNK):
-                dst.write(chunk)
                 written += len(chunk)
+                if written > limit.bytes:
+                    raise _too_big(given, compression, limit)
+                if lines is not None:
+                    lines.feed(chunk)
+                if sink is not None:
+                    sink(chunk)
     except (OSError, EOFError) as exc:
-        raise InputError(f"{given}: corrupt {compression} data (cut short or damaged) after {written} decompressed "
-                         f"bytes: {exc}; nothing written") from exc
+        after = f" after {written} decompressed bytes" if where else ""
+        raise InputError(f"{given}: corrupt {compression} data (cut short or damaged){after}: {exc}; "
+                         "nothing written") from exc
     if written == 0:
         raise _empty(given, compression)
+    return written
 
 
-def prepare_inputs(given: list[str], *, staging: Location, binary: bool) -> list[InputFile]:
+def _decompress(given: str, source: Location, compression: str, target: Location,
+                limit: ExpandedLimit, lines: _Lines | None = None) -> None:
+    """Write the decompressed content of `source` to `target` (InputError when it is corrupt, empty or bigger than
+    `limit`; the caller removes the partial target)."""
+    with _open_output(target) as dst:
+        _expand(given, source, compression, limit, dst.write, lines)
+
+
+def _spark_lines(data: bytes, after_cr: bool) -> int:
+    """The line ends in `data` as Spark's (Hadoop's) text reader counts them: a newline, a carriage return, or both
+    in that order as one; `after_cr`: the byte before `data` was a carriage return."""
+    n = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    return n - 1 if after_cr and data[:1] == b"\n" else n
+
+
+def _cut_long_lines(source: Location, compression: str | None, target: Location,
+                    long: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Copy the (decompressed) content of `source` to `target`, each of the `long` lines ((first byte, length),
+    in order) cut to its first LONG_LINE_KEPT bytes up to any carriage return (then one line for Spark's text
+    reader too). Their (line number as that reader counts lines, length)."""
+    marks = []
+    lines = 0
+    after_cr = False
+    with open_decompressed(source, compression) as src, _open_output(target) as dst:
+        def copy(n: int) -> None:
+            nonlocal lines, after_cr
+            while n > 0 and (chunk := src.read(min(n, COPY_CHUNK))):
+                dst.write(chunk)
+                lines += _spark_lines(chunk, after_cr)
+                after_cr = chunk.endswith(b"\r")
+                n -= len(chunk)
+
+        at = 0
+        for start, length in long:
+            copy(start - at)
+            kept = read_upto(src, min(length, LONG_LINE_KEPT)).split(b"\r", 1)[0]
+            rest = length - min(length, LONG_LINE_KEPT)
+            while rest > 0 and (chunk := src.read(min(rest, COPY_CHUNK))):
+                rest -= len(chunk)
+            dst.write(kept)
+            after_cr = False
+            marks.append((lines + 1, length))
+            at = start + length
+        copy(1 << 62)
+    return tuple(marks)
+
+
+def prepare_inputs(given: list[str], *, staging: Location, binary: bool,
+                   check: Callable[[list[tuple[str, bytes]]], None] | None = None, head_bytes: int = HEAD_BYTES,
+                   max_expanded_bytes: int | None = None) -> list[InputFile]:
     """Check every path and decide how it will be read.
 
     Text: Spark reads gzip/bzip2 itself when the extension names the codec (it picks codecs by
@@ -435,6 +590,13 @@ def prepare_inputs(given: list[str], *, staging: Location, binary: bool) -> list
     are decompressed into `staging`. Binary formats are decoded by numpy, so any compressed
     binary input is staged. Inputs and the staging location may each be local or remote (libs.io.storage);
     a staged copy is removed again when a later input is refused.
+
+    Bounds: `check` (the format check; it raises to refuse) sees every file's (given, first `head_bytes`
+    decompressed bytes), in one call before anything is staged (a file whose first bytes cannot be read is left
+    out: its full read reports it). A compressed file is decompressed at most to its limit
+    (expanded_limit: `max_expanded_bytes`, else the default per file); a text one Spark decompresses itself is
+    decompressed once here too, to check that limit and its lines. A text file with lines over MAX_LINE_BYTES
+    is read from a staged copy with those lines cut (InputFile.long_lines).
     """
     if not given:
         raise InputError("no input files given")
@@ -445,43 +607,68 @@ def prepare_inputs(given: list[str], *, staging: Location, binary: bool) -> list
         if same in seen:
             raise InputError(f"{g}: given twice (also as {seen[same]}); nothing written")
         seen[same] = g
+    compressions = [_compression(p) for p in paths]
+    if check is not None:
+        heads = [(g, _head(p, c, head_bytes)) for g, p, c in zip(given, paths, compressions, strict=True)]
+        check([(g, head) for g, head in heads if head])
     contents: dict[str, str] = {}
     files: list[InputFile] = []
     staged: list[Location] = []
     try:
-        for g, p in zip(given, paths, strict=True):
-            if isinstance(p, Path):
-                with open(p, "rb") as fh:
-                    compression = detect_compression(fh.read(4))
-            else:
-                compression = detect_compression(read_at(p, 0, 4))
+        for g, p, compression in zip(given, paths, compressions, strict=True):
             readable: Location = p
             native = compression in SPARK_NATIVE and _suffix(p) in SPARK_NATIVE[compression]
+            lines = None if binary else _Lines()
+            limit = expanded_limit(file_size(p), max_expanded_bytes)
             if compression and (binary or not native):
                 readable = _staged_location(staging, f"{len(files):04d}_{storage.name(str(p))}.raw")
                 staged.append(readable)
-                _decompress(g, p, compression, readable)
+                _decompress(g, p, compression, readable, limit, lines)
             elif compression:
-                with open_decompressed(p, compression) as src:
-                    try:
-                        if not src.read(1):
-                            raise _empty(g, compression)
-                    except (OSError, EOFError) as exc:
-                        raise InputError(f"{g}: corrupt {compression} data (cut short or damaged): {exc}; "
-                                         "nothing written") from exc
-            digest = _sha256(p, not binary)
+                _expand(g, p, compression, limit, None, lines, where=False)
+            scan = _scanned(p, not binary)
+            digest = scan.sha256
             if digest in contents:
                 raise InputError(f"{g}: the same content as {contents[digest]} (SHA-256 {digest[:16]}...): a trace's "
                                  "files are different recordings, a copy would count its records twice; "
                                  "nothing written")
             contents[digest] = g
-            files.append(InputFile(g, p, file_size(p), digest, compression, readable))
+            long = (lines.finish() if compression else list(scan.long_lines)) if lines is not None else []
+            marks: tuple[tuple[int, int], ...] = ()
+            if long:
+                cut = _staged_location(staging, f"{len(files):04d}_{storage.name(str(p))}.lines")
+                staged.append(cut)
+                from_staged = readable != p
+                marks = _cut_long_lines(readable, None if from_staged else compression, cut, long)
+                if from_staged:
+                    remove_staged(readable)
+                    staged.remove(readable)
+                readable = cut
+            files.append(InputFile(g, p, file_size(p), digest, compression, readable, marks))
     except BaseException:
         for location in staged:
             with contextlib.suppress(OSError):
                 remove_staged(location)
         raise
     return files
+
+
+def _compression(location: Location) -> str | None:
+    """The file's compression by its magic bytes."""
+    if isinstance(location, Path):
+        with open(location, "rb") as fh:
+            return detect_compression(fh.read(4))
+    return detect_compression(read_at(location, 0, 4))
+
+
+def _head(location: Location, compression: str | None, n: int) -> bytes:
+    """The first n decompressed bytes of a file (a bounded read); empty when they cannot be read (a file cut short
+    or damaged is reported by its full read)."""
+    try:
+        with open_decompressed(location, compression) as src:
+            return read_upto(src, n)
+    except (OSError, EOFError):
+        return b""
 
 
 def _identity(location: Location) -> object:

@@ -142,3 +142,32 @@ def test_bad_spec_is_refused_naming_the_value(change: dict[str, object], message
 def test_unknown_spec_name_lists_the_shipped_ones() -> None:
     with pytest.raises(SpecError, match=r"neither a shipped spec .*hp_c2247a"):
         resolve("no_such_disk")
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"cache": {"segments": 1e12, "segment_sectors": 64}},
+     r"d\.json: cache: segments must be at most 4,096 \(it sizes the disk model's arrays\), got 1,000,000,000,000"),
+    ({"cache": {"segments": 2, "segment_sectors": 1 << 40}}, r"d\.json: cache: segment_sectors must be at most"),
+    ({"cylinders": 10**12}, r"d\.json: cylinders must be at most 4,194,304 .*got 1,000,000,000,000"),
+    ({"cylinders": 10**12, "seek": {"fit": {"average_ms": 8.0, "single_cylinder_ms": 1.0}}},
+     r"d\.json: cylinders must be at most 4,194,304"),
+    ({"surfaces": 1 << 20}, r"d\.json: surfaces must be at most 1,024"),
+    ({"zones": [{"first_cylinder": 0, "last_cylinder": 99, "sectors_per_track": 1 << 30}]},
+     r"d\.json: zones\[0\]: sectors_per_track must be at most 1,048,576"),
+])
+def test_spec_numbers_that_size_memory_are_bounded(tmp_path: Path, change: dict[str, object], message: str) -> None:
+    data = toy_spec().to_dict()
+    data.update(change)
+    (tmp_path / "d.json").write_text(json.dumps(data))
+    with pytest.raises(SpecError, match=message):
+        load_spec_file(tmp_path / "d.json")
+
+
+def test_spec_built_in_code_is_bounded_before_any_allocation() -> None:
+    import dataclasses
+
+    from blockheat.sim.spec import CacheSpec
+    with pytest.raises(SpecError, match=r"spec 'toy' cache: segments must be at most 4,096"):
+        dataclasses.replace(toy_spec(), cache=CacheSpec(segments=10**12, segment_sectors=64))
+    with pytest.raises(SpecError, match=r"spec 'toy': cylinders must be at most 4,194,304"):
+        dataclasses.replace(toy_spec(), cylinders=10**12)
