@@ -301,20 +301,22 @@ def _sniff_text(spark: SparkSession, heads: list[tuple[str, bytes]], opts: Inges
                               f"expected {expected}")
 
 
-def _format_check(spark: SparkSession, opts: IngestOptions) -> tuple[Callable[[list[tuple[str, bytes]]], None], int]:
-    """The check prepare_inputs runs on the files' first decompressed bytes before staging anything (the text
-    sniff, the vSCSI version or the SRT header: IngestError when a file is not in the format), and how many bytes
-    it needs."""
-    def vscsi(heads: list[tuple[str, bytes]]) -> None:
-        for given, head in heads:
+def _format_check(spark: SparkSession,
+                  opts: IngestOptions) -> tuple[Callable[[list[tuple[str, bytes, bool]]], None], int]:
+    """The check prepare_inputs runs on the files' first decompressed bytes before staging anything (IngestError
+    when a file is not in the format), and how many bytes it needs: the vSCSI version or the SRT header; for text,
+    that it is text, and the parse sniff (a Spark job) of a compressed file, before it is decompressed here; a plain
+    file's sniff is the general path's (_text_pre), the clean-text path needing none."""
+    def vscsi(heads: list[tuple[str, bytes, bool]]) -> None:
+        for given, head, _ in heads:
             try:
                 binary.detect_vscsi_version(head, given)
             except binary.BinaryFormatError as exc:
                 hint = "" if text_problem(head) else " (the file looks like text)"
                 raise IngestError(f"{exc}{hint}") from exc
 
-    def srt(heads: list[tuple[str, bytes]]) -> None:
-        for given, head in heads:
+    def srt(heads: list[tuple[str, bytes, bool]]) -> None:
+        for given, head, _ in heads:
             try:
                 parse_srt_header(head, source=given)
             except SrtFormatError as exc:
@@ -324,11 +326,19 @@ def _format_check(spark: SparkSession, opts: IngestOptions) -> tuple[Callable[[l
         return vscsi, 64 * 40
     if opts.fmt == "hp-srt":
         return srt, 1 << 20
-    return (lambda heads: _sniff_text(spark, heads, opts)), SNIFF_BYTES + 1
+    def text(heads: list[tuple[str, bytes, bool]]) -> None:
+        _, expected = _parser(opts)
+        for given, head, _ in heads:
+            if problem := text_problem(head[:SNIFF_BYTES]):
+                raise IngestError(f"{given}: {problem}; expected text ({expected})")
+        _sniff_text(spark, [(given, head) for given, head, compressed in heads if compressed], opts)
+
+    return text, SNIFF_BYTES + 1
 
 
 def _text_pre(spark: SparkSession, files: list[InputFile], opts: IngestOptions) -> DataFrame:
     parse, _ = _parser(opts)
+    _sniff_text(spark, [(f.given, read_head(f, SNIFF_BYTES + 1)) for f in files], opts)
     lines = spark.read.text([_spark_path(f.readable_path) for f in files]).select(
         F.col("_metadata.file_path").alias("file_uri"),
         F.col("_metadata.file_block_start").alias("block_start"),

@@ -581,7 +581,7 @@ def _cut_long_lines(source: Location, compression: str | None, target: Location,
 
 
 def prepare_inputs(given: list[str], *, staging: Location, binary: bool,
-                   check: Callable[[list[tuple[str, bytes]]], None] | None = None, head_bytes: int = HEAD_BYTES,
+                   check: Callable[[list[tuple[str, bytes, bool]]], None] | None = None, head_bytes: int = HEAD_BYTES,
                    max_expanded_bytes: int | None = None) -> list[InputFile]:
     """Check every path and decide how it will be read.
 
@@ -592,8 +592,9 @@ def prepare_inputs(given: list[str], *, staging: Location, binary: bool,
     a staged copy is removed again when a later input is refused.
 
     Bounds: `check` (the format check; it raises to refuse) sees every file's (given, first `head_bytes`
-    decompressed bytes), in one call before anything is staged (a file whose first bytes cannot be read is left
-    out: its full read reports it). A compressed file is decompressed at most to its limit
+    decompressed bytes, whether it is compressed: decompressed here, staged or read through for its limit), in one
+    call before anything is staged or decompressed (a file whose first bytes cannot be read is left out: its full
+    read reports it). A compressed file is decompressed at most to its limit
     (expanded_limit: `max_expanded_bytes`, else the default per file); a text one Spark decompresses itself is
     decompressed once here too, to check that limit and its lines. A text file with lines over MAX_LINE_BYTES
     is read from a staged copy with those lines cut (InputFile.long_lines).
@@ -609,15 +610,16 @@ def prepare_inputs(given: list[str], *, staging: Location, binary: bool,
         seen[same] = g
     compressions = [_compression(p) for p in paths]
     if check is not None:
-        heads = [(g, _head(p, c, head_bytes)) for g, p, c in zip(given, paths, compressions, strict=True)]
-        check([(g, head) for g, head in heads if head])
+        heads = [(g, _head(p, c, head_bytes), c is not None)
+                 for g, p, c in zip(given, paths, compressions, strict=True)]
+        check([h for h in heads if h[1]])
     contents: dict[str, str] = {}
     files: list[InputFile] = []
     staged: list[Location] = []
     try:
         for g, p, compression in zip(given, paths, compressions, strict=True):
             readable: Location = p
-            native = compression in SPARK_NATIVE and _suffix(p) in SPARK_NATIVE[compression]
+            native = _native(p, compression)
             lines = None if binary else _Lines()
             limit = expanded_limit(file_size(p), max_expanded_bytes)
             if compression and (binary or not native):
@@ -653,6 +655,11 @@ def prepare_inputs(given: list[str], *, staging: Location, binary: bool,
     return files
 
 
+def _native(location: Location, compression: str | None) -> bool:
+    """Whether Spark's text reader decompresses the file itself (its codec named by its extension)."""
+    return compression in SPARK_NATIVE and _suffix(location) in SPARK_NATIVE[compression]
+
+
 def _compression(location: Location) -> str | None:
     """The file's compression by its magic bytes."""
     if isinstance(location, Path):
@@ -681,8 +688,8 @@ def _identity(location: Location) -> object:
 
 
 def read_head(f: InputFile, n: int = SNIFF_BYTES) -> bytes:
-    """The first n decompressed bytes of a file (for format sniffing)."""
-    with open_decompressed(f.readable_path, None if f.is_staged else f.compression) as src:
+    """The first n decompressed bytes of the source file as it is (for format sniffing; a long line not cut)."""
+    with open_decompressed(f.path, f.compression) as src:
         return read_upto(src, n)
 
 
