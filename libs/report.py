@@ -310,12 +310,12 @@ def summary(inputs: ReportInputs) -> list[Item]:
                           busiest["requests"] / window_s, show(busiest["requests"] / window_s)))
     if peak_second is not None:
         items.append(Item("iops_peak_second", "IOPS, busiest second", peak_second, f"{peak_second:,}"))
-    items.append(Item("mbps_mean", "MB/s", mbps, f"mean {show(mbps)}" + (
-        f"; busiest {human_us(inputs.rate_window_us)}: {show(busiest['peak_bytes'] / window_s / 1e6)}"
-        if busiest else "") + " (MB = 10⁶ bytes)"))
+    items.append(Item("mbps_mean", "MB/s", mbps, f"mean {_throughput(mbps)}" + (
+        f"; busiest {human_us(inputs.rate_window_us)}: {_throughput(busiest['peak_bytes'] / window_s / 1e6)}"
+        if busiest else "")))
     if busiest:
         items.append(Item("mbps_peak_window", f"MB/s, busiest {human_us(inputs.rate_window_us)}",
-                          busiest["peak_bytes"] / window_s / 1e6, show(busiest["peak_bytes"] / window_s / 1e6)))
+                          busiest["peak_bytes"] / window_s / 1e6, _throughput(busiest["peak_bytes"] / window_s / 1e6)))
     if inputs.hottest_extents:
         hot = inputs.hottest_extents[0]
         items.append(Item("hottest_extent_heat", "Hottest extents", hot["heat"], "; ".join(
@@ -336,7 +336,7 @@ def summary(inputs: ReportInputs) -> list[Item]:
                           + " (1 = even)"))
     best = best_score(inputs.scores)
     if best is None:
-        items.append(Item("best_policy", "Best policy", None, "not scored (blockheat score TRACE_ID)"))
+        items.append(Item("best_policy", "Best policy", None, f"not scored (blockheat score {t['trace_id']})"))
     else:
         text = (f"{best['policy_id']} (window {best['window_id']}): mean response "
                 f"{show(best['mean_response_ms'], 'ms')} against "
@@ -347,9 +347,9 @@ def summary(inputs: ReportInputs) -> list[Item]:
             text += (f"; its latest plan ({plan['status']}): {plan['n_steps']:,} steps moving "
                      f"{human_bytes(plan['bytes_to_move'])}, predicted gain {show(plan['improvement_mean'], 'share')}")
         elif plan:
-            text += f"; the latest plan is for {plan['policy_id']}"
+            text += f"; the latest plan is for {plan['policy_id']} ({_verdict(plan)})"
         else:
-            text += "; no plan yet (blockheat plan TRACE_ID --policy best)"
+            text += f"; no plan yet (blockheat plan {t['trace_id']} --policy best)"
         items.append(Item("best_policy", "Best policy", best["policy_id"], text))
     return items
 
@@ -704,9 +704,20 @@ SCORE_COLUMNS = (
 SCORE_HIDDEN = frozenset(PS.COLUMNS) - {c for c, _, _ in SCORE_COLUMNS}
 
 
-def _scores_html(scores: Sequence[dict[str, Any]]) -> str:
+def _throughput(mb_per_s: float | None) -> str:
+    """MB/s as bytes per second in binary units (437 B/s, 1.5 MiB/s): a quiet trace's 0.000437 MB/s reads as 437 B/s."""
+    return "—" if mb_per_s is None else f"{human_bytes(mb_per_s * 1e6)}/s"
+
+
+def _verdict(plan: dict[str, Any]) -> str:
+    """A plan's status and why (reorg_plans status and reason): e.g. "not_worth_it: moves 3 GiB for a 0.4% gain"."""
+    return f"{plan['status']}: {plan['reason']}" if plan.get("reason") else str(plan["status"])
+
+
+def _scores_html(scores: Sequence[dict[str, Any]], trace_id: str) -> str:
     if not scores:
-        return "<p>Not scored yet: <code>blockheat score TRACE_ID</code> replays the policies in the simulator.</p>"
+        return (f"<p>Not scored yet: <code>blockheat score {html.escape(trace_id)}</code> replays the policies in "
+                "the simulator.</p>")
     ranked = sorted(scores, key=lambda r: r["rank"])
     extra = sorted({c for r in ranked for c in r} - SCORE_HIDDEN - {c for c, _, _ in SCORE_COLUMNS})
     cols = [*((c, label, kind) for c, label, kind in SCORE_COLUMNS), *((c, c, kind_of(c)) for c in extra)]
@@ -732,9 +743,10 @@ PLAN_FIELDS = (
 PLAN_HIDDEN = frozenset({"trace_id", "content_id", "schema_version", "plan_json", "family"})
 
 
-def _plan_html(plan: dict[str, Any] | None, steps: Sequence[dict[str, Any]]) -> str:
+def _plan_html(plan: dict[str, Any] | None, steps: Sequence[dict[str, Any]], trace_id: str) -> str:
     if plan is None:
-        return "<p>No plan yet: <code>blockheat plan TRACE_ID --policy best</code> proposes one.</p>"
+        return (f"<p>No plan yet: <code>blockheat plan {html.escape(trace_id)} --policy best</code> proposes "
+                "one.</p>")
     known = {c for c, _, _ in PLAN_FIELDS}
     extra = sorted(c for c in plan if c not in known and c not in PLAN_HIDDEN and plan[c] is not None)
     rows = [{"field": label, "value": show(plan.get(c), kind) if kind != "text" else show(plan.get(c))}
@@ -811,8 +823,8 @@ def render(inputs: ReportInputs) -> tuple[str, list[Figure]]:
     section("distributions", "Response times, sizes and interarrival times",
             *(_figure_html(figs[k]) for k in ("response_us", "size_bytes", "interarrival_us") if k in figs),
             f"<p class='note'>Not in this trace's format: {html.escape(', '.join(missing))}.</p>" if missing else "")
-    section("scores", "Policy scorecard", _scores_html(inputs.scores))
-    section("plan", "Latest plan", _plan_html(inputs.plan, inputs.plan_steps))
+    section("scores", "Policy scorecard", _scores_html(inputs.scores, t["trace_id"]))
+    section("plan", "Latest plan", _plan_html(inputs.plan, inputs.plan_steps, t["trace_id"]))
     section("profile", "Profile (whole trace)", *(
         f"<h3>{html.escape(title)}</h3>" + _table(rows, cols, dict.fromkeys(cols, "text"), "profile")
         for title, rows, cols in profile_groups(inputs.profile)))

@@ -138,6 +138,9 @@ def test_summary_states_the_numbers_of_the_inputs():
     assert items["imbalance"].text == "as traced: 1.33; striped: 1.33; random: 1.33 (1 = even)"
     assert items["hottest_disk"].text == "a: 2 blocks/s (66.7% of the heat); b: 1 blocks/s (33.3% of the heat)"
     assert items["best_policy"].value is None
+    assert items["best_policy"].text == "not scored (blockheat score t)"               # the trace's own id
+    # 12,288 bytes over 2 h: 1.71 B/s (it read "mean 1.71e-06" in MB/s); the busiest hour 8,192 bytes: 2.28 B/s
+    assert items["mbps_mean"].text == "mean 2 B/s; busiest 1 h: 2 B/s"
 
 
 SCORE = {"trace_id": "t", "window_id": "all", "family": "greedy", "params_json": "{}", "window_start_us": 0,
@@ -166,6 +169,10 @@ def test_scorecard_and_plan_show_what_exists_and_any_new_column():
     assert items["best_policy"].text == ("greedy:1MiB (window all): mean response 6 ms against 10 ms as traced, "
                                          "gain 40%; its latest plan (proposed): 3 steps moving 3 MiB, "
                                          "predicted gain 40%")
+    other = {i.key: i for i in report.summary(_inputs(scores=scores, plan=PLAN | {
+        "policy_id": "incremental:1MiB", "status": "proposed", "reason": "greedy:1MiB moves more than the limit"}))}
+    assert other["best_policy"].text.endswith("; the latest plan is for incremental:1MiB (proposed: greedy:1MiB moves "
+                                              "more than the limit)")
     scorecard = page[page.index("<section id='scores'>"):page.index("<section id='plan'>")]
     assert scorecard.index(">greedy:1MiB<") < scorecard.index(">as-traced<")     # by rank
     assert "<th>move_time_s</th>" in scorecard
