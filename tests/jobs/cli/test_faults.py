@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from py4j.protocol import Py4JNetworkError
 
 from blockheat.jobs.cli.faults import fault_message
@@ -77,6 +78,7 @@ def test_wrapped_causes_are_named():
     assert fault_message(ValueError("[TABLE_OR_VIEW_NOT_FOUND] The table or view `x` cannot be found.")) is None
 
 
+@pytest.mark.spark                  # a driver JVM in a child process
 def test_a_jvm_side_failure_is_one_line_without_a_java_stack(tmp_path):
     """A shared metastore nothing answers at: its client in the driver JVM logs every retry with a stack (7,800
     lines); the command prints one line naming the cause."""
