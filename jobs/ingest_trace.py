@@ -16,6 +16,7 @@ from blockheat.libs.ingest.pipeline import (
     write_trace,
 )
 from blockheat.libs.io.inputs import prefetch_digests
+from blockheat.libs.io.lease import DEFAULT_WAIT_S, acquire
 from blockheat.libs.io.session import SparkConfig, build_session
 
 if TYPE_CHECKING:
@@ -33,12 +34,16 @@ class IngestSummary:
 
 
 def run(spark: SparkSession, cfg: SparkConfig, opts: IngestOptions) -> IngestSummary:
-    """Load, check and write one trace: its three tables all or nothing (write_trace)."""
-    result = load_trace(spark, opts, cfg.warehouse)
-    try:
-        write_trace(spark, cfg.warehouse, result)
-    finally:
-        result.release()
+    """Load, check and write one trace: its three tables all or nothing (write_trace), holding the trace's lease
+    (libs.io.lease) throughout, so ingests of one trace id run one after the other (LockBusy after
+    opts.lock_wait_s; LeaseLost, nothing more committed, when it was stopped past its lease and another took over).
+    """
+    with acquire(cfg.warehouse, opts.trace_id, wait_s=opts.lock_wait_s) as lease:
+        result = load_trace(spark, opts, cfg.warehouse, lease)
+        try:
+            write_trace(spark, cfg.warehouse, result)
+        finally:
+            result.release()
     return IngestSummary(result.trace_row, result.per_device)
 
 
@@ -51,6 +56,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="with --append: accept files starting before the trace's end")
     parser.add_argument("--max-expanded-bytes", type=int, default=None,
                         help="the most a compressed file may decompress to (default: 1,000 x its size, >= 1 GiB)")
+    parser.add_argument("--lock-wait", type=float, default=DEFAULT_WAIT_S, metavar="SECONDS",
+                        help="how long to wait for another ingest of the same trace id before refusing")
     parser.add_argument("paths", nargs="+")
     return parser.parse_args(argv)
 
@@ -62,7 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = SparkConfig.from_env("ingest_trace")
     opts = IngestOptions(args.format, args.trace_id, tuple(args.paths),
                          staging=staging_location(cfg.warehouse), append=args.append,
-                         allow_overlap=args.allow_overlap, max_expanded_bytes=args.max_expanded_bytes)
+                         allow_overlap=args.allow_overlap, max_expanded_bytes=args.max_expanded_bytes,
+                         lock_wait_s=args.lock_wait)
     spark = build_session(cfg)
     run(spark, cfg, opts)
     return 0

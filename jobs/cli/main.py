@@ -105,7 +105,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     opts = IngestOptions(args.format, args.trace_id, tuple(args.paths),
                          max_reject_share=args.max_reject_share, ts_tolerance_us=tolerance,
                          layout=layout, staging=staging_location(cfg.warehouse), append=args.append,
-                         allow_overlap=args.allow_overlap, max_expanded_bytes=args.max_expanded_bytes)
+                         allow_overlap=args.allow_overlap, max_expanded_bytes=args.max_expanded_bytes,
+                         lock_wait_s=args.lock_wait)
     summary = run(spark, cfg, opts)
     t = summary.trace
     out = output(args)
@@ -269,6 +270,9 @@ def _ingest_arguments(ing: argparse.ArgumentParser) -> None:
     ing.add_argument("--max-expanded-bytes", type=int, default=None, metavar="N",
                      help="refuse a compressed file that decompresses to more than N bytes (default per file: "
                           "1,000 x its compressed size, at least 1 GiB)")
+    ing.add_argument("--lock-wait", type=float, default=600.0, metavar="SECONDS",
+                     help="how long to wait for another ingest of the same trace id to finish before refusing "
+                          "(ingests of one id run one at a time; default 600)")
     add_output_options(ing, format_flag=False)
     csv = ing.add_argument_group("--format csv (your own column layout)")
     csv.add_argument("--csv-columns", default="", help="FIELD=INDEX,... e.g. ts=0,device=1,op=2,offset=3,size=4")

@@ -77,6 +77,7 @@ from blockheat.libs.io.inputs import (
     remove_staged,
     text_problem,
 )
+from blockheat.libs.io.lease import DEFAULT_WAIT_S, Lease
 from blockheat.libs.io.tables import check_trace_id, table_target, write_rows
 from blockheat.libs.readers import binary, clean_text
 from blockheat.libs.readers.scan import SCAN_DDL, scan_blocks
@@ -137,6 +138,8 @@ class IngestOptions:
     # The most a compressed input may decompress to, in bytes, per file; None: libs.io.inputs.expanded_limit's
     # default (1,000 x the compressed size, at least 1 GiB).
     max_expanded_bytes: int | None = None
+    # How long to wait for another ingest of the same trace id (its lease, libs.io.lease) before refusing, in s.
+    lock_wait_s: float = DEFAULT_WAIT_S
     # Set by load_trace for an append: where the trace left off.
     continues: TraceSoFar | None = field(default=None, repr=False, compare=False)
 
@@ -154,6 +157,8 @@ class IngestOptions:
             raise IngestError(f"--max-expanded-bytes must be > 0, got {self.max_expanded_bytes}")
         if self.allow_overlap and not self.append:
             raise IngestError("--allow-overlap applies only to --append")
+        if self.lock_wait_s < 0:
+            raise IngestError(f"--lock-wait must be >= 0 s, got {self.lock_wait_s}")
 
     @property
     def seq_base(self) -> int:
@@ -185,6 +190,7 @@ class IngestResult:
     _staged: list[Location] = field(default_factory=list)
     write_direct: Callable[[SparkSession, Location], PendingWrite] | None = None
     _pending: list[PendingWrite] = field(default_factory=list)   # files written and not committed
+    lease: Lease | None = None               # the trace's lease the ingest holds (load_trace's `lease`)
 
     def release(self) -> None:
         for pending in self._pending:
@@ -219,7 +225,8 @@ def write_trace(spark: SparkSession, warehouse: Location, result: IngestResult) 
     row = pa.Table.from_pylist([result.trace_row], schema=traces.ARROW_SCHEMA)
     result._pending.append(write_from_driver(table_target(spark, warehouse, traces.TABLE), where, row))
     log.info("committing trace %s", trace_id)
-    journal.commit(warehouse, result._pending, f"the {'append to' if so_far else 'ingest of'} trace {trace_id}")
+    journal.commit(warehouse, result._pending, f"the {'append to' if so_far else 'ingest of'} trace {trace_id}",
+                   lease=result.lease)
 
 
 @contextlib.contextmanager
@@ -602,15 +609,17 @@ def _child(base: Location, name: str) -> Location:
     return local_path(base) / name if storage.is_local(base) else storage.join(storage.normalize(base), name)
 
 
-def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Location) -> IngestResult:
+def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Location,
+               lease: Lease | None = None) -> IngestResult:
     """Read, number and classify a trace; refuse it (IngestError, nothing cached or written) when it
-    is not in the stated format or too many records are rejected.
+    is not in the stated format or too many records are rejected. `lease`: the trace's lease (libs.io.lease) the
+    caller holds from before this call until write_trace's commit, so no other ingest of the id runs in between.
 
     >>> result = load_trace(spark, IngestOptions("msr", "hm", ("hm_0.csv",)), Path("warehouse"))
     >>> write(result.requests); write(result.rejected); write_row(result.trace_row)
     """
     is_binary = opts.fmt in BINARY_FORMATS
-    sweep_leftovers(warehouse, opts.staging)
+    sweep_leftovers(warehouse, opts.staging, holder=lease)
     if opts.append:
         with _refusal():
             opts = dataclasses.replace(opts, continues=TraceSoFar.read(warehouse, opts.trace_id, opts.fmt,
@@ -642,12 +651,12 @@ def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Location) ->
         except BaseException:
             _remove_scratch(scratch, staged)
             raise
-        result._staged = staged
+        result._staged, result.lease = staged, lease
         return result
     try:
         fast = None if is_binary else _load_clean_text(spark, files, opts, warehouse, scratch)
         if fast is not None:
-            fast._staged = staged
+            fast._staged, fast.lease = staged, lease
             return fast
         pre = _binary_pre(spark, files, opts, geometry, meta) if is_binary else _text_pre(spark, files, opts)
         classify(spark, pre, files, opts, binary_positions=is_binary).write.mode("overwrite").parquet(
@@ -664,7 +673,7 @@ def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Location) ->
         if corrupt is not None:
             raise corrupt from exc
         raise
-    result._staged = staged
+    result._staged, result.lease = staged, lease
     return result
 
 
@@ -673,12 +682,13 @@ def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Location) ->
 INGEST_TABLES = (requests.TABLE, rejected_records.TABLE, traces.TABLE)
 
 
-def sweep_leftovers(warehouse: Location, staging: Location) -> None:
-    """The ingest's start-up: finish what a stopped ingest decided (libs.io.journal; JournalError when that fails),
+def sweep_leftovers(warehouse: Location, staging: Location, holder: Lease | None = None) -> None:
+    """The ingest's start-up: finish what a stopped ingest decided (libs.io.journal, as the holder of the trace's
+    lease `holder`: a left entry of an older lease of the trace is applied first; JournalError when that fails),
     then the sweep (libs.io.vacuum): delete what a killed ingest left, older than vacuum.LONGEST_WRITE: ingests'
     folders under `staging`, and Parquet files in the ingest's tables that no committed version references. A
     failure to clean up is logged, never the ingest's failure."""
-    journal.finish(warehouse)
+    journal.finish(warehouse, holder=holder)
     try:
         swept = [vacuum.sweep_staging(staging)]
         swept += [vacuum.sweep_table(storage.join(storage.normalize(warehouse), t)) for t in INGEST_TABLES]

@@ -17,6 +17,11 @@ full) makes the reader refuse with the cause, rather than read a half-made chang
 entry is locked while a process applies it (flock): a reader waits for a live writer's commits rather than racing
 it. On an object store the application transaction keeps two finishing processes from making a step twice.
 
+An ingest commits under its trace's lease (libs.io.lease): the entry records the lease's token, the writer checks
+before the decision and each step that no later writer took the lease over (LeaseLost otherwise), and finish()
+applies such an entry only when its writer no longer holds the lease and no later writer of the trace decided its
+own change (then the entry is dropped: applying it would go over that change).
+
 What this does not cover: a reader already running while the steps are being made (a query inside `blockheat
 serve` at that moment) can see the tables between two steps, as with any sequence of Delta commits.
 """
@@ -30,7 +35,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from blockheat.libs.io import storage
+from blockheat.libs.io.lease import Lease, LeaseLost, current_lease
 
 if TYPE_CHECKING:
     from blockheat.libs.io.delta_files import PendingWrite, TableTarget, Where
@@ -106,16 +112,24 @@ def directory(warehouse: Location) -> str:
     return storage.join(storage.normalize(warehouse), DIRECTORY)
 
 
-def commit(warehouse: Location, writes: Sequence[PendingWrite], label: str) -> dict[str, int]:
+def commit(warehouse: Location, writes: Sequence[PendingWrite], label: str, *,
+           lease: Lease | None = None) -> dict[str, int]:
     """Commit every table of `writes` (each PendingWrite's tables in its order) as one decision. Before the decision
     a failure discards the files and raises it; after it, a failure raises CommitPending (the steps are finished
-    by the next reader). Returns table -> new version."""
+    by the next reader). Returns table -> new version.
+
+    With the trace's `lease` (libs.io.lease) the writer checks it still holds it before the decision and before
+    each step, and the entry records it: LeaseLost (nothing more committed) when another writer took it over."""
     steps = [Step(target, where, w.table_files(name))
              for w in writes for name, (target, where) in w.replaces.items()]
     entry = {"id": uuid.uuid4().hex, "label": label, "written_at": dt.datetime.now(dt.UTC).isoformat(),
              "steps": [s.to_json() for s in steps]}
+    if lease is not None:
+        entry["lease"] = {"trace": lease.trace, "owner": lease.record.owner, "token": lease.token}
     path = storage.join(directory(warehouse), f"{entry['id']}.json")
     try:
+        if lease is not None:
+            lease.mark_decided()
         lock = _write_entry(path, json.dumps(entry).encode())
     except BaseException:
         for w in writes:
@@ -125,7 +139,11 @@ def commit(warehouse: Location, writes: Sequence[PendingWrite], label: str) -> d
         w.done = True                     # the files belong to the journal now
     with lock:
         try:
-            versions = _apply(entry)
+            versions = _apply(entry, before_step=lease.check if lease is not None else None)
+            if lease is not None:
+                lease.check()             # stopped past its lease in the last step: not reported as made
+        except LeaseLost:
+            raise
         except Exception as exc:
             raise CommitPending(f"{label} is decided but not finished; the next blockheat command on {warehouse} "
                                 "finishes it", exc) from exc
@@ -133,9 +151,14 @@ def commit(warehouse: Location, writes: Sequence[PendingWrite], label: str) -> d
     return versions
 
 
-def finish(warehouse: Location) -> list[str]:
+def finish(warehouse: Location, *, holder: Lease | None = None) -> list[str]:
     """Finish every decided commit a stopped writer left in the warehouse (waiting for a live one); the labels of
-    those this call finished. JournalError when one cannot be finished."""
+    those this call finished. JournalError when one cannot be finished.
+
+    An entry made under a trace's lease (libs.io.lease) is applied only when its writer no longer holds it (dead,
+    or stopped past its expiry) and no later writer of the trace has decided its own change; one a later writer
+    superseded is dropped, one whose trace's later holder has not decided yet is left to that holder (`holder`: the
+    caller's own lease, whose entries of older leases this call applies before the caller commits)."""
     folder = directory(warehouse)
     if storage.is_local(folder) and not os.path.isdir(folder):
         return []                         # the common case, without touching pyarrow's file system
@@ -148,16 +171,25 @@ def finish(warehouse: Location) -> list[str]:
             continue
         if not name.endswith(".json"):
             continue
-        with _locked(path) as present:
+        try:
+            entry = json.loads(storage.read_bytes(path))
+        except FileNotFoundError:
+            continue
+        except ValueError as exc:
+            raise JournalError(f"{path}: unreadable journal entry", exc) from exc
+        live = (lambda e=entry: _writer_live(warehouse, e)) if "lease" in entry else None
+        with _locked(path, live) as present:
             if not present:
                 continue                  # its writer finished it while this one waited
-            try:
-                entry = json.loads(storage.read_bytes(path))
-            except FileNotFoundError:
-                continue
-            except ValueError as exc:
-                raise JournalError(f"{path}: unreadable journal entry", exc) from exc
+            verdict = _verdict(warehouse, entry, holder)
             steps = [Step.from_json(s) for s in entry["steps"]]
+            if verdict == "leave":
+                continue
+            if verdict == "drop":
+                log.warning("%s: a later ingest of the trace superseded it before it was finished; dropped (journal "
+                            "entry %s)", entry["label"], path)
+                _done(path, [Step(s.target, s.where, []) for s in steps])
+                continue
             try:
                 _apply(entry, recovering=True)
             except _Abandoned as exc:
@@ -175,6 +207,32 @@ def finish(warehouse: Location) -> list[str]:
     return finished
 
 
+def _writer_live(warehouse: Location, entry: dict[str, Any]) -> bool:
+    """Whether the entry's writer still holds the lease it was made under (then it finishes the entry itself)."""
+    made = entry.get("lease")
+    if made is None:
+        return False
+    now = current_lease(warehouse, made["trace"])
+    return now is not None and now.token == made["token"] and now.live()
+
+
+def _verdict(warehouse: Location, entry: dict[str, Any], holder: Lease | None) -> str:
+    """What recovery does with a left entry: "apply", "drop" (a later writer of the trace decided its own change:
+    applying this one would go over it) or "leave" (a later writer holds the trace and has not decided yet: it
+    applies the entry itself before its own change)."""
+    made = entry.get("lease")
+    if made is None:
+        return "apply"
+    if holder is not None and holder.trace == made["trace"] and holder.token >= made["token"]:
+        return "drop" if holder.record.decided else "apply"
+    now = current_lease(warehouse, made["trace"])
+    if now is None or now.token <= made["token"]:
+        return "apply"
+    if now.decided:
+        return "drop"
+    return "leave" if now.live() else "apply"
+
+
 def pending(warehouse: Location) -> list[str]:
     """The journal entries waiting to be finished."""
     folder = directory(warehouse)
@@ -187,7 +245,8 @@ class _Abandoned(Exception):
     """No step was made and a file the entry names is gone: the entry is dropped (the old rows stay)."""
 
 
-def _apply(entry: dict[str, Any], *, recovering: bool = False) -> dict[str, int]:
+def _apply(entry: dict[str, Any], *, recovering: bool = False,
+           before_step: Callable[[], None] | None = None) -> dict[str, int]:
     from blockheat.libs.io import delta_log
     from blockheat.libs.io.delta_files import commit_replace
 
@@ -202,7 +261,12 @@ def _apply(entry: dict[str, Any], *, recovering: bool = False) -> dict[str, int]
         if missing:
             raise FileNotFoundError(f"{len(missing)} written file(s) of a step not yet made are gone "
                                     f"(first: {missing[0]})")
-    return {s.target.name: commit_replace(None, s.target, s.where, s.files, txn=txn) for s in steps}
+    versions = {}
+    for s in steps:
+        if before_step is not None:
+            before_step()
+        versions[s.target.name] = commit_replace(None, s.target, s.where, s.files, txn=txn)
+    return versions
 
 
 def _done(path: str, steps: Sequence[Step]) -> None:
@@ -266,9 +330,14 @@ def _fsync_directory(folder: str) -> None:
 
 
 @contextlib.contextmanager
-def _locked(path: str) -> Iterator[bool]:
-    """Hold the entry's lock (waiting for a live writer); yields whether the entry is still there."""
+def _locked(path: str, writer_live: Callable[[], bool] | None) -> Iterator[bool]:
+    """Hold the entry's lock (waiting for a live writer); yields whether the entry is still there. With
+    `writer_live` (an entry made under a lease, libs.io.lease) a writer that holds the lock but no longer its lease
+    (stopped past expiry) is not waited for: the steps' application transactions keep a step from being made twice.
+    An object store has no lock: a live writer is waited for by polling its lease."""
     if not storage.is_local(path):
+        while writer_live is not None and storage.exists(path) and writer_live():
+            time.sleep(0.2)
         yield storage.exists(path)
         return
     import fcntl
@@ -279,7 +348,17 @@ def _locked(path: str) -> Iterator[bool]:
         yield False
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if writer_live is None:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    break
+                if not writer_live():
+                    break
+                time.sleep(0.2)
         try:
             same = os.fstat(fd).st_ino == os.stat(path).st_ino
         except FileNotFoundError:

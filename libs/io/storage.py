@@ -16,14 +16,19 @@ S3 settings are read from the environment, the way the AWS tools read them, and 
 """
 from __future__ import annotations
 
+import datetime as dt
 import functools
+import hashlib
+import hmac
+import http.client
 import os
 import posixpath
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -299,6 +304,119 @@ def read_bytes(location: str) -> bytes:
         return stream.read()
 
 
+def put_if_absent(location: str, data: bytes) -> bool:
+    """Create a whole file only when nothing is at `location`: True when this call created it, False when it was
+    there already (another writer's). Atomic: two callers for one location never both get True, and a reader sees
+    the whole content or no file. Local: a fsynced temporary file hard-linked into place; an object store: a PUT
+    with `If-None-Match: *` (S3's conditional write, which delta-rs commits use too)."""
+    if is_local(location):
+        path = normalize(location)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temporary = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
+        _write_synced(temporary, data)
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(temporary)
+        _fsync_directory(os.path.dirname(path))
+        return True
+    status, body = _s3_put(location, data, {"If-None-Match": "*"})
+    if status in (412, 409):               # 409: a concurrent conditional write of the same key is in flight
+        return False
+    if status != 200:
+        raise OSError(f"{location}: conditional PUT answered {status}: {body[:300]!r}")
+    return True
+
+
+def replace_file(location: str, data: bytes) -> None:
+    """Replace a whole file atomically (a reader sees the old content or the new, never part): local, a fsynced
+    temporary file renamed over it; an object store, one PUT."""
+    if not is_local(location):
+        write_bytes(location, data)
+        return
+    path = normalize(location)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temporary = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
+    _write_synced(temporary, data)
+    try:
+        os.rename(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    _fsync_directory(os.path.dirname(path))
+
+
+def _write_synced(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(path)
+        raise
+    os.close(fd)
+
+
+def _fsync_directory(folder: str) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _s3_put(location: str, data: bytes, headers: Mapping[str, str]) -> tuple[int, bytes]:
+    """One PUT of an object with extra headers, signed with AWS Signature V4 from S3Settings.from_env() (pyarrow's
+    client sends no conditional headers). Needs the credentials in the environment."""
+    settings = S3Settings.from_env()
+    if not settings.access_key:
+        raise StorageError(f"{location}: a conditional write needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in "
+                           "the environment")
+    parsed = urlparse(location)
+    bucket, key = parsed.netloc, parsed.path.lstrip("/")
+    if settings.endpoint:
+        endpoint = urlparse(settings.endpoint)
+        secure, host = endpoint.scheme != "http", endpoint.netloc
+        base = endpoint.path.rstrip("/")
+    else:
+        secure, host, base = True, f"s3.{settings.region}.amazonaws.com", ""
+    if settings.path_style:
+        path = f"{base}/{bucket}/{key}"
+    else:
+        host, path = f"{bucket}.{host}", f"{base}/{key}"
+    path = quote(path, safe="/-_.~")
+    now = dt.datetime.now(dt.UTC)
+    stamp, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
+    payload = hashlib.sha256(data).hexdigest()
+    signed = {"host": host, "x-amz-date": stamp, "x-amz-content-sha256": payload,
+              **{k.lower(): v.strip() for k, v in headers.items()}}
+    if settings.session_token:
+        signed["x-amz-security-token"] = settings.session_token
+    names = sorted(signed)
+    canonical = "\n".join(["PUT", path, "", *(f"{n}:{signed[n]}" for n in names), "", ";".join(names), payload])
+    scope = f"{day}/{settings.region}/s3/aws4_request"
+    to_sign = f"AWS4-HMAC-SHA256\n{stamp}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
+    signing = f"AWS4{settings.secret_key or ''}".encode()
+    for part in (day, settings.region, "s3", "aws4_request"):
+        signing = hmac.new(signing, part.encode(), hashlib.sha256).digest()
+    signature = hmac.new(signing, to_sign.encode(), hashlib.sha256).hexdigest()
+    signed["authorization"] = (f"AWS4-HMAC-SHA256 Credential={settings.access_key}/{scope}, "
+                               f"SignedHeaders={';'.join(names)}, Signature={signature}")
+    kind = http.client.HTTPSConnection if secure else http.client.HTTPConnection
+    conn = kind(host, timeout=60)
+    try:
+        conn.request("PUT", path, body=data, headers=signed)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
 __all__ = [
     "S3_SCHEMES",
     "S3_VARIABLES",
@@ -320,7 +438,9 @@ __all__ = [
     "name",
     "normalize",
     "parent",
+    "put_if_absent",
     "read_bytes",
+    "replace_file",
     "scheme",
     "size",
     "write_bytes",

@@ -4,7 +4,10 @@
 POINT: `entry` (the files written, before the journal entry: nothing decided), `step-N` (the entry written, before
 the commit of step N, 0-based), `done` (every step committed, before the entry is dropped). ACTION: `kill` sends
 SIGKILL to the process group (this Python process and the Spark JVM it started: run it in a session of its own),
-`fill:DIR` fills the file system of DIR (a file DIR/filler) and goes on, so what follows fails for lack of space.
+`fill:DIR` fills the file system of DIR (a file DIR/filler) and goes on, so what follows fails for lack of space,
+`stop` sends SIGSTOP to this process only (the test sends SIGCONT). With BLOCKHEAT_TEST_GATE set, the process
+waits (up to 120 s) before writing its journal entry for that file to exist, so a test can let another command
+start before this one decides.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import errno
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,6 +53,9 @@ def main(argv: Sequence[str]) -> int:
     from blockheat.libs.io import delta_log, journal
 
     def act() -> None:
+        if action == "stop":
+            os.kill(os.getpid(), signal.SIGSTOP)
+            return
         if action == "kill":
             os.killpg(os.getpgid(0), signal.SIGKILL)
         fill(Path(action.removeprefix("fill:")))
@@ -69,6 +76,14 @@ def main(argv: Sequence[str]) -> int:
         _before(delta_log, "commit", act, is_wanted_step)
     elif point != "none":
         raise SystemExit(f"unknown point {point!r}")
+    gate = os.environ.get("BLOCKHEAT_TEST_GATE")
+    if gate:
+        def wait() -> None:
+            deadline = time.monotonic() + 120
+            while not os.path.exists(gate) and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+        _before(journal, "_write_entry", wait)       # wrapped last: runs before an `entry` action
     from blockheat.jobs.cli.main import main as blockheat
 
     return blockheat(command)
