@@ -312,21 +312,13 @@ def _write_entry(path: str, data: bytes) -> _Lock:
             view = view[os.write(fd, view):]
         os.fsync(fd)
         os.rename(temporary, path)
-        _fsync_directory(os.path.dirname(path))
+        storage.fsync_directory(os.path.dirname(path))
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
     return _Lock(fd)
-
-
-def _fsync_directory(folder: str) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @contextlib.contextmanager

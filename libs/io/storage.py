@@ -310,17 +310,14 @@ def put_if_absent(location: str, data: bytes) -> bool:
     the whole content or no file. Local: a fsynced temporary file hard-linked into place; an object store: a PUT
     with `If-None-Match: *` (S3's conditional write, which delta-rs commits use too)."""
     if is_local(location):
-        path = normalize(location)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        temporary = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
-        _write_synced(temporary, data)
+        path, temporary = _synced_beside(location, data)
         try:
             os.link(temporary, path)
         except FileExistsError:
             return False
         finally:
             os.unlink(temporary)
-        _fsync_directory(os.path.dirname(path))
+        fsync_directory(os.path.dirname(path))
         return True
     status, body = _s3_put(location, data, {"If-None-Match": "*"})
     if status in (412, 409):               # 409: a concurrent conditional write of the same key is in flight
@@ -336,16 +333,22 @@ def replace_file(location: str, data: bytes) -> None:
     if not is_local(location):
         write_bytes(location, data)
         return
-    path = normalize(location)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
-    _write_synced(temporary, data)
+    path, temporary = _synced_beside(location, data)
     try:
         os.rename(temporary, path)
     except BaseException:
         os.unlink(temporary)
         raise
-    _fsync_directory(os.path.dirname(path))
+    fsync_directory(os.path.dirname(path))
+
+
+def _synced_beside(location: str, data: bytes) -> tuple[str, str]:
+    """(the local file's path, a new temporary file beside it holding `data`, fsynced); its directory made."""
+    path = normalize(location)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temporary = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
+    _write_synced(temporary, data)
+    return path, temporary
 
 
 def _write_synced(path: str, data: bytes) -> None:
@@ -362,7 +365,8 @@ def _write_synced(path: str, data: bytes) -> None:
     os.close(fd)
 
 
-def _fsync_directory(folder: str) -> None:
+def fsync_directory(folder: str) -> None:
+    """Make a rename or link in a local directory durable (fsync of the directory)."""
     fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -430,6 +434,7 @@ __all__ = [
     "file_infos",
     "files_under",
     "filesystem",
+    "fsync_directory",
     "is_file",
     "is_local",
     "join",

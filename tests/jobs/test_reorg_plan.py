@@ -222,16 +222,22 @@ def test_plan_id_is_the_hash_of_the_canonical_document(doc):
             doc["summary"]["heat_balance"]["after"]["max_over_mean"]) == (6144, [1.0, 0.0], 2.0, 1.0)
 
 
+def with_field(doc, path, value):
+    """A deep copy of the document with the field at `path` (keys and list indexes) set to `value`."""
+    out = copy.deepcopy(doc)
+    place = out
+    for key in path[:-1]:
+        place = place[key]
+    place[path[-1]] = value
+    return out
+
+
 @pytest.mark.parametrize(("path", "value"), [
     (("steps", 1, "bytes"), 4096), (("valid_until",), "2027-01-01T00:00:00Z"), (("status",), "no_improvement"),
     (("evidence", "predicted", "mean_response_ms"), 1.0), (("inputs", "tables", "requests"), 2),
 ])
 def test_any_edit_changes_the_hash_and_the_check_refuses_it(doc, path, value):
-    edited = copy.deepcopy(doc)
-    place = edited
-    for key in path[:-1]:
-        place = place[key]
-    place[path[-1]] = value
+    edited = with_field(doc, path, value)
     problems = check_plan(edited, now=NOW, versions={"requests": 1, "policy_scores": 3, "sim_results": 3})
     assert problems[0].startswith("hash mismatch: the document hashes to ")
     assert problems[0].endswith(f"it claims {doc['plan_id']} (edited after it was built)")

@@ -46,15 +46,21 @@ def disk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield mount
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """One Spark Connect server for the ingests: its URL."""
-    tmp = tmp_path_factory.mktemp("atomic-server")
-    cfg = SparkConfig(master="local[2]", warehouse=tmp / "wh", app_name="blockheat-atomic-test",
-                      extra={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+@contextlib.contextmanager
+def connect_server(tmp: Path, app: str, cores: int) -> Iterator[str]:
+    """A Spark Connect server on local[cores] for the ingests of a test module (short-lived JVM options): its URL."""
+    cfg = SparkConfig(master=f"local[{cores}]", warehouse=tmp / "wh", app_name=app,
+                      extra={"spark.sql.shuffle.partitions": str(cores), "spark.default.parallelism": str(cores),
                              "spark.driver.extraJavaOptions": " ".join(SHORT_JOB_OPTIONS)})
     with ConnectServer.start(cfg, log_path=tmp / "connect-server.log") as running:
         yield running.url
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One Spark Connect server for the ingests: its URL."""
+    with connect_server(tmp_path_factory.mktemp("atomic-server"), "blockheat-atomic-test", 2) as url:
+        yield url
 
 
 def run(warehouse: Path, remote: str, point: str, action: str, *command: str) -> subprocess.CompletedProcess[str]:

@@ -18,10 +18,7 @@ from pathlib import Path
 import pytest
 
 from blockheat.libs.io import journal, lease
-from blockheat.libs.io.connect_server import ConnectServer
-from blockheat.libs.io.jvm import SHORT_JOB_OPTIONS
-from blockheat.libs.io.session import SparkConfig
-from tests.libs.ingest.test_atomic_ingest import REPO, SOURCES, TRACE, read_back
+from tests.libs.ingest.test_atomic_ingest import REPO, SOURCES, TRACE, connect_server, read_back
 
 LEASE_S = "3"
 
@@ -67,12 +64,8 @@ def finished(process: subprocess.Popen[str], timeout: float = 300) -> tuple[int,
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One Spark Connect server for the ingests (local[1]): its URL."""
-    tmp = tmp_path_factory.mktemp("one-writer-server")
-    cfg = SparkConfig(master="local[1]", warehouse=tmp / "wh", app_name="blockheat-one-writer-test",
-                      extra={"spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1",
-                             "spark.driver.extraJavaOptions": " ".join(SHORT_JOB_OPTIONS)})
-    with ConnectServer.start(cfg, log_path=tmp / "connect-server.log") as running:
-        yield running.url
+    with connect_server(tmp_path_factory.mktemp("one-writer-server"), "blockheat-one-writer-test", 1) as url:
+        yield url
 
 
 @pytest.fixture

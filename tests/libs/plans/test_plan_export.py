@@ -5,7 +5,6 @@ JSON key, a step row of another trace or plan refused) and checked as the whole 
 stored rows (libs.table_io.plans.load / check), the first differing field named."""
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 from pathlib import Path
@@ -29,7 +28,7 @@ from blockheat.libs.plans.steps import (
     write_plan,
 )
 from tests.fake_store import fake_s3
-from tests.jobs.test_reorg_plan import NOW, SWAP, inputs, target
+from tests.jobs.test_reorg_plan import NOW, SWAP, inputs, target, with_field
 
 VERSIONS = {"requests": 1, "policy_scores": 3, "sim_results": 3}       # the versions inputs() says the plan read
 FORGED_UNTIL = '"valid_until":"2099-01-01T00:00:00Z",'
@@ -150,11 +149,7 @@ def test_a_parquet_step_row_of_another_plan_is_refused(doc, tmp_path):
 
 def forged(doc, path, value):
     """The document with one field changed and its ids recomputed: its hash checks out."""
-    out = copy.deepcopy(doc)
-    place = out
-    for key in path[:-1]:
-        place = place[key]
-    place[path[-1]] = value
+    out = with_field(doc, path, value)
     out["plan_id"], out["content_id"] = plan_ids(out)
     return out
 
