@@ -198,9 +198,9 @@ def spark_config(args: argparse.Namespace, app: str, *, catalog: str = "in-memor
 
 
 def require_trace(trace_id: str) -> None:
-    """NotFoundError, in a fraction of a second and before any Spark session, when the warehouse's `traces` table
-    (read by delta-rs) has no trace `trace_id`: the ingested ids are listed, the closest first. A table delta-rs
-    cannot read is left to the command's own Spark read."""
+    """NotFoundError, in a fraction of a second and before any Spark session, when neither the warehouse's `traces`
+    table nor `requests` (read by delta-rs) has the trace `trace_id`: the ingested ids are listed, the closest
+    first. A table delta-rs cannot read is left to the command's own Spark read."""
     from blockheat.libs.io import delta_log, storage  # lazy: pyarrow and delta-rs load only for these checks
 
     warehouse = storage.normalize(storage.warehouse_from_env())
@@ -210,7 +210,7 @@ def require_trace(trace_id: str) -> None:
             if delta_log.is_table(root) else []
     except delta_log.LogUnreadable:
         return
-    if trace_id in known:
+    if trace_id in known or _has_requests(warehouse, trace_id):
         return
     if not known:
         raise NotFoundError(f"no trace {trace_id!r}: the warehouse {warehouse} holds no traces yet (blockheat ingest)")
@@ -218,6 +218,19 @@ def require_trace(trace_id: str) -> None:
     hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
     shown = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
     raise NotFoundError(f"no trace {trace_id!r} in {warehouse} (ingested: {shown}){hint}")
+
+
+def _has_requests(warehouse: str, trace_id: str) -> bool:
+    """Whether `requests` has files of the trace (from its log: a trace written there without a catalog row, as
+    tools and tests may write one)."""
+    from blockheat.libs.io import delta_log, storage  # lazy: see require_trace
+
+    root = storage.join(warehouse, "requests")
+    try:
+        files = delta_log.snapshot(root).files if delta_log.is_table(root) else ()
+    except delta_log.LogUnreadable:
+        return True                                     # the command's own Spark read decides
+    return any(f["partitionValues"].get("trace_id") == trace_id for f in files)
 
 
 def require_writable_directory(option: str, path: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 
 import pytest
 
@@ -117,11 +118,17 @@ def test_incremental_build_refuses_other_parameters(spark, spark_cfg, built):
     (["graph", "x", "--tau", "0"], "tau must be >= 1, got 0"),
     (["graph", "x", "--interval", "0"], "--interval must be > 0 seconds, got 0"),
     (["alis", "x", "--ra-share", "1.5"], "ra_share must be in (0, 1], got 1.5"),
-    (["alis", "no-such-trace"], "no ALIS graphs for trace 'no-such-trace' (run: blockheat graph no-such-trace)"),
 ])
 def test_argument_errors_are_one_line(spark, capsys, argv, message):
     assert main(argv) in (1, 2)
     assert capsys.readouterr().err.strip() == f"blockheat: error: {message}"
+
+
+def test_a_trace_that_is_neither_ingested_nor_written_is_refused_first(spark, capsys):
+    assert main(["alis", "no-such-trace"]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("blockheat: error: no trace 'no-such-trace'")
+    assert os.environ["BLOCKHEAT_WAREHOUSE"] in line
 
 
 def test_stored_runs_read_from_the_graph_files_equal_find_runs(spark, spark_cfg, built, monkeypatch):
