@@ -67,6 +67,12 @@ _BAD_ARGUMENT = re.compile(r"^argument (\S+?)(?:/\S+)?: ")
 _UNRECOGNIZED = re.compile(r"^unrecognized arguments: (.*)$", re.DOTALL)
 
 
+def did_you_mean(word: str, candidates: Sequence[str], n: int = 3) -> str:
+    """"; did you mean 'a' or 'b'?" for the candidates close to a mistyped `word` ("" when none is)."""
+    close = difflib.get_close_matches(word, list(candidates), n=n, cutoff=0.6)
+    return f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+
+
 class OneLineErrors(argparse.ArgumentParser):
     """A parser whose errors are one line (exit code 2), with "did you mean" for a mistyped command, choice or
     option, and for a bad value the usage of that one argument only (not the whole usage)."""
@@ -75,8 +81,7 @@ class OneLineErrors(argparse.ArgumentParser):
         usage = ""
         if match := _INVALID_CHOICE.match(message):
             name, given, choices = match.groups()
-            close = difflib.get_close_matches(given, re.findall(r"'([^']*)'", choices), n=3, cutoff=0.6)
-            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+            hint = did_you_mean(given, re.findall(r"'([^']*)'", choices))
             if name == "COMMAND":
                 message = f"unknown command {given!r}{hint} ({self.prog} --help lists the commands)"
             else:
@@ -214,8 +219,7 @@ def require_trace(trace_id: str) -> None:
         return
     if not known:
         raise NotFoundError(f"no trace {trace_id!r}: the warehouse {warehouse} holds no traces yet (blockheat ingest)")
-    close = difflib.get_close_matches(trace_id, known, n=3, cutoff=0.6)
-    hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+    hint = did_you_mean(trace_id, known)
     shown = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
     raise NotFoundError(f"no trace {trace_id!r} in {warehouse} (ingested: {shown}){hint}")
 
