@@ -19,7 +19,7 @@ from blockheat.libs.io import storage
 from blockheat.libs.io.session import SparkConfig, build_session
 from blockheat.libs.io.tables import read_table, replace_rows, table_version, trace_info, trace_rows
 from blockheat.libs.plans.policies import COOLING_EVERY_S, PENDING_FAMILIES, SweepOptions, families
-from blockheat.libs.plans.scorecard import Window, parse_window, score_rows, sweep_scenarios
+from blockheat.libs.plans.scorecard import Window, check_window, parse_window, score_rows, sweep_scenarios
 from blockheat.libs.plans.target_spec import resolve_spec, spec_param
 from blockheat.libs.plans.types import PolicyError, Target, WindowStats
 from blockheat.libs.simulation.grid import parse_grid
@@ -180,6 +180,15 @@ def config_from_args(trace_id: str, args: argparse.Namespace) -> ScoreConfig:
                          alis_interval_s=args.alis_interval,
                          alis_ra_offsets=numbers(args.alis_area_offsets, "--alis-area-offsets", float))
     chosen = tuple(x.strip() for x in args.families.split(",") if x.strip()) if args.families else None
+    # Checked here, before any session: the window's form (its end against the trace's span comes later), the
+    # families' and the spec's names (a shipped name or a spec file).
+    check_window(args.window)
+    families(chosen)
+    if args.spec is not None:
+        try:
+            resolve_spec(args.spec)
+        except (KeyError, OSError, ValueError) as exc:
+            raise PolicyError(f"--spec {args.spec!r}: {exc}") from exc
     return ScoreConfig(trace_id, args.window, args.spec, args.scheduler, args.speedup, args.seed, chosen, sweep)
 
 

@@ -28,7 +28,7 @@ from blockheat.libs.io.tables import (
 )
 from blockheat.libs.plans.cost import IDLE_MIN_S, MoveBudget
 from blockheat.libs.plans.policies import FAMILIES
-from blockheat.libs.plans.scorecard import parse_window
+from blockheat.libs.plans.scorecard import check_window, parse_window
 from blockheat.libs.plans.steps import (
     PlanError,
     PlanInputs,
@@ -332,6 +332,10 @@ def config_from_args(trace_id: str, args: argparse.Namespace) -> PlanConfig:
         budget = MoveBudget(args.max_volume_share, args.max_idle_share, args.min_gain_per_gib)
     except ValueError as exc:
         raise PlanError(f"--max-volume-share, --max-idle-share, --min-gain-per-gib: {exc}") from exc
+    try:
+        check_window(args.window)                   # its form, before any session
+    except PolicyError as exc:
+        raise PlanError(str(exc)) from exc
     return PlanConfig(trace_id, args.policy, args.window, parse_utc(args.now) if args.now else None, args.valid_hours,
                       args.min_improvement, limits, budget)
 

@@ -1,8 +1,8 @@
 """The Spark Thrift server (`blockheat serve-sql`), so any JDBC/ODBC client (beeline, BI tools) queries every table by
 name. Bound to 127.0.0.1; runs on the persistent catalog (libs.io.catalog), and registers tables that jobs create
-while it runs. Clients authenticate (libs.io.sql_access: the password file for JDBC, the token for Spark Connect)
-and read only, unless the server allows writes (ServeConfig.allow_writes); a Spark Connect client with the token
-chooses for its own session.
+while it runs. Clients authenticate (libs.io.sql_access: the password file for JDBC, the owner's token for Spark
+Connect); JDBC clients read only unless the server allows writes (ServeConfig.allow_writes), Spark Connect clients
+write unless they seal their session read-only.
 
 Spark's own HiveThriftServer2 application is started by spark-submit (libs.io.connect_server) with the Spark Connect
 plugin on a loopback port: this process keeps the catalog in step with the warehouse through that Connect endpoint.
@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 READY_TIMEOUT_S = 120.0
+#: Seconds between checks of the journal: a query waits at most about this long for a stopped writer's commit.
+JOURNAL_POLL_S = 0.5
 THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 
 
@@ -46,8 +48,8 @@ class ServeError(RuntimeError):
 class ServeConfig:
     """Ports of the JDBC and Spark Connect endpoints (connect_port 0: a free one), seconds between checks for new
     tables, how long to wait for a metastore another process holds (a `blockheat sql` finishing, say), and whether
-    to publish the Connect endpoint for every command to attach to (libs.io.endpoint), and whether clients' sessions
-    write by default (allow_writes; otherwise read-only, libs.io.sql_access)."""
+    to publish the Connect endpoint for every command to attach to (libs.io.endpoint), and whether JDBC clients'
+    sessions write (allow_writes; otherwise read-only, libs.io.sql_access)."""
 
     port: int = 10000
     refresh_s: float = 10.0
@@ -97,13 +99,16 @@ def _wait_for_port(port: int, timeout_s: float) -> None:
             time.sleep(0.2)
 
 
-def _finish_commits(warehouse: Any) -> None:
-    """Finish what a stopped ingest decided (libs.io.journal), so the served tables are whole between refreshes; a
-    failure is logged and tried again at the next refresh."""
+def _finish_commits(warehouse: Any, reported: set[str] | None = None) -> None:
+    """Finish what a stopped ingest decided (libs.io.journal), so that the queries waiting on the journal go on; a
+    failure is logged (once per cause, remembered in `reported`) and tried again at the next check."""
     try:
         journal.finish(warehouse)
     except journal.JournalError as exc:
-        log.error("serve-sql: %s", exc)
+        if reported is None or str(exc) not in reported:
+            log.error("serve-sql: %s", exc)
+        if reported is not None:
+            reported.add(str(exc))
 
 
 def _existing_tables(warehouse: Path) -> frozenset[str]:
@@ -113,7 +118,8 @@ def _existing_tables(warehouse: Path) -> frozenset[str]:
 def start_server(cfg: SparkConfig, job: ServeConfig, secrets: sql_access.ServerSecrets) -> ConnectServer:
     """The Thrift server application on the persistent catalog, with the Delta jars on the driver's class path,
     the Thrift endpoint's host, port and password check (Spark passes spark.hive.* to HiveServer2 as hive.*), the
-    read-only guard, and a Connect endpoint (with the token) on a free loopback port for this process."""
+    read-only guard, the journal its sessions wait on before a statement (a query never reads half an ingest),
+    and a Connect endpoint (with the token) on a free loopback port for this process."""
     _check_port_free(job.port)
     if job.connect_port:
         _check_port_free(job.connect_port)
@@ -129,13 +135,14 @@ def start_server(cfg: SparkConfig, job: ServeConfig, secrets: sql_access.ServerS
              "spark.hive.server2.thrift.bind.host": HOST,
              "spark.hive.server2.thrift.port": str(job.port),
              "spark.ui.showConsoleProgress": "false", "spark.plugins": CONNECT_PLUGIN, "spark.scheduler.mode": "FAIR",
-             NAMES_CONF: NAMES_CREATED}
+             NAMES_CONF: NAMES_CREATED, sql_access.AWAIT_JOURNAL: journal.directory(cfg.warehouse)}
     return ConnectServer.start(guarded, HOST, job.connect_port or free_port(HOST), main_class=THRIFT_SERVER_CLASS,
                                extra=extra, timeout_s=READY_TIMEOUT_S, secrets=secrets.environment())
 
 
 def serve(cfg: SparkConfig, job: ServeConfig, on_ready: Callable[[str], None] = lambda url: None) -> None:
-    """Run the Thrift server until SIGTERM or SIGINT; registers tables that appear meanwhile. The signal
+    """Run the Thrift server until SIGTERM or SIGINT; finishes a stopped writer's commits within JOURNAL_POLL_S
+    (libs.io.journal; queries wait for them) and registers tables that appear meanwhile. The signal
     handlers are this function's only while the server runs (call from the main thread)."""
     from pyspark.sql import SparkSession
 
@@ -148,7 +155,7 @@ def serve(cfg: SparkConfig, job: ServeConfig, on_ready: Callable[[str], None] = 
     try:
         _wait_for_port(job.port, READY_TIMEOUT_S)
         spark = (SparkSession.builder.remote(sql_access.connect_url(server.url, secrets.token))
-                 .config(map=sql_access.client_conf(secrets.token, allow_writes=True)).getOrCreate())
+                 .config(map=sql_access.client_conf(allow_writes=True, job=True)).getOrCreate())
         _finish_commits(cfg.warehouse)
         sync_catalog(spark, cfg.warehouse)
         known = _existing_tables(cfg.warehouse)
@@ -158,10 +165,14 @@ def serve(cfg: SparkConfig, job: ServeConfig, on_ready: Callable[[str], None] = 
             published = endpoint.Endpoint(server.url, job.url, socket.gethostname(), server.process.pid)
             endpoint.write(cfg.warehouse, published)
         on_ready(job.url)
-        while not stop.wait(job.refresh_s):
+        next_sync, reported = time.monotonic() + job.refresh_s, set[str]()
+        while not stop.wait(min(JOURNAL_POLL_S, job.refresh_s)):
             if server.process.poll() is not None:
                 raise ServeError(f"the Thrift server exited with code {server.process.returncode}")
-            _finish_commits(cfg.warehouse)
+            _finish_commits(cfg.warehouse, reported)        # the queries waiting on the journal go on
+            if time.monotonic() < next_sync:
+                continue
+            next_sync = time.monotonic() + job.refresh_s
             now = _existing_tables(cfg.warehouse)
             if now != known:
                 synced = sync_catalog(spark, cfg.warehouse)

@@ -31,8 +31,6 @@ _UNIT_SECONDS = {MICROSECONDS: 1e-6, MILLISECONDS: 1e-3, SECONDS: 1.0}
 _UNIT_NAMES = ((re.compile(r"(^|_)bytes$"), BYTES), (re.compile(r"_share$"), SHARE),
                (re.compile(r"_us$"), MICROSECONDS), (re.compile(r"_ms$"), MILLISECONDS),
                (re.compile(r"(?<!_per)(?<!_blocks)_s$"), SECONDS))
-# A unit anywhere in a metric's name (interarrival_us_p50, seek_bytes_mean), not a rate (requests_per_s).
-_UNIT_TOKEN = re.compile(r"(?:^|(?<!per)(?<!blocks)_)(bytes|us|ms|s)(?:_|$)")
 # Integer columns that name something rather than count it: no thousands separators.
 _ID_NAMES = re.compile(r"(^|_)id$|^(device|rank|k|step|interval|window)$")
 _BINARY = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
@@ -44,12 +42,6 @@ def unit_of(column: str) -> str | None:
         if pattern.search(column):
             return unit
     return None
-
-
-def unit_in(metric: str) -> str | None:
-    """The unit a metric's name holds anywhere in it (the trace profile's rows)."""
-    found = _UNIT_TOKEN.search(metric)
-    return found.group(1) if found else None
 
 
 def significant(x: float, digits: int) -> str:

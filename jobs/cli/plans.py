@@ -206,7 +206,8 @@ def _check(args: argparse.Namespace) -> int:
     if args.file:
         if len(args.words) != 1:
             raise UsageError("plan check --file FILE takes no PLAN_ID")
-        doc, stored = read_plan(args.file), None          # check() compares it with the stored plan of its id
+        # check() compares it with the stored plan of its id (a CSV export's header is that plan's)
+        doc, stored = read_plan(args.file, stored=lambda plan_id: _load(args, warehouse, plan_id)), None
     else:
         doc = stored = _load(args, warehouse, _plan_id(args))
     problems = check(warehouse, doc, parse_utc(args.now) if args.now else None, stored)

@@ -117,12 +117,13 @@ def snapshot(root: str, version: int | None = None) -> Snapshot:
                     {"partitionColumns": list(meta.partition_columns), "configuration": dict(meta.configuration)})
 
 
-def read(root: str, columns: Sequence[str], where: Mapping[str, str] | None = None) -> pa.Table:
-    """The latest version's `columns`, in the rows where column == value for each item of `where` (string columns),
-    read without Spark: for the small catalog tables a command lists or looks up. The files are read by pyarrow's
-    own file system (delta-rs's, through to_pyarrow_table, can abort the interpreter at exit). LogUnreadable when
-    there is no table, or its files cannot be read as they are."""
-    table = _readable(root)
+def read(root: str, columns: Sequence[str], where: Mapping[str, str] | None = None, *,
+         version: int | None = None) -> pa.Table:
+    """`columns` of the table at `version` (default: the latest), in the rows where column == value for each item
+    of `where` (string columns), read without Spark: for the small catalog tables a command lists or looks up. The
+    files are read by pyarrow's own file system (delta-rs's, through to_pyarrow_table, can abort the interpreter at
+    exit). LogUnreadable when there is no table, or its files cannot be read as they are."""
+    table = _readable(root, version)
     partitions = list(table.metadata().partition_columns)
     schema = pa.schema(table.schema().to_arrow())
     wanted = pa.schema([schema.field(c) for c in columns])

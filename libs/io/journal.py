@@ -22,8 +22,10 @@ before the decision and each step that no later writer took the lease over (Leas
 applies such an entry only when its writer no longer holds the lease and no later writer of the trace decided its
 own change (then the entry is dropped: applying it would go over that change).
 
-What this does not cover: a reader already running while the steps are being made (a query inside `blockheat
-serve` at that moment) can see the tables between two steps, as with any sequence of Delta commits.
+A server's statements wait while an entry is there (the SQL guard's CommitBarrier, on the directory()); the server
+finishes a stopped writer's entry within a second (jobs.sql_server). What this does not cover: a reader already
+running while the steps are being made (a served query that started before them) can see the tables between two
+steps, as with any sequence of Delta commits.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Secrets kept out of what blockheat prints: `redact(text)` masks the secrets this process knows (register: the
 servers' token and password as they are read, the metastore's password; from_environment: the Spark Connect token,
 the S3 secret key and session token, the metastore password and a token in BLOCKHEAT_SPARK_REMOTE) wherever they
-appear, and any value written as `token=`, `password=`, `secret.key=`, `writeKey=` ... or as a URL's `user:password@`.
+appear, and any value written as `token=`, `password=`, `secret.key=` ... or as a URL's `user:password@`.
 
 The command's log handler, its stderr, the JVM's forwarded stderr and its tracebacks (jobs.cli.console, jobs.cli.main)
 pass through it, so a secret never reaches the terminal or a log, whatever the message that carries it.

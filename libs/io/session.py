@@ -78,9 +78,9 @@ class SparkConfig:
     # catalog: a client then registers none itself.
     served: bool = False
     # SQL access (libs.io.sql_access): the read-only guard in the session's extensions and file queries off; the
-    # session writes only with allow_writes. For a server application (session_conf), allow_writes is the default of
-    # its clients' sessions. A client of a served remote gives its own session allow_writes (a job's session writes:
-    # sql_guard False), whatever the server's default.
+    # session writes only with allow_writes. For a server application (session_conf), allow_writes lets its JDBC
+    # clients write. A client of a served remote seals its own session read-only unless allow_writes (a job's session
+    # writes: sql_guard False), whatever the server allows.
     sql_guard: bool = False
     allow_writes: bool = False
 
@@ -298,7 +298,7 @@ def _remote_session(cfg: SparkConfig) -> SparkSession:
     if cfg.served:
         token = sql_access.read_token(cfg.warehouse)
         builder = builder.remote(sql_access.connect_url(cfg.remote, token)).config(
-            map=sql_access.client_conf(token, cfg.allow_writes or not cfg.sql_guard))
+            map=sql_access.client_conf(cfg.allow_writes or not cfg.sql_guard, job=not cfg.sql_guard))
     else:
         builder = builder.remote(cfg.remote)
     spark = builder.getOrCreate()
@@ -381,7 +381,7 @@ def build_session(cfg: SparkConfig) -> SparkSession:
     conf = session_conf(cfg)
     if cfg.sql_guard:
         # This JVM serves this process alone: the application allows writes, so the catalog is synced below, and
-        # the session is then made read-only unless cfg.allow_writes (SQL cannot undo that: ReadOnlyGuard).
+        # the session is then sealed read-only unless cfg.allow_writes (SQL cannot undo that: ReadOnlyGuard).
         conf.update(sql_access.guard_conf(allow_writes=True))
     for key, value in conf.items():     # after Delta's: the guard's spark.sql.extensions names Delta's too
         builder = builder.config(key, value)
@@ -400,6 +400,6 @@ def build_session(cfg: SparkConfig) -> SparkSession:
 
         register_tables(spark, cfg.warehouse)
     if cfg.sql_guard and not cfg.allow_writes:
-        spark.conf.set(sql_access.ALLOW_WRITES, "false")
+        spark.conf.set(sql_access.READ_ONLY, "true")          # sealed at its first statement
     log.info("spark %s master=%s warehouse=%s", spark.version, spark.sparkContext.master, cfg.warehouse)
     return spark

@@ -2,11 +2,14 @@
 (libs/io/java, shipped as sources and compiled into the environment on first use) and the secrets the servers hand
 their owner.
 
-- Read-only sessions: ReadOnlyGuard (a Spark SQL extension) refuses at analysis every command that writes or changes
-  a table, Java calls (reflect), SQL's SET of the protected settings and file queries (`SELECT * FROM
-  text.`/etc/...``, spark.sql.runSQLOnFiles), and a script (TRANSFORM) in any session. A session writes when it
-  asks to (ALLOW_WRITES) and either its application allows writes (its Spark configuration's ALLOW_WRITES: a
-  server's --allow-writes) or it gives the application's Spark Connect token as its WRITE_KEY (client_conf).
+- Read-only sessions: ReadOnlyGuard (a Spark SQL extension) refuses at analysis, statement by statement, every
+  command that writes or changes a table, Java calls (reflect), SQL's SET of the protected settings and file queries
+  (`SELECT * FROM text.`/etc/...``, spark.sql.runSQLOnFiles), and a script (TRANSFORM) in any session; its parser
+  (GuardParser) never substitutes `${env:...}` and the like. The server decides which sessions write, from how
+  the client authenticated: every session when the application allows writes (ALLOW_WRITES in its Spark
+  configuration: a server's --allow-writes), otherwise only Spark Connect clients, which hold the owner's token;
+  JDBC users (the password) read. A client that holds the token seals its session read-only (READ_ONLY,
+  client_conf) for good: `blockheat sql` without --allow-writes.
 - The Thrift JDBC/ODBC endpoint: HiveServer2's CUSTOM authentication with PasswordFileAuthenticator, whose password
   is the first line of a file only its owner may read (PASSWORD_FILE_ENV in the server's environment).
 - The Spark Connect endpoint: Spark's pre-shared token (TOKEN_ENV in the server's environment); clients give it in
@@ -31,10 +34,14 @@ from blockheat.libs.io import redaction, storage
 
 GUARD_EXTENSION = "io.blockheat.sql.ReadOnlyGuard"
 AUTHENTICATOR = "io.blockheat.sql.PasswordFileAuthenticator"
-#: The session setting that lets a session write (ReadOnlyGuard's ALLOW_WRITES).
+#: The application setting that lets every session write (ReadOnlyGuard's ALLOW_WRITES).
 ALLOW_WRITES = "spark.blockheat.allowWrites"
-#: The session setting that proves a Spark Connect client holds the server's token (ReadOnlyGuard's WRITE_KEY).
-WRITE_KEY = "spark.blockheat.writeKey"
+#: The session setting that seals a session read-only for good (ReadOnlyGuard's READ_ONLY).
+READ_ONLY = "spark.blockheat.readOnly"
+#: A server's setting: the journal its sessions wait on before a statement (CommitBarrier's JOURNAL).
+AWAIT_JOURNAL = "spark.blockheat.journal"
+#: The session setting that reads without waiting for the journal (CommitBarrier's AWAIT).
+AWAIT_COMMITS = "spark.blockheat.awaitCommits"
 PASSWORD_FILE_ENV = "BLOCKHEAT_SQL_PASSWORD_FILE"
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 
@@ -85,14 +92,17 @@ def build_access_jar(path: Path) -> Path:
 
 def guard_conf(allow_writes: bool) -> dict[str, str]:
     """The application settings of a guarded Spark application (the extension itself goes into spark.sql.extensions
-    beside Delta's): its sessions write only if allow_writes (or with the token, client_conf), and query no files."""
-    return {ALLOW_WRITES: "true" if allow_writes else "false", "spark.sql.runSQLOnFiles": "false"}
+    beside Delta's): every session writes if allow_writes (otherwise the owner's Spark Connect clients only), no
+    session queries files, and variables are not substituted (the guard's parser sees to that in any case)."""
+    return {ALLOW_WRITES: "true" if allow_writes else "false", "spark.sql.runSQLOnFiles": "false",
+            "spark.sql.variable.substitute": "false"}
 
 
-def client_conf(token: str, allow_writes: bool) -> dict[str, str]:
-    """The settings a Spark Connect client of a guarded server gives its own session: writes (proved by the token)
-    or read-only, whatever the server's default."""
-    return {ALLOW_WRITES: "true", WRITE_KEY: token} if allow_writes else {ALLOW_WRITES: "false"}
+def client_conf(allow_writes: bool, job: bool = False) -> dict[str, str]:
+    """The settings a client of a guarded server gives its own session: none to write as the server lets it, or the
+    seal that keeps it read-only whatever the server allows; a job (which finishes the journal itself before it
+    starts, libs.io.journal) reads without waiting for the server's journal."""
+    return {**({} if allow_writes else {READ_ONLY: "true"}), **({AWAIT_COMMITS: "false"} if job else {})}
 
 
 def thrift_auth_conf() -> dict[str, str]:
@@ -178,7 +188,7 @@ def connect_url(url: str, token: str) -> str:
     return f"sc://localhost:{port}/;token={token}"
 
 
-__all__ = ["ALLOW_WRITES", "AUTHENTICATOR", "GUARD_EXTENSION", "PASSWORD_FILE", "PASSWORD_FILE_ENV", "TOKEN_ENV",
-           "TOKEN_FILE", "WRITE_KEY", "SecretFileError", "ServerSecrets", "access_jar", "build_access_jar",
-           "client_conf", "connect_url", "ensure_secret", "guard_conf", "read_secret", "read_token", "serve_dir",
-           "thrift_auth_conf"]
+__all__ = ["ALLOW_WRITES", "AUTHENTICATOR", "AWAIT_COMMITS", "AWAIT_JOURNAL", "GUARD_EXTENSION", "PASSWORD_FILE",
+           "PASSWORD_FILE_ENV", "READ_ONLY", "TOKEN_ENV", "TOKEN_FILE", "SecretFileError", "ServerSecrets",
+           "access_jar", "build_access_jar", "client_conf", "connect_url", "ensure_secret", "guard_conf",
+           "read_secret", "read_token", "serve_dir", "thrift_auth_conf"]

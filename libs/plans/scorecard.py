@@ -21,7 +21,8 @@ from typing import Any
 
 from blockheat.libs.plans.types import BASELINE, PolicyError, Target, Variant
 
-__all__ = ["Window", "parse_window", "rank_rows", "score_rows", "sweep_scenarios", "utilization_balance"]
+__all__ = ["Window", "check_window", "parse_window", "rank_rows", "score_rows", "sweep_scenarios",
+           "utilization_balance"]
 
 ALL = "all"
 _NUMBER = r"\d+(?:\.\d+)?"
@@ -59,6 +60,11 @@ def parse_window(text: str | None, *, span_us: int) -> Window:
         raise PolicyError(f"window {text!r}: the end must be after the start")
     end_label = _seconds(found.group(2)) if found.group(2) else "end"
     return Window(f"{_seconds(found.group(1))}s-{end_label}{'s' if found.group(2) else ''}", start_us, end_us)
+
+
+def check_window(text: str | None) -> None:
+    """The form of a window (parse_window's errors) without the trace: an open end is taken as far off."""
+    parse_window(text, span_us=1 << 62)
 
 
 def sweep_scenarios(variants: Sequence[Variant],

@@ -5,7 +5,8 @@ check and the export formats. Pure logic: jobs/reorg_plan.py reads the inputs an
     part = extent_migration_steps(target, extent_map)          # steps in a safe order, cycles staged
     doc = build_plan(PlanInputs(...), part)                    # ids computed, schema-valid
     problems = check_plan(doc, now=now, versions={"sim_results": 7, ...})   # [] = may be reviewed / applied
-    write_plan(doc, Path("plan.csv"), "csv"); read_plan(Path("plan.csv")) == doc
+    write_plan(doc, Path("plan.json"), "json"); read_plan(Path("plan.json")) == doc
+    write_plan(doc, Path("plan.csv"), "csv"); read_plan(Path("plan.csv"), stored=load) == doc   # steps only
 
 Choices (each tested in tests/jobs/test_reorg_plan.py):
 - plan_id is the SHA-256 of the canonical JSON (sorted keys, no spaces, ASCII) of the whole document
@@ -83,7 +84,6 @@ __all__ = ["EXPORT_FORMATS", "PlanError", "PlanInputs", "PlanRefusedError", "Saf
 EXPORT_FORMATS = ("json", "csv", "parquet")
 DEVICE_BYTES_SOURCE = "highest byte the trace addresses on the device (space beyond is taken as free)"
 APPLIES = "nothing: this tool never moves data; export and check are dry runs for review"
-CSV_MARK = "# blockheat-plan "
 PARQUET_KEY = b"blockheat.plan"
 _UNHASHED_FOR_CONTENT = ("plan_id", "content_id", "created_at", "valid_until")
 _RESTRIPE_CHUNK = 1 << 22      # stripe units per numpy pass (bounds memory for tiny units)
@@ -777,11 +777,12 @@ def _header(doc: Mapping[str, Any]) -> str:
 
 
 def write_plan(doc: Mapping[str, Any], path: str | Path, fmt: str) -> Path | str:
-    """Write the plan: json (the document), csv (a `# blockheat-plan {header}` line, then one row per step
-    with the reorg_plan_steps columns; depends_on as 1;2;3) or parquet (the steps, the header in the
-    schema metadata under blockheat.plan). The header leaves out the lookaside entries: the copy steps'
-    rows carry them. Each reads back to the same document (read_plan). `path`: a local file (its directory
-    created) or an object-store URI (libs.io.storage: one PUT); returns it (a Path when local)."""
+    """Write the plan: json (the document), csv (the steps table: a line of the reorg_plan_steps columns, then one
+    row per step, depends_on as 1;2;3; each row names its trace and plan, the rest of the document is the stored
+    plan's) or parquet (the steps, the header in the schema metadata under blockheat.plan). The header leaves out
+    the lookaside entries: the copy steps' rows carry them. Each reads back to the same document (read_plan).
+    `path`: a local file (its directory created) or an object-store URI (libs.io.storage: one PUT); returns it (a
+    Path when local)."""
     if fmt not in EXPORT_FORMATS:
         raise PlanError(f"export format {fmt!r}: use one of {list(EXPORT_FORMATS)}")
     _, steps = plan_rows(doc)
@@ -789,7 +790,6 @@ def write_plan(doc: Mapping[str, Any], path: str | Path, fmt: str) -> Path | str
         data = (json.dumps(doc, sort_keys=True, indent=2, allow_nan=False) + "\n").encode()
     elif fmt == "csv":
         buf = io.StringIO()
-        buf.write(CSV_MARK + _header(doc) + "\n")
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(STEPS.COLUMNS)
         for s in steps:
@@ -844,12 +844,14 @@ def _csv_value(name: str, text: str, where: str) -> Any:
     return None if text == "" and name == "note" else text
 
 
-def read_plan(path: str | Path, fmt: str | None = None) -> dict[str, Any]:
+def read_plan(path: str | Path, fmt: str | None = None, *,
+              stored: Callable[[str], Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """A plan written by write_plan (format from the extension unless given), from a local file or an
-    object-store URI (libs.io.storage), parsed strictly: a key repeated in the JSON (the export, the CSV header
-    line, the Parquet header metadata) is refused, the CSV and Parquet step columns must be reorg_plan_steps'
-    (names, order, Parquet types), and every step row's trace_id and plan_id must be the header's target.trace_id
-    and plan_id. Errors (PlanError) name the file and the line, row or key."""
+    object-store URI (libs.io.storage), parsed strictly: a key repeated in the JSON (the export, the Parquet header
+    metadata) is refused, the CSV and Parquet step columns must be reorg_plan_steps' (names, order, Parquet types),
+    and every step row's trace_id and plan_id must be the header's target.trace_id and plan_id. A CSV export holds
+    the steps only: its header is the one of the stored plan its rows name (`stored`: plan id -> that document).
+    Errors (PlanError) name the file and the line, row or key."""
     path = _local_path(path) or storage.normalize(path)
     fmt = fmt or os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
     if fmt not in EXPORT_FORMATS:
@@ -862,20 +864,18 @@ def read_plan(path: str | Path, fmt: str | None = None) -> dict[str, Any]:
                 raise PlanError(f"{path}: not a plan document (a JSON object), got {type(doc).__name__}")
             return doc
         if fmt == "csv":
-            lines = data.decode().splitlines()
-            if not lines or not lines[0].startswith(CSV_MARK):
-                raise PlanError(f"{path}: line 1 must start with {CSV_MARK.strip()!r} (a blockheat plan export)")
-            head = loads_strict(lines[0][len(CSV_MARK):], f"{path}: line 1")
-            reader = csv.reader(lines[1:])
+            reader = csv.reader(data.decode().splitlines())
             header = next(reader, None)
             if header is None or tuple(header) != STEPS.COLUMNS:
-                raise PlanError(f"{path}: line 2 must be the step columns {list(STEPS.COLUMNS)}")
+                raise PlanError(f"{path}: line 1 must be the step columns {list(STEPS.COLUMNS)} (a blockheat plan "
+                                "export)")
             rows = []
-            for n, cells in enumerate(reader, start=3):
+            for n, cells in enumerate(reader, start=2):
                 if len(cells) != len(header):
                     raise PlanError(f"{path}: line {n}: {len(cells)} cells, expected {len(header)}")
                 rows.append({c: _csv_value(c, x, f"{path}: line {n}") for c, x in zip(header, cells, strict=True)})
-            return _with_step_rows(head, rows, f"{path}: line 1", lambda i: f"{path}: line {i + 3}")
+            return _with_step_rows(_stored_header(rows, stored, str(path)), rows, f"{path}: the stored plan",
+                                   lambda i: f"{path}: line {i + 2}")
         table = pq.read_table(pa.BufferReader(data))
         meta = (table.schema.metadata or {}).get(PARQUET_KEY)
         if meta is None:
@@ -886,6 +886,17 @@ def read_plan(path: str | Path, fmt: str | None = None) -> dict[str, Any]:
                                lambda i: f"{path}: row {i} (from 0)")
     except (OSError, json.JSONDecodeError, UnicodeDecodeError, pa.ArrowException) as exc:
         raise PlanError(f"{path}: cannot read the plan: {exc}") from exc
+
+
+def _stored_header(rows: Sequence[Mapping[str, Any]], stored: Callable[[str], Mapping[str, Any]] | None,
+                   where: str) -> Any:
+    """The header of the stored plan a CSV export's rows name (the first row's plan_id; _with_step_rows checks
+    every row against it)."""
+    if not rows:
+        raise PlanError(f"{where}: no step rows, so no plan id: check the plan by its id, or export it as json")
+    if stored is None:
+        raise PlanError(f"{where}: a CSV export holds the steps only; read it with the stored plans")
+    return json.loads(_header(stored(str(rows[0]["plan_id"]))))
 
 
 def _check_step_columns(schema: pa.Schema, where: str) -> None:

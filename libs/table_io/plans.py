@@ -4,6 +4,7 @@ its inputs' versions) and the export for review (export: nothing is ever applied
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,7 @@ from blockheat.libs.plans.steps import (
     plan_scope,
     write_plan,
 )
-from blockheat.schemas import reorg_plan_steps, reorg_plans
+from blockheat.schemas import policy_scores, reorg_plan_steps, reorg_plans, sim_results
 from blockheat.schemas.reorg_plan_json import schema_errors
 
 if TYPE_CHECKING:
@@ -116,8 +117,8 @@ def check(warehouse: Location, doc: Mapping[str, Any], now: dt.datetime | None =
     document, a copy from a file included, must equal it in canonical form (canonical_json: formatting and key order
     aside), else the first differing field is named, so an edited plan with its ids recomputed is refused; then
     libs.plans.steps.check_plan on the stored document against the input tables' latest versions that changed the
-    plan's rows (its trace, window and grid). Only blockheat's own tables under the warehouse are read, never a path
-    the document names."""
+    plan's rows (its trace, window and grid; a rerun of `score` that rewrote them equal, RERUN_COLUMNS aside, changed
+    nothing). Only blockheat's own tables under the warehouse are read, never a path the document names."""
     now = now or dt.datetime.now(dt.UTC)
     if schema_errors(doc):
         return check_plan(doc, now=now, versions={})      # not a plan document: check_plan says why
@@ -135,7 +136,36 @@ def check(warehouse: Location, doc: Mapping[str, Any], now: dt.datetime | None =
         return [f"not a blockheat plan: input tables {', '.join(unknown)} are not blockheat tables"]
     scope = plan_scope(stored)
     versions = {t: scoped_version(warehouse, t, scope, since=v) for t, v in stored["inputs"]["tables"].items()}
+    for table, read in stored["inputs"]["tables"].items():
+        now_at = versions[table]
+        if now_at is not None and now_at > read and _rerun_unchanged(warehouse, table, scope, read, now_at):
+            versions[table] = read
     return check_plan(stored, now=now, versions=versions)
+
+
+#: Result tables a rerun rewrites (`score`), with their columns that differ from run to run: a commit that leaves
+#: the plan's rows equal apart from those does not make the plan stale.
+RERUN_COLUMNS = {policy_scores.TABLE: (), sim_results.TABLE: ("wall_s",)}
+
+
+def _rerun_unchanged(warehouse: Location, table: str, scope: Mapping[str, str], read: int, now_at: int) -> bool:
+    """Whether `table`'s rows in `scope` are the same at versions `read` and `now_at` (RERUN_COLUMNS aside); False
+    for any other table, or when delta-rs cannot read a version."""
+    if table not in RERUN_COLUMNS:
+        return False
+    names = [c for c in TABLES[table][0].fieldNames() if c not in RERUN_COLUMNS[table]]
+    where = {c: v for c, v in scope.items() if c in names}
+    root = table_path(warehouse, table)
+    try:
+        before, after = (delta_log.read(root, names, where, version=v).to_pylist() for v in (read, now_at))
+    except LogUnreadable:
+        return False
+    return sorted(map(_row_text, before)) == sorted(map(_row_text, after))
+
+
+def _row_text(row: Mapping[str, Any]) -> str:
+    """A row as comparable text (NaN equal to NaN)."""
+    return json.dumps(row, sort_keys=True, default=str)
 
 
 def export(doc: Mapping[str, Any], fmt: str, out: Path) -> Path:

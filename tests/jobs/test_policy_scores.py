@@ -261,7 +261,7 @@ def test_cli_export_round_trips(greedy_plan, tmp_path, capsys, fmt):
     assert main(["plan", "export", greedy_plan["plan_id"], "--format", fmt, "--out", str(path)]) == 0
     assert capsys.readouterr().out == (f"plan {greedy_plan['plan_id']} (proposed, 321 steps) written to {path} "
                                        f"({fmt}); dry run: nothing was applied\n")
-    assert read_plan(path) == greedy_plan
+    assert read_plan(path, stored={greedy_plan["plan_id"]: greedy_plan}.__getitem__) == greedy_plan
     assert main(["plan", "check", "--file", str(path), "--now", "2026-01-02T12:00:00Z"]) == 0
     assert capsys.readouterr().out.startswith(f"plan {greedy_plan['plan_id']}: ok: hash verified")
 
@@ -337,12 +337,22 @@ def test_stale_plans_are_refused(spark, spark_cfg, greedy_plan, capsys, tmp_path
     replace_rows(rows, spark, cfg.warehouse, PS.TABLE, {"trace_id": HPLAJW_TRACE_ID, "window_id": "h0"})
     assert main(["plan", "check", plan_id, "--now", "2026-01-02T12:00:00Z"]) == 0
     capsys.readouterr()
-    replace_rows(rows, spark, cfg.warehouse, PS.TABLE,
-                 {"trace_id": HPLAJW_TRACE_ID, "window_id": WINDOW_ID})          # same rows, a new version
+    # A rerun of `score` with the same results: the same policy_scores rows, sim_results rows that differ only in
+    # their run's wall-clock time; new versions of the plan's rows, equal in what they say.
+    replace_rows(rows, spark, cfg.warehouse, PS.TABLE, {"trace_id": HPLAJW_TRACE_ID, "window_id": WINDOW_ID})
+    grid = greedy_plan["evidence"]["grid_id"]
+    sims = read_table(spark, cfg.warehouse, "sim_results", HPLAJW_TRACE_ID).where(F.col("grid_id") == grid)
+    replace_rows(spark.createDataFrame(sims.withColumn("wall_s", F.col("wall_s") + 1.5).collect(), sims.schema),
+                 spark, cfg.warehouse, "sim_results", {"grid_id": grid})
+    assert main(["plan", "check", plan_id, "--now", "2026-01-02T12:00:00Z"]) == 0
+    assert "inputs unchanged" in capsys.readouterr().out
+    changed = rows.withColumn("mean_response_ms", F.when(F.col("rank") == 1, F.col("mean_response_ms") * 0.99)
+                              .otherwise(F.col("mean_response_ms")))
+    replace_rows(changed, spark, cfg.warehouse, PS.TABLE, {"trace_id": HPLAJW_TRACE_ID, "window_id": WINDOW_ID})
     assert main(["plan", "check", plan_id, "--now", "2026-01-02T12:00:00Z"]) == 1
     assert capsys.readouterr().err == (f"blockheat: error: plan {plan_id} refused: stale: input table policy_scores "
                                        f"changed since the plan read it (read version {read}, changed in version "
-                                       f"{read + 3})\n")
+                                       f"{read + 4})\n")
     assert check(spark_cfg.warehouse, greedy_plan, NOW) == []          # the session's warehouse is untouched
 
 
@@ -407,7 +417,7 @@ def test_alis_is_scored_and_planned_where_its_area_fits(spark, spark_cfg, hplajw
     jsonschema.Draft202012Validator(PLAN_JSON_SCHEMA).validate(doc)
     assert check(cfg.warehouse, doc, NOW) == []
     for fmt in ("json", "csv", "parquet"):
-        assert read_plan(export(doc, fmt, tmp_path / f"alis.{fmt}")) == doc
+        assert read_plan(export(doc, fmt, tmp_path / f"alis.{fmt}"), stored={doc["plan_id"]: doc}.__getitem__) == doc
 
 
 def test_device_figures_from_the_files_equal_spark(spark, spark_cfg, hplajw):

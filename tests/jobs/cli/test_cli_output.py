@@ -1,5 +1,6 @@
 """What the blockheat command prints, from real commands: the same rows in table, CSV, JSON and Markdown form,
-a row count under every table, exit codes, --version, every subcommand's help, and one real `blockheat`
+a row count under every table, exit codes, --version, every subcommand's help, the files an experiment wrote,
+and one real `blockheat`
 process whose stderr holds no JVM, log4j or Hadoop banner, no stage bar and no traceback."""
 from __future__ import annotations
 
@@ -138,6 +139,16 @@ def test_every_subcommand_has_an_example_defaults_and_help_for_each_option():
             assert action.help, f"{name} {action.dest}: no help text"
             shown = action.default not in (None, False, "") and action.option_strings
             assert not shown or "default" in parser._get_formatter()._expand_help(action), f"{name} {action.dest}"
+
+
+def test_an_experiment_names_the_files_it_wrote(tmp_path, capsys):
+    """The last line lists every file written, relative to the directory, where it is (tables under tables/)."""
+    assert main(["experiment", "placement", "--scale", "tiny", "--out", str(tmp_path / "ex")]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == (f"written: {tmp_path / 'ex'}/ (tables/placements.parquet, tables/sensitivity.parquet, "
+                    "queue_lengths.png, summary.md)")
+    assert sorted(str(f.relative_to(tmp_path / "ex")) for f in (tmp_path / "ex").rglob("*") if f.is_file()) == [
+        "queue_lengths.png", "summary.md", "tables/placements.parquet", "tables/sensitivity.parquet"]
 
 
 def test_sessions_draw_no_stage_bars():

@@ -1,7 +1,8 @@
 """Mistakes on the command line are refused in one line before any Spark JVM: a mistyped command, option or choice
 gets "did you mean", a bad option value the usage of that option only (argparse prints the whole usage); an
-unknown trace id (with the closest ingested ones), a missing input file, an `--out` that cannot be written and an
-`--append` to no trace are refused by processes that cannot start Java at all."""
+unknown trace id (with the closest ingested ones), a missing input file, an `--out` that cannot be written, an
+`--append` to no trace, and a score's or plan's malformed window, unknown spec or policy family are refused by
+processes that cannot start Java at all."""
 from __future__ import annotations
 
 import os
@@ -76,4 +77,16 @@ def test_bad_names_and_paths_are_refused_before_spark(hplajw, spark_cfg, tmp_pat
     assert (code, len(err), err[0].startswith("blockheat: error: no trace 'no-such' in ")) == (1, 1, True), err
     assert blockheat("report", HPLAJW_TRACE_ID, "--out", "/proc/forbidden/report") == (
         2, ["blockheat: error: --out /proc/forbidden/report: cannot write there (No such file or directory)"])
+    assert blockheat("score", HPLAJW_TRACE_ID, "--window", "86400:3600") == (
+        2, ["blockheat: error: window '86400:3600': the end must be after the start"])
+    assert blockheat("plan", HPLAJW_TRACE_ID, "--policy", "best", "--window", "1h") == (
+        2, ["blockheat: error: window '1h': use 'all' or START:END in seconds from the trace start (e.g. 0:21600, or "
+            "86400: for the rest of the trace)"])
+    code, err = blockheat("score", HPLAJW_TRACE_ID, "--spec", "hp_c2247")
+    assert (code, err) == (2, ["blockheat: error: --spec 'hp_c2247': spec 'hp_c2247' is neither a shipped spec "
+                               "(hp_c2247a, hp_335h, five_table1, ibm_ultrastar_73lzx, maxtor_atlas_10k3, ssa_table1) "
+                               "nor a file"]), err
+    code, err = blockheat("score", HPLAJW_TRACE_ID, "--families", "greedy,colling")
+    assert (code, len(err), err[0].startswith("blockheat: error: policy family 'colling' is not available")) == (
+        2, 1, True), err
     assert list(tmp_path.iterdir()) == []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -24,12 +25,13 @@ from pathlib import Path
 
 import pytest
 
-from blockheat.libs.io import endpoint, redaction, sql_access
+from blockheat.libs.io import endpoint, journal, redaction, sql_access
 from blockheat.libs.io.catalog import METASTORE_DIR
 from blockheat.libs.io.connect_server import free_port
 from blockheat.libs.io.jvm import SHORT_JOB_OPTIONS
 from tests.conftest import HPLAJW_TRACE_ID
 from tests.jobs.cli.test_sql_catalog import DEVICE_TOTALS, TOTALS_SQL, password_path, run_beeline, stop_server
+from tests.libs.ingest.test_atomic_ingest import REPO, SOURCES, TRACE
 from tests.postgres_server import METASTORE_DB
 
 START_TIMEOUT_S = 240
@@ -176,9 +178,52 @@ def test_writes_are_the_servers_and_each_sql_commands_choice(served):  # type: i
     refused = blockheat(warehouse, "sql", delete)                  # attached, without --allow-writes of its own
     assert refused.returncode == 1
     assert "read-only SQL: DeleteCommand is not allowed" in refused.stderr, refused.stderr[-3000:]
+    for script in (f"BEGIN EXECUTE IMMEDIATE 'RESET spark.blockheat.readOnly'; {delete}; END",
+                   f"BEGIN EXECUTE IMMEDIATE 'RESET'; {delete}; END"):     # the seal outlives RESET, even here
+        refused = blockheat(warehouse, "sql", script)
+        assert refused.returncode == 1, script
+        assert "read-only SQL: DeleteCommand is not allowed" in refused.stderr, refused.stderr[-3000:]
     allowed = blockheat(warehouse, "sql", "--allow-writes", "--json", delete)
     assert allowed.returncode == 0, allowed.stderr[-3000:]
     assert json.loads(allowed.stdout.splitlines()[0]) == {"num_affected_rows": 0}
+
+
+# A Spark Connect client in a process of its own: the one row of a query, as JSON.
+CONNECT_QUERY = """
+import json, sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+print(json.dumps(list(spark.sql(sys.argv[2]).collect()[0])))
+"""
+# A Spark Connect client in a process of its own, with the URL's token: what it printed.
+CONNECT_CLIENT = """
+import sys
+from pyspark.sql import SparkSession
+try:
+    spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+    print("ANSWER", spark.sql("SELECT count(*) FROM traces").collect()[0][0])
+except Exception as exc:
+    print("REFUSED", type(exc).__name__, " ".join(str(exc).split())[:2000])
+"""
+
+
+def test_spark_connect_is_the_owners_alone(served):  # type: ignore[no-untyped-def]
+    """Read-only users get SQL only: the JDBC password (or no token) opens no Spark Connect session, so no one but
+    the owner runs Python or reads files on the server."""
+    _, warehouse, _, connect_port, _ = served
+    password = password_path(warehouse).read_text().strip()
+    token = (sql_access.serve_dir(warehouse) / sql_access.TOKEN_FILE).read_text().strip()
+    printed = {}
+    for who, url in (("password", f"sc://localhost:{connect_port}/;token={password}"),
+                     ("nobody", f"sc://localhost:{connect_port}"),
+                     ("owner", f"sc://localhost:{connect_port}/;token={token}")):
+        done = subprocess.run([sys.executable, "-c", CONNECT_CLIENT, url], env=env_of(warehouse, java=False),
+                              capture_output=True, text=True, timeout=300, check=False)
+        printed[who] = done.stdout.strip()
+    assert printed["owner"] == "ANSWER 1", printed
+    for who in ("password", "nobody"):
+        assert printed[who].startswith("REFUSED"), printed
+        assert "StatusCode.UNAUTHENTICATED" in printed[who], printed
 
 
 # Commands with the server's token in the environment as the docs give it (BLOCKHEAT_SPARK_REMOTE with ;token=, and
@@ -213,6 +258,45 @@ def test_no_command_prints_a_secret(served):  # type: ignore[no-untyped-def]
     returncode, printed = run(("sql", "SELECT 1"), remote=f"http://localhost:{connect_port}/;token={token}")
     assert (returncode, token in printed) == (1, False)
     assert f"got 'http://localhost:{connect_port}/;token={redaction.MASK}'" in printed, printed
+
+
+# One statement that reads the trace's `traces` row and its `requests` rows: they agree unless half an ingest shows.
+WHOLE_SQL = ("SELECT t.format, t.records_accepted, (SELECT count(*) FROM requests r WHERE r.trace_id = 't') "
+             "FROM traces t WHERE t.trace_id = 't'")
+
+
+def killed_ingest(warehouse: Path, fmt: str) -> None:
+    """An attached `blockheat ingest` of trace "t" killed after its `requests` and `rejected_records` commits,
+    before its `traces` commit (tests.libs.ingest.crash_at step-2): its journal entry is left decided, half made."""
+    done = subprocess.run([sys.executable, "-m", "tests.libs.ingest.crash_at", "step-2", "kill", "--", "ingest",
+                           "--format", fmt, "--trace-id", TRACE, *SOURCES[fmt]], cwd=REPO,
+                          env=env_of(warehouse, java=False), capture_output=True, text=True, timeout=300,
+                          check=False, start_new_session=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
+
+
+def test_a_served_query_right_after_a_killed_ingest_sees_it_whole(served):  # type: ignore[no-untyped-def]
+    """The server never rescans tables here (--refresh 3600), yet a JDBC and a Spark Connect query made the moment
+    an ingest was killed between its commits see the new trace whole: the server finishes the left journal entry,
+    and its queries wait for that (libs.io.sql_access, CommitBarrier)."""
+    _, warehouse, port, connect_port, _ = served
+    first = blockheat(warehouse, "ingest", "--format", "msr", "--trace-id", TRACE, *SOURCES["msr"])
+    assert first.returncode == 0, first.stderr[-3000:]
+    killed_ingest(warehouse, "blkparse")
+    jdbc = run_beeline(f"jdbc:hive2://127.0.0.1:{port}", WHOLE_SQL, warehouse.parent / "home",
+                       password_path(warehouse))
+    assert jdbc.returncode == 0, jdbc.stderr[-3000:]
+    fmt, accepted, rows = re.sub(r"^\d+: jdbc:hive2://\S+> ", "", jdbc.stdout.strip()).split(",")
+    assert (fmt, accepted) == ("blkparse", rows), jdbc.stdout
+    killed_ingest(warehouse, "vscsi")
+    token = (sql_access.serve_dir(warehouse) / sql_access.TOKEN_FILE).read_text().strip()
+    connect = subprocess.run([sys.executable, "-c", CONNECT_QUERY, f"sc://localhost:{connect_port}/;token={token}",
+                              WHOLE_SQL], env=env_of(warehouse, java=False), capture_output=True, text=True,
+                             timeout=300, check=False)
+    assert connect.returncode == 0, connect.stderr[-3000:]
+    fmt, accepted, rows = json.loads(connect.stdout)
+    assert (fmt, accepted) == ("vscsi", rows), connect.stdout
+    assert journal.pending(warehouse) == []
 
 
 def test_a_stopped_server_withdraws_its_endpoint(served):  # type: ignore[no-untyped-def]

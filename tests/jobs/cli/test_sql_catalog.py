@@ -228,6 +228,47 @@ def test_a_read_only_server_refuses_writes_scripts_and_files(server, sql_home):
     assert "traces" in {line.split(",")[1] for line in rows if line.count(",") == 2}     # SHOW TABLES
 
 
+def test_no_read_only_client_becomes_the_owner(server, sql_home):
+    """A JDBC client that knows every setting name and even the owner's Spark Connect token still only reads: no
+    variable substitution (so the token cannot be read), and whether it writes is the server's decision from the
+    password it logged in with, not the settings it sends, nor a RESET; EXECUTE IMMEDIATE's statement is checked as
+    any other (scripts: test_sql_is_read_only_unless_allow_writes and test_serve)."""
+    _, _, url, _ = server
+    home, password = sql_home / "home", password_path(sql_home / "wh1")
+    token = (sql_access.serve_dir(sql_home / "wh1") / sql_access.TOKEN_FILE).read_text().strip()
+    probe = ("SELECT '${env:SPARK_CONNECT_AUTHENTICATE_TOKEN}', '${system:user.name}', "
+             "'${spark:spark.blockheat.allowWrites}'")
+    for settings in ("", "spark.sql.variable.substitute=true"):
+        done = run_beeline(f"{url}/default;?{settings}" if settings else url, probe, home, password)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert re.sub(r"^\d+: jdbc:hive2://\S+> ", "", done.stdout.strip()) == (
+            "${env:SPARK_CONNECT_AUTHENTICATE_TOKEN},${system:user.name},${spark:spark.blockheat.allowWrites}"), \
+            done.stdout
+    leak = run_beeline(f"{url}/default;?spark.sql.variable.substitute=true",
+                       "SELECT ${env:SPARK_CONNECT_AUTHENTICATE_TOKEN} x y", home, password)
+    assert leak.returncode != 0                             # a parse error quotes the statement: still literal
+    assert "${env:SPARK_CONNECT_AUTHENTICATE_TOKEN} x y" in leak.stdout + leak.stderr, leak.stderr[-3000:]
+    assert token not in leak.stdout + leak.stderr
+    owner_claims = f"spark.blockheat.allowWrites=true;spark.blockheat.writeKey={token};spark.blockheat.readOnly=false"
+    elsewhere = sql_home / "ctas-elsewhere"
+    for sql, refusal in (
+            (f"DELETE FROM requests WHERE trace_id = '{HPLAJW_TRACE_ID}'", "DeleteCommand"),
+            (f"CREATE TABLE stolen USING delta LOCATION '{elsewhere}' AS SELECT * FROM traces",
+             "CreateTableAsSelect"),
+            (f"EXECUTE IMMEDIATE 'RESET'; DELETE FROM requests WHERE trace_id = '{HPLAJW_TRACE_ID}'",
+             "DeleteCommand"),          # beeline runs one statement after the other in its session
+            ("EXECUTE IMMEDIATE 'SET spark.sql.runSQLOnFiles=true'", "SET spark.sql.runSQLOnFiles"),
+            ("SELECT try_reflect('java.lang.System', 'getenv', 'SPARK_CONNECT_AUTHENTICATE_TOKEN')",
+             "reflect/java_method")):
+        done = run_beeline(f"{url}/default;?{owner_claims}", sql, home, password)
+        assert done.returncode != 0, sql
+        assert f"read-only SQL: {refusal}" in done.stdout + done.stderr, (sql, (done.stdout + done.stderr)[-3000:])
+        assert token not in done.stdout + done.stderr
+    assert not elsewhere.exists()
+    totals = beeline(url, f"SELECT count(*) FROM requests WHERE trace_id = '{HPLAJW_TRACE_ID}'", home)
+    assert totals == [str(sum(n for _, n, _ in DEVICE_TOTALS))]
+
+
 def test_blockheat_beeline_logs_in_with_the_password_file(server, sql_home):
     _, port, _, _ = server
     done = subprocess.run([sys.executable, "-m", "blockheat.jobs.cli.main", "beeline", "--port", str(port), "-e",
@@ -265,9 +306,16 @@ def test_sql_registers_tables_itself_while_the_server_holds_the_metastore(server
 
 
 def test_sql_is_read_only_unless_allow_writes(server, sql_home):
-    done = blockheat(sql_home / "wh1", "sql", f"DELETE FROM requests WHERE trace_id = '{HPLAJW_TRACE_ID}'")
-    assert done.returncode == 1
-    assert "blockheat: error: read-only SQL: DeleteCommand is not allowed" in done.stderr, done.stderr[-3000:]
+    delete = f"DELETE FROM requests WHERE trace_id = '{HPLAJW_TRACE_ID}'"
+    for sql in (delete, f"BEGIN EXECUTE IMMEDIATE 'RESET spark.blockheat.readOnly'; {delete}; END",
+                f"BEGIN EXECUTE IMMEDIATE 'RESET'; {delete}; END"):        # its own JVM: the seal outlives RESET
+        done = blockheat(sql_home / "wh1", "sql", sql)
+        assert done.returncode == 1, sql
+        assert "blockheat: error: read-only SQL: DeleteCommand is not allowed" in done.stderr, done.stderr[-3000:]
+    for sql, refusal in (("SET spark.blockheat.readOnly=false", "SET spark.blockheat.readOnly"),
+                         ("SET spark.blockheat.allowWrites=true", "SET spark.blockheat.allowWrites")):
+        done = blockheat(sql_home / "wh1", "sql", sql)
+        assert f"blockheat: error: read-only SQL: {refusal} is not allowed" in done.stderr, done.stderr[-3000:]
 
 
 def test_saved_views_outlive_the_server_and_follow_a_moved_warehouse(server, sql_home):

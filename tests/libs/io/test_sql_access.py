@@ -1,9 +1,13 @@
-"""The SQL endpoints' secrets and settings without a JVM: a secret is made once, readable by its owner only, and
+"""The SQL endpoints' secrets and settings: a secret is made once, readable by its owner only, and
 refused when others may read it; a server keeps its password and token in its warehouse's serve state; the token
 goes into a Connect URL as pyspark sends it on loopback; a guarded session names Delta's extension and the guard;
-the compiled access classes are in the environment, compiled from the shipped sources when missing."""
+the compiled access classes are in the environment, compiled from the shipped sources when missing; and, in a JVM
+of its own, a server's statement waits while the journal holds an unfinished commit (CommitBarrier)."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import zipfile
 
 import pytest
@@ -24,7 +28,8 @@ def test_a_secret_is_made_once_for_its_owner_only(tmp_path):
 
 
 def test_settings_and_urls():
-    assert sql_access.guard_conf(False) == {"spark.blockheat.allowWrites": "false", "spark.sql.runSQLOnFiles": "false"}
+    assert sql_access.guard_conf(False) == {"spark.blockheat.allowWrites": "false", "spark.sql.runSQLOnFiles": "false",
+                                            "spark.sql.variable.substitute": "false"}
     assert sql_access.guard_conf(True)["spark.blockheat.allowWrites"] == "true"
     assert sql_access.thrift_auth_conf() == {
         "spark.hive.server2.authentication": "CUSTOM",
@@ -35,8 +40,9 @@ def test_settings_and_urls():
 
 def test_the_access_classes_are_compiled_into_the_environment():
     with zipfile.ZipFile(sql_access.access_jar()) as jar:
-        assert {"io/blockheat/sql/ReadOnlyGuard.class", "io/blockheat/sql/PasswordFileAuthenticator.class"} <= set(
-            jar.namelist())
+        assert {"io/blockheat/sql/ReadOnlyGuard.class", "io/blockheat/sql/PasswordFileAuthenticator.class",
+                "io/blockheat/sql/GuardParser.class",
+                "io/blockheat/sql/CommitBarrier.class"} <= set(jar.namelist())
 
 
 @pytest.mark.spark          # javac is a JVM
@@ -74,9 +80,9 @@ def test_server_secrets_live_in_the_warehouses_serve_state(tmp_path, monkeypatch
 
 
 def test_a_clients_session_settings():
-    assert sql_access.client_conf("t0k", allow_writes=True) == {"spark.blockheat.allowWrites": "true",
-                                                                "spark.blockheat.writeKey": "t0k"}
-    assert sql_access.client_conf("t0k", allow_writes=False) == {"spark.blockheat.allowWrites": "false"}
+    assert sql_access.client_conf(allow_writes=True) == {}            # the server decides from the credential
+    assert sql_access.client_conf(allow_writes=False) == {"spark.blockheat.readOnly": "true"}      # the seal
+    assert sql_access.client_conf(allow_writes=True, job=True) == {"spark.blockheat.awaitCommits": "false"}
 
 
 def test_a_guarded_session_names_delta_and_the_guard(tmp_path):
@@ -88,3 +94,47 @@ def test_a_guarded_session_names_delta_and_the_guard(tmp_path):
     assert conf["spark.sql.runSQLOnFiles"] == "false"
     assert str(sql_access.access_jar()) in conf["spark.driver.extraClassPath"].split(":")
     assert "spark.sql.extensions" not in session_conf(SparkConfig(warehouse=tmp_path))
+
+
+# A guarded session whose application waits on the journal JOURNAL (3 s at most), in a JVM of its own: a statement
+# while an entry is there, one whose entry goes after 1 s, and one of a session that does not wait.
+BARRIER = """
+import sys, threading, time
+from pathlib import Path
+from blockheat.libs.io.session import SparkConfig, build_session
+journal, warehouse = Path(sys.argv[1]), Path(sys.argv[2])
+spark = build_session(SparkConfig(warehouse=warehouse, master="local[1]", sql_guard=True, catalog="in-memory",
+                                  extra={"spark.blockheat.journal": str(journal),
+                                         "spark.blockheat.awaitCommitsSeconds": "3"}))
+spark.sql("SELECT 0").collect()                 # the JVM's first query, before any timing
+entry = journal / "0001.json"
+journal.mkdir()
+entry.write_text("{}")
+started = time.monotonic()
+try:
+    spark.sql("SELECT 1").collect()
+    print("ANSWERED")
+except Exception as exc:
+    print("REFUSED", round(time.monotonic() - started), " ".join(str(exc).split())[:600])
+threading.Timer(1.0, entry.unlink).start()
+started = time.monotonic()
+print("ANSWER", spark.sql("SELECT 2").collect()[0][0], round(time.monotonic() - started))
+entry.write_text("{}")
+spark.conf.set("spark.blockheat.awaitCommits", "false")
+started = time.monotonic()
+print("ANSWER", spark.sql("SELECT 3").collect()[0][0], round(time.monotonic() - started))
+"""
+
+
+@pytest.mark.spark          # a JVM of its own
+def test_a_served_statement_waits_for_the_journal(tmp_path):
+    done = subprocess.run([sys.executable, "-c", BARRIER, str(tmp_path / "_journal"), str(tmp_path / "wh")],
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert done.returncode == 0, done.stderr[-3000:]
+    refused, waited, at_once = done.stdout.splitlines()[-3:]
+    assert refused.startswith("REFUSED 3 "), refused
+    assert "the tables are between the commits of an ingest for over 3.0 s" in refused
+    assert f"journal entry file:{tmp_path / '_journal' / '0001.json'}" in refused
+    assert waited == "ANSWER 2 1", waited
+    assert at_once == "ANSWER 3 0", at_once

@@ -15,7 +15,6 @@ import pytest
 
 from blockheat.jobs.cli import plans as cli_plans
 from blockheat.libs.plans.steps import (
-    CSV_MARK,
     PARQUET_KEY,
     PlanError,
     build_plan,
@@ -27,6 +26,7 @@ from blockheat.libs.plans.steps import (
     read_plan,
     write_plan,
 )
+from blockheat.schemas import reorg_plan_steps
 from tests.fake_store import fake_s3
 from tests.jobs.test_reorg_plan import NOW, SWAP, inputs, target, with_field
 
@@ -47,7 +47,8 @@ def test_export_to_an_object_store_round_trips(doc, tmp_path, monkeypatch, fmt):
     remote = write_plan(doc, store.url(f"wh/plans/plan.{fmt}"), fmt)
     assert remote == f"s3a://bucket/wh/plans/plan.{fmt}"
     assert store.local(remote).read_bytes() == local.read_bytes()
-    assert read_plan(remote) == read_plan(local) == doc
+    stored = {doc["plan_id"]: doc}.__getitem__                 # a CSV export's header is the stored plan's
+    assert read_plan(remote, stored=stored) == read_plan(local, stored=stored) == doc
 
 
 def test_export_location(tmp_path, monkeypatch):
@@ -74,8 +75,8 @@ def test_cli_export_and_check_with_an_object_store_warehouse(doc, tmp_path, monk
     out = capsys.readouterr().out
     url = f"s3a://bucket/wh/plans/{doc['plan_id']}.csv"
     assert f"written to {url} (csv)" in out
-    assert read_plan(url) == doc
-    assert store.local(url).read_text().startswith("# blockheat-plan ")
+    assert read_plan(url, stored={doc["plan_id"]: doc}.__getitem__) == doc
+    assert store.local(url).read_text().startswith(",".join(reorg_plan_steps.COLUMNS) + "\n")    # a plain table
     assert main(["plan", "check", "--file", url, "--now", NOW.isoformat()]) == 0
     assert checked == [(store.url("wh"), doc)]
     assert f"plan {doc['plan_id']}: ok" in capsys.readouterr().out
@@ -98,36 +99,52 @@ def test_a_json_export_with_a_repeated_key_is_refused(doc, tmp_path):
         read_plan(nested)
 
 
-@pytest.mark.parametrize("fmt", ["csv", "parquet"])
-def test_a_header_with_a_repeated_key_is_refused(doc, tmp_path, fmt):
-    """The CSV export's line 1 and the Parquet export's header metadata: a forged valid_until before the genuine
-    one is refused, naming the file, the place and the key."""
-    path = write_plan(doc, tmp_path / f"plan.{fmt}", fmt)
-    if fmt == "csv":
-        lines = path.read_text().split("\n")
-        assert lines[0].startswith(CSV_MARK + "{")
-        lines[0] = lines[0].replace(CSV_MARK + "{", CSV_MARK + "{" + FORGED_UNTIL, 1)
-        path.write_text("\n".join(lines))
-        where = f"{path}: line 1"
-    else:
-        table = pq.read_table(path)
-        head = table.schema.metadata[PARQUET_KEY].decode()
-        pq.write_table(table.replace_schema_metadata({PARQUET_KEY: head.replace("{", "{" + FORGED_UNTIL, 1).encode()}),
-                       path)
-        where = f"{path}: blockheat.plan metadata"
-    with pytest.raises(PlanError, match=rf"^{where}: duplicate key 'valid_until' in a JSON object$"):
+def test_a_parquet_header_with_a_repeated_key_is_refused(doc, tmp_path):
+    """The Parquet export's header metadata: a forged valid_until before the genuine one is refused, naming the
+    file, the place and the key."""
+    path = write_plan(doc, tmp_path / "plan.parquet", "parquet")
+    table = pq.read_table(path)
+    head = table.schema.metadata[PARQUET_KEY].decode()
+    pq.write_table(table.replace_schema_metadata({PARQUET_KEY: head.replace("{", "{" + FORGED_UNTIL, 1).encode()}),
+                   path)
+    with pytest.raises(PlanError, match=rf"^{path}: blockheat.plan metadata: duplicate key 'valid_until' in a JSON "
+                                        r"object$"):
         read_plan(path)
+
+
+def test_a_csv_export_is_a_plain_steps_table_read_with_the_stored_plan(doc, tmp_path):
+    """Line 1 names the columns and each row a step, its trace and its plan: the rest of the document is the
+    stored plan's, so a CSV carries no header to forge; rows without a plan id, or read without the store, are
+    refused."""
+    path = write_plan(doc, tmp_path / "plan.csv", "csv")
+    lines = path.read_text().split("\n")
+    assert lines[0].split(",") == list(reorg_plan_steps.COLUMNS)
+    assert len(lines) == 1 + len(doc["steps"]) + 1                # the columns, a row per step, the last newline
+    asked = []
+    assert read_plan(path, stored=lambda plan_id: asked.append(plan_id) or doc) == doc
+    assert asked == [doc["plan_id"]]
+    with pytest.raises(PlanError, match=rf"^{path}: a CSV export holds the steps only; read it with the stored plans$"):
+        read_plan(path)
+    empty = tmp_path / "empty.csv"
+    empty.write_text(lines[0] + "\n")
+    with pytest.raises(PlanError, match=rf"^{empty}: no step rows, so no plan id: check the plan by its id, or export "
+                                        r"it as json$"):
+        read_plan(empty, stored=lambda plan_id: doc)
+    commented = tmp_path / "commented.csv"
+    commented.write_text("# blockheat-plan {}\n" + path.read_text())
+    with pytest.raises(PlanError, match=rf"^{commented}: line 1 must be the step columns "):
+        read_plan(commented, stored=lambda plan_id: doc)
 
 
 def test_a_csv_step_row_of_another_trace_is_refused(doc, tmp_path):
     path = write_plan(doc, tmp_path / "plan.csv", "csv")
     lines = path.read_text().split("\n")
-    assert lines[3].startswith(f"t,{doc['plan_id']},1,")             # line 4: step 1
-    lines[3] = "other" + lines[3][1:]
+    assert lines[2].startswith(f"t,{doc['plan_id']},1,")             # line 3: step 1
+    lines[2] = "other" + lines[2][1:]
     path.write_text("\n".join(lines))
-    with pytest.raises(PlanError, match=rf"^{path}: line 4: column trace_id is 'other', the plan's target\.trace_id "
+    with pytest.raises(PlanError, match=rf"^{path}: line 3: column trace_id is 'other', the plan's target\.trace_id "
                                         r"is 't'$"):
-        read_plan(path)
+        read_plan(path, stored=lambda plan_id: doc)
 
 
 def test_a_parquet_step_row_of_another_plan_is_refused(doc, tmp_path):
@@ -154,7 +171,7 @@ def forged(doc, path, value):
     return out
 
 
-@pytest.mark.parametrize("fmt", ["json", "csv", "parquet"])
+@pytest.mark.parametrize("fmt", ["json", "parquet"])     # a CSV's header is the stored plan's (test below)
 @pytest.mark.parametrize(("path", "value", "named"), [
     (("steps", 1, "dest_offset_bytes"), 6144, "steps[1].dest_offset_bytes"),
     (("valid_until",), "2099-01-01T00:00:00Z", "valid_until"),
@@ -217,9 +234,18 @@ def test_plan_check_file_against_the_stored_rows(spark, spark_cfg, doc, tmp_path
             ("same-id", same_id, f"not the stored plan: the document differs from plan {doc['plan_id']} in "
                                  "reorg_plans at steps[1].dest_offset_bytes (edited after it was built)"),
             ("rehashed", rehashed, f"not a stored plan: no plan '{rehashed['plan_id']}' in reorg_plans")]:
-        path = write_plan(edited, tmp_path / f"{name}.csv", "csv")
+        path = write_plan(edited, tmp_path / f"{name}.json", "json")
         assert main(["plan", "check", "--file", str(path), *now]) == 1, name
         assert capsys.readouterr().err.startswith(f"blockheat: error: plan {edited['plan_id']} refused: {why}"), name
+    # CSV: the steps against the stored plan's; a plan id that is not stored has no header to read them with.
+    path = write_plan(same_id, tmp_path / "same-id.csv", "csv")
+    assert main(["plan", "check", "--file", str(path), *now]) == 1
+    assert capsys.readouterr().err.startswith(f"blockheat: error: plan {doc['plan_id']} refused: not the stored "
+                                              f"plan: the document differs from plan {doc['plan_id']} in reorg_plans "
+                                              "at steps[1].dest_offset_bytes")
+    path = write_plan(rehashed, tmp_path / "rehashed.csv", "csv")
+    assert main(["plan", "check", "--file", str(path), *now]) == 1
+    assert capsys.readouterr().err.startswith(f"blockheat: error: no plan '{rehashed['plan_id']}' in reorg_plans")
     prefix = doc["plan_id"][:8]                      # a unique prefix names the plan; 3 characters are too few
     assert main(["plan", "check", prefix, *now]) == 0
     assert capsys.readouterr().out.startswith(f"plan {doc['plan_id']}: ok: hash verified")

@@ -1,8 +1,8 @@
 package io.blockheat.sql;
 
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
+import java.util.Collections;
 import java.util.Set;
+import java.util.WeakHashMap;
 
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
@@ -21,27 +21,36 @@ import scala.Tuple2;
 import scala.runtime.BoxedUnit;
 
 /**
- * A Spark SQL extension (spark.sql.extensions) that makes a session read-only unless it may write: queries and the
- * commands that only read or concern the user's own views and session (ALLOWED: views, SHOW, DESCRIBE, EXPLAIN,
- * table history, SET, USE, CACHE) pass; every other command (INSERT, DELETE, UPDATE, MERGE, CREATE/DROP/ALTER/
- * TRUNCATE TABLE, Delta's RESTORE, OPTIMIZE, VACUUM, ADD JAR, CREATE FUNCTION...), Java calls by reflection
- * (reflect, java_method), a SET of the PROTECTED settings from SQL, and any statement while file queries
- * (spark.sql.runSQLOnFiles) are on, are refused at analysis, before anything runs. A script (TRANSFORM) is refused
- * in every session.
+ * A Spark SQL extension (spark.sql.extensions) that makes a session read-only unless the server lets it write:
+ * queries and the commands that only read or concern the user's own views and session (ALLOWED: views, SHOW,
+ * DESCRIBE, EXPLAIN, table history, SET, USE, CACHE) pass; every other command (INSERT, DELETE, UPDATE, MERGE,
+ * CREATE/DROP/ALTER/TRUNCATE TABLE, Delta's RESTORE, OPTIMIZE, VACUUM, ADD JAR, CREATE FUNCTION...), Java calls by
+ * reflection (reflect, java_method, try_reflect), a SET of the PROTECTED settings from SQL, and any statement while
+ * file queries (spark.sql.runSQLOnFiles) are on, are refused at analysis, before anything runs, statement by
+ * statement (a script's, EXECUTE IMMEDIATE's). A script (TRANSFORM) is refused in every session. Its parser
+ * (GuardParser) never substitutes variables.
  *
- * <p>A session writes when its ALLOW_WRITES is true and either the application's own ALLOW_WRITES (its Spark
- * configuration, which no client changes) is true or the session's WRITE_KEY equals the application's Spark
- * Connect token (TOKEN_ENV in its environment). A JDBC client can set session settings when it connects (the URL's
- * hive configuration), so the session's own ALLOW_WRITES alone is never enough; a Spark Connect client holds the
- * token already, and sets both settings with a configuration request.
+ * <p>Whether a session writes is decided by the server from how the client authenticated, never from a setting
+ * the client sends: a session writes when it is not sealed and either the application allows writes (its Spark
+ * configuration's ALLOW_WRITES, which no client changes: a server's --allow-writes) or the statement runs in a
+ * Spark Connect operation, whose client proved the owner's token to the endpoint (Spark Connect's pre-shared token;
+ * read-only users get SQL only, through the JDBC endpoint). A session whose READ_ONLY setting is true at any
+ * statement is sealed from then on: no SET, RESET or script makes it write again (`blockheat sql` without
+ * --allow-writes seals its session).
  */
 public final class ReadOnlyGuard implements Function1<SparkSessionExtensions, BoxedUnit> {
+    /** The application's setting: every session writes (a server's --allow-writes). */
     public static final String ALLOW_WRITES = "spark.blockheat.allowWrites";
-    public static final String WRITE_KEY = "spark.blockheat.writeKey";
-    public static final String TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN";
+    /** The session's setting that seals it read-only (true), for good. */
+    public static final String READ_ONLY = "spark.blockheat.readOnly";
     static final String FILE_QUERIES = "spark.sql.runSQLOnFiles";
-    /** Settings SQL may not change in a read-only session. */
-    static final Set<String> PROTECTED = Set.of(ALLOW_WRITES, WRITE_KEY, FILE_QUERIES);
+    /** Settings SQL may not change in a read-only session (READ_ONLY only to true). */
+    static final Set<String> PROTECTED = Set.of(ALLOW_WRITES, READ_ONLY, FILE_QUERIES);
+    /** The job tag of a Spark Connect operation (Spark Connect's ExecuteJobTag). */
+    static final String CONNECT_OPERATION = "SparkConnect_OperationTag_";
+    /** Sessions sealed read-only; weak: a closed session's entry goes with it. */
+    private static final Set<SparkSession> SEALED =
+        Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
     /** Commands a read-only session runs, by class name (Spark's v1 and v2 forms, Delta's). */
     static final Set<String> ALLOWED = Set.of(
         "CreateViewCommand", "CreateView", "AlterViewAs", "AlterViewAsCommand", "DropView",
@@ -64,22 +73,23 @@ public final class ReadOnlyGuard implements Function1<SparkSessionExtensions, Bo
             check(session, plan);
             return BoxedUnit.UNIT;
         });
+        extensions.injectParser((session, parser) -> new GuardParser(session, parser));
         return BoxedUnit.UNIT;
     }
 
-    /** Whether `session` may write (see the class comment). */
+    /** Whether `session` may write (see the class comment); seals it when its READ_ONLY is true. */
     static boolean writable(SparkSession session) {
-        String application = session.sparkContext().getConf().get(ALLOW_WRITES, "false");
-        if (!"true".equalsIgnoreCase(session.conf().get(ALLOW_WRITES, application))) {
+        if (SEALED.contains(session)) {
             return false;
         }
-        if ("true".equalsIgnoreCase(application)) {
+        if ("true".equalsIgnoreCase(session.conf().get(READ_ONLY, "false").trim())) {
+            SEALED.add(session);
+            return false;
+        }
+        if ("true".equalsIgnoreCase(session.sparkContext().getConf().get(ALLOW_WRITES, "false"))) {
             return true;
         }
-        String token = System.getenv(TOKEN_ENV);
-        String key = session.conf().get(WRITE_KEY, "");
-        return token != null && !token.isEmpty() && MessageDigest.isEqual(
-            token.getBytes(StandardCharsets.UTF_8), key.getBytes(StandardCharsets.UTF_8));
+        return session.sparkContext().getJobTags().exists(tag -> tag.startsWith(CONNECT_OPERATION));
     }
 
     static void check(SparkSession session, LogicalPlan plan) {
@@ -102,7 +112,8 @@ public final class ReadOnlyGuard implements Function1<SparkSessionExtensions, Bo
         }
         if (node instanceof SetCommand) {
             Option<Tuple2<String, Option<String>>> kv = ((SetCommand) node).kv();
-            if (kv.isDefined() && kv.get()._2().isDefined() && PROTECTED.contains(kv.get()._1().trim())) {
+            if (kv.isDefined() && kv.get()._2().isDefined() && PROTECTED.contains(kv.get()._1().trim())
+                    && !(READ_ONLY.equals(kv.get()._1().trim()) && "true".equalsIgnoreCase(kv.get()._2().get().trim()))) {
                 refuse("SET " + kv.get()._1().trim());
             }
             return;
