@@ -260,6 +260,20 @@ def test_no_command_prints_a_secret(served):  # type: ignore[no-untyped-def]
     assert f"got 'http://localhost:{connect_port}/;token={redaction.MASK}'" in printed, printed
 
 
+def test_no_client_reads_the_servers_environment(served):  # type: ignore[no-untyped-def]
+    """`serve` as `serve-sql` (test_sql_catalog): variables stay literal for a JDBC client that turns substitution
+    on, even on a server that lets it write."""
+    _, warehouse, port, _, _ = served
+    token = (sql_access.serve_dir(warehouse) / sql_access.TOKEN_FILE).read_text().strip()
+    done = run_beeline(f"jdbc:hive2://127.0.0.1:{port}/default;?spark.sql.variable.substitute=true",
+                       "SELECT '${env:SPARK_CONNECT_AUTHENTICATE_TOKEN}', '${system:user.name}'",
+                       warehouse.parent / "home", password_path(warehouse))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.sub(r"^\d+: jdbc:hive2://\S+> ", "", done.stdout.strip()) == (
+        "${env:SPARK_CONNECT_AUTHENTICATE_TOKEN},${system:user.name}"), done.stdout
+    assert token not in done.stdout + done.stderr
+
+
 # One statement that reads the trace's `traces` row and its `requests` rows: they agree unless half an ingest shows.
 WHOLE_SQL = ("SELECT t.format, t.records_accepted, (SELECT count(*) FROM requests r WHERE r.trace_id = 't') "
              "FROM traces t WHERE t.trace_id = 't'")
