@@ -41,7 +41,8 @@ def test_the_files_read_at_run_time_are_package_data() -> None:
     specs = sorted(p.name for p in (REPO / "sim" / "specs").iterdir() if p.suffix in (".json", ".toml"))
     assert [f for f in installed_files("blockheat.sim") if f.startswith("specs/")] == [f"specs/{s}" for s in specs]
     java = sorted(str(p.relative_to(REPO / "libs")) for p in (REPO / "libs" / "io" / "java").rglob("*.java"))
-    assert java == ["io/java/io/blockheat/sql/PasswordFileAuthenticator.java",
+    assert java == ["io/java/io/blockheat/sql/CommitBarrier.java", "io/java/io/blockheat/sql/GuardParser.java",
+                    "io/java/io/blockheat/sql/PasswordFileAuthenticator.java",
                     "io/java/io/blockheat/sql/ReadOnlyGuard.java"]
     assert installed_files("blockheat.libs") == sorted(["io/log4j2.properties", *java])
 

@@ -33,7 +33,6 @@ from blockheat.jobs.cli.common import (
 )
 from blockheat.jobs.cli.faults import fault_message
 from blockheat.jobs.cli.output import MICROSECONDS, human
-from blockheat.libs.io.lease import DEFAULT_WAIT_S
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -44,6 +43,8 @@ TRACE_COLUMNS = ["trace_id", "format", "devices", "requests", "rejected", "reads
 # light: each imports its job only when its subcommand parses (CommandParser.defer) or runs.
 COMMAND_MODULES = (heat, alis, sim, policies, experiments, sql, plans, maintenance)
 LAYOUT_FIELDS = ("ts", "device", "op", "offset", "size", "response", "queue")
+#: --lock-wait's default: libs.io.lease.DEFAULT_WAIT_S (not imported here: it loads pyarrow; a test keeps them equal).
+LOCK_WAIT_S = 600.0
 
 
 def _unit_bytes(text: str) -> int:
@@ -271,9 +272,9 @@ def _ingest_arguments(ing: argparse.ArgumentParser) -> None:
     ing.add_argument("--max-expanded-bytes", type=int, default=None, metavar="N",
                      help="refuse a compressed file that decompresses to more than N bytes (default per file: "
                           "1,000 x its compressed size, at least 1 GiB)")
-    ing.add_argument("--lock-wait", type=float, default=DEFAULT_WAIT_S, metavar="SECONDS",
+    ing.add_argument("--lock-wait", type=float, default=LOCK_WAIT_S, metavar="SECONDS",
                      help="how long to wait for another ingest of the same trace id to finish before refusing "
-                          f"(ingests of one id run one at a time; default {DEFAULT_WAIT_S:g})")
+                          f"(ingests of one id run one at a time; default {LOCK_WAIT_S:g})")
     add_output_options(ing, format_flag=False)
     csv = ing.add_argument_group("--format csv (your own column layout)")
     csv.add_argument("--csv-columns", default="", help="FIELD=INDEX,... e.g. ts=0,device=1,op=2,offset=3,size=4")

@@ -127,3 +127,10 @@ def test_a_left_entry_is_applied_only_before_a_later_writer_decides(tmp_path: Pa
     assert journal.pending(tmp_path) == []
     assert (rows(a), rows(b)) == ([1], [1])
     newer.release()
+
+
+def test_the_commands_lock_wait_default_is_the_leases() -> None:
+    from blockheat.jobs.cli.main import LOCK_WAIT_S, build_parser
+
+    args = build_parser().parse_args(["ingest", "--format", "msr", "--trace-id", "x", "f.csv"])
+    assert args.lock_wait == LOCK_WAIT_S == lease.DEFAULT_WAIT_S
