@@ -73,3 +73,23 @@ def test_concurrent_ingests_of_different_traces_both_commit(spark, spark_cfg):
     assert table_count(spark, "requests", "conc-1") == 6
     assert table_count(spark, "requests", "conc-2") == 6
     assert {r["device"] for r in requests_of(spark, "conc-2")} == {"1001", "1002"}
+
+
+def test_a_heat_run_commits_its_windows_then_the_whole_trace(spark, spark_cfg):
+    # docs/sql.md's time travel: one `heat` run commits extent_heat twice, the windows' rows and then the whole
+    # trace's, so the first of its versions holds half the run and the second all of it.
+    from blockheat.jobs.extent_heat import HeatConfig, run
+
+    ingest(spark, spark_cfg, "spc", "heat-commits", [AGREE / "spc.csv"])
+    before = table_version(spark_cfg.warehouse, "extent_heat")
+    run(spark, spark_cfg, HeatConfig("heat-commits", extent_bytes=65_536, window_us=60_000_000), full=True)
+    after = table_version(spark_cfg.warehouse, "extent_heat")
+    assert after == (0 if before is None else before) + 2          # a new table's version 0: its creation, empty
+
+    def windows(version: int) -> set[int]:
+        return {r.window_us for r in spark.read.format("delta").option("versionAsOf", version)
+                .load(str(spark_cfg.warehouse / "extent_heat")).where("trace_id = 'heat-commits'")
+                .select("window_us").distinct().collect()}
+
+    assert windows(after - 1) == {60_000_000}
+    assert windows(after) == {60_000_000, 0}
