@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -30,7 +29,14 @@ from blockheat.libs.io.catalog import METASTORE_DIR
 from blockheat.libs.io.connect_server import free_port
 from blockheat.libs.io.jvm import SHORT_JOB_OPTIONS
 from tests.conftest import HPLAJW_TRACE_ID
-from tests.jobs.cli.test_sql_catalog import DEVICE_TOTALS, TOTALS_SQL, password_path, run_beeline, stop_server
+from tests.jobs.cli.test_sql_catalog import (
+    DEVICE_TOTALS,
+    TOTALS_SQL,
+    output_lines,
+    password_path,
+    run_beeline,
+    stop_server,
+)
 from tests.libs.ingest.test_atomic_ingest import REPO, SOURCES, TRACE
 from tests.postgres_server import METASTORE_DB
 
@@ -269,8 +275,7 @@ def test_no_client_reads_the_servers_environment(served):  # type: ignore[no-unt
                        "SELECT '${env:SPARK_CONNECT_AUTHENTICATE_TOKEN}', '${system:user.name}'",
                        warehouse.parent / "home", password_path(warehouse))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert re.sub(r"^\d+: jdbc:hive2://\S+> ", "", done.stdout.strip()) == (
-        "${env:SPARK_CONNECT_AUTHENTICATE_TOKEN},${system:user.name}"), done.stdout
+    assert output_lines(done) == ["${env:SPARK_CONNECT_AUTHENTICATE_TOKEN},${system:user.name}"], done.stdout
     assert token not in done.stdout + done.stderr
 
 
@@ -300,7 +305,8 @@ def test_a_served_query_right_after_a_killed_ingest_sees_it_whole(served):  # ty
     jdbc = run_beeline(f"jdbc:hive2://127.0.0.1:{port}", WHOLE_SQL, warehouse.parent / "home",
                        password_path(warehouse))
     assert jdbc.returncode == 0, jdbc.stderr[-3000:]
-    fmt, accepted, rows = re.sub(r"^\d+: jdbc:hive2://\S+> ", "", jdbc.stdout.strip()).split(",")
+    (line,) = output_lines(jdbc)
+    fmt, accepted, rows = line.split(",")
     assert (fmt, accepted) == ("blkparse", rows), jdbc.stdout
     killed_ingest(warehouse, "vscsi")
     token = (sql_access.serve_dir(warehouse) / sql_access.TOKEN_FILE).read_text().strip()

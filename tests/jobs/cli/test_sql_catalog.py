@@ -70,6 +70,11 @@ def beeline(url: str, sql: str, home: Path) -> list[str]:
     `server`); fails the test on a non-zero exit."""
     done = run_beeline(url, sql, home, password_path(home.parent / "wh1"))
     assert done.returncode == 0, done.stderr[-3000:]
+    return output_lines(done)
+
+
+def output_lines(done: subprocess.CompletedProcess[str]) -> list[str]:
+    """beeline's output lines without the prompt it prints before the first one."""
     return [re.sub(r"^\d+: jdbc:hive2://\S+> ", "", line) for line in done.stdout.splitlines()]
 
 
@@ -241,8 +246,8 @@ def test_no_read_only_client_becomes_the_owner(server, sql_home):
     for settings in ("", "spark.sql.variable.substitute=true"):
         done = run_beeline(f"{url}/default;?{settings}" if settings else url, probe, home, password)
         assert done.returncode == 0, done.stderr[-3000:]
-        assert re.sub(r"^\d+: jdbc:hive2://\S+> ", "", done.stdout.strip()) == (
-            "${env:SPARK_CONNECT_AUTHENTICATE_TOKEN},${system:user.name},${spark:spark.blockheat.allowWrites}"), \
+        assert output_lines(done) == [
+            "${env:SPARK_CONNECT_AUTHENTICATE_TOKEN},${system:user.name},${spark:spark.blockheat.allowWrites}"], \
             done.stdout
     leak = run_beeline(f"{url}/default;?spark.sql.variable.substitute=true",
                        "SELECT ${env:SPARK_CONNECT_AUTHENTICATE_TOKEN} x y", home, password)
