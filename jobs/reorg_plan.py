@@ -27,18 +27,20 @@ from blockheat.libs.io.tables import (
     trace_rows,
 )
 from blockheat.libs.plans.cost import IDLE_MIN_S, MoveBudget
+from blockheat.libs.plans.document import PlanInputs, build_plan, no_improvement_reason, parse_utc
 from blockheat.libs.plans.policies import FAMILIES
 from blockheat.libs.plans.scorecard import check_window, parse_window
-from blockheat.libs.plans.steps import (
-    PlanError,
-    PlanInputs,
-    SafetyLimits,
-    build_plan,
-    no_improvement_reason,
-    parse_utc,
-)
 from blockheat.libs.plans.target_spec import resolve_spec
-from blockheat.libs.plans.types import BASELINE, Outcome, PlanPart, PolicyError, Target, Variant
+from blockheat.libs.plans.types import (
+    BASELINE,
+    Outcome,
+    PlanError,
+    PlanPart,
+    PolicyError,
+    SafetyLimits,
+    Target,
+    Variant,
+)
 from blockheat.libs.table_io.plans import export, store
 from blockheat.schemas import cooling_moves, policy_scores, sim_results
 from blockheat.schemas.requests import REPLAY_COLUMNS

@@ -7,7 +7,7 @@ import argparse
 import difflib
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -125,19 +125,29 @@ class CommandParser(OneLineErrors):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self._deferred: list[Callable[[argparse.ArgumentParser], object]] = []
+        self._by_first_word: Mapping[str, Callable[[argparse.ArgumentParser], object]] = {}
 
-    def defer(self, add_arguments: Callable[[argparse.ArgumentParser], object]) -> CommandParser:
-        """Call add_arguments(self) before this parser first parses or formats its usage or help."""
+    def defer(self, add_arguments: Callable[[argparse.ArgumentParser], object], *,
+              by_first_word: Mapping[str, Callable[[argparse.ArgumentParser], object]] | None = None
+              ) -> CommandParser:
+        """Call add_arguments(self) before this parser first parses or formats its usage or help; a parse whose first
+        positional argument is a key of `by_first_word` calls that key's function instead (`plan check` takes none of
+        the plan job's build options, so it does not import the job)."""
         self._deferred.append(add_arguments)
+        self._by_first_word = dict(by_first_word or {})
         return self
 
-    def _add_deferred(self) -> None:
+    def _add_deferred(self, args: Sequence[str] | None = None) -> None:
+        first = next((a for a in args or () if not a.startswith("-")), None)
+        if self._deferred and first in self._by_first_word:
+            self._deferred.clear()
+            self._by_first_word[first](self)
         while self._deferred:
             self._deferred.pop(0)(self)
 
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
-        self._add_deferred()
+        self._add_deferred(args)
         words = [] if self._subparsers is not None else list(args or [])     # `sim`: its subcommands' own options
         options = [o for o in self._option_string_actions if o.startswith("--")]
         for word in words[:words.index("--")] if "--" in words else words:

@@ -148,7 +148,7 @@ def cmd_traces(args: argparse.Namespace) -> int:
         table = delta_log.read(root, TRACE_SOURCE_COLUMNS)
     except delta_log.LogUnreadable:
         return _traces_by_spark(args)
-    rows = sorted((trace_row(r) for r in table.to_pylist()), key=lambda r: r["trace_id"])
+    rows = sorted((trace_row(r) for r in delta_log.rows(table)), key=lambda r: r["trace_id"])
     out.rows(rows, TRACE_COLUMNS, name="traces")
     return out.render()
 

@@ -46,7 +46,8 @@ def add_commands(sub: Any) -> None:
                     "json|csv|parquet writes it (a dry run: this tool applies nothing); blockheat plan schema prints "
                     "the plan's JSON schema. --output-format json prints a built plan's whole document. A PLAN_ID "
                     "may be a unique prefix of 4 or more characters of the id.")
-    pl.defer(_plan_arguments).set_defaults(func=cmd_plan)
+    pl.defer(_plan_arguments, by_first_word=dict.fromkeys(PLAN_VERBS, _stored_plan_arguments)) \
+        .set_defaults(func=cmd_plan)
 
 
 def _score_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,12 +59,29 @@ def _score_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _plan_arguments(parser: argparse.ArgumentParser) -> None:
-    from blockheat.jobs.reorg_plan import add_arguments  # lazy: the job (pyspark) loads only for `plan`
-    from blockheat.libs.plans.steps import EXPORT_FORMATS  # lazy: pyarrow loads only for `plan`
+    """Every option of `plan`: the job's build options (and its --now) and those of the stored-plan verbs."""
+    from blockheat.jobs.reorg_plan import add_arguments  # lazy: the job (pyspark) loads only to build a plan
 
+    _words_argument(parser)
+    add_arguments(parser)
+    _stored_plan_options(parser)
+
+
+def _stored_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `plan check`, `plan export` and `plan schema`, which load no job."""
+    _words_argument(parser)
+    parser.add_argument("--now", default=None, help="ISO-8601 (default: now, UTC): the time a check is made at")
+    _stored_plan_options(parser)
+
+
+def _words_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("words", nargs="+", metavar="WORD",
                         help="TRACE_ID (build a plan), check PLAN_ID, export PLAN_ID, or schema")
-    add_arguments(parser)
+
+
+def _stored_plan_options(parser: argparse.ArgumentParser) -> None:
+    from blockheat.libs.plans.document import EXPORT_FORMATS  # lazy: pyarrow loads only for `plan`
+
     parser.add_argument("--format", choices=EXPORT_FORMATS, default="json", help="export format (default json)")
     parser.add_argument("--out", default=None, help="export file, a local path or a URI (default "
                                                     "<warehouse>/plans/PLAN_ID.FORMAT)")
@@ -140,7 +158,7 @@ def _costs(spark: Any, cfg: Any, args: argparse.Namespace) -> dict[str, dict[str
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from blockheat.libs.plans.steps import PlanError  # lazy: pyarrow loads only for `plan`
+    from blockheat.libs.plans.types import PlanError  # lazy: pyarrow loads only for `plan`
 
     words = args.words
     try:
@@ -199,7 +217,8 @@ def _build(args: argparse.Namespace, trace_id: str) -> int:
 def _check(args: argparse.Namespace) -> int:
     # lazy: the job's modules load only for `plan check`; it needs no Spark session
     from blockheat.libs.io import storage
-    from blockheat.libs.plans.steps import PlanRefusedError, parse_utc, read_plan
+    from blockheat.libs.plans.document import parse_utc, read_plan
+    from blockheat.libs.plans.types import PlanRefusedError
     from blockheat.libs.table_io.plans import check
 
     warehouse = storage.warehouse_from_env()
@@ -223,7 +242,7 @@ def _load(args: argparse.Namespace, warehouse: Any, plan_id: str) -> dict[str, A
     """The stored plan `plan_id` (read without Spark unless delta-rs cannot read the table); NotFoundError (exit
     code 1, not a usage error) when there is none."""
     from blockheat.libs.io.delta_log import LogUnreadable
-    from blockheat.libs.plans.steps import PlanError
+    from blockheat.libs.plans.types import PlanError
     from blockheat.libs.table_io.plans import load  # lazy: the plan store's modules load only for `plan`
 
     try:
@@ -252,7 +271,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def export_location(warehouse: str | Path, plan_id: str, fmt: str, out: str | None = None) -> str | Path:
     """Where `plan export` writes: --out (a local file, or a URI), else <warehouse>/plans/PLAN_ID.FORMAT on the
-    warehouse's file system (a local directory or an object-store prefix). libs.plans.steps.write_plan writes
+    warehouse's file system (a local directory or an object-store prefix). libs.plans.document.write_plan writes
     either (a local file's directory created)."""
     from blockheat.libs.io import storage  # lazy: pyarrow loads only for `plan`
 

@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from blockheat.libs.io import delta_log, storage
-from blockheat.libs.io.delta_log import CommitConflict, file_path
+from blockheat.libs.io.delta_log import CommitConflict, file_path, sql_literal
 from blockheat.libs.io.task_parquet import task_file_name
 
 if TYPE_CHECKING:
@@ -102,18 +102,6 @@ class Append:
 
 #: What a commit replaces: the rows where column = value for every item, or an Append.
 Where = Mapping[str, Any] | Append
-
-
-def sql_literal(value: Any) -> str:
-    """A partition value as a SQL literal in a replace predicate ('text', 3, 0.5); quotes and backslashes
-    are refused rather than escaped."""
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise TypeError(f"partition value {value!r}: only str, int and float are supported")
-    if isinstance(value, str):
-        if "'" in value or "\\" in value:
-            raise ValueError(f"partition value {value!r} contains a quote or backslash")
-        return f"'{value}'"
-    return repr(value)
 
 
 def sql_string(text: str) -> str:
@@ -635,7 +623,6 @@ __all__ = [
     "replace_by_tasks",
     "replace_from_driver",
     "replace_tables_by_tasks",
-    "sql_literal",
     "sql_string",
     "with_commit_retry",
     "write_by_tasks",

@@ -15,7 +15,9 @@ conflict, and the loser recomputes what it removes (libs.io.delta_files).
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
+import struct
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,6 +26,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
@@ -103,7 +106,7 @@ def _readable(root: str, version: int | None = None) -> DeltaTable:
     table = _open(root, version)
     _check(table, root)
     if "deletionVectors" in set(table.protocol().reader_features or ()) and \
-            pa.table(table.deletion_vectors()).num_rows:
+            _arrow(table.deletion_vectors()).num_rows:
         raise LogUnreadable(f"{root}: a file has a deletion vector")
     return table
 
@@ -117,36 +120,82 @@ def snapshot(root: str, version: int | None = None) -> Snapshot:
                     {"partitionColumns": list(meta.partition_columns), "configuration": dict(meta.configuration)})
 
 
-def read(root: str, columns: Sequence[str], where: Mapping[str, str] | None = None, *,
+def read(root: str, columns: Sequence[str], where: Mapping[str, Any] | None = None, *,
          version: int | None = None) -> pa.Table:
     """`columns` of the table at `version` (default: the latest), in the rows where column == value for each item
-    of `where` (string columns), read without Spark: for the small catalog tables a command lists or looks up. The
-    files are read by pyarrow's own file system (delta-rs's, through to_pyarrow_table, can abort the interpreter at
-    exit). LogUnreadable when there is no table, or its files cannot be read as they are."""
+    of `where` (a partition column's value as the log writes it), read without Spark: for the small catalog tables a
+    command lists or looks up. The files are read by pyarrow's own file system (delta-rs's, through
+    to_pyarrow_table, can abort the interpreter at exit). LogUnreadable when there is no table, or its files cannot
+    be read as they are."""
     table = _readable(root, version)
     partitions = list(table.metadata().partition_columns)
     schema = pa.schema(table.schema().to_arrow())
     wanted = pa.schema([schema.field(c) for c in columns])
     where = dict(where or {})
     stored = [c for c in columns if c not in partitions]
-    filters = [(c, "==", v) for c, v in where.items() if c not in partitions] or None
-    parts = [wanted.empty_table()]
+    tests = {c: v for c, v in where.items() if c not in partitions}
+    read = stored + [c for c in tests if c not in stored]
+    parts = [pa.Table.from_batches([], wanted)]       # not empty_table(), which loads pandas
     for add in _add_rows(table):
         values = add["partitionValues"]
         if any(values.get(c) != v for c, v in where.items() if c in partitions):
             continue
         fs, path = storage.filesystem(file_path(root, add["path"]))
-        part = pq.read_table(path, filesystem=fs, columns=stored, filters=filters)
+        with fs.open_input_file(path) as source:
+            part = pq.ParquetFile(source).read(columns=read)
+        for c, v in tests.items():
+            part = part.filter(pc.equal(part[c], _repeat(v, part.num_rows) if isinstance(v, str) else v))
         for c in columns:
             if c in partitions:
-                part = part.append_column(c, pa.repeat(pa.scalar(values.get(c), pa.string()), part.num_rows))
+                part = part.append_column(c, _repeat(values.get(c), part.num_rows))
         parts.append(part.select(list(columns)).cast(wanted))
     return pa.concat_tables(parts)
 
 
+def sql_literal(value: Any) -> str:
+    """A partition value as a SQL literal in a replace predicate ('text', 3, 0.5); quotes and backslashes
+    are refused rather than escaped."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise TypeError(f"partition value {value!r}: only str, int and float are supported")
+    if isinstance(value, str):
+        if "'" in value or "\\" in value:
+            raise ValueError(f"partition value {value!r} contains a quote or backslash")
+        return f"'{value}'"
+    return repr(value)
+
+
+def rows(table: pa.Table) -> list[dict[str, Any]]:
+    """The rows of a table read() gave, as Table.to_pylist() gives them (UTC timestamps as aware datetimes), without
+    the pandas that pyarrow loads to convert a time-zoned timestamp."""
+    columns = {}
+    for field in table.schema:
+        column = table.column(field.name)
+        if pa.types.is_timestamp(field.type) and field.type.tz in ("UTC", "+00:00"):
+            columns[field.name] = [None if v is None else v.replace(tzinfo=dt.UTC)
+                                   for v in column.cast(pa.timestamp(field.type.unit)).to_pylist()]
+        else:
+            columns[field.name] = column.to_pylist()
+    return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+
+
+def _repeat(value: str | None, n: int) -> pa.Array:
+    """`value` n times as a string array, built from its buffers: pa.array() and pa.scalar() load pandas (a fifth
+    of a second) on their first use, which the catalog commands' half-second answers cannot spend."""
+    data = b"" if value is None else value.encode()
+    one = pa.Array.from_buffers(pa.string(), 1, [None if value is not None else pa.py_buffer(b"\0"),
+                                                 pa.py_buffer(struct.pack("<ii", 0, len(data))), pa.py_buffer(data)],
+                                null_count=int(value is None))
+    return pa.repeat(one[0], n)
+
+
+def _arrow(data: Any) -> pa.Table:
+    """A pyarrow Table of delta-rs's Arrow result (an Arrow C stream), without loading pandas as pa.table() does."""
+    return pa.RecordBatchReader.from_stream(data).read_all()
+
+
 def _add_rows(table: DeltaTable) -> list[dict[str, Any]]:
     """The table's add actions: path (as the log has it), size, modificationTime, partitionValues (log text)."""
-    actions = pa.table(table.get_add_actions(flatten=False))
+    actions = _arrow(table.get_add_actions(flatten=False))
     partitions = actions.column("partition").to_pylist() if "partition" in actions.column_names else None
     files = []
     for i, row in enumerate(actions.select(["path", "size_bytes", "modification_time"]).to_pylist()):
@@ -280,6 +329,9 @@ __all__ = [
     "has_transaction",
     "history",
     "is_table",
+    "read",
+    "rows",
     "snapshot",
+    "sql_literal",
     "table_version",
 ]

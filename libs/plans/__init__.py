@@ -1,2 +1,3 @@
-"""Policy scoring and reorganization plans. Imports run one way: scorecard > policies (the families) > steps (plan
-steps and documents), striping_advisor > types (Target, Variant, PlanPart and the other shared types)."""
+"""Policy scoring and reorganization plans. Imports run one way: scorecard > policies (the families) > steps (the
+families' plan steps) > document (the plan document, its ids, check and exports) > cost, striping_advisor > types
+(Target, Variant, PlanPart, Step and the other shared types)."""

@@ -267,7 +267,8 @@ def _alis(target: Target, stats: WindowStats, opts: SweepOptions) -> list[Varian
 
 def _plan_alis(outcome: Outcome) -> PlanPart:
     # lazy: steps and sim.alis import pyspark (schemas/) and numba; the blockheat command loads this module at start
-    from blockheat.libs.plans.steps import PlanError, alis_steps
+    from blockheat.libs.plans.steps import alis_steps
+    from blockheat.libs.plans.types import PlanError
     from blockheat.sim import AlisParams, plan_trace_window
 
     if outcome.requests is None or outcome.requests.num_rows == 0:

@@ -1,6 +1,7 @@
 """The types every policy family and every plan shares: the array a policy reorganizes (Target), the
 window's figures (WindowStats), a scored variant (Variant), a simulated outcome (Outcome) and a planner's
-answer (PlanPart). libs.plans.policies registers the families on them; libs.plans.steps builds the steps.
+answer (PlanPart) with its steps (Step) and the limits a plan carries (SafetyLimits). libs.plans.policies registers
+the families on them; libs.plans.steps builds the steps, libs.plans.document the plan.
 """
 from __future__ import annotations
 
@@ -9,18 +10,71 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from blockheat.schemas import reorg_plan_steps as STEPS
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from blockheat.sim import DiskSpec, ExtentMap
 
-__all__ = ["BASELINE", "Outcome", "PlanPart", "PolicyError", "Target", "Variant", "WindowStats"]
+__all__ = ["BASELINE", "Outcome", "PlanError", "PlanPart", "PlanRefusedError", "PolicyError", "SafetyLimits", "Step",
+           "Target", "Variant", "WindowStats"]
 
 BASELINE = "as-traced"
 
 
 class PolicyError(ValueError):
     """A policy, family or parameter that does not exist or does not fit the target."""
+
+
+class PlanError(ValueError):
+    """A plan that cannot be built or read; the message names the policy, step or file."""
+
+
+class PlanRefusedError(RuntimeError):
+    """`plan check` found reasons not to apply a plan (stale, edited, over its limits); the message lists them."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: copy `bytes` from (source_device, source_offset_bytes) to (dest_device, dest_offset_bytes)
+    after the steps in depends_on (indices into the plan's steps)."""
+
+    step_type: str
+    group_id: str
+    source_device: str
+    source_offset_bytes: int
+    dest_device: str
+    dest_offset_bytes: int
+    bytes: int
+    depends_on: tuple[int, ...] = ()
+    extent: int | None = None
+    unit_bytes: int | None = None
+    width: int | None = None
+    time_us: float | None = None
+    note: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.step_type not in STEPS.STEP_TYPES:
+            raise PlanError(f"step type {self.step_type!r}: use one of {list(STEPS.STEP_TYPES)}")
+        if self.bytes <= 0 or self.source_offset_bytes < 0 or self.dest_offset_bytes < 0:
+            raise PlanError(f"step {self.step_type} of {self.source_device}@{self.source_offset_bytes}: bytes must "
+                            f"be > 0 and offsets >= 0, got {self.bytes}, {self.dest_offset_bytes}")
+
+
+@dataclass(frozen=True)
+class SafetyLimits:
+    """What whoever applies the plan must respect; a plan moving more than max_bytes fails `plan check`."""
+
+    max_bytes: int = 64 << 30
+    max_concurrent_moves_per_disk: int = 1
+    throttle_mb_per_s: float = 50.0
+
+    def __post_init__(self) -> None:
+        if self.max_bytes < 0 or self.max_concurrent_moves_per_disk < 1 or not self.throttle_mb_per_s > 0:
+            raise PlanError(f"safety limits need max_bytes >= 0, max_concurrent_moves_per_disk >= 1 and "
+                            f"throttle_mb_per_s > 0, got {self.max_bytes}, {self.max_concurrent_moves_per_disk}, "
+                            f"{self.throttle_mb_per_s}")
 
 
 @dataclass(frozen=True)
@@ -118,7 +172,7 @@ class Outcome:
 
 @dataclass(frozen=True)
 class PlanPart:
-    """A planner's answer: the steps (libs.plans.steps.Step, in execution order) and the family's detail
+    """A planner's answer: the steps (libs.plans.types.Step, in execution order) and the family's detail
     section of the plan (e.g. the striping unit and width per device); lookaside: ALIS's areas per device
     (the plan's `lookaside` section, its entries built from the copy steps), None for other families."""
 

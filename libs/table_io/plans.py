@@ -1,29 +1,21 @@
 """The plans' store: a plan document's rows in `reorg_plans` and `reorg_plan_steps` (store), a stored plan by id
 read without Spark (load), the check before a plan may be applied (check: the stored document, its validity and
-its inputs' versions) and the export for review (export: nothing is ever applied)."""
+its inputs' versions) and the export for review (export: nothing is ever applied). load and check load no pyspark:
+`blockheat plan check` answers in a fraction of a second."""
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import functions as F
-
-from blockheat.libs.io import delta_log
+from blockheat import schemas
+from blockheat.libs.io import delta_log, storage
 from blockheat.libs.io.delta_log import LogUnreadable
-from blockheat.libs.io.tables import (
-    TABLES,
-    Location,
-    read_table,
-    replace_rows,
-    scoped_version,
-    table_path,
-    table_version,
-)
-from blockheat.libs.plans.steps import (
-    PlanError,
+from blockheat.libs.io.table_versions import scoped_version
+from blockheat.libs.plans.document import (
     canonical_json,
     check_plan,
     document_from_rows,
@@ -33,6 +25,7 @@ from blockheat.libs.plans.steps import (
     plan_scope,
     write_plan,
 )
+from blockheat.libs.plans.types import PlanError
 from blockheat.schemas import policy_scores, reorg_plan_steps, reorg_plans, sim_results
 from blockheat.schemas.reorg_plan_json import schema_errors
 
@@ -42,8 +35,17 @@ if TYPE_CHECKING:
     from blockheat.libs.io.session import SparkConfig
 
 
+Location = str | os.PathLike[str]
+
+
+def _table(warehouse: Location, name: str) -> str:
+    return storage.join(storage.normalize(warehouse), name)
+
+
 def store(spark: SparkSession, cfg: SparkConfig, doc: Mapping[str, Any]) -> None:
     """Replace the plan's rows of reorg_plans and reorg_plan_steps (a rerun with the same id rewrites them)."""
+    from blockheat.libs.io.tables import replace_rows  # lazy: pyspark loads only to store a plan
+
     row, steps = plan_rows(doc)
     where = {"trace_id": row["trace_id"], "plan_id": row["plan_id"]}
     replace_rows(spark.createDataFrame([tuple(row[c] for c in reorg_plans.COLUMNS)], reorg_plans.SPARK_SCHEMA),
@@ -60,7 +62,7 @@ MIN_PREFIX = 4
 def load(warehouse: Location, plan_id: str, spark: SparkSession | None = None) -> dict[str, Any]:
     """A stored plan's document by id, or by a unique prefix of its id (at least MIN_PREFIX characters; PlanError
     listing the candidates when several plans share it), recomputed from its stored rows
-    (libs.plans.steps.document_from_rows): the reorg_plans row's plan_json with its steps from reorg_plan_steps,
+    (libs.plans.document.document_from_rows): the reorg_plans row's plan_json with its steps from reorg_plan_steps,
     every column of both checked against the document (PlanError naming the table, the row and the column). Read
     without Spark (libs.io.delta_log.read); through `spark` when delta-rs cannot read the tables' files (without
     one, LogUnreadable)."""
@@ -84,10 +86,13 @@ def load(warehouse: Location, plan_id: str, spark: SparkSession | None = None) -
 def stored_ids(warehouse: Location, spark: SparkSession | None = None) -> list[str]:
     """Every plan id in reorg_plans (without Spark unless `spark` is given; no table: none)."""
     if spark is not None:
+        from blockheat.libs.io.tables import read_table  # lazy: pyspark loads only for a read through Spark
+
         return [r[0] for r in read_table(spark, warehouse, reorg_plans.TABLE).select("plan_id").collect()]
-    if table_version(warehouse, reorg_plans.TABLE) is None:
+    root = _table(warehouse, reorg_plans.TABLE)
+    if delta_log.table_version(root) is None:
         return []
-    return delta_log.read(table_path(warehouse, reorg_plans.TABLE), ["plan_id"]).column("plan_id").to_pylist()
+    return delta_log.read(root, ["plan_id"]).column("plan_id").to_pylist()
 
 
 def _whole_id(warehouse: Location, prefix: str, spark: SparkSession | None) -> str | None:
@@ -103,11 +108,16 @@ def _stored_rows(warehouse: Location, table: Any, plan_id: str, spark: SparkSess
     """The rows of `table` (a schemas module: TABLE, COLUMNS) whose plan_id is `plan_id`, every column; without
     Spark unless `spark` is given. No table: no rows."""
     if spark is not None:
+        from pyspark.sql import functions as F  # lazy: pyspark loads only for a read through Spark
+
+        from blockheat.libs.io.tables import read_table
+
         return [r.asDict() for r in read_table(spark, warehouse, table.TABLE).where(F.col("plan_id") == plan_id)
                 .select(*table.COLUMNS).collect()]
-    if table_version(warehouse, table.TABLE) is None:
+    root = _table(warehouse, table.TABLE)
+    if delta_log.table_version(root) is None:
         return []
-    return delta_log.read(table_path(warehouse, table.TABLE), list(table.COLUMNS), {"plan_id": plan_id}).to_pylist()
+    return delta_log.rows(delta_log.read(root, list(table.COLUMNS), {"plan_id": plan_id}))
 
 
 def check(warehouse: Location, doc: Mapping[str, Any], now: dt.datetime | None = None,
@@ -116,7 +126,7 @@ def check(warehouse: Location, doc: Mapping[str, Any], now: dt.datetime | None =
     its id (`stored`, default: recomputed here from the reorg_plans and reorg_plan_steps rows, load): the whole
     document, a copy from a file included, must equal it in canonical form (canonical_json: formatting and key order
     aside), else the first differing field is named, so an edited plan with its ids recomputed is refused; then
-    libs.plans.steps.check_plan on the stored document against the input tables' latest versions that changed the
+    libs.plans.document.check_plan on the stored document against the input tables' latest versions that changed the
     plan's rows (its trace, window and grid; a rerun of `score` that rewrote them equal, RERUN_COLUMNS aside, changed
     nothing). Only blockheat's own tables under the warehouse are read, never a path the document names."""
     now = now or dt.datetime.now(dt.UTC)
@@ -131,7 +141,7 @@ def check(warehouse: Location, doc: Mapping[str, Any], now: dt.datetime | None =
         at = first_difference(stored, doc) or "(the whole document)"
         return [f"not the stored plan: the document differs from plan {stored.get('plan_id')} in reorg_plans at "
                 f"{at} (edited after it was built)"]
-    unknown = sorted(set(stored["inputs"]["tables"]) - set(TABLES))
+    unknown = sorted(set(stored["inputs"]["tables"]) - set(schemas.TABLE_MODULES))
     if unknown:
         return [f"not a blockheat plan: input tables {', '.join(unknown)} are not blockheat tables"]
     scope = plan_scope(stored)
@@ -146,6 +156,7 @@ def check(warehouse: Location, doc: Mapping[str, Any], now: dt.datetime | None =
 #: Result tables a rerun rewrites (`score`), with their columns that differ from run to run: a commit that leaves
 #: the plan's rows equal apart from those does not make the plan stale.
 RERUN_COLUMNS = {policy_scores.TABLE: (), sim_results.TABLE: ("wall_s",)}
+_COLUMNS = {policy_scores.TABLE: policy_scores.COLUMNS, sim_results.TABLE: sim_results.COLUMNS}
 
 
 def _rerun_unchanged(warehouse: Location, table: str, scope: Mapping[str, str], read: int, now_at: int) -> bool:
@@ -153,11 +164,11 @@ def _rerun_unchanged(warehouse: Location, table: str, scope: Mapping[str, str], 
     for any other table, or when delta-rs cannot read a version."""
     if table not in RERUN_COLUMNS:
         return False
-    names = [c for c in TABLES[table][0].fieldNames() if c not in RERUN_COLUMNS[table]]
+    names = [c for c in _COLUMNS[table] if c not in RERUN_COLUMNS[table]]
     where = {c: v for c, v in scope.items() if c in names}
-    root = table_path(warehouse, table)
+    root = _table(warehouse, table)
     try:
-        before, after = (delta_log.read(root, names, where, version=v).to_pylist() for v in (read, now_at))
+        before, after = (delta_log.rows(delta_log.read(root, names, where, version=v)) for v in (read, now_at))
     except LogUnreadable:
         return False
     return sorted(map(_row_text, before)) == sorted(map(_row_text, after))

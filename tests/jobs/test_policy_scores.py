@@ -9,7 +9,10 @@ import dataclasses
 import datetime as dt
 import io
 import json
+import os
 import shutil
+import subprocess
+import sys
 from collections import Counter
 
 import jsonschema
@@ -22,8 +25,8 @@ from blockheat.jobs.reorg_plan import PlanConfig, target_of, validation
 from blockheat.jobs.reorg_plan import run as build
 from blockheat.libs.io.tables import read_table, replace_rows, table_path
 from blockheat.libs.plans.cost import MoveBudget
+from blockheat.libs.plans.document import plan_ids, read_plan
 from blockheat.libs.plans.policies import PENDING_FAMILIES
-from blockheat.libs.plans.steps import plan_ids, read_plan
 from blockheat.libs.plans.target_spec import resolve_spec
 from blockheat.libs.table_io.plans import check, export, load
 from blockheat.schemas import policy_scores as PS
@@ -354,6 +357,23 @@ def test_stale_plans_are_refused(spark, spark_cfg, greedy_plan, capsys, tmp_path
                                        f"changed since the plan read it (read version {read}, changed in version "
                                        f"{read + 4})\n")
     assert check(spark_cfg.warehouse, greedy_plan, NOW) == []          # the session's warehouse is untouched
+
+
+def test_plan_check_and_traces_load_neither_spark_nor_pandas(spark_cfg, greedy_plan):
+    # The half-second commands (bench/cli_latency.py): a fresh interpreter answers `plan check` and `traces` from
+    # the tables' files with delta-rs and pyarrow, and imports no pyspark, no pandas (which pyarrow loads on its
+    # first pa.array(), pa.scalar() or time-zoned timestamp) and no numba (the simulator, which plan steps need).
+    code = ("import sys; from blockheat.jobs.cli.main import main; "
+            "codes = [main(['plan', 'check', sys.argv[1], '--now', '2026-01-02T12:00:00Z']), "
+            "main(['traces', '--json'])]; "
+            "print(codes, sorted(m for m in ('numba', 'pandas', 'pyspark') if m in sys.modules))")
+    env = {**os.environ, "BLOCKHEAT_WAREHOUSE": str(spark_cfg.warehouse), "BLOCKHEAT_SPARK_REMOTE": "local"}
+    done = subprocess.run([sys.executable, "-c", code, greedy_plan["plan_id"]], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"plan {greedy_plan['plan_id']}: ok: hash verified"), done.stderr
+    assert HPLAJW_TRACE_ID in {json.loads(line)["trace_id"] for line in lines[1:-1]}
+    assert lines[-1] == "[0, 0] []"
 
 
 def test_track_aligned_plan_on_hplajw_says_why_not(spark, spark_cfg, scored):

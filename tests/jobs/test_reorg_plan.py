@@ -14,26 +14,35 @@ import pyarrow.parquet as pq
 import pytest
 
 from blockheat.libs.plans.cost import MoveBudget
-from blockheat.libs.plans.policies import FAMILIES, SweepOptions
-from blockheat.libs.plans.steps import (
+from blockheat.libs.plans.document import (
     PARQUET_KEY,
-    PlanError,
     PlanInputs,
-    SafetyLimits,
-    Step,
-    alis_steps,
     build_plan,
     canonical_json,
     check_plan,
-    cooling_steps,
-    extent_migration_steps,
     plan_rows,
     read_plan,
-    restripe_steps,
-    track_alignment_steps,
     write_plan,
 )
-from blockheat.libs.plans.types import Outcome, PlanPart, PolicyError, Target, Variant, WindowStats
+from blockheat.libs.plans.policies import FAMILIES, SweepOptions
+from blockheat.libs.plans.steps import (
+    alis_steps,
+    cooling_steps,
+    extent_migration_steps,
+    restripe_steps,
+    track_alignment_steps,
+)
+from blockheat.libs.plans.types import (
+    Outcome,
+    PlanError,
+    PlanPart,
+    PolicyError,
+    SafetyLimits,
+    Step,
+    Target,
+    Variant,
+    WindowStats,
+)
 from blockheat.schemas import reorg_plan_steps
 from blockheat.schemas.reorg_plan_json import PLAN_JSON_SCHEMA, PlanDocumentError, validate_plan_document
 from blockheat.sim.array import Extent, ExtentMap

@@ -4,11 +4,13 @@ cannot be read as they are (deletion vectors, column mapping); trace_info's rows
 Spark's; tables created and written by delta-rs read and replaced by delta-spark and the other way round."""
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
-from blockheat.libs.io.delta_log import LogUnreadable, read, snapshot
+from blockheat.libs.io.delta_log import LogUnreadable, read, rows, snapshot
 from blockheat.libs.io.tables import read_table, rows_from_log, trace_info
 from blockheat.libs.table_io.device_pass import Unsupported
 from tests.conftest import HPLAJW_TRACE_ID
@@ -51,6 +53,20 @@ def test_files_equal_sparks_at_every_version_across_a_checkpoint(spark, tmp_path
         chosen = table.where(" AND ".join(f"{c} = '{v}'" for c, v in where.items()) or "true")
         assert sorted(got.to_pylist(), key=str) == sorted((r.asDict() for r in chosen.collect()), key=str), where
     assert read(str(root), ["k"], {"part": "p 1/x", "k": "k5"}).num_rows == 0
+    # a stored column tested but not asked for
+    assert sorted(read(str(root), ["v"], {"k": "k5"}).column("v").to_pylist()) == \
+        sorted(r.v for r in table.where("k = 'k5'").collect())
+
+
+def test_rows_are_to_pylists_values() -> None:
+    # rows(): what Table.to_pylist() gives (UTC timestamps as aware datetimes, nulls kept), without pyarrow's own
+    # conversion of a time-zoned timestamp, which loads pandas
+    table = pa.table({"t": pa.array([dt.datetime(2026, 1, 2, 3, 4, 5, 6), None], pa.timestamp("us", tz="UTC")),
+                      "n": pa.array([1, None], pa.int64()), "s": pa.array(["a", None], pa.string())})
+    got = rows(table)
+    assert got == table.to_pylist()
+    assert got[0]["t"] == dt.datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=dt.UTC)
+    assert got[1] == {"t": None, "n": None, "s": None}
 
 
 def test_deletion_vectors_are_left_to_spark(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -1,6 +1,6 @@
-"""libs.io.tables.scoped_version on real tables written by delta-rs: which commits change a trace's (or window's)
-rows. Replaces name their rows in their predicate (as libs.io.delta_files records it, and Spark's replaceWhere);
-other commits are judged by the partitions of the files they add or remove."""
+"""libs.io.table_versions.scoped_version on real tables written by delta-rs: which commits change a trace's (or
+window's) rows. Replaces name their rows in their predicate (as libs.io.delta_files records it, and Spark's
+replaceWhere); other commits are judged by the partitions of the files they add or remove."""
 from __future__ import annotations
 
 import os
@@ -12,7 +12,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from blockheat.libs.io import delta_log
-from blockheat.libs.io.tables import scoped_version
+from blockheat.libs.io.table_versions import scoped_version
 
 SCHEMA = pa.schema([("trace_id", pa.string()), ("window_id", pa.string()), ("x", pa.int64())])
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 import pytest
 
 from blockheat.libs.plans.cost import MoveBudget, breaches, cost_benefit, move_seconds
-from blockheat.libs.plans.steps import Step
-from blockheat.libs.plans.types import Target
+from blockheat.libs.plans.types import Step, Target
 from blockheat.sim.specs import load
 
 SPEC = load("hp_c2247a")

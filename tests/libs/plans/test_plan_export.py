@@ -1,4 +1,4 @@
-"""Plan exports on the warehouse's file system (libs.plans.steps.write_plan / read_plan, `blockheat plan export`
+"""Plan exports on the warehouse's file system (libs.plans.document.write_plan / read_plan, `blockheat plan export`
 and `plan check --file`): a local file as before, an object-store URI (tests/fake_store.py) the same bytes, and
 the default location <warehouse>/plans/PLAN_ID.FORMAT under a URI warehouse. Files are read strictly (a repeated
 JSON key, a step row of another trace or plan refused) and checked as the whole document recomputed from the
@@ -14,18 +14,18 @@ import pyarrow.parquet as pq
 import pytest
 
 from blockheat.jobs.cli import plans as cli_plans
-from blockheat.libs.plans.steps import (
+from blockheat.libs.plans.document import (
     PARQUET_KEY,
-    PlanError,
     build_plan,
     check_plan,
     document_from_rows,
-    extent_migration_steps,
     plan_ids,
     plan_rows,
     read_plan,
     write_plan,
 )
+from blockheat.libs.plans.steps import extent_migration_steps
+from blockheat.libs.plans.types import PlanError
 from blockheat.schemas import reorg_plan_steps
 from tests.fake_store import fake_s3
 from tests.jobs.test_reorg_plan import NOW, SWAP, inputs, target, with_field
