@@ -1,14 +1,14 @@
 """CLI latency: common `blockheat` commands timed from process start to exit, attached to a warm `blockheat serve`
 and without one, against DuckDB answering the count query in a fresh process.
 
-    .venv/bin/python bench/cli_latency.py [--runs 10] [--cold-runs 10] [--workdir DIR]
+    .venv/bin/python bench/cli_latency.py [--runs 10] [--cold-runs 10] [--warm-up 20] [--workdir DIR]
 
 Sets up a warehouse with the bundled HP trace (ingest, heat, scores of the traced and greedy layouts, a greedy
 plan; kept in --workdir for the next run), starts `blockheat serve` on free loopback ports, runs each command
---runs times attached to it, stops it, then runs each --cold-runs times without a server (`sql` starts a JVM;
-`traces` and `plan check` read their tables through delta-rs and need none). Prints the median, min and max of
-each, the goals (warm: sql count and traces <= 2 s, the README query <= 3 s, plan check <= 2 s; cold traces
-<= 12 s) and each median over DuckDB's.
+--runs times attached to it (after --warm-up queries, timed apart, that warm the fresh server), stops it, then
+runs each --cold-runs times without a server (`sql` starts a JVM; `traces` and `plan check` read their tables
+through delta-rs and need none). Prints the median, min and max of each, the goals (warm: sql count, traces and
+plan check <= 0.5 s, the README query <= 3 s; cold traces <= 12 s) and each median over DuckDB's.
 """
 from __future__ import annotations
 
@@ -85,6 +85,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10, help="runs of each command attached to the server")
     parser.add_argument("--cold-runs", type=int, default=10, help="runs of each command without a server")
+    parser.add_argument("--warm-up", type=int, default=20, help="queries that warm the fresh server, timed apart")
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-cli-"))
@@ -102,6 +103,12 @@ def main() -> int:
     attached = {k: v for k, v in env.items() if k != "BLOCKHEAT_SPARK_REMOTE"}
     server = start_server(attached, work / "serve.log")
     try:
+        # A fresh server's first queries load and compile its classes (the first takes seconds, the next ones fall
+        # from about 0.4 s to 0.1 s of server time over some 30): "warm" is a server that has answered --warm-up
+        # queries, timed apart.
+        count = [*BLOCKHEAT, "sql", "SELECT count(*) FROM requests"]
+        first = [run(count, attached)[0] for _ in range(max(1, args.warm_up))]
+        print(f"the server's first query {first[0]:.2f} s; the last of {len(first)} {first[-1]:.2f} s", flush=True)
         warm = {
             "sql count(*) (warm)": ([*BLOCKHEAT, "sql", "SELECT count(*) FROM requests"], "44519"),
             "traces (warm)": ([*BLOCKHEAT, "traces"], "hplajw"),
@@ -118,13 +125,13 @@ def main() -> int:
             cold = label.replace("(warm)", "(cold)")
             results[cold] = timed(cold, command, env, args.cold_runs, expect)
 
-    goals = {"sql count(*) (warm)": 2.0, "traces (warm)": 2.0, "README query (warm)": 3.0,
-             "plan check (warm)": 2.0, "traces (cold)": 12.0}
+    goals = {"sql count(*) (warm)": 0.5, "traces (warm)": 0.5, "README query (warm)": 3.0,
+             "plan check (warm)": 0.5, "traces (cold)": 12.0}
     reference = statistics.median(results["duckdb count (fresh process)"])
     print(f"\n{'command':32} {'median':>8} {'min':>7} {'max':>7}  {'goal':>6}  vs DuckDB")
     for label, times in results.items():
         median = statistics.median(times)
-        goal = f"{goals[label]:.0f} s" if label in goals else ""
+        goal = f"{goals[label]:g} s" if label in goals else ""
         mark = "" if label not in goals else ("  ok" if median <= goals[label] else "  MISSED")
         print(f"{label:32} {median:7.2f}s {min(times):6.2f}s {max(times):6.2f}s  {goal:>6}  "
               f"{median / reference:6.1f}x{mark}")

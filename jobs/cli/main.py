@@ -8,13 +8,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gc
+import logging
 import os
 import re
 import sys
 import traceback
 import types
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from blockheat.jobs.cli import alis, console, experiments, heat, maintenance, plans, policies, sim, sql
@@ -45,6 +45,8 @@ COMMAND_MODULES = (heat, alis, sim, policies, experiments, sql, plans, maintenan
 LAYOUT_FIELDS = ("ts", "device", "op", "offset", "size", "response", "queue")
 #: --lock-wait's default: libs.io.lease.DEFAULT_WAIT_S (not imported here: it loads pyarrow; a test keeps them equal).
 LOCK_WAIT_S = 600.0
+
+log = logging.getLogger(__name__)
 
 
 def _unit_bytes(text: str) -> int:
@@ -184,21 +186,51 @@ def _traces_by_spark(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    from blockheat.libs.io.catalog import release_metastore  # lazy: pyspark loads only when `sql` runs
-
     if args.limit < 0:
         raise UsageError(f"--limit must be >= 0, got {args.limit}")
+    answered = None if args.allow_writes or args.debug else _sql_on_server(args.query, args.limit)
+    if answered is not None:
+        columns, rows = answered
+        return _sql_result(args, columns, rows)
+    from blockheat.libs.io.catalog import release_metastore  # lazy: pyspark loads only when `sql` starts a session
+
     # the persistent catalog: users' views too
     spark, _ = spark_session(args, "sql", catalog="hive", read_only=True)
     df = spark.sql(args.query)
     rows = df.limit(args.limit + 1).collect() if args.limit else df.collect()
+    columns = list(rows[0].__fields__) if rows else df.columns      # a served client: one round trip less
+    dicts = [r.asDict(recursive=True) for r in rows]
+    release_metastore(spark)       # not on errors: formatting a Spark error still needs the JVM
+    return _sql_result(args, columns, dicts)
+
+
+def _sql_result(args: argparse.Namespace, columns: list[str], rows: list[dict[str, Any]]) -> int:
+    """Print a statement's rows (one more than --limit fetched: whether there are more)."""
     more = args.limit and len(rows) > args.limit
     out = output(args)
-    columns = list(rows[0].__fields__) if rows else df.columns      # a served client: one round trip less
-    out.rows([r.asDict(recursive=True) for r in rows[:args.limit or None]], columns, name="result",
+    out.rows(rows[:args.limit or None], columns, name="result",
              more=f"the first {args.limit:,}; --limit 0 for all" if more else None)
-    release_metastore(spark)       # not on errors: formatting a Spark error still needs the JVM
     return out.render()
+
+
+def _sql_on_server(query: str, limit: int) -> tuple[list[str], list[dict[str, Any]]] | None:
+    """(columns, rows) of a read-only statement answered by the warehouse's running `blockheat serve` through
+    libs.io.connect_sql, which loads neither pyspark nor pandas; None when no server is attached, or when the
+    statement needs pyspark's client (a result type it converts to its own classes, an error for it to word)."""
+    from blockheat.libs.io import endpoint, storage  # lazy: see cmd_traces
+
+    warehouse = storage.warehouse_from_env()
+    running = endpoint.attached(warehouse)
+    if running is None:
+        return None
+    from blockheat.libs.io import connect_sql, sql_access
+
+    try:
+        return connect_sql.run(running.connect, sql_access.read_token(warehouse), query,
+                               sql_access.client_conf(allow_writes=False), limit=limit + 1 if limit else None)
+    except connect_sql.Unsupported as exc:
+        log.debug("the statement runs through pyspark's Connect client: %s", exc)
+        return None
 
 
 def cmd_jvm_archive(args: argparse.Namespace) -> int:
@@ -295,10 +327,25 @@ def _ingest_arguments(ing: argparse.ArgumentParser) -> None:
 
 
 def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # lazy: only --version asks (a few hundredths)
+
     try:
         return version("blockheat")
     except PackageNotFoundError:          # run from a source tree that is not installed
         return "unknown (not installed)"
+
+
+class VersionAction(argparse.Action):
+    """--version: the installed package's version, looked up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help=kwargs.get("help", "show the version and exit"))
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        sys.stdout.write(f"blockheat {package_version()}\n")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -306,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="blockheat", description="Block I/O traces -> layout decisions.", formatter_class=HelpFormatter,
         epilog=example("blockheat ingest --format hp-srt --trace-id hplajw data/traces/hplajw/ajw.1week.srt",
                        "blockheat report hplajw", "blockheat COMMAND --help"))
-    parser.add_argument("--version", action="version", version=f"blockheat {package_version()}")
+    parser.add_argument("--version", action=VersionAction)
     parser.add_argument("--debug", action="store_true",
                         help="full tracebacks (Java ones too) and the Spark JVM's own log output")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser, metavar="COMMAND")
@@ -380,13 +427,21 @@ def error_message(exc: BaseException) -> str:
 def finish_commits() -> None:
     """Before a command reads anything: finish the multi-table commits a stopped ingest decided (libs.io.journal),
     so it sees each trace whole; raises JournalError when one cannot be finished. A local warehouse without journal
-    entries costs one directory check and no import."""
+    entries costs one directory read and no import."""
     where = os.environ.get("BLOCKHEAT_WAREHOUSE", "warehouse")
-    if "://" not in where and not os.path.isdir(os.path.join(where, "_journal")):
+    if "://" not in where and not _has_entries(os.path.join(where, "_journal")):
         return
     from blockheat.libs.io import journal, storage  # lazy: see above
 
     journal.finish(storage.warehouse_from_env())
+
+
+def _has_entries(folder: str) -> bool:
+    try:
+        with os.scandir(folder) as entries:
+            return next(entries, None) is not None
+    except (FileNotFoundError, NotADirectoryError):
+        return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:

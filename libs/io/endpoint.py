@@ -10,12 +10,15 @@ a port that does not answer) is ignored.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 from dataclasses import asdict, dataclass
 from urllib.parse import urlparse
 
-from blockheat.libs.io import storage
+from blockheat.libs.io import sql_access, storage
+
+log = logging.getLogger(__name__)
 
 Location = str | os.PathLike[str]
 
@@ -83,4 +86,22 @@ def find(warehouse: Location) -> Endpoint | None:
     return endpoint if endpoint is not None and endpoint.answers() else None
 
 
-__all__ = ["Endpoint", "find", "path", "read", "remove", "write"]
+def attached(warehouse: Location) -> Endpoint | None:
+    """The running server a command of this warehouse attaches to (libs.io.session.SparkConfig.from_env): none when
+    BLOCKHEAT_SPARK_REMOTE names a server or is "local", under spark-submit (its own driver), when no server answers,
+    or when this user cannot read the server's Spark Connect token (another user's command starts a JVM of its own
+    instead)."""
+    if os.environ.get("BLOCKHEAT_SPARK_REMOTE") or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return None
+    running = find(warehouse)
+    if running is None:
+        return None
+    try:
+        sql_access.read_token(warehouse)
+    except (OSError, sql_access.SecretFileError) as exc:
+        log.info("not attaching to the warehouse's server: %s", exc)
+        return None
+    return running
+
+
+__all__ = ["Endpoint", "attached", "find", "path", "read", "remove", "write"]

@@ -97,7 +97,7 @@ class SparkConfig:
         remote, served = os.environ.get("BLOCKHEAT_SPARK_REMOTE") or None, False
         if remote == "local" or not attach or "PYSPARK_GATEWAY_PORT" in os.environ:    # spark-submit: its own driver
             remote = None
-        elif remote is None and (running := endpoint.find(warehouse)) is not None and _holds_token(warehouse):
+        elif remote is None and (running := endpoint.attached(warehouse)) is not None:
             remote, served = running.connect, True
         # A job's driver on a cluster plans, schedules and commits; the executors do the work. The JIT's first tier
         # and the serial GC start it sooner and leave the CPU to the executors, which matters most when they share
@@ -116,17 +116,6 @@ class SparkConfig:
             served=served,
             metastore=SharedMetastore.from_env(),
         )
-
-
-def _holds_token(warehouse: str | Path) -> bool:
-    """Whether this user can attach to the warehouse's server: its Spark Connect token is readable (another user's
-    command starts a JVM of its own instead)."""
-    try:
-        sql_access.read_token(warehouse)
-    except (OSError, sql_access.SecretFileError) as exc:
-        log.info("not attaching to the warehouse's server: %s", exc)
-        return False
-    return True
 
 
 def default_master() -> str:
@@ -308,7 +297,7 @@ def _remote_session(cfg: SparkConfig) -> SparkSession:
         from blockheat.libs.io.tables import register_tables  # lazy: a served client (the common case) needs none of it
 
         register_tables(spark, cfg.warehouse)
-    log.info("spark connect %s warehouse=%s", redaction.redact(cfg.remote), cfg.warehouse)
+    log.debug("spark connect %s warehouse=%s", redaction.redact(cfg.remote), cfg.warehouse)
     return spark
 
 

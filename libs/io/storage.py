@@ -13,6 +13,9 @@ S3 settings are read from the environment, the way the AWS tools read them, and 
 
     fs, path = filesystem("s3a://traces/msr/prn_0.csv.gz")          # pyarrow's S3FileSystem, "traces/msr/prn_0.csv.gz"
     join("s3a://lake/wh", "requests")                               # "s3a://lake/wh/requests"
+
+pyarrow loads when a file is first opened, so a command's start (the endpoint file of a server, its token) costs
+none of it.
 """
 from __future__ import annotations
 
@@ -27,12 +30,13 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlparse
 
-import pyarrow as pa
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
 
 #: The warehouse when BLOCKHEAT_WAREHOUSE is not set.
 DEFAULT_WAREHOUSE = "warehouse"
@@ -134,6 +138,7 @@ class S3Settings:
 
     def pyarrow(self) -> pafs.S3FileSystem:
         """pyarrow's S3 file system with these settings."""
+        import pyarrow.fs as pafs  # lazy: see the module's docstring
         args: dict[str, Any] = {"region": self.region, "force_virtual_addressing": not self.path_style}
         if self.endpoint:
             parsed = urlparse(self.endpoint)
@@ -181,6 +186,7 @@ def _s3(settings: S3Settings) -> pafs.S3FileSystem:
 
 def filesystem(location: str | os.PathLike[str]) -> tuple[pafs.FileSystem, str]:
     """pyarrow's file system for a location and the path on it."""
+    import pyarrow.fs as pafs  # lazy: see the module's docstring
     text = os.fspath(location)
     kind = scheme(text)
     if kind in ("", "file"):
@@ -202,11 +208,13 @@ def delta_options(location: str) -> dict[str, str] | None:
 
 
 def exists(location: str) -> bool:
+    import pyarrow.fs as pafs  # lazy: see the module's docstring
     fs, path = filesystem(location)
     return fs.get_file_info(path).type != pafs.FileType.NotFound
 
 
 def is_file(location: str) -> bool:
+    import pyarrow.fs as pafs  # lazy: see the module's docstring
     fs, path = filesystem(location)
     return fs.get_file_info(path).type == pafs.FileType.File
 
@@ -232,6 +240,7 @@ def mtime_ms(location: str) -> int:
 def file_infos(location: str) -> Iterator[tuple[str, int, int]]:
     """Every file below a directory or prefix (recursive): its location, size and modification time (ns);
     nothing when it is missing."""
+    import pyarrow.fs as pafs  # lazy: see the module's docstring
     fs, path = filesystem(location)
     try:
         infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
@@ -262,6 +271,7 @@ def delete(location: str) -> bool:
 
 def delete_tree(location: str) -> None:
     """Delete a directory or prefix and everything below it (nothing when it is missing)."""
+    import pyarrow.fs as pafs  # lazy: see the module's docstring
     fs, path = filesystem(location)
     if fs.get_file_info(path).type != pafs.FileType.NotFound:
         fs.delete_dir(path)
@@ -278,12 +288,14 @@ def write_bytes(location: str, data: bytes) -> None:
 def parquet_file(location: str) -> pq.ParquetFile:
     """A Parquet file opened for reading its footer and row groups, a row group's memory freed once its table is
     (no pre-buffering: pyarrow keeps pre-buffered column chunks as long as the file is open)."""
+    import pyarrow.parquet as pq  # lazy: see the module's docstring
     fs, path = filesystem(location)
     return pq.ParquetFile(path, filesystem=fs, pre_buffer=False)
 
 
 def read_parquet(location: str, columns: list[str] | None = None, filters: Any = None) -> pa.Table:
     """A Parquet file's columns (all by default), the rows matching the pyarrow filter `filters`."""
+    import pyarrow.parquet as pq  # lazy: see the module's docstring
     fs, path = filesystem(location)
     return pq.read_table(path, filesystem=fs, columns=columns, filters=filters)
 
@@ -292,6 +304,7 @@ def write_parquet(location: str, table: pa.Table,
                   opener: Callable[[str], tuple[pafs.FileSystem, str]] = filesystem) -> None:
     """One Parquet file at a location (its directory created where there are directories), opened by `opener`
     (a task's own: libs.io.task_parquet)."""
+    import pyarrow.parquet as pq  # lazy: see the module's docstring
     if is_local(location):
         os.makedirs(os.path.dirname(os.fspath(location)), exist_ok=True)
     fs, path = opener(location)
@@ -299,6 +312,8 @@ def write_parquet(location: str, table: pa.Table,
 
 
 def read_bytes(location: str) -> bytes:
+    if is_local(location):
+        return Path(normalize(location)).read_bytes()
     fs, path = filesystem(location)
     with fs.open_input_stream(path, compression=None) as stream:
         return stream.read()

@@ -10,8 +10,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from blockheat.schemas import reorg_plan_steps as STEPS
-
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -55,8 +53,10 @@ class Step:
     note: str | None = None
 
     def __post_init__(self) -> None:
-        if self.step_type not in STEPS.STEP_TYPES:
-            raise PlanError(f"step type {self.step_type!r}: use one of {list(STEPS.STEP_TYPES)}")
+        from blockheat.schemas.reorg_plan_steps import STEP_TYPES  # lazy: the command's start loads no pyarrow
+
+        if self.step_type not in STEP_TYPES:
+            raise PlanError(f"step type {self.step_type!r}: use one of {list(STEP_TYPES)}")
         if self.bytes <= 0 or self.source_offset_bytes < 0 or self.dest_offset_bytes < 0:
             raise PlanError(f"step {self.step_type} of {self.source_device}@{self.source_offset_bytes}: bytes must "
                             f"be > 0 and offsets >= 0, got {self.bytes}, {self.dest_offset_bytes}")

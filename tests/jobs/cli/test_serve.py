@@ -194,6 +194,48 @@ def test_writes_are_the_servers_and_each_sql_commands_choice(served):  # type: i
     assert json.loads(allowed.stdout.splitlines()[0]) == {"num_affected_rows": 0}
 
 
+# Results of every kind an attached `sql` reads without pyspark's client (libs.io.connect_sql): time-zoned timestamps
+# (nested too), maps, structs, arrays, decimals, dates, binary, nulls, two columns of one name.
+TYPED_SQL = ("SELECT trace_id, ingested_at, devices, CAST(2.5 AS DECIMAL(5, 2)) AS d, DATE'2020-01-01' AS day, "
+             "map('a', 1, 'b', NULL) AS m, named_struct('p', 1, 'q', array(TIMESTAMP'2020-01-01 00:00:00')) AS s, "
+             "X'0102' AS b, array(map('k', TIMESTAMP'2021-06-01 12:00:00')) AS am, 1 AS a, 2 AS a FROM traces "
+             "ORDER BY trace_id")
+# An attached `sql` in a fresh interpreter: the exit code, and which of pyspark and pandas it loaded.
+LIGHT_SQL = """
+import sys
+from blockheat.jobs.cli.main import main
+code = main(["sql", "--json", sys.argv[1]])
+print(code, sorted(m for m in ("pandas", "pyspark") if m in sys.modules))
+"""
+
+
+def test_an_attached_sql_answers_without_pyspark_as_pyspark_would(served):  # type: ignore[no-untyped-def]
+    _, warehouse, _, _, _ = served
+    light = subprocess.run([sys.executable, "-c", LIGHT_SQL, f"{TOTALS_SQL} ORDER BY device"],
+                           env=env_of(warehouse, java=False), capture_output=True, text=True, timeout=300, check=False)
+    lines = light.stdout.splitlines()
+    assert [tuple(json.loads(line).values()) for line in lines[:-1]] == DEVICE_TOTALS, light.stderr[-3000:]
+    assert lines[-1] == "0 []"
+    # The same output as through pyspark's Connect client (which --debug uses), in every format; a variant result
+    # and a struct with two fields of one name go through pyspark's client, as do errors (its words).
+    cases = [([], TYPED_SQL), (["--json"], TYPED_SQL), (["--output-format", "csv"], TYPED_SQL), ([], "SHOW TABLES"),
+             ([], "SELECT * FROM requests WHERE trace_id = 'none'"),
+             (["--limit", "3", "--json"], "SELECT seq, ts_us FROM requests ORDER BY seq"),
+             ([], """SELECT parse_json('{"a": 1}') AS v"""), ([], "SELECT named_struct('a', 1, 'a', 2) AS s")]
+    for options, query in cases:
+        fast, full = (blockheat(warehouse, *debug, "sql", *options, query) for debug in ([], ["--debug"]))
+        assert (fast.returncode, full.returncode) == (0, 0), (query, fast.stderr[-3000:], full.stderr[-3000:])
+        assert fast.stdout == full.stdout, query
+        assert fast.stderr == "", query
+    assert "(0 rows)" in blockheat(warehouse, "sql", "SELECT * FROM requests WHERE trace_id = 'none'").stdout
+    assert len(blockheat(warehouse, "sql", "--limit", "3", "--json", "SELECT seq FROM requests").stdout
+               .splitlines()) == 3
+    missing = blockheat(warehouse, "sql", "SELECT * FROM no_such_table")
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("blockheat: error: [TABLE_OR_VIEW_NOT_FOUND] The table or view `no_such_table` "
+                                     "cannot be found."), missing.stderr[-3000:]
+
+
 # A Spark Connect client in a process of its own: the one row of a query, as JSON.
 CONNECT_QUERY = """
 import json, sys
