@@ -19,6 +19,13 @@ load: a Python worker that ran no block task there loads that compiled loop then
 by a child process first, so the measured process tree is what a profile job runs (a fresh session
 reading the table), not the generator's leftovers.
 
+--marginal-from M also profiles a trace of M million requests and prints the marginal rate from M to N million
+requests, (N - M) / (t(N) - t(M)), which leaves out the fixed cost of a run (its session's jobs, the workers'
+start). --libcachesim runs libCacheSim's TraceAnalyzer (PyPI `libcachesim`: its default analyses, 60 s windows) in
+this process on the same requests, written to its CSV (time in seconds, the 512-byte block on its device as the
+object id, the size), timed the same way (the CSV's writing left out), and prints blockheat's rate over its
+(goal: 3x at 20 million requests, the marginal from 2 million).
+
 --warehouse s3a://bucket/prefix keeps the tables (and the profile's scratch files) on an object store: without
 AWS_ENDPOINT_URL set the bench starts S3Proxy on loopback itself (bench/object_store.py; its JVM is left out of
 the peak memory, its CPU time is not).
@@ -45,6 +52,7 @@ from memory import PeakMemory  # noqa: E402  (bench/memory.py, next to this scri
 
 GOAL_RPS = 1.3e6
 GOAL_BYTES = 2 << 30
+GOAL_OVER_LIBCACHESIM = 3.0
 
 
 class PeakWithoutServer(PeakMemory):
@@ -105,6 +113,10 @@ def main() -> int:
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--repeat", type=int, default=3, help="measured runs after the warm-up (median reported)")
     parser.add_argument("--spark-path", action="store_true", help="also time compute_trace_profile (slow)")
+    parser.add_argument("--marginal-from", type=float, default=None, metavar="M",
+                        help="also profile M million requests: the marginal rate from M to --millions")
+    parser.add_argument("--libcachesim", action="store_true",
+                        help="also time libCacheSim's TraceAnalyzer on the same requests")
     parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)   # the child: load the traces
     object_store.add_option(parser)
     args = parser.parse_args()
@@ -131,7 +143,8 @@ def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
                       extra={"spark.ui.showConsoleProgress": "false", "spark.driver.memory": args.driver_memory})
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     n = int(args.millions * 1_000_000)
-    traces = (("warm", 200_000), ("bench", n))
+    m = int(args.marginal_from * 1_000_000) if args.marginal_from else None
+    traces = (("warm", 200_000), ("bench", n), *((("base", m),) if m else ()))
     if args.prepare:
         spark = build_session(cfg)
         spans = {}
@@ -139,11 +152,15 @@ def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
             table = make_requests(count, trace_id)
             load(spark, cfg, table, trace_id, tmp)
             spans[trace_id] = int(table["ts_us"][-1].as_py())
+            if args.libcachesim and trace_id != "warm":
+                libcachesim_csv(table, tmp / f"{trace_id}.csv")
         (tmp / "spans.json").write_text(json.dumps(spans))
         spark.stop()
         return 0
     subprocess.run([sys.executable, __file__, "--prepare", "--millions", str(args.millions), "--workdir", str(tmp),
-                    "--driver-memory", args.driver_memory, "--warehouse", str(wh.location)], check=True)
+                    "--driver-memory", args.driver_memory, "--warehouse", str(wh.location),
+                    *(["--marginal-from", str(args.marginal_from)] if m else []),
+                    *(["--libcachesim"] if args.libcachesim else [])], check=True)
     spans = json.loads((tmp / "spans.json").read_text())
     spark = build_session(cfg)
     said, logger = _Said(), logging.getLogger("blockheat.libs.table_io.device_pass")
@@ -160,6 +177,11 @@ def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
             rows = profile_trace(spark, cfg.warehouse, "bench", span_us=span, full=True)
             times.append(time.perf_counter() - t0)
         peak = max(peak, mem.peak)
+    base_times = []
+    for _ in range(args.repeat if m else 0):
+        t0 = time.perf_counter()
+        profile_trace(spark, cfg.warehouse, "base", span_us=spans["base"], full=True)
+        base_times.append(time.perf_counter() - t0)
     logger.removeHandler(said)
     fallback = [line for line in said.lines if "through Spark SQL" in line]
     elapsed = statistics.median(times)
@@ -170,6 +192,13 @@ def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
           + (f"; FELL BACK to Spark SQL: {fallback[0]}" if fallback else ""))
     print(f"peak memory (driver + JVM + workers): {peak / 2**30:.2f} GiB; "
           f"ratio to the 2 GiB goal: {peak / GOAL_BYTES:.2f}")
+    ours = rate(n, times, m, base_times, "blockheat profile")
+    if args.libcachesim:
+        theirs = rate(n, [analyze(tmp / "bench.csv", tmp / "lcs") for _ in range(args.repeat)], m,
+                      [analyze(tmp / "base.csv", tmp / "lcs") for _ in range(args.repeat if m else 0)],
+                      "libCacheSim TraceAnalyzer")
+        print(f"blockheat over libCacheSim's TraceAnalyzer: {ours / theirs:.2f}x "
+              f"({'marginal' if m else 'whole runs'}; goal {GOAL_OVER_LIBCACHESIM:g}x)")
     if args.spark_path:
         direct = {tuple(r[:5]): r[5] for r in read_table(spark, cfg.warehouse, "trace_profile", "bench").select(
             "scope", "device", "window_start_us", "window_us", "metric", "value").collect()}
@@ -194,6 +223,52 @@ def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
             raise SystemExit("the two profile paths disagree")
     spark.stop()
     return 0
+
+
+def rate(n: int, times: list[float], m: int | None, base_times: list[float], label: str) -> float:
+    """Requests per second: the marginal from m to n requests when m is given (medians), else n over the median."""
+    whole = n / statistics.median(times)
+    if not m:
+        print(f"{label}: {whole / 1e6:.3f} M req/s at {n:,} requests ({', '.join(f'{t:.2f}' for t in times)} s)")
+        return whole
+    slope = (n - m) / (statistics.median(times) - statistics.median(base_times))
+    print(f"{label}: marginal {slope / 1e6:.3f} M req/s from {m:,} to {n:,} requests (runs "
+          f"{', '.join(f'{t:.2f}' for t in base_times)} s and {', '.join(f'{t:.2f}' for t in times)} s; whole "
+          f"{whole / 1e6:.3f} M req/s)")
+    return slope
+
+
+def libcachesim_csv(table, path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The requests as libCacheSim's CSV: time (s), object id (the 512-byte block, device d's blocks from d << 40),
+    size (bytes); no header."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    device = pc.cast(table["device"], pa.int64())
+    out = pa.table({"t": pc.divide(table["ts_us"], 1_000_000),
+                    "id": pc.add(pc.shift_left(device, 40), pc.divide(table["offset_bytes"], 512)),
+                    "size": table["size_bytes"]})
+    pcsv.write_csv(out, path, pcsv.WriteOptions(include_header=False))
+
+
+def analyze(path: Path, out: Path) -> float:
+    """Seconds libCacheSim's TraceAnalyzer takes over a CSV of libcachesim_csv(), default analyses and windows."""
+    import libcachesim as lcs
+
+    out.mkdir(parents=True, exist_ok=True)
+    param = lcs.ReaderInitParam(has_header=False, has_header_set=True, delimiter=",", obj_id_is_num=True,
+                                obj_id_is_num_set=True)
+    param.time_field, param.obj_id_field, param.obj_size_field = 1, 2, 3
+    here = os.getcwd()
+    os.chdir(out)                                   # it writes its `stat` file into the working directory
+    try:
+        t0 = time.perf_counter()
+        reader = lcs.TraceReader(str(path), lcs.TraceType.CSV_TRACE, param)
+        lcs.TraceAnalyzer(reader, str(out / path.stem), lcs.AnalysisParam(), lcs.AnalysisOption()).run()
+        return time.perf_counter() - t0
+    finally:
+        os.chdir(here)
 
 
 if __name__ == "__main__":
