@@ -1,13 +1,16 @@
 """Simulator benchmark: the hplajw week replayed open loop on its two HP 335H disks (spec built from the
-trace header, detailed disk model), tiled end to end to get a few million requests, on one core.
+trace header, detailed disk model), tiled end to end to get a few million requests, on one core; and DiskSim's
+HP C2247A validation trace replayed as its validation does (closed loop, one request outstanding, the recorded
+idle gap after each completion) on the shipped hp_c2247a spec (DiskSim's parameters: segmented read-ahead
+cache, bus protocol), tiled the same way.
 
-    python bench/sim.py [--copies 100] [--repeats 3]
+    python bench/sim.py [--copies 100] [--c2247a-copies 445] [--repeats 3]
 
-Prints requests per second (best of the repeats, compile excluded) for FCFS and C-LOOK queues, the ratio
-to the 240 thousand per second quoted for a widely used C disk simulator on the same trace (a reference
-figure, not measured here), the simulator's memory per request (peak of numpy allocations traced
-while building the columns, running and summarising, over the number of requests), and ends with
-`requests_per_second_per_core=<number>` (the FCFS figure).
+Prints requests per second (best of the repeats, compile excluded) for FCFS and C-LOOK queues and for the
+C2247A replay, the ratio to the 240 thousand per second quoted for a widely used C disk simulator on the
+hplajw trace (a reference figure, not measured here), the simulator's memory per request (peak of numpy
+allocations traced while building the columns, running and summarising, over the number of requests), and
+ends with `requests_per_second_per_core=<number>` (the FCFS figure).
 """
 from __future__ import annotations
 
@@ -23,10 +26,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from blockheat.libs.readers.srt import read_srt
-from blockheat.sim import DiskArray, Requests, SimConfig, Simulation
+from blockheat.sim import ClosedLoop, DiskArray, Requests, SimConfig, Simulation, load_spec, read_validation_trace
 from blockheat.sim import spec_from_srt_header as from_srt_header
 
 TRACE = Path(__file__).resolve().parents[1] / "data/traces/hplajw/ajw.1week.srt"
+C2247A_TRACE = Path(__file__).resolve().parents[1] / "data/traces/disksim-validation/hp_c2247a.trace"
 REFERENCE_C_SIMULATOR = 240_000.0
 
 
@@ -61,6 +65,33 @@ def one_run(cols: dict[str, np.ndarray], scheduler: str, *, own_columns: bool = 
     return elapsed, len(req), sim.result()
 
 
+def c2247a_columns(copies: int) -> dict[str, np.ndarray]:
+    """The C2247A validation trace's requests (512-byte blocks as the spec's sectors, as sim.validate reads them)
+    repeated `copies` times, with the idle gap after each."""
+    spec = load_spec("hp_c2247a")
+    trace = read_validation_trace(C2247A_TRACE)
+    byte = trace.block * 512
+    lbn = byte // spec.sector_size
+    sectors = -(-(byte + trace.blocks * 512) // spec.sector_size) - lbn
+    return {"lbn": np.tile(lbn, copies), "sectors": np.tile(sectors, copies), "is_read": np.tile(trace.is_read, copies),
+            "think_us": np.tile(trace.idle_us, copies)}
+
+
+def c2247a_run(cols: dict[str, np.ndarray]) -> tuple[float, int, object]:
+    """(run seconds, requests, result) of the closed-loop replay on hp_c2247a, as validate_closed_loop runs it."""
+    spec = load_spec("hp_c2247a")
+    n = len(cols["lbn"])
+    req = Requests.build(np.zeros(n), np.zeros(n), cols["lbn"], cols["sectors"], cols["is_read"],
+                         think_us=cols["think_us"])
+    sim = Simulation(spec, DiskArray(1), req, SimConfig(closed_loop=ClosedLoop(outstanding=1)),
+                     np.random.default_rng(0), device_sectors=[spec.capacity_sectors])
+    start = time.perf_counter()
+    status = sim.run()
+    elapsed = time.perf_counter() - start
+    assert status.finished
+    return elapsed, n, sim.result()
+
+
 def memory_per_request(cols: dict[str, np.ndarray]) -> float:
     """Peak bytes of numpy allocations (the simulator's request columns, engine state, outputs and the
     result's order statistics) per request; the decoded trace it is built from is not counted."""
@@ -74,11 +105,15 @@ def memory_per_request(cols: dict[str, np.ndarray]) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--copies", type=int, default=100, help="copies of the 44,519-request week (default 100)")
+    ap.add_argument("--c2247a-copies", type=int, default=445,
+                    help="copies of the 9,999-request C2247A validation trace (default 445; 0: no C2247A row)")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
     small = tiled_columns(1)
     one_run(small, "fcfs")                  # compile (or load the numba cache) outside the timing
     one_run(small, "clook")
+    if args.c2247a_copies > 0:
+        c2247a_run(c2247a_columns(1))
     cols = tiled_columns(args.copies)
     rates = {}
     for scheduler in ("fcfs", "clook"):
@@ -87,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{scheduler:5s}: {len(cols['arrival_us']):,} requests in {best:.3f} s = "
               f"{rates[scheduler] / 1e6:.2f} M requests/s (x{rates[scheduler] / REFERENCE_C_SIMULATOR:.1f} the "
               f"quoted 240 k/s of a C simulator; goal >= 1 M/s)")
+    if args.c2247a_copies > 0:
+        ccols = c2247a_columns(args.c2247a_copies)
+        best = min(c2247a_run(ccols)[0] for _ in range(args.repeats))
+        n_c = len(ccols["lbn"])
+        _, _, cres = c2247a_run(ccols)
+        print(f"c2247a: {n_c:,} requests in {best:.3f} s = {n_c / best / 1e6:.2f} M requests/s (closed loop, one "
+              f"outstanding; mean response {cres.mean_response_ms:.3f} ms)")  # type: ignore[attr-defined]
     _, n, res = one_run(cols, "fcfs")
     print(f"result check: {res.requests:,} requests, mean response {res.mean_response_ms:.2f} ms, "  # type: ignore[attr-defined]
           f"mean service {res.mean_service_ms:.2f} ms")  # type: ignore[attr-defined]

@@ -316,14 +316,15 @@ def free_slot(slot_i: np.ndarray, si: np.ndarray, s: int) -> None:  # pragma: no
 
 @njit(cache=True, nogil=True, _nrt=False)
 def new_part(slot_i: np.ndarray, slot_f: np.ndarray, si: np.ndarray, zones: np.ndarray, surfaces: int, d: int,
-             lbn: int, n: int, parent: int, kind: int, now: float) -> int:  # pragma: no cover
+             lbn: int, n: int, parent: int, kind: int, now: float, need_cyl: bool) -> int:  # pragma: no cover
+    """A sub-request in a new slot; its cylinder only when need_cyl (a scheduler or a service mode reads it)."""
     s = new_slot(slot_i, si)
     slot_i[s, S_DISK] = d
     slot_i[s, S_LBN] = lbn
     slot_i[s, S_N] = n
     slot_i[s, S_PARENT] = parent
     slot_i[s, S_KIND] = kind
-    slot_i[s, S_CYL] = cylinder_of(zones, surfaces, lbn)
+    slot_i[s, S_CYL] = cylinder_of(zones, surfaces, lbn) if need_cyl else -1
     slot_i[s, S_FLAGS] = 0
     slot_f[s, SB_ENQ] = now
     return int(s)
@@ -457,7 +458,7 @@ def pick(slot_i: np.ndarray, dk_i: np.ndarray, sched: int, span: int, d: int, cy
             else:                           # as near below as above (or at cyl0): the earlier queued
                 c = down if slot_i[cyl_q[d, down, 0], S_QSEQ] <= slot_i[cyl_q[d, up, 0], S_QSEQ] else up
         best = cyl_q[d, c, 0]
-    prev = slot_i[best, S_QPREV]
+    prev = -1 if best == head else slot_i[best, S_QPREV]    # FCFS takes the head: no load of its link
     nxt = slot_i[best, S_NEXT]
     if prev < 0:
         dk_i[d, DK_QHEAD] = nxt
@@ -566,6 +567,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
     closed = si[CI_CLOSED] != 0
     mode = si[CI_MODE]
     sched = si[CI_SCHED]
+    need_cyl = sched != 0 or mode != MODE_DETAILED    # S_CYL's readers: the schedulers, the simple modes
     span = si[CI_CYLS]
     scan_max = si[CI_QSCAN]
     zero_latency = si[CI_ZL] != 0
@@ -574,6 +576,8 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
     seed = np.uint64(si[CI_SEED])
     max_out = si[CI_MAX_OUT]
     cp_every = si[CI_CP_EVERY]
+    # The next arrival count with a backlog checkpoint (a multiple of cp_every; none when cp_every is 0).
+    next_cp = (si[SI_ARRIVED] // cp_every + 1) * cp_every if cp_every > 0 else -1
     todo = core.todo
     open_part = core.open_part
     events = 0
@@ -682,7 +686,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                         sf[A_MIG_BUSY_R] += svc
                         nd = slot_i[p, PA_MDISK]
                         ws = new_part(slot_i, slot_f, si, zones, surfaces, nd, slot_i[p, PA_MLBN],
-                                      slot_i[p, PA_MN], p, K_MIG_WRITE, now)
+                                      slot_i[p, PA_MN], p, K_MIG_WRITE, now, need_cyl)
                         enqueue(slot_i, dk_i, dk_f, ts_disk, w, nd, ws, now, si, cyl_q, cyl_blk)
                         todo[ntodo] = nd
                         ntodo += 1
@@ -763,7 +767,8 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                 slot_i[p, PA_MLBN] = lay.rm_pstart[jr]
                 slot_i[p, PA_MN] = ext_len[k]
                 slot_f[p, PF_ISSUE] = now
-                s = new_part(slot_i, slot_f, si, zones, surfaces, old_disk, old_p, ext_len[k], p, K_MIG_READ, now)
+                s = new_part(slot_i, slot_f, si, zones, surfaces, old_disk, old_p, ext_len[k], p, K_MIG_READ, now,
+                              need_cyl)
                 enqueue(slot_i, dk_i, dk_f, ts_disk, w, old_disk, s, now, si, cyl_q, cyl_blk)
                 todo[ntodo] = old_disk
                 ntodo += 1
@@ -810,9 +815,10 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                 elif o >= 0 and pl + k == slot_i[o, S_LBN]:
                     slot_i[o, S_LBN] = pl
                     slot_i[o, S_N] += k
-                    slot_i[o, S_CYL] = cylinder_of(zones, surfaces, pl)
+                    if need_cyl:
+                        slot_i[o, S_CYL] = cylinder_of(zones, surfaces, pl)
                 else:
-                    s = new_part(slot_i, slot_f, si, zones, surfaces, d, pl, k, p, skind, now)
+                    s = new_part(slot_i, slot_f, si, zones, surfaces, d, pl, k, p, skind, now, need_cyl)
                     open_part[d] = s
                     if last >= 0:
                         slot_i[last, S_NEXT] = s
@@ -842,10 +848,11 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
             outstanding(si, sf, ts, w, now, 1)
             if w > 0.0:
                 ts[int(now / w), TS_ARR] += 1.0
-            if cp_every > 0 and si[SI_ARRIVED] % cp_every == 0:
-                j = si[SI_ARRIVED] // cp_every
+            if si[SI_ARRIVED] == next_cp:
+                j = next_cp // cp_every
                 if j < backlog.shape[0]:
                     backlog[j] = si[SI_OUT]
+                next_cp += cp_every
             if logging:
                 log_event(si, log_t, log_i, now, LOG_ARRIVE, i, -1)
 
@@ -880,7 +887,7 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
                     svc = -sf[CF_EXP_US] * math.log(1.0 - u)
                 dk_i[d, DI_CYL] = slot_i[s, S_CYL]
             if sflags & F_DESTAGE:
-                ds = new_part(slot_i, slot_f, si, zones, surfaces, d, lbn, n, -1, K_DESTAGE, now)
+                ds = new_part(slot_i, slot_f, si, zones, surfaces, d, lbn, n, -1, K_DESTAGE, now, need_cyl)
                 enqueue(slot_i, dk_i, dk_f, ts_disk, w, d, ds, now, si, cyl_q, cyl_blk)
             slot_i[s, S_FLAGS] = sflags
             slot_f[s, SB_START] = now

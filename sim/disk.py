@@ -10,7 +10,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from blockheat.sim.spec import (
     P_AVG_SEEK_US,
@@ -135,35 +138,41 @@ def cylinder_of(zones: np.ndarray, surfaces: int, lbn: int) -> int:  # pragma: n
     return zones[z, Z_FIRST_CYL] + track // surfaces
 
 
-# Veltkamp's splitting constant for doubles (2^27 + 1): x * SPLIT - (x * SPLIT - x) is x's upper 26 bits.
-SPLIT = 134217729.0
-# Below this quotient an integer-valued double is exact and splits exactly (2^52).
-EXACT_QUOTIENT = 4503599627370496.0
+# Below this quotient t x (1 / m) is within a quarter of t / m, so its floor is off by at most one (2^50).
+EXACT_QUOTIENT = 1125899906842624.0
+
+
+@intrinsic
+def fma(typingctx, a, b, c):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """a x b + c rounded once (LLVM's llvm.fma: the processor's fused multiply-add where it has one)."""
+    sig = types.float64(types.float64, types.float64, types.float64)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        f64 = ir.DoubleType()
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(f64, [f64, f64, f64]), "llvm.fma.f64")
+        cast = [context.cast(builder, v, t, types.float64) for v, t in zip(args, signature.args, strict=True)]
+        return builder.call(fn, cast)
+
+    return sig, codegen
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def mod_positive(t: float, m: float) -> float:  # pragma: no cover
-    """t % m for t >= 0 and m > 0, bit for bit (the remainder is exact), without a call to the C library's fmod,
-    whose loop over the exponent gap cost a tenth of a replay: q = floor(t / m) is never too small (rounding is
-    monotonic) and at most one too large; q * m = p + e exactly (Dekker's product of Veltkamp halves); t - p is
-    exact (Sterbenz: p is within a factor 2 of t), and so is (t - p) - e and the one correction, each result being
-    a multiple of ulp(m) below m in size. A negative t, a quotient from 2^52 on and NaN take the library's %."""
+    """t % m for t >= 0 and m > 0, bit for bit (the remainder is exact), without the C library's fmod, whose loop
+    over the exponent gap cost a tenth of a replay, nor a division on the path from t: q = floor(t x (1 / m)) is off
+    by at most one, which the sign of fma(-q, m, t) or its reaching m tells (rounding keeps both); for the right q
+    the remainder t - q m is a multiple of ulp(m) below m in size, so one fused multiply-add gives it exactly. A
+    negative t, a quotient from 2^50 on and NaN take the library's %."""
     if 0.0 <= t < m:
         return t + 0.0                          # -0.0 % m is 0.0
-    q = math.floor(t / m)
+    q = math.floor(t * (1.0 / m))
     if not 0.0 <= q < EXACT_QUOTIENT:
         return t % m
-    p = q * m
-    c = SPLIT * q
-    qh = c - (c - q)
-    ql = q - qh
-    c = SPLIT * m
-    mh = c - (c - m)
-    ml = m - mh
-    e = ((qh * mh - p) + qh * ml + ql * mh) + ql * ml
-    r = (t - p) - e
+    r = fma(-q, m, t)
     if r < 0.0:
-        r += m
+        r = fma(1.0 - q, m, t)
+    elif r >= m:
+        r = fma(-1.0 - q, m, t)
     return r
 
 
@@ -225,7 +234,7 @@ def media_access_from(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray
     while True:
         k = min(remaining, lspt - s)
         st = rot / spt
-        pos = mod_positive(t, rot) / st         # head position in slots, [0, spt)
+        pos = mod_positive(t, rot) / st        # head position in slots, [0, spt)
         rel = pos - ((s + skew) % spt)          # slots past the start of the first wanted sector
         if rel < 0.0:
             rel += spt
@@ -271,11 +280,17 @@ def disk_access_from(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
     """disk_access with lbn's locate_run and the first head movement already known (media_access_from)."""
     ph = df[d, DF_PHASE]
     c = df[d, DF_CLOCK]
-    tf, te, cyl, head = media_access_from(zones, seek_us, params, loc, move, t * c + ph, earliest * c + ph, lbn, n,
-                                          is_write, zero_latency)
+    if c == 1.0 and ph == 0.0:              # the run's clock (synchronized spindles): the same values, no division
+        tf, te, cyl, head = media_access_from(zones, seek_us, params, loc, move, t, earliest, lbn, n, is_write,
+                                              zero_latency)
+    else:
+        tf, te, cyl, head = media_access_from(zones, seek_us, params, loc, move, t * c + ph, earliest * c + ph, lbn,
+                                              n, is_write, zero_latency)
+        tf = (tf - ph) / c
+        te = (te - ph) / c
     di[d, DI_CYL] = cyl
     di[d, DI_HEAD] = head
-    return (tf - ph) / c, (te - ph) / c
+    return tf, te
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -423,8 +438,9 @@ def _write_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, d
     if not sequential:
         earliest = max(earliest, t_cmd + params[P_MIN_WRITE_SEEK_US])
     move = head_move_us(seek_us, params, di[d, DI_CYL], di[d, DI_HEAD], loc[0], loc[1], True)
-    t_pos = mech * df[d, DF_CLOCK] + df[d, DF_PHASE]
-    t_pos = (t_pos + move - df[d, DF_PHASE]) / df[d, DF_CLOCK]
+    c = df[d, DF_CLOCK]
+    ph = df[d, DF_PHASE]
+    t_pos = mech + move if c == 1.0 and ph == 0.0 else (mech * c + ph + move - ph) / c
     _tf, te = disk_access_from(zones, seek_us, params, di, df, d, mech, earliest, lbn, n, True,
                                params[P_ZL_WRITES] > 0.0, loc, move)
     bus_end = bus_start + n * bus

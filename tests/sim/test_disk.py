@@ -3,6 +3,9 @@ per sector): rotation from the clock, seeks, track switches and skew, zero-laten
 the read-ahead cache, and the two simple modes."""
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from numba import njit
@@ -78,10 +81,20 @@ def test_mod_positive_is_the_float_remainder_bit_for_bit() -> None:
     t = np.concatenate([rng.random(200_000) * 10.0 ** rng.integers(0, 14, 200_000), np.array([0.0, -0.0])])
     m = rng.choice(rot, len(t))
     k = rng.integers(1, 2 ** 40, 100_000).astype(np.float64)
-    on = k * rot[0]
+    # Multiples of two revolutions: t x (1 / m) rounds above the quotient's integer for 3,600 rpm, below it for
+    # 4,002 rpm (HP 335H; 14,992.503748125937 us), where the one fused multiply-add finds the remainder at m or past.
+    rev = np.repeat([rot[0], 60e6 / 4002], len(k) // 2)
+    on = k * rev
     t = np.concatenate([t, on, np.nextafter(on, np.inf), np.nextafter(on, -np.inf), [-1.5, -6000.0, 1e300, np.nan,
                                                                                       np.inf]])
-    m = np.concatenate([m, np.full(3 * len(k), rot[0]), [6000.0] * 5])
+    m = np.concatenate([m, np.tile(rev, 3), [6000.0] * 5])
+    # Both corrections are taken: the rounded quotient is one too large for some multiples, one too small for others.
+    near = slice(len(t) - 3 * len(k) - 5, len(t) - 5, 50)
+    off = [math.floor(x * (1.0 / r)) - math.floor(Fraction(x) / Fraction(r))
+           for x, r in zip(t[near], m[near], strict=True)]
+    assert off.count(1) > 0
+    assert off.count(-1) > 0
+    assert set(off) <= {-1, 0, 1}
     fast, lib = _mods(t, m)
     np.testing.assert_array_equal(fast.view(np.int64), lib.view(np.int64))
     assert ((fast[:-2] >= 0.0) & (fast[:-2] < m[:-2])).all()
