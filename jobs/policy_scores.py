@@ -17,7 +17,8 @@ from pyspark.sql import functions as F
 
 from blockheat.libs.io import storage
 from blockheat.libs.io.session import SparkConfig, build_session
-from blockheat.libs.io.tables import read_table, replace_rows, table_version, trace_info, trace_rows
+from blockheat.libs.io.table_versions import table_version
+from blockheat.libs.io.tables import read_table, replace_rows, trace_info, trace_rows
 from blockheat.libs.plans.policies import COOLING_EVERY_S, PENDING_FAMILIES, SweepOptions, families
 from blockheat.libs.plans.scorecard import Window, check_window, parse_window, score_rows, sweep_scenarios
 from blockheat.libs.plans.target_spec import resolve_spec, spec_param

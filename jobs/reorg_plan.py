@@ -20,14 +20,10 @@ from pyspark.sql import functions as F
 
 from blockheat.libs.io import storage
 from blockheat.libs.io.session import SparkConfig, build_session
-from blockheat.libs.io.tables import (
-    read_table,
-    table_version,
-    trace_info,
-    trace_rows,
-)
+from blockheat.libs.io.table_versions import table_version
+from blockheat.libs.io.tables import read_table, trace_info, trace_rows
 from blockheat.libs.plans.cost import IDLE_MIN_S, MoveBudget
-from blockheat.libs.plans.document import PlanInputs, build_plan, no_improvement_reason, parse_utc
+from blockheat.libs.plans.document import NOW_OPTION, PlanInputs, build_plan, no_improvement_reason, parse_utc
 from blockheat.libs.plans.policies import FAMILIES
 from blockheat.libs.plans.scorecard import check_window, parse_window
 from blockheat.libs.plans.target_spec import resolve_spec
@@ -347,8 +343,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--policy", default=None,
                         help="a scored policy_id (e.g. striped:eq1), a family (its best variant) or 'best'")
     parser.add_argument("--window", default="all", help="the scored window: all (default) or START:END seconds")
-    parser.add_argument("--now", default=None, help="ISO-8601 (default: now, UTC): the plan's created_at when "
-                                                    "building, the time a check is made at")
+    parser.add_argument("--now", **NOW_OPTION)
     parser.add_argument("--valid-hours", type=float, default=24.0, help="validity from created_at (default 24)")
     parser.add_argument("--min-improvement", type=float, default=0.01,
                         help="least improvement of the mean response that justifies moves (default 0.01)")

@@ -485,16 +485,18 @@ def delta_commits(table: Location, after: int | None) -> list[dict[str, Any]]:
 
 def table_versions(warehouse: Location, tables: Sequence[str] = TABLES) -> dict[str, int | None]:
     """Each table's latest Delta version (None: not created yet)."""
-    from blockheat.libs.io.tables import table_version  # lazy: pyspark stays out of the DAG's parse
+    from blockheat.libs.io.table_versions import table_version  # lazy: deltalake stays out of the DAG's parse
 
     return {t: table_version(warehouse, t) for t in tables}
 
 
 def table_changes(warehouse: Location, before: Mapping[str, int | None]) -> dict[str, dict[str, int]]:
     """Per table that changed since `before` (table -> version): its version now, the commits and rows written."""
+    from blockheat.libs.io.table_versions import table_path  # lazy: deltalake stays out of the DAG's parse
+
     out = {}
     for table, version in before.items():
-        commits = delta_commits(storage.join(storage.normalize(warehouse), table), version)
+        commits = delta_commits(table_path(warehouse, table), version)
         if commits:
             out[table] = {"version": commits[-1]["version"], "commits": len(commits),
                           "rows_written": sum(c["rows_written"] for c in commits)}

@@ -220,14 +220,15 @@ def _sql_on_server(query: str, limit: int) -> tuple[list[str], list[dict[str, An
     from blockheat.libs.io import endpoint, storage  # lazy: see cmd_traces
 
     warehouse = storage.warehouse_from_env()
-    running = endpoint.attached(warehouse)
-    if running is None:
+    found = endpoint.attached_with_token(warehouse)
+    if found is None:
         return None
     from blockheat.libs.io import connect_sql, sql_access
 
+    running, token = found
     try:
-        return connect_sql.run(running.connect, sql_access.read_token(warehouse), query,
-                               sql_access.client_conf(allow_writes=False), limit=limit + 1 if limit else None)
+        return connect_sql.run(running.connect, token, query, sql_access.client_conf(allow_writes=False),
+                               limit=limit + 1 if limit else None)
     except connect_sql.Unsupported as exc:
         log.debug("the statement runs through pyspark's Connect client: %s", exc)
         return None

@@ -70,7 +70,9 @@ def _plan_arguments(parser: argparse.ArgumentParser) -> None:
 def _stored_plan_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `plan check`, `plan export` and `plan schema`, which load no job."""
     _words_argument(parser)
-    parser.add_argument("--now", default=None, help="ISO-8601 (default: now, UTC): the time a check is made at")
+    from blockheat.libs.plans.document import NOW_OPTION  # lazy: pyarrow loads only for `plan`
+
+    parser.add_argument("--now", **NOW_OPTION)
     _stored_plan_options(parser)
 
 

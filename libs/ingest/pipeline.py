@@ -78,6 +78,7 @@ from blockheat.libs.io.inputs import (
     text_problem,
 )
 from blockheat.libs.io.lease import DEFAULT_WAIT_S, Lease
+from blockheat.libs.io.table_versions import table_path
 from blockheat.libs.io.tables import check_trace_id, table_target, write_rows
 from blockheat.libs.readers import binary, clean_text
 from blockheat.libs.readers.scan import SCAN_DDL, scan_blocks
@@ -691,7 +692,7 @@ def sweep_leftovers(warehouse: Location, staging: Location, holder: Lease | None
     journal.finish(warehouse, holder=holder)
     try:
         swept = [vacuum.sweep_staging(staging)]
-        swept += [vacuum.sweep_table(storage.join(storage.normalize(warehouse), t)) for t in INGEST_TABLES]
+        swept += [vacuum.sweep_table(table_path(warehouse, t)) for t in INGEST_TABLES]
     except (OSError, ValueError) as exc:
         log.warning("sweep of left-over files in %s failed: %s", warehouse, exc)
         return

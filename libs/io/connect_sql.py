@@ -26,6 +26,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from blockheat.libs.io import arrow_values, sql_access
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -98,7 +100,7 @@ def run(url: str, token: str, query: str, conf: Mapping[str, str], *,
     import grpc
 
     m = messages()
-    port = url.removeprefix("sc://").split("/", 1)[0].rsplit(":", 1)[1]
+    port = sql_access.connect_port(url)
     credentials = grpc.composite_channel_credentials(grpc.local_channel_credentials(),
                                                      grpc.access_token_call_credentials(token))
     channel = grpc.secure_channel(f"localhost:{port}", credentials)
@@ -182,27 +184,11 @@ def _unconverted(data_type: Any) -> bool:
 
 
 def _column_values(column: pa.ChunkedArray) -> list[Any]:
-    """A column's values for table_rows(). Time-zoned timestamps are cast to naive UTC ones before to_pylist(), whose
-    own conversion of a time zone loads pandas."""
-    naive = _naive(column.type)
-    values = (column.cast(naive) if naive != column.type else column).to_pylist()
+    """A column's values for table_rows(): time-zoned timestamps read as naive UTC ones (arrow_values), then made
+    local."""
+    values = arrow_values.utc_values(column)
     convert = _converter(column.type)
     return values if convert is None else [convert(v) for v in values]
-
-
-def _naive(t: pa.DataType) -> pa.DataType:
-    import pyarrow as pa
-
-    if pa.types.is_timestamp(t) and t.tz is not None:
-        return pa.timestamp(t.unit)
-    if pa.types.is_map(t):
-        return pa.map_(t.key_field.with_type(_naive(t.key_type)), t.item_field.with_type(_naive(t.item_type)))
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        make = pa.list_ if pa.types.is_list(t) else pa.large_list
-        return make(t.value_field.with_type(_naive(t.value_type)))
-    if pa.types.is_struct(t):
-        return pa.struct([t.field(i).with_type(_naive(t.field(i).type)) for i in range(t.num_fields)])
-    return t
 
 
 def _converter(t: pa.DataType) -> Callable[[Any], Any] | None:

@@ -32,7 +32,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
-from blockheat.libs.io import storage
+from blockheat.libs.io import arrow_values, storage
 
 #: The commitInfo key under which a replace records its predicate (column = value terms, libs.io.delta_files).
 REPLACE_KEY = "blockheat.replace"
@@ -165,16 +165,14 @@ def sql_literal(value: Any) -> str:
 
 
 def rows(table: pa.Table) -> list[dict[str, Any]]:
-    """The rows of a table read() gave, as Table.to_pylist() gives them (UTC timestamps as aware datetimes), without
-    the pandas that pyarrow loads to convert a time-zoned timestamp."""
+    """The rows of a table read() gave, as Table.to_pylist() gives them (a column of UTC timestamps as aware
+    datetimes; time-zoned timestamps nested in other types naive, in UTC), without pandas (arrow_values)."""
     columns = {}
     for field in table.schema:
-        column = table.column(field.name)
+        values = arrow_values.utc_values(table.column(field.name))
         if pa.types.is_timestamp(field.type) and field.type.tz in ("UTC", "+00:00"):
-            columns[field.name] = [None if v is None else v.replace(tzinfo=dt.UTC)
-                                   for v in column.cast(pa.timestamp(field.type.unit)).to_pylist()]
-        else:
-            columns[field.name] = column.to_pylist()
+            values = [None if v is None else v.replace(tzinfo=dt.UTC) for v in values]
+        columns[field.name] = values
     return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
 
 

@@ -91,17 +91,23 @@ def attached(warehouse: Location) -> Endpoint | None:
     BLOCKHEAT_SPARK_REMOTE names a server or is "local", under spark-submit (its own driver), when no server answers,
     or when this user cannot read the server's Spark Connect token (another user's command starts a JVM of its own
     instead)."""
+    found = attached_with_token(warehouse)
+    return None if found is None else found[0]
+
+
+def attached_with_token(warehouse: Location) -> tuple[Endpoint, str] | None:
+    """attached(warehouse) and the server's Spark Connect token, read once."""
     if os.environ.get("BLOCKHEAT_SPARK_REMOTE") or "PYSPARK_GATEWAY_PORT" in os.environ:
         return None
     running = find(warehouse)
     if running is None:
         return None
     try:
-        sql_access.read_token(warehouse)
+        token = sql_access.read_token(warehouse)
     except (OSError, sql_access.SecretFileError) as exc:
         log.info("not attaching to the warehouse's server: %s", exc)
         return None
-    return running
+    return running, token
 
 
-__all__ = ["Endpoint", "attached", "find", "path", "read", "remove", "write"]
+__all__ = ["Endpoint", "attached", "attached_with_token", "find", "path", "read", "remove", "write"]

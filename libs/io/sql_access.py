@@ -181,14 +181,17 @@ def read_token(warehouse: str | os.PathLike[str]) -> str:
     return read_secret(serve_dir(warehouse) / TOKEN_FILE)
 
 
+def connect_port(url: str) -> str:
+    """The port of a Spark Connect URL (sc://host:port, parameters after a slash)."""
+    return url.removeprefix("sc://").split("/", 1)[0].rsplit(":", 1)[1]
+
+
 def connect_url(url: str, token: str) -> str:
     """A Spark Connect URL of a loopback server (sc://127.0.0.1:PORT) with its token, as pyspark sends it there."""
-    host_port = url.removeprefix("sc://").split("/", 1)[0]
-    port = host_port.rsplit(":", 1)[1]
-    return f"sc://localhost:{port}/;token={token}"
+    return f"sc://localhost:{connect_port(url)}/;token={token}"
 
 
 __all__ = ["ALLOW_WRITES", "AUTHENTICATOR", "AWAIT_COMMITS", "AWAIT_JOURNAL", "GUARD_EXTENSION", "PASSWORD_FILE",
            "PASSWORD_FILE_ENV", "READ_ONLY", "TOKEN_ENV", "TOKEN_FILE", "SecretFileError", "ServerSecrets",
-           "access_jar", "build_access_jar", "client_conf", "connect_url", "ensure_secret", "guard_conf",
-           "read_secret", "read_token", "serve_dir", "thrift_auth_conf"]
+           "access_jar", "build_access_jar", "client_conf", "connect_port", "connect_url", "ensure_secret",
+           "guard_conf", "read_secret", "read_token", "serve_dir", "thrift_auth_conf"]

@@ -1,5 +1,6 @@
-"""Which version of a table last changed given rows (scoped_version): the freshness test of everything that records
-the table versions it read (a plan's inputs), from the Delta log through delta-rs, without Spark."""
+"""Where each table lives and its versions, from the Delta log through delta-rs, without Spark: table_path,
+table_exists, table_version, and which version last changed given rows (scoped_version: the freshness test of
+everything that records the table versions it read, a plan's inputs)."""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,25 @@ from typing import Any
 from blockheat.libs.io import delta_log, storage
 from blockheat.libs.io.delta_log import sql_literal
 
-__all__ = ["scoped_version"]
+__all__ = ["Location", "scoped_version", "table_exists", "table_path", "table_version"]
+
+Location = str | os.PathLike[str]
+
+
+def table_path(warehouse: Location, name: str) -> str:
+    """Delta tables live at <warehouse>/<name> (a local path or a URI, libs.io.storage)."""
+    return storage.join(storage.normalize(warehouse), name)
+
+
+def table_exists(warehouse: Location, name: str) -> bool:
+    """Whether table `name` exists under the warehouse."""
+    return delta_log.is_table(table_path(warehouse, name))
+
+
+def table_version(warehouse: Location, name: str) -> int | None:
+    """The table's latest Delta version (None when the table does not exist): read with
+    read_table(..., version=v) to see exactly that version; compare later to tell whether it changed."""
+    return delta_log.table_version(table_path(warehouse, name))
 
 _EQUALITY = re.compile(r"^\(?\s*(\w+)\s*=\s*('(?:[^']*)'|-?[\d.]+)\s*\)?$")
 
@@ -51,7 +70,7 @@ def _commit_touches(root: str, info: Mapping[str, Any], scope: Mapping[str, Any]
     return not all(any(c in f and f[c] != str(v) for c, v in scope.items()) for f in changed.partitions)
 
 
-def scoped_version(warehouse: str | os.PathLike[str], name: str, scope: Mapping[str, Any], *,
+def scoped_version(warehouse: Location, name: str, scope: Mapping[str, Any], *,
                    since: int | None = None) -> int | None:
     """The latest version of table `name` whose commit may have changed the rows where column = value for
     each item of `scope` (e.g. {"trace_id": "hplajw"}): a commit that replaced other traces' rows does not
@@ -62,7 +81,7 @@ def scoped_version(warehouse: str | os.PathLike[str], name: str, scope: Mapping[
 
     From the table's history (delta-rs): replace commits name their rows in their predicate; other commits count
     unless every file they add or remove is in another partition of a scope column."""
-    root = storage.join(storage.normalize(warehouse), name)
+    root = table_path(warehouse, name)
     latest = delta_log.table_version(root)
     if latest is None or (since is not None and latest < since):
         return None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import logging
-import os
 import re
 import weakref
 from collections.abc import Mapping
@@ -37,6 +36,7 @@ from blockheat.libs.io.delta_files import (
 )
 from blockheat.libs.io.delta_log import LogUnreadable
 from blockheat.libs.io.table_names import NAMES_CONF, NAMES_CREATED
+from blockheat.libs.io.table_versions import Location, table_exists, table_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -75,19 +75,6 @@ def check_trace_id(trace_id: str) -> str:
             "(starting with a letter or digit)"
         )
     return trace_id
-
-
-Location = str | os.PathLike[str]
-
-
-def table_path(warehouse: Location, name: str) -> str:
-    """Delta tables live at <warehouse>/<name> (a local path or a URI, libs.io.storage)."""
-    return storage.join(storage.normalize(warehouse), name)
-
-
-def table_exists(warehouse: Location, name: str) -> bool:
-    """Whether table `name` exists under the warehouse."""
-    return delta_log.is_table(table_path(warehouse, name))
 
 
 def registers_names(spark: SparkSession) -> bool:
@@ -211,12 +198,6 @@ def read_table(spark: SparkSession, warehouse: Location, name: str, trace_id: st
     if trace_id is not None:
         df = df.where(F.col("trace_id") == check_trace_id(trace_id))
     return df
-
-
-def table_version(warehouse: Location, name: str) -> int | None:
-    """The table's latest Delta version (None when the table does not exist): read with
-    read_table(..., version=v) to see exactly that version; compare later to tell whether it changed."""
-    return delta_log.table_version(table_path(warehouse, name))
 
 
 class UnknownTraceError(LookupError):

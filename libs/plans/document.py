@@ -163,6 +163,12 @@ def iso_utc(t: dt.datetime) -> str:
     return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+#: argparse's keywords of --now, the reference time of building a plan (its created_at) and of checking one: the
+#: plan job's and every `blockheat plan` verb's (parse_utc reads it).
+NOW_OPTION: dict[str, Any] = {"default": None, "help": "ISO-8601 (default: now, UTC): the plan's created_at when "
+                                                       "building, the time a check is made at"}
+
+
 def parse_utc(text: str) -> dt.datetime:
     """ISO-8601 (a trailing Z or an offset; no zone: UTC) -> an aware datetime."""
     try:

@@ -24,7 +24,8 @@ from pyspark.sql import functions as F
 from blockheat.libs.io import storage
 from blockheat.libs.io.connect import is_remote, parallelism
 from blockheat.libs.io.delta_files import replace_from_driver
-from blockheat.libs.io.tables import read_table, table_exists, table_target, table_version, trace_info
+from blockheat.libs.io.table_versions import table_version
+from blockheat.libs.io.tables import read_table, table_exists, table_target, trace_info
 from blockheat.libs.io.task_parquet import (
     Opener,
     from_ipc,

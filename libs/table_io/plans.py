@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from blockheat import schemas
-from blockheat.libs.io import delta_log, storage
+from blockheat.libs.io import delta_log
 from blockheat.libs.io.delta_log import LogUnreadable
-from blockheat.libs.io.table_versions import scoped_version
+from blockheat.libs.io.table_versions import Location, scoped_version, table_path
 from blockheat.libs.plans.document import (
     canonical_json,
     check_plan,
@@ -33,13 +32,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from blockheat.libs.io.session import SparkConfig
-
-
-Location = str | os.PathLike[str]
-
-
-def _table(warehouse: Location, name: str) -> str:
-    return storage.join(storage.normalize(warehouse), name)
 
 
 def store(spark: SparkSession, cfg: SparkConfig, doc: Mapping[str, Any]) -> None:
@@ -89,7 +81,7 @@ def stored_ids(warehouse: Location, spark: SparkSession | None = None) -> list[s
         from blockheat.libs.io.tables import read_table  # lazy: pyspark loads only for a read through Spark
 
         return [r[0] for r in read_table(spark, warehouse, reorg_plans.TABLE).select("plan_id").collect()]
-    root = _table(warehouse, reorg_plans.TABLE)
+    root = table_path(warehouse, reorg_plans.TABLE)
     if delta_log.table_version(root) is None:
         return []
     return delta_log.read(root, ["plan_id"]).column("plan_id").to_pylist()
@@ -114,7 +106,7 @@ def _stored_rows(warehouse: Location, table: Any, plan_id: str, spark: SparkSess
 
         return [r.asDict() for r in read_table(spark, warehouse, table.TABLE).where(F.col("plan_id") == plan_id)
                 .select(*table.COLUMNS).collect()]
-    root = _table(warehouse, table.TABLE)
+    root = table_path(warehouse, table.TABLE)
     if delta_log.table_version(root) is None:
         return []
     return delta_log.rows(delta_log.read(root, list(table.COLUMNS), {"plan_id": plan_id}))
@@ -166,7 +158,7 @@ def _rerun_unchanged(warehouse: Location, table: str, scope: Mapping[str, str], 
         return False
     names = [c for c in _COLUMNS[table] if c not in RERUN_COLUMNS[table]]
     where = {c: v for c, v in scope.items() if c in names}
-    root = _table(warehouse, table)
+    root = table_path(warehouse, table)
     try:
         before, after = (delta_log.rows(delta_log.read(root, names, where, version=v)) for v in (read, now_at))
     except LogUnreadable:

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from blockheat.libs.io.tables import table_version, trace_rows
+from blockheat.libs.io.table_versions import table_version
+from blockheat.libs.io.tables import trace_rows
 from tests.builders import write_srt_days
 from tests.jobs.test_nightly_jobs import CHAIN_DIGESTS, chain_digests
 

@@ -10,7 +10,8 @@ from pyspark.sql import functions as F
 
 from blockheat.jobs import aged_heat, alis_graph
 from blockheat.libs import nightly
-from blockheat.libs.io.tables import read_table, table_path, table_version, trace_rows
+from blockheat.libs.io.table_versions import table_version
+from blockheat.libs.io.tables import read_table, table_path, trace_rows
 from tests.builders import ingest, table_digest, write_srt_days
 
 TRACE = "nl-backfill"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from delta.tables import DeltaTable
 
-from blockheat.libs.io.tables import table_version
+from blockheat.libs.io.table_versions import table_version
 from tests.builders import ingest, requests_of, table_count, trace_row
 
 AGREE = Path(__file__).parents[1] / "data" / "agree"

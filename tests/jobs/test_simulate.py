@@ -451,7 +451,8 @@ def test_the_table_files_replay_equals_the_staged_one(spark, spark_cfg, hplajw, 
     # table has moved past, the files are not used (run() stages the DataFrame instead).
     from pyspark.sql import functions as F
 
-    from blockheat.libs.io.tables import read_table, table_version
+    from blockheat.libs.io.table_versions import table_version
+    from blockheat.libs.io.tables import read_table
     from blockheat.libs.simulation.stage import TableFiles, table_files
 
     day = (86_400_000_000, 2 * 86_400_000_000)

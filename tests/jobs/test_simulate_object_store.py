@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from blockheat.libs.io import storage
+from blockheat.libs.io import storage, table_versions
 from blockheat.libs.io import tables as T
 from blockheat.libs.simulation.grid import parse_grid, plan_parts
 from blockheat.libs.simulation.stage import _claims_dir, run, simulate_parts, stage_requests
@@ -60,7 +60,7 @@ def test_simulate_with_an_object_store_warehouse(spark, local_warehouse, remote)
     summary = run(spark, cfg, grid)
     got = {r["scenario_id"]: r for r in summary.results}
     assert [(got[s]["requests"], got[s]["mean_response_ms"]) for s in ("one-disk", "striped")] == [(4, 12.5), (4, 10.0)]
-    assert T.table_version(cfg.warehouse, "sim_results") is not None
+    assert table_versions.table_version(cfg.warehouse, "sim_results") is not None
     stored = T.rows_from_log(cfg.warehouse, "sim_results", TRACE)
     assert sorted(r["scenario_id"] for r in stored) == ["detailed", "one-disk", "striped"]
     assert (store.local(cfg.warehouse) / "sim_results" / "_delta_log").is_dir()

@@ -125,6 +125,7 @@ def test_column_mapping_is_left_to_spark(spark, tmp_path: Path) -> None:  # type
 def test_tables_of_either_engine_are_read_and_replaced_by_the_other(spark, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from delta.tables import DeltaTable
 
+    from blockheat.libs.io import table_versions
     from blockheat.libs.io import tables as T
 
     monkeypatch.setattr("blockheat.libs.io.tables.registers_names", lambda _s: False)   # the session's own names stay
@@ -156,7 +157,7 @@ def test_tables_of_either_engine_are_read_and_replaced_by_the_other(spark, tmp_p
     T.replace_rows(frame.withColumn("requests", frame["requests"] * 3), spark, tmp_path / "ours", "extent_heat", where)
     assert [r["requests"] for r in spark.read.format("delta").load(ours).collect()] == [21]
     assert len(snapshot(ours).files) == 1
-    assert T.table_version(tmp_path / "ours", "extent_heat") == 3
+    assert table_versions.table_version(tmp_path / "ours", "extent_heat") == 3
 
 
 def test_create_table_makes_version_0_once(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from blockheat.libs.io.tables import read_table, table_target, table_version
+from blockheat.libs.io.table_versions import table_version
+from blockheat.libs.io.tables import read_table, table_target
 from blockheat.libs.table_io import device_pass as DP
 from blockheat.schemas import extent_heat as EH
 from tests.builders import ingest, write_msr
