@@ -5,43 +5,86 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Collection
 
 
-def tree_rss_bytes(root: int) -> int:
-    """Resident bytes of `root` and all its descendants."""
+def _pss(pid: int) -> int:
+    """Proportional set size of a process (bytes): its resident pages, each shared page divided among its sharers
+    (Spark's Python workers are forked from one daemon and share its imports)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def tree_rss(root: int, skip: Collection[int] = (), *, pss: bool = False) -> dict[str, int]:
+    """Resident bytes of `root` and its descendants (without the subtrees of `skip`) by kind of process: "driver"
+    (root itself), "jvm" (java processes), "workers" (other processes under a JVM: Spark's Python workers), "other".
+    pss: proportional set sizes instead (pages shared between processes counted once in all)."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
+    comm: dict[int, str] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+                name, rest = f.read().split(" (", 1)[1].rsplit(")", 1)
+            fields = rest.split()
             ppid, pages = int(fields[1]), int(fields[21])
         except (OSError, IndexError, ValueError):
             continue                                  # gone meanwhile
-        children.setdefault(ppid, []).append(int(entry))
-        rss[int(entry)] = pages * os.sysconf("SC_PAGE_SIZE")
-    total, todo = 0, [root]
+        pid = int(entry)
+        children.setdefault(ppid, []).append(pid)
+        rss[pid], comm[pid] = pages * page, name
+    out = {"driver": 0, "jvm": 0, "workers": 0, "other": 0}
+    todo = [(root, False)]
     while todo:
-        pid = todo.pop()
-        total += rss.get(pid, 0)
-        todo += children.get(pid, [])
-    return total
+        pid, under_jvm = todo.pop()
+        if pid in skip:
+            continue
+        java = comm.get(pid) == "java"
+        kind = "driver" if pid == root else "jvm" if java else "workers" if under_jvm else "other"
+        out[kind] += _pss(pid) if pss else rss.get(pid, 0)
+        todo += [(c, under_jvm or java) for c in children.get(pid, [])]
+    return out
+
+
+def tree_rss_bytes(root: int, skip: Collection[int] = ()) -> int:
+    """Resident bytes of `root` and all its descendants (without the subtrees of `skip`)."""
+    return sum(tree_rss(root, skip).values())
 
 
 class PeakMemory:
-    """Context manager sampling this process tree's resident memory every `every_s`; `.peak` in bytes."""
+    """Context manager sampling this process tree's resident memory (without the subtrees of `skip`) every
+    `every_s`; `.peak` in bytes (the sum of the processes' resident sizes), `.peak_parts` that sample by kind of
+    process (tree_rss), `.peak_pss` the peak of the proportional set sizes' sum (shared pages counted once; read
+    every `pss_every` samples: the kernel walks a process's page tables for it)."""
 
-    def __init__(self, every_s: float = 0.05) -> None:
+    def __init__(self, every_s: float = 0.05, skip: Collection[int] = (), pss_every: int = 5) -> None:
         self.peak = 0
+        self.peak_pss = 0
+        self.peak_parts: dict[str, int] = {}
         self.every_s = every_s
+        self.skip = skip
+        self.pss_every = pss_every
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        sample = 0
         while not self._stop.is_set():
-            self.peak = max(self.peak, tree_rss_bytes(os.getpid()))
+            parts = tree_rss(os.getpid(), self.skip)
+            if sum(parts.values()) > self.peak:
+                self.peak, self.peak_parts = sum(parts.values()), parts
+            if sample % self.pss_every == 0:
+                self.peak_pss = max(self.peak_pss, sum(tree_rss(os.getpid(), self.skip, pss=True).values()))
+            sample += 1
             time.sleep(self.every_s)
 
     def __enter__(self) -> PeakMemory:
@@ -51,3 +94,8 @@ class PeakMemory:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def parts_text(parts: dict[str, int]) -> str:
+    """'driver 0.21, jvm 1.02, workers 0.80 GiB' (kinds with any memory)."""
+    return ", ".join(f"{k} {v / 2**30:.2f}" for k, v in parts.items() if v) + " GiB"

@@ -48,7 +48,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import object_store  # noqa: E402  (bench/object_store.py, next to this script)
-from memory import PeakMemory  # noqa: E402  (bench/memory.py, next to this script)
+from memory import PeakMemory, parts_text  # noqa: E402  (bench/memory.py, next to this script)
 
 GOAL_RPS = 1.3e6
 GOAL_BYTES = 2 << 30
@@ -59,40 +59,7 @@ class PeakWithoutServer(PeakMemory):
     """PeakMemory of this process tree but the S3Proxy this bench started (not part of what a job runs)."""
 
     def __init__(self, every_s: float = 0.05) -> None:
-        super().__init__(every_s)
-        self.server = object_store.server_pids()
-
-    def _run(self) -> None:
-        if not self.server:
-            return super()._run()
-        while not self._stop.is_set():
-            self.peak = max(self.peak, tree_rss_bytes(os.getpid(), skip=self.server))
-            time.sleep(self.every_s)
-        return None
-
-
-def tree_rss_bytes(root: int, skip: list[int]) -> int:
-    """memory.tree_rss_bytes of `root`'s tree without the subtrees of `skip` (one pass over /proc)."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            ppid, pages = int(fields[1]), int(fields[21])
-        except (OSError, IndexError, ValueError):
-            continue                                  # gone meanwhile
-        children.setdefault(ppid, []).append(int(entry))
-        rss[int(entry)] = pages * os.sysconf("SC_PAGE_SIZE")
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        if pid not in skip:
-            total += rss.get(pid, 0)
-            todo += children.get(pid, [])
-    return total
+        super().__init__(every_s, skip=object_store.server_pids())
 
 
 class _Said(logging.Handler):
@@ -170,13 +137,15 @@ def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
     span = spans["warm"]
     profile_trace(spark, cfg.warehouse, "warm", span_us=span, full=True)
     span = spans["bench"]
-    times, peak = [], 0
+    times, peak, parts, pss = [], 0, {}, 0
     for _ in range(args.repeat):
         with PeakWithoutServer() as mem:
             t0 = time.perf_counter()
             rows = profile_trace(spark, cfg.warehouse, "bench", span_us=span, full=True)
             times.append(time.perf_counter() - t0)
-        peak = max(peak, mem.peak)
+        if mem.peak > peak:
+            peak, parts = mem.peak, mem.peak_parts
+        pss = max(pss, mem.peak_pss)
     base_times = []
     for _ in range(args.repeat if m else 0):
         t0 = time.perf_counter()
@@ -190,8 +159,9 @@ def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
     print(f"blockheat profile : {n / elapsed / 1e6:6.3f} M req/s (median of {len(times)} runs, {elapsed:.1f} s); "
           f"ratio to the 1.3 M req/s goal: {n / elapsed / GOAL_RPS:.2f}; warehouse {wh.label}"
           + (f"; FELL BACK to Spark SQL: {fallback[0]}" if fallback else ""))
-    print(f"peak memory (driver + JVM + workers): {peak / 2**30:.2f} GiB; "
-          f"ratio to the 2 GiB goal: {peak / GOAL_BYTES:.2f}")
+    print(f"peak memory (driver + JVM + workers, resident sizes summed): {peak / 2**30:.2f} GiB ({parts_text(parts)}); "
+          f"ratio to the 2 GiB goal: {peak / GOAL_BYTES:.2f}; proportional set sizes (the workers' pages shared "
+          f"with their daemon counted once): {pss / 2**30:.2f} GiB")
     ours = rate(n, times, m, base_times, "blockheat profile")
     if args.libcachesim:
         theirs = rate(n, [analyze(tmp / "bench.csv", tmp / "lcs") for _ in range(args.repeat)], m,
