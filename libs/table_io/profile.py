@@ -306,15 +306,18 @@ class Result(NamedTuple):
 
 
 def slots(tasks: Sequence[Task], n: int) -> list[list[int]]:
-    """The tasks spread over n Spark tasks of about equal cost (longest first, each to the least loaded):
-    a Spark task costs ~30-45 ms of its own in local mode, so many small ones are slow."""
+    """The tasks spread over n Spark tasks of about equal cost (longest first, each to the least loaded), each
+    Spark task's in the order it runs them: a Spark task costs ~30-45 ms of its own in local mode, so many small
+    ones are slow."""
     loads = [(0.0, k) for k in range(n)]
     out: list[list[int]] = [[] for _ in range(n)]
     for i in sorted(range(len(tasks)), key=lambda i: -tasks[i].cost):
         load, k = heapq.heappop(loads)
         out[k].append(i)
         heapq.heappush(loads, (load + tasks[i].cost, k))
-    return [s for s in out if s]
+    # Spark runs the slots in order, `cores` at a time: every other slot runs its tasks cheapest first, so that the
+    # memory-bound block passes (the costliest) of two slots running side by side do not all meet.
+    return [s if k % 2 == 0 else s[::-1] for k, s in enumerate(x for x in out if x)]
 
 
 def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, window_us: int, extent_bytes: int,

@@ -836,11 +836,12 @@ def stitch_open(pieces: Sequence[tuple[str, int, int, int, int]]
     return runs, [(device, w, length) for device, (w, length) in open_run.items()]
 
 
-def _extent_cells(out: _Partials, code: np.ndarray, w: np.ndarray, extent: np.ndarray, *,
+def _extent_cells(out: _Partials, code: np.ndarray, w: np.ndarray, extent: np.ndarray, touches: np.ndarray, *,
                   by_id: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
-    """Per group, the requests touching each of its extents. An extent's touches all come to one
+    """Per group, the requests touching each of its extents, from rows (device code, window, extent, requests
+    touching it there). An extent's touches all come to one
     task (its region's), so another task never counts the same (device, extent). The touches are
-    counted once per (device, window, extent) and per (device, extent); each group's cells are cut
+    summed once per (device, window, extent) and per (device, extent); each group's cells are cut
     from those. by_id: the windows whose counts, and the whole trace's, leave "extent_ids" rows (device
     scope; extent and count, for the driver to add to counts kept from other spans) instead."""
     if not len(extent):
@@ -852,23 +853,24 @@ def _extent_cells(out: _Partials, code: np.ndarray, w: np.ndarray, extent: np.nd
         whole_trace = by_id is None
         if by_id is not None:
             ids = by_id(w)
-            _extent_id_rows(out, code, w, extent, ids)
-            code, w, extent = code[~ids], w[~ids], extent[~ids]
+            _extent_id_rows(out, code, w, extent, touches, ids)
+            code, w, extent, touches = code[~ids], w[~ids], extent[~ids], touches[~ids]
         for scope, gc, gw, wu in out.groups(code, w):
             if wu or whole_trace:
-                (gc, gw, _, _), c = _group_sums([gc, gw, code, extent], np.ones(len(extent), np.int64))
+                (gc, gw, _, _), c = _group_sums([gc, gw, code, extent], touches)
                 _add_extent_rows(out, scope, wu, gc, gw, c)
         return
     star = out.star
     fine = (dc * bw + dw) * be + de
     if bc * bw * be <= 4 * len(fine) + (1 << 21):
-        counted = np.bincount(fine, minlength=bc * bw * be)
+        counted = np.bincount(fine, weights=touches, minlength=bc * bw * be).astype(np.int64)   # exact below 2**53
         fine = np.flatnonzero(counted)
         fine_n = counted[fine]
     else:
-        fine.sort()
+        order = np.argsort(fine)
+        fine = fine[order]
         at = _runs_of(fine)
-        fine_n, fine = np.diff(np.append(at, len(fine))), fine[at]
+        fine_n, fine = np.add.reduceat(touches[order], at), fine[at]
     fine_row = np.empty(bc * bw, np.int64)                   # dense (device, window) -> a request's row
     fine_row[dc * bw + dw] = np.arange(len(dc))
     f_code, f_w = code[fine_row[fine // be]], w[fine_row[fine // be]]
@@ -916,18 +918,18 @@ def _add_extent_rows(out: _Partials, scope: str, window_us: int, gc: np.ndarray,
             cells=[_pack(c[a:b]) for a, b in zip(at, ends, strict=True)])
 
 
-def _extent_id_rows(out: _Partials, code: np.ndarray, w: np.ndarray, extent: np.ndarray, windowed: np.ndarray
-                    ) -> None:
+def _extent_id_rows(out: _Partials, code: np.ndarray, w: np.ndarray, extent: np.ndarray, touches: np.ndarray,
+                    windowed: np.ndarray) -> None:
     """"extent_ids" rows (device scope): per device for the whole trace, and per device and window where
     `windowed`, the requests touching each extent as cells _pack(extent, count), for the driver to add to
     counts kept from earlier requests (extent_counts)."""
-    spans = [(0, code, np.zeros(len(w), np.int64), extent)]
+    spans = [(0, code, np.zeros(len(w), np.int64), extent, touches)]
     if out.window_us:
-        spans.append((out.window_us, code[windowed], w[windowed], extent[windowed]))
-    for window_us, c, gw, e in spans:
+        spans.append((out.window_us, code[windowed], w[windowed], extent[windowed], touches[windowed]))
+    for window_us, c, gw, e, t in spans:
         if not len(e):
             continue
-        (c, gw, e), n = _group_sums([c, gw, e], np.ones(len(e), np.int64))
+        (c, gw, e), n = _group_sums([c, gw, e], t)
         _add_extent_id_rows(out, window_us, c, gw, e, n)
 
 
@@ -994,8 +996,8 @@ def _block_rows(out: _Partials, devices: Sequence[tuple[int, np.ndarray, np.ndar
     the whole trace's) leave "extent_ids" rows. Returns per device its blocks' last access afterwards."""
 
     window_us = out.window_us
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("fc", "fw", "fnew", "facc", "fagain", "rc", "rw", "rn",
-                                                          "rs", "rs2", "rmx", "cg", "cv", "cn", "ec", "ew", "eid")}
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("fc", "fw", "fnew", "facc", "fagain", "rc", "rw", "rn", "rs",
+                                                          "rs2", "rmx", "cg", "cv", "cn", "ec", "ew", "eid", "en")}
     whole: list[tuple[int, int, int, int]] = []
     held: list[tuple[np.ndarray, np.ndarray]] = []
     groups = 0
@@ -1008,7 +1010,7 @@ def _block_rows(out: _Partials, devices: Sequence[tuple[int, np.ndarray, np.ndar
             order = np.argsort(blocks)
             blocks, last = blocks[order], last[order]
         (win, rn, rs, rs2, rmx, fnew, facc, cell_win, cell_code, cell_n, distinct, total, again,
-         ext_w, ext_id, after, after_last) = block_pass(ts, lo, hi, window_us, FOOTPRINT_BLOCK, extent_bytes,
+         ext_w, ext_id, ext_n, after, after_last) = block_pass(ts, lo, hi, window_us, FOOTPRINT_BLOCK, extent_bytes,
                                                         region_bytes, buckets, bucket, CODES, blocks, last)
         held.append((after, after_last))
         if not total:
@@ -1024,12 +1026,12 @@ def _block_rows(out: _Partials, devices: Sequence[tuple[int, np.ndarray, np.ndar
         for k, v in (("rc", np.full(int(reused.sum()), code)), ("rw", win[reused]), ("rn", rn[reused]),
                      ("rs", rs[reused]), ("rs2", rs2[reused]), ("rmx", rmx[reused]), ("cg", index[cell_win]),
                      ("cv", cell_code), ("cn", cell_n), ("ec", np.full(len(ext_id), code)), ("ew", ext_w),
-                     ("eid", ext_id)):
+                     ("eid", ext_id), ("en", ext_n)):
             parts[k].append(v)
     if not whole:
         return held
     p = {k: np.concatenate(v) for k, v in parts.items()}
-    _extent_cells(out, p["ec"], p["ew"], p["eid"], by_id=by_id)
+    _extent_cells(out, p["ec"], p["ew"], p["eid"], p["en"], by_id=by_id)
     if groups:
         out.cells(p["rc"], p["rw"], p["rn"], p["rs"], p["rs2"], p["rmx"], p["cg"], p["cv"], p["cn"],
                   metric="reuse_time_us", scopes="both", vmax=CODES, coded=True, final=True)

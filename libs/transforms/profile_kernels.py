@@ -4,13 +4,50 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.cpython.unsafe.numbers import leading_zeros
+from numba.extending import intrinsic
+
+_POW10 = np.array([10 ** k for k in range(19)], np.int64)
+_INV10 = np.array([1.0 / 10 ** k for k in range(19)], np.float64)
+# For a value of bit length b, the exponent e (its step 10**e, 4 significant digits kept) of the smallest one,
+# 2**(b - 1): a value of that length has this e or the next.
+_E_OF_BITS = np.array([max(0, len(str(1 << (b - 1))) - 4) if b else 0 for b in range(65)], np.int64)
 
 
 @numba.njit(cache=True, inline="always")
 def _code_of(v: int) -> int:  # pragma: no cover - compiled
-    """round_significant_code of one value."""
+    """round_significant_code of one value: its exponent from its bit length (one comparison corrects it), the
+    quotient by a multiplication corrected to the exact one."""
     if v < 10_000:
         return v
+    if v >= 1_000_000_000_000_000_000:
+        return _code_of_large(v)
+    e = _E_OF_BITS[64 - leading_zeros(np.uint64(v))]
+    if v >= _POW10[e + 4]:
+        e += 1
+    step = _POW10[e]
+    r = np.int64(np.float64(v) * _INV10[e])
+    rest = v - r * step
+    while rest < 0:
+        r -= 1
+        rest += step
+    while rest >= step:
+        r += 1
+        rest -= step
+    if 2 * rest >= step:
+        r += 1
+    if r == 10_000:
+        r = 1_000
+        e += 1
+    return 10_000 + 9_000 * (e - 1) + (r - 1_000)
+
+
+@numba.njit(cache=True)
+def _code_of_large(v: int) -> int:  # pragma: no cover - compiled
+    """_code_of of a value from 10**18 on (beyond the power tables)."""
     step = 1
     e = 0
     limit = 10_000
@@ -47,27 +84,76 @@ def round_significant_code(values: np.ndarray) -> np.ndarray:  # pragma: no cove
     return out
 
 
-CHUNK = 8                      # blocks per hash-table entry: a request's blocks share one or two entries
+WORDS = 8                      # int64 words per block-table entry, one 64-byte cache line: the chunk's key and the
+CHUNK = WORDS - 1              # last access of its CHUNK blocks (a request's blocks share one or two entries)
 NEVER = np.iinfo(np.int64).min
+_HASH = np.uint64(0x9E3779B97F4A7C15)
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Asks the processor to bring array[index]'s cache line in for a write (LLVM's llvm.prefetch): a hint, no
+    effect on results."""
+    sig = types.void(array, index)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        ptr = cgutils.get_item_pointer(context, builder, signature.args[0],
+                                       context.make_array(signature.args[0])(context, builder, args[0]), [args[1]],
+                                       wraparound=False)
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32]),
+                                            "llvm.prefetch.p0")
+        builder.call(fn, [ptr, i32(1), i32(3), i32(1)])    # write, keep in every cache level, data
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@numba.njit(cache=True, inline="always")
+def _home(key: int, bits: int) -> int:  # pragma: no cover - compiled
+    """A key's first slot in a table of 2**bits entries (Fibonacci hashing)."""
+    return np.int64((np.uint64(key) * _HASH) >> np.uint64(64 - bits))
 
 
 @numba.njit(cache=True)
-def _grown(keys: np.ndarray, last: np.ndarray):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """The table at twice the size, every entry placed again."""
-    size = 2 * len(keys)
-    bits = 0
-    while (1 << bits) < size:
-        bits += 1
-    new_keys = np.zeros(size, np.int64)
-    new_last = np.empty((size, last.shape[1]), np.int64)
-    for i in range(len(keys)):
-        if keys[i] != 0:
-            j = np.int64((np.uint64(keys[i] - 1) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
-            while new_keys[j] != 0:
+def _new_table(bits: int) -> np.ndarray:  # pragma: no cover - compiled
+    """An empty block table of 2**bits entries whose entries each lie in one cache line: a view of a larger
+    allocation starting on a 64-byte boundary."""
+    raw = np.zeros(((1 << bits) + 1) * WORDS, np.int64)
+    skip = (-(raw.ctypes.data // 8)) % WORDS
+    return raw[skip:skip + (1 << bits) * WORDS]
+
+
+@numba.njit(cache=True)
+def _grown(table: np.ndarray, bits: int):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The table at twice the size (bits + 1), every entry placed again."""
+    size = 2 << bits
+    new = _new_table(bits + 1)
+    for i in range(len(table) // WORDS):
+        key = table[i * WORDS]
+        if key != 0:
+            j = _home(key - 1, bits + 1)
+            while new[j * WORDS] != 0:
                 j = (j + 1) & (size - 1)
-            new_keys[j] = keys[i]
-            new_last[j, :] = last[i, :]
-    return new_keys, new_last
+            new[j * WORDS:(j + 1) * WORDS] = table[i * WORDS:(i + 1) * WORDS]
+    return new, bits + 1
+
+
+@numba.njit(cache=True, inline="always")
+def _entry(table: np.ndarray, bits: int, used: int, chunk: int):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The table's entry (its first word's index) for a chunk of blocks, added when new (the table grown when half
+    full): (table, bits, used, index)."""
+    if 2 * (used + 1) > (1 << bits):
+        table, bits = _grown(table, bits)
+    mask = (1 << bits) - 1
+    j = _home(chunk, bits)
+    while table[j * WORDS] != 0 and table[j * WORDS] != chunk + 1:
+        j = (j + 1) & mask
+    if table[j * WORDS] == 0:
+        table[j * WORDS] = chunk + 1
+        table[j * WORDS + 1:(j + 1) * WORDS] = NEVER
+        used += 1
+    return table, bits, used, j * WORDS
 
 
 @numba.njit(cache=True, inline="always")
@@ -148,6 +234,47 @@ def _grow(a: np.ndarray, size: int, fill: float = 0) -> np.ndarray:  # pragma: n
 
 
 @numba.njit(cache=True)
+def _extents_grown(keys: np.ndarray, counts: np.ndarray, touched: np.ndarray):  # type: ignore[no-untyped-def]
+    """The window's extent table at twice the size, every entry placed again (all of them are the window's: the
+    table is emptied at each window's end), and its slots as the new `touched` (the old one is replaced)."""
+    size = 2 * len(keys)
+    bits = 0
+    while (1 << bits) < size:
+        bits += 1
+    new_keys = np.zeros(size, np.int64)
+    new_counts = np.zeros(size, np.int64)
+    new_touched = np.empty(size, np.int64)
+    nt = 0
+    for i in range(len(keys)):
+        if keys[i] != 0:
+            j = _home(keys[i] - 1, bits)
+            while new_keys[j] != 0:
+                j = (j + 1) & (size - 1)
+            new_keys[j] = keys[i]
+            new_counts[j] = counts[i]
+            new_touched[nt] = j
+            nt += 1
+    return new_keys, new_counts, new_touched, bits
+
+
+@numba.njit(cache=True)
+def _extents_flush(w: int, keys: np.ndarray, counts: np.ndarray, touched: np.ndarray, nt: int, ext_w: np.ndarray,
+                   ext_id: np.ndarray, ext_n: np.ndarray, ne: int):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Appends the window's (w, extent, requests) to ext_*[:ne] (grown when full) and empties its table."""
+    if ne + nt > len(ext_id):
+        ext_w, ext_id, ext_n = _grow(ext_w, ne + nt), _grow(ext_id, ne + nt), _grow(ext_n, ne + nt)
+    for i in range(nt):
+        j = touched[i]
+        ext_w[ne] = w
+        ext_id[ne] = keys[j] - 1
+        ext_n[ne] = counts[j]
+        keys[j] = 0
+        counts[j] = 0
+        ne += 1
+    return ext_w, ext_id, ext_n, ne
+
+
+@numba.njit(cache=True)
 def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, block_bytes: int,
                extent_bytes: int, region_bytes: int, buckets: int, bucket: int, codes: int,
                seen_blocks: np.ndarray, seen_last: np.ndarray):  # type: ignore[no-untyped-def]  # pragma: no cover
@@ -156,34 +283,24 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     and extents of the address regions r (region_bytes, a multiple of both block_bytes and
     extent_bytes) with r % buckets == bucket, in one loop: every block access's previous access to
     the same block comes from an open-addressing table of the last access per block (CHUNK blocks
-    per entry).
+    per entry, an entry a cache line, fetched a few requests ahead).
 
     Returns per window (starts `win`, in time order): the reuse times' count (= re-accesses), sum, sum of
     squares and maximum, footprint (blocks first accessed in the window) and accesses; the reuse
     times' (window index, value code, count) cells sorted by window and code; the whole trace's
-    distinct blocks, accesses and re-accesses; one (window start, extent) per request and extent
-    it touches; and the last access of every block afterwards (blocks, ts_us; in no order). seen_blocks,
-    seen_last: the blocks accessed before these requests and their last access (empty: none)."""
+    distinct blocks, accesses and re-accesses; per window and extent touched, (window start, extent, requests
+    touching it) (by window, extents in no order); and the last access of every block afterwards (blocks, ts_us;
+    in no order). seen_blocks, seen_last: the blocks accessed before these requests and their last access (empty:
+    none)."""
     n = len(ts)
     bshift, eshift, rshift = _shift_of(block_bytes), _shift_of(extent_bytes), _shift_of(region_bytes)
     bits = 12
-    keys = np.zeros(1 << bits, np.int64)              # chunk of CHUNK blocks + 1; 0: empty
-    last = np.empty((1 << bits, CHUNK), np.int64)     # last access per block of the chunk; NEVER: none
+    table = _new_table(bits)
     used = 0
     for i in range(len(seen_blocks)):                 # the earlier accesses' table
         b = seen_blocks[i]
-        chunk = b // CHUNK
-        if 2 * (used + 1) > len(keys):
-            keys, last = _grown(keys, last)
-            bits += 1
-        j = np.int64((np.uint64(chunk) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
-        while keys[j] != 0 and keys[j] != chunk + 1:
-            j = (j + 1) & (len(keys) - 1)
-        if keys[j] == 0:
-            keys[j] = chunk + 1
-            last[j, :] = NEVER
-            used += 1
-        last[j, b % CHUNK] = seen_last[i]
+        table, bits, used, at = _entry(table, bits, used, b // CHUNK)
+        table[at + 1 + b % CHUNK] = seen_last[i]
     m = 64                                            # per-window arrays, grown
     win = np.empty(m, np.int64)
     rn = np.zeros(m, np.int64)
@@ -192,8 +309,15 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     rmx = np.full(m, -np.inf)
     fnew = np.zeros(m, np.int64)
     facc = np.zeros(m, np.int64)
-    ext_w = np.empty(max(n, 16), np.int64)
-    ext_id = np.empty(max(n, 16), np.int64)
+    ebits = 10                                        # the window's extents: requests per extent
+    ekeys = np.zeros(1 << ebits, np.int64)            # extent + 1; 0: empty
+    ecounts = np.zeros(1 << ebits, np.int64)
+    etouched = np.empty(1 << ebits, np.int64)
+    net = 0
+    ext_w = np.empty(1 << 12, np.int64)
+    ext_id = np.empty(1 << 12, np.int64)
+    ext_n = np.empty(1 << 12, np.int64)
+    ne = 0
     counts = np.zeros(codes, np.int64)
     touched = np.empty(codes, np.int64)
     cells = np.empty((1 << 12, 3), np.int64)          # (window index, code, count), grown
@@ -202,7 +326,6 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     k = -1
     w = 0
     w_end = 0
-    t_ext = 0
     distinct = 0
     total = 0
     again_all = 0
@@ -210,7 +333,10 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     # The previous reuse time and its code: the blocks of a request written together come back together, with one
     # reuse time, so most blocks skip the rounding.
     last_d, last_code = -1, 0
+    ahead = 8                                         # the request whose first entry is fetched meanwhile
     for i in range(n):
+        if i + ahead < n:
+            _prefetch(table, _home(_div(lo[i + ahead], block_bytes, bshift) // CHUNK, bits) * WORDS)
         t = ts[i]
         if k < 0 or t >= w_end:                       # a new window (requests come in time order)
             if k >= 0:                                # the last one's sums, kept in locals meanwhile
@@ -219,6 +345,9 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
             if nt:
                 cells, nc = _flush(cells, nc, k, counts, touched, nt)
                 nt = 0
+            if net:
+                ext_w, ext_id, ext_n, ne = _extents_flush(w, ekeys, ecounts, etouched, net, ext_w, ext_id, ext_n, ne)
+                net = 0
             if window_us > 0:
                 w = (t // window_us) * window_us
                 w_end = w + window_us
@@ -236,33 +365,28 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
                 continue
             a = max(first, r * region_bytes)
             z = min(final, (r + 1) * region_bytes - 1)
-            e0, e1 = _div(a, extent_bytes, eshift), _div(z, extent_bytes, eshift)
-            if t_ext + e1 - e0 + 1 > len(ext_id):
-                ext_w = _grow(ext_w, t_ext + e1 - e0 + 1)
-                ext_id = _grow(ext_id, t_ext + e1 - e0 + 1)
-            for e in range(e0, e1 + 1):
-                ext_w[t_ext] = w
-                ext_id[t_ext] = e
-                t_ext += 1
+            for e in range(_div(a, extent_bytes, eshift), _div(z, extent_bytes, eshift) + 1):
+                if 2 * (net + 1) > len(ekeys):
+                    ekeys, ecounts, etouched, ebits = _extents_grown(ekeys, ecounts, etouched)
+                j = _home(e, ebits)
+                while ekeys[j] != 0 and ekeys[j] != e + 1:
+                    j = (j + 1) & (len(ekeys) - 1)
+                if ekeys[j] == 0:
+                    ekeys[j] = e + 1
+                    etouched[net] = j
+                    net += 1
+                ecounts[j] += 1
             chunk = -1
-            j = 0
+            at = 0
             for b in range(_div(a, block_bytes, bshift), _div(z, block_bytes, bshift) + 1):
-                if b // CHUNK != chunk:
-                    chunk = b // CHUNK
-                    if 2 * (used + 1) > len(keys):
-                        keys, last = _grown(keys, last)
-                        bits += 1
-                    mask = len(keys) - 1
-                    j = np.int64((np.uint64(chunk) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits))
-                    while keys[j] != 0 and keys[j] != chunk + 1:
-                        j = (j + 1) & mask
-                    if keys[j] == 0:
-                        keys[j] = chunk + 1
-                        last[j, :] = NEVER
-                        used += 1
+                q = b // CHUNK
+                if q != chunk:
+                    chunk = q
+                    table, bits, used, at = _entry(table, bits, used, chunk)
                 total += 1
                 c_acc += 1
-                p = last[j, b % CHUNK]
+                slot = at + 1 + (b - q * CHUNK)
+                p = table[slot]
                 if p == NEVER:
                     c_new += 1
                     distinct += 1
@@ -283,31 +407,34 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
                     again_all += 1
                     if window_us > 0 and p < w:         # last accessed in an earlier window
                         c_new += 1
-                last[j, b % CHUNK] = t
+                table[slot] = t
     if k >= 0:
         rn[k], rs[k], rs2[k], rmx[k], fnew[k], facc[k] = c_n, c_s, c_s2, c_mx, c_new, c_acc
     if nt:
         cells, nc = _flush(cells, nc, k, counts, touched, nt)
+    if net:
+        ext_w, ext_id, ext_n, ne = _extents_flush(w, ekeys, ecounts, etouched, net, ext_w, ext_id, ext_n, ne)
     m = k + 1
     held = 0
-    for i in range(len(keys)):
-        if keys[i] != 0:
+    for i in range(0, len(table), WORDS):
+        if table[i] != 0:
             for c in range(CHUNK):
-                if last[i, c] != NEVER:
+                if table[i + 1 + c] != NEVER:
                     held += 1
     out_blocks = np.empty(held, np.int64)
     out_last = np.empty(held, np.int64)
     held = 0
-    for i in range(len(keys)):
-        if keys[i] != 0:
+    for i in range(0, len(table), WORDS):
+        if table[i] != 0:
             for c in range(CHUNK):
-                if last[i, c] != NEVER:
-                    out_blocks[held] = (keys[i] - 1) * CHUNK + c
-                    out_last[held] = last[i, c]
+                if table[i + 1 + c] != NEVER:
+                    out_blocks[held] = (table[i] - 1) * CHUNK + c
+                    out_last[held] = table[i + 1 + c]
                     held += 1
     return (win[:m], rn[:m], rs[:m], rs2[:m], rmx[:m], fnew[:m], facc[:m],
             cells[:nc, 0].copy(), cells[:nc, 1].copy(), cells[:nc, 2].copy(),
-            distinct, total, again_all, ext_w[:t_ext].copy(), ext_id[:t_ext].copy(), out_blocks, out_last)
+            distinct, total, again_all, ext_w[:ne].copy(), ext_id[:ne].copy(), ext_n[:ne].copy(), out_blocks,
+            out_last)
 
 
 @numba.njit(cache=True)
@@ -331,17 +458,19 @@ def group_cells(gid: np.ndarray, values: np.ndarray, groups: int, coded: bool,
     while a < n:
         g = gid[a]
         b = a
+        c_s, c_s2, c_mx = g_s[g], g_s2[g], g_mx[g]    # in locals over the group's run: no store-to-load chain
         while b < n and gid[b] == g:
             v = values[b]
             f = np.float64(v)
-            g_n[g] += 1
-            g_s[g] += f
-            g_s2[g] += f * f
-            if f > g_mx[g]:
-                g_mx[g] = f
+            c_s += f
+            c_s2 += f * f
+            if f > c_mx:
+                c_mx = f
             if coded:
                 nt = _count(counts, touched, nt, v)
             b += 1
+        g_n[g] += b - a
+        g_s[g], g_s2[g], g_mx[g] = c_s, c_s2, c_mx
         if coded:
             cells, nc = _flush(cells, nc, g, counts, touched, nt)
             nt = 0

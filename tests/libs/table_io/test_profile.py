@@ -200,6 +200,12 @@ def test_slots_spread_cost_evenly():
     # longest first, each to the least loaded (13,400 in all; within 4/3 of the best split, 3,350 each)
     assert loads == [3_100, 3_100, 3_200, 4_000]
     assert PF.slots(tasks[:2], 4) == [[0], [1]]       # never an empty Spark task
+    # two Spark tasks side by side: the first runs its costliest first, the second its cheapest first
+    first, second = ([tasks[i].cost for i in s] for s in PF.slots(tasks, 2))
+    assert first == sorted(first, reverse=True)
+    assert first[0] == 4_000
+    assert second == sorted(second)
+    assert (second[0], second[-1]) == (1_000, 1_100)
 
 
 def test_spill_files_on_an_object_store(spark, spark_cfg, gen_expected, tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ rows (sorting per device, diffing, bincount per second, a set of (device, 4 KiB 
 """
 from __future__ import annotations
 
+import collections
 import json
 import math
 import re
@@ -209,6 +210,28 @@ def test_round_significant_code_equals_float_rounding():
     assert (np.diff(codes[order]) >= 0).all()
 
 
+def test_round_significant_code_at_every_exponent_edge():
+    """The codes at powers of ten and of two and at half-up boundaries, up to 2**63 - 1, equal integer rounding
+    by hand (the exponent guessed from the bit length and corrected once; from 10**18 on, the loop)."""
+    def by_hand(v: int) -> int:
+        if v < 10_000:
+            return v
+        e = len(str(v)) - 4
+        r, rest = divmod(v, 10 ** e)
+        r += 2 * rest >= 10 ** e
+        if r == 10_000:
+            r, e = 1_000, e + 1
+        return 10_000 + 9_000 * (e - 1) + (r - 1_000)
+
+    edges = {(1 << b) + d for b in range(64) for d in range(-2, 3)}
+    edges |= {10 ** k * m + d for k in range(16) for m in (1_000, 9_999, 10_000) for d in range(-3, 4)}
+    edges |= {10 ** k * 9_9995 // 10 + d for k in range(16) for d in range(-2, 3)}     # 9,999.5 x 10**k: rounds up
+    values = sorted(v for v in edges if 0 <= v < 1 << 63)
+    assert values[-1] == (1 << 63) - 1
+    codes = round_significant_code(np.array(values, np.int64))
+    assert codes.tolist() == [by_hand(v) for v in values]
+
+
 @pytest.mark.parametrize("rounded", [True, False])
 @pytest.mark.parametrize("values", [
     [0, 1, 9_999, 10_000, 10_005, 12_345, 12_355, 99_995, 99_994, 12_345, 0],     # ties and half-up boundaries
@@ -322,7 +345,8 @@ def test_block_pass_matches_a_direct_computation(window_us, extent_bytes, bucket
     region_bytes = math.lcm(extent_bytes, 4096)
     none = np.zeros(0, np.int64)
     (win, rn, rs, rs2, rmx, fnew, facc, cell_win, cell_code, cell_n, distinct, total, again,
-     ext_w, ext_id, held, held_last) = block_pass(ts, lo, hi, window_us, 4096, extent_bytes, region_bytes, buckets,
+     ext_w, ext_id, ext_n, held, held_last) = block_pass(ts, lo, hi, window_us, 4096, extent_bytes, region_bytes,
+                                                         buckets,
                                                   bucket, CODES, none, none)
     wins, cells, ext, whole = _block_pass_by_hand(ts, lo, hi, window_us, extent_bytes, region_bytes, buckets, bucket)
     assert (distinct, total, again) == whole
@@ -342,7 +366,12 @@ def test_block_pass_matches_a_direct_computation(window_us, extent_bytes, bucket
                                                    strict=True)} == cells
     keys = list(zip(cell_win.tolist(), cell_code.tolist(), strict=True))
     assert keys == sorted(keys)                      # by window, then value code
-    assert list(zip(ext_w.tolist(), ext_id.tolist(), strict=True)) == ext
+    # per window and extent, the requests touching it: each pair once, the windows in time order
+    pairs = list(zip(ext_w.tolist(), ext_id.tolist(), strict=True))
+    assert dict(zip(pairs, ext_n.tolist(), strict=True)) == collections.Counter(ext)
+    assert len(set(pairs)) == len(pairs)
+    assert (np.diff(ext_w) >= 0).all()
+    assert ext_n.max() > 1                           # extents touched again within a window
     # the blocks' last access afterwards: one per distinct block of the bucket's regions
     assert len(held) == distinct == len(set(held.tolist()))
     # resumed at a request: the second part after the first part's table counts what the whole pass counts
@@ -350,11 +379,11 @@ def test_block_pass_matches_a_direct_computation(window_us, extent_bytes, bucket
     first = block_pass(ts[:cut], lo[:cut], hi[:cut], window_us, 4096, extent_bytes, region_bytes, buckets, bucket,
                        CODES, none, none)
     second = block_pass(ts[cut:], lo[cut:], hi[cut:], window_us, 4096, extent_bytes, region_bytes, buckets, bucket,
-                        CODES, first[15], first[16])
+                        CODES, first[16], first[17])
     assert first[10] + second[10] == distinct
     assert first[12] + second[12] == again
     assert second[11] == total - first[11]
-    assert dict(zip(second[15].tolist(), second[16].tolist(), strict=True)) == dict(
+    assert dict(zip(second[16].tolist(), second[17].tolist(), strict=True)) == dict(
         zip(held.tolist(), held_last.tolist(), strict=True))
 
 
@@ -362,16 +391,17 @@ def test_extent_cells_count_touches_per_group():
     rng = np.random.default_rng(9)
     n = 3_000
     code, w, extent = rng.integers(0, 3, n), rng.integers(0, 4, n) * 100, rng.integers(0, 50, n)
+    touches = rng.integers(1, 4, n)                  # rows of one (device, window, extent) summed
     out = _Partials(["a", "b", "c"], window_us=100)
-    _extent_cells(out, code, w, extent)
+    _extent_cells(out, code, w, extent, touches)
     got = {(r["scope"], r["device"], r["w"], r["window_us"]): sorted(np.frombuffer(r["cells"], np.float64).astype(int))
            for r in out.table().to_pylist()}
     want: dict = {}
-    for c, wi, e in zip(code.tolist(), w.tolist(), extent.tolist(), strict=True):
+    for c, wi, e, k in zip(code.tolist(), w.tolist(), extent.tolist(), touches.tolist(), strict=True):
         name = "abc"[c]
         for group in (("device", name, 0, 0), ("device", name, wi, 100), ("trace", "*", 0, 0), ("trace", "*", wi, 100)):
             want.setdefault(group, {}).setdefault((c, e), 0)
-            want[group][(c, e)] += 1
+            want[group][(c, e)] += k
     assert got == {g: sorted(counts.values()) for g, counts in want.items()}
 
 
