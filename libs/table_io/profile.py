@@ -221,8 +221,11 @@ def run_task(task: Task, groups: Sequence[RowGroup], *, window_us: int, extent_b
     if task.kind == "block":
         if bucket_rows is None and task.buckets > 1:
             raise ValueError(f"block task {task.device}/{task.bucket}: its bucket's rows (bucket_rows) are required")
-        ts, seq, lo, hi = bucket_rows if bucket_rows is not None else bucket_split(
-            reader.span(groups, ["seq", "ts_us", "offset_bytes", "size_bytes"], task.start, None), 1, 1)[0]
+        if bucket_rows is None:
+            bucket_rows = bucket_split(
+                reader.span(groups, ["seq", "ts_us", "offset_bytes", "size_bytes"], task.start, None), 1, 1)[0]
+            release_memory()    # the Arrow rows, copied out: Arrow's allocator keeps them otherwise during the pass
+        ts, seq, lo, hi = bucket_rows
         return P.resumed_block_partials(task.device, ts, seq, lo, hi, window_us=window_us, extent_bytes=extent_bytes,
                                         buckets=task.buckets, bucket=task.bucket, start=task.start, end=end,
                                         seen=seen or _NONE)
@@ -576,4 +579,7 @@ def _profile_files(spark: SparkSession, warehouse: Path, trace_id: str, *, span_
     if known and run:
         state.save(run, ran.kept, version=known[0], sha256=known[1], devices=sorted(files))
     log.info("profile: %d rows committed in %.1f s", ran.rows.num_rows, time.perf_counter() - merged_at)
-    return ran.rows.num_rows
+    count = ran.rows.num_rows
+    del ran
+    release_memory()        # the driver's share of the merge, handed back before the next stage of its process
+    return count

@@ -706,11 +706,15 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
     """
     names, code = _device_codes(table)
     ts, seq = table.column("ts_us").to_numpy(), table.column("seq").to_numpy()
-    order = np.lexsort((seq, ts, code))
-    code, ts = code[order], ts[order]
-    offset = table.column("offset_bytes").to_numpy()[order]
-    size = table.column("size_bytes").to_numpy()[order]
-    is_read = pc.equal(table.column("op"), "R").to_numpy()[order]
+    # (a device's rows read in time order, as the direct reader gives them, need no sort nor copy)
+    order = None if keys_sorted([code, ts, seq]) else np.lexsort((seq, ts, code))
+    del seq
+    code, ts = (code, ts) if order is None else (code[order], ts[order])
+    offset, size = (table.column(c).to_numpy() for c in ("offset_bytes", "size_bytes"))
+    is_read = pc.equal(table.column("op"), "R").to_numpy(zero_copy_only=False)
+    if order is not None:
+        offset, size, is_read = offset[order], size[order], is_read[order]
+        del order
     end = offset + size
     w = _windows(ts, window_us)
     n = len(ts)
