@@ -437,13 +437,17 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
             out_last)
 
 
+EXACT_COUNTED = 1 << 17      # exact values below this are counted in a table (1 MiB), not sorted per group
+
+
 @numba.njit(cache=True)
 def group_cells(gid: np.ndarray, values: np.ndarray, groups: int, coded: bool,
                 codes: int):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """A distribution's finest groups and cells from rows sorted by group (gid nondecreasing, 0..groups-1)
     with non-negative int64 values: per group the count, sum, sum of squares and maximum, and the
     (group, value, count) cells sorted by group and value, the value as round_significant_code's code
-    when `coded` (counted in a table of `codes` entries), else exact (sorted per group)."""
+    when `coded` (counted in a table of `codes` entries), else exact (counted in a table of the values when they
+    are below EXACT_COUNTED, else sorted per group)."""
     n = len(gid)
     g_n = np.zeros(groups, np.int64)
     g_s = np.zeros(groups, np.float64)
@@ -451,8 +455,14 @@ def group_cells(gid: np.ndarray, values: np.ndarray, groups: int, coded: bool,
     g_mx = np.full(groups, -np.inf)
     cells = np.empty((1 << 12, 3), np.int64)
     nc = 0
-    counts = np.zeros(codes if coded else 1, np.int64)
-    touched = np.empty(codes if coded else 1, np.int64)
+    table = codes if coded else 0
+    if not coded and n:
+        top = values.max()
+        if top < EXACT_COUNTED:
+            table = top + 1
+    counted = table > 0
+    counts = np.zeros(max(table, 1), np.int64)
+    touched = np.empty(max(table, 1), np.int64)
     nt = 0
     a = 0
     while a < n:
@@ -468,10 +478,12 @@ def group_cells(gid: np.ndarray, values: np.ndarray, groups: int, coded: bool,
                 c_mx = f
             if coded:
                 nt = _count(counts, touched, nt, v)
+            elif counted:
+                nt = _count_code(counts, touched, nt, v)
             b += 1
         g_n[g] += b - a
         g_s[g], g_s2[g], g_mx[g] = c_s, c_s2, c_mx
-        if coded:
+        if counted:
             cells, nc = _flush(cells, nc, g, counts, touched, nt)
             nt = 0
         else:

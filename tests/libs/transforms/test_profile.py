@@ -33,7 +33,12 @@ from blockheat.libs.transforms.profile import (
     value_counts,
     value_of_code,
 )
-from blockheat.libs.transforms.profile_kernels import block_pass, round_significant_code
+from blockheat.libs.transforms.profile_kernels import (
+    EXACT_COUNTED,
+    block_pass,
+    group_cells,
+    round_significant_code,
+)
 from blockheat.schemas import trace_profile
 from tests.builders import ingest, make_requests, write_msr
 from tests.conftest import HPLAJW_TRACE_ID
@@ -208,6 +213,27 @@ def test_round_significant_code_equals_float_rounding():
     assert np.array_equal(value_of_code(codes), round_significant_np(values.astype(float)).astype(np.int64))
     order = np.argsort(values, kind="stable")
     assert (np.diff(codes[order]) >= 0).all()
+
+
+# exact values counted in a table (the largest below EXACT_COUNTED, at its edge), and sorted per group
+@pytest.mark.parametrize("top", [40, EXACT_COUNTED, EXACT_COUNTED + 1, 1 << 40])
+@pytest.mark.parametrize("coded", [False, True])
+def test_group_cells_by_hand(top, coded):
+    rng = np.random.default_rng(top % 97)
+    gid = np.sort(rng.integers(0, 30, 4_000))
+    values = rng.integers(0, top, len(gid))
+    values[::7] = top - 1                            # the largest value, often
+    g_n, g_s, g_s2, g_mx, cg, cv, cn = group_cells(gid, values, 30, coded, CODES)
+    keys = round_significant_code(values) if coded else values
+    want = collections.Counter(zip(gid.tolist(), keys.tolist(), strict=True))
+    got = list(zip(cg.tolist(), cv.tolist(), cn.tolist(), strict=True))
+    assert got == sorted((g, v, c) for (g, v), c in want.items())
+    for g in range(30):
+        mine = values[gid == g].astype(np.float64)
+        assert g_n[g] == len(mine)
+        assert g_s[g] == pytest.approx(mine.sum(), rel=1e-12)
+        assert g_s2[g] == pytest.approx((mine * mine).sum(), rel=1e-12)
+        assert g_mx[g] == (mine.max() if len(mine) else -np.inf)
 
 
 def test_round_significant_code_at_every_exponent_edge():
