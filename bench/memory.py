@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 
 def _pss(pid: int) -> int:
@@ -21,10 +21,10 @@ def _pss(pid: int) -> int:
     return 0
 
 
-def tree_rss(root: int, skip: Collection[int] = (), *, pss: bool = False) -> dict[str, int]:
-    """Resident bytes of `root` and its descendants (without the subtrees of `skip`) by kind of process: "driver"
-    (root itself), "jvm" (java processes), "workers" (other processes under a JVM: Spark's Python workers), "other".
-    pss: proportional set sizes instead (pages shared between processes counted once in all)."""
+def _tree(root: int, skip: Collection[int] = ()) -> tuple[list[tuple[int, str]], dict[int, int]]:
+    """(pid, kind) of `root` and its descendants (without the subtrees of `skip`), kind "driver" (root itself),
+    "jvm" (java processes), "workers" (other processes under a JVM: Spark's Python workers) or "other"; and every
+    process's resident bytes (one walk of /proc)."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     comm: dict[int, str] = {}
@@ -42,17 +42,30 @@ def tree_rss(root: int, skip: Collection[int] = (), *, pss: bool = False) -> dic
         pid = int(entry)
         children.setdefault(ppid, []).append(pid)
         rss[pid], comm[pid] = pages * page, name
-    out = {"driver": 0, "jvm": 0, "workers": 0, "other": 0}
+    members: list[tuple[int, str]] = []
     todo = [(root, False)]
     while todo:
         pid, under_jvm = todo.pop()
         if pid in skip:
             continue
         java = comm.get(pid) == "java"
-        kind = "driver" if pid == root else "jvm" if java else "workers" if under_jvm else "other"
-        out[kind] += _pss(pid) if pss else rss.get(pid, 0)
+        members.append((pid, "driver" if pid == root else "jvm" if java else "workers" if under_jvm else "other"))
         todo += [(c, under_jvm or java) for c in children.get(pid, [])]
+    return members, rss
+
+
+def _by_kind(members: list[tuple[int, str]], size: Callable[[int], int]) -> dict[str, int]:
+    out = {"driver": 0, "jvm": 0, "workers": 0, "other": 0}
+    for pid, kind in members:
+        out[kind] += size(pid)
     return out
+
+
+def tree_rss(root: int, skip: Collection[int] = (), *, pss: bool = False) -> dict[str, int]:
+    """Resident bytes of `root` and its descendants (without the subtrees of `skip`) by kind of process (_tree's).
+    pss: proportional set sizes instead (pages shared between processes counted once in all)."""
+    members, rss = _tree(root, skip)
+    return _by_kind(members, _pss if pss else rss.__getitem__)
 
 
 def tree_rss_bytes(root: int, skip: Collection[int] = ()) -> int:
@@ -79,11 +92,12 @@ class PeakMemory:
     def _run(self) -> None:
         sample = 0
         while not self._stop.is_set():
-            parts = tree_rss(os.getpid(), self.skip)
+            members, rss = _tree(os.getpid(), self.skip)
+            parts = _by_kind(members, rss.__getitem__)
             if sum(parts.values()) > self.peak:
                 self.peak, self.peak_parts = sum(parts.values()), parts
             if sample % self.pss_every == 0:
-                self.peak_pss = max(self.peak_pss, sum(tree_rss(os.getpid(), self.skip, pss=True).values()))
+                self.peak_pss = max(self.peak_pss, sum(_pss(pid) for pid, _ in members))
             sample += 1
             time.sleep(self.every_s)
 

@@ -26,7 +26,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from blockheat.libs.readers.srt import read_srt
-from blockheat.sim import ClosedLoop, DiskArray, Requests, SimConfig, Simulation, load_spec, read_validation_trace
+from blockheat.sim import (
+    DiskArray,
+    Requests,
+    SimConfig,
+    Simulation,
+    closed_loop_simulation,
+    load_spec,
+    read_validation_trace,
+)
 from blockheat.sim import spec_from_srt_header as from_srt_header
 
 TRACE = Path(__file__).resolve().parents[1] / "data/traces/hplajw/ajw.1week.srt"
@@ -65,31 +73,15 @@ def one_run(cols: dict[str, np.ndarray], scheduler: str, *, own_columns: bool = 
     return elapsed, len(req), sim.result()
 
 
-def c2247a_columns(copies: int) -> dict[str, np.ndarray]:
-    """The C2247A validation trace's requests (512-byte blocks as the spec's sectors, as sim.validate reads them)
-    repeated `copies` times, with the idle gap after each."""
-    spec = load_spec("hp_c2247a")
-    trace = read_validation_trace(C2247A_TRACE)
-    byte = trace.block * 512
-    lbn = byte // spec.sector_size
-    sectors = -(-(byte + trace.blocks * 512) // spec.sector_size) - lbn
-    return {"lbn": np.tile(lbn, copies), "sectors": np.tile(sectors, copies), "is_read": np.tile(trace.is_read, copies),
-            "think_us": np.tile(trace.idle_us, copies)}
-
-
-def c2247a_run(cols: dict[str, np.ndarray]) -> tuple[float, int, object]:
-    """(run seconds, requests, result) of the closed-loop replay on hp_c2247a, as validate_closed_loop runs it."""
-    spec = load_spec("hp_c2247a")
-    n = len(cols["lbn"])
-    req = Requests.build(np.zeros(n), np.zeros(n), cols["lbn"], cols["sectors"], cols["is_read"],
-                         think_us=cols["think_us"])
-    sim = Simulation(spec, DiskArray(1), req, SimConfig(closed_loop=ClosedLoop(outstanding=1)),
-                     np.random.default_rng(0), device_sectors=[spec.capacity_sectors])
+def c2247a_run(copies: int) -> tuple[float, int, object]:
+    """(run seconds, requests, result) of the C2247A validation replay (sim.validate's) with its trace `copies` times
+    end to end, on hp_c2247a."""
+    sim = closed_loop_simulation(load_spec("hp_c2247a"), read_validation_trace(C2247A_TRACE), copies=copies)
     start = time.perf_counter()
     status = sim.run()
     elapsed = time.perf_counter() - start
     assert status.finished
-    return elapsed, n, sim.result()
+    return elapsed, len(sim.requests), sim.result()
 
 
 def memory_per_request(cols: dict[str, np.ndarray]) -> float:
@@ -113,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     one_run(small, "fcfs")                  # compile (or load the numba cache) outside the timing
     one_run(small, "clook")
     if args.c2247a_copies > 0:
-        c2247a_run(c2247a_columns(1))
+        c2247a_run(1)
     cols = tiled_columns(args.copies)
     rates = {}
     for scheduler in ("fcfs", "clook"):
@@ -123,10 +115,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{rates[scheduler] / 1e6:.2f} M requests/s (x{rates[scheduler] / REFERENCE_C_SIMULATOR:.1f} the "
               f"quoted 240 k/s of a C simulator; goal >= 1 M/s)")
     if args.c2247a_copies > 0:
-        ccols = c2247a_columns(args.c2247a_copies)
-        best = min(c2247a_run(ccols)[0] for _ in range(args.repeats))
-        n_c = len(ccols["lbn"])
-        _, _, cres = c2247a_run(ccols)
+        runs = [c2247a_run(args.c2247a_copies) for _ in range(args.repeats)]
+        best = min(elapsed for elapsed, _, _ in runs)
+        _, n_c, cres = runs[0]
         print(f"c2247a: {n_c:,} requests in {best:.3f} s = {n_c / best / 1e6:.2f} M requests/s (closed loop, one "
               f"outstanding; mean response {cres.mean_response_ms:.3f} ms)")  # type: ignore[attr-defined]
     _, n, res = one_run(cols, "fcfs")

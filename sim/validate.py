@@ -21,6 +21,7 @@ __all__ = [
     "DeviceComparison",
     "ValidationResult",
     "ValidationTrace",
+    "closed_loop_simulation",
     "demerit_ms",
     "plot_cdfs",
     "read_validation_trace",
@@ -147,16 +148,24 @@ class ValidationResult:
         return [{"op": op, **r.summary()} for op, r in parts.items()]
 
 
-def validate_closed_loop(spec: DiskSpec, trace: ValidationTrace, *, seed: int = 0) -> ValidationResult:
-    """Replay closed loop with one request outstanding: request k+1 is issued idle_us[k] after request k
-    completes (the format's rule); each simulated access time is that request's response time."""
+def closed_loop_simulation(spec: DiskSpec, trace: ValidationTrace, *, copies: int = 1, seed: int = 0) -> Simulation:
+    """The validation replay, not yet run: the trace (`copies` times end to end) on one disk of `spec`, closed loop
+    with one request outstanding: request k+1 is issued idle_us[k] after request k completes (the format's rule).
+    The trace's 512-byte blocks become the spec's sectors (a request covers every sector its bytes touch)."""
     byte = trace.block * VALIDATE_BLOCK_BYTES
     lbn = byte // spec.sector_size
     sectors = -(-(byte + trace.blocks * VALIDATE_BLOCK_BYTES) // spec.sector_size) - lbn
-    n = len(trace)
-    req = Requests.build(np.zeros(n), np.zeros(n), lbn, sectors, trace.is_read, think_us=trace.idle_us)
-    sim = Simulation(spec, DiskArray(1), req, SimConfig(closed_loop=ClosedLoop(outstanding=1)),
-                     rng=np.random.default_rng(seed), device_sectors=[spec.capacity_sectors])
+    n = len(trace) * copies
+    req = Requests.build(np.zeros(n), np.zeros(n), np.tile(lbn, copies), np.tile(sectors, copies),
+                         np.tile(trace.is_read, copies), think_us=np.tile(trace.idle_us, copies))
+    return Simulation(spec, DiskArray(1), req, SimConfig(closed_loop=ClosedLoop(outstanding=1)),
+                      rng=np.random.default_rng(seed), device_sectors=[spec.capacity_sectors])
+
+
+def validate_closed_loop(spec: DiskSpec, trace: ValidationTrace, *, seed: int = 0) -> ValidationResult:
+    """Replay closed loop with one request outstanding (closed_loop_simulation); each simulated access time is that
+    request's response time."""
+    sim = closed_loop_simulation(spec, trace, seed=seed)
     status = sim.run()
     if not status.finished:
         raise RuntimeError(f"closed-loop replay stopped early at {status.now_us} us")
