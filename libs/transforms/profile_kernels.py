@@ -23,11 +23,12 @@ def _code_of(v: int) -> int:  # pragma: no cover - compiled
     quotient by a multiplication corrected to the exact one."""
     if v < 10_000:
         return v
-    if v >= 1_000_000_000_000_000_000:
-        return _code_of_large(v)
-    e = _E_OF_BITS[64 - leading_zeros(np.uint64(v))]
-    if v >= _POW10[e + 4]:
-        e += 1
+    if v >= 1_000_000_000_000_000_000:    # 19 digits, int64's most (the power table ends at 10**18)
+        e = 15
+    else:
+        e = _E_OF_BITS[64 - leading_zeros(np.uint64(v))]
+        if v >= _POW10[e + 4]:
+            e += 1
     step = _POW10[e]
     r = np.int64(np.float64(v) * _INV10[e])
     rest = v - r * step
@@ -35,34 +36,6 @@ def _code_of(v: int) -> int:  # pragma: no cover - compiled
         r -= 1
         rest += step
     while rest >= step:
-        r += 1
-        rest -= step
-    if 2 * rest >= step:
-        r += 1
-    if r == 10_000:
-        r = 1_000
-        e += 1
-    return 10_000 + 9_000 * (e - 1) + (r - 1_000)
-
-
-@numba.njit(cache=True)
-def _code_of_large(v: int) -> int:  # pragma: no cover - compiled
-    """_code_of of a value from 10**18 on (beyond the power tables)."""
-    step = 1
-    e = 0
-    limit = 10_000
-    while v >= limit:                  # multiplications, not divisions
-        step *= 10
-        e += 1
-        if limit > 100_000_000_000_000_000:
-            break                      # the next limit would overflow: v < 2**63 < 10 * limit
-        limit *= 10
-    r = np.int64(np.float64(v) / np.float64(step))   # a float division (an int64 one costs 40-90 cycles),
-    rest = v - r * step                                  # corrected to the exact quotient
-    if rest < 0:
-        r -= 1
-        rest += step
-    elif rest >= step:
         r += 1
         rest -= step
     if 2 * rest >= step:
