@@ -234,7 +234,7 @@ def media_access_from(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray
     while True:
         k = min(remaining, lspt - s)
         st = rot / spt
-        pos = mod_positive(t, rot) / st        # head position in slots, [0, spt)
+        pos = mod_positive(t, rot) / st         # head position in slots, [0, spt)
         rel = pos - ((s + skew) % spt)          # slots past the start of the first wanted sector
         if rel < 0.0:
             rel += spt

@@ -843,11 +843,10 @@ def stitch_open(pieces: Sequence[tuple[str, int, int, int, int]]
 def _extent_cells(out: _Partials, code: np.ndarray, w: np.ndarray, extent: np.ndarray, touches: np.ndarray, *,
                   by_id: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
     """Per group, the requests touching each of its extents, from rows (device code, window, extent, requests
-    touching it there). An extent's touches all come to one
-    task (its region's), so another task never counts the same (device, extent). The touches are
-    summed once per (device, window, extent) and per (device, extent); each group's cells are cut
-    from those. by_id: the windows whose counts, and the whole trace's, leave "extent_ids" rows (device
-    scope; extent and count, for the driver to add to counts kept from other spans) instead."""
+    touching it there). An extent's touches all come to one task (its region's), so another task never counts the
+    same (device, extent). The touches are summed once per (device, window, extent) and per (device, extent); each
+    group's cells are cut from those. by_id: the windows whose counts, and the whole trace's, leave "extent_ids"
+    rows (device scope; extent and count, for the driver to add to counts kept from other spans) instead."""
     if not len(extent):
         return
     dc, bc = _dense(code)
@@ -1015,7 +1014,7 @@ def _block_rows(out: _Partials, devices: Sequence[tuple[int, np.ndarray, np.ndar
             blocks, last = blocks[order], last[order]
         (win, rn, rs, rs2, rmx, fnew, facc, cell_win, cell_code, cell_n, distinct, total, again,
          ext_w, ext_id, ext_n, after, after_last) = block_pass(ts, lo, hi, window_us, FOOTPRINT_BLOCK, extent_bytes,
-                                                        region_bytes, buckets, bucket, CODES, blocks, last)
+                                                               region_bytes, buckets, bucket, CODES, blocks, last)
         held.append((after, after_last))
         if not total:
             continue

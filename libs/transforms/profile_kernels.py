@@ -89,44 +89,48 @@ def _home(key: int, bits: int) -> int:  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _new_table(bits: int) -> np.ndarray:  # pragma: no cover - compiled
-    """An empty block table of 2**bits entries whose entries each lie in one cache line: a view of a larger
-    allocation starting on a 64-byte boundary."""
-    raw = np.zeros(((1 << bits) + 1) * WORDS, np.int64)
+def _new_table(bits: int, words: int) -> np.ndarray:  # pragma: no cover - compiled
+    """An empty open-addressing table of 2**bits entries of `words` int64 words each (the key + 1, 0: empty; then
+    the entry's values), starting on a 64-byte boundary (an entry of WORDS words is one cache line)."""
+    raw = np.zeros((1 << bits) * words + WORDS, np.int64)
     skip = (-(raw.ctypes.data // 8)) % WORDS
-    return raw[skip:skip + (1 << bits) * WORDS]
+    return raw[skip:skip + (1 << bits) * words]
+
+
+@numba.njit(cache=True, inline="always")
+def _slot(table: np.ndarray, bits: int, key: int, words: int) -> int:  # pragma: no cover - compiled
+    """The index of the key's entry (its first word), or of the empty entry where it would go (linear probing)."""
+    mask = (1 << bits) - 1
+    j = _home(key, bits)
+    while table[j * words] != 0 and table[j * words] != key + 1:
+        j = (j + 1) & mask
+    return j * words
 
 
 @numba.njit(cache=True)
-def _grown(table: np.ndarray, bits: int):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+def _grown(table: np.ndarray, bits: int, words: int):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """The table at twice the size (bits + 1), every entry placed again."""
-    size = 2 << bits
-    new = _new_table(bits + 1)
-    for i in range(len(table) // WORDS):
-        key = table[i * WORDS]
-        if key != 0:
-            j = _home(key - 1, bits + 1)
-            while new[j * WORDS] != 0:
-                j = (j + 1) & (size - 1)
-            new[j * WORDS:(j + 1) * WORDS] = table[i * WORDS:(i + 1) * WORDS]
+    new = _new_table(bits + 1, words)
+    for i in range(0, len(table), words):
+        if table[i] != 0:
+            at = _slot(new, bits + 1, table[i] - 1, words)
+            new[at:at + words] = table[i:i + words]
     return new, bits + 1
 
 
 @numba.njit(cache=True, inline="always")
-def _entry(table: np.ndarray, bits: int, used: int, chunk: int):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """The table's entry (its first word's index) for a chunk of blocks, added when new (the table grown when half
-    full): (table, bits, used, index)."""
+def _entry(table: np.ndarray, bits: int, used: int, key: int, words: int,
+           fill: int):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The table's entry (its first word's index) for a key, added when new with its values `fill` (the table
+    grown when half full): (table, bits, used, index)."""
     if 2 * (used + 1) > (1 << bits):
-        table, bits = _grown(table, bits)
-    mask = (1 << bits) - 1
-    j = _home(chunk, bits)
-    while table[j * WORDS] != 0 and table[j * WORDS] != chunk + 1:
-        j = (j + 1) & mask
-    if table[j * WORDS] == 0:
-        table[j * WORDS] = chunk + 1
-        table[j * WORDS + 1:(j + 1) * WORDS] = NEVER
+        table, bits = _grown(table, bits, words)
+    at = _slot(table, bits, key, words)
+    if table[at] == 0:
+        table[at] = key + 1
+        table[at + 1:at + words] = fill
         used += 1
-    return table, bits, used, j * WORDS
+    return table, bits, used, at
 
 
 @numba.njit(cache=True, inline="always")
@@ -207,43 +211,22 @@ def _grow(a: np.ndarray, size: int, fill: float = 0) -> np.ndarray:  # pragma: n
 
 
 @numba.njit(cache=True)
-def _extents_grown(keys: np.ndarray, counts: np.ndarray, touched: np.ndarray):  # type: ignore[no-untyped-def]
-    """The window's extent table at twice the size, every entry placed again (all of them are the window's: the
-    table is emptied at each window's end), and its slots as the new `touched` (the old one is replaced)."""
-    size = 2 * len(keys)
-    bits = 0
-    while (1 << bits) < size:
-        bits += 1
-    new_keys = np.zeros(size, np.int64)
-    new_counts = np.zeros(size, np.int64)
-    new_touched = np.empty(size, np.int64)
-    nt = 0
-    for i in range(len(keys)):
-        if keys[i] != 0:
-            j = _home(keys[i] - 1, bits)
-            while new_keys[j] != 0:
-                j = (j + 1) & (size - 1)
-            new_keys[j] = keys[i]
-            new_counts[j] = counts[i]
-            new_touched[nt] = j
-            nt += 1
-    return new_keys, new_counts, new_touched, bits
-
-
-@numba.njit(cache=True)
-def _extents_flush(w: int, keys: np.ndarray, counts: np.ndarray, touched: np.ndarray, nt: int, ext_w: np.ndarray,
+def _extents_flush(w: int, table: np.ndarray, bits: int, extents: np.ndarray, nw: int, ext_w: np.ndarray,
                    ext_id: np.ndarray, ext_n: np.ndarray, ne: int):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Appends the window's (w, extent, requests) to ext_*[:ne] (grown when full) and empties its table."""
-    if ne + nt > len(ext_id):
-        ext_w, ext_id, ext_n = _grow(ext_w, ne + nt), _grow(ext_id, ne + nt), _grow(ext_n, ne + nt)
-    for i in range(nt):
-        j = touched[i]
+    """Appends the window's (w, extent, requests) for its extents[:nw] (their table's entries: the extent and its
+    count) to ext_*[:ne] (grown when full), then empties the table (every entry in it is the window's)."""
+    if ne + nw > len(ext_id):
+        ext_w, ext_id, ext_n = _grow(ext_w, ne + nw), _grow(ext_id, ne + nw), _grow(ext_n, ne + nw)
+    for i in range(nw):                   # every entry found before any is emptied: the probe chains stay whole
+        at = _slot(table, bits, extents[i], 2)
         ext_w[ne] = w
-        ext_id[ne] = keys[j] - 1
-        ext_n[ne] = counts[j]
-        keys[j] = 0
-        counts[j] = 0
+        ext_id[ne] = extents[i]
+        ext_n[ne] = table[at + 1]
+        extents[i] = at
         ne += 1
+    for i in range(nw):
+        table[extents[i]] = 0
+        table[extents[i] + 1] = 0
     return ext_w, ext_id, ext_n, ne
 
 
@@ -268,11 +251,11 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     n = len(ts)
     bshift, eshift, rshift = _shift_of(block_bytes), _shift_of(extent_bytes), _shift_of(region_bytes)
     bits = 12
-    table = _new_table(bits)
+    table = _new_table(bits, WORDS)
     used = 0
     for i in range(len(seen_blocks)):                 # the earlier accesses' table
         b = seen_blocks[i]
-        table, bits, used, at = _entry(table, bits, used, b // CHUNK)
+        table, bits, used, at = _entry(table, bits, used, b // CHUNK, WORDS, NEVER)
         table[at + 1 + b % CHUNK] = seen_last[i]
     m = 64                                            # per-window arrays, grown
     win = np.empty(m, np.int64)
@@ -282,10 +265,9 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     rmx = np.full(m, -np.inf)
     fnew = np.zeros(m, np.int64)
     facc = np.zeros(m, np.int64)
-    ebits = 10                                        # the window's extents: requests per extent
-    ekeys = np.zeros(1 << ebits, np.int64)            # extent + 1; 0: empty
-    ecounts = np.zeros(1 << ebits, np.int64)
-    etouched = np.empty(1 << ebits, np.int64)
+    ebits = 10                                        # the window's extents: (extent, requests touching it)
+    etable = _new_table(ebits, 2)
+    extents = np.empty(1 << ebits, np.int64)          # the window's extents in the table, in the order first touched
     net = 0
     ext_w = np.empty(1 << 12, np.int64)
     ext_id = np.empty(1 << 12, np.int64)
@@ -319,7 +301,7 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
                 cells, nc = _flush(cells, nc, k, counts, touched, nt)
                 nt = 0
             if net:
-                ext_w, ext_id, ext_n, ne = _extents_flush(w, ekeys, ecounts, etouched, net, ext_w, ext_id, ext_n, ne)
+                ext_w, ext_id, ext_n, ne = _extents_flush(w, etable, ebits, extents, net, ext_w, ext_id, ext_n, ne)
                 net = 0
             if window_us > 0:
                 w = (t // window_us) * window_us
@@ -339,23 +321,19 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
             a = max(first, r * region_bytes)
             z = min(final, (r + 1) * region_bytes - 1)
             for e in range(_div(a, extent_bytes, eshift), _div(z, extent_bytes, eshift) + 1):
-                if 2 * (net + 1) > len(ekeys):
-                    ekeys, ecounts, etouched, ebits = _extents_grown(ekeys, ecounts, etouched)
-                j = _home(e, ebits)
-                while ekeys[j] != 0 and ekeys[j] != e + 1:
-                    j = (j + 1) & (len(ekeys) - 1)
-                if ekeys[j] == 0:
-                    ekeys[j] = e + 1
-                    etouched[net] = j
-                    net += 1
-                ecounts[j] += 1
+                etable, ebits, known, at = _entry(etable, ebits, net, e, 2, 0)
+                if known > net:                       # the window's first touch of the extent
+                    extents = _grow(extents, known)
+                    extents[net] = e
+                    net = known
+                etable[at + 1] += 1
             chunk = -1
             at = 0
             for b in range(_div(a, block_bytes, bshift), _div(z, block_bytes, bshift) + 1):
                 q = b // CHUNK
                 if q != chunk:
                     chunk = q
-                    table, bits, used, at = _entry(table, bits, used, chunk)
+                    table, bits, used, at = _entry(table, bits, used, chunk, WORDS, NEVER)
                 total += 1
                 c_acc += 1
                 slot = at + 1 + (b - q * CHUNK)
@@ -386,7 +364,7 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     if nt:
         cells, nc = _flush(cells, nc, k, counts, touched, nt)
     if net:
-        ext_w, ext_id, ext_n, ne = _extents_flush(w, ekeys, ecounts, etouched, net, ext_w, ext_id, ext_n, ne)
+        ext_w, ext_id, ext_n, ne = _extents_flush(w, etable, ebits, extents, net, ext_w, ext_id, ext_n, ne)
     m = k + 1
     held = 0
     for i in range(0, len(table), WORDS):
