@@ -418,7 +418,8 @@ def pruned_graph(counts: Counts | SpilledCounts, weigh_age: WeighAge, previous: 
     src, dst, weight = weigh_age(*counts, previous)
     if len(src) and budget is not None:
         keep, _ = prune_arrays(src, dst, weight, budget, share=PRUNE_SHARE)
-        src, dst, weight = src[keep], dst[keep], weight[keep]
+        if len(keep) < len(src):
+            src, dst, weight = src[keep], dst[keep], weight[keep]
     return src, dst, weight
 
 
@@ -563,6 +564,8 @@ def build(spark: SparkSession, warehouse: Path, b: Build, p: GraphParams,
     stats = sorted(({"device": d, **s} for d, s in built.extras.items()), key=lambda r: r["device"])
     log.info("alis graph %s: %d devices built and committed in %.1f s (slowest task %.1f s)", b.trace_id,
              len(devices), time.perf_counter() - started, max((r["seconds"] for r in stats), default=0.0))
+    log.debug("alis graph %s: seconds per device (built, without its files): %s", b.trace_id,
+              ", ".join(f"{r['device']} {r['seconds']:.1f}" for r in stats))
     keys = ("units", "graph_refs", "last_edges", "last_graph_bytes", "budget_bytes", "runs", "last_run_units",
             "last_runs")
     return [{"device": r["device"], **{k: r[k] for k in keys}} for r in stats if r["units"]]

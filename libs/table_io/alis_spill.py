@@ -1,9 +1,10 @@
 """An interval's ALIS graph too large to hold while it is counted and pruned (a hot device's day): the pair counts
-kept in bucket files on the task's local disk by source unit (src % buckets), summed, weighed and aged bucket by
-bucket, then pruned in rounds over the files with the cuts of sim.alis.graph.prune_arrays (the edge percentile
-found exactly by radix selection over the weights' bits, the vertex weights held: one per unit) until the graph
-holds at most memory_edges edges, where prune_arrays takes over in memory. The graph is the one counted and pruned
-in memory, edge for edge, in (src, dst) order: a round's cuts depend only on the graph as the round finds it."""
+kept in bucket files on the task's local disk by source unit range (the first counts spilled cut into equal shares,
+so a hot range gets narrow buckets), merged, weighed and aged bucket by bucket, then pruned in rounds over the files
+with the cuts of sim.alis.graph.prune_arrays (the edge percentile found exactly by radix selection over the weights'
+bits, the vertex weights held: one per unit) until the graph holds at most memory_edges edges, where prune_arrays
+takes over in memory. The graph is the one counted and pruned in memory, edge for edge, in (src, dst) order (the
+buckets' edges one after the other): a round's cuts depend only on the graph as the round finds it."""
 from __future__ import annotations
 
 import math
@@ -15,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 
 from blockheat.sim import (
     ALIS_EDGE_BYTES,
@@ -24,6 +24,7 @@ from blockheat.sim import (
     alis_heaviest_into,
     float_of_bits,
     kth_smallest,
+    merge_counts,
     prune_arrays,
     select_bits,
     top16_counts,
@@ -51,7 +52,9 @@ class SpillSizes:
 
 
 class SpilledCounts:
-    """One interval's pair counts in bucket files (a scratch directory of their own, removed by close())."""
+    """One interval's pair counts in bucket files (a scratch directory of their own, removed by close()). Bucket b
+    holds the sources in [lows[b], lows[b + 1]): equal ranges of the vertex ids until the first counts added set
+    the cuts at their sources' quantiles."""
 
     def __init__(self, n_vertices: int, buckets: int, threads: int = 1) -> None:
         self.n_vertices, self.buckets, self.threads = max(int(n_vertices), 1), int(buckets), max(1, int(threads))
@@ -59,52 +62,81 @@ class SpilledCounts:
         self._scratch = tempfile.TemporaryDirectory(prefix="blockheat-alis-")
         self._root = Path(self._scratch.name)
         self._segments: list[list[tuple[int, type]]] = [[] for _ in range(self.buckets)]  # (edges, tally type)
+        self.lows = np.arange(self.buckets + 1, dtype=np.int64) * self.n_vertices // self.buckets
+        self._cut = False
 
     def _path(self, kind: str, b: int) -> Path:
         return self._root / f"{kind}-{b}"
 
+    def _slices(self, src: np.ndarray) -> np.ndarray:
+        """Sorted sources' bucket bounds: bucket b is [at[b], at[b + 1]) (ids past the last cut in the last)."""
+        at = np.searchsorted(src, self.lows)
+        at[0], at[-1] = 0, len(src)
+        return at
+
     def add(self, counts: np.ndarray) -> None:
-        """Counts (4, n) int64: src, dst, pairs, closeness, appended to their buckets (as a segment of four column
-        blocks: src and dst in the vertex type, pairs and closeness in int32 when the segment's fit, else int64)."""
+        """Counts (4, n) int64: src, dst, pairs, closeness, sorted by (src, dst) without repeats (PairCounter's
+        sums), appended to their buckets (as a segment of four column blocks: src and dst in the vertex type, pairs
+        and closeness in int32 when the segment's fit, else int64)."""
         n = counts.shape[1]
-        fits = n == 0 or (int(counts[2:].min()) >= 0 and int(counts[2:].max()) < 2**31)
+        if n == 0:
+            return
+        src = counts[0]
+        if n > 1 and bool((src[1:] < src[:-1]).any()):
+            raise ValueError("spilled counts must come sorted by source")
+        if not self._cut:                  # the first counts' sources in equal shares: a hot range, narrow buckets
+            self.lows[1:-1] = src[np.arange(1, self.buckets) * n // self.buckets]
+            self._cut = True
+        fits = int(counts[2:].min()) >= 0 and int(counts[2:].max()) < 2**31
         tally_type = np.int32 if fits else np.int64
-        columns = [np.empty(n, t) for t in (self.vertex_type, self.vertex_type, tally_type, tally_type)]
-        bounds = _by_bucket(counts, self.buckets, *columns)
+        bounds = self._slices(src)
         for b in range(self.buckets):
             a, z = int(bounds[b]), int(bounds[b + 1])
             if z > a:
                 with open(self._path("counts", b), "ab") as f:
-                    for column in columns:
-                        column[a:z].tofile(f)
+                    for row, dtype in zip(counts, (self.vertex_type, self.vertex_type, tally_type, tally_type),
+                                          strict=True):
+                        row[a:z].astype(dtype).tofile(f)
                 self._segments[b].append((z - a, tally_type))
 
-    def _counts(self, b: int) -> np.ndarray:
-        """A bucket's counts (4, n) int64, its segments side by side."""
-        path = self._path("counts", b)
+    def _counts(self, b: int) -> list[np.ndarray]:
+        """A bucket's segments as added, each (4, n) int64 (sorted by (src, dst))."""
         if not self._segments[b]:
-            return np.zeros((4, 0), np.int64)
-        raw = np.fromfile(path, np.uint8)
-        out = np.empty((4, sum(n for n, _ in self._segments[b])), np.int64)
-        at = col = 0
+            return []
+        raw = np.fromfile(self._path("counts", b), np.uint8)
+        out, at = [], 0
         for n, tally_type in self._segments[b]:
+            segment = np.empty((4, n), np.int64)
             for c, dtype in enumerate((self.vertex_type, self.vertex_type, tally_type, tally_type)):
                 size = np.dtype(dtype).itemsize * n
-                out[c, col:col + n] = raw[at:at + size].view(dtype)
+                segment[c] = raw[at:at + size].view(dtype)
                 at += size
-            col += n
+            out.append(segment)
         return out
+
+    def _previous_parts(self, previous: Edges | None) -> list[Edges] | None:
+        """The previous graph's edges by bucket (each part in the previous graph's order)."""
+        if previous is None:
+            return None
+        src = np.asarray(previous[0])
+        if len(src) > 1 and bool((src[1:] < src[:-1]).any()):
+            order = np.argsort(src, kind="stable")
+            previous = (src[order], previous[1][order], previous[2][order])
+            src = previous[0]
+        at = self._slices(src)
+        return [(previous[0][at[b]:at[b + 1]], previous[1][at[b]:at[b + 1]], previous[2][at[b]:at[b + 1]])
+                for b in range(self.buckets)]
 
     def graph(self, weigh_age: WeighAge, previous: Edges | None, budget: int | None, *,
               memory_edges: int, share: float = ALIS_PRUNE_SHARE) -> Edges:
         """The interval's graph: counts summed per (src, dst), weighed and aged with `previous` (weigh_age, per
         bucket), pruned to the budget (None: not pruned); in (src, dst) order."""
         found = None if budget is None else _Census(self.n_vertices)     # what the pruning's first round needs
+        previous_parts = self._previous_parts(previous)
 
         def bucket(b: int) -> None:
-            src, dst, pairs, closeness = self._summed(self._counts(b))
-            prev = None if previous is None else _bucket_of(previous, b, self.buckets)
-            s, d, w = weigh_age(src, dst, pairs, closeness, prev)
+            src, dst, pairs, closeness = _summed(self._counts(b))
+            s, d, w = weigh_age(src, dst, pairs, closeness, None if previous_parts is None else previous_parts[b])
             s, d = s.astype(self.vertex_type, copy=False), d.astype(self.vertex_type, copy=False)  # as read back
             self._write(b, s, d, w)
             if found is not None:
@@ -113,24 +145,18 @@ class SpilledCounts:
         self._each_bucket(bucket)
         if found is not None and found.edges:
             self._prune_on_disk(found, budget, share, memory_edges)
-        src, dst, weight = (np.concatenate(c) for c in zip(*self._edges(), strict=True))
-        order = np.argsort(src.astype(np.int64) * self.n_vertices + dst, kind="stable")     # (src, dst) order
-        src, dst, weight = src[order].astype(np.int64), dst[order].astype(np.int64), weight[order]
+        # Each bucket's edges come in (src, dst) order (weigh_age keeps or makes it) and the buckets are ranges of src.
+        total = sum(self._edge_file(b)[2] for b in range(self.buckets))
+        src, dst, weight = np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.float64)
+        at = 0
+        for s, d, w in self._edges():
+            src[at:at + len(s)], dst[at:at + len(s)], weight[at:at + len(s)] = s, d, w
+            at += len(s)
         if budget is not None and len(src):
             keep, _ = prune_arrays(src, dst, weight, budget, share=share)
-            src, dst, weight = src[keep], dst[keep], weight[keep]
+            if len(keep) < len(src):
+                src, dst, weight = src[keep], dst[keep], weight[keep]
         return src, dst, weight
-
-    def _summed(self, counts: np.ndarray) -> tuple[np.ndarray, ...]:
-        """One bucket's counts (4, n) summed per (src, dst) (integers: exact in any order), sorted by (src, dst)."""
-        key = counts[0] * self.n_vertices + counts[1]
-        order = np.argsort(key)
-        key = key[order]
-        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
-        pairs = np.add.reduceat(counts[2][order], starts) if len(starts) else np.zeros(0, np.int64)
-        closeness = np.add.reduceat(counts[3][order], starts) if len(starts) else np.zeros(0, np.int64)
-        first = key[starts]
-        return first // self.n_vertices, first % self.n_vertices, pairs, closeness
 
     def _write(self, b: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> None:
         """A bucket's edges as three blocks (src and dst in the vertex type, weight as float64)."""
@@ -213,29 +239,15 @@ class SpilledCounts:
         self._scratch.cleanup()
 
 
-@njit(cache=True, nogil=True)
-def _by_bucket(counts: np.ndarray, buckets: int, src: np.ndarray, dst: np.ndarray, pairs: np.ndarray,
-               closeness: np.ndarray) -> np.ndarray:  # pragma: no cover
-    """counts' four rows (src >= 0) into the four output columns by bucket (src % buckets), in order within a
-    bucket (a counting sort; the outputs' types narrow them); returns the buckets' bounds (buckets + 1)."""
-    n = counts.shape[1]
-    bounds = np.zeros(buckets + 1, np.int64)
-    for i in range(n):
-        bounds[counts[0, i] % buckets + 1] += 1
-    for b in range(buckets):
-        bounds[b + 1] += bounds[b]
-    fill = bounds[:-1].copy()
-    for i in range(n):
-        b = counts[0, i] % buckets
-        at = fill[b]
-        src[at], dst[at], pairs[at], closeness[at] = counts[0, i], counts[1, i], counts[2, i], counts[3, i]
-        fill[b] = at + 1
-    return bounds
-
-
-def _bucket_of(edges: Edges, b: int, buckets: int) -> Edges:
-    inside = edges[0] % buckets == b
-    return edges[0][inside], edges[1][inside], edges[2][inside]
+def _summed(segments: list[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """A bucket's segments (each (4, n) sorted by (src, dst) without repeats) summed per (src, dst): merged in
+    pairs (merge_counts), in (src, dst) order."""
+    if not segments:
+        return tuple(np.zeros(0, np.int64) for _ in range(4))
+    while len(segments) > 1:
+        segments = [merge_counts(*segments[k:k + 2]) if k + 1 < len(segments) else segments[k]
+                    for k in range(0, len(segments), 2)]
+    return tuple(segments[0])
 
 
 class _Census:

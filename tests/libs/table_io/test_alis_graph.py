@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 import blockheat.libs.table_io.alis_graph as GF
 from blockheat.jobs import alis_graph
 from blockheat.libs.io.tables import read_table, replace_trace, trace_rows
-from blockheat.libs.table_io.alis_spill import SpilledCounts, SpillSizes
+from blockheat.libs.table_io.alis_spill import SpilledCounts, SpillSizes, _summed
 from blockheat.sim import DAY_US, count_pairs, kth_smallest
 from tests.builders import table_digest
 from tests.conftest import HPLAJW_TRACE_ID
@@ -231,24 +231,49 @@ def test_a_spilled_interval_is_the_graph_counted_and_pruned_in_memory(spark, spa
     assert spilled["stats"]["last_graph_bytes"] <= spilled["stats"]["budget_bytes"] == 5726
 
 
+def _sorted_counts(rng: np.random.Generator, n: int, vertices: int) -> np.ndarray:
+    """n distinct (src, dst) pairs in (src, dst) order with random pairs and closeness."""
+    keys = np.unique(rng.integers(0, vertices * vertices, n))
+    return np.stack([keys // vertices, keys % vertices, rng.integers(1, 9, len(keys)),
+                     rng.integers(1, 90, len(keys))]).astype(np.int64)
+
+
 def test_spilled_counts_read_back_as_added_in_narrow_and_wide_segments():
-    """Segments whose pairs and closeness fit int32 are stored narrow, one with a count past it wide: each bucket
-    reads back its segments' counts, in order, as int64."""
+    """The first counts added cut the sources into 4 equal shares; every segment is split at those cuts. Segments
+    whose pairs and closeness fit int32 are stored narrow, one with a count past it wide: each bucket reads back its
+    segments' slices, in order, as int64, and sums them per (src, dst)."""
     rng = np.random.default_rng(5)
-    small = np.stack([rng.integers(0, 1000, 300), rng.integers(0, 1000, 300), rng.integers(1, 9, 300),
-                      rng.integers(1, 90, 300)]).astype(np.int64)
-    wide = small[:, :50].copy()
+    small = _sorted_counts(rng, 300, 1000)
+    wide = _sorted_counts(rng, 50, 1000)
     wide[2, 7], wide[3, 11] = 2**31, 2**40
+    later = _sorted_counts(rng, 200, 1000)
     counts = SpilledCounts(1000, 4)
+    assert counts.lows.tolist() == [0, 250, 500, 750, 1000]       # equal ranges until counts come
     try:
-        for segment in (small, wide, small[:, :0], small[:, 100:]):
+        for segment in (small, wide, small[:, :0], later):
             counts.add(segment)
+        n = small.shape[1]
+        assert counts.lows.tolist() == [0, *small[0, [n // 4, n // 2, 3 * n // 4]].tolist(), 1000]
         for b in range(4):
-            want = np.concatenate([seg[:, seg[0] % 4 == b] for seg in (small, wide, small[:, 100:])], axis=1)
+            lo, hi = counts.lows[b], counts.lows[b + 1]
+            want = [seg[:, (seg[0] >= lo) & (seg[0] < hi)] for seg in (small, wide, later)]
             got = counts._counts(b)
-            assert got.dtype == np.int64
-            assert np.array_equal(got, want)
+            assert [g.dtype for g in got] == [np.int64] * 3
+            assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
+            # Summed per (src, dst) in order: what a dictionary of the three segments' rows gives.
+            total: dict[tuple[int, int], list[int]] = {}
+            for seg in want:
+                for s_, d_, p_, c_ in seg.T.tolist():
+                    total.setdefault((s_, d_), [0, 0])
+                    total[(s_, d_)][0] += p_
+                    total[(s_, d_)][1] += c_
+            src, dst, pairs, closeness = _summed(got)
+            assert list(zip(src.tolist(), dst.tolist(), strict=True)) == sorted(total)
+            assert [[p_, c_] for p_, c_ in zip(pairs.tolist(), closeness.tolist(), strict=True)] == \
+                [total[k] for k in sorted(total)]
         assert [t for _, t in counts._segments[0]] == [np.int32, np.int64, np.int32]
+        with pytest.raises(ValueError, match="sorted by source"):
+            counts.add(small[:, ::-1].copy())
     finally:
         counts.close()
 
