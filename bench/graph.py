@@ -17,6 +17,16 @@ blockheat writes its edges under the warehouse (<warehouse>/_bench/graph/). --wa
 them on an object store, and blockheat reads the references from a copy there (uploaded before the timed runs;
 S3Proxy started on loopback by the bench when AWS_ENDPOINT_URL is not set, bench/object_store.py); polars keeps
 reading and writing local files.
+
+--job times what `blockheat graph TRACE --no-runs` runs (libs.table_io.alis_build.run: units, each device's pair
+counts, weights, ageing, pruning, the three tables committed), in this process on a warm local[2] session, on
+generated request traces (bench/heat.py's: 8 devices, one day, 40% reads) of --marginal-from M and --millions N
+million requests, against polars building the same edges from the same `requests` files (each device's extents
+numbered in (offset, size) order, its reads' pairs within tau counted per (src, dst)), both alternating --repeat
+times; prints each one's marginal rate from M to N requests and their ratio (goal >= 2), and checks on the M-request
+trace that polars' edges, weighed and aged as the job does (f = 1, beta = 0.8), are the job's graph row for row.
+
+    .venv/bin/python bench/graph.py --job --millions 20 --marginal-from 2
 """
 from __future__ import annotations
 
@@ -70,13 +80,10 @@ def make_refs(path: Path, n: int, *, seed: int = 5, devices: int = 4, days: int 
     }), path)
 
 
-def polars_edges(refs: Path, out: Path, tau: int = TAU) -> float:
-    """The same aggregation in polars: sort, shift by 1..tau within (device, interval), group."""
+def polars_pairs(ordered, tau: int):  # type: ignore[no-untyped-def]
+    """(device, interval_id, src_unit, dst_unit, pairs, closeness) of reads ordered within (device, interval)."""
     import polars as pl
 
-    start = time.perf_counter()
-    ordered = (pl.scan_parquet(refs).select("device", "interval_id", "ts_us", "seq", "sub", "unit_id")
-               .sort("device", "interval_id", "ts_us", "seq", "sub"))
     parts = []
     for j in range(1, tau + 1):
         same = (pl.col("device") == pl.col("device").shift(j)) & (
@@ -85,9 +92,18 @@ def polars_edges(refs: Path, out: Path, tau: int = TAU) -> float:
                                  pl.col("unit_id").alias("dst_unit"), same.alias("same"))
         parts.append(shifted.filter(pl.col("same") & (pl.col("src_unit") != pl.col("dst_unit"))).select(
             *KEYS, pl.lit(tau - j + 1, pl.Int64).alias("closeness")))
-    edges = (pl.concat(parts).group_by(KEYS)
-             .agg(pl.len().cast(pl.Int64).alias("pairs"), pl.col("closeness").sum().alias("closeness")))
-    edges.sink_parquet(out)
+    return (pl.concat(parts).group_by(KEYS)
+            .agg(pl.len().cast(pl.Int64).alias("pairs"), pl.col("closeness").sum().alias("closeness")))
+
+
+def polars_edges(refs: Path, out: Path, tau: int = TAU) -> float:
+    """The same aggregation in polars: sort, shift by 1..tau within (device, interval), group."""
+    import polars as pl
+
+    start = time.perf_counter()
+    ordered = (pl.scan_parquet(refs).select("device", "interval_id", "ts_us", "seq", "sub", "unit_id")
+               .sort("device", "interval_id", "ts_us", "seq", "sub"))
+    polars_pairs(ordered, tau).sink_parquet(out)
     return time.perf_counter() - start
 
 
@@ -136,6 +152,114 @@ def run_discovery(edges: str) -> tuple[int, float, int]:
     return g.num_rows, time.perf_counter() - start, len(runs)
 
 
+JOB_GOAL = 2.0
+BETA = 0.8
+
+
+def request_files(warehouse: Path, trace_id: str) -> str:
+    return str(warehouse / "requests" / f"trace_id={trace_id}" / "**" / "*.parquet")
+
+
+def polars_request_edges(files: str, out: Path, tau: int = TAU) -> float:
+    """The job's edges in polars from a trace's `requests` files: each device's extents (offset, size) numbered in
+    order from 0 over all its requests, its reads' pairs within tau (interval: the day) counted; seconds."""
+    import polars as pl
+
+    start = time.perf_counter()
+    requests = pl.scan_parquet(files, hive_partitioning=True)
+    units = requests.select(
+        pl.col("device").cast(pl.String), (pl.col("ts_us") // DAY_US).alias("interval_id"), "ts_us", "seq",
+        pl.col("op").cast(pl.String),
+        (pl.struct("offset_bytes", "size_bytes").rank("dense").over("device") - 1).cast(pl.Int64).alias("unit_id"))
+    reads = units.filter(pl.col("op") == "R").select("device", "interval_id", "ts_us", "seq",
+                                                     pl.lit(0, pl.Int32).alias("sub"), "unit_id")
+    edges = polars_pairs(reads.sort("device", "interval_id", "ts_us", "seq"), tau)
+    edges.sink_parquet(out)
+    return time.perf_counter() - start
+
+
+def job_graph(spark, cfg, trace_id: str) -> float:  # type: ignore[no-untyped-def]
+    """Seconds of `blockheat graph TRACE --no-runs` (its run, on this session)."""
+    from blockheat.libs.table_io.alis_build import GraphOptions
+    from blockheat.libs.table_io.alis_build import run as graph_run
+
+    start = time.perf_counter()
+    graph_run(spark, cfg, GraphOptions(trace_id, runs=False))
+    return time.perf_counter() - start
+
+
+def same_as_job(warehouse: Path, edges: Path) -> int:
+    """polars' edges weighed and aged as the job's first interval (f = 1, beta = 0.8: 0.8 * (pairs * 0 +
+    closeness / 9)) against the job's access_graph rows of the trace, sorted, column by column; the edge count."""
+    import polars as pl
+    from deltalake import DeltaTable
+
+    trace = edges.stem.split("-")[-1]
+    ours = pl.from_arrow(DeltaTable(str(warehouse / "access_graph")).to_pyarrow_table(
+        filters=[("trace_id", "=", trace)], columns=["device", "interval_id", "src_unit", "dst_unit", "weight"]))
+    theirs = pl.read_parquet(edges).select(
+        *KEYS, ((pl.col("pairs").cast(pl.Float64) * 0.0 + pl.col("closeness").cast(pl.Float64) * (1.0 / TAU))
+                * BETA).alias("weight"))
+    ours = ours.with_columns(pl.col("device").cast(pl.String)).sort(KEYS)
+    theirs = theirs.sort(KEYS)
+    if ours.height != theirs.height or not all(ours[c].equals(theirs[c]) for c in [*KEYS, "weight"]):
+        raise AssertionError(f"the job's graph of {trace} differs from polars' edges ({ours.height:,} against "
+                             f"{theirs.height:,} edges)")
+    return ours.height
+
+
+def prepare_job(args: argparse.Namespace, work: Path) -> None:
+    """The child: the traces warm (200,000 requests), base (--marginal-from) and bench (--millions) loaded."""
+    from heat import load, make_requests  # bench/heat.py
+
+    from blockheat.libs.io.session import SparkConfig, build_session
+
+    cfg = SparkConfig(master="local[2]", warehouse=work / "warehouse", app_name="bench-graph-load",
+                      extra={"spark.ui.showConsoleProgress": "false"})
+    spark = build_session(cfg)
+    for trace_id, count in (("warm", 200_000), ("base", int(args.marginal_from * 1_000_000)),
+                            ("bench", int(args.millions * 1_000_000))):
+        load(spark, cfg, make_requests(count, trace_id), trace_id, work)
+    spark.stop()
+
+
+def run_job(args: argparse.Namespace, work: Path) -> int:
+    """--job: the command's marginal rate against polars' (see the module docstring)."""
+    import statistics
+    import subprocess
+
+    from blockheat.libs.io.session import SparkConfig, build_session
+
+    if args.marginal_from is None or not 0 < args.marginal_from < args.millions:
+        raise SystemExit("--job needs --marginal-from M with 0 < M < --millions")
+    subprocess.run([sys.executable, __file__, "--prepare-job", "--millions", str(args.millions), "--marginal-from",
+                    str(args.marginal_from), "--workdir", str(work)], check=True)
+    warehouse = work / "warehouse"
+    cfg = SparkConfig(master="local[2]", warehouse=warehouse, app_name="bench-graph-job",
+                      extra={"spark.ui.showConsoleProgress": "false"})
+    spark = build_session(cfg)
+    polars_request_edges(request_files(warehouse, "warm"), work / "edges-warm.parquet")      # warm-ups
+    job_graph(spark, cfg, "warm")
+    times: dict[str, dict[str, list[float]]] = {"polars": {"base": [], "bench": []},
+                                                "blockheat": {"base": [], "bench": []}}
+    for _ in range(max(1, args.repeat)):
+        for trace in ("base", "bench"):
+            times["polars"][trace].append(polars_request_edges(request_files(warehouse, trace),
+                                                               work / f"edges-{trace}.parquet"))
+            times["blockheat"][trace].append(job_graph(spark, cfg, trace))
+    spark.stop()
+    edges = same_as_job(warehouse, work / "edges-base.parquet")
+    n, m = int(args.millions * 1_000_000), int(args.marginal_from * 1_000_000)
+    rates = {}
+    for engine, runs in times.items():
+        rates[engine] = (n - m) / (statistics.median(runs["bench"]) - statistics.median(runs["base"]))
+        print(f"{engine:9s} graph: marginal {rates[engine] / 1e6:.3f} M req/s from {m:,} to {n:,} requests (runs "
+              f"{', '.join(f'{t:.2f}' for t in runs['base'])} s and {', '.join(f'{t:.2f}' for t in runs['bench'])} s)")
+    print(f"blockheat graph over polars: {rates['blockheat'] / rates['polars']:.2f}x (marginal; goal {JOB_GOAL:g}x); "
+          f"the {m:,}-request graphs identical ({edges:,} edges)")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--millions", type=float, default=5.0, help="reads in the generated trace (millions)")
@@ -145,6 +269,11 @@ def main() -> int:
                         help="who writes the edges' Parquet: the reduce tasks (default, as alis_graph) or Spark")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark setting for the blockheat side (repeatable)")
+    parser.add_argument("--job", action="store_true",
+                        help="time the `blockheat graph` command's run against polars on request traces")
+    parser.add_argument("--marginal-from", type=float, default=None, metavar="M",
+                        help="with --job: the smaller trace (million requests) of the marginal rate")
+    parser.add_argument("--prepare-job", action="store_true", help=argparse.SUPPRESS)   # the child: load the traces
     object_store.add_option(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -152,6 +281,14 @@ def main() -> int:
     os.environ["POLARS_MAX_THREADS"] = "2"          # the same two cores as local[2]
     work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-bench-graph-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.prepare_job:
+        prepare_job(args, work)
+        return 0
+    if args.job:
+        code = run_job(args, work)
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+        return code
     with object_store.warehouse(args.warehouse, work) as wh:
         code = run(args, work, wh)
     if args.workdir is None:
