@@ -249,6 +249,40 @@ def scratch_dir(warehouse: str | os.PathLike[str], label: str) -> Iterator[Path 
                 os.rmdir(parent)                      # only when no other job's scratch is there
 
 
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3            # glibc's mallopt parameters
+#: glibc's limits as they stand in a process that has freed an array of 32 MiB or more (its dynamic threshold's
+#: maximum, and twice that for trimming): what a numpy task's worker runs with.
+USUAL_MMAP_BYTES, USUAL_TRIM_BYTES = 32 << 20, 64 << 20
+REUSED_BYTES = 1 << 30
+
+
+def _glibc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return libc if hasattr(libc, "mallopt") else None
+    except OSError:                                         # not glibc: its own ways
+        return None
+
+
+@contextlib.contextmanager
+def reused_heap() -> Iterator[None]:
+    """Within: glibc serves arrays of up to 1 GiB from its heap and keeps what is freed for the next ones, instead
+    of a fresh mapping per array whose every page faults in anew (`blockheat graph` of 20 M requests on 8 devices:
+    the workers' page faults 1.13 M -> 0.41 M, their system time 23.8 -> 14.6 s). After: glibc's usual limits
+    (USUAL_MMAP_BYTES, USUAL_TRIM_BYTES) and the memory handed back (release_memory)."""
+    libc = _glibc()
+    if libc is not None:
+        libc.mallopt(M_MMAP_THRESHOLD, REUSED_BYTES)
+        libc.mallopt(M_TRIM_THRESHOLD, REUSED_BYTES)
+    try:
+        yield
+    finally:
+        if libc is not None:
+            libc.mallopt(M_MMAP_THRESHOLD, USUAL_MMAP_BYTES)
+            libc.mallopt(M_TRIM_THRESHOLD, USUAL_TRIM_BYTES)
+        release_memory()
+
+
 def release_memory() -> None:
     """Hands the memory a task freed back to the OS: Arrow's allocator (mimalloc) and glibc's both keep
     freed pages for reuse (~100-200 MB per Python worker after a profile unit of a million requests, more

@@ -516,10 +516,12 @@ def device_build(requests: Requests, known: pa.Table | None, previous: pa.Table 
 
 
 def keyed(rows: pa.Table, trace_id: str, device: str, **constants: int) -> pa.Table:
-    """One device's rows of a table with trace_id, device and the constant columns added."""
+    """One device's rows of a table with trace_id, device and the constant columns added (the strings as
+    dictionaries of their one value: a graph's millions of rows repeat no string)."""
     n = rows.num_rows
-    rows = rows.append_column("trace_id", pa.repeat(pa.scalar(trace_id, pa.string()), n))
-    rows = rows.append_column("device", pa.repeat(pa.scalar(device, pa.string()), n))
+    zeros = pa.array(np.zeros(n, np.int32))
+    for column, text in (("trace_id", trace_id), ("device", device)):
+        rows = rows.append_column(column, pa.DictionaryArray.from_arrays(zeros, pa.array([text], pa.string())))
     for column, value in constants.items():
         rows = rows.append_column(column, pa.array(np.full(n, value, np.int64)))
     return rows

@@ -35,6 +35,7 @@ from blockheat.libs.io.connect import parallelism
 from blockheat.libs.io.delta_files import FileWriter, TableTarget, commit_replace, discard
 from blockheat.libs.io.delta_log import LogUnreadable, snapshot
 from blockheat.libs.io.tables import Location, table_path
+from blockheat.libs.io.task_parquet import reused_heap
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -363,17 +364,19 @@ def _device_task(devices: Sequence[DeviceFiles], fn: DeviceFn, read: Read | Mapp
     def run(ids: Iterator[int]) -> Iterator[dict[str, Any]]:
         for i in ids:
             device, paths = devices[i]
-            if isinstance(read, Read):
-                rows = read.of(paths)  # type: ignore[arg-type]
-            else:
-                rows = {name: r.of(paths.get(name, ())) for name, r in read.items()}  # type: ignore[union-attr]
-            tables, extra = fn(device, rows)
-            del rows
-            for key, table in tables.items():
-                writer = FileWriter(targets[key])
-                writer.write(table)
-                for f in writer.close().to_pylist():
-                    yield {"file": f, "key": key}
+            with reused_heap():              # a device's arrays come and go by the hundred MB
+                if isinstance(read, Read):
+                    rows = read.of(paths)  # type: ignore[arg-type]
+                else:
+                    rows = {name: r.of(paths.get(name, ())) for name, r in read.items()}  # type: ignore[union-attr]
+                tables, extra = fn(device, rows)
+                del rows
+                for key, table in tables.items():
+                    writer = FileWriter(targets[key])
+                    writer.write(table)
+                    for f in writer.close().to_pylist():
+                        yield {"file": f, "key": key}
+                tables = table = None  # type: ignore[assignment]
             yield {"device": device, "extra": extra}
 
     return run

@@ -3,8 +3,10 @@ only the successful attempts' files kept, clear errors, scratch directories remo
 (tests/fake_store.py)."""
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -177,3 +179,33 @@ def test_scratch_dir_on_an_object_store_is_removed_even_on_error(tmp_path, monke
     assert seen[0].startswith("s3a://bucket/wh/_scratch/job-")
     assert not store.local(seen[0]).exists()
     assert list(storage.files_under(store.url("wh/_scratch"))) == []
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                     "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def _malloc_info() -> _MallInfo2:
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = _MallInfo2
+    return libc.mallinfo2()
+
+
+def test_a_reused_heap_keeps_large_arrays_in_the_heap_and_then_maps_them_again():
+    """Inside reused_heap a 64 MiB array comes from glibc's heap (no mapping of its own) and stays there once freed,
+    for the next one; after it, glibc's usual 32 MiB threshold maps such an array on its own again."""
+    size = 64 << 20
+    with task_parquet.reused_heap():
+        mapped = _malloc_info().hblkhd
+        block = np.ones(size // 8)
+        assert _malloc_info().hblkhd - mapped < size
+        del block
+        assert _malloc_info().fordblks >= size               # freed, kept in the heap for the next array
+        again = np.ones(size // 8)
+        assert _malloc_info().hblkhd - mapped < size
+        del again
+    mapped = _malloc_info().hblkhd
+    block = np.ones(size // 8)
+    assert _malloc_info().hblkhd - mapped >= size
+    del block
