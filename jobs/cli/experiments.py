@@ -29,31 +29,41 @@ def _experiment_arguments(exp: argparse.ArgumentParser) -> None:
     exp.add_argument("--scale", choices=SCALES, default="full", help="full (default) or tiny (the tests' scale)")
     exp.add_argument("--seed", type=int, default=1, help="seed of the experiment's generated workloads and "
                                                         "random placements (default 1)")
-    exp.add_argument("--out", type=Path, default=None, help="output directory (default <warehouse>/experiments/NAME)")
+    exp.add_argument("--out", type=Path, default=None,
+                     help="output directory (default <warehouse>/experiments/NAME); with 'all', the directory that "
+                          "gets one folder per experiment and summary.md with every claim (default "
+                          "<warehouse>/experiments)")
     add_output_options(exp)
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
     # lazy: numpy, the simulator and the session settings load only when `experiment` runs
     from blockheat.libs.experiments import EXPERIMENTS, run_experiment
+    from blockheat.libs.experiments.common import all_claims_markdown, tally_line
     from blockheat.libs.io.session import SparkConfig
 
-    names = sorted(EXPERIMENTS) if args.name == "all" else [args.name]
-    if args.name != "all" and args.name not in EXPERIMENTS:
+    everything = args.name == "all"
+    names = sorted(EXPERIMENTS) if everything else [args.name]
+    if not everything and args.name not in EXPERIMENTS:
         raise UsageError(f"unknown experiment {args.name!r}; known: {', '.join(sorted(EXPERIMENTS))}, all")
-    if args.out is not None and len(names) > 1:
-        raise UsageError("--out names one experiment's directory; with 'all' the outputs go under the warehouse")
-    warehouse = SparkConfig.from_env(attach=False).warehouse
+    # --out is the experiment's directory, or with 'all' the directory holding one per experiment
+    root = args.out if args.out is not None else SparkConfig.from_env(attach=False).warehouse / "experiments"
     out = output(args)
+    results = []
     for name in _with_progress(names):
         result = run_experiment(name, scale=args.scale, seed=args.seed)
-        target = args.out if args.out is not None else warehouse / "experiments" / name
+        results.append(result)
+        target = root / name if everything or args.out is None else args.out
         written = result.write(target)
-        out.rows([{"experiment": name, "claim": c.claim, "paper": c.paper, "ours": c.ours, "verdict": c.verdict,
-                   "reason": c.reason} for c in result.claims], ["experiment", "claim", "verdict", "ours"], name=name,
-                 title=f"\n{result.title}\n{name} ({args.scale}): {result.seconds:.1f} s, "
-                       f"{sum(c.holds is True for c in result.claims)} of {len(result.claims)} claims hold")
+        out.rows([{"experiment": name, "claim": c.claim, "kind": c.kind, "paper": c.paper, "ours": c.ours,
+                   "verdict": c.verdict, "reason": c.reason} for c in result.claims],
+                 ["experiment", "claim", "kind", "verdict", "ours"], name=name,
+                 title=f"\n{result.title}\n{name} ({args.scale}): {result.seconds:.1f} s, {tally_line(result.claims)}")
         out.note(f"written: {target}/ ({', '.join(str(p.relative_to(target)) for p in written)})")
+    if everything:
+        summary = root / "summary.md"
+        summary.write_text(all_claims_markdown(results))
+        out.note(f"every claim: {summary} ({tally_line([c for r in results for c in r.claims])})")
     return out.render()
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["SCALES", "VERDICTS", "Claim", "ExperimentOutput", "fmt", "markdown_table", "new_figure", "save_figure"]
+__all__ = ["SCALES", "VERDICTS", "WORDING", "Claim", "ExperimentOutput", "all_claims_markdown", "fmt", "markdown_table",
+           "new_figure", "save_figure", "tally", "tally_line", "wording_block"]
 
 SCALES = ("tiny", "full")
 
@@ -21,13 +22,31 @@ SCALES = ("tiny", "full")
 VERDICTS = {True: "holds", False: "does not hold", None: "not comparable"}
 
 
+#: How a paper's wording becomes a threshold. Every claim names the reading it is judged by (`wording`), and
+#: each summary states the readings its claims use.
+WORDING: dict[str, str] = {
+    "states": "a number or fact stated without qualifier: ours within the tolerance the test names",
+    "about": "'about', 'roughly', 'approximately', '~': within 20 % of the paper's figure",
+    "close": "'close to', 'near', 'nearly': within 10 % of the paper's figure (or its own margin)",
+    "significantly": "'significantly', 'substantially', 'much': at least 1.25x the quantity compared with",
+    "small": "'small', 'slight', 'little': at most a third of the quantity compared with, or at most 5 points",
+    "in general": "'in general', 'usually', 'typically': in more than half of the cases compared, exceptions allowed",
+    "order of magnitude": "'an order of magnitude': at least 5x",
+    "direction": "a comparison without size ('better', 'lower', 'grows', 'more'): the sign, in every case compared",
+}
+
+
 @dataclass(frozen=True)
 class Claim:
-    """One of the paper's claims: how we test it, the paper's number, ours, and the verdict here.
+    """One of the paper's claims: the paper's own words and where they are, how we test it, the paper's number,
+    ours, and the verdict here.
 
     holds: True (holds), False (does not hold) or None (not comparable: our setup cannot measure what the
     paper measured). A claim that does not hold or is not comparable must state its reason, which a test
-    or a sensitivity run in the same experiment supports."""
+    or a sensitivity run in the same experiment supports. quote: the paper's sentence or table cell, verbatim;
+    where: its place (section, page, table or figure); wording: the WORDING key its threshold follows. derived:
+    our extrapolation of the paper's result to a drive, workload or parameter the paper did not measure;
+    counted apart from the paper's own claims."""
 
     claim: str
     test: str
@@ -35,14 +54,52 @@ class Claim:
     ours: str
     holds: bool | None
     reason: str = ""
+    quote: str = ""
+    where: str = ""
+    wording: str = "states"
+    derived: bool = False
 
     def __post_init__(self) -> None:
         if self.holds is not True and not self.reason.strip():
             raise ValueError(f"claim {self.claim!r} {VERDICTS[self.holds]} and needs a reason")
+        if self.wording not in WORDING:
+            raise ValueError(f"claim {self.claim!r}: wording {self.wording!r} is not one of {sorted(WORDING)}")
 
     @property
     def verdict(self) -> str:
         return VERDICTS[self.holds]
+
+    @property
+    def kind(self) -> str:
+        """'derived' for our extrapolations, 'paper' for the paper's own claims."""
+        return "derived" if self.derived else "paper"
+
+
+def tally(claims: Sequence[Claim]) -> dict[str, dict[str, int]]:
+    """Verdict counts, the paper's own claims and the derived ones apart:
+    {"paper": {"claims", "holds", "does not hold", "not comparable"}, "derived": {...}}."""
+    counts = {kind: {"claims": 0, **{v: 0 for v in VERDICTS.values()}} for kind in ("paper", "derived")}
+    for c in claims:
+        counts[c.kind]["claims"] += 1
+        counts[c.kind][c.verdict] += 1
+    return counts
+
+
+def tally_line(claims: Sequence[Claim]) -> str:
+    """The counts in one sentence: the paper's claims first, then the derived ones."""
+    parts = []
+    for kind, n in tally(claims).items():
+        if n["claims"]:
+            label = "paper claims" if kind == "paper" else "derived claims"
+            parts.append(f"{n['claims']} {label}: {n['holds']} hold, {n['does not hold']} do not hold, "
+                         f"{n['not comparable']} not comparable")
+    return "; ".join(parts) if parts else "no claims"
+
+
+def wording_block(claims: Sequence[Claim]) -> str:
+    """The readings of the paper's words the claims use, as a markdown list."""
+    used = sorted({c.wording for c in claims}, key=list(WORDING).index)
+    return "\n".join(["## How the paper's words are read", "", *[f"- **{w}**: {WORDING[w]}" for w in used]])
 
 
 @dataclass
@@ -71,16 +128,16 @@ class ExperimentOutput:
         return found[0]
 
     def markdown(self) -> str:
-        """The summary: the claim table first (claim, paper's number, ours, verdict, reason), then how each
-        claim is tested, then the sections."""
-        held = sum(c.holds is True for c in self.claims)
+        """The summary: the claim table first (claim, kind, paper's number, ours, verdict, reason) with the counts,
+        then each claim's test and the paper's words, how those words are read, then the sections."""
         lines = [f"# {self.title}", "",
-                 markdown_table([{"claim": c.claim, "paper": c.paper, "ours": c.ours, "verdict": c.verdict,
-                                  "reason": c.reason or "-"} for c in self.claims],
-                                ["claim", "paper", "ours", "verdict", "reason"]), "",
-                 f"Experiment `{self.name}`, scale `{self.scale}`, {self.seconds:.1f} s. "
-                 f"Claims holding here: {held} of {len(self.claims)}.", "", "## How each claim is tested", "",
-                 *[f"- **{c.claim}**: {c.test}" for c in self.claims], ""]
+                 markdown_table([{"claim": c.claim, "kind": c.kind, "paper": c.paper, "ours": c.ours,
+                                  "verdict": c.verdict, "reason": c.reason or "-"} for c in self.claims],
+                                ["claim", "kind", "paper", "ours", "verdict", "reason"]), "",
+                 f"Experiment `{self.name}`, scale `{self.scale}`, {self.seconds:.1f} s. {tally_line(self.claims)}.",
+                 "", "## How each claim is tested", "", *[_claim_item(c) for c in self.claims], ""]
+        if self.claims:
+            lines += [wording_block(self.claims), ""]
         for block in self.sections:
             lines += [block, ""]
         if self.tables:
@@ -105,6 +162,24 @@ class ExperimentOutput:
         summary.write_text(self.markdown())
         written.append(summary)
         return written
+
+
+def _claim_item(c: Claim) -> str:
+    kind = " (derived)" if c.derived else ""
+    said = f' The paper, {c.where}: "{c.quote}"' if c.quote else ""
+    return f"- **{c.claim}**{kind}: {c.test} (read as: {c.wording}).{said}"
+
+
+def all_claims_markdown(outputs: Sequence[ExperimentOutput]) -> str:
+    """One table of every experiment's claims (experiment, claim, kind, where, verdict) with the counts: what
+    `blockheat experiment all --out DIR` writes to DIR/summary.md."""
+    claims = [c for out in outputs for c in out.claims]
+    rows = [{"experiment": out.name, "claim": c.claim, "kind": c.kind, "where": c.where or "-",
+             "verdict": c.verdict} for out in outputs for c in out.claims]
+    return "\n".join(["# Every experiment's claims", "", f"{tally_line(claims)}.", "",
+                      markdown_table(rows, ["experiment", "claim", "kind", "where", "verdict"]), "",
+                      *[f"- `{out.name}/summary.md`: {out.title}, scale `{out.scale}`, {out.seconds:.1f} s"
+                        for out in outputs], "", wording_block(claims) if claims else "", ""])
 
 
 def fmt(value: Any, digits: int = 4) -> str:

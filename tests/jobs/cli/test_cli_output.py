@@ -175,3 +175,22 @@ def test_a_real_blockheat_process_prints_rows_and_nothing_else(traced, spark, sp
     assert {k: row[k] for k in ("format", "devices", "requests", "bytes", "start")} == \
         {"format": "spc", "devices": "2", "requests": "6", "bytes": "84.5 KiB", "start": "unknown (relative times)"}
     assert footer == f"({len(cells)} row{'s' if len(cells) != 1 else ''})"
+
+
+def test_experiment_all_writes_a_folder_per_experiment_and_every_claim(tmp_path, capsys, monkeypatch):
+    """`experiment all --out DIR`: DIR/NAME/ per experiment and DIR/summary.md with every claim and the counts
+    (the two quickest experiments stand for all of them)."""
+    import blockheat.libs.experiments as experiments
+
+    monkeypatch.setattr(experiments, "EXPERIMENTS", {k: experiments.EXPERIMENTS[k] for k in ("placement", "ssa-bsu")})
+    assert main(["experiment", "all", "--scale", "tiny", "--out", str(tmp_path / "all")]) == 0
+    printed = capsys.readouterr().out
+    assert {p.name for p in (tmp_path / "all").iterdir()} == {"placement", "ssa-bsu", "summary.md"}
+    assert (tmp_path / "all" / "placement" / "tables" / "placements.parquet").is_file()
+    assert (tmp_path / "all" / "ssa-bsu" / "summary.md").is_file()
+    summary = (tmp_path / "all" / "summary.md").read_text()
+    rows = [line for line in summary.splitlines() if line.startswith(("| placement |", "| ssa-bsu |"))]
+    counted = re.search(r"^(\d+) paper claims: (\d+) hold, (\d+) do not hold, (\d+) not comparable", summary, re.M)
+    assert counted
+    assert int(counted[1]) == len(rows) == int(counted[2]) + int(counted[3]) + int(counted[4]) >= 5
+    assert f"every claim: {tmp_path / 'all' / 'summary.md'} (" in printed
