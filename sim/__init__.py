@@ -65,6 +65,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "alis_heaviest_into": ("alis.graph", "heaviest_into"), "alis_vertex_count": ("alis.graph", "vertex_count"),
     "check_alis_context": ("alis.graph", "check_context"),
     "count_pairs": ("alis.graph", "count_pairs"), "prune_arrays": ("alis.graph", "prune_arrays"),
+    "pruned_edges": ("alis.graph", "pruned_edges"),
     "sum_pairs": ("alis.graph", "sum_pairs"), "merge_counts": ("alis.graph", "merge_counts"),
     "ALIS_THRESHOLD": ("alis.runs", "THRESHOLD"), "ALIS_THRESHOLD_COMBINED": ("alis.runs", "THRESHOLD_COMBINED"),
     "ALIS_REL_TOLERANCE": ("alis.runs", "REL_TOLERANCE"), "discover_run_arrays": ("alis.runs", "discover_run_arrays"),

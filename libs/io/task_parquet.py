@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import logging
 import os
 import uuid
@@ -256,6 +257,7 @@ USUAL_MMAP_BYTES, USUAL_TRIM_BYTES = 32 << 20, 64 << 20
 REUSED_BYTES = 1 << 30
 
 
+@functools.cache
 def _glibc() -> ctypes.CDLL | None:
     try:
         libc = ctypes.CDLL("libc.so.6")
@@ -289,5 +291,6 @@ def release_memory() -> None:
     after a simulation part's conversion), and the workers stay resident between tasks (measured: 595 MB per
     profile worker at the peak without this)."""
     pa.default_memory_pool().release_unused()
-    with contextlib.suppress(OSError, AttributeError):       # not glibc: nothing to trim
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    libc = _glibc()
+    if libc is not None:                                    # not glibc: nothing to trim
+        libc.malloc_trim(0)

@@ -60,7 +60,7 @@ from blockheat.sim import (
     extent_packing,
     merge_counts,
     packed_extents,
-    prune_arrays,
+    pruned_edges,
 )
 from blockheat.sim import alis_vertex_count as vertex_count
 
@@ -417,9 +417,7 @@ def pruned_graph(counts: Counts | SpilledCounts, weigh_age: WeighAge, previous: 
             counts.close()
     src, dst, weight = weigh_age(*counts, previous)
     if len(src) and budget is not None:
-        keep, _ = prune_arrays(src, dst, weight, budget, share=PRUNE_SHARE)
-        if len(keep) < len(src):
-            src, dst, weight = src[keep], dst[keep], weight[keep]
+        return pruned_edges(src, dst, weight, budget, share=PRUNE_SHARE)
     return src, dst, weight
 
 

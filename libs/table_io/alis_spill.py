@@ -25,7 +25,7 @@ from blockheat.sim import (
     float_of_bits,
     kth_smallest,
     merge_counts,
-    prune_arrays,
+    pruned_edges,
     select_bits,
     top16_counts,
 )
@@ -153,9 +153,7 @@ class SpilledCounts:
             src[at:at + len(s)], dst[at:at + len(s)], weight[at:at + len(s)] = s, d, w
             at += len(s)
         if budget is not None and len(src):
-            keep, _ = prune_arrays(src, dst, weight, budget, share=share)
-            if len(keep) < len(src):
-                src, dst, weight = src[keep], dst[keep], weight[keep]
+            return pruned_edges(src, dst, weight, budget, share=share)
         return src, dst, weight
 
     def _write(self, b: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> None:

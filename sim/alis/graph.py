@@ -262,6 +262,15 @@ def vertex_count(src: np.ndarray, dst: np.ndarray) -> int:
     return int(np.count_nonzero(seen))
 
 
+def pruned_edges(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, budget: int, *,
+                 share: float = PRUNE_SHARE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The edges prune_arrays keeps, as (src, dst, weight); the arrays themselves when it keeps them all."""
+    keep, _ = prune_arrays(src, dst, weight, budget, share=share)
+    if len(keep) == len(src):
+        return src, dst, weight
+    return src[keep], dst[keep], weight[keep]
+
+
 def prune_arrays(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, budget: int, *,
                  share: float = PRUNE_SHARE) -> tuple[np.ndarray, int]:
     """The paper's bottom pruning of one graph until 19 V + 20 E <= budget bytes.

@@ -30,6 +30,7 @@ from blockheat.sim.alis.graph import (
     count_pairs,
     edge_weight,
     prune_arrays,
+    pruned_edges,
     vertex_count,
 )
 from tests.libs.alis.prune_reference import prune_arrays_reference
@@ -224,6 +225,15 @@ def test_prune_with_tied_lightest_weights_drops_them_alike():
     keep, rounds = prune_arrays(np.array([0, 1, 2, 3, 8]), np.array([1, 2, 3, 4, 9]),
                                 np.array([1.0, 1.0, 1.0, 1.0, 5.0]), 100)
     assert (keep.tolist(), rounds) == ([4], 1)
+
+
+def test_pruned_edges_are_the_arrays_themselves_when_all_fit():
+    src, dst, w = np.array([0, 1, 2, 3, 8]), np.array([1, 2, 3, 4, 9]), np.array([1.0, 1.0, 1.0, 1.0, 5.0])
+    # 5 edges and 9 vertices take 20 x 5 + 19 x 9 = 271 bytes.
+    kept = pruned_edges(src, dst, w, 271)
+    assert all(a is b for a, b in zip(kept, (src, dst, w), strict=True))
+    # The tied lightest edges go (as in the test above): a copy of the one left.
+    assert [a.tolist() for a in pruned_edges(src, dst, w, 100)] == [[8], [9], [5.0]]
 
 
 def test_prune_to_budget_per_device_and_interval(spark):
