@@ -144,6 +144,11 @@ def test_rejudged_verdicts_rest_on_their_runs(alis, rows) -> None:
     # updating the runs: writes slower, but only the writes that fall on run copies move
     assert base["write_service_ms"] < run["write_service_ms"] < 1.25 * base["write_service_ms"]
     assert (run["writes_to_run"], run["writes"]) == (2_716, 18_745)
+    # the inserted area alone, every write home, costs the writes about as much
+    empty = rows[("sized", "area inserted, empty")]
+    assert (empty["writes_to_run"], empty["writes_to_heat"]) == (0, 0)
+    assert round(empty["write_service_ms"], 3) == 5.675
+    assert abs(empty["write_service_ms"] - run["write_service_ms"]) < 0.01 * base["write_service_ms"]
 
 
 def test_layouts_of_figure_6(alis, tiny) -> None:
