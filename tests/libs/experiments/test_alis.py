@@ -1,7 +1,7 @@
-"""The `alis` experiment at tiny scale (hplajw's first four days): each claim's verdict asserted, the figures
-every failing claim's reason rests on checked (the warm-up, run-length and trace figures, analytic where
-they can be), the sized disk, the parameter sets, the read counts and key figures pinned, outputs written.
-No Spark."""
+"""The `alis` experiment at tiny scale (hplajw's first four days): each claim's verdict and reading of the
+paper's words asserted, the readings themselves, the figures every failing claim's reason rests on checked
+(the warm-up, run-length, layout, threshold, interval, write and trace figures, analytic where they can be),
+the sized disk, the parameter sets, the read counts and key figures pinned, outputs written. No Spark."""
 from __future__ import annotations
 
 import math
@@ -89,9 +89,10 @@ TINY_VERDICTS = {
 
 
 def test_alis_claims(alis) -> None:
-    # Four days: combined edges out run clustering alone by 0.1 points; the PC set's 0.1 beta and 0.4
+    # Four days: combined leads run and heat clustering alone by 3 points; the PC set's 0.1 beta and 0.4
     # threshold place one run in three plans; a context of 2 beats 9; the area serves fewer than half of days
-    # 1-3's reads from history (most are first reads); the every-2-days plans of figure 18 are a day staler.
+    # 1-3's reads from history (most are first reads); the every-2-days plans of figure 18 are a day staler;
+    # writes in the graph cost physical reads but place more runs.
     assert {c.claim: (c.holds, c.wording) for c in alis.claims} == TINY_VERDICTS
     assert all(c.reason.strip() for c in alis.claims if c.holds is not True)
     assert "no tested reason" not in " ".join(c.reason for c in alis.claims)
