@@ -1,7 +1,7 @@
-"""The `alis` experiment at tiny scale (hplajw's first four days): each claim's verdict asserted, the figures
-every failing claim's reason rests on checked (the warm-up, run-length and trace figures, analytic where
-they can be), the sized disk, the parameter sets, the read counts and key figures pinned, outputs written.
-No Spark."""
+"""The `alis` experiment at tiny scale (hplajw's first four days): each claim's verdict and reading of the
+paper's words asserted, the readings themselves, the figures every failing claim's reason rests on checked
+(the warm-up, run-length, layout, threshold, interval, write and trace figures, analytic where they can be),
+the sized disk, the parameter sets, the read counts and key figures pinned, outputs written. No Spark."""
 from __future__ import annotations
 
 import math
@@ -16,15 +16,21 @@ from blockheat.libs.experiments.alis import (
     DAY_US,
     DAYS_TINY,
     FILL,
-    TOLERANCE_PP,
+    SMALL_PP,
     Runner,
     _facts,
+    about,
+    close,
     days_to_threshold,
     improvement,
     load,
     parameters,
+    significantly,
     sized_disk,
+    small,
+    with_write_back,
 )
+from blockheat.libs.experiments.common import WORDING
 from blockheat.sim.specs import load as load_spec
 
 MEASURED = ["baseline", "area inserted, empty", "heat (realizable)", "run (realizable)", "combined (realizable)",
@@ -47,21 +53,174 @@ def rows(alis):
     return {(r["disk"], r["configuration"]): r for r in alis.tables["clustering"].to_pylist()}
 
 
+#: Each claim's verdict on the first four days and the reading of the paper's words it is judged by.
+TINY_VERDICTS = {
+    "combined beats either alone": (True, "direction"),
+    "PCs: read response about 17 % better": (False, "about"),
+    "the PC set suits a PC-like trace": (False, "direction"),
+    "runs work through prefetch": (False, "significantly"),
+    "read-ahead turns order into fewer physical reads": (True, "direction"),
+    "history predicts heat better than runs": (False, "small"),
+    "lookahead beats history by about 40-50 % (runs, combined)": (True, "about"),
+    "the area serves most reads (combined)": (False, "states"),
+    "updating the runs slows PC writes": (False, "significantly"),
+    "context size: stable from about 8": (False, "direction"),
+    "a 0.5 % graph suffices": (True, "small"),
+    "PCs prefer a smaller beta": (False, "direction"),
+    "selective thresholds hurt runs alone": (True, "in general"),
+    "heat clustering: a 10 % area suffices": (True, "close"),
+    "PCs, combined: a 10 % area realizes most of the benefit": (True, "small"),
+    "an area 30-40 % into the volume works well": (True, "close"),
+    "organ pipe performs very poorly": (False, "direction"),
+    "packed extents: larger extents, better": (True, "direction"),
+    "sequential heat layout: up to 29 %": (True, "states"),
+    "combined: less sensitive to the threshold than runs alone": (True, "significantly"),
+    "combined: larger thresholds, better": (False, "direction"),
+    "counting writes in heat speeds writes and reads": (True, "direction"),
+    "writes in the access graph cost reads": (False, "direction"),
+    "RunHeat does not degrade writes": (True, "direction"),
+    "more than once a day is worse (runs, combined)": (False, "direction"),
+    "less frequent reorganization costs little": (False, "small"),
+    "baseline read response as table 2's PCs": (True, "about"),
+    "baseline write service as table 2's PCs": (False, "about"),
+    "servers: read response about 37 % better": (None, "about"),
+    "resource-rich: read response about 14 % better": (None, "about"),
+}
+
+
 def test_alis_claims(alis) -> None:
-    # Four days: combined edges out run clustering alone by 0.06 points; the PC set's 0.1 beta and 0.4
+    # Four days: combined leads run and heat clustering alone by 3 points; the PC set's 0.1 beta and 0.4
     # threshold place one run in three plans; a context of 2 beats 9; the area serves fewer than half of days
-    # 1-3's reads from history (most are first reads).
-    assert {c.claim: c.holds for c in alis.claims} == {
-        "combined beats either alone": True, "PCs: read response about 17 % better": False,
-        "the PC set suits a PC-like trace": False, "runs work through prefetch": True,
-        "read-ahead turns order into fewer physical reads": True, "history predicts heat better than runs": True,
-        "the area serves most reads (combined)": False, "updating the runs slows PC writes": True,
-        "context size: stable from about 8": False, "a 0.5 % graph suffices": True,
-        "PCs prefer a smaller beta": False, "selective thresholds hurt runs alone": True,
-        "heat clustering: a 10 % area suffices": True, "PCs, combined: a 10 % area realizes most of the benefit": True,
-        "an area 30-40 % into the volume works well": True}
+    # 1-3's reads from history (most are first reads); the every-2-days plans of figure 18 are a day staler;
+    # writes in the graph cost physical reads but place more runs.
+    assert {c.claim: (c.holds, c.wording) for c in alis.claims} == TINY_VERDICTS
     assert all(c.reason.strip() for c in alis.claims if c.holds is not True)
     assert "no tested reason" not in " ".join(c.reason for c in alis.claims)
+    # hplajw stands for the paper's PC class: no claim is our extrapolation
+    assert not any(c.derived for c in alis.claims)
+
+
+def test_every_claim_quotes_the_paper_and_names_its_place(alis) -> None:
+    for c in alis.claims:
+        assert c.wording in WORDING, c.claim
+        assert len(c.quote) > 30, c.claim
+        assert c.quote.strip() == c.quote, c.claim
+        assert c.where.startswith("section "), c.claim
+    quotes = {c.claim: c.quote for c in alis.claims}
+    assert "significantly exceeds the improvement in read response and service time" in quotes[
+        "runs work through prefetch"]
+    assert "for heat clustering, the difference is small" in quotes["history predicts heat better than runs"]
+    assert quotes["baseline read response as table 2's PCs"] == "| P-Avg. | 3.34 | 2.22 | 0.431 | 1.41 |"
+
+
+def test_readings_of_the_papers_words() -> None:
+    # about: within 20 % of the paper's figure (17 % -> 13.6-20.4 %)
+    assert [about(x, 17.0) for x in (13.6, 20.4, 13.5, 34.7)] == [True, True, False, False]
+    # significantly: at least 1.25x (the issue's 32.4 % miss ratio against 32.1 % response does not qualify)
+    assert [significantly(a, b) for a, b in ((40.0, 32.0), (32.4, 32.1), (1.0, 0.0))] == [True, False, False]
+    # small: at most a third of the quantity compared with, or at most SMALL_PP points
+    assert [small(a, b) for a, b in ((14.2, 42.7), (24.9, 42.7), (SMALL_PP, 6.0), (5.1, 6.0))] == [
+        True, False, True, False]
+    # close: within 10 % of the best
+    assert [close(a, b) for a, b in ((28.4, 29.5), (90.0, 100.0), (89.9, 100.0))] == [True, True, False]
+
+
+def test_rejudged_verdicts_rest_on_their_runs(alis, rows) -> None:
+    claims = {c.claim: c for c in alis.claims}
+    run, base = rows[("sized", "run (realizable)")], rows[("sized", "baseline")]
+    # runs through prefetch: the miss ratio's gain is not 1.25x the response's, because a remaining physical
+    # read costs no more service than the baseline's
+    assert run["read_miss_impr_pct"] < 1.25 * max(run["read_response_impr_pct"], run["read_service_impr_pct"])
+    per_read = {k: r["read_service_ms"] * r["reads"] / r["physical_reads"] for k, r in (("run", run), ("base", base))}
+    assert per_read["run"] < 1.01 * per_read["base"]
+    assert f"{per_read['run']:.2f} ms of service against the baseline's {per_read['base']:.2f} ms" in claims[
+        "runs work through prefetch"].reason
+    # history and heat: heat's lookahead gap is below the runs' (the paper's order) but not small
+    gap = {m: rows[("sized", f"{m} (lookahead)")]["read_response_impr_pct"]
+           - rows[("sized", f"{m} (realizable)")]["read_response_impr_pct"] for m in ("heat", "run", "combined")}
+    assert gap["heat"] < min(gap["run"], gap["combined"])
+    assert gap["heat"] > max(min(gap["run"], gap["combined"]) / 3, SMALL_PP)
+    # figure 19's 40-50 %, read as points of improvement: 32-60 points ("about" either end)
+    assert [round(gap[m], 1) for m in ("run", "combined")] == [54.7, 54.6]
+    # updating the runs: writes slower, but only the writes that fall on run copies move
+    assert base["write_service_ms"] < run["write_service_ms"] < 1.25 * base["write_service_ms"]
+    assert (run["writes_to_run"], run["writes"]) == (2_716, 18_745)
+    # the inserted area alone, every write home, costs the writes about as much
+    empty = rows[("sized", "area inserted, empty")]
+    assert (empty["writes_to_run"], empty["writes_to_heat"]) == (0, 0)
+    assert round(empty["write_service_ms"], 3) == 5.675
+    assert abs(empty["write_service_ms"] - run["write_service_ms"]) < 0.01 * base["write_service_ms"]
+
+
+def test_layouts_of_figure_6(alis, tiny) -> None:
+    lay = {r["configuration"]: r for r in alis.tables["layouts"].to_pylist()}
+    op, seq = lay["heat, organ-pipe layout"], lay["heat, sequential layout"]
+    # request-extent units: the organ pipe splits 2 of 7,902 reads, loses prefetch, and still gains
+    assert (op["reads_split"], op["reads"]) == (2, 7_902)
+    assert op["read_miss_impr_pct"] < seq["read_miss_impr_pct"] / 2
+    assert 0 < op["read_response_impr_pct"] < seq["read_response_impr_pct"]
+    assert [round(lay[k]["read_response_impr_pct"], 2) for k in (
+        "heat, organ-pipe layout", "heat, heat layout", "heat, sequential layout", "heat, packed extents of 64 KB",
+        "heat, packed extents of 16384 KB")] == [16.01, 21.11, 21.9, 18.34, 21.16]
+    # packed extents as large as the volume are the sequential layout
+    r = Runner(tiny, 1)
+    disk = sized_disk(tiny.spec, tiny.used_sectors)
+    one = r.alis(parameters("pc", "heat", heat_layout="packed", extent_bytes=1 << 30, ra_share=0.1), disk)
+    assert one["mean_response_ms_read"] == pytest.approx(seq["read_response_ms"], rel=1e-12)
+
+
+def test_threshold_and_interval_sweeps(alis, tiny) -> None:
+    sens = alis.tables["sensitivity"].to_pylist()
+    comb = {r["value"]: r for r in sens if r["figure"] == "13"}
+    alone = {r["value"]: r["read_response_impr_pct"] for r in sens if r["figure"] == "10" and r["parameter"] ==
+             "threshold"}
+    assert sorted(comb) == sorted(alone) == [0.1, 1.0]
+    spread = comb[0.1]["read_response_impr_pct"] - comb[1.0]["read_response_impr_pct"]
+    assert alone[0.1] - alone[1.0] >= 1.25 * spread > 0
+    # a selective threshold leaves the heat region the reads it drops from the runs, and loses prefetch
+    assert (comb[0.1]["runs_placed"], comb[1.0]["runs_placed"]) == (27, 1)
+    assert comb[1.0]["reads_from_heat"] > comb[0.1]["reads_from_heat"]
+    assert comb[1.0]["read_miss_impr_pct"] < comb[0.1]["read_miss_impr_pct"]
+    # figure 18: measured from day 2 (the 2-day interval's first plan), the baseline too
+    iv = {(r["mode"], r["value"]): r for r in sens if r["figure"] == "18"}
+    assert {r["from_day"] for r in iv.values()} == {2}
+    assert {r["from_day"] for r in sens if r["figure"] != "18"} == {1}
+    runner = Runner(tiny, 1)
+    disk = sized_disk(tiny.spec, tiny.used_sectors)
+    base = runner.baseline(disk, from_us=2 * DAY_US)
+    assert base["reads"] == iv[("heat", 1.0)]["reads"] == 7_620
+    assert iv[("heat", 1.0)]["read_response_impr_pct"] == pytest.approx(improvement(
+        base["mean_response_ms_read"], runner.alis(parameters("pc", "heat"), disk, from_us=2 * DAY_US)[
+            "mean_response_ms_read"]))
+    for mode in ("heat", "run", "combined"):
+        assert iv[(mode, 2.0)]["ra_read_share"] < iv[(mode, 1.0)]["ra_read_share"] / 2
+    assert [round(iv[("combined", d)]["read_response_impr_pct"], 2) for d in (0.5, 1.0, 2.0)] == [22.35, 21.16, 8.79]
+
+
+def test_write_policies_and_table_2(alis, rows, tiny) -> None:
+    s = {k[1]: v for k, v in rows.items() if k[0] == "sized"}
+    for name, row in s.items():
+        if "baseline" not in name:
+            assert row["writes_to_run"] + row["writes_to_heat"] <= row["writes"], name
+    assert s["heat (realizable)"]["writes_to_run"] == s["run (realizable)"]["writes_to_heat"] == 0
+    # figure 17(a): counting writes puts them in the heat region
+    assert (s["heat (realizable)"]["writes_to_heat"], s["heat (realizable), reads-only heat"]["writes_to_heat"]) == (
+        12_486, 3_063)
+    # figure 17(b): writes in the graph cost physical reads
+    assert s["run (realizable), writes in the graph"]["physical_reads"] == 3_737
+    assert s["run (realizable)"]["physical_reads"] == 3_466
+    # table 2: the write-back disk differs only in its cache's write-back flag
+    disk = sized_disk(tiny.spec, tiny.used_sectors)
+    wb = with_write_back(disk)
+    assert wb.cache == replace(disk.cache, write_back=True)
+    assert (wb.zones, wb.seek, disk.cache.write_back) == (disk.zones, disk.seek, False)
+    assert (round(s["baseline, write-back"]["write_service_ms"], 3), round(s["baseline"]["write_service_ms"], 2)) == (
+        0.341, 5.36)
+    # the resource-rich controller cache would be 1 % of the 336.6 MB used, the disk already caches 16 x 512 KB
+    claim = next(c for c in alis.claims if c.claim.startswith("resource-rich"))
+    assert f"{657_396 * 512 * 0.01 / 1e6:.2f} MB" == "3.37 MB"
+    assert "cache would hold 3.37 MB" in claim.reason
+    assert f"{16 * 1024 * 512 / 1e6:.2f} MB disk cache" in claim.reason
 
 
 def test_sized_disk_is_filled_as_the_papers() -> None:
@@ -133,8 +292,8 @@ def test_run_lengths_support_the_context_size_reason(alis) -> None:
     tied = {r["value"]: r["read_response_impr_pct"] for r in sens if r["parameter"] == "tau"}
     short = {r["value"]: r["read_response_impr_pct"] for r in sens if r["parameter"] == "tau_min_run_2"}
     assert tied[2.0] == short[2.0]                          # min run length = tau = 2 either way
-    assert tied[9.0] < tied[2.0] - TOLERANCE_PP
-    assert short[9.0] >= max(short.values()) - TOLERANCE_PP   # decoupled, tau 9 is as good as 2
+    assert tied[9.0] < tied[2.0] - 2.0
+    assert short[9.0] >= max(short.values())   # decoupled, tau 9 is as good as 2
     lengths = {r["tau"]: r for r in alis.tables["run_lengths"].to_pylist()}
     nine = lengths[9]
     assert nine["runs_placed"] == 64
@@ -219,7 +378,8 @@ def test_lookahead_heat_serves_every_read_when_each_days_footprint_fits(rows, ti
 
 def test_improvements_are_against_the_matching_baseline(rows) -> None:
     for (disk, name), row in rows.items():
-        base = rows[(disk, "baseline, no read-ahead" if "no read-ahead" in name else "baseline")]
+        base = rows[(disk, "baseline, no read-ahead" if "no read-ahead" in name else
+                     "baseline, write-back" if "write-back" in name else "baseline")]
         assert row["read_response_impr_pct"] == pytest.approx(
             improvement(base["read_response_ms"], row["read_response_ms"])), (disk, name)
         assert row["physical_reads_saved"] == base["physical_reads"] - row["physical_reads"]
@@ -247,17 +407,21 @@ def test_pinned_tiny_figures(rows) -> None:
 def test_alis_outputs_are_written(alis, tmp_path) -> None:
     assert EXPERIMENTS["alis"] == "blockheat.libs.experiments.alis"
     written = {p.name for p in alis.write(tmp_path)}
-    assert written == {"clustering.parquet", "sensitivity.parquet", "warm_up.parquet", "run_lengths.parquet",
-                       "clustering.png", "figure10.png", "figure15_16.png", "summary.md"}
+    assert written == {"clustering.parquet", "sensitivity.parquet", "layouts.parquet", "warm_up.parquet",
+                       "run_lengths.parquet", "clustering.png", "figure10.png", "figure13_18.png", "figure15_16.png",
+                       "summary.md"}
     sens = pq.read_table(tmp_path / "tables" / "sensitivity.parquet").to_pylist()
     assert sorted({(r["figure"], r["parameter"], r["disk"]) for r in sens}) == [
         ("10", "beta", "sized"), ("10", "graph_share", "sized"), ("10", "tau", "sized"),
-        ("10", "tau_min_run_2", "sized"), ("10", "threshold", "sized"), ("15", "ra_share", "sized"),
-        ("16", "ra_offset", "sized")]
-    assert len(sens) == 2 * 5 + 2 * 2 + 2
+        ("10", "tau_min_run_2", "sized"), ("10", "threshold", "sized"), ("13", "threshold", "sized"),
+        ("15", "ra_share", "sized"), ("16", "ra_offset", "sized"), ("18", "interval_days", "sized")]
+    assert len(sens) == 2 * 5 + 2 * 2 + 2 + 2 + 3 * 3
+    assert len(pq.read_table(tmp_path / "tables" / "layouts.parquet")) == 3 + 2
     text = (tmp_path / "summary.md").read_text()
-    assert text.splitlines()[2] == "| claim | paper | ours | verdict | reason |"
-    assert "Claims holding here: 10 of 15." in text
+    assert text.splitlines()[2] == "| claim | kind | paper | ours | verdict | reason |"
+    assert "30 paper claims: 14 hold, 14 do not hold, 2 not comparable." in text
     for heading in ("## Why this trace differs", "## Warm-up: beta and the run threshold", "## Run lengths",
-                    "## The same on the shipped 36.7 GB disk"):
+                    "## The same on the shipped 36.7 GB disk", "## Heat clustering's layouts (figure 6",
+                    "## How the paper's words are read"):
         assert heading in text
+    assert '(read as: significantly). The paper, section 5.3, figures 14 and A-17: "In our analysis' in text
