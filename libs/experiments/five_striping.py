@@ -13,6 +13,8 @@ Choices where the paper is open (one line each, tested in tests/libs/experiments
   only candidate near the best; the lowest unit wins a tie;
 - the Gbest-at-140/s claim's reason: the same sweep at 120/s (FIVE's 70 KB against the best unit at a
   lower load) and FIVE's Gopt claim's reason: Phase A's unit for R = 260 KB over the seek line's slope e;
+- "almost a factor of two" (tuned methods against Track and Cyl at 140/s) is the paper's own table-5 ratios,
+  1.62..1.74, widened by 10 % (the "close" reading with the paper's margin);
 - the never-requested class-C files are striped in Track units under every method, so methods differ only
   in how the requested files are striped (and Block stays an extent map of about 760,000 units);
 - files are dealt round robin in logical order with one cursor (libs.experiments.five.striped_file_map);
