@@ -7,9 +7,14 @@ Choices where the paper is open (one line each, tested in tests/libs/experiments
   Gopt is the global Phase A unit for R-bar = the mean size of the requested files (ours 5 KB; the paper's
   Gopt 8 KB, its exhaustive Gbest 5 KB), Gopt-140 the global unit at 140/s (five.gopt140, also five-cooling's),
   Opt and Opt-140 the same per file with R_i = L_i (each request reads its whole file: aligned);
-- Gbest: the best simulated global unit (requested files; class C in Track units) at λ = 1 and 140 over
-  powers of two to a cylinder, a track, the paper's 5, 70 and 87 KB and every global method's unit (full
-  scale), over the methods' units and 8, 64, 70 and 87 KB at tiny scale; the lowest unit wins a tie;
+- Gbest: the best simulated global unit (requested files; class C in Track units) over a grid per rate that
+  holds every global method's unit and steps finely around the optimum (full scale: every KB from 1 to 16
+  at λ = 1, every 5 KB from 40 to 160 at 140/s; SCALE) and the paper's units, so no method's unit is the
+  only candidate near the best; the lowest unit wins a tie;
+- the Gbest-at-140/s claim's reason: the same sweep at 120/s (FIVE's 70 KB against the best unit at a
+  lower load) and FIVE's Gopt claim's reason: Phase A's unit for R = 260 KB over the seek line's slope e;
+- "almost a factor of two" (tuned methods against Track and Cyl at 140/s) is the paper's own table-5 ratios,
+  1.62..1.74, widened by 10 % (the "close" reading with the paper's margin);
 - the never-requested class-C files are striped in Track units under every method, so methods differ only
   in how the requested files are striped (and Block stays an extent map of about 760,000 units);
 - files are dealt round robin in logical order with one cursor (libs.experiments.five.striped_file_map);
@@ -19,6 +24,7 @@ Choices where the paper is open (one line each, tested in tests/libs/experiments
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +34,7 @@ import pyarrow as pa
 from blockheat.libs.experiments import five
 from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
 from blockheat.libs.experiments.five import INF, MAX_OUTSTANDING
-from blockheat.libs.plans.striping_advisor import FileStats, Workload, advise, default_sweep, phase_b
+from blockheat.libs.plans.striping_advisor import FileStats, Workload, advise, phase_a, phase_b
 from blockheat.sim import SimConfig, Simulation
 
 TITLE = "FIVE striping methods on the uniform synthetic workload (FIVE tables 3-5)"
@@ -38,8 +44,17 @@ LIGHT = 1.0
 RATES = (20, 40, 60, 80, 100, 120, 140)
 #: FIVE 4.1.1's exhaustive Gbest: 5 KB at light load; 70 KB (about 110 ms) at 140/s.
 PAPER_GBEST = {LIGHT: (5, 24.54), TUNED_RATE: (70, 110.0)}
-SCALE = {"full": {"requests": 20_000, "rates": RATES, "sweep": (5, 70, 87)},
-         "tiny": {"requests": 3_000, "rates": (20, 80, 140), "sweep": (8, 64, 70, 87)}}
+#: Per scale: requests per run, the rates of table 5, the Gbest grids by rate (every global method's unit is
+#: added) and the load sensitivity's rate and grid.
+SCALE = {"full": {"requests": 20_000, "rates": RATES,
+                  "grid": {LIGHT: (*range(1, 17), 20, 24, 32, 48, 64, 70, 87, 100, 128, 256),
+                           TUNED_RATE: (16, 32, 35, *range(40, 161, 5), 180, 200, 256)},
+                  "load_rate": 120.0, "load_grid": tuple(range(50, 151, 10))},
+         "tiny": {"requests": 3_000, "rates": (20, 80, 140),
+                  "grid": {LIGHT: (2, 4, 5, 6, 8), TUNED_RATE: (60, 70, 80, 90, 100, 110, 120, 130)},
+                  "load_rate": 120.0, "load_grid": (60, 70, 80, 100, 127)}}
+#: FIVE's Gopt: Phase A's global unit for R = 260 KB (section 4.1.1).
+PAPER_GOPT, PAPER_R_BAR = 8, 260.0
 #: Table 4's request-size classes (KB, inclusive upper bounds).
 SIZE_CLASSES = ((10, "≤ 10"), (50, "11-50"), (100, "51-100"), (200, "101-200"), (500, "201-500"),
                 (1000, "501-1000"), (None, "> 1000"))
@@ -132,14 +147,17 @@ def run(scale: str = "full", seed: int = 1) -> ExperimentOutput:
             rows.append(row)
             if rate == LIGHT:
                 size_rows += _by_size(w, m, resp)
-    sweep = gbest_sweep(base, units, rows, cfg, seed, maps, full=scale == "full")
+    grids = sweep_grids(units, base, cfg)
+    sweep = gbest_sweep(base, units, rows, grids, seed, maps)
+    load = load_sweep(base, cfg, seed)
     out.tables["responses"] = pa.Table.from_pylist(rows)
     out.tables["light_load_by_size"] = pa.Table.from_pylist(size_rows)
     out.tables["gbest_sweep"] = pa.Table.from_pylist(sweep)
+    out.tables["gbest_by_load"] = pa.Table.from_pylist(load)
     _claims(out, rows, cfg)
-    _gbest_claims(out, rows, sweep, base)
+    _gbest_claims(out, rows, sweep, load, base)
     _sections(out, rows, size_rows, units, base, cfg)
-    out.sections += sweep_sections(sweep, base)
+    out.sections += sweep_sections(sweep, load, grids, base)
     out.plots.append(("response_vs_rate.png", lambda p: _plot(p, rows)))
     return out.finish()
 
@@ -147,28 +165,60 @@ def run(scale: str = "full", seed: int = 1) -> ExperimentOutput:
 GLOBAL = ("Gopt", "Block", "Track", "Cyl", "Gopt140")
 
 
-def gbest_sweep(base: five.FiveWorkload, units: dict[str, np.ndarray], rows: list[dict[str, Any]],
-                cfg: dict[str, Any], seed: int, maps: dict[str, Any], *, full: bool) -> list[dict[str, Any]]:
-    """Simulated mean response of each global unit at λ = 1 and 140 (a global method's own run where it has
-    that unit); each row marks the methods with that unit and whether it is Gbest (the lowest response)."""
-    active = base.file_class < 2
+def _method_units(units: dict[str, np.ndarray], w: five.FiveWorkload) -> dict[int, list[str]]:
+    """Each global method's unit (KB) and the methods striped with it."""
+    active = w.file_class < 2
     by_unit: dict[int, list[str]] = {}
     for m in GLOBAL:
         by_unit.setdefault(int(units[m][active][0]), []).append(m)
-    grid = sorted(set(cfg["sweep"]) | set(by_unit) | (set(default_sweep(disk_model())) if full else set()))
+    return by_unit
+
+
+def sweep_grids(units: dict[str, np.ndarray], w: five.FiveWorkload, cfg: dict[str, Any]) -> dict[float, list[int]]:
+    """The Gbest grid at λ = 1 and 140/s: the scale's grid, every global method's unit and the paper's units
+    (Gbest 5 and Gopt 8 KB at λ = 1; Gbest 70 and Gopt-140 87 KB at 140/s)."""
+    mine = set(_method_units(units, w))
+    paper = {LIGHT: {PAPER_GBEST[LIGHT][0], PAPER_GOPT}, TUNED_RATE: {PAPER_GBEST[TUNED_RATE][0], five.PAPER_GOPT140}}
+    return {rate: sorted(set(cfg["grid"][rate]) | mine | paper[rate]) for rate in (LIGHT, TUNED_RATE)}
+
+
+def gbest_sweep(base: five.FiveWorkload, units: dict[str, np.ndarray], rows: list[dict[str, Any]],
+                grids: dict[float, list[int]], seed: int, maps: dict[str, Any]) -> list[dict[str, Any]]:
+    """Simulated mean response of each unit of the rate's grid at λ = 1 and 140 (a global method's own run
+    where it has that unit); each row marks the methods with that unit and whether it is Gbest (the lowest
+    response, the lowest unit on a tie)."""
+    by_unit = _method_units(units, base)
+    loads = {LIGHT: base, TUNED_RATE: five.workload(seed, len(base.requests), TUNED_RATE, "uniform")}
     out = []
-    for rate in (LIGHT, TUNED_RATE):
-        w = base if rate == LIGHT else five.workload(seed, cfg["requests"], rate, "uniform")
-        for u in grid:
+    for u in sorted(set(grids[LIGHT]) | set(grids[TUNED_RATE])):
+        for rate, w in loads.items():
+            if u not in grids[rate]:
+                continue
             if u in by_unit:
                 r = _get(rows, by_unit[u][0], rate)
             else:
                 r, _ = run_point(w, f"unit {u}", global_units(w, u), rate, seed, maps)
-            ms = INF if r["saturated"] else r["mean_response_ms"]
-            out.append({"rate_per_s": rate, "unit_kb": u, "mean_response_ms": ms, "saturated": r["saturated"],
-                        "methods": ", ".join(by_unit.get(u, [])), "gbest": False})
+            out.append({"rate_per_s": rate, "unit_kb": u, "mean_response_ms": INF if r["saturated"] else
+                        r["mean_response_ms"], "saturated": r["saturated"], "methods": ", ".join(by_unit.get(u, [])),
+                        "gbest": False})
+        maps.pop(f"unit {u}", None)          # a sweep point's map is not used again
+    for rate in loads:
         here = [x for x in out if x["rate_per_s"] == rate]
         min(here, key=lambda x: (x["mean_response_ms"], x["unit_kb"]))["gbest"] = True
+    return sorted(out, key=lambda x: (x["rate_per_s"], x["unit_kb"]))
+
+
+def load_sweep(base: five.FiveWorkload, cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
+    """The Gbest-at-140/s claim's sensitivity: global units of the scale's load grid at the load rate (120/s),
+    the same files and requests; the best marked."""
+    rate = cfg["load_rate"]
+    w = five.workload(seed, len(base.requests), rate, "uniform")
+    out = []
+    for u in cfg["load_grid"]:
+        r, _ = run_point(w, f"unit {u}", global_units(w, u), rate, seed, {})
+        out.append({"rate_per_s": rate, "unit_kb": u, "mean_response_ms": INF if r["saturated"] else
+                    r["mean_response_ms"], "mean_utilization": r["mean_utilization"], "best": False})
+    min(out, key=lambda x: (x["mean_response_ms"], x["unit_kb"]))["best"] = True
     return out
 
 
@@ -194,31 +244,66 @@ def first_saturated(rows: list[dict[str, Any]], method: str, rates: tuple[float,
     return min((r for r in rates if _get(rows, method, r)["saturated"]), default=INF)
 
 
+#: "Almost a factor of two" (FIVE 4.1.1) as the paper's own table 5 has it at 140/s: Track and Cyl over Opt140
+#: and Gopt140, 1.62..1.74; the claim's band is that range widened by 10 % ("close", its own margin).
+PAPER_FACTOR = (min(PAPER[140][i] / PAPER[140][j] for i in (3, 4) for j in (5, 6)),
+                max(PAPER[140][i] / PAPER[140][j] for i in (3, 4) for j in (5, 6)))
+FACTOR_BAND = (PAPER_FACTOR[0] / 1.1, PAPER_FACTOR[1] * 1.1)
+
+
 def _claims(out: ExperimentOutput, rows: list[dict[str, Any]], cfg: dict[str, Any]) -> None:
     light = {m: _get(rows, m, LIGHT)["mean_response_ms"] for m in METHODS}
+    gap = abs(light["Opt"] / light["Block"] - 1.0)
     out.claims.append(Claim(
-        "Opt near Block at light load", "at λ = 1, Opt's mean response within 10 % of Block's",
-        "24.54 vs 24.54 ms", f"{fmt(light['Opt'])} vs {fmt(light['Block'])} ms",
-        abs(light["Opt"] / light["Block"] - 1.0) <= 0.10))
+        "Opt near Block at light load", "at λ = 1, Opt's and Block's mean responses differ by at most 5 %",
+        "24.54 vs 24.54 ms", f"{fmt(light['Opt'])} vs {fmt(light['Block'])} ms ({100 * gap:.1f} %)", bool(gap <= 0.05),
+        "" if gap <= 0.05 else "see the light-load table",
+        quote="The Opt method outperforms all other methods for almost all request size categories. However, the "
+              "advantage over Block striping is marginal at best.",
+        where="section 4.1.1, tables 3-4", wording="small"))
+    gap = abs(light["Gopt"] / light["Opt"] - 1.0)
     out.claims.append(Claim(
-        "Gopt close to Opt at light load", "at λ = 1, Gopt within 10 % of Opt",
-        "24.75 vs 24.54 ms", f"{fmt(light['Gopt'])} vs {fmt(light['Opt'])} ms",
-        abs(light["Gopt"] / light["Opt"] - 1.0) <= 0.10))
+        "Gopt close to Opt at light load", "at λ = 1, Gopt's and Opt's mean responses differ by at most 5 %",
+        "24.75 vs 24.54 ms", f"{fmt(light['Gopt'])} vs {fmt(light['Opt'])} ms ({100 * gap:.1f} %)", bool(gap <= 0.05),
+        "" if gap <= 0.05 else "see the light-load table",
+        quote="The global striping method Gopt turned out to be very competitive to the file-specific striping "
+              "method Opt; the advantage of Opt is more or less negligible throughout the spectrum of request sizes.",
+        where="section 4.1.1, tables 3-4", wording="small"))
     rates = tuple(float(r) for r in cfg["rates"])
     sat = {m: first_saturated(rows, m, rates) for m in METHODS}
     out.claims.append(Claim(
         "Block saturates first", "Block's lowest saturated rate is below every other method's (∞: never)",
         "Block ∞ from 80/s; Opt from 100/s; Gopt from 120/s; Track, Cyl, Opt140, Gopt140 never (to 140/s)",
         "; ".join(f"{m} {'from ' + fmt(s) + '/s' if np.isfinite(s) else 'never'}" for m, s in sat.items()),
-        bool(np.isfinite(sat["Block"]) and all(sat["Block"] < s for m, s in sat.items() if m != "Block"))))
+        bool(np.isfinite(sat["Block"]) and all(sat["Block"] < s for m, s in sat.items() if m != "Block")),
+        "" if np.isfinite(sat["Block"]) and all(sat["Block"] < s for m, s in sat.items() if m != "Block") else
+        "Block saturates no earlier than another method (table 5 here)",
+        quote="80 112.48 97.02 ∞ 53.16 128.00 62.31 65.59", where="section 4.1.1, table 5 (λ = 80: Block's ∞, the "
+              "first in the table)", wording="direction"))
     top = max(rates)
-    hi = {m: _get(rows, m, top)["mean_response_ms"] for m in ("Track", "Cyl", "Opt140", "Gopt140")}
+    hi = {m: _get(rows, m, top) for m in ("Track", "Cyl", "Opt140", "Gopt140")}
+    ms = {m: INF if r["saturated"] else r["mean_response_ms"] for m, r in hi.items()}
+    ratio = {(a, b): ms[a] / ms[b] for a in ("Track", "Cyl") for b in ("Opt140", "Gopt140")}
+    lo, up = FACTOR_BAND
+    out_of_band = [k for k, v in ratio.items() if not lo <= v <= up]
+    below = {m: _get(rows, m, 120.0) for m in ("Track", "Gopt140")} if 120 in cfg["rates"] else {}
     out.claims.append(Claim(
-        "λ-tuned methods beat Track and Cyl at high load",
-        f"at {fmt(top)}/s, Opt140 and Gopt140 each below both Track and Cyl",
-        "140/s: Opt140 121.26, Gopt140 127.49 vs Track 206.71, Cyl 211.29 ms",
-        ", ".join(f"{m} {fmt(v)}" for m, v in hi.items()) + " ms",
-        bool(max(hi["Opt140"], hi["Gopt140"]) < min(hi["Track"], hi["Cyl"]))))
+        "λ-tuned methods beat Track and Cyl by almost a factor of two at 140/s",
+        f"at {fmt(top)}/s, each of Track and Cyl over each of Opt140 and Gopt140 within 10 % of the paper's own "
+        f"'almost a factor of two' ({PAPER_FACTOR[0]:.2f}..{PAPER_FACTOR[1]:.2f}): {lo:.2f}..{up:.2f}",
+        f"Track 206.71, Cyl 211.29 vs Opt140 121.26, Gopt140 127.49 ms ({PAPER_FACTOR[0]:.2f}..{PAPER_FACTOR[1]:.2f}x)",
+        ", ".join(f"{m} {fmt(v)}" for m, v in ms.items()) + " ms ("
+        + ", ".join(f"{a}/{b} {v:.2f}" for (a, b), v in ratio.items()) + ")", bool(not out_of_band),
+        "" if not out_of_band else
+        f"{', '.join(f'{a}/{b}' for a, b in out_of_band)} outside the band: Track is at the edge of saturation at "
+        f"{fmt(top)}/s here (mean utilization {hi['Track']['mean_utilization']:.2f}"
+        + (f"; its response grows {ms['Track'] / below['Track']['mean_response_ms']:.1f}x from 120/s, FIVE's "
+           f"{PAPER[140][3] / PAPER[120][3]:.1f}x" if below else "")
+        + f"), while Cyl's ratios ({ratio[('Cyl', 'Opt140')]:.2f}) are "
+        + ("inside" if lo <= ratio[("Cyl", "Opt140")] <= up else "outside") + " the band",
+        quote="The striping methods that are specifically tuned for a particular arrival rate outperform both Track "
+              "and Cyl by almost a factor of two (in the case of $\\lambda=140$).",
+        where="section 4.1.1, table 5", wording="close"))
 
 
 def p_bar_by_rate(r_bar: float, rates: tuple[float, ...] = (100.0, 110.0, 120.0, 130.0, 140.0)) -> dict[float, int]:
@@ -226,12 +311,51 @@ def p_bar_by_rate(r_bar: float, rates: tuple[float, ...] = (100.0, 110.0, 120.0,
     return {r: int(phase_b(disk_model(), r_bar, r, five.N_DISKS).p_bar or 0) for r in rates}
 
 
+def gopt_by_seek_slope(r: float = PAPER_R_BAR,
+                       slopes: tuple[float, ...] = tuple(np.round(np.arange(0.008, 0.0301, 0.0005), 4))
+                       ) -> dict[float, int]:
+    """Phase A's global unit ceil(R / P_opt) for requests of r KB on the table-1 disk with the seek line's
+    slope e (equation 8, ms per cylinder) replaced by each of `slopes`: what FIVE's 8 KB needs."""
+    m = disk_model()
+    out = {}
+    for e in slopes:
+        p = phase_a(dataclasses.replace(m, seek_e_ms=float(e)), r).p_opt
+        out[float(e)] = -(-int(r) // p)
+    return out
+
+
 def _gbest_claims(out: ExperimentOutput, rows: list[dict[str, Any]], sweep: list[dict[str, Any]],
-                  w: five.FiveWorkload) -> None:
+                  load: list[dict[str, Any]], w: five.FiveWorkload) -> None:
     tuned = five.tuned_unit(w, TUNED_RATE)
     b = tuned.phase_b
     at = {(x["rate_per_s"], x["unit_kb"]): x["mean_response_ms"] for x in sweep}
     best = {x["rate_per_s"]: x for x in sweep if x["gbest"]}
+    m = disk_model()
+    # FIVE's Gopt: Phase A for R = 260 KB.
+    a260 = phase_a(m, PAPER_R_BAR)
+    gopt260 = -(-int(PAPER_R_BAR) // a260.p_opt)
+    gopt = int(all_file_units(w)["Gopt"][w.file_class < 2][0])
+    slopes = [e for e, u in gopt_by_seek_slope().items() if u == PAPER_GOPT]
+    p8 = -(-int(PAPER_R_BAR) // PAPER_GOPT)      # the smallest P giving 8 KB units
+    flat = a260.service_ms[p8 - 1] / a260.service_ms[a260.p_opt - 1] - 1.0
+    sim8 = at.get((LIGHT, PAPER_GOPT))
+    out.claims.append(Claim(
+        "Gopt (Phase A for R = 260 KB) is 8 KB",
+        "Phase A (equation 16 minimized over P) on the table-1 disk for R = 260 KB: ceil(R / P_opt) equals 8 KB",
+        "8 KB", f"{gopt260} KB (P_opt {a260.p_opt}); for our R-bar {tuned.r_bar:.1f} KB {gopt} KB",
+        gopt260 == PAPER_GOPT,
+        "" if gopt260 == PAPER_GOPT else
+        f"equation 16 is flat near its minimum ({fmt(a260.service_ms[p8 - 1])} ms at P = {p8}, FIVE's 8 KB, against "
+        f"{fmt(a260.service_ms[a260.p_opt - 1])} ms at P_opt = {a260.p_opt}: {100 * flat:.1f} %), so the optimum "
+        f"follows the seek line's slope e: 8 KB needs e = "
+        + (f"{min(slopes):.4f}..{max(slopes):.4f}" if slopes else "none of 0.008..0.030")
+        + f" ms per cylinder, the table-1 spec's seek curve gives {m.seek_e_ms:.4f}"
+        + (f"; simulated at λ = 1, 8 KB {fmt(sim8)} ms against {gopt} KB {fmt(at[(LIGHT, gopt)])} ms"
+           if sim8 is not None and (LIGHT, gopt) in at else ""),
+        quote="*Gopt*: the striping unit for each file is the global optimum of 8 KBytes, which was determined by "
+              "using the first step of the heuristic method of Section 2 under the assumption that all files have the "
+              "same average request size $R = 260$ KBytes.",
+        where="section 4.1.1, table 3"))
     ours, paper_unit = tuned.unit, five.PAPER_GOPT140
     switch = p_bar_by_rate(tuned.r_bar)
     three = [r for r, p in switch.items() if p == 3]
@@ -239,56 +363,106 @@ def _gbest_claims(out: ExperimentOutput, rows: list[dict[str, Any]], sweep: list
                f"{fmt(at[(TUNED_RATE, paper_unit)])} ms")
     out.claims.append(Claim(
         "Gopt-140 is ceil(260 / 3) = 87 KB",
-        "Figure 2 on the table-1 disk for R-bar (requested files' mean) at 140/s: ceil(R-bar / min(P_opt, P-bar))",
+        "Figure 2 on the table-1 disk for R-bar (requested files' mean) at 140/s: ceil(R-bar / min(P_opt, P-bar)) "
+        "equals 87 KB",
         "87 KB (R-bar 260 KB, P-bar 3)",
         f"{ours} KB (R-bar {tuned.r_bar:.1f} KB, P_opt {tuned.p_opt}, P-bar {tuned.p_bar})", ours == paper_unit,
         "" if ours == paper_unit else
         f"P-bar: equation 25 on the table-1 disk at 140/s gives {fmt(b.response_ms[1])} ms at P = 2 and "
         f"{fmt(b.response_ms[2])} ms at P = 3 (rho {fmt(b.rho[1], 2)} and {fmt(b.rho[2], 2)}); P-bar is 3 only up "
-        f"to {fmt(max(three)) if three else '-'}/s; {sim_cmp}"))
+        f"to {fmt(max(three)) if three else '-'}/s; {sim_cmp}",
+        quote="*Gopt-140*: the optimal global striping unit is computed for a request arrival rate of "
+              "$\\lambda = 140$. The corresponding striping unit size is $\\lceil 260/3 \\rceil = 87$ KBytes.",
+        where="section 4.1.1, table 5"))
     light = best[LIGHT]
     lo = {m: _get(rows, m, LIGHT)["mean_response_ms"] / light["mean_response_ms"] - 1.0 for m in ("Opt", "Gopt")}
-    ok = all(v <= 0.10 for v in lo.values())
+    ok = bool(all(abs(v) <= 0.05 for v in lo.values()))
     out.claims.append(Claim(
         "Opt and Gopt close to Gbest at light load",
-        "at λ = 1, Opt and Gopt each within 10 % of Gbest (the best unit of the sweep)",
-        "Gbest 5 KB, almost identical to Opt and Gopt",
+        "at λ = 1, Opt and Gopt each within 5 % of Gbest (the best unit of the λ = 1 grid)",
+        "Gbest 5 KB, almost identical to Opt and Gopt (24.54, 24.75 ms)",
         f"Gbest {light['unit_kb']} KB {fmt(light['mean_response_ms'])} ms; "
         + ", ".join(f"{m} {100 * v:+.1f} %" for m, v in lo.items()), ok,
-        "" if ok else "see the Gbest sweep table"))
+        "" if ok else "see the Gbest sweep table",
+        quote="For this particular workload the Gbest method has a striping unit of 5 KBytes and its performance was "
+              "almost identical to that of Opt and Gopt.",
+        where="section 4.1.1, table 3", wording="small"))
     high = best[TUNED_RATE]
     hi = {m: _get(rows, m, TUNED_RATE)["mean_response_ms"] / high["mean_response_ms"] - 1.0
           for m in ("Opt140", "Gopt140")}
-    ok = all(v <= 0.15 for v in hi.values())
+    ok = bool(all(v <= 0.15 * 1.2 for v in hi.values()))
     out.claims.append(Claim(
         "Opt-140 and Gopt-140 within about 10-15 % of Gbest at 140/s",
-        "at 140/s, Opt140 and Gopt140 each within 15 % of Gbest's mean response",
+        "at 140/s, Opt140 and Gopt140 each at most 18 % (15 % and 20 % more) above Gbest, the best unit of the "
+        "140/s grid (methods' units are grid points among others)",
         "Gbest 70 KB, about 110 ms; Opt140 121.26 (+10 %), Gopt140 127.49 ms (+16 %)",
         f"Gbest {high['unit_kb']} KB {fmt(high['mean_response_ms'])} ms; "
         + ", ".join(f"{m} {100 * v:+.1f} %" for m, v in hi.items()), ok,
-        "" if ok else "see the Gbest sweep table"))
+        "" if ok else "see the Gbest sweep table",
+        quote="Thus, the fact that both the Opt and the Gopt methods approached the real optima within approximately "
+              "10 to 15 percent is indeed a successful result and demonstrates the viability of our tuning heuristics.",
+        where="section 4.1.1, table 5", wording="about"))
+    unit_ok = abs(high["unit_kb"] / PAPER_GBEST[TUNED_RATE][0] - 1.0) <= 0.20
+    ms_ok = abs(high["mean_response_ms"] / PAPER_GBEST[TUNED_RATE][1] - 1.0) <= 0.20
+    near = [x["unit_kb"] for x in sweep if x["rate_per_s"] == TUNED_RATE
+            and x["mean_response_ms"] <= 1.05 * high["mean_response_ms"]]
+    lbest = next(x for x in load if x["best"])
+    l70 = next((x for x in load if x["unit_kb"] == PAPER_GBEST[TUNED_RATE][0]), None)
+    track = _get(rows, "Track", TUNED_RATE)
+    out.claims.append(Claim(
+        "Gbest at 140/s: 70 KB, about 110 ms",
+        "the best unit of the 140/s grid within 20 % of 70 KB and its mean response within 20 % of 110 ms",
+        "70 KB, about 110 ms",
+        f"{high['unit_kb']} KB, {fmt(high['mean_response_ms'])} ms (70 KB: {fmt(at.get((TUNED_RATE, 70)))} ms)",
+        bool(unit_ok and ms_ok),
+        "" if unit_ok and ms_ok else
+        f"the best unit falls with load: at {fmt(lbest['rate_per_s'])}/s (sensitivity) it is {lbest['unit_kb']} KB"
+        + (f" and 70 KB is {100 * (l70['mean_response_ms'] / lbest['mean_response_ms'] - 1):+.1f} % from it"
+           if l70 else "")
+        + f", and our array is busier at 140/s than FIVE's (Track "
+        f"{fmt(INF if track['saturated'] else track['mean_response_ms'])} ms against 206.71); near the optimum "
+        f"the curve is flat (units {min(near)}..{max(near)} KB within 5 % of the best)",
+        quote="For $\\lambda=140$ the response time of Gbest was approximately 110 ms, and this was obtained for a "
+              "global striping unit of 70 KBytes.",
+        where="section 4.1.1, table 5", wording="about"))
 
 
-def sweep_sections(sweep: list[dict[str, Any]], w: five.FiveWorkload) -> list[str]:
-    """The Gbest sweep beside Phase A (Gopt) and Phase B (Gopt-140), and Phase B's P-bar by rate."""
+def sweep_sections(sweep: list[dict[str, Any]], load: list[dict[str, Any]], grids: dict[float, list[int]],
+                   w: five.FiveWorkload) -> list[str]:
+    """The Gbest sweep and its grids beside Phase A (Gopt) and Phase B (Gopt-140), the load sensitivity,
+    Phase B's P-bar by rate and Phase A's unit by seek slope."""
     rows = []
+    cell = {(x["rate_per_s"], x["unit_kb"]): x for x in sweep}
     for u in sorted({x["unit_kb"] for x in sweep}):
-        a, b = (next(x for x in sweep if x["unit_kb"] == u and x["rate_per_s"] == r) for r in (LIGHT, TUNED_RATE))
-        rows.append({"unit (KB)": u, "λ = 1 (ms)": fmt(a["mean_response_ms"]) + (" Gbest" if a["gbest"] else ""),
-                     "λ = 140 (ms)": fmt(b["mean_response_ms"]) + (" Gbest" if b["gbest"] else ""),
-                     "methods": a["methods"] or "-"})
+        row: dict[str, Any] = {"unit (KB)": u}
+        for rate, col in ((LIGHT, "λ = 1 (ms)"), (TUNED_RATE, "λ = 140 (ms)")):
+            x = cell.get((rate, u))
+            row[col] = "-" if x is None else fmt(x["mean_response_ms"]) + (" Gbest" if x["gbest"] else "")
+        row["methods"] = next(x["methods"] for x in sweep if x["unit_kb"] == u) or "-"
+        rows.append(row)
     tuned = five.tuned_unit(w, TUNED_RATE)
     pb = [{"λ": r, "P-bar": p, "Gopt unit (KB)": -(-int(tuned.r_bar * 1000) // (p * 1000)) if p else "-"}
           for r, p in p_bar_by_rate(tuned.r_bar).items()]
     eq25 = [{"P": p + 1, "rho": fmt(tuned.phase_b.rho[p], 3), "eq. 25 (ms)": fmt(tuned.phase_b.response_ms[p])}
             for p in range(4)]
+    by_e = gopt_by_seek_slope()
+    slope = [{"e (ms per cylinder)": e, "Gopt for R = 260 KB (KB)": u} for e, u in by_e.items()
+             if round(e * 1e4) % 20 == 0 or u == PAPER_GOPT]
+    ld = [{"unit (KB)": x["unit_kb"], "mean response (ms)": fmt(x["mean_response_ms"]) + (" best" if x["best"] else ""),
+           "mean utilization": fmt(x["mean_utilization"], 3)} for x in load]
     return ["## Gbest sweep beside Phase A and B\n\nSimulated mean response of each global unit (requested files; "
             "class C in Track units). Phase A gives Gopt, Phase B at 140/s Gopt-140; FIVE's Gbest: 5 KB at λ = 1, "
-            "70 KB (about 110 ms) at 140/s.",
+            f"70 KB (about 110 ms) at 140/s. Grid at λ = 1: {', '.join(map(str, grids[LIGHT]))} KB; at 140/s: "
+            f"{', '.join(map(str, grids[TUNED_RATE]))} KB (-: not on that rate's grid).",
             markdown_table(rows, ["unit (KB)", "λ = 1 (ms)", "λ = 140 (ms)", "methods"]),
+            f"## Gbest at {fmt(load[0]['rate_per_s'])}/s (sensitivity: the best unit at a lower load)",
+            markdown_table(ld, ["unit (KB)", "mean response (ms)", "mean utilization"]),
             f"## Phase B's P-bar for R-bar = {tuned.r_bar:.1f} KB (FIVE: 3 at 140/s, R-bar 260 KB)",
             markdown_table(pb, ["λ", "P-bar", "Gopt unit (KB)"]), "Equation 25 at 140/s:",
-            markdown_table(eq25, ["P", "rho", "eq. 25 (ms)"])]
+            markdown_table(eq25, ["P", "rho", "eq. 25 (ms)"]),
+            f"## Phase A's Gopt for R = 260 KB by the seek line's slope e (FIVE: 8 KB; ours e = "
+            f"{disk_model().seek_e_ms:.4f})",
+            markdown_table(slope, ["e (ms per cylinder)", "Gopt for R = 260 KB (KB)"])]
 
 
 def _sections(out: ExperimentOutput, rows: list[dict[str, Any]], size_rows: list[dict[str, Any]],

@@ -146,9 +146,10 @@ def test_an_experiment_names_the_files_it_wrote(tmp_path, capsys):
     assert main(["experiment", "placement", "--scale", "tiny", "--out", str(tmp_path / "ex")]) == 0
     last = capsys.readouterr().out.splitlines()[-1]
     assert last == (f"written: {tmp_path / 'ex'}/ (tables/placements.parquet, tables/sensitivity.parquet, "
-                    "queue_lengths.png, summary.md)")
+                    "tables/array_size.parquet, tables/read_write_balance.parquet, queue_lengths.png, summary.md)")
     assert sorted(str(f.relative_to(tmp_path / "ex")) for f in (tmp_path / "ex").rglob("*") if f.is_file()) == [
-        "queue_lengths.png", "summary.md", "tables/placements.parquet", "tables/sensitivity.parquet"]
+        "queue_lengths.png", "summary.md", "tables/array_size.parquet", "tables/placements.parquet",
+        "tables/read_write_balance.parquet", "tables/sensitivity.parquet"]
 
 
 def test_sessions_draw_no_stage_bars():
