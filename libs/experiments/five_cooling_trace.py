@@ -337,9 +337,9 @@ def _claims(out: ExperimentOutput, rows: list[dict[str, Any]], flat: list[dict[s
         "" if mostly else "no move was made" if not lm["moves"] else
         f"of the demon's {tc['cooling_calls']} calls {tc['calls_balanced']} found the disks balanced, step 5 "
         f"vetoed {tc['calls_source_queue']} (the hottest disk had waiting requests) and {tc['calls_target_hotter']} "
-        "found no move leaving the target cooler than the source: the hottest disk's heat is its hottest file's "
-        f"(busy {fmt(tc['hottest_file_load'], 2)} of the time on it), which no move can spread, so the demon "
-        "rarely moves at any load",
+        "found no move leaving the target cooler than the source: most of the hottest disk's load is its hottest "
+        f"file's ({fmt(tc['hottest_file_load'], 2)} of {fmt(tc['hottest_utilization'], 2)}), a unit no move can "
+        "spread, so the demon rarely moves at any load",
         quote="rather the data migrations were performed mostly during the low-load phases, thus improving the load "
               "balance for the next high-load phase at low cost", where="section 4.2.2, figure 8",
         wording="in general", derived=True))
