@@ -543,15 +543,21 @@ def _sections(out: ExperimentOutput, table: list[dict[str, Any]], rows: list[dic
     sat = {(r["method"], r["rate_per_s"], r["cooling"], r["seed"]): r["saturated"] for r in rows
            if r["variant"] == "figure 5"}
     judged = [r for r in (100.0, 120.0, 130.0) if r in cfg["rates"]] or [float(max(cfg["rates"]))]
+    light = float(min(cfg["rates"]))
+    hot20 = {(r["method"], r["seed"]): r["hottest_utilization"] for r in rows if r["variant"] == "figure 5"
+             and r["rate_per_s"] == light and not r["cooling"]}
+    o = outcomes(rows, cfg)
     hot_rows = []
     for h in hot:
         row = {"seed": h["seed"], "file": h["file"], "class": h["class"], "size (KB)": h["size_kb"],
                "share": f"{100 * h['share']:.1f} %"}
         for m in cfg["methods"]:
             row[f"{m} unit (KB)"] = h[f"{m}_unit_blocks"]
-            row[f"{m} load at {', '.join(fmt(r) for r in judged)}/s (∞: saturated, -C too)"] = " / ".join(
-                f"{h[f'{m}_load_{int(r)}']:.2f}" + ("∞" if sat[(m, r, False, h["seed"])] else "")
-                + ("∞" if sat[(m, r, True, h["seed"])] else "") for r in judged)
+            u = hot20[(m, h["seed"])]
+            row[f"{m} hottest disk at {fmt(light)}/s (reaches 1 at)"] = f"{u:.2f} ({fmt(light / u, 3)}/s)"
+            row[f"{m} load at {' / '.join(fmt(r) for r in judged)}/s"] = " / ".join(
+                f"{h[f'{m}_load_{int(r)}']:.2f}" + (" ∞" if sat[(m, r, False, h["seed"])] else "")
+                + (" ∞C" if sat[(m, r, True, h["seed"])] else "") for r in judged)
         hot_rows.append(row)
     tuned = five.gopt140(seeds[0])
     p87 = paper_unit(rows)
@@ -564,8 +570,11 @@ def _sections(out: ExperimentOutput, table: list[dict[str, Any]], rows: list[dic
         "all requests to the hottest file alone, so the outcome depends on which file each seed's (random) ranking "
         "puts on top. Per method: the file's largest part on one disk (KB) and that part's load on its disk "
         "(share x rate x its expected service time, equation 16 with P = 1), marked ∞ when the run without "
-        "cooling saturated and ∞∞ when the run with cooling did too. Cooling moves whole units: a load near or "
-        "above 1 stays on one disk whatever cooling does.\n\n" + markdown_table(hot_rows, list(hot_rows[0])),
+        "cooling saturated and ∞C when the run with cooling did; and the hottest disk's utilization without "
+        f"cooling at {fmt(light)}/s with the rate at which it would reach 1, scaled linearly (the rule matches "
+        f"{o['predicted']} of {o['runs']} runs without cooling: saturated where it reaches 1, finite where not). "
+        "Cooling moves whole units: a load near or above 1 stays on one disk whatever cooling does.\n\n"
+        + markdown_table(hot_rows, list(hot_rows[0])),
         "## Mean response time in ms over seeds: mean ± 95 % interval, or ∞ (saturated seeds / seeds; mean of "
         "the others); in brackets the paper's table 6", markdown_table(t6, ["λ", *labels]),
         "## Cooling moves executed, mean over seeds (in brackets: calls vetoed by step 5, the hottest disk had "
