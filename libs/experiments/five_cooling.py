@@ -29,6 +29,8 @@ Choices where the paper is open (one line each, tested in tests/libs/experiments
   seeds whose cooled run did not saturate, in every (method, rate) cell with moves;
 - heat tracking: the tracker on one unit requested every second, then 20 times a second, against a unit
   requested at 20/s throughout;
+- the sensitivity run "no queue test" repeats, per method, the cooled runs that saturated at the rate where the
+  method thrashes without cooling, with step 5's source-queue test off (CoolingWithoutQueueTest);
 - the sensitivity run "paper unit" replays Gopt140 at 130/s (tiny: the top rate) without cooling with FIVE's
   87 KB unit on every seed, for the reason of "every method saturates by 130/s".
 """
@@ -45,7 +47,15 @@ from blockheat.libs.experiments import five
 from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
 from blockheat.libs.experiments.five import INF, MAX_OUTSTANDING
 from blockheat.libs.plans.striping_advisor import expected_service_ms
-from blockheat.sim import CoolingConfig, DiskCooling, InterarrivalTracker, SimConfig, Simulation, run_with_policy
+from blockheat.sim import (
+    CoolingConfig,
+    DiskCooling,
+    InterarrivalTracker,
+    SimConfig,
+    Simulation,
+    Window,
+    run_with_policy,
+)
 
 TITLE = "FIVE disk cooling on the skewed synthetic workload (FIVE table 6)"
 METHODS = ("Gopt140", "Track", "Cyl")
@@ -79,13 +89,34 @@ def units(base_seed: int) -> dict[str, int]:
     return {"Gopt140": five.gopt140(base_seed).unit, "Track": five.UNITS["Track"], "Cyl": five.UNITS["Cyl"]}
 
 
+class _EmptyQueues:
+    """A simulation seen through Figure 5's step 5 with every disk's waiting queue read as empty."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self._sim = sim
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sim, name)
+
+    def disk_queue_lengths(self) -> np.ndarray:
+        return np.zeros_like(self._sim.disk_queue_lengths())
+
+
+class CoolingWithoutQueueTest(DiskCooling):
+    """DiskCooling whose step 5 never vetoes a move for the source disk's queue (the sensitivity run)."""
+
+    def on_interval(self, sim: Simulation, window: Window) -> Any:
+        return super().on_interval(_EmptyQueues(sim), window)  # type: ignore[arg-type]
+
+
 Maps = dict[tuple[int, int], tuple[five.StripedFiles, five.SharedArray]]
 
 
 def run_point(method: str, unit: int, rate: float, cooling: bool, *, n_requests: int, seed: int,
               maps: Maps | None = None, variant: str = "figure 5") -> dict[str, Any]:
     """One (method, rate, cooling) run of `seed` as a table row; variant names a sensitivity run's rows ("figure 5"
-    for table 6's runs). move_tenths: the moves executed in each tenth of the run's arrival span."""
+    for table 6's runs; "no queue test" cools with CoolingWithoutQueueTest). move_tenths: the moves executed in
+    each tenth of the run's arrival span."""
     w = five.workload(seed, n_requests, rate, "xy")
     maps = {} if maps is None else maps
     if (seed, unit) not in maps:
@@ -98,7 +129,8 @@ def run_point(method: str, unit: int, rate: float, cooling: bool, *, n_requests:
                      np.random.default_rng(seed + 1), device_sectors=[w.logical_sectors])
     moves, vetoes, calls, tenths = 0, 0, 0, [0] * 10
     if cooling:
-        policy = DiskCooling(COOLING, unit_file=striped.unit_file)
+        kind = CoolingWithoutQueueTest if variant == "no queue test" else DiskCooling
+        policy = kind(COOLING, unit_file=striped.unit_file)
         run_with_policy(sim, policy)
         moves, vetoes, calls = len(policy.moves), policy.outcomes.get("source_queue", 0), sum(policy.outcomes.values())
         tenths = move_tenths([m.time_us for m in policy.moves], float(w.requests.arrival_us[-1]))
@@ -157,7 +189,42 @@ def run(scale: str = "full", seed: int = 1) -> ExperimentOutput:
     unit = units(seed)
     seeds = list(range(seed, seed + cfg["seeds"]))
     rows = table6_runs(cfg, seeds, unit)
+    rows += queue_test_runs(rows, cfg, unit)
     return report(out, cfg, seeds, unit, rows).finish()
+
+
+def queue_test_runs(rows: list[dict[str, Any]], cfg: dict[str, Any], unit: dict[str, int]) -> list[dict[str, Any]]:
+    """The sensitivity run "no queue test": per method, at the rate where it thrashes without cooling (saturated in
+    at least half of the seeds; none: no run), the seeds whose cooled run saturated there, cooled again with step 5's
+    queue test off."""
+    table = cells(rows)
+    out = []
+    for m in cfg["methods"]:
+        rate = thrashing_rate(table, m, cfg["rates"])
+        if rate is None:
+            continue
+        for r in rows:
+            if (r["variant"], r["method"], r["rate_per_s"], r["cooling"]) == ("figure 5", m, rate, True) \
+                    and r["saturated"]:
+                out.append(run_point(m, unit[m], rate, True, n_requests=cfg["requests"], seed=r["seed"],
+                                     variant="no queue test"))
+    return out
+
+
+def queue_test(rows: list[dict[str, Any]], hot: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The "no queue test" runs per (method, rate): runs, seeds still saturated and rescued, moves, and the hottest
+    file's largest unit's load (hottest_files) in each group."""
+    runs = [r for r in rows if r["variant"] == "no queue test"]
+    out = []
+    for m, rate in dict.fromkeys((r["method"], r["rate_per_s"]) for r in runs):
+        these = [r for r in runs if (r["method"], r["rate_per_s"]) == (m, rate)]
+        load = _load(hot, m, rate)
+        sat = [r["seed"] for r in these if r["saturated"]]
+        ok = [r["seed"] for r in these if not r["saturated"]]
+        out.append({"method": m, "rate_per_s": rate, "runs": len(these), "saturated": sat, "rescued": ok,
+                    "moves": sum(r["moves"] for r in these), "saturated_loads": [load[x] for x in sat],
+                    "rescued_loads": [load[x] for x in ok]})
+    return out
 
 
 def table6_runs(cfg: dict[str, Any], seeds: list[int], unit: dict[str, int]) -> list[dict[str, Any]]:
@@ -377,13 +444,21 @@ def _claims(out: ExperimentOutput, table: list[dict[str, Any]], rows: list[dict[
         f"{o['runs']} runs follow that rule); that disk then has waiting requests from the start, and in each "
         f"method's and seed's first saturating run with cooling ({o['first_runs']} runs) Figure 5's step 5 vetoed "
         f"{o['first_vetoes']} of {o['first_calls']} calls ({o['first_moves']} moves in all)"]
+    q = queue_test(rows, hot)
+    if q:
+        reasons.append(
+            f"With the queue test off (sensitivity run on each method's saturated cooled runs at its thrashing rate) "
+            f"{sum(len(x['saturated']) for x in q)} of {sum(x['runs'] for x in q)} still saturate: "
+            + "; ".join(f"{x['method']} at {fmt(x['rate_per_s'])}/s {len(x['saturated'])} of {x['runs']} (hottest "
+                        f"file's largest unit loads its disk to {_range(x['saturated_loads'])} in those, "
+                        f"{_range(x['rescued_loads'])} in the rescued)" for x in q))
     holds = all(v is not None for v in found.values())
     out.claims.append(Claim(
         "cooling: an order of magnitude lower near saturation",
         "for every method, some rate where the run without cooling saturated in at least half of the seeds and "
         "with cooling in none, or both finite and without >= 5x with (95 % bounds)",
         "Gopt140 at 120/s: ∞ vs 152.74 ms; Track at 130/s: ∞ vs 429.76 ms; Cyl at 60/s: ∞ vs 157.58 ms",
-        "; ".join(notes), holds, "" if holds else "; ".join(reasons),
+        "; ".join(notes), holds, "" if holds else ". ".join(reasons),
         quote="When approaching the thrashing region, the response times of any striping strategy with cooling "
               "switched on are an order of magnitude lower compared with the same strategy with cooling turned off.",
         where="section 4.1.2, table 6", wording="order of magnitude"))
@@ -581,6 +656,16 @@ def _sections(out: ExperimentOutput, table: list[dict[str, Any]], rows: list[dic
         "waiting requests)", markdown_table(moves, ["λ", *[m + "-C" for m in cfg["methods"]]]),
         "## Cooling moves per tenth of the run, summed over the seeds whose cooled run did not saturate",
         markdown_table(tenths, list(tenths[0])) if tenths else "no cooled run finished",
+        "## Sensitivity: cooling without step 5's queue test, on each method's saturated cooled runs at the rate "
+        "where it thrashes without cooling\n\n" + (markdown_table(
+            [{"method": x["method"], "λ": x["rate_per_s"], "runs": x["runs"],
+              "still saturated (seeds)": ", ".join(map(str, x["saturated"])) or "-",
+              "rescued (seeds)": ", ".join(map(str, x["rescued"])) or "-", "moves": x["moves"],
+              "hottest unit's load: saturated / rescued": f"{_range(x['saturated_loads'])} / "
+                                                          f"{_range(x['rescued_loads'])}"}
+             for x in queue_test(rows, hot)],
+            ["method", "λ", "runs", "still saturated (seeds)", "rescued (seeds)", "moves",
+             "hottest unit's load: saturated / rescued"]) if queue_test(rows, hot) else "no method thrashes"),
         f"## Sensitivity: Gopt140 with FIVE's 87 KB unit at {fmt(p87['rate_per_s'])}/s without cooling\n\n"
         f"{p87['saturated_seeds']} of {p87['seeds']} seeds saturated (with {unit['Gopt140']} KB: "
         f"{_get(table, 'Gopt140', p87['rate_per_s'], False)['saturated_seeds']} of "

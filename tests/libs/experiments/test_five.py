@@ -71,6 +71,13 @@ def test_five_cooling_claims(cooling) -> None:
     assert (o["first_runs"], o["first_vetoes"], o["first_calls"], o["first_moves"]) == (3, 81, 90, 8)
     reason = cooling.claim("cooling: an order of magnitude lower near saturation").reason
     assert reason.startswith("cooling rescued 0 of the 2 runs that saturated without it (and lost 1)")
+    # Its sensitivity run: Track thrashes at 160/s; without step 5's queue test seed 1 finishes, seed 2 does not.
+    q = C.queue_test(runs, hot)
+    assert [(x["method"], x["rate_per_s"], x["saturated"], x["rescued"], x["moves"]) for x in q] == [
+        ("Track", 160.0, [2], [1], 46)]
+    nq = [r for r in runs if r["variant"] == "no queue test"]
+    assert {(r["seed"], r["cooling"], r["requests"]) for r in nq if not r["saturated"]} == {(1, True, 3_000)}
+    assert "With the queue test off" in reason
     # The hottest disk at 120/s over the seeds where neither Track run saturated (both here).
     x = C.relief(runs)
     assert x["unsaturated_seeds"] == [1, 2]
