@@ -39,6 +39,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "top16_counts": ("select", "top16_counts"),
     # workloads
     "FiveWorkload": ("workloads", "FiveWorkload"), "five_synthetic": ("workloads", "five_synthetic"),
+    "www_synthetic": ("workloads", "www_synthetic"),
     "requests_from_arrow": ("workloads", "from_arrow"),
     "requests_from_arrow_tables": ("workloads", "from_arrow_tables"),
     "requests_from_coded_table": ("workloads", "from_coded_table"),
@@ -48,7 +49,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "AllocUnit": ("allocation", "AllocUnit"), "round_robin_allocation": ("allocation", "round_robin_allocation"),
     "to_extent_map": ("allocation", "to_extent_map"),
     "CoolingConfig": ("cooling", "CoolingConfig"), "moves_table": ("cooling", "moves_table"),
-    "DiskCooling": ("cooling", "DiskCooling"),
+    "DiskCooling": ("cooling", "DiskCooling"), "InterarrivalTracker": ("tracker", "InterarrivalTracker"),
     "align_to_tracks": ("tracks", "align_to_tracks"), "fixed_size_io": ("tracks", "fixed_size_io"),
     "track_map": ("tracks", "track_map"),
     # scenarios (a grid entry replayed over a partition of `requests`)

@@ -149,21 +149,18 @@ def _decide(disk_heat: np.ndarray, h_e: float, sectors_e: int, chosen: int, sour
 
 
 @njit(cache=True, nogil=True)
-def _scan(listed: np.ndarray, work: np.ndarray, unaged: np.ndarray, aging_from: np.ndarray, at_us: float,
+def _scan(known: np.ndarray, work: np.ndarray, unaged: np.ndarray, aging_from: np.ndarray, at_us: float,
           aging: bool, unit_disk: np.ndarray, unit_sectors: np.ndarray, n_disks: int,
           by_temperature: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
-    """One pass over the units in index order: the disks' heats (each listed unit's tracked heat, aged at at_us
-    when asked, summed in index order as np.bincount does) and per disk its first candidate, the unit of highest
-    rank (temperature, or heat for fragments) among those with heat > 0, ties to the lowest index (-1: none),
-    with that unit's heat."""
-    n = unit_disk.shape[0]
+    """One pass over the units with an estimate (known, ascending; the others have no heat): the disks' heats
+    (each unit's tracked heat, aged at at_us when asked, summed in index order as np.bincount does) and per disk
+    its first candidate, the unit of highest rank (temperature, or heat for fragments) among those with heat > 0,
+    ties to the lowest index (-1: none), with that unit's heat."""
     disk_heat = np.zeros(n_disks)
     best = np.full(n_disks, -1, dtype=np.int64)
     best_rank = np.zeros(n_disks)
     best_heat = np.zeros(n_disks)
-    for u in range(n):
-        if not listed[u]:
-            continue
+    for u in known:
         h = unaged[u]
         if aging:
             gap = at_us - aging_from[u]
@@ -307,8 +304,8 @@ class DiskCooling(PolicyBase):
         return float(arrivals[idx]) if idx < len(arrivals) else math.inf
 
     def on_interval(self, sim: Simulation, window: Window) -> Sequence[RemapEvent]:
-        """One demon call. Its cost is one compiled pass over the units (the disks' heats and each disk's
-        first candidate) plus work per remapped unit; Figure 5 on whole arrays (cooling_step) runs only when
+        """One demon call. Its cost is one compiled pass over the units with a heat estimate (the disks' heats and
+        each disk's first candidate) plus work per remapped unit; Figure 5 on whole arrays (cooling_step) runs only when
         the first candidate finds no target or for the second and later moves of a call (max_moves > 1)."""
         assert self._tracker is not None, "start() runs first"
         cfg = self.config
@@ -326,9 +323,9 @@ class DiskCooling(PolicyBase):
         self._sync(lay, n_disks, capacity)
         unit_disk, unit_pstart = self._seen_disk, self._seen_pstart
         at_us = now if cfg.aging else None
-        listed, work, unaged, aging_from = self._tracker.estimates()
-        disk_heat, best, best_heat = _scan(listed, work, unaged, aging_from, float(now), cfg.aging, unit_disk,
-                                           unit_len, n_disks, cfg.unit == "extent")
+        _, work, unaged, aging_from = self._tracker.estimates()
+        disk_heat, best, best_heat = _scan(self._tracker.known_units(), work, unaged, aging_from, float(now), cfg.aging,
+                                           unit_disk, unit_len, n_disks, cfg.unit == "extent")
         queue = sim.disk_queue_lengths()
         span_s = max(now - self._prev_us, 1.0) / 1e6
         self._prev_us = now

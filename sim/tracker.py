@@ -180,6 +180,7 @@ class InterarrivalTracker:
         self._known = np.zeros(n_units, dtype=np.int64)     # units with an estimate (2+ requests) ...
         self._n_known = 0                                    # ... in _known[:_n_known], each once
         self._listed = np.zeros(n_units, dtype=np.bool_)
+        self._sorted_known = np.zeros(0, dtype=np.int64)      # _known[:_n_known] ascending (known_units)
 
     def observe(self, unit: np.ndarray, t_us: np.ndarray, blocks: np.ndarray) -> None:
         """Record requests (pieces) in time order: unit index, arrival time (us), blocks in the unit."""
@@ -193,6 +194,13 @@ class InterarrivalTracker:
         estimate and t_(n-m+2); a unit's heat at t' is the unaged estimate, or with aging min(unaged, m R x 1e6 /
         max(t' - t_(n-m+2), 1)) (what heat() computes for every unit)."""
         return self._listed, self._work, self._unaged, self._aging_from
+
+    def known_units(self) -> np.ndarray:
+        """The units with an estimate (2+ requests), ascending; sorted again only when units joined since the
+        last call (a cooling demon asks every 100 requests, and after a warm-up few units join)."""
+        if len(self._sorted_known) != self._n_known:
+            self._sorted_known = np.sort(self._known[:self._n_known])
+        return self._sorted_known
 
     def heat(self, at_us: float | None = None) -> np.ndarray:
         """Estimated heat of every unit (blocks/s; 0 before a unit's second request). With at_us, each

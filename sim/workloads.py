@@ -24,6 +24,7 @@ __all__ = [
     "from_parquet_files",
     "mix",
     "poisson_background",
+    "www_synthetic",
     "xy_skew_ranks",
 ]
 
@@ -102,6 +103,42 @@ def five_synthetic(rng: np.random.Generator, *, n_requests: int, rate_per_s: flo
     reads = rng.random(n_requests) < read_fraction
     req = Requests.build(arrival, np.zeros(n_requests), start[chosen], sectors[chosen], reads)
     return FiveWorkload(req, start, sectors, klass)
+
+
+def www_synthetic(rng: np.random.Generator, *, n_requests: int = 181_914, n_files: int = 9_126,
+                  span_s: float = 120 * 3600.0, mean_kb: float = 14.0, sd_kb: float = 28.0, x: float = 70.0,
+                  y: float = 30.0, day_amplitude: float = 0.5, sector_size: int = 1024) -> FiveWorkload:
+    """A many-user WWW server trace of FIVE's class (section 4.2.1: 181,914 whole-file reads of 9,126 files over
+    120 hours, request sizes of mean 14 KB and standard deviation 28 KB, heavily skewed access frequencies).
+
+    File sizes are lognormal with mean_kb and sd_kb (rounded up to whole sectors), independent of popularity, so
+    a request's expected size and spread are the file sizes'; files lie back to back on device 0 in a random
+    order; each request reads one whole file, picked by equation (26) over a random ranking of all files; arrival
+    times are a Poisson process over [0, span_s) whose rate follows a day cycle, proportional to
+    1 + day_amplitude x sin(2 pi t / 24 h) (0: constant rate). All files are one class (0)."""
+    if n_requests < 0 or n_files <= 0 or not span_s > 0 or not (mean_kb > 0 and sd_kb >= 0):
+        raise ValueError(f"bad WWW parameters: {n_requests} requests, {n_files} files, span {span_s} s, "
+                         f"size {mean_kb} +- {sd_kb} KB")
+    if not 0 <= day_amplitude <= 1:
+        raise ValueError(f"day_amplitude must be in [0, 1], got {day_amplitude}")
+    sigma2 = math.log1p((sd_kb / mean_kb) ** 2)
+    sizes_kb = rng.lognormal(math.log(mean_kb) - sigma2 / 2, math.sqrt(sigma2), n_files)
+    sectors = np.maximum(1, np.ceil(sizes_kb * 1024.0 / sector_size)).astype(np.int64)
+    order = rng.permutation(n_files)
+    start = np.zeros(n_files, dtype=np.int64)
+    start[order] = np.concatenate([[0], np.cumsum(sectors[order])[:-1]])
+    ranking = rng.permutation(n_files)
+    chosen = ranking[xy_skew_ranks(rng, n_requests, n_files, x, y) - 1]
+    # n points of a Poisson process given its count: independent draws from the rate's shape (by rejection).
+    times = np.zeros(0)
+    day_s = 24 * 3600.0
+    while len(times) < n_requests:
+        t = rng.uniform(0.0, span_s, 2 * (n_requests - len(times)) + 16)
+        keep = rng.random(len(t)) * (1.0 + day_amplitude) < 1.0 + day_amplitude * np.sin(2 * np.pi * t / day_s)
+        times = np.concatenate([times, t[keep]])
+    arrival = np.sort(times[:n_requests]) * 1e6
+    req = Requests.build(arrival, np.zeros(n_requests), start[chosen], sectors[chosen], np.ones(n_requests, dtype=bool))
+    return FiveWorkload(req, start, sectors, np.zeros(n_files, dtype=np.int64))
 
 
 def poisson_background(rng: np.random.Generator, *, rate_per_s: float, start_us: float, end_us: float,

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pytest
 
 from blockheat.sim.records import FLAG_BACKGROUND, Requests
-from blockheat.sim.workloads import five_synthetic, from_arrow, mix, poisson_background, xy_skew_ranks
+from blockheat.sim.workloads import five_synthetic, from_arrow, mix, poisson_background, www_synthetic, xy_skew_ranks
 
 
 def test_xy_skew_sends_x_percent_of_requests_to_y_percent_of_items() -> None:
@@ -52,6 +52,40 @@ def test_five_workload_logical_space_ends_after_its_last_placed_file() -> None:
     w = five_synthetic(np.random.default_rng(5), n_requests=100, rate_per_s=10.0)
     assert w.logical_sectors == int(w.file_sectors.sum())            # files back to back, no gaps
     assert int((w.requests.lbn + w.requests.sectors).max()) <= w.logical_sectors
+
+
+def test_www_synthetic_is_fives_www_trace_class() -> None:
+    # FIVE 4.2.1: 181,914 whole-file reads of 9,126 files over 120 h, request sizes 14 KB mean, 28 KB sd.
+    w = www_synthetic(np.random.default_rng(3))
+    req = w.requests
+    assert (len(req), len(w.file_start)) == (181_914, 9_126)
+    assert req.is_read.all()
+    assert req.arrival_us.min() >= 0
+    assert req.arrival_us.max() < 120 * 3600e6
+    assert np.all(np.diff(req.arrival_us) >= 0)
+    order = np.argsort(w.file_start)                                           # files back to back from 0
+    assert w.file_start[order][0] == 0
+    assert np.all(w.file_start[order][1:] == (w.file_start + w.file_sectors)[order][:-1])
+    f = order[np.searchsorted(w.file_start[order], req.lbn)]                  # whole files only
+    assert np.array_equal(w.file_start[f], req.lbn)
+    assert np.array_equal(w.file_sectors[f], req.sectors)
+    # Equation (26) over 9,126 files: the top file gets (1/N)^(log 0.7 / log 0.3) of the reads.
+    _, counts = np.unique(req.lbn, return_counts=True)
+    theta = np.log(0.7) / np.log(0.3)
+    assert counts.max() / len(req) == pytest.approx((1 / 9126) ** theta, rel=0.05)
+    # File sizes (not popularity weighted) are lognormal with the paper's mean and sd, rounded up to 1 KB.
+    big = www_synthetic(np.random.default_rng(4), n_requests=0, n_files=400_000)
+    assert big.file_sectors.mean() == pytest.approx(14.5, rel=0.03)
+    assert big.file_sectors.std() == pytest.approx(28.0, rel=0.08)
+    # The day cycle 1 + a sin(2 pi t / 24 h): the first half of each day gets 1/2 + a/pi of the arrivals.
+    hour = (req.arrival_us // 3600e6) % 24
+    assert np.mean(hour < 12) == pytest.approx(0.5 + 0.5 / np.pi, abs=0.005)
+    flat = www_synthetic(np.random.default_rng(3), day_amplitude=0.0).requests
+    assert np.mean((flat.arrival_us // 3600e6) % 24 < 12) == pytest.approx(0.5, abs=0.005)
+    again = www_synthetic(np.random.default_rng(3))
+    np.testing.assert_array_equal(again.requests.arrival_us, req.arrival_us)
+    with pytest.raises(ValueError, match="day_amplitude"):
+        www_synthetic(np.random.default_rng(3), day_amplitude=1.5)
 
 
 def test_poisson_background_rate_size_and_flags() -> None:
