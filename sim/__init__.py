@@ -34,7 +34,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ClosedLoop": ("engine", "ClosedLoop"), "SimConfig": ("engine", "SimConfig"),
     "Simulation": ("engine", "Simulation"), "Window": ("engine", "Window"),
     "run_with_policy": ("engine", "run_with_policy"),
-    "per_request": ("stats", "per_request"), "select_bits": ("select", "select_bits"),
+    "per_request": ("stats", "per_request"), "timeseries": ("stats", "timeseries"),
+    "select_bits": ("select", "select_bits"),
     "kth_smallest": ("select", "kth_smallest"), "float_of_bits": ("select", "float_of_bits"),
     "top16_counts": ("select", "top16_counts"),
     # workloads

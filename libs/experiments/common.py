@@ -62,6 +62,8 @@ class Claim:
     def __post_init__(self) -> None:
         if self.holds is not True and not self.reason.strip():
             raise ValueError(f"claim {self.claim!r} {VERDICTS[self.holds]} and needs a reason")
+        if not self.quote.strip() or not self.where.strip():
+            raise ValueError(f"claim {self.claim!r} needs the paper's words (quote) and their place (where)")
         if self.wording not in WORDING:
             raise ValueError(f"claim {self.claim!r}: wording {self.wording!r} is not one of {sorted(WORDING)}")
 

@@ -156,6 +156,7 @@ def run(scale: str = "full", seed: int = 1) -> ExperimentOutput:
     out.tables["gbest_by_load"] = pa.Table.from_pylist(load)
     _claims(out, rows, cfg)
     _gbest_claims(out, rows, sweep, load, base)
+    out.claims.append(five.table4_claim(size_rows))
     _sections(out, rows, size_rows, units, base, cfg)
     out.sections += sweep_sections(sweep, load, grids, base)
     out.plots.append(("response_vs_rate.png", lambda p: _plot(p, rows)))

@@ -53,10 +53,9 @@ from blockheat.sim import (
     SimConfig,
     Simulation,
     Striped,
+    timeseries,
 )
 from blockheat.sim import spec_from_srt_header as from_srt_header
-from blockheat.sim.records import FLAG_READ
-from blockheat.sim.stats import timeseries
 
 TITLE = "Striping vs placement: load balance on the hplajw week (tables 1-2 of the striping-vs-placement study)"
 TRACE = HPLAJW_TRACE
@@ -243,7 +242,7 @@ def read_write_balance(w: Workload, n_disks: int, layout: Layout, seed: int = 0)
     spread = {k: float(np.max(np.abs(v / v.mean() - 1.0))) for k, v in cols.items()}
     base = np.concatenate([[0], np.cumsum(w.device_sectors)[:-1]])
     units = (base[w.requests.device] + w.requests.lbn) // (STRIPE_BYTES[0] // w.spec.sector_size)
-    is_read = (w.requests.flags & FLAG_READ) != 0
+    is_read = w.requests.is_read
     hot = {k: float(np.sort(np.bincount(units[sel]))[-5:].sum() / sel.sum())
            for k, sel in (("reads", is_read), ("writes", ~is_read))}
     return {"disks": disks, "spread": spread, "hot_units_share": hot}
@@ -256,7 +255,8 @@ def floating(w: Workload, n_disks: int, interval_ms: float = 1000.0) -> dict[str
     sim = Simulation(w.spec, DiskArray(n_disks, AsTraced()), w.requests,
                      SimConfig(service="constant", constant_ms=ACCESS_MS, interval_ms=interval_ms),
                      np.random.default_rng(0), device_sectors=w.device_sectors)
-    assert sim.run().finished
+    if not sim.run().finished:
+        raise RuntimeError("the floating-imbalance replay stopped early")
     k = timeseries(sim).num_rows
     width = interval_ms * 1000.0
     waiting = (sim.out.ts_disk[:k, :, 0] - sim.out.ts_disk[:k, :, 1]) / width

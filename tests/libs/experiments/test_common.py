@@ -32,11 +32,15 @@ def test_derived_claims_are_counted_apart_from_the_papers():
     assert tally_line(CLAIMS[:1]) == "1 paper claims: 1 hold, 0 do not hold, 0 not comparable"
 
 
-def test_a_claim_names_a_known_reading_of_the_papers_words():
+def test_a_claim_quotes_the_paper_and_names_a_known_reading_of_its_words():
     with pytest.raises(ValueError, match="wording 'roughly' is not one of"):
         _claim("x", True, wording="roughly")
     with pytest.raises(ValueError, match="does not hold and needs a reason"):
-        Claim("x", "t", "p", "o", False)
+        Claim("x", "t", "p", "o", False, quote="q", where="w")
+    with pytest.raises(ValueError, match="needs the paper's words"):
+        Claim("x", "t", "p", "o", True, where="section 1")
+    with pytest.raises(ValueError, match="needs the paper's words"):
+        Claim("x", "t", "p", "o", True, quote="the words")
 
 
 def test_the_summary_quotes_the_paper_and_states_each_reading_it_uses():
