@@ -57,7 +57,7 @@ from blockheat.sim import (
     run_with_policy,
 )
 
-TITLE = "FIVE disk cooling on the skewed synthetic workload (FIVE table 6)"
+TITLE = "FIVE disk cooling on the skewed synthetic workload (FIVE table 6, section 3.3)"
 METHODS = ("Gopt140", "Track", "Cyl")
 #: Six of the paper's nine rates (1,000,000 requests each fit the time budget at six), then 140/s: our disks
 #: serve a request faster than FIVE's (at 120/s the mean utilization is about 0.74 against the paper's 0.79).

@@ -50,7 +50,7 @@ from blockheat.sim import (
     www_synthetic,
 )
 
-TITLE = "FIVE disk cooling on a WWW server trace sped up (FIVE table 7, figure 7)"
+TITLE = "FIVE disk cooling on a WWW server trace sped up (FIVE table 7, figures 7 and 8)"
 N_DISKS = five.N_DISKS
 HPLAJW_DISKS = 4
 TRACK_BLOCKS = five.UNITS["Track"]

@@ -66,7 +66,8 @@ from blockheat.sim import (
 from blockheat.sim import load_spec as load
 from blockheat.sim import mix_requests as mix
 
-TITLE = "Lachesis: track-aligned I/O, disk efficiency and a scan under competing traffic (figures 3 and 5)"
+TITLE = ("Lachesis: track-aligned I/O, disk efficiency, a scan under competing traffic and RAID 5 (figures 1, 3, 5 "
+         "and 6)")
 SPECS = ("maxtor_atlas_10k3", "hp_c2247a")
 LABEL = {"maxtor_atlas_10k3": "Atlas 10k III", "hp_c2247a": "HP C2247A"}
 #: Efficiency curves: (spec, zero-latency access); None = as the spec says.

@@ -57,7 +57,8 @@ from blockheat.sim import (
 )
 from blockheat.sim import spec_from_srt_header as from_srt_header
 
-TITLE = "Striping vs placement: load balance on the hplajw week (tables 1-2 of the striping-vs-placement study)"
+TITLE = ("Striping vs placement: load balance on the hplajw week (tables 1-3, figures 3-5 of the striping-vs-placement "
+         "study)")
 TRACE = HPLAJW_TRACE
 ACCESS_MS = 25.0
 STRIPE_BYTES = (32 * 1024, 64 * 1024)

@@ -41,7 +41,7 @@ from blockheat.libs.plans.striping_advisor import DiskModel, eq1_unit
 from blockheat.sim import ClosedLoop, DiskArray, DiskSpec, Requests, SimConfig, Simulation, Striped
 from blockheat.sim import load_spec as load
 
-TITLE = "SSA study: optimal basic striping unit by request size and MPL (SSA figure 5, table 3)"
+TITLE = "SSA study: optimal basic striping unit by request size, MPL, request type and delay (SSA figures 3-8, table 3)"
 N_DISKS = 4
 WIDTHS = (1, 2, 4)
 SIZES_KB = (2, 8, 32, 128, 512, 1024, 2048, 4096)
