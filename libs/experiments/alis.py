@@ -49,7 +49,22 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
+from blockheat.libs.experiments.common import (
+    ABOUT,
+    CLOSE,
+    SIGNIFICANT,
+    SMALL_PP,
+    Claim,
+    ExperimentOutput,
+    about,
+    close,
+    fmt,
+    markdown_table,
+    new_figure,
+    save_figure,
+    significantly,
+    small,
+)
 from blockheat.libs.experiments.placement import load_hplajw
 from blockheat.sim import ALIS_MODES as MODES
 from blockheat.sim import ALIS_REL_TOLERANCE as REL_TOLERANCE
@@ -75,13 +90,6 @@ from blockheat.sim import run_alis_measured as run_measured
 TITLE = ("ALIS heat, run and combined clustering on the hplajw week (ALIS sections 5 and 6, table 2, figures 6, 10, "
          "13-19)")
 SPEC_NAME = "ibm_ultrastar_73lzx"
-#: The readings of the paper's words (common.WORDING): "about" within 20 % of its figure, "close" ("nearly",
-#: "practically all", "works well") within 10 % of the best value, "significantly" at least 1.25x, "small"
-#: at most a third of the quantity compared with or at most 5 points ("most of the benefit": a small shortfall).
-ABOUT = 0.20
-CLOSE = 0.10
-SIGNIFICANT = 1.25
-SMALL_PP = 5.0
 #: Figure 6's reorganized area (10 % of the volume, 30 % into it) and the paper's best sequential-layout gain
 #: over its workloads (resource-poor, 4 KB units).
 FIG6_RA_SHARE = 0.10
@@ -547,26 +555,6 @@ def _facts(w: Workload) -> dict[str, float]:
     return {"history": float(np.mean(first_day[later] < day[later])) if later.any() else math.nan,
             "next_day": float(np.mean(gap == 1)) if len(gap) else math.nan,
             "writes": float(1.0 - r.is_read.mean())}
-
-
-def about(ours: float, paper: float) -> bool:
-    """WORDING "about": within ABOUT (a share) of the paper's figure."""
-    return bool(abs(ours - paper) <= ABOUT * abs(paper))
-
-
-def small(gap: float, compared: float) -> bool:
-    """WORDING "small": at most a third of the quantity compared with, or at most SMALL_PP points."""
-    return bool(gap <= max(abs(compared) / 3.0, SMALL_PP))
-
-
-def close(ours: float, best: float) -> bool:
-    """WORDING "close" ("nearly", "practically all"): within CLOSE (a share) of the best value."""
-    return bool(ours >= best - CLOSE * abs(best))
-
-
-def significantly(larger: float, compared: float) -> bool:
-    """WORDING "significantly": at least SIGNIFICANT times the quantity compared with (both positive)."""
-    return bool(compared > 0 and larger >= SIGNIFICANT * compared)
 
 
 def _points(points: dict[float, float]) -> str:

@@ -12,8 +12,29 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["SCALES", "VERDICTS", "WORDING", "Claim", "ExperimentOutput", "all_claims_markdown", "fmt", "markdown_table",
-           "new_figure", "save_figure", "tally", "tally_line", "wording_block"]
+__all__ = [
+    "ABOUT",
+    "CLOSE",
+    "SCALES",
+    "SIGNIFICANT",
+    "SMALL_PP",
+    "VERDICTS",
+    "WORDING",
+    "Claim",
+    "ExperimentOutput",
+    "about",
+    "all_claims_markdown",
+    "close",
+    "fmt",
+    "markdown_table",
+    "new_figure",
+    "save_figure",
+    "significantly",
+    "small",
+    "tally",
+    "tally_line",
+    "wording_block",
+]
 
 SCALES = ("tiny", "full")
 
@@ -34,6 +55,34 @@ WORDING: dict[str, str] = {
     "order of magnitude": "'an order of magnitude': at least 5x",
     "direction": "a comparison without size ('better', 'lower', 'grows', 'more'): the sign, in every case compared",
 }
+
+
+#: WORDING's readings as numbers: "about" within ABOUT (a share) of the paper's figure, "close" within CLOSE,
+#: "significantly" at least SIGNIFICANT times, "small" at most a third or SMALL_PP points.
+ABOUT = 0.20
+CLOSE = 0.10
+SIGNIFICANT = 1.25
+SMALL_PP = 5.0
+
+
+def about(ours: float, paper: float) -> bool:
+    """WORDING "about": within ABOUT (a share) of the paper's figure."""
+    return bool(abs(ours - paper) <= ABOUT * abs(paper))
+
+
+def small(gap: float, compared: float) -> bool:
+    """WORDING "small": at most a third of the quantity compared with, or at most SMALL_PP points."""
+    return bool(gap <= max(abs(compared) / 3.0, SMALL_PP))
+
+
+def close(ours: float, best: float) -> bool:
+    """WORDING "close" ("nearly", "practically all"): within CLOSE (a share) of the best value."""
+    return bool(ours >= best - CLOSE * abs(best))
+
+
+def significantly(larger: float, compared: float) -> bool:
+    """WORDING "significantly": at least SIGNIFICANT times the quantity compared with (both positive)."""
+    return bool(compared > 0 and larger >= SIGNIFICANT * compared)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from functools import cache
 
 import numpy as np
 
-from blockheat.libs.experiments.common import Claim
+from blockheat.libs.experiments.common import Claim, about
 from blockheat.libs.plans.striping_advisor import DiskModel, PhaseB, Workload, advise, phase_b
 from blockheat.sim import (
     AllocUnit,
@@ -173,7 +173,7 @@ def table4_claim(size_rows: list[dict]) -> Claim:
     by = {(r["method"], r["size_class"]): r["mean_response_ms"] for r in size_rows}
     ours = {c: by[("Track", c)] / by[("Opt", c)] - 1 for c in TABLE4_OPT_TRACK}
     paper = {c: t / o - 1 for c, (o, t) in TABLE4_OPT_TRACK.items()}
-    near = {c: abs(ours[c] / paper[c] - 1) <= 0.2 for c in ours}
+    near = {c: about(ours[c], paper[c]) for c in ours}
     holds = all(near.values())
     return Claim(
         "Opt about 30 % faster than Track for 50-500 KB requests",

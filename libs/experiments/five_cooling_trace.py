@@ -35,7 +35,15 @@ import numpy as np
 import pyarrow as pa
 
 from blockheat.libs.experiments import five
-from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
+from blockheat.libs.experiments.common import (
+    Claim,
+    ExperimentOutput,
+    about,
+    fmt,
+    markdown_table,
+    new_figure,
+    save_figure,
+)
 from blockheat.libs.experiments.placement import load_hplajw
 from blockheat.sim import (
     CoolingConfig,
@@ -292,7 +300,7 @@ def _claims(out: ExperimentOutput, rows: list[dict[str, Any]], flat: list[dict[s
         "alpha 100: 16.68 vs 16.50 ms", f"{fmt(a['mean_response_ms'])} vs {fmt(b['mean_response_ms'])} ms", cheap,
         "" if cheap else "the migrations' I/O at light load (see tables/responses.parquet: migration_ios)",
         quote="100 16.68 16.50", where="section 4.2.1, table 7 (row alpha = 100)", wording="states"))
-    near = abs(t["mean_utilization"] / 0.24 - 1) <= 0.2 and abs(t["hottest_utilization"] / 0.67 - 1) <= 0.2
+    near = about(t["mean_utilization"], 0.24) and about(t["hottest_utilization"], 0.67)
     out.claims.append(Claim(
         "the load at the highest alpha: 24 % mean, 67 % hottest disk",
         f"at alpha = {fmt(hi)} without cooling, mean and hottest-disk utilization each within 20 % of the paper's",

@@ -47,7 +47,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
+from blockheat.libs.experiments.common import (
+    Claim,
+    ExperimentOutput,
+    about,
+    fmt,
+    markdown_table,
+    new_figure,
+    save_figure,
+)
 from blockheat.sim import (
     CacheSpec,
     ClosedLoop,
@@ -617,7 +625,7 @@ def _claims(out: ExperimentOutput, curves: list[dict[str, Any]], scans: list[dic
             "" if holds else "regression: the aligned scan's shorter service must shorten the queue it shares",
             wording="direction", derived=derived, **_said("oltp")))
     light = next(r for r in _scan(scans, "maxtor_atlas_10k3", True) if r["fraction_of_max"] == 1 / 6)
-    holds = abs(light["speedup"] / PAPER["speedup_light"] - 1.0) <= 0.20
+    holds = about(light["speedup"], PAPER["speedup_light"])
     out.claims.append(Claim(
         "light traffic: about 1.3x (Atlas 10k III)",
         "scan time unaligned / aligned at 1/6 MAX (the paper's 25/s of 150) within 20 % of 1.3",
@@ -627,7 +635,7 @@ def _claims(out: ExperimentOutput, curves: list[dict[str, Any]], scans: list[dic
     rows = {(r["variant"], r["layout"]): r for r in raid}
     base, lach = rows[("as shipped", "Base-RAID5")], rows[("as shipped", "Lachesis-RAID5")]
     off = rows[("read-ahead off", "Lachesis-RAID5")]
-    holds = abs(base["speedup"] / PAPER["raid_speedup"] - 1.0) <= 0.20
+    holds = about(base["speedup"], PAPER["raid_speedup"])
     out.claims.append(Claim(
         "RAID 5: track-sized stripe units about 1.3x faster (Atlas 10k III)",
         f"a scan over {RAID_DISKS} disks, RAID 5, stripe unit = I/O: Base-RAID5 ({RAID_BASE_UNIT} blocks) over "
@@ -636,7 +644,7 @@ def _claims(out: ExperimentOutput, curves: list[dict[str, Any]], scans: list[dic
         "" if holds else f"read-ahead: each disk's read-ahead streams past the parity units in both layouts (both "
         f"scans at {100 * base['of_streaming']:.0f} % of the data disks' streaming bandwidth); with the read-ahead "
         f"off the speedup is {off['speedup']:.2f}x: "
-        f"{_then(abs(off['speedup'] / PAPER['raid_speedup'] - 1.0) <= 0.20)} (RAID table)",
+        f"{_then(about(off['speedup'], PAPER['raid_speedup']))} (RAID table)",
         wording="about", **_said("raid_gain")))
     holds = lach["of_streaming"] >= 0.90
     out.claims.append(Claim(

@@ -39,7 +39,15 @@ import numpy as np
 import pyarrow as pa
 
 from blockheat.data import HPLAJW_TRACE
-from blockheat.libs.experiments.common import Claim, ExperimentOutput, fmt, markdown_table, new_figure, save_figure
+from blockheat.libs.experiments.common import (
+    Claim,
+    ExperimentOutput,
+    about,
+    fmt,
+    markdown_table,
+    new_figure,
+    save_figure,
+)
 from blockheat.libs.readers.srt import read_srt
 from blockheat.sim import (
     AsTraced,
@@ -300,14 +308,9 @@ def more_disks(w: Workload, n_disks: int, original_ms: float, seed: int) -> dict
                 f"busiest / mean {kb} KB": _busiest(r)}
     rnd = middle_random(w, n_disks, seed)
     row |= {"random (ms)": rnd["mean_queue_ms"], "random % orig": 100 * rnd["mean_queue_ms"] / original_ms}
-    row["striping about 42 %"] = _about(row["striped 32 KB % orig"], PAPER_PCT_ORIG)
+    row["striping about 42 %"] = about(row["striped 32 KB % orig"], PAPER_PCT_ORIG)
     row["64 KB more imbalance"] = bool(row["striped 64 KB (ms)"] > row["striped 32 KB (ms)"])
     return row
-
-
-def _about(ours: float, paper: float) -> bool:
-    """'about' (common.WORDING): within 20 % of the paper's figure."""
-    return bool(abs(ours / paper - 1.0) <= 0.20)
 
 
 def _busiest(row: dict[str, Any]) -> float:
@@ -350,7 +353,7 @@ def _claims(out: ExperimentOutput, by: dict[str, dict[str, Any]], w: Workload, s
               "environments, disk striping should provide significantly improved load balance with reduced complexity "
               "for many applications.",
         where="abstract; section 7.2, tables 1-2", wording="significantly"))
-    ok = _about(s32["pct_orig"], PAPER_PCT_ORIG)
+    ok = about(s32["pct_orig"], PAPER_PCT_ORIG)
     out.claims.append(Claim(
         "striping at about 42 % of the original's queue time",
         f"striping (32 KB)'s mean queue time as % of the original's within 20 % of {PAPER_PCT_ORIG}",
@@ -363,7 +366,7 @@ def _claims(out: ExperimentOutput, by: dict[str, dict[str, Any]], w: Workload, s
         quote="% Orig 100.00 67.13 42.42 42.47", where="section 7.2, table 1", wording="about"))
     x, xd = extra_ratio(w), extra_ratio(w, distinct=True)
     paper_x = (1084358 - 1045846) / (1122893 - 1045846)
-    ok = _about(x, paper_x)
+    ok = about(x, paper_x)
     out.claims.append(Claim(
         "doubling the unit halves the extra accesses",
         f"extra disk accesses at 64 KB over those at 32 KB within 20 % of table 2's {paper_x:.3f}",
@@ -415,8 +418,8 @@ def _claims(out: ExperimentOutput, by: dict[str, dict[str, Any]], w: Workload, s
         "striping (32 KB)'s mean response time below the best whole-device placement's by 20 % +- a fifth (16-24 %)",
         "table 1: about 20 % (44 to 35.2 ms); table 2: more than 77 % (56.3 to 12.7 ms)",
         f"{100 * cut:.0f} % ({fmt(dyn['mean_response_ms'])} to {fmt(s32['mean_response_ms'])} ms)",
-        True if _about(cut, 0.20) and gain else (False if gain else None),
-        "" if _about(cut, 0.20) and gain else
+        True if about(cut, 0.20) and gain else (False if gain else None),
+        "" if about(cut, 0.20) and gain else
         "our dynamic placement is the original (no whole-device placement moves load, as in the claim above), so "
         "striping's gain here includes the fixed imbalance the paper's dynamic placement removed first",
         quote="While disk striping does provide a better load balance than dynamic data placement by removing the "
