@@ -23,8 +23,13 @@ from blockheat.sim.spec import (
     P_CPL_READ_US,
     P_CPL_WRITE_US,
     P_DATA_PREP_US,
-    P_DISC_WRITE_IF_SEEK,
+    P_DISC_READ_AW_US,
+    P_DISC_READ_US,
+    P_DISC_WRITE_US,
     P_HEAD_SWITCH_US,
+    P_HOLD_READ,
+    P_HOLD_WRITE,
+    P_IMMED_PARTIAL,
     P_MARK_BY_REQ,
     P_MIN_WRITE_SEEK_US,
     P_OH_HIT_AW_US,
@@ -50,6 +55,7 @@ from blockheat.sim.spec import (
     P_WRITE_SETTLE_US,
     P_XD_CMD_US,
     P_XD_DELAY_US,
+    P_XD_DISC2_US,
     P_XD_DISC_US,
     P_XD_ON,
     P_XD_SEEK_DELTA_US,
@@ -395,6 +401,21 @@ def _stream_service(params: np.ndarray, df: np.ndarray, d: int, now: float, end:
     return float(max(oh + params[P_DATA_PREP_US] + n * bus, t_data - now + bus) + params[P_CPL_READ_US])
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def _stream_after_disconnect(params: np.ndarray, df: np.ndarray, d: int, now: float, lbn: int, n: int,
+                             oh_miss: float, disc: float) -> float:  # pragma: no cover
+    """Service of a read fed by the active stream that does not transfer its first buffered sectors at once:
+    the miss overhead and a disconnection, reselection (first, data preparation) once the read water mark's
+    sectors are buffered, then the bus overlapped with the stream."""
+    k0 = _mark_sectors(params, params[P_READ_BUS_START], n)
+    rate = df[d, DF_RA_RATE]
+    t_mark = df[d, DF_RA_T0] + (lbn + k0 - df[d, DF_RA_L0]) / rate
+    t_data = df[d, DF_RA_T0] + (lbn + n - df[d, DF_RA_L0]) / rate
+    bus = params[P_BUS_US]
+    start = max(t_mark, now + oh_miss + disc) + params[P_RESEL_FIRST_US] + params[P_DATA_PREP_US]
+    return float(max(start + n * bus, t_data + bus) - now + params[P_CPL_READ_US])
+
+
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _lru(di: np.ndarray, seg: np.ndarray, d: int, nseg: int) -> int:  # pragma: no cover
     victim = 0
@@ -413,48 +434,76 @@ def _mark_sectors(params: np.ndarray, fraction: float, n: int) -> int:  # pragma
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _write_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray,
-                   d: int, now: float, lbn: int, n: int, after_write: bool,
-                   sequential: bool) -> float:  # pragma: no cover
-    """A write through to the media: command overhead (or the extra-disconnect command, then disconnect,
-    inter-disconnect delay and reselection before the data), data over the bus with data preparation, the
-    media write held back so no sector is written before its data arrive, at least minimum_write_seek after
-    the command unless sequential, then reselection (when the disk disconnected) and the completion overhead.
-    A write larger than its segment refills it at the write water mark; each refill that leaves the media
-    without data (the mark's sectors take less time to write than reconnecting) costs a revolution."""
+                   d: int, now: float, lbn: int, n: int, after_write: bool) -> float:  # pragma: no cover
+    """A write through to the media (DiskSim's write path without fast writes).
+
+    A write that follows a write disconnects before its data (the extra write disconnect): its own command
+    overhead, then disconnect, inter-disconnect delay and first reselection before the data; positioning
+    starts seek_delta after the command. A write after a read takes its command
+    overhead and data preparation and moves its data at once, positioning from the end of the command
+    overhead. Either way the head reaches the track no sooner than minimum_write_seek after positioning
+    starts, no sector is written before its data are in, and once all data are in the disk disconnects
+    (the write disconnect overhead, or the second disconnect after an extra one); it reselects (first
+    reselection, other after an extra disconnect) when the media work and the disconnection are both done,
+    then the completion overhead. A write larger than its segment refills it at the write water mark; each
+    refill that leaves the media without data (the mark's sectors take less time to write than reconnecting)
+    costs a revolution, unless the disk holds the bus through the write (the bus then follows the media)."""
     bus = params[P_BUS_WRITE_US]
     prep = params[P_DATA_PREP_US]
     surfaces = int(params[P_SURFACES])
-    if params[P_XD_ON] > 0.0:
+    if params[P_XD_ON] > 0.0 and after_write:
         t_cmd = now + params[P_XD_CMD_US]
         bus_start = t_cmd + params[P_XD_DISC_US] + params[P_XD_DELAY_US] + params[P_RESEL_FIRST_US] + prep
         mech = t_cmd + params[P_XD_SEEK_DELTA_US]
+        disc = params[P_XD_DISC2_US]
         resel_end = params[P_RESEL_OTHER_US]
     else:
         t_cmd = now + (params[P_OH_WRITE_AW_US] if after_write else params[P_OH_WRITE_US])
         bus_start = t_cmd + prep
         mech = t_cmd
+        disc = params[P_DISC_WRITE_US]
         resel_end = params[P_RESEL_FIRST_US]
     loc = locate_run(zones, surfaces, lbn)
     st = params[P_ROT_US] / loc[3]
     earliest = bus_start + max(bus, n * bus - (n - 1) * st)
-    if not sequential:
-        earliest = max(earliest, t_cmd + params[P_MIN_WRITE_SEEK_US])
+    earliest = max(earliest, mech + params[P_MIN_WRITE_SEEK_US])
     move = head_move_us(seek_us, params, di[d, DI_CYL], di[d, DI_HEAD], loc[0], loc[1], True)
-    c = df[d, DF_CLOCK]
-    ph = df[d, DF_PHASE]
-    t_pos = mech + move if c == 1.0 and ph == 0.0 else (mech * c + ph + move - ph) / c
     _tf, te = disk_access_from(zones, seek_us, params, di, df, d, mech, earliest, lbn, n, True,
                                params[P_ZL_WRITES] > 0.0, loc, move)
-    bus_end = bus_start + n * bus
     size = params[P_SEG_SECTORS]
-    refills = 0
+    bus_end = bus_start + n * bus
     if size > 0 and n > size:
         low = _mark_sectors(params, params[P_WRITE_MARK], n)
         refills = math.ceil((n - size) / max(1.0, size - low))
-        if low * st < params[P_RESEL_OTHER_US] + prep + bus:
+        if params[P_HOLD_WRITE] == 0.0 and low * st < params[P_RESEL_OTHER_US] + prep + bus:
             te += refills * params[P_ROT_US]
-    stays = refills == 0 and bus_end <= t_pos and params[P_DISC_WRITE_IF_SEEK] == 0.0
-    return float(te + (0.0 if stays else resel_end) + params[P_CPL_WRITE_US] - now)
+    return float(max(te, bus_end + disc) + resel_end + params[P_CPL_WRITE_US] - now)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _read_bus_released(params: np.ndarray, tf: float, te: float, n: int, mark: int, t_res: float,
+                       disc: float) -> float:  # pragma: no cover
+    """When a read miss's last sector has crossed the bus, for a disk that does not hold the bus for the whole
+    read: sector k (1-based) is buffered at tf + (k - 1)(te - tf)/(n - 1); from the reselection at t_res the
+    disk sends what is buffered, and more as it arrives while the bus is busy; when it has sent all it has it
+    disconnects (disc) and reselects once `mark` more sectors (or the rest) are buffered (first reselection
+    and data preparation each time)."""
+    bus = params[P_BUS_US]
+    resel = params[P_RESEL_FIRST_US] + params[P_DATA_PREP_US]
+    gap = (te - tf) / (n - 1)
+    t = t_res + resel
+    sent = 0
+    while True:
+        while True:                         # send what is buffered by t, then what came in meanwhile
+            have = n if t >= te else math.floor((t - tf) / gap) + 1
+            if have <= sent:
+                break
+            t += (have - sent) * bus
+            sent = have
+            if sent >= n:
+                return float(t)
+        want = min(n, sent + mark)
+        t = max(tf + (want - 1) * gap, t + disc) + resel
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -504,7 +553,6 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
         tf, te = disk_access(zones, seek_us, params, di, df, d, now, now, lbn, n, True, False)
         return te - now, F_PHYSICAL
     after_write = di[d, DI_LAST_WRITE] > 0
-    sequential = lbn == di[d, DI_LAST_END]
     di[d, DI_LAST_WRITE] = 1 if is_write else 0
     di[d, DI_LAST_END] = end
     if not is_write:
@@ -547,24 +595,38 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
                 _start_stream(zones, seek_us, params, di, df, d, s, now + oh_hit, seg[d, SG_END, s])
                 _extend_read_ahead(zones, params, df, seg, d, s, end)
             return oh_hit + prep + n * bus + cpl, F_HIT
+        # A partial hit not sent at once (immediate_partial_hit false) waits for the water mark like a miss.
+        oh_miss = params[P_OH_MISS_AW_US] if after_write else params[P_OH_MISS_US]
+        disc = params[P_DISC_READ_AW_US] if after_write else params[P_DISC_READ_US]
+        wait = params[P_IMMED_PARTIAL] == 0.0
         if active >= 0 and seg[d, SG_START, active] <= lbn <= df[d, DF_RA_TARGET]:
             _extend_read_ahead(zones, params, df, seg, d, active, end)
             _touch(di, seg, d, active)
+            if wait and _ra_progress(df, d, now) - lbn < _mark_sectors(params, params[P_READ_BUS_START], n):
+                return _stream_after_disconnect(params, df, d, now, lbn, n, oh_miss, disc), F_HIT
             return _stream_service(params, df, d, now, end, n, oh_hit), F_HIT
         if partial < searched:
             s = partial
             settle_read_ahead(zones, params, di, df, seg, d, now, True)
-            _start_stream(zones, seek_us, params, di, df, d, s, now + oh_hit, seg[d, SG_END, s])
+            wait = wait and seg[d, SG_END, s] - lbn < _mark_sectors(params, params[P_READ_BUS_START], n)
+            _start_stream(zones, seek_us, params, di, df, d, s, now + (oh_miss if wait else oh_hit), seg[d, SG_END, s])
             _extend_read_ahead(zones, params, df, seg, d, s, end)
             _touch(di, seg, d, s)
+            if wait:
+                return _stream_after_disconnect(params, df, d, now, lbn, n, oh_miss, disc), F_PHYSICAL
             return _stream_service(params, df, d, now, end, n, oh_hit), F_PHYSICAL
         settle_read_ahead(zones, params, di, df, seg, d, now, True)
-        t0 = now + (params[P_OH_MISS_AW_US] if after_write else params[P_OH_MISS_US])
+        t0 = now + oh_miss
         tf, te = disk_access(zones, seek_us, params, di, df, d, t0, t0, lbn, n, False, zero_latency)
         # The bus starts once the read water mark's sectors are buffered (time interpolated over the transfer).
         k0 = _mark_sectors(params, params[P_READ_BUS_START], n)
         t_k0 = tf + (te - tf) * (k0 - 1.0) / (n - 1.0) if n > 1 else tf
-        done = max(te + bus, t_k0 + params[P_RESEL_FIRST_US] + prep + n * bus) + cpl
+        # Reselection waits for the disconnection after the command (parallel to the media work).
+        t_k0 = max(t_k0, t0 + disc)
+        if params[P_HOLD_READ] > 0.0 or n == 1:
+            done = max(te + bus, t_k0 + params[P_RESEL_FIRST_US] + prep + n * bus) + cpl
+        else:
+            done = _read_bus_released(params, tf, te, n, k0, t_k0, disc) + cpl
         if nseg > 0:
             victim = _lru(di, seg, d, nseg)
             size = params[P_SEG_SECTORS]
@@ -600,4 +662,4 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
     if params[P_WRITE_BACK] > 0.0:
         oh = params[P_OH_WRITE_AW_US] if after_write else params[P_OH_WRITE_US]
         return oh + params[P_DATA_PREP_US] + n * params[P_BUS_WRITE_US] + params[P_CPL_WRITE_US], F_DESTAGE
-    return _write_service(zones, seek_us, params, di, df, d, now, lbn, n, after_write, sequential), F_PHYSICAL
+    return _write_service(zones, seek_us, params, di, df, d, now, lbn, n, after_write), F_PHYSICAL

@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 #: request waits for the slowest of its disks' rotations: FIVE's equation 9, the SSA study's observation).
 SPINDLES = ("synchronized", "independent")
 SPINDLE_TOLERANCE = 0.005
+#: Key of the random stream that draws the spindle speeds of a spec with an rpm error (with the run's seed).
+RPM_ERROR_STREAM = 1
 if (DF_PHASE, DF_CLOCK) != (K.DKF_PHASE, K.DKF_CLOCK):
     raise ImportError("sim.disk's DF_PHASE/DF_CLOCK and sim._kernel's DKF_PHASE/DKF_CLOCK disagree")
 
@@ -344,6 +346,13 @@ class Simulation:
             spindle_rng = np.random.default_rng(int(si[K.CI_SEED]))
             core.dk_f[:, K.DKF_PHASE] = spindle_rng.random(ndisk) * self.spec.rotation_ms * 1000.0
             core.dk_f[:, K.DKF_CLOCK] = 1.0 + spindle_rng.uniform(-SPINDLE_TOLERANCE, SPINDLE_TOLERANCE, ndisk)
+        if self.spec.rpm_error_percent > 0.0:
+            # The spec's rpm error (DiskSim's "Percent error in rpms"): each spindle's speed drawn once, uniform
+            # within rpm +- the error, from a stream of its own. The disk's clock scales its mechanical times with
+            # the rotation (a seek on a disk 0.5 % fast takes 0.5 % less), a second-order difference from DiskSim.
+            err = self.spec.rpm_error_percent / 100.0
+            rpm_rng = np.random.default_rng([int(si[K.CI_SEED]), RPM_ERROR_STREAM])
+            core.dk_f[:, K.DKF_CLOCK] = 1.0 + rpm_rng.uniform(-err, err, ndisk)
         n = len(self.requests)                # the loaded ones
         out = K.Out(resp=np.full(n, np.nan, dtype=np.float32),
                     out_queue=np.full(n if cfg.per_request else 0, np.nan, dtype=np.float32),

@@ -36,8 +36,9 @@ Z_COLS = 13
  P_OH_HIT_AW_US, P_OH_MISS_AW_US, P_OH_WRITE_AW_US, P_CPL_READ_US, P_CPL_WRITE_US, P_ZL_WRITES,
  P_RA_TO, P_RA_OVER_REQ, P_WRITE_SEG, P_READ_HITS_ON_WRITES, P_WRITE_MARK, P_MARK_BY_REQ,
  P_RESEL_FIRST_US, P_RESEL_OTHER_US, P_DATA_PREP_US, P_XD_ON, P_XD_CMD_US, P_XD_DISC_US, P_XD_DELAY_US,
- P_XD_SEEK_DELTA_US, P_MIN_WRITE_SEEK_US, P_DISC_WRITE_IF_SEEK) = range(40)
-P_COUNT = 40
+ P_XD_SEEK_DELTA_US, P_MIN_WRITE_SEEK_US, P_DISC_WRITE_IF_SEEK, P_DISC_READ_US, P_DISC_READ_AW_US,
+ P_DISC_WRITE_US, P_XD_DISC2_US, P_HOLD_READ, P_HOLD_WRITE, P_IMMED_PARTIAL) = range(47)
+P_COUNT = 47
 #: cache.read_ahead_to: where read-ahead after a read stops (DiskSim "Buffer continuous read" 3, 1, 2).
 READ_AHEAD_TO = {"segment": 0, "track": 1, "cylinder": 2}
 #: Upper bounds of the spec numbers that size the model's arrays (checked before any is allocated): the seek
@@ -221,13 +222,22 @@ class Overheads:
 
 @dataclass(frozen=True)
 class BusProtocol:
-    """SCSI reconnection costs (ms) of a disconnecting disk (DiskSim's reselect, data preparation and
-    extra-write-disconnect overheads). extra_write_disconnect: a write disconnects after its command, before
-    any data (extra_command replaces the write command overhead; the data follow extra_disconnect +
-    inter_disconnect_delay + first_reselect later; positioning starts seek_delta after the command).
-    minimum_write_seek: a write not sequential to the previous request reaches the media no sooner than
-    this after its command. disconnect_write_if_seek: a write whose data are all in while the actuator still
-    moves disconnects anyway (and so reselects to complete)."""
+    """SCSI reconnection costs (ms) of a disconnecting disk (DiskSim's reselect, data preparation, disconnect and
+    extra-write-disconnect overheads). A read miss disconnects after its command (read_disconnect, after a read
+    or a write: None as after a read) and reselects (first_reselect) at its water mark, not before the
+    disconnection is done. A write through to the media disconnects once its data are in (write_disconnect)
+    and reselects (first_reselect) to complete when the media work and the disconnection are done.
+    extra_write_disconnect: a write after a write disconnects after its command,
+    before any data (extra_command replaces the write command overhead; the data follow extra_disconnect +
+    inter_disconnect_delay + first_reselect later; positioning starts seek_delta after the command; once its
+    data are in it disconnects with extra_second_disconnect and completes after other_reselect).
+    minimum_write_seek: the head reaches a write's track no sooner than this after positioning starts.
+    disconnect_write_if_seek: DiskSim's flag for whether a read-ahead caught in a seek runs the seek out
+    before another request takes the actuator; the model stops read-ahead at once either way, so it has no
+    effect. hold_bus_read: a read miss keeps the bus from its reselection to its last sector (else, when the
+    bus has sent every buffered sector it disconnects, read_disconnect, and reselects once the read water
+    mark's sectors more are buffered). hold_bus_write: a write larger than its segment keeps the bus while
+    the segment drains (else it disconnects and reselects, other_reselect, at the write water mark)."""
 
     first_reselect_ms: float = 0.0
     other_reselect_ms: float = 0.0
@@ -239,6 +249,12 @@ class BusProtocol:
     seek_delta_ms: float = 0.0
     minimum_write_seek_ms: float = 0.0
     disconnect_write_if_seek: bool = False
+    read_disconnect_ms: float = 0.0
+    read_disconnect_after_write_ms: float | None = None
+    write_disconnect_ms: float = 0.0
+    extra_second_disconnect_ms: float = 0.0
+    hold_bus_read: bool = True
+    hold_bus_write: bool = False
 
 
 @dataclass(frozen=True)
@@ -253,7 +269,11 @@ class CacheSpec:
     a read of data the last write left in its segment hits. write_water_mark: a write larger than its
     segment refills it when the dirty data fall to this fraction (of the request when water_marks_by is
     "request", of the segment when "segment"); read_bus_start_fraction (the spec's top level) is the read
-    water mark on the same basis."""
+    water mark on the same basis. enable_caching false: segments only match the bus to the media, nothing is
+    kept for later requests (no hits, no read-ahead, no write-back). immediate_partial_hit: a read whose
+    first sectors are buffered (or being read ahead) sends them at once with the hit overhead; else, unless
+    the read water mark's sectors are already in, it is served like a miss (miss overhead, disconnect,
+    reselection at the water mark)."""
 
     segments: int = 0
     segment_sectors: int = 0
@@ -265,11 +285,18 @@ class CacheSpec:
     read_hits_on_write_data: bool = False
     write_water_mark: float = 0.0
     water_marks_by: str = "request"
+    enable_caching: bool = True
+    immediate_partial_hit: bool = True
 
 
 @dataclass(frozen=True)
 class DiskSpec:
-    """One drive model. Times in ms, sizes in the drive's sectors. Build with from_dict/load_spec_file."""
+    """One drive model. Times in ms, sizes in the drive's sectors. Build with from_dict/load_spec_file.
+
+    rpm_error_percent: each disk of a run turns at rpm off by up to this percent, drawn once per run from the
+    run's seed (DiskSim's "Percent error in rpms"). calc_sector_by_sector: DiskSim's choice between media
+    transfers computed sector by sector or in groups, which its manual says has no effect on accuracy (and
+    DiskSim 4.0 always computes sector by sector); accepted so its files translate, no effect here."""
 
     name: str
     sector_size: int
@@ -289,6 +316,8 @@ class DiskSpec:
     zero_latency_writes: bool | None = None
     bus_protocol: BusProtocol = field(default_factory=BusProtocol)
     average_seek_ms: float | None = None
+    rpm_error_percent: float = 0.0
+    calc_sector_by_sector: bool = True
     sources: Mapping[str, str] = field(default_factory=dict)
     assumed: Mapping[str, str] = field(default_factory=dict)
 
@@ -331,7 +360,9 @@ class DiskSpec:
         params[P_OH_MISS_US] = self.overhead.read_miss_ms * 1000.0
         params[P_OH_WRITE_US] = self.overhead.write_ms * 1000.0
         params[P_BUS_US] = self.bus_ms_per_sector * 1000.0
-        params[P_SEGMENTS] = self.cache.segments
+        # Without caching the segments only match bus and media: none is searched or kept (sim.disk skips both
+        # with no read segments), the segment size still sets the water marks and a write's refills.
+        params[P_SEGMENTS] = self.cache.segments if self.cache.enable_caching else 0
         params[P_SEG_SECTORS] = self.cache.segment_sectors
         params[P_READ_AHEAD] = self.cache.read_ahead_sectors
         params[P_WRITE_BACK] = 1.0 if self.cache.write_back else 0.0
@@ -355,7 +386,8 @@ class DiskSpec:
         params[P_RA_TO] = READ_AHEAD_TO[c.read_ahead_to]
         params[P_RA_OVER_REQ] = 1.0 if c.read_ahead_over_requested else 0.0
         params[P_WRITE_SEG] = 1.0 if c.write_segment else 0.0
-        params[P_READ_HITS_ON_WRITES] = 1.0 if c.read_hits_on_write_data else 0.0
+        params[P_READ_HITS_ON_WRITES] = 1.0 if c.read_hits_on_write_data and c.enable_caching else 0.0
+        params[P_IMMED_PARTIAL] = 1.0 if c.immediate_partial_hit else 0.0
         params[P_WRITE_MARK] = c.write_water_mark
         params[P_MARK_BY_REQ] = 1.0 if c.water_marks_by == "request" else 0.0
         b = self.bus_protocol
@@ -369,6 +401,12 @@ class DiskSpec:
         params[P_XD_SEEK_DELTA_US] = b.seek_delta_ms * 1000.0
         params[P_MIN_WRITE_SEEK_US] = b.minimum_write_seek_ms * 1000.0
         params[P_DISC_WRITE_IF_SEEK] = 1.0 if b.disconnect_write_if_seek else 0.0
+        params[P_DISC_READ_US] = b.read_disconnect_ms * 1000.0
+        params[P_DISC_READ_AW_US] = _after_write(b.read_disconnect_after_write_ms, b.read_disconnect_ms) * 1000.0
+        params[P_DISC_WRITE_US] = b.write_disconnect_ms * 1000.0
+        params[P_XD_DISC2_US] = b.extra_second_disconnect_ms * 1000.0
+        params[P_HOLD_READ] = 1.0 if b.hold_bus_read else 0.0
+        params[P_HOLD_WRITE] = 1.0 if b.hold_bus_write else 0.0
         return DiskArrays(zones, np.ascontiguousarray(seek_us), params)
 
     # ---------------------------------------------------------------------------------------------
@@ -440,10 +478,14 @@ class DiskSpec:
                             write_segment=_bool(cache, "write_segment", cw, True),
                             read_hits_on_write_data=_bool(cache, "read_hits_on_write_data", cw, False),
                             write_water_mark=_float(cache, "write_water_mark", cw, 0.0),
-                            water_marks_by=_choice(cache, "water_marks_by", cw, ("request", "segment"), "request")),
+                            water_marks_by=_choice(cache, "water_marks_by", cw, ("request", "segment"), "request"),
+                            enable_caching=_bool(cache, "enable_caching", cw, True),
+                            immediate_partial_hit=_bool(cache, "immediate_partial_hit", cw, True)),
             zero_latency=zl_reads, zero_latency_writes=zl_writes,
             bus_protocol=_bus_protocol(data.get("bus_protocol_ms", {}), f"{source}: bus_protocol_ms"),
             average_seek_ms=None if avg is None else _float(data, "average_seek_ms", source),
+            rpm_error_percent=_float(data, "rpm_error_percent", source, 0.0),
+            calc_sector_by_sector=_bool(data, "calc_sector_by_sector", source, True),
             sources=_notes(data.get("sources", {}), f"{source}: sources"),
             assumed=_notes(data.get("assumed", {}), f"{source}: assumed"),
         )
@@ -473,12 +515,16 @@ class DiskSpec:
                       "read_ahead_over_requested": self.cache.read_ahead_over_requested,
                       "write_segment": self.cache.write_segment,
                       "read_hits_on_write_data": self.cache.read_hits_on_write_data,
-                      "write_water_mark": self.cache.write_water_mark, "water_marks_by": self.cache.water_marks_by},
+                      "write_water_mark": self.cache.write_water_mark, "water_marks_by": self.cache.water_marks_by,
+                      "enable_caching": self.cache.enable_caching,
+                      "immediate_partial_hit": self.cache.immediate_partial_hit},
             "zero_latency": (self.zero_latency if self.zero_latency_writes is None
                              else {"reads": self.zero_latency, "writes": self.zero_latency_writes}),
             **({"bus_protocol_ms": _bus_protocol_dict(self.bus_protocol)}
                if self.bus_protocol != BusProtocol() else {}),
             **({"average_seek_ms": self.average_seek_ms} if self.average_seek_ms is not None else {}),
+            **({"rpm_error_percent": self.rpm_error_percent} if self.rpm_error_percent else {}),
+            **({} if self.calc_sector_by_sector else {"calc_sector_by_sector": False}),
             "sources": dict(self.sources), "assumed": dict(self.assumed),
         }
 
@@ -505,13 +551,13 @@ def load_spec_file(path: str | Path) -> DiskSpec:
 _TOP_KEYS = ("name", "sector_size", "cylinders", "surfaces", "rpm", "zones", "seek", "head_switch_ms",
              "write_settle_ms", "overhead_ms", "bus_ms_per_sector", "bus_write_ms_per_sector",
              "read_bus_start_fraction", "cache", "zero_latency", "bus_protocol_ms", "average_seek_ms",
-             "sources", "assumed", "description")
+             "rpm_error_percent", "calc_sector_by_sector", "sources", "assumed", "description")
 _ZONE_KEYS = ("first_cylinder", "last_cylinder", "sectors_per_track", "track_skew", "cylinder_skew",
               "spare_tracks", "first_block_offset", "empty_front_sectors", "slips", "spare_sectors_per_track")
 _CACHE_KEYS = ("segments", "segment_sectors", "read_ahead_sectors", "write_back", "read_ahead_to",
                "read_ahead_over_requested", "write_segment", "read_hits_on_write_data", "write_water_mark",
-               "water_marks_by")
-_XD_KEYS = ("command", "disconnect", "inter_disconnect_delay", "seek_delta")
+               "water_marks_by", "enable_caching", "immediate_partial_hit")
+_XD_KEYS = ("command", "disconnect", "inter_disconnect_delay", "seek_delta", "second_disconnect")
 
 
 def _after_write(after_write: float | None, after_read: float) -> float:
@@ -546,11 +592,13 @@ def _overheads_dict(o: Overheads) -> dict[str, Any]:
 
 def _bus_protocol(data: Any, where: str) -> BusProtocol:
     _only(data, ("first_reselect", "other_reselect", "data_preparation", "extra_write_disconnect",
-                 "minimum_write_seek", "disconnect_write_if_seek"), where)
+                 "minimum_write_seek", "disconnect_write_if_seek", "read_disconnect", "write_disconnect",
+                 "hold_bus_read", "hold_bus_write"), where)
     xd = data.get("extra_write_disconnect")
     if xd is not None:
         _only(xd, _XD_KEYS, f"{where}.extra_write_disconnect")
     xw = f"{where}.extra_write_disconnect"
+    read_disc, read_disc_w = _by_previous(data, "read_disconnect", where)
     return BusProtocol(
         first_reselect_ms=_float(data, "first_reselect", where, 0.0),
         other_reselect_ms=_float(data, "other_reselect", where, 0.0),
@@ -561,18 +609,29 @@ def _bus_protocol(data: Any, where: str) -> BusProtocol:
         inter_disconnect_delay_ms=0.0 if xd is None else _float(xd, "inter_disconnect_delay", xw, 0.0),
         seek_delta_ms=0.0 if xd is None else _float(xd, "seek_delta", xw, 0.0),
         minimum_write_seek_ms=_float(data, "minimum_write_seek", where, 0.0),
-        disconnect_write_if_seek=_bool(data, "disconnect_write_if_seek", where, False))
+        disconnect_write_if_seek=_bool(data, "disconnect_write_if_seek", where, False),
+        read_disconnect_ms=read_disc, read_disconnect_after_write_ms=read_disc_w,
+        write_disconnect_ms=_float(data, "write_disconnect", where, 0.0),
+        hold_bus_read=_bool(data, "hold_bus_read", where, True),
+        hold_bus_write=_bool(data, "hold_bus_write", where, False),
+        extra_second_disconnect_ms=0.0 if xd is None else _float(xd, "second_disconnect", xw, 0.0))
 
 
 def _bus_protocol_dict(b: BusProtocol) -> dict[str, Any]:
     out: dict[str, Any] = {"first_reselect": b.first_reselect_ms, "other_reselect": b.other_reselect_ms,
                            "data_preparation": b.data_preparation_ms,
                            "minimum_write_seek": b.minimum_write_seek_ms,
-                           "disconnect_write_if_seek": b.disconnect_write_if_seek}
+                           "disconnect_write_if_seek": b.disconnect_write_if_seek,
+                           "read_disconnect": (b.read_disconnect_ms if b.read_disconnect_after_write_ms is None
+                                               else {"after_read": b.read_disconnect_ms,
+                                                     "after_write": b.read_disconnect_after_write_ms}),
+                           "write_disconnect": b.write_disconnect_ms,
+                           "hold_bus_read": b.hold_bus_read, "hold_bus_write": b.hold_bus_write}
     if b.extra_write_disconnect:
         out["extra_write_disconnect"] = {"command": b.extra_command_ms, "disconnect": b.extra_disconnect_ms,
                                          "inter_disconnect_delay": b.inter_disconnect_delay_ms,
-                                         "seek_delta": b.seek_delta_ms}
+                                         "seek_delta": b.seek_delta_ms,
+                                         "second_disconnect": b.extra_second_disconnect_ms}
     return out
 
 
@@ -755,5 +814,10 @@ def _check_spec(s: DiskSpec) -> None:
                         f"{c.segment_sectors}")
     if s.average_seek_ms is not None:
         _positive("average_seek_ms", s.average_seek_ms, n)
+    if not 0.0 <= s.rpm_error_percent < 100.0:
+        raise SpecError(f"{n}: rpm_error_percent must be in [0, 100), got {s.rpm_error_percent!r}")
+    if not c.enable_caching and (c.read_ahead_sectors > 0 or c.write_back):
+        raise SpecError(f"{n}: cache enable_caching false leaves nothing to read ahead into or write back from "
+                        f"(read_ahead_sectors {c.read_ahead_sectors}, write_back {c.write_back})")
     if not 0.0 <= c.write_water_mark <= 1.0:
         raise SpecError(f"{n}: cache write_water_mark must be in [0, 1], got {c.write_water_mark!r}")

@@ -1,9 +1,10 @@
 """DiskSim's mechanisms in the disk model, each against a hand-computed request timeline on the toy disk
 (tests.sim.conftest.toy_spec: 10 ms per revolution, 100 us per sector, seek 1 ms + 10 us per cylinder, head
 switch 0.5 ms, overheads 0.1 hit / 0.2 miss / 0.3 write ms): overheads after a read or a write, completion
-overheads, the read and write water marks, reselection and the extra write disconnect, the minimum write
-seek delay, zero latency for reads only, read-ahead limits, the write segment, read hits on write data,
-and the g1 layout's first-block offset, empty zone front, slipped tracks and spare sectors."""
+overheads, the read and write water marks, disconnection, reselection and the extra write disconnect, the
+minimum write seek delay, zero latency for reads only, read-ahead limits, the write segment, read hits on write
+data, the g1 layout's first-block offset, empty zone front, slipped tracks and spare sectors, and the bus
+holding, partial-hit, caching, rpm-error and sector-by-sector parameters."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,9 +13,11 @@ import numpy as np
 import pytest
 
 from blockheat.sim import _kernel as K
+from blockheat.sim.array import DiskArray
 from blockheat.sim.disk import (
     DF_RA_TARGET,
     DI_LAST_END,
+    DI_LAST_WRITE,
     DI_RA_SEG,
     F_HIT,
     F_PHYSICAL,
@@ -25,9 +28,10 @@ from blockheat.sim.disk import (
     locate,
     media_access,
 )
+from blockheat.sim.engine import SimConfig, Simulation
 from blockheat.sim.spec import DiskSpec, SpecError
 from blockheat.sim.tracks import track_boundaries
-from tests.sim.conftest import toy_spec
+from tests.sim.conftest import requests, toy_spec
 
 
 class Disk:
@@ -107,36 +111,73 @@ def test_read_miss_reselects_at_the_read_water_mark() -> None:
 
 
 WRITE_PROTOCOL = {"first_reselect": 0.15, "other_reselect": 0.1, "data_preparation": 0.02,
-                  "minimum_write_seek": 0.6, "extra_write_disconnect": {"command": 0.5, "disconnect": 0.05,
-                                                                        "inter_disconnect_delay": 0.4,
-                                                                        "seek_delta": 0.25}}
+                  "minimum_write_seek": 0.6, "write_disconnect": 0.2,
+                  "extra_write_disconnect": {"command": 0.5, "disconnect": 0.05, "inter_disconnect_delay": 0.4,
+                                             "seek_delta": 0.25, "second_disconnect": 0.12}}
 
 
-def test_write_with_the_extra_disconnect() -> None:
+def write_disk(last_write: bool, last_end: int = -1, **protocol: Any) -> Disk:
+    """A toy disk with WRITE_PROTOCOL whose previous request was a write (ending at last_end) or a read."""
+    d = toy(bus_write_ms_per_sector=0.2, bus_protocol_ms={**WRITE_PROTOCOL, **protocol},
+            overhead_ms={"read_hit": 0.1, "read_miss": 0.2, "write": 0.3, "write_completion": 0.05})
+    d.di[0, DI_LAST_WRITE] = 1 if last_write else 0
+    d.di[0, DI_LAST_END] = last_end
+    return d
+
+
+def test_a_write_after_a_write_disconnects_before_its_data() -> None:
     def write(lbn: int, **protocol: Any) -> float:
-        d = toy(bus_write_ms_per_sector=0.2, bus_protocol_ms={**WRITE_PROTOCOL, **protocol},
-                overhead_ms={"read_hit": 0.1, "read_miss": 0.2, "write": 0.3, "write_completion": 0.05})
-        return d.serve(0.0, lbn, 4, "W")[0]
+        return write_disk(True, **protocol).serve(0.0, lbn, 4, "W")[0]
     # Command 500 us; data from 500 + 50 + 400 + 150 + 20 = 1120, 4 x 200 us (in by 1920); positioning from
-    # 750 (seek delta), 10 cylinders (1100 us) to 1850; the media may start at 1120 + (800 - 300) = 1620.
-    # Slot 18.5, sector 10 after 91.5 slots: 11,000, 4 sectors: 11,400. The data came in after the seek,
-    # so the disk disconnected: reselect 100, completion 50.
+    # 750 (seek delta), 10 cylinders (1100 us) to 1850, past 750 + 600 (minimum seek); the media may start at
+    # 1120 + (800 - 300) = 1620. Slot 18.5, sector 10 after 91.5 slots: 11,000, 4 sectors: 11,400. The disk
+    # disconnected at 1920 + 120 (second disconnect); reselect (other) 100, completion 50.
     assert write(2010) == pytest.approx(11_550.0)
-    # 90 cylinders away the seek (1900 us) outlasts the data: the disk stays connected, no reselect.
-    # Positioned at 2650 (slot 26.5), sector 10 after 83.5 slots: 11,000 + 400 + 50.
-    assert write(18_010) == pytest.approx(11_450.0)
+    # 90 cylinders away the seek (1900 us) outlasts the data; the disk disconnects all the same (a write
+    # without fast writes always does once its data are in): 2650 (slot 26.5), sector 10 after 83.5 slots.
+    assert write(18_010) == pytest.approx(11_550.0)
     assert write(18_010, disconnect_write_if_seek=True) == pytest.approx(11_550.0)
 
 
-def test_minimum_write_seek_delay_spares_sequential_writes() -> None:
+def test_a_write_after_a_read_sends_its_data_at_once() -> None:
+    # Command 300 us, data from 320, 4 x 200 (in by 1120); positioning from 300: 10 cylinders to 1400 (past
+    # 300 + 600); the media may start at 320 + 500 = 820. Slot 14, sector 10 after 96 slots: 11,000, 4 sectors:
+    # 11,400; disconnected at 1120 + 200; reselect (first) 150, completion 50.
+    assert write_disk(False).serve(0.0, 2010, 4, "W")[0] == pytest.approx(11_600.0)
+    # After a write, even one it continues, the extra disconnect: 11,550 as in the test above.
+    assert write_disk(True, last_end=2010).serve(0.0, 2010, 4, "W")[0] == pytest.approx(11_550.0)
+
+
+def test_reselection_waits_for_the_disconnection() -> None:
+    # One sector at slot 9 of the track under the head: command 300, data in by 320 + 200 = 520; positioned
+    # at 300 + 600 (minimum seek, slot 9): the sector is written by 1000. The disconnection (600 us) ends at
+    # 1120: reselect 150, completion 50.
+    d = write_disk(False, write_disconnect=0.6)
+    assert d.serve(0.0, 9, 1, "W")[0] == pytest.approx(1320.0)
+
+
+def test_minimum_write_seek_delay_applies_to_sequential_writes() -> None:
     protocol = {"minimum_write_seek": 0.6}
     d = toy(bus_protocol_ms=protocol)
-    # Not sequential: the media no sooner than 300 + 600 us (slot 9): sector 0 after 91 slots (10,000), 5 sectors.
+    # The media no sooner than 300 + 600 us (slot 9): sector 0 after 91 slots (10,000), 5 sectors.
     assert d.serve(0.0, 0, 5, "W")[0] == pytest.approx(10_500.0)
-    # Sequential to it: 300 us (slot 3), sector 5 after 2 slots, one sector: 600 us.
-    assert d.serve(20_000.0, 5, 1, "W")[0] == pytest.approx(600.0)
-    # The same write on a fresh disk is not sequential: 900 us (slot 9), wait 96 slots: 10,600.
-    assert toy(bus_protocol_ms=protocol).serve(20_000.0, 5, 1, "W")[0] == pytest.approx(10_600.0)
+    # Sequential to it, after its completion: the delay still applies (DiskSim waives it only for a write
+    # joining one whose media work is under way): 20,900 (slot 9), sector 5 after 96 slots, one sector: 10,600.
+    assert d.serve(20_000.0, 5, 1, "W")[0] == pytest.approx(10_600.0)
+    # Without the delay: 300 us (slot 3), sector 5 after 2 slots, one sector: 600 us.
+    assert toy().serve(20_000.0, 5, 1, "W")[0] == pytest.approx(600.0)
+
+
+@pytest.mark.parametrize(("last_write", "expected"), [(False, 1070.0), (True, 1370.0)])
+def test_read_miss_reselects_after_its_disconnection(last_write: bool, expected: float) -> None:
+    # Sector 2 of the track under the head, 200 us overhead (slot 2): read by 300, the water mark (one sector)
+    # then. The disconnection after the command ends at 200 + 500 (after a read) or 200 + 800 (after a write);
+    # reselect 150, prepare 20, one sector on the bus (200).
+    d = toy(bus_ms_per_sector=0.2, read_bus_start_fraction=0.75,
+            bus_protocol_ms={"first_reselect": 0.15, "data_preparation": 0.02,
+                             "read_disconnect": {"after_read": 0.5, "after_write": 0.8}})
+    d.di[0, DI_LAST_WRITE] = 1 if last_write else 0
+    assert d.serve(0.0, 2, 1, "R")[0] == pytest.approx(expected)
 
 
 def test_zero_latency_for_reads_but_not_writes() -> None:
@@ -243,3 +284,81 @@ def test_the_new_fields_round_trip() -> None:
                      cache={**CACHE, "read_ahead_to": "track", "write_water_mark": 0.5})
     for s in (spec, spec2):
         assert DiskSpec.from_dict(s.to_dict()) == s
+
+
+# DiskSim disk parameters beyond the C2247A's: each with its hand-computed timeline on the toy disk.
+
+
+@pytest.mark.parametrize("by_sector", [True, False])
+def test_calc_sector_by_sector_has_no_effect(by_sector: bool) -> None:
+    # DiskSim: "no effect on simulation accuracy". 200 us overhead (slot 2), sector 50 after 48 slots, one sector.
+    d = toy(calc_sector_by_sector=by_sector)
+    assert d.serve(0.0, 50, 1, "R")[0] == pytest.approx(5100.0)
+
+
+@pytest.mark.parametrize(("caching", "again"), [(True, 100.0), (False, 10_800.0)])
+def test_caching_off_keeps_nothing_for_later_requests(caching: bool, again: float) -> None:
+    d = toy(cache={**CACHE, "enable_caching": caching})
+    # 200 us (slot 2), sector 0 after 98 slots (10,000), 8 sectors: 10,800.
+    assert d.serve(0.0, 0, 8, "R") == (pytest.approx(10_800.0), F_PHYSICAL)
+    # Again at 50,000: a hit (100 us overhead), or without caching the same miss: 50,200 is slot 2 again.
+    assert d.serve(50_000.0, 0, 8, "R")[0] == pytest.approx(again)
+    with pytest.raises(SpecError, match="enable_caching false leaves nothing to read ahead into"):
+        toy_spec(cache={**CACHE, "read_ahead_sectors": 16, "enable_caching": False})
+
+
+@pytest.mark.parametrize(("hold", "mark", "expected"), [(False, 0.25, 41_200.0), (False, 0.75, 11_200.0),
+                                                       (True, 0.25, 11_200.0), (True, 0.75, 11_200.0)])
+def test_holding_the_bus_through_a_write_spares_its_refills(hold: bool, mark: float, expected: float) -> None:
+    d = toy(cache={"segments": 1, "segment_sectors": 4, "write_water_mark": mark, "water_marks_by": "segment"},
+            bus_protocol_ms={"other_reselect": 0.25, "hold_bus_write": hold})
+    # 12 sectors through a 4-sector segment: 300 us command (slot 3), sector 0 after 97 slots (10,000), 12
+    # sectors: 11,200. Releasing the bus, each of the 3 refills ((12 - 4) / 3 at a 1-sector mark) reconnects in
+    # 250 us while the media writes the one sector left in 100: a revolution each. At 3 sectors, or holding
+    # the bus (it follows the media), none is lost.
+    assert d.serve(0.0, 0, 12, "W")[0] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("hold", "expected"), [(True, 1850.0), (False, 2070.0)])
+def test_releasing_the_bus_during_a_read(hold: bool, expected: float) -> None:
+    d = toy(bus_ms_per_sector=0.05, read_bus_start_fraction=0.25,
+            bus_protocol_ms={"first_reselect": 0.15, "data_preparation": 0.02, "read_disconnect": 0.1,
+                             "hold_bus_read": hold})
+    # 200 us (slot 2), sectors 10..17 buffered at 1100, 1200, ..., 1800; the water mark (2 sectors) at 1200.
+    # Reselect 150 + prepare 20: the bus from 1370. Holding it: 8 x 50 us never ahead of the media: 1800 + 50.
+    # Releasing it: 3 sectors in at 1370 (sent by 1520), 2 more (1620), 1 more (1670), then none: disconnect
+    # (100 us, to 1770) and reselect once 2 more are in (1800): 1970, the last 2 sent by 2070.
+    assert d.serve(0.0, 10, 8, "R")[0] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("immediate", "expected"), [(True, 1250.0), (False, 1570.0)])
+def test_a_partial_hit_sent_at_once_or_at_the_water_mark(immediate: bool, expected: float) -> None:
+    d = toy(cache={**CACHE, "immediate_partial_hit": immediate}, bus_ms_per_sector=0.05,
+            read_bus_start_fraction=0.75, bus_protocol_ms={"first_reselect": 0.15, "data_preparation": 0.02})
+    d.serve(0.0, 0, 8, "R")                         # sectors 0..7 in the segment, no read-ahead
+    # 4..11 at 50,000: 4 sectors cached, the stream restarts at sector 8 (slot 8), which passes 50,800..50,900;
+    # sector 11 is in at 51,200. At once: 100 us hit overhead, then the bus overlapped with the stream: the
+    # last sector at 51,200 + 50. Not at once (4 cached, below the mark of 6): miss overhead 200 (the stream
+    # from 50,200, the same sector 8), sector 9 in at 51,000: reselect 150 + prepare 20, 8 x 50: 51,570.
+    assert d.serve(50_000.0, 4, 8, "R")[0] == pytest.approx(expected)
+
+
+def test_rpm_error_gives_each_disk_its_own_speed() -> None:
+    # A disk 1 % fast (clock 1.01): 200 us overhead is 202 us of its own time (slot 2.02), sector 50 after
+    # 47.98 slots: 5000, one sector: 5100 of its time, 5100 / 1.01 us of the run's.
+    d = toy()
+    d.df[0, K.DKF_CLOCK] = 1.01
+    assert d.serve(0.0, 50, 1, "R")[0] == pytest.approx(5100.0 / 1.01)
+    # The run draws each spindle's speed within rpm +- the error, from the seed, and only with an error.
+    spec = toy_spec(rpm_error_percent=1.0)
+    clocks = []
+    for s in (spec, spec, toy_spec()):
+        sim = Simulation(s, DiskArray(4), requests([(0.0, k, 0, 1, "R") for k in range(4)]), SimConfig(),
+                         rng=np.random.default_rng(7))
+        clocks.append(sim.core.dk_f[:, K.DKF_CLOCK].copy())
+    assert np.all(np.abs(clocks[0] - 1.0) <= 0.01)
+    assert len(set(clocks[0])) == 4
+    assert np.array_equal(clocks[0], clocks[1])
+    assert np.all(clocks[2] == 1.0)
+    with pytest.raises(SpecError, match=r"rpm_error_percent must be in \[0, 100\)"):
+        toy_spec(rpm_error_percent=-1.0)
