@@ -451,18 +451,13 @@ def _write_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, d
     bus = params[P_BUS_WRITE_US]
     prep = params[P_DATA_PREP_US]
     surfaces = int(params[P_SURFACES])
-    if params[P_XD_ON] > 0.0 and after_write:
-        t_cmd = now + params[P_XD_CMD_US]
-        bus_start = t_cmd + params[P_XD_DISC_US] + params[P_XD_DELAY_US] + params[P_RESEL_FIRST_US] + prep
-        mech = t_cmd + params[P_XD_SEEK_DELTA_US]
-        disc = params[P_XD_DISC2_US]
-        resel_end = params[P_RESEL_OTHER_US]
-    else:
-        t_cmd = now + (params[P_OH_WRITE_AW_US] if after_write else params[P_OH_WRITE_US])
-        bus_start = t_cmd + prep
-        mech = t_cmd
-        disc = params[P_DISC_WRITE_US]
-        resel_end = params[P_RESEL_FIRST_US]
+    # Selects, not branches: whether the previous request was a write alternates with the workload.
+    xd = params[P_XD_ON] > 0.0 and after_write
+    t_cmd = now + (params[P_XD_CMD_US] if xd else params[P_OH_WRITE_AW_US] if after_write else params[P_OH_WRITE_US])
+    bus_start = t_cmd + prep + (params[P_XD_DISC_US] + params[P_XD_DELAY_US] + params[P_RESEL_FIRST_US] if xd else 0.0)
+    mech = t_cmd + (params[P_XD_SEEK_DELTA_US] if xd else 0.0)
+    disc = params[P_XD_DISC2_US] if xd else params[P_DISC_WRITE_US]
+    resel_end = params[P_RESEL_OTHER_US] if xd else params[P_RESEL_FIRST_US]
     loc = locate_run(zones, surfaces, lbn)
     st = params[P_ROT_US] / loc[3]
     earliest = bus_start + max(bus, n * bus - (n - 1) * st)
@@ -598,17 +593,18 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
         # A partial hit not sent at once (immediate_partial_hit false) waits for the water mark like a miss.
         oh_miss = params[P_OH_MISS_AW_US] if after_write else params[P_OH_MISS_US]
         disc = params[P_DISC_READ_AW_US] if after_write else params[P_DISC_READ_US]
-        wait = params[P_IMMED_PARTIAL] == 0.0
         if active >= 0 and seg[d, SG_START, active] <= lbn <= df[d, DF_RA_TARGET]:
             _extend_read_ahead(zones, params, df, seg, d, active, end)
             _touch(di, seg, d, active)
-            if wait and _ra_progress(df, d, now) - lbn < _mark_sectors(params, params[P_READ_BUS_START], n):
+            if (params[P_IMMED_PARTIAL] == 0.0
+                    and _ra_progress(df, d, now) - lbn < _mark_sectors(params, params[P_READ_BUS_START], n)):
                 return _stream_after_disconnect(params, df, d, now, lbn, n, oh_miss, disc), F_HIT
             return _stream_service(params, df, d, now, end, n, oh_hit), F_HIT
         if partial < searched:
             s = partial
             settle_read_ahead(zones, params, di, df, seg, d, now, True)
-            wait = wait and seg[d, SG_END, s] - lbn < _mark_sectors(params, params[P_READ_BUS_START], n)
+            wait = (params[P_IMMED_PARTIAL] == 0.0
+                    and seg[d, SG_END, s] - lbn < _mark_sectors(params, params[P_READ_BUS_START], n))
             _start_stream(zones, seek_us, params, di, df, d, s, now + (oh_miss if wait else oh_hit), seg[d, SG_END, s])
             _extend_read_ahead(zones, params, df, seg, d, s, end)
             _touch(di, seg, d, s)
