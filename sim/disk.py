@@ -402,11 +402,22 @@ def _stream_service(params: np.ndarray, df: np.ndarray, d: int, now: float, end:
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def _deferred(params: np.ndarray, buffered: float, n: int, after_write: bool) -> float:  # pragma: no cover
+    """For a disk that does not send a partial hit's buffered sectors at once: the read's miss overhead when fewer
+    than the read water mark's sectors of it are buffered (it waits like a miss), else 0 (sent at once)."""
+    if buffered >= _mark_sectors(params, params[P_READ_BUS_START], n):
+        return 0.0
+    return float(params[P_OH_MISS_AW_US] if after_write else params[P_OH_MISS_US])
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def _stream_after_disconnect(params: np.ndarray, df: np.ndarray, d: int, now: float, lbn: int, n: int,
-                             oh_miss: float, disc: float) -> float:  # pragma: no cover
+                             after_write: bool) -> float:  # pragma: no cover
     """Service of a read fed by the active stream that does not transfer its first buffered sectors at once:
     the miss overhead and a disconnection, reselection (first, data preparation) once the read water mark's
     sectors are buffered, then the bus overlapped with the stream."""
+    oh_miss = params[P_OH_MISS_AW_US] if after_write else params[P_OH_MISS_US]
+    disc = params[P_DISC_READ_AW_US] if after_write else params[P_DISC_READ_US]
     k0 = _mark_sectors(params, params[P_READ_BUS_START], n)
     rate = df[d, DF_RA_RATE]
     t_mark = df[d, DF_RA_T0] + (lbn + k0 - df[d, DF_RA_L0]) / rate
@@ -590,28 +601,30 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
                 _start_stream(zones, seek_us, params, di, df, d, s, now + oh_hit, seg[d, SG_END, s])
                 _extend_read_ahead(zones, params, df, seg, d, s, end)
             return oh_hit + prep + n * bus + cpl, F_HIT
-        # A partial hit not sent at once (immediate_partial_hit false) waits for the water mark like a miss.
-        oh_miss = params[P_OH_MISS_AW_US] if after_write else params[P_OH_MISS_US]
-        disc = params[P_DISC_READ_AW_US] if after_write else params[P_DISC_READ_US]
+        # A partial hit not sent at once (immediate_partial_hit false) waits for the water mark like a miss: the
+        # stream's start and the service come from _deferred (kept out of the common path's code).
         if active >= 0 and seg[d, SG_START, active] <= lbn <= df[d, DF_RA_TARGET]:
             _extend_read_ahead(zones, params, df, seg, d, active, end)
             _touch(di, seg, d, active)
             if (params[P_IMMED_PARTIAL] == 0.0
-                    and _ra_progress(df, d, now) - lbn < _mark_sectors(params, params[P_READ_BUS_START], n)):
-                return _stream_after_disconnect(params, df, d, now, lbn, n, oh_miss, disc), F_HIT
+                    and _deferred(params, _ra_progress(df, d, now) - lbn, n, after_write) > 0.0):
+                return _stream_after_disconnect(params, df, d, now, lbn, n, after_write), F_HIT
             return _stream_service(params, df, d, now, end, n, oh_hit), F_HIT
         if partial < searched:
             s = partial
             settle_read_ahead(zones, params, di, df, seg, d, now, True)
-            wait = (params[P_IMMED_PARTIAL] == 0.0
-                    and seg[d, SG_END, s] - lbn < _mark_sectors(params, params[P_READ_BUS_START], n))
-            _start_stream(zones, seek_us, params, di, df, d, s, now + (oh_miss if wait else oh_hit), seg[d, SG_END, s])
+            late = (_deferred(params, seg[d, SG_END, s] - lbn, n, after_write)
+                    if params[P_IMMED_PARTIAL] == 0.0 else 0.0)
+            _start_stream(zones, seek_us, params, di, df, d, s, now + (late if late > 0.0 else oh_hit),
+                          seg[d, SG_END, s])
             _extend_read_ahead(zones, params, df, seg, d, s, end)
             _touch(di, seg, d, s)
-            if wait:
-                return _stream_after_disconnect(params, df, d, now, lbn, n, oh_miss, disc), F_PHYSICAL
+            if late > 0.0:
+                return _stream_after_disconnect(params, df, d, now, lbn, n, after_write), F_PHYSICAL
             return _stream_service(params, df, d, now, end, n, oh_hit), F_PHYSICAL
         settle_read_ahead(zones, params, di, df, seg, d, now, True)
+        oh_miss = params[P_OH_MISS_AW_US] if after_write else params[P_OH_MISS_US]
+        disc = params[P_DISC_READ_AW_US] if after_write else params[P_DISC_READ_US]
         t0 = now + oh_miss
         tf, te = disk_access(zones, seek_us, params, di, df, d, t0, t0, lbn, n, False, zero_latency)
         # The bus starts once the read water mark's sectors are buffered (time interpolated over the transfer).

@@ -32,8 +32,8 @@ C2247A_SENSITIVITY = {
     "Atlas bus": (False, False, False, True), "both": (True, False, True, True),
     "both + Atlas-ratio unaligned I/O": (True, False, True, True)}
 #: Mixed / Separate of the aligned scan at its worst rate, per variant.
-C2247A_MIXED = {"as shipped": 1.174, "Atlas-ratio seeks": 1.098, "Atlas bus": 1.134, "both": 1.043,
-                "both + Atlas-ratio unaligned I/O": 1.056}
+C2247A_MIXED = {"as shipped": 1.174, "Atlas-ratio seeks": 1.087, "Atlas bus": 1.121, "both": 1.032,
+                "both + Atlas-ratio unaligned I/O": 1.051}
 C2247A_SEEK_REVOLUTIONS = 0.711          # mean first-zone seek over a revolution (Atlas 10k III: 0.266)
 C2247A_POINT_A = {"as shipped": 0.590, "Atlas-ratio seeks": 0.783}
 # ---- end of the HP C2247A pins
