@@ -110,7 +110,8 @@ DKF_PHASE, DKF_CLOCK = 7, 8     # sim.disk.DF_PHASE / DF_CLOCK: the disk's own c
 # Read share of busy time and of the number-in-system area (reads: foreground and migration reads; the
 # write share is the rest: writes, migration writes, destages).
 DKF_BUSY_R, DKF_AREA_R = 9, 10
-DK_F = 11
+# Columns 11-13 belong to the disk model (sim.disk.DF_ACT_FREE, DF_RA_L1, DF_RA_ST).
+DK_F = 14
 # Heap int columns.
 HK_KEY, HK_KIND, HK_ARG = range(3)
 # Time-series columns (ts) and per-disk series (ts_disk[..., 0] = queue-length area, 1 = busy time).

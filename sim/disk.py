@@ -25,6 +25,7 @@ from blockheat.sim.spec import (
     P_DATA_PREP_US,
     P_DISC_READ_AW_US,
     P_DISC_READ_US,
+    P_DISC_WRITE_IF_SEEK,
     P_DISC_WRITE_US,
     P_HEAD_SWITCH_US,
     P_HOLD_READ,
@@ -79,11 +80,18 @@ MODES = {"detailed": MODE_DETAILED, "expected": MODE_EXPECTED, "constant": MODE_
 # Per-disk integer state columns (engine array `di`), shared with the engine: head position, the segment
 # being read ahead into, the LRU clock, whether the last host request was a write, and where it ended.
 DI_CYL, DI_HEAD, DI_RA_SEG, DI_LRU, DI_LAST_WRITE, DI_LAST_END = 0, 1, 2, 3, 4, 5
+#: DiskSim's disk with extra write disconnects writes no block before min(blocks, 10) of a request of fewer than 45
+#: blocks, or 15 of a larger one, are buffered (disksim_diskcache.c, disk_buffer_block_available).
+XD_START_SMALL, XD_START_LARGE_FROM, XD_START_LARGE = 10, 45, 15
 # Per-disk float state columns (engine array `df`): the active read-ahead stream; DF_PHASE and DF_CLOCK (later
 # columns of the same array, sim._kernel) give the disk its own clock t' = t x clock + phase (us), 0 and 1 on
 # every disk for synchronized spindles.
 DF_RA_T0, DF_RA_L0, DF_RA_TARGET, DF_RA_RATE = 0, 1, 2, 3
 DF_PHASE, DF_CLOCK = 7, 8
+#: When the actuator is free again after a read-ahead stopped in a track switch (that switch runs out first); the
+#: active stream's first block on the track it switches to (its L0 when it starts with a switch) and its sector
+#: time before that switch.
+DF_ACT_FREE, DF_RA_L1, DF_RA_ST = 11, 12, 13
 # Cache segment fields (engine array `seg`, float64 [disks, 3, segments]: one row per field, so a pass over a
 # disk's segments reads contiguous memory and compiles to vector compares).
 SG_START, SG_END, SG_LRU = 0, 1, 2
@@ -322,11 +330,27 @@ def _ra_progress(df: np.ndarray, d: int, now: float) -> float:  # pragma: no cov
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def settle_read_ahead(zones: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray, seg: np.ndarray,
-                      d: int, now: float, stop: bool) -> None:  # pragma: no cover
-    """Bring disk d's read-ahead up to time now; with stop, abort it (the head stays where it got to)."""
+def settle_read_ahead(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray,
+                      seg: np.ndarray, d: int, now: float, stop: bool) -> None:  # pragma: no cover
+    """Bring disk d's read-ahead up to time now; with stop, abort it (the head stays where it got to; unless the
+    spec disconnects in a seek, a track switch under way runs out first, see _stop_stream)."""
     s = di[d, DI_RA_SEG]
     if s < 0:
+        return
+    if stop and params[P_DISC_WRITE_IF_SEEK] == 0.0:
+        l0 = df[d, DF_RA_L0]
+        l1 = df[d, DF_RA_L1]
+        if now >= df[d, DF_RA_T0] + (l1 - l0) * df[d, DF_RA_ST] and l1 < df[d, DF_RA_TARGET]:
+            _stop_in_switch(zones, seek_us, params, di, df, seg, d, s, now)
+            return
+        # Still on its first track: one sector per sector time.
+        p = min(l0 + max(0.0, math.floor((now - df[d, DF_RA_T0]) / df[d, DF_RA_ST])), l1, df[d, DF_RA_TARGET])
+        seg[d, SG_END, s] = p
+        if p - 1 >= l0:
+            cyl, head, _s, _spt, _skew = locate(zones, int(params[P_SURFACES]), int(p) - 1)
+            di[d, DI_CYL] = cyl
+            di[d, DI_HEAD] = head
+        di[d, DI_RA_SEG] = -1
         return
     p = _ra_progress(df, d, now)
     seg[d, SG_END, s] = p
@@ -337,6 +361,35 @@ def settle_read_ahead(zones: np.ndarray, params: np.ndarray, di: np.ndarray, df:
             di[d, DI_CYL] = cyl
             di[d, DI_HEAD] = head
         di[d, DI_RA_SEG] = -1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _stop_in_switch(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray,
+                    seg: np.ndarray, d: int, s: int, now: float) -> None:  # pragma: no cover
+    """Stop disk d's read-ahead (into segment s) at time now, once it has read its first track and switched (or
+    is switching) to the next, as DiskSim does when a disk does not disconnect in a seek: the head is on the new
+    track and the actuator is busy until the switch is done (DF_ACT_FREE: the next request's positioning starts
+    that much later). Past the switch the stream's progress is its mean rate, as for a stream not stopped."""
+    surfaces = int(params[P_SURFACES])
+    l0 = df[d, DF_RA_L0]
+    l1 = df[d, DF_RA_L1]
+    t_sw = df[d, DF_RA_T0] + (l1 - l0) * df[d, DF_RA_ST]
+    frm = locate_run(zones, surfaces, int(l1) - 1)         # the switch starts from the track before l1
+    nxt = locate_run(zones, surfaces, int(l1))
+    sw = head_move_us(seek_us, params, frm[0], frm[1], nxt[0], nxt[1], False)
+    in_switch = now < t_sw + sw
+    p = l1 if in_switch else max(l1, _ra_progress(df, d, now))
+    seg[d, SG_END, s] = p
+    if in_switch:
+        df[d, DF_ACT_FREE] = t_sw + sw
+    if p - 1 >= l1:
+        c, h, _s, _spt, _skew = locate(zones, surfaces, int(p) - 1)
+        di[d, DI_CYL] = c
+        di[d, DI_HEAD] = h
+    else:
+        di[d, DI_CYL] = nxt[0]
+        di[d, DI_HEAD] = nxt[1]
+    di[d, DI_RA_SEG] = -1
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -384,10 +437,12 @@ def _start_stream(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di
     surfaces = int(params[P_SURFACES])
     first = int(l0)
     tf, _te = disk_access(zones, seek_us, params, di, df, d, t, t, first, 1, False, False)
-    _c, _h, _s, spt, _k = locate(zones, surfaces, first)
+    _c, _h, s0, spt, _k, lspt = locate_run(zones, surfaces, first)
     di[d, DI_RA_SEG] = s
     df[d, DF_RA_T0] = tf - params[P_ROT_US] / spt
     df[d, DF_RA_L0] = l0
+    df[d, DF_RA_L1] = first + lspt - s0             # positioned on l0's track: it switches at that track's end
+    df[d, DF_RA_ST] = params[P_ROT_US] / spt
     df[d, DF_RA_TARGET] = l0
     df[d, DF_RA_RATE] = stream_rate(zones, params, first)
 
@@ -438,45 +493,90 @@ def _lru(di: np.ndarray, seg: np.ndarray, d: int, nseg: int) -> int:  # pragma: 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _mark_sectors(params: np.ndarray, fraction: float, n: int) -> int:  # pragma: no cover
-    """A water mark in sectors: the fraction of the request (or of the segment), at least 1, at most n."""
-    ref = n if params[P_MARK_BY_REQ] > 0.0 else params[P_SEG_SECTORS]
-    return int(min(n, max(1.0, math.ceil(fraction * ref))))
+    """A water mark in sectors, at least 1, at most n, as DiskSim sets it: by request, the fraction of the request
+    (of the segment when the request is larger) rounded down; by segment, the fraction of the segment rounded up."""
+    size = params[P_SEG_SECTORS]
+    if params[P_MARK_BY_REQ] > 0.0:
+        k = math.floor(fraction * (min(n, size) if size > 0 else n))
+    else:
+        k = math.ceil(fraction * size)
+    return int(min(n, max(1, k)))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _write_stalls(rot: float, st: float, bus: float, bus_start: float, tf: float, te: float, n: int,
+                  j: int) -> float:  # pragma: no cover
+    """Revolutions (us) a write loses when the media outruns a slower bus: sector k (0-based) is written only if
+    its data are in (bus_start + (k + 1) bus) when its pass starts, else it comes round a revolution later.
+    tf, te: first and last sector done as positioned; j: the request's sectors on its first track (the time
+    the track switches add, te - tf - (n - 1) st, is counted from sector j on)."""
+    slope = bus - st
+    if slope <= 0.0 or n < 2:
+        return 0.0
+    t0 = tf - st
+    g = te - tf - (n - 1) * st
+    extra = 0.0
+    k = 1
+    while k < n:
+        before = k < j
+        hi = min(n, j) if before else n
+        slack = t0 + (0.0 if before else g) + extra - bus_start - bus     # sector k waits iff k * slope > slack
+        kf = max(k, math.floor(slack / slope) + 1)
+        if kf >= hi:
+            k = hi
+        else:
+            extra += rot
+            k = kf
+    return extra
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _write_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray,
-                   d: int, now: float, lbn: int, n: int, after_write: bool) -> float:  # pragma: no cover
+                   d: int, now: float, lbn: int, n: int, after_write: bool,
+                   sequential: bool) -> float:  # pragma: no cover
     """A write through to the media (DiskSim's write path without fast writes).
 
-    A write that follows a write disconnects before its data (the extra write disconnect): its own command
-    overhead, then disconnect, inter-disconnect delay and first reselection before the data; positioning
-    starts seek_delta after the command. A write after a read takes its command
-    overhead and data preparation and moves its data at once, positioning from the end of the command
-    overhead. Either way the head reaches the track no sooner than minimum_write_seek after positioning
-    starts, no sector is written before its data are in, and once all data are in the disk disconnects
-    (the write disconnect overhead, or the second disconnect after an extra one); it reselects (first
-    reselection, other after an extra disconnect) when the media work and the disconnection are both done,
-    then the completion overhead. A write larger than its segment refills it at the write water mark; each
-    refill that leaves the media without data (the mark's sectors take less time to write than reconnecting)
-    costs a revolution, unless the disk holds the bus through the write (the bus then follows the media)."""
+    A write that follows a write and does not start where it ended disconnects before its data (the extra write
+    disconnect): its own command overhead, then disconnect, inter-disconnect delay and first reselection before
+    the data; positioning starts seek_delta after the command. Any other write takes its command overhead and
+    data preparation and moves its data at once, positioning from the end of the command overhead. Either way
+    positioning waits the rest of a track switch a stopped read-ahead ran out, the head reaches the track no
+    sooner than minimum_write_seek after positioning starts, and no sector is written before its data are in: a
+    disk with extra write disconnects (DiskSim's HP model) starts once min(n, 10) blocks (15 from 45 up) are
+    buffered and loses a revolution where the media outruns the data (_write_stalls); other disks start late
+    enough that it never does. Once all data are in the disk
+    disconnects (the write disconnect overhead, or the second disconnect after an extra one); it reselects
+    (first reselection, other after an extra disconnect) when the media work and the disconnection are both
+    done, then the completion overhead. A write larger than its segment refills it at the write water mark;
+    each refill that leaves the media without data (the mark's sectors take less time to write than
+    reconnecting) costs a revolution, unless the disk holds the bus through the write (the bus then follows
+    the media)."""
     bus = params[P_BUS_WRITE_US]
     prep = params[P_DATA_PREP_US]
     surfaces = int(params[P_SURFACES])
     # Selects, not branches: whether the previous request was a write alternates with the workload.
-    xd = params[P_XD_ON] > 0.0 and after_write
+    xd = params[P_XD_ON] > 0.0 and after_write and not sequential
     t_cmd = now + (params[P_XD_CMD_US] if xd else params[P_OH_WRITE_AW_US] if after_write else params[P_OH_WRITE_US])
     bus_start = t_cmd + prep + (params[P_XD_DISC_US] + params[P_XD_DELAY_US] + params[P_RESEL_FIRST_US] if xd else 0.0)
-    mech = t_cmd + (params[P_XD_SEEK_DELTA_US] if xd else 0.0)
+    mech = t_cmd + (params[P_XD_SEEK_DELTA_US] if xd else 0.0) + max(0.0, df[d, DF_ACT_FREE] - now)
     disc = params[P_XD_DISC2_US] if xd else params[P_DISC_WRITE_US]
     resel_end = params[P_RESEL_OTHER_US] if xd else params[P_RESEL_FIRST_US]
     loc = locate_run(zones, surfaces, lbn)
     st = params[P_ROT_US] / loc[3]
-    earliest = bus_start + max(bus, n * bus - (n - 1) * st)
-    earliest = max(earliest, mech + params[P_MIN_WRITE_SEEK_US])
-    move = head_move_us(seek_us, params, di[d, DI_CYL], di[d, DI_HEAD], loc[0], loc[1], True)
-    _tf, te = disk_access_from(zones, seek_us, params, di, df, d, mech, earliest, lbn, n, True,
-                               params[P_ZL_WRITES] > 0.0, loc, move)
     size = params[P_SEG_SECTORS]
+    # A disk with extra write disconnects (DiskSim's HP model) starts writing once min(n, 10) blocks (15 from 45
+    # up) are buffered, and then writes each block only if its data are in (see _write_stalls); other disks start
+    # late enough that the media never outruns the data.
+    hp = params[P_XD_ON] > 0.0
+    first = min(n, XD_START_SMALL) if n < XD_START_LARGE_FROM else XD_START_LARGE
+    earliest = max(bus_start + (first * bus if hp else max(bus, n * bus - (n - 1) * st)),
+                   mech + params[P_MIN_WRITE_SEEK_US])
+    move = head_move_us(seek_us, params, di[d, DI_CYL], di[d, DI_HEAD], loc[0], loc[1], True)
+    tf, te = disk_access_from(zones, seek_us, params, di, df, d, mech, earliest, lbn, n, True,
+                              params[P_ZL_WRITES] > 0.0, loc, move)
+    j = loc[5] - loc[2]
+    if hp and bus > st and n > 1 and (n > j or tf - st - bus_start - bus < (n - 1) * (bus - st)):
+        te += _write_stalls(params[P_ROT_US], st, bus, bus_start, tf, te, n, j)     # the media may outrun the bus
     bus_end = bus_start + n * bus
     if size > 0 and n > size:
         low = _mark_sectors(params, params[P_WRITE_MARK], n)
@@ -484,6 +584,34 @@ def _write_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, d
         if params[P_HOLD_WRITE] == 0.0 and low * st < params[P_RESEL_OTHER_US] + prep + bus:
             te += refills * params[P_ROT_US]
     return float(max(te, bus_end + disc) + resel_end + params[P_CPL_WRITE_US] - now)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _read_across_tracks(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray,
+                        d: int, tm: float, t_disc: float, disc: float, lbn: int, n: int, k0: int,
+                        loc: tuple[int, int, int, int, int, int], move: float, tf: float,
+                        te: float) -> float:  # pragma: no cover
+    """When a read miss crossing a track switch (positioned from tm, its sectors done tf..te) has crossed the bus.
+    The water mark's k0 sectors are in one sector time apart on the first track, else when a transfer of k0
+    sectors from the same start would end; the bus starts then (not before t_disc, when the disconnection, disc,
+    after the command is done). A disk holding the bus sends
+    at the bus's rate but waits, at the switch, for the next track's first sector; one that does not, see
+    _read_bus_released."""
+    bus = params[P_BUS_US]
+    j = loc[5] - loc[2]
+    if k0 <= j:
+        t_k0 = tf + (k0 - 1) * params[P_ROT_US] / loc[3]
+    else:
+        cyl, head = di[d, DI_CYL], di[d, DI_HEAD]
+        t_k0 = disk_access_from(zones, seek_us, params, di, df, d, tm, tm, lbn, k0, False, False, loc, move)[1]
+        di[d, DI_CYL] = cyl                 # the whole read's access left the head at its end
+        di[d, DI_HEAD] = head
+    t_k0 = max(t_k0, t_disc)
+    if params[P_HOLD_READ] == 0.0:
+        return _read_bus_released(params, tf, te, n, k0, t_k0, disc)
+    last_st = params[P_ROT_US] / locate_run(zones, int(params[P_SURFACES]), lbn + n - 1)[3]
+    return float(max(te + bus, t_k0 + params[P_RESEL_FIRST_US] + params[P_DATA_PREP_US] + n * bus,
+                     te - (n - j - 1) * last_st + (n - j) * bus))
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -555,10 +683,11 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
     end = lbn + n
     cap = params[P_CAPACITY]
     if destage:
-        settle_read_ahead(zones, params, di, df, seg, d, now, True)
+        settle_read_ahead(zones, seek_us, params, di, df, seg, d, now, True)
         tf, te = disk_access(zones, seek_us, params, di, df, d, now, now, lbn, n, True, False)
         return te - now, F_PHYSICAL
     after_write = di[d, DI_LAST_WRITE] > 0
+    sequential = lbn == di[d, DI_LAST_END]
     di[d, DI_LAST_WRITE] = 1 if is_write else 0
     di[d, DI_LAST_END] = end
     if not is_write:
@@ -566,7 +695,7 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
         prep = params[P_DATA_PREP_US]
         cpl = params[P_CPL_READ_US]
         oh_hit = params[P_OH_HIT_AW_US] if after_write else params[P_OH_HIT_US]
-        settle_read_ahead(zones, params, di, df, seg, d, now, False)
+        settle_read_ahead(zones, seek_us, params, di, df, seg, d, now, False)
         active = di[d, DI_RA_SEG]
         searched = nseg + 1 if params[P_READ_HITS_ON_WRITES] > 0.0 and params[P_WRITE_SEG] > 0.0 else nseg
         # One pass finds the first segment holding the whole read (a full hit) and the first read segment the read
@@ -612,7 +741,7 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
             return _stream_service(params, df, d, now, end, n, oh_hit), F_HIT
         if partial < searched:
             s = partial
-            settle_read_ahead(zones, params, di, df, seg, d, now, True)
+            settle_read_ahead(zones, seek_us, params, di, df, seg, d, now, True)
             late = (_deferred(params, seg[d, SG_END, s] - lbn, n, after_write)
                     if params[P_IMMED_PARTIAL] == 0.0 else 0.0)
             _start_stream(zones, seek_us, params, di, df, d, s, now + (late if late > 0.0 else oh_hit),
@@ -622,20 +751,35 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
             if late > 0.0:
                 return _stream_after_disconnect(params, df, d, now, lbn, n, after_write), F_PHYSICAL
             return _stream_service(params, df, d, now, end, n, oh_hit), F_PHYSICAL
-        settle_read_ahead(zones, params, di, df, seg, d, now, True)
+        settle_read_ahead(zones, seek_us, params, di, df, seg, d, now, True)
         oh_miss = params[P_OH_MISS_AW_US] if after_write else params[P_OH_MISS_US]
         disc = params[P_DISC_READ_AW_US] if after_write else params[P_DISC_READ_US]
         t0 = now + oh_miss
-        tf, te = disk_access(zones, seek_us, params, di, df, d, t0, t0, lbn, n, False, zero_latency)
-        # The bus starts once the read water mark's sectors are buffered (time interpolated over the transfer).
+        # Positioning waits the rest of a track switch the stopped read-ahead ran out (DiskSim adds the two delays).
+        tm = t0 + max(0.0, df[d, DF_ACT_FREE] - now)
+        loc = locate_run(zones, int(params[P_SURFACES]), lbn)
+        move = head_move_us(seek_us, params, di[d, DI_CYL], di[d, DI_HEAD], loc[0], loc[1], False)
+        tf, te = disk_access_from(zones, seek_us, params, di, df, d, tm, tm, lbn, n, False, zero_latency, loc, move)
+        # The bus starts once the read water mark's sectors are buffered (one sector time apart on the first
+        # track; with zero latency, sectors out of order, interpolated over the transfer), not before the
+        # disconnection after the command is done (it runs beside the media work).
         k0 = _mark_sectors(params, params[P_READ_BUS_START], n)
-        t_k0 = tf + (te - tf) * (k0 - 1.0) / (n - 1.0) if n > 1 else tf
-        # Reselection waits for the disconnection after the command (parallel to the media work).
-        t_k0 = max(t_k0, t0 + disc)
-        if params[P_HOLD_READ] > 0.0 or n == 1:
-            done = max(te + bus, t_k0 + params[P_RESEL_FIRST_US] + prep + n * bus) + cpl
+        j = loc[5] - loc[2]
+        if n > j and not zero_latency:
+            done = _read_across_tracks(zones, seek_us, params, di, df, d, tm, t0 + disc, disc, lbn, n, k0, loc,
+                                       move, tf, te) + cpl
         else:
-            done = _read_bus_released(params, tf, te, n, k0, t_k0, disc) + cpl
+            if n == 1:
+                t_k0 = tf
+            elif zero_latency:
+                t_k0 = tf + (te - tf) * (k0 - 1.0) / (n - 1.0)
+            else:
+                t_k0 = tf + (k0 - 1) * params[P_ROT_US] / loc[3]
+            t_k0 = max(t_k0, t0 + disc)
+            if params[P_HOLD_READ] > 0.0 or n == 1:
+                done = max(te + bus, t_k0 + params[P_RESEL_FIRST_US] + prep + n * bus) + cpl
+            else:
+                done = _read_bus_released(params, tf, te, n, k0, t_k0, disc) + cpl
         if nseg > 0:
             victim = _lru(di, seg, d, nseg)
             size = params[P_SEG_SECTORS]
@@ -651,11 +795,20 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
                 di[d, DI_RA_SEG] = victim
                 df[d, DF_RA_T0] = te
                 df[d, DF_RA_L0] = end
+                # The request's last track: the stream reads on to its end, then switches (at once when the
+                # request ended it).
+                if n < j:
+                    df[d, DF_RA_L1] = lbn + j
+                    df[d, DF_RA_ST] = params[P_ROT_US] / loc[3]
+                else:
+                    last = locate_run(zones, int(params[P_SURFACES]), end - 1)
+                    df[d, DF_RA_L1] = end + last[5] - last[2] - 1
+                    df[d, DF_RA_ST] = params[P_ROT_US] / last[3]
                 df[d, DF_RA_TARGET] = target
                 df[d, DF_RA_RATE] = stream_rate(zones, params, end)
         return done - now, F_PHYSICAL
     # Write.
-    settle_read_ahead(zones, params, di, df, seg, d, now, True)
+    settle_read_ahead(zones, seek_us, params, di, df, seg, d, now, True)
     for k in range(nseg + 1):                   # drop overlapping cached data (branch-free: vector compares)
         s_start = seg[d, SG_START, k]
         s_end = seg[d, SG_END, k]
@@ -671,4 +824,4 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
     if params[P_WRITE_BACK] > 0.0:
         oh = params[P_OH_WRITE_AW_US] if after_write else params[P_OH_WRITE_US]
         return oh + params[P_DATA_PREP_US] + n * params[P_BUS_WRITE_US] + params[P_CPL_WRITE_US], F_DESTAGE
-    return _write_service(zones, seek_us, params, di, df, d, now, lbn, n, after_write), F_PHYSICAL
+    return _write_service(zones, seek_us, params, di, df, d, now, lbn, n, after_write, sequential), F_PHYSICAL

@@ -25,7 +25,7 @@ from blockheat.sim.array import (
     RemapEvent,
     Striped,
 )
-from blockheat.sim.disk import DF_CLOCK, DF_PHASE, DI_LAST_END, DI_RA_SEG, MODES, SG_LRU
+from blockheat.sim.disk import DF_CLOCK, DF_PHASE, DF_RA_ST, DI_LAST_END, DI_RA_SEG, MODES, SG_LRU
 from blockheat.sim.records import Requests, StreamFacts
 from blockheat.sim.spec import P_SEGMENTS, P_ZERO_LATENCY, P_ZL_WRITES, DiskSpec
 from blockheat.sim.stats import ResponseTally, RunResult, summarize
@@ -43,8 +43,8 @@ SPINDLES = ("synchronized", "independent")
 SPINDLE_TOLERANCE = 0.005
 #: Key of the random stream that draws the spindle speeds of a spec with an rpm error (with the run's seed).
 RPM_ERROR_STREAM = 1
-if (DF_PHASE, DF_CLOCK) != (K.DKF_PHASE, K.DKF_CLOCK):
-    raise ImportError("sim.disk's DF_PHASE/DF_CLOCK and sim._kernel's DKF_PHASE/DKF_CLOCK disagree")
+if (DF_PHASE, DF_CLOCK) != (K.DKF_PHASE, K.DKF_CLOCK) or DF_RA_ST != K.DK_F - 1:
+    raise ImportError("sim.disk's DF_PHASE/DF_CLOCK/DF_RA_ST and sim._kernel's DKF_PHASE/DKF_CLOCK/DK_F disagree")
 
 
 @dataclass(frozen=True)

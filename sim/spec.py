@@ -232,12 +232,13 @@ class BusProtocol:
     inter_disconnect_delay + first_reselect later; positioning starts seek_delta after the command; once its
     data are in it disconnects with extra_second_disconnect and completes after other_reselect).
     minimum_write_seek: the head reaches a write's track no sooner than this after positioning starts.
-    disconnect_write_if_seek: DiskSim's flag for whether a read-ahead caught in a seek runs the seek out
-    before another request takes the actuator; the model stops read-ahead at once either way, so it has no
-    effect. hold_bus_read: a read miss keeps the bus from its reselection to its last sector (else, when the
-    bus has sent every buffered sector it disconnects, read_disconnect, and reselects once the read water
-    mark's sectors more are buffered). hold_bus_write: a write larger than its segment keeps the bus while
-    the segment drains (else it disconnects and reselects, other_reselect, at the write water mark)."""
+    disconnect_write_if_seek: DiskSim's flag for stopping a read-ahead caught in a seek: true (the default) stops
+    it at once; false runs the seek (a track switch) out, the head ends on the new track and the next request's
+    positioning starts the rest of the switch later. hold_bus_read: a read miss keeps the bus from its
+    reselection to its last sector (else, when the bus has sent every buffered sector it disconnects,
+    read_disconnect, and reselects once the read water mark's sectors more are buffered). hold_bus_write: a
+    write larger than its segment keeps the bus while the segment drains (else it disconnects and reselects,
+    other_reselect, at the write water mark)."""
 
     first_reselect_ms: float = 0.0
     other_reselect_ms: float = 0.0
@@ -248,7 +249,7 @@ class BusProtocol:
     inter_disconnect_delay_ms: float = 0.0
     seek_delta_ms: float = 0.0
     minimum_write_seek_ms: float = 0.0
-    disconnect_write_if_seek: bool = False
+    disconnect_write_if_seek: bool = True
     read_disconnect_ms: float = 0.0
     read_disconnect_after_write_ms: float | None = None
     write_disconnect_ms: float = 0.0
@@ -609,7 +610,7 @@ def _bus_protocol(data: Any, where: str) -> BusProtocol:
         inter_disconnect_delay_ms=0.0 if xd is None else _float(xd, "inter_disconnect_delay", xw, 0.0),
         seek_delta_ms=0.0 if xd is None else _float(xd, "seek_delta", xw, 0.0),
         minimum_write_seek_ms=_float(data, "minimum_write_seek", where, 0.0),
-        disconnect_write_if_seek=_bool(data, "disconnect_write_if_seek", where, False),
+        disconnect_write_if_seek=_bool(data, "disconnect_write_if_seek", where, True),
         read_disconnect_ms=read_disc, read_disconnect_after_write_ms=read_disc_w,
         write_disconnect_ms=_float(data, "write_disconnect", where, 0.0),
         hold_bus_read=_bool(data, "hold_bus_read", where, True),

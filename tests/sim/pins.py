@@ -11,11 +11,11 @@ from blockheat.sim.validate import read_validation_trace, validate_closed_loop, 
 from tests.sim.conftest import C2247A_TRACE, HPLAJW_TRACE
 
 #: hp_c2247a.trace closed loop on sim/specs/hp_c2247a.toml (DiskSim's parameters, translated).
-C2247A = {"requests": 9999, "measured_mean_ms": 15.2982, "simulated_mean_ms": 15.3169, "demerit_ms": 0.1323}
+C2247A = {"requests": 9999, "measured_mean_ms": 15.2982, "simulated_mean_ms": 15.3136, "demerit_ms": 0.0931}
 #: The same replay, reads and writes apart.
 C2247A_BY_OP = {
-    "read": {"requests": 5115, "measured_mean_ms": 14.6104, "simulated_mean_ms": 14.776, "demerit_ms": 0.2246},
-    "write": {"requests": 4884, "measured_mean_ms": 16.0186, "simulated_mean_ms": 15.8834, "demerit_ms": 0.2014},
+    "read": {"requests": 5115, "measured_mean_ms": 14.6104, "simulated_mean_ms": 14.7006, "demerit_ms": 0.1489},
+    "write": {"requests": 4884, "measured_mean_ms": 16.0186, "simulated_mean_ms": 15.9555, "demerit_ms": 0.1243},
 }
 #: ajw.1week.srt open loop (C-LOOK) on the header's HP 335H, per device.
 HPLAJW = {

@@ -144,8 +144,50 @@ def test_a_write_after_a_read_sends_its_data_at_once() -> None:
     # 300 + 600); the media may start at 320 + 500 = 820. Slot 14, sector 10 after 96 slots: 11,000, 4 sectors:
     # 11,400; disconnected at 1120 + 200; reselect (first) 150, completion 50.
     assert write_disk(False).serve(0.0, 2010, 4, "W")[0] == pytest.approx(11_600.0)
-    # After a write, even one it continues, the extra disconnect: 11,550 as in the test above.
-    assert write_disk(True, last_end=2010).serve(0.0, 2010, 4, "W")[0] == pytest.approx(11_550.0)
+    # A write starting where the previous write ended takes no extra disconnect (DiskSim's write segment ends
+    # there): the command after a write (300 us here too) and the same timeline, 11,600.
+    assert write_disk(True, last_end=2010).serve(0.0, 2010, 4, "W")[0] == pytest.approx(11_600.0)
+    # Not continuing it: the extra disconnect, 11,550 as in the test above.
+    assert write_disk(True, last_end=2000).serve(0.0, 2010, 4, "W")[0] == pytest.approx(11_550.0)
+
+
+def test_a_disk_with_extra_write_disconnects_writes_once_enough_blocks_are_buffered() -> None:
+    # After a read, 4 sectors at sector 10 of the track under the head: command 300, data from 320 at 200 us a
+    # block. The head is ready at 300 + 600 (minimum seek). DiskSim's rule for such a disk: no block goes to the
+    # media before min(4, 10) blocks are buffered, 320 + 800 = 1120, so sector 10 (at 1000) is missed: 11,000,
+    # 4 sectors: 11,400; reselect 150 and completion 50 (the disconnection ended at 1120 + 200).
+    assert write_disk(False).serve(0.0, 10, 4, "W")[0] == pytest.approx(11_600.0)
+    # Without extra write disconnects each block only needs its own data: sector 10 (1000, its data in at 520),
+    # 11 (1100; 720), 12 (1200; 920), 13 (1300; 1120) are written by 1400; disconnected 1120 + 200: 1600.
+    plain = {k: v for k, v in WRITE_PROTOCOL.items() if k != "extra_write_disconnect"}
+    d = toy(bus_write_ms_per_sector=0.2, bus_protocol_ms=plain,
+            overhead_ms={"read_hit": 0.1, "read_miss": 0.2, "write": 0.3, "write_completion": 0.05})
+    assert d.serve(0.0, 10, 4, "W")[0] == pytest.approx(1600.0)
+
+
+@pytest.mark.parametrize(("n", "expected"), [(44, 6400.0), (50, 17_000.0)])
+def test_a_large_write_waits_for_fifteen_blocks(n: int, expected: float) -> None:
+    # After a read, bus 120 us a block from 320, sector 18 under the head at 1800 (ready at 900). 44 blocks:
+    # 10 buffered by 1520, so sector 18 is written and the media (100 us a sector) never outruns the data
+    # (block k in at 440 + 120 k): done 1800 + 4400 = 6200, the disconnection (5600 + 200) before that: 6400.
+    # 50 blocks (45 or more): 15 buffered only at 2120, sector 18 comes again at 11,800: 16,800 + 200.
+    d = toy(bus_write_ms_per_sector=0.12, bus_protocol_ms=WRITE_PROTOCOL,
+            overhead_ms={"read_hit": 0.1, "read_miss": 0.2, "write": 0.3, "write_completion": 0.05})
+    assert d.serve(0.0, 18, n, "W")[0] == pytest.approx(expected)
+
+
+def test_the_media_outrunning_a_slower_bus_loses_a_revolution() -> None:
+    # The disk with extra write disconnects, after a read: 20 blocks from 320 at 200 us, 10 buffered by 2320;
+    # sector 24 under the head at 2400 is written, and the next ones (100 us each) while their data are in; sector
+    # 43's pass starts at 4300, its data only at 4320: it comes round at 14,300, done 14,400; the disconnection
+    # (4320 + 200) long over: reselect 150, completion 50.
+    assert write_disk(False).serve(0.0, 24, 20, "W")[0] == pytest.approx(14_600.0)
+    # A disk without them starts the write late enough that the media never outruns the data: from 320 + 4000
+    # - 1900 = 2420 sector 24 is next at 12,400, done 14,400: the same completion here.
+    plain = {k: v for k, v in WRITE_PROTOCOL.items() if k != "extra_write_disconnect"}
+    d = toy(bus_write_ms_per_sector=0.2, bus_protocol_ms=plain,
+            overhead_ms={"read_hit": 0.1, "read_miss": 0.2, "write": 0.3, "write_completion": 0.05})
+    assert d.serve(0.0, 24, 20, "W")[0] == pytest.approx(14_600.0)
 
 
 def test_reselection_waits_for_the_disconnection() -> None:
@@ -166,6 +208,44 @@ def test_minimum_write_seek_delay_applies_to_sequential_writes() -> None:
     assert d.serve(20_000.0, 5, 1, "W")[0] == pytest.approx(10_600.0)
     # Without the delay: 300 us (slot 3), sector 5 after 2 slots, one sector: 600 us.
     assert toy().serve(20_000.0, 5, 1, "W")[0] == pytest.approx(600.0)
+
+
+def test_the_read_water_mark_by_request_rounds_down() -> None:
+    # DiskSim: max(1, (int)(0.75 x 2)) = 1 sector. Two sectors at sector 10 (200 us overhead): done at 1100 and
+    # 1200; the bus from 1100 + 150 + 20, two sectors of 200 us, completion 50: 1720 (1820 were it rounded up).
+    d = toy(cache=CACHE, bus_ms_per_sector=0.2, read_bus_start_fraction=0.75,
+            overhead_ms={"read_hit": 0.1, "read_miss": 0.2, "write": 0.3, "read_completion": 0.05},
+            bus_protocol_ms={"first_reselect": 0.15, "data_preparation": 0.02})
+    assert d.serve(0.0, 10, 2, "R")[0] == pytest.approx(1720.0)
+
+
+@pytest.mark.parametrize(("fraction", "expected"), [(0.75, 22_020.0), (0.5, 20_950.0)])
+def test_a_read_across_a_track_switch(fraction: float, expected: float) -> None:
+    # 8 sectors from sector 96 (no skew): 96-99 done 9700-10,000, head switch 500, sector 0 of the next track at
+    # 20,000: the rest done 20,100-20,400. The water mark 6 (0.75): the 6th sector is done at 20,200 (not
+    # interpolated over the switch); bus from 20,200 + 170, 8 x 200: 21,970 + 50. The mark 4 (0.5): in at 10,000,
+    # the bus would end at 11,770, but it waits for the next track: its first sector at 20,100, four more
+    # sectors of 200 us from there: 20,900 + 50.
+    d = toy(cache=CACHE, bus_ms_per_sector=0.2, read_bus_start_fraction=fraction,
+            overhead_ms={"read_hit": 0.1, "read_miss": 0.2, "write": 0.3, "read_completion": 0.05},
+            bus_protocol_ms={"first_reselect": 0.15, "data_preparation": 0.02})
+    assert d.serve(0.0, 96, 8, "R")[0] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("runs_out", "expected"), [(True, 10_400.0), (False, 400.0)])
+def test_a_read_ahead_stopped_in_a_track_switch(runs_out: bool, expected: float) -> None:
+    # Track skew 10: sector s of track 1 passes at slot s + 10. A miss of sectors 96-97 ends at 9800; read-ahead
+    # reads 98, 99 by 10,000 and switches to track 1 (500 us). At 10,200 a miss of sector 95 of track 1 (lbn 195,
+    # slot 5: 10,500-10,600). When the switch runs out (DiskSim's disconnect_write_if_seek 0) the head ends on
+    # track 1 with none of it read, and positioning starts the switch's rest (300 us) after the 200 us overhead:
+    # 10,700, past the sector, which comes again at 20,500: 10,400 us. Stopped at once, the stream's mean rate
+    # (a track per 11 ms) has it at sector 101, the head on track 1 from 10,400: 400 us.
+    zones = [{"first_cylinder": 0, "last_cylinder": 99, "sectors_per_track": 100, "track_skew": 10}]
+    d = toy(zones=zones, cache={"segments": 2, "segment_sectors": 256, "read_ahead_sectors": 50},
+            bus_protocol_ms={"disconnect_write_if_seek": not runs_out})
+    assert d.serve(0.0, 96, 2, "R")[0] == pytest.approx(9800.0)
+    assert d.serve(10_200.0, 195, 1, "R")[0] == pytest.approx(expected)
+    assert d.seg[0, SG_END, 0] == (100.0 if runs_out else 101.0)     # what the stopped stream had read
 
 
 @pytest.mark.parametrize(("last_write", "expected"), [(False, 1070.0), (True, 1370.0)])
