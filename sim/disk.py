@@ -333,15 +333,16 @@ def _ra_progress(df: np.ndarray, d: int, now: float) -> float:  # pragma: no cov
 def settle_read_ahead(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray,
                       seg: np.ndarray, d: int, now: float, stop: bool) -> None:  # pragma: no cover
     """Bring disk d's read-ahead up to time now; with stop, abort it (the head stays where it got to; unless the
-    spec disconnects in a seek, a track switch under way runs out first, see _stop_stream)."""
+    spec disconnects in a seek, a track switch under way runs out first, see _stop_in_switch)."""
     s = di[d, DI_RA_SEG]
     if s < 0:
         return
     if stop and params[P_DISC_WRITE_IF_SEEK] == 0.0:
         l0 = df[d, DF_RA_L0]
         l1 = df[d, DF_RA_L1]
-        if now >= df[d, DF_RA_T0] + (l1 - l0) * df[d, DF_RA_ST] and l1 < df[d, DF_RA_TARGET]:
-            _stop_in_switch(zones, seek_us, params, di, df, seg, d, s, now)
+        t_sw = df[d, DF_RA_T0] + (l1 - l0) * df[d, DF_RA_ST]
+        if now >= t_sw and l1 < df[d, DF_RA_TARGET]:
+            _stop_in_switch(zones, seek_us, params, di, df, seg, d, s, now, t_sw)
             return
         # Still on its first track: one sector per sector time.
         p = min(l0 + max(0.0, math.floor((now - df[d, DF_RA_T0]) / df[d, DF_RA_ST])), l1, df[d, DF_RA_TARGET])
@@ -365,15 +366,14 @@ def settle_read_ahead(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _stop_in_switch(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray,
-                    seg: np.ndarray, d: int, s: int, now: float) -> None:  # pragma: no cover
+                    seg: np.ndarray, d: int, s: int, now: float, t_sw: float) -> None:  # pragma: no cover
     """Stop disk d's read-ahead (into segment s) at time now, once it has read its first track and switched (or
-    is switching) to the next, as DiskSim does when a disk does not disconnect in a seek: the head is on the new
-    track and the actuator is busy until the switch is done (DF_ACT_FREE: the next request's positioning starts
-    that much later). Past the switch the stream's progress is its mean rate, as for a stream not stopped."""
+    is switching, from t_sw) to the next, as DiskSim does when a disk does not disconnect in a seek: the head is
+    on the new track and the actuator is busy until the switch is done (DF_ACT_FREE: the next request's
+    positioning starts that much later). Past the switch the stream's progress is its mean rate, as for a stream
+    not stopped."""
     surfaces = int(params[P_SURFACES])
-    l0 = df[d, DF_RA_L0]
     l1 = df[d, DF_RA_L1]
-    t_sw = df[d, DF_RA_T0] + (l1 - l0) * df[d, DF_RA_ST]
     frm = locate_run(zones, surfaces, int(l1) - 1)         # the switch starts from the track before l1
     nxt = locate_run(zones, surfaces, int(l1))
     sw = head_move_us(seek_us, params, frm[0], frm[1], nxt[0], nxt[1], False)
@@ -509,10 +509,9 @@ def _write_stalls(rot: float, st: float, bus: float, bus_start: float, tf: float
     """Revolutions (us) a write loses when the media outruns a slower bus: sector k (0-based) is written only if
     its data are in (bus_start + (k + 1) bus) when its pass starts, else it comes round a revolution later.
     tf, te: first and last sector done as positioned; j: the request's sectors on its first track (the time
-    the track switches add, te - tf - (n - 1) st, is counted from sector j on)."""
+    the track switches add, te - tf - (n - 1) st, is counted from sector j on). Only for a bus slower than
+    the media (bus > st) and n > 1, as its caller checks."""
     slope = bus - st
-    if slope <= 0.0 or n < 2:
-        return 0.0
     t0 = tf - st
     g = te - tf - (n - 1) * st
     extra = 0.0

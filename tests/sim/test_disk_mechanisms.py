@@ -116,9 +116,11 @@ WRITE_PROTOCOL = {"first_reselect": 0.15, "other_reselect": 0.1, "data_preparati
                                              "seek_delta": 0.25, "second_disconnect": 0.12}}
 
 
-def write_disk(last_write: bool, last_end: int = -1, **protocol: Any) -> Disk:
-    """A toy disk with WRITE_PROTOCOL whose previous request was a write (ending at last_end) or a read."""
-    d = toy(bus_write_ms_per_sector=0.2, bus_protocol_ms={**WRITE_PROTOCOL, **protocol},
+def write_disk(last_write: bool, last_end: int = -1, *, extra_disconnect: bool = True, **protocol: Any) -> Disk:
+    """A toy disk with WRITE_PROTOCOL (without its extra write disconnects if not extra_disconnect) whose previous
+    request was a write (ending at last_end) or a read."""
+    base = {k: v for k, v in WRITE_PROTOCOL.items() if extra_disconnect or k != "extra_write_disconnect"}
+    d = toy(bus_write_ms_per_sector=0.2, bus_protocol_ms={**base, **protocol},
             overhead_ms={"read_hit": 0.1, "read_miss": 0.2, "write": 0.3, "write_completion": 0.05})
     d.di[0, DI_LAST_WRITE] = 1 if last_write else 0
     d.di[0, DI_LAST_END] = last_end
@@ -159,10 +161,7 @@ def test_a_disk_with_extra_write_disconnects_writes_once_enough_blocks_are_buffe
     assert write_disk(False).serve(0.0, 10, 4, "W")[0] == pytest.approx(11_600.0)
     # Without extra write disconnects each block only needs its own data: sector 10 (1000, its data in at 520),
     # 11 (1100; 720), 12 (1200; 920), 13 (1300; 1120) are written by 1400; disconnected 1120 + 200: 1600.
-    plain = {k: v for k, v in WRITE_PROTOCOL.items() if k != "extra_write_disconnect"}
-    d = toy(bus_write_ms_per_sector=0.2, bus_protocol_ms=plain,
-            overhead_ms={"read_hit": 0.1, "read_miss": 0.2, "write": 0.3, "write_completion": 0.05})
-    assert d.serve(0.0, 10, 4, "W")[0] == pytest.approx(1600.0)
+    assert write_disk(False, extra_disconnect=False).serve(0.0, 10, 4, "W")[0] == pytest.approx(1600.0)
 
 
 @pytest.mark.parametrize(("n", "expected"), [(44, 6400.0), (50, 17_000.0)])
@@ -184,10 +183,7 @@ def test_the_media_outrunning_a_slower_bus_loses_a_revolution() -> None:
     assert write_disk(False).serve(0.0, 24, 20, "W")[0] == pytest.approx(14_600.0)
     # A disk without them starts the write late enough that the media never outruns the data: from 320 + 4000
     # - 1900 = 2420 sector 24 is next at 12,400, done 14,400: the same completion here.
-    plain = {k: v for k, v in WRITE_PROTOCOL.items() if k != "extra_write_disconnect"}
-    d = toy(bus_write_ms_per_sector=0.2, bus_protocol_ms=plain,
-            overhead_ms={"read_hit": 0.1, "read_miss": 0.2, "write": 0.3, "write_completion": 0.05})
-    assert d.serve(0.0, 24, 20, "W")[0] == pytest.approx(14_600.0)
+    assert write_disk(False, extra_disconnect=False).serve(0.0, 24, 20, "W")[0] == pytest.approx(14_600.0)
 
 
 def test_reselection_waits_for_the_disconnection() -> None:
