@@ -87,6 +87,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "plot_cdfs": ("validate", "plot_cdfs"), "read_validation_trace": ("validate", "read_validation_trace"),
     "validate_closed_loop": ("validate", "validate_closed_loop"), "validate_srt": ("validate", "validate_srt"),
     "closed_loop_simulation": ("validate", "closed_loop_simulation"),
+    "disksim_demerit_ms": ("validate", "disksim_demerit_ms"),
     # numba's cache
     "JIT_SIM_DIR": ("jit_cache", "SIM_DIR"), "drop_stale_jit_cache": ("jit_cache", "drop_stale"),
     "compile_alis": ("warm", "compile_alis"), "compile_all": ("warm", "compile_all"),

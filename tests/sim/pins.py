@@ -11,16 +11,21 @@ from blockheat.sim.validate import read_validation_trace, validate_closed_loop, 
 from tests.sim.conftest import C2247A_TRACE, HPLAJW_TRACE
 
 #: hp_c2247a.trace closed loop on sim/specs/hp_c2247a.toml (DiskSim's parameters, translated).
-C2247A = {"requests": 9999, "measured_mean_ms": 15.2982, "simulated_mean_ms": 15.3136, "demerit_ms": 0.0931}
+C2247A = {"requests": 9999, "measured_mean_ms": 15.2982, "simulated_mean_ms": 15.3136, "demerit_ms": 0.0931,
+          "disksim_demerit_ms": 0.0892}
 #: The same replay, reads and writes apart.
 C2247A_BY_OP = {
-    "read": {"requests": 5115, "measured_mean_ms": 14.6104, "simulated_mean_ms": 14.7006, "demerit_ms": 0.1489},
-    "write": {"requests": 4884, "measured_mean_ms": 16.0186, "simulated_mean_ms": 15.9555, "demerit_ms": 0.1243},
+    "read": {"requests": 5115, "measured_mean_ms": 14.6104, "simulated_mean_ms": 14.7006, "demerit_ms": 0.1489,
+             "disksim_demerit_ms": 0.1458},
+    "write": {"requests": 4884, "measured_mean_ms": 16.0186, "simulated_mean_ms": 15.9555, "demerit_ms": 0.1243,
+              "disksim_demerit_ms": 0.1231},
 }
 #: ajw.1week.srt open loop (C-LOOK) on the header's HP 335H, per device.
 HPLAJW = {
-    0: {"requests": 42252, "measured_mean_ms": 25.3543, "simulated_mean_ms": 21.5252, "demerit_ms": 3.9032},
-    1: {"requests": 2267, "measured_mean_ms": 20.1267, "simulated_mean_ms": 16.0683, "demerit_ms": 5.6348},
+    0: {"requests": 42252, "measured_mean_ms": 25.3543, "simulated_mean_ms": 21.5252, "demerit_ms": 3.9032,
+        "disksim_demerit_ms": 3.924},
+    1: {"requests": 2267, "measured_mean_ms": 20.1267, "simulated_mean_ms": 16.0683, "demerit_ms": 5.6348,
+        "disksim_demerit_ms": 5.6609},
 }
 
 

@@ -18,7 +18,9 @@ def test_validate_json_prints_one_object_and_draws_the_cdfs(tmp_path: Path, caps
     assert main(["sim", "validate", "--spec", str(spec_file), "--trace", str(C2247A_TRACE), "--json",
                  "--plot", str(plot)]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms", "operations"}
+    assert set(out) == {"requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms", "disksim_demerit_ms",
+                        "operations"}
+    assert out["disksim_demerit_ms"] == pytest.approx(pins.C2247A["disksim_demerit_ms"], abs=0.02)
     assert out["requests"] == 9999
     assert [(r["op"], r["requests"]) for r in out["operations"]] == [("all", 9999), ("read", 5115), ("write", 4884)]
     assert out["operations"][2]["simulated_mean_ms"] == pytest.approx(
@@ -31,7 +33,8 @@ def test_validate_json_prints_one_object_and_draws_the_cdfs(tmp_path: Path, caps
 def test_validate_table_for_an_srt_trace(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "validate", "--trace", str(HPLAJW_TRACE), "--plot", "none"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["device", "op", "requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms"]
+    assert lines[0].split() == ["device", "op", "requests", "measured_mean_ms", "simulated_mean_ms", "demerit_ms",
+                                "disksim_demerit_ms"]
     assert [line.split()[:3] for line in lines[2:8]] == [
         ["0", "all", "42,252"], ["0", "read", "10,887"], ["0", "write", "31,365"],
         ["1", "all", "2,267"], ["1", "read", "2,153"], ["1", "write", "114"]]
