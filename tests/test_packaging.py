@@ -36,7 +36,8 @@ def test_every_top_level_folder_installs_under_blockheat_and_nothing_else() -> N
 def test_the_files_read_at_run_time_are_package_data() -> None:
     assert installed_files("blockheat.data") == [
         "disksim/COPYING", "disksim/README.md", "disksim/hp_c2247a/hp_c2247a.diskspecs",
-        "disksim/hp_c2247a/hp_c2247a.parv", "disksim/hp_c2247a/hp_c2247a_validate.model",
+        "disksim/hp_c2247a/hp_c2247a.parv", "disksim/hp_c2247a/hp_c2247a_disksim40_access_ms.txt",
+        "disksim/hp_c2247a/hp_c2247a_validate.model",
         "traces/disksim-validation/hp_c2247a.trace", "traces/hplajw/ajw.1week.srt"]
     specs = sorted(p.name for p in (REPO / "sim" / "specs").iterdir() if p.suffix in (".json", ".toml"))
     assert [f for f in installed_files("blockheat.sim") if f.startswith("specs/")] == [f"specs/{s}" for s in specs]

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -312,15 +313,16 @@ def test_sql_registers_tables_itself_while_the_server_holds_the_metastore(server
 
 def test_sql_is_read_only_unless_allow_writes(server, sql_home):
     delete = f"DELETE FROM requests WHERE trace_id = '{HPLAJW_TRACE_ID}'"
-    for sql in (delete, f"BEGIN EXECUTE IMMEDIATE 'RESET spark.blockheat.readOnly'; {delete}; END",
-                f"BEGIN EXECUTE IMMEDIATE 'RESET'; {delete}; END"):        # its own JVM: the seal outlives RESET
-        done = blockheat(sql_home / "wh1", "sql", sql)
-        assert done.returncode == 1, sql
-        assert "blockheat: error: read-only SQL: DeleteCommand is not allowed" in done.stderr, done.stderr[-3000:]
-    for sql, refusal in (("SET spark.blockheat.readOnly=false", "SET spark.blockheat.readOnly"),
-                         ("SET spark.blockheat.allowWrites=true", "SET spark.blockheat.allowWrites")):
-        done = blockheat(sql_home / "wh1", "sql", sql)
-        assert f"blockheat: error: read-only SQL: {refusal} is not allowed" in done.stderr, done.stderr[-3000:]
+    refusals = [(sql, "DeleteCommand") for sql in (
+        delete, f"BEGIN EXECUTE IMMEDIATE 'RESET spark.blockheat.readOnly'; {delete}; END",
+        f"BEGIN EXECUTE IMMEDIATE 'RESET'; {delete}; END")]                  # its own JVM: the seal outlives RESET
+    refusals += [("SET spark.blockheat.readOnly=false", "SET spark.blockheat.readOnly"),
+                 ("SET spark.blockheat.allowWrites=true", "SET spark.blockheat.allowWrites")]
+    with ThreadPoolExecutor(3) as pool:                 # each command a JVM of its own: three at a time
+        done = list(pool.map(lambda sql: blockheat(sql_home / "wh1", "sql", sql), [sql for sql, _ in refusals]))
+    for (sql, refusal), result in zip(refusals, done, strict=True):
+        assert result.returncode == 1, sql
+        assert f"blockheat: error: read-only SQL: {refusal} is not allowed" in result.stderr, result.stderr[-3000:]
 
 
 def test_saved_views_outlive_the_server_and_follow_a_moved_warehouse(server, sql_home):
