@@ -346,22 +346,25 @@ def settle_read_ahead(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray
             return
         # Still on its first track: one sector per sector time.
         p = min(l0 + max(0.0, math.floor((now - df[d, DF_RA_T0]) / df[d, DF_RA_ST])), l1, df[d, DF_RA_TARGET])
-        seg[d, SG_END, s] = p
-        if p - 1 >= l0:
-            cyl, head, _s, _spt, _skew = locate(zones, int(params[P_SURFACES]), int(p) - 1)
-            di[d, DI_CYL] = cyl
-            di[d, DI_HEAD] = head
-        di[d, DI_RA_SEG] = -1
-        return
-    p = _ra_progress(df, d, now)
+    else:
+        p = _ra_progress(df, d, now)
     seg[d, SG_END, s] = p
     if stop or p >= df[d, DF_RA_TARGET]:
-        last = int(p) - 1
-        if last >= df[d, DF_RA_L0]:
-            cyl, head, _s, _spt, _skew = locate(zones, int(params[P_SURFACES]), last)
-            di[d, DI_CYL] = cyl
-            di[d, DI_HEAD] = head
+        _park_head(zones, params, di, d, p, df[d, DF_RA_L0])
         di[d, DI_RA_SEG] = -1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _park_head(zones: np.ndarray, params: np.ndarray, di: np.ndarray, d: int, p: float,
+               first: float) -> bool:  # pragma: no cover
+    """Put disk d's head on the track of sector p - 1, the last a stream read, when the stream (from sector
+    `first`) read any; whether it did."""
+    if p - 1 < first:
+        return False
+    cyl, head, _s, _spt, _skew = locate(zones, int(params[P_SURFACES]), int(p) - 1)
+    di[d, DI_CYL] = cyl
+    di[d, DI_HEAD] = head
+    return True
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -382,11 +385,7 @@ def _stop_in_switch(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, 
     seg[d, SG_END, s] = p
     if in_switch:
         df[d, DF_ACT_FREE] = t_sw + sw
-    if p - 1 >= l1:
-        c, h, _s, _spt, _skew = locate(zones, surfaces, int(p) - 1)
-        di[d, DI_CYL] = c
-        di[d, DI_HEAD] = h
-    else:
+    if not _park_head(zones, params, di, d, p, l1):
         di[d, DI_CYL] = nxt[0]
         di[d, DI_HEAD] = nxt[1]
     di[d, DI_RA_SEG] = -1
@@ -586,6 +585,14 @@ def _write_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, d
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def _first_track_mark(params: np.ndarray, loc: tuple[int, int, int, int, int, int], tf: float,
+                      k0: int) -> float:  # pragma: no cover
+    """When the k0-th sector of a read whose first sector (at loc) is done at tf is buffered, k0 on that track:
+    one sector time apart."""
+    return tf + (k0 - 1) * params[P_ROT_US] / loc[3]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def _read_across_tracks(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray, di: np.ndarray, df: np.ndarray,
                         d: int, tm: float, t_disc: float, disc: float, lbn: int, n: int, k0: int,
                         loc: tuple[int, int, int, int, int, int], move: float, tf: float,
@@ -599,7 +606,7 @@ def _read_across_tracks(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarr
     bus = params[P_BUS_US]
     j = loc[5] - loc[2]
     if k0 <= j:
-        t_k0 = tf + (k0 - 1) * params[P_ROT_US] / loc[3]
+        t_k0 = _first_track_mark(params, loc, tf, k0)
     else:
         cyl, head = di[d, DI_CYL], di[d, DI_HEAD]
         t_k0 = disk_access_from(zones, seek_us, params, di, df, d, tm, tm, lbn, k0, False, False, loc, move)[1]
@@ -773,7 +780,7 @@ def detailed_service(zones: np.ndarray, seek_us: np.ndarray, params: np.ndarray,
             elif zero_latency:
                 t_k0 = tf + (te - tf) * (k0 - 1.0) / (n - 1.0)
             else:
-                t_k0 = tf + (k0 - 1) * params[P_ROT_US] / loc[3]
+                t_k0 = _first_track_mark(params, loc, tf, k0)
             t_k0 = max(t_k0, t0 + disc)
             if params[P_HOLD_READ] > 0.0 or n == 1:
                 done = max(te + bus, t_k0 + params[P_RESEL_FIRST_US] + prep + n * bus) + cpl

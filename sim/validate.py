@@ -85,16 +85,22 @@ def read_validation_trace(path: str | Path) -> ValidationTrace:
                            np.array(blocks, dtype=np.int64), np.array(access), np.array(idle))
 
 
+def _samples(measured_us: np.ndarray, simulated_us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The two samples a demerit compares, as float64; both must be non-empty."""
+    a = np.asarray(measured_us, dtype=np.float64)
+    b = np.asarray(simulated_us, dtype=np.float64)
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError("demerit needs two non-empty samples")
+    return a, b
+
+
 def demerit_ms(measured_us: np.ndarray, simulated_us: np.ndarray) -> float:
     """Root-mean-square horizontal distance (ms) between the two empirical CDFs.
 
     Equal sample sizes: the RMS of the differences of the sorted values. Otherwise both quantile
     functions are compared at the midpoints of max(n1, n2) equal probability steps.
     """
-    a = np.sort(np.asarray(measured_us, dtype=np.float64))
-    b = np.sort(np.asarray(simulated_us, dtype=np.float64))
-    if len(a) == 0 or len(b) == 0:
-        raise ValueError("demerit needs two non-empty samples")
+    a, b = (np.sort(x) for x in _samples(measured_us, simulated_us))
     if len(a) != len(b):
         m = max(len(a), len(b))
         p = (np.arange(m) + 0.5) / m
@@ -135,10 +141,7 @@ def disksim_demerit_ms(measured_us: np.ndarray, simulated_us: np.ndarray) -> flo
     both samples in DiskSim's access-time distribution, each CDF's quantile linearly interpolated between bucket
     starts at 10,000 equal probability steps, the RMS of the distances (ms). Coarser than `demerit_ms`: buckets
     grow to 1 % of their start (0.15 ms at 15 ms)."""
-    a = np.asarray(measured_us, dtype=np.float64)
-    b = np.asarray(simulated_us, dtype=np.float64)
-    if len(a) == 0 or len(b) == 0:
-        raise ValueError("demerit needs two non-empty samples")
+    a, b = _samples(measured_us, simulated_us)
     x = _DISKSIM_STARTS / 1000.0
     # the tool's probability points: 0.0001 added up in double precision while at most 1.0
     steps = np.cumsum(np.full(DISKSIM_RMS_STEPS + 1, 1.0 / DISKSIM_RMS_STEPS))
