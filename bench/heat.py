@@ -14,6 +14,16 @@ ratio (goal >= 0.2).
 bench when AWS_ENDPOINT_URL is not set, bench/object_store.py); DuckDB then reads a local copy of the same
 `requests` files (copied before the timed runs) and writes locally, and the check reads a local copy of
 blockheat's result.
+
+--job times what `blockheat heat TRACE --full` runs (jobs.extent_heat.run: one compiled pass per device over the
+`requests` files, extent_heat for the hour windows and the whole trace, disk_heat for its three layouts, the
+commits), in this process on a warm local[2] session, on generated traces of --marginal-from M and --millions N
+million requests (loaded by a child process), against DuckDB's query above on the same files, alternating --repeat
+times; prints each one's marginal rate from M to N requests and their ratio (goal >= 2), and checks that both give
+the same hour-window rows of the N-request trace. The job computes more than DuckDB's query (the whole-trace rows,
+disk heat), so the ratio is conservative.
+
+    .venv/bin/python bench/heat.py --job --millions 20 --marginal-from 2
 """
 from __future__ import annotations
 
@@ -37,6 +47,7 @@ import object_store  # (bench/object_store.py, next to this script)
 
 EXTENT = 1 << 20
 WINDOW_US = 3_600_000_000
+JOB_GOAL = 2.0          # --job: the command's marginal rate over DuckDB's
 
 
 def make_requests(n: int, trace_id: str, seed: int = 5) -> pa.Table:
@@ -58,11 +69,31 @@ def make_requests(n: int, trace_id: str, seed: int = 5) -> pa.Table:
 
 
 def load(spark, cfg, table: pa.Table, trace_id: str, tmp: Path) -> None:  # type: ignore[no-untyped-def]
-    from blockheat.libs.io.tables import replace_trace
+    """The generated requests as the trace's `requests` rows, and its `traces` catalog row (the jobs read it)."""
+    import datetime
+
+    import pyarrow.compute as pc
+
+    from blockheat.libs.io.delta_files import replace_from_driver
+    from blockheat.libs.io.tables import replace_trace, table_target
+    from blockheat.schemas import traces
 
     staged = tmp / f"{trace_id}.parquet"
     pq.write_table(table, staged)
     replace_trace(spark.read.parquet(str(staged)), spark, cfg.warehouse, "requests", trace_id)
+    read = pc.equal(table["op"], "R")
+    size = table["size_bytes"]
+    reads = int(pc.sum(read).as_py() or 0)
+    bytes_read = int(pc.sum(pc.if_else(read, size, 0)).as_py() or 0)
+    row = {"trace_id": trace_id, "format": "generated", "source_files": [],
+           "span_us": int(pc.max(table["ts_us"]).as_py()), "devices": sorted(pc.unique(table["device"]).to_pylist()),
+           "records_read": table.num_rows,
+           "records_accepted": table.num_rows, "records_rejected": 0, "rejected_by_reason": [], "reads": reads,
+           "writes": table.num_rows - reads, "bytes_read": bytes_read,
+           "bytes_written": int(pc.sum(size).as_py()) - bytes_read, "ingested_at": datetime.datetime.now(datetime.UTC),
+           "options": [], "geometry": []}
+    replace_from_driver(spark, table_target(spark, cfg.warehouse, traces.TABLE), {"trace_id": trace_id},
+                        pa.Table.from_pylist([row], schema=traces.ARROW_SCHEMA))
 
 
 def blockheat_heat(spark, cfg, trace_id: str, span_us: int) -> float:  # type: ignore[no-untyped-def]
@@ -149,16 +180,101 @@ def main() -> int:
     parser.add_argument("--millions", type=float, default=5.0)
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each engine, alternating (median)")
+    parser.add_argument("--job", action="store_true",
+                        help="time the `blockheat heat` command's run against DuckDB (marginal rate)")
+    parser.add_argument("--marginal-from", type=float, default=None, metavar="M",
+                        help="with --job: the smaller trace (million requests) of the marginal rate")
+    parser.add_argument("--prepare-job", action="store_true", help=argparse.SUPPRESS)   # the child: load the traces
     object_store.add_option(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     tmp = Path(args.workdir or tempfile.mkdtemp(prefix="bench-heat-"))
     tmp.mkdir(parents=True, exist_ok=True)
-    with object_store.warehouse(args.warehouse, tmp) as wh:
-        code = run(args, tmp, wh)
+    if args.prepare_job:
+        prepare_job(args, tmp)
+        return 0
+    if args.job:
+        code = run_job(args, tmp)
+    else:
+        with object_store.warehouse(args.warehouse, tmp) as wh:
+            code = run(args, tmp, wh)
     if not args.workdir:
         shutil.rmtree(tmp, ignore_errors=True)
     return code
+
+
+def _job_traces(args: argparse.Namespace) -> dict[str, int]:
+    return {"warm": 200_000, "base": int(args.marginal_from * 1_000_000), "bench": int(args.millions * 1_000_000)}
+
+
+def prepare_job(args: argparse.Namespace, tmp: Path) -> None:
+    """The child of --job: its traces loaded into tmp/warehouse (the generator's memory freed with the process)."""
+    from blockheat.libs.io.session import SparkConfig, build_session
+
+    cfg = SparkConfig(master="local[2]", warehouse=tmp / "warehouse", app_name="bench-heat-load",
+                      extra={"spark.ui.showConsoleProgress": "false"})
+    spark = build_session(cfg)
+    for trace_id, count in _job_traces(args).items():
+        load(spark, cfg, make_requests(count, trace_id), trace_id, tmp)
+    spark.stop()
+
+
+def job_heat(spark, cfg, trace_id: str) -> float:  # type: ignore[no-untyped-def]
+    """Seconds of `blockheat heat TRACE --full` (its run, on this session)."""
+    from blockheat.jobs.extent_heat import HeatConfig
+    from blockheat.jobs.extent_heat import run as heat_run
+
+    start = time.perf_counter()
+    heat_run(spark, cfg, HeatConfig(trace_id, extent_bytes=EXTENT, window_us=WINDOW_US), full=True)
+    return time.perf_counter() - start
+
+
+def run_job(args: argparse.Namespace, tmp: Path) -> int:
+    """--job: the command's marginal rate against DuckDB's (see the module docstring)."""
+    import subprocess
+
+    import duckdb
+
+    from blockheat.libs.io.session import SparkConfig, build_session
+
+    if args.marginal_from is None or not 0 < args.marginal_from < args.millions:
+        raise SystemExit("--job needs --marginal-from M with 0 < M < --millions")
+    subprocess.run([sys.executable, __file__, "--prepare-job", "--millions", str(args.millions), "--marginal-from",
+                    str(args.marginal_from), "--workdir", str(tmp)], check=True)
+    wh = object_store.Warehouse(tmp / "warehouse", f"local {tmp / 'warehouse'}")
+    cfg = SparkConfig(master="local[2]", warehouse=wh.location, app_name="bench-heat-job",
+                      extra={"spark.ui.showConsoleProgress": "false"})
+    spark = build_session(cfg)
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    traces = _job_traces(args)
+    files = {trace: reference_files(spark, wh, trace, tmp) for trace in traces}
+    duckdb_heat(con, files["warm"], "warm", tmp / "duck-warm.parquet")           # warm-ups
+    job_heat(spark, cfg, "warm")
+    times: dict[str, dict[str, list[float]]] = {"DuckDB": {"base": [], "bench": []},
+                                                "blockheat": {"base": [], "bench": []}}
+    for _ in range(max(1, args.repeat)):
+        for trace in ("base", "bench"):
+            out = tmp / f"duck-{trace}.parquet"
+            out.unlink(missing_ok=True)
+            times["DuckDB"][trace].append(duckdb_heat(con, files[trace], trace, out))
+            times["blockheat"][trace].append(job_heat(spark, cfg, trace))
+    diff, rows = same_numbers(spark, con, wh, "bench", tmp / "duck-bench.parquet", tmp)
+    spark.stop()
+    if diff:
+        print(f"MISMATCH: {diff} rows differ between the heat job and DuckDB")
+        return 1
+    n, m = traces["bench"], traces["base"]
+    rates = {}
+    for engine, runs in times.items():
+        rates[engine] = (n - m) / (statistics.median(runs["bench"]) - statistics.median(runs["base"]))
+        print(f"{engine:9s} extent heat: marginal {rates[engine] / 1e6:.3f} M req/s from {m:,} to {n:,} requests "
+              f"(runs {', '.join(f'{t:.2f}' for t in runs['base'])} s and "
+              f"{', '.join(f'{t:.2f}' for t in runs['bench'])} s)")
+    print(f"blockheat heat over DuckDB: {rates['blockheat'] / rates['DuckDB']:.2f}x (marginal; goal {JOB_GOAL:g}x); "
+          f"the {n:,}-request hour rows identical ({rows:,} rows)")
+    return 0
 
 
 def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
@@ -168,7 +284,6 @@ def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
 
     cfg = SparkConfig(master="local[2]", warehouse=wh.location, app_name="bench-heat",
                       extra={"spark.ui.showConsoleProgress": "false"})
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = build_session(cfg)
     con = duckdb.connect()
     con.execute("SET threads = 2")

@@ -172,12 +172,25 @@ def device_state(seed: int, device: str) -> np.uint64:
     return np.uint64(_seeded_state(seed, np.frombuffer(device.encode(), np.uint8)))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _shift_of(d: int) -> int:  # pragma: no cover
+    """log2(d) when d is a power of two (x >> it is x // d for every int x), else -1."""
+    if d <= 0 or d & (d - 1):
+        return -1
+    s = 0
+    while (1 << s) < d:
+        s += 1
+    return s
+
+
 @njit(cache=True, nogil=True)
 def _disk(state: uint64, seq: int, disks: int) -> int:  # pragma: no cover
     """pmod(XXH64 of seq's 8 bytes continuing from `state` (device_state), disks): Spark's pmod of the signed
     hash."""
     acc = state ^ _round(uint64(0), uint64(seq))
     acc = _fmix(_rotl(acc, 27) * _P1 + _P4)
+    if disks & (disks - 1) == 0:                # a power of two: the residue by a mask, not a division
+        return np.int64(acc) & (disks - 1)
     r = np.int64(acc) % disks
     return r + disks if r < 0 else r
 
@@ -210,14 +223,30 @@ def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.n
     traced = np.zeros((2, spans), np.int64)
     rand = np.zeros((2, spans * disks), np.int64)
     striped = np.zeros((2, spans * width), np.int64)
+    # Power-of-two extents, units and moduli (the usual sizes) by shifts and masks instead of 64-bit divisions, and
+    # the window of a request in the previous one's window without one: the same numbers, a third of the time.
+    e_shift, u_shift = _shift_of(extent_bytes), _shift_of(unit_bytes)
+    w_mask = width - 1 if _shift_of(width) >= 0 else -1
+    win, win_start = 0, 1
+    win_end = 0
     for i in range(ts.shape[0]):
-        w = ts[i] // window_us - w_lo if window_us else 0
+        if window_us:
+            t = ts[i]
+            if t < win_start or t >= win_end:
+                win = t // window_us
+                win_start = win * window_us
+                win_end = win_start + window_us
+            w = win - w_lo
+        else:
+            w = 0
         lo = offset[i]
         hi = lo + size[i]
         r = read[i]
         k = w - w_first
         if 0 <= k < w_count:
-            for e in range(lo // extent_bytes, (hi - 1) // extent_bytes + 1):
+            first_e = lo >> e_shift if e_shift >= 0 else lo // extent_bytes
+            last_e = (hi - 1) >> e_shift if e_shift >= 0 else (hi - 1) // extent_bytes
+            for e in range(first_e, last_e + 1):
                 a = max(lo, e * extent_bytes)
                 b = min(hi, (e + 1) * extent_bytes)
                 n = number[e - e_lo] if dense else np.searchsorted(ids, e)
@@ -234,11 +263,17 @@ def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.n
         c = w * disks + _disk(state, seq[i], disks)
         rand[0, c] += 1
         rand[1, c] += whole
-        for u in range(lo // unit_bytes, (hi - 1) // unit_bytes + 1):
+        first_u = lo >> u_shift if u_shift >= 0 else lo // unit_bytes
+        last_u = (hi - 1) >> u_shift if u_shift >= 0 else (hi - 1) // unit_bytes
+        for u in range(first_u, last_u + 1):
             a = max(lo, u * unit_bytes)
             b = min(hi, (u + 1) * unit_bytes)
-            m = u % width
-            c = w * width + (m + width if m < 0 else m)
+            if w_mask >= 0:
+                m = u & w_mask                  # two's complement: the non-negative residue
+            else:
+                m = u % width
+                m = m + width if m < 0 else m
+            c = w * width + m
             striped[0, c] += 1
             striped[1, c] += _blocks(a, b)
     return ext, traced, rand, striped

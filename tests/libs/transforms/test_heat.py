@@ -294,7 +294,7 @@ def test_spark_xxhash64_disk_reproduces_spark_bit_for_bit(spark):
     rng = np.random.default_rng(3)
     seqs = np.concatenate([rng.integers(-(1 << 62), 1 << 62, 300), [0, -1, (1 << 63) - 1, -(1 << 63)]])
     devices = ["", "a", "h_0", "disk", "hplajw_c", "hplajw_c0t6d0", "é-ü", "x" * 31, "y" * 32, "z" * 45]
-    for seed, disks in ((0, 5), (5, 3), (-7, 40), (1 << 40, 7)):
+    for seed, disks in ((0, 5), (5, 3), (-7, 40), (1 << 40, 7), (9, 8), (2, 1)):     # 8 and 1: by a mask
         df = spark.createDataFrame([(d, int(s)) for d in devices for s in seqs], "device string, seq long")
         got = df.select(F.pmod(F.xxhash64(F.lit(seed), F.col("device"), F.col("seq")), F.lit(disks)).alias("k"))
         want = np.array([r.k for r in got.collect()], np.int64)
@@ -408,7 +408,9 @@ def _reference_heat(table: pa.Table, device: str, p) -> tuple[dict[int, set], di
     {},                                                            # hourly windows, 1 MiB extents, 4 and 4 disks
     {"window_us": 0, "width": 3, "disks": 5, "seed": 1 << 40},      # the whole trace only; a seed beyond 32 bits
     {"window_us": 600_000_000, "extent_bytes": 65_536, "stripe_unit_bytes": 4096, "width": 7, "disks": 40,
-     "seed": -7}])
+     "seed": -7},
+    # extents and units not powers of two (divided, not shifted), 8 striped and 8 random disks (masked)
+    {"extent_bytes": 3 << 19, "stripe_unit_bytes": 3 * 4096, "width": 8, "disks": 8, "seed": 3}])
 @pytest.mark.parametrize("passes", ["one pass", "window passes", "binary search"])
 def test_the_compiled_pass_counts_every_piece_of_every_request(params, passes, monkeypatch):
     """device_heat's compiled passes (heat_kernels) give the counts of a plain loop over the requests: every
