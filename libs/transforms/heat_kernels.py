@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint64
 
+from blockheat.libs.transforms.int_kernels import div, shift_of
+
 # XXH64's primes.
 _P1, _P2, _P3 = np.uint64(0x9E3779B185EBCA87), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9)
 _P4, _P5 = np.uint64(0x85EBCA77C2B2AE63), np.uint64(0x27D4EB2F165667C5)
@@ -172,17 +174,6 @@ def device_state(seed: int, device: str) -> np.uint64:
     return np.uint64(_seeded_state(seed, np.frombuffer(device.encode(), np.uint8)))
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _shift_of(d: int) -> int:  # pragma: no cover
-    """log2(d) when d is a power of two (x >> it is x // d for every int x), else -1."""
-    if d <= 0 or d & (d - 1):
-        return -1
-    s = 0
-    while (1 << s) < d:
-        s += 1
-    return s
-
-
 @njit(cache=True, nogil=True)
 def _disk(state: uint64, seq: int, disks: int) -> int:  # pragma: no cover
     """pmod(XXH64 of seq's 8 bytes continuing from `state` (device_state), disks): Spark's pmod of the signed
@@ -225,8 +216,8 @@ def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.n
     striped = np.zeros((2, spans * width), np.int64)
     # Power-of-two extents, units and moduli (the usual sizes) by shifts and masks instead of 64-bit divisions, and
     # the window of a request in the previous one's window without one: the same numbers, a third of the time.
-    e_shift, u_shift = _shift_of(extent_bytes), _shift_of(unit_bytes)
-    w_mask = width - 1 if _shift_of(width) >= 0 else -1
+    e_shift, u_shift = shift_of(extent_bytes), shift_of(unit_bytes)
+    w_mask = width - 1 if shift_of(width) >= 0 else -1
     win, win_start = 0, 1
     win_end = 0
     for i in range(ts.shape[0]):
@@ -244,9 +235,7 @@ def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.n
         r = read[i]
         k = w - w_first
         if 0 <= k < w_count:
-            first_e = lo >> e_shift if e_shift >= 0 else lo // extent_bytes
-            last_e = (hi - 1) >> e_shift if e_shift >= 0 else (hi - 1) // extent_bytes
-            for e in range(first_e, last_e + 1):
+            for e in range(div(lo, extent_bytes, e_shift), div(hi - 1, extent_bytes, e_shift) + 1):
                 a = max(lo, e * extent_bytes)
                 b = min(hi, (e + 1) * extent_bytes)
                 n = number[e - e_lo] if dense else np.searchsorted(ids, e)
@@ -263,9 +252,7 @@ def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.n
         c = w * disks + _disk(state, seq[i], disks)
         rand[0, c] += 1
         rand[1, c] += whole
-        first_u = lo >> u_shift if u_shift >= 0 else lo // unit_bytes
-        last_u = (hi - 1) >> u_shift if u_shift >= 0 else (hi - 1) // unit_bytes
-        for u in range(first_u, last_u + 1):
+        for u in range(div(lo, unit_bytes, u_shift), div(hi - 1, unit_bytes, u_shift) + 1):
             a = max(lo, u * unit_bytes)
             b = min(hi, (u + 1) * unit_bytes)
             if w_mask >= 0:

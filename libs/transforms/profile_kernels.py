@@ -10,6 +10,8 @@ from numba.core import cgutils
 from numba.cpython.unsafe.numbers import leading_zeros
 from numba.extending import intrinsic
 
+from blockheat.libs.transforms.int_kernels import div, shift_of
+
 _POW10 = np.array([10 ** k for k in range(19)], np.int64)
 _INV10 = np.array([1.0 / 10 ** k for k in range(19)], np.float64)
 # For a value of bit length b, the exponent e (its step 10**e, 4 significant digits kept) of the smallest one,
@@ -183,23 +185,6 @@ def _flush(cells: np.ndarray, nc: int, k: int, counts: np.ndarray, touched: np.n
     return cells, nc
 
 
-@numba.njit(cache=True, inline="always")
-def _shift_of(d: int) -> int:  # pragma: no cover - compiled
-    """log2(d) when d is a power of two, else -1."""
-    if d <= 0 or d & (d - 1):
-        return -1
-    s = 0
-    while (1 << s) < d:
-        s += 1
-    return s
-
-
-@numba.njit(cache=True, inline="always")
-def _div(x: int, d: int, shift: int) -> int:  # pragma: no cover - compiled
-    """x // d (x >= 0), by a shift when d is a power of two (a division costs ~30 cycles)."""
-    return x >> shift if shift >= 0 else x // d
-
-
 @numba.njit(cache=True)
 def _grow(a: np.ndarray, size: int, fill: float = 0) -> np.ndarray:  # pragma: no cover - compiled
     """a in an array of at least `size` (twice a's length or more), the new part `fill`."""
@@ -249,7 +234,7 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     in no order). seen_blocks, seen_last: the blocks accessed before these requests and their last access (empty:
     none)."""
     n = len(ts)
-    bshift, eshift, rshift = _shift_of(block_bytes), _shift_of(extent_bytes), _shift_of(region_bytes)
+    bshift, eshift, rshift = shift_of(block_bytes), shift_of(extent_bytes), shift_of(region_bytes)
     bits = 12
     table = _new_table(bits, WORDS)
     used = 0
@@ -291,7 +276,7 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     ahead = 8                                         # the request whose first entry is fetched meanwhile
     for i in range(n):
         if i + ahead < n:
-            _prefetch(table, _home(_div(lo[i + ahead], block_bytes, bshift) // CHUNK, bits) * WORDS)
+            _prefetch(table, _home(div(lo[i + ahead], block_bytes, bshift) // CHUNK, bits) * WORDS)
         t = ts[i]
         if k < 0 or t >= w_end:                       # a new window (requests come in time order)
             if k >= 0:                                # the last one's sums, kept in locals meanwhile
@@ -315,12 +300,12 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
                 rs, rs2, rmx = _grow(rs, m), _grow(rs2, m), _grow(rmx, m, -np.inf)
             win[k] = w
         first, final = lo[i], hi[i] - 1
-        for r in range(_div(first, region_bytes, rshift), _div(final, region_bytes, rshift) + 1):
+        for r in range(div(first, region_bytes, rshift), div(final, region_bytes, rshift) + 1):
             if buckets > 1 and r % buckets != bucket:
                 continue
             a = max(first, r * region_bytes)
             z = min(final, (r + 1) * region_bytes - 1)
-            for e in range(_div(a, extent_bytes, eshift), _div(z, extent_bytes, eshift) + 1):
+            for e in range(div(a, extent_bytes, eshift), div(z, extent_bytes, eshift) + 1):
                 etable, ebits, known, at = _entry(etable, ebits, net, e, 2, 0)
                 if known > net:                       # the window's first touch of the extent
                     extents = _grow(extents, known)
@@ -329,7 +314,7 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
                 etable[at + 1] += 1
             chunk = -1
             at = 0
-            for b in range(_div(a, block_bytes, bshift), _div(z, block_bytes, bshift) + 1):
+            for b in range(div(a, block_bytes, bshift), div(z, block_bytes, bshift) + 1):
                 q = b // CHUNK
                 if q != chunk:
                     chunk = q
