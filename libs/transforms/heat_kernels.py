@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint64
 
-from blockheat.libs.transforms.int_kernels import div, shift_of
+from blockheat.libs.transforms.int_kernels import div, mask_of, pmod, shift_of
 
 # XXH64's primes.
 _P1, _P2, _P3 = np.uint64(0x9E3779B185EBCA87), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9)
@@ -180,10 +180,7 @@ def _disk(state: uint64, seq: int, disks: int) -> int:  # pragma: no cover
     hash."""
     acc = state ^ _round(uint64(0), uint64(seq))
     acc = _fmix(_rotl(acc, 27) * _P1 + _P4)
-    if disks & (disks - 1) == 0:                # a power of two: the residue by a mask, not a division
-        return np.int64(acc) & (disks - 1)
-    r = np.int64(acc) % disks
-    return r + disks if r < 0 else r
+    return pmod(np.int64(acc), disks, mask_of(disks))
 
 
 @njit(cache=True, nogil=True)
@@ -217,9 +214,8 @@ def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.n
     # Power-of-two extents, units and moduli (the usual sizes) by shifts and masks instead of 64-bit divisions, and
     # the window of a request in the previous one's window without one: the same numbers, a third of the time.
     e_shift, u_shift = shift_of(extent_bytes), shift_of(unit_bytes)
-    w_mask = width - 1 if shift_of(width) >= 0 else -1
-    win, win_start = 0, 1
-    win_end = 0
+    w_mask = mask_of(width)
+    win, win_start, win_end = 0, 1, 0           # an empty window [1, 0): the first request computes its own
     for i in range(ts.shape[0]):
         if window_us:
             t = ts[i]
@@ -255,12 +251,7 @@ def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.n
         for u in range(div(lo, unit_bytes, u_shift), div(hi - 1, unit_bytes, u_shift) + 1):
             a = max(lo, u * unit_bytes)
             b = min(hi, (u + 1) * unit_bytes)
-            if w_mask >= 0:
-                m = u & w_mask                  # two's complement: the non-negative residue
-            else:
-                m = u % width
-                m = m + width if m < 0 else m
-            c = w * width + m
+            c = w * width + pmod(u, width, w_mask)
             striped[0, c] += 1
             striped[1, c] += _blocks(a, b)
     return ext, traced, rand, striped

@@ -10,7 +10,7 @@ from numba.core import cgutils
 from numba.cpython.unsafe.numbers import leading_zeros
 from numba.extending import intrinsic
 
-from blockheat.libs.transforms.int_kernels import div, shift_of
+from blockheat.libs.transforms.int_kernels import div, mask_of, pmod, shift_of
 
 _POW10 = np.array([10 ** k for k in range(19)], np.int64)
 _INV10 = np.array([1.0 / 10 ** k for k in range(19)], np.float64)
@@ -235,6 +235,7 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     none)."""
     n = len(ts)
     bshift, eshift, rshift = shift_of(block_bytes), shift_of(extent_bytes), shift_of(region_bytes)
+    b_mask = mask_of(buckets)
     bits = 12
     table = _new_table(bits, WORDS)
     used = 0
@@ -301,7 +302,7 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
             win[k] = w
         first, final = lo[i], hi[i] - 1
         for r in range(div(first, region_bytes, rshift), div(final, region_bytes, rshift) + 1):
-            if buckets > 1 and r % buckets != bucket:
+            if buckets > 1 and pmod(r, buckets, b_mask) != bucket:
                 continue
             a = max(first, r * region_bytes)
             z = min(final, (r + 1) * region_bytes - 1)
