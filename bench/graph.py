@@ -45,6 +45,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import marginal  # (bench/marginal.py, next to this script)
 import object_store  # (bench/object_store.py, next to this script)
 
 TAU = 9
@@ -208,32 +209,11 @@ def same_as_job(warehouse: Path, edges: Path) -> int:
     return ours.height
 
 
-def prepare_job(args: argparse.Namespace, work: Path) -> None:
-    """The child: the traces warm (200,000 requests), base (--marginal-from) and bench (--millions) loaded."""
-    from heat import load, make_requests  # bench/heat.py
-
-    from blockheat.libs.io.session import SparkConfig, build_session
-
-    cfg = SparkConfig(master="local[2]", warehouse=work / "warehouse", app_name="bench-graph-load",
-                      extra={"spark.ui.showConsoleProgress": "false"})
-    spark = build_session(cfg)
-    for trace_id, count in (("warm", 200_000), ("base", int(args.marginal_from * 1_000_000)),
-                            ("bench", int(args.millions * 1_000_000))):
-        load(spark, cfg, make_requests(count, trace_id), trace_id, work)
-    spark.stop()
-
-
 def run_job(args: argparse.Namespace, work: Path) -> int:
     """--job: the command's marginal rate against polars' (see the module docstring)."""
-    import statistics
-    import subprocess
-
     from blockheat.libs.io.session import SparkConfig, build_session
 
-    if args.marginal_from is None or not 0 < args.marginal_from < args.millions:
-        raise SystemExit("--job needs --marginal-from M with 0 < M < --millions")
-    subprocess.run([sys.executable, __file__, "--prepare-job", "--millions", str(args.millions), "--marginal-from",
-                    str(args.marginal_from), "--workdir", str(work)], check=True)
+    traces = marginal.prepare(__file__, args, work)
     warehouse = work / "warehouse"
     cfg = SparkConfig(master="local[2]", warehouse=warehouse, app_name="bench-graph-job",
                       extra={"spark.ui.showConsoleProgress": "false"})
@@ -249,14 +229,9 @@ def run_job(args: argparse.Namespace, work: Path) -> int:
             times["blockheat"][trace].append(job_graph(spark, cfg, trace))
     spark.stop()
     edges = same_as_job(warehouse, work / "edges-base.parquet")
-    n, m = int(args.millions * 1_000_000), int(args.marginal_from * 1_000_000)
-    rates = {}
-    for engine, runs in times.items():
-        rates[engine] = (n - m) / (statistics.median(runs["bench"]) - statistics.median(runs["base"]))
-        print(f"{engine:9s} graph: marginal {rates[engine] / 1e6:.3f} M req/s from {m:,} to {n:,} requests (runs "
-              f"{', '.join(f'{t:.2f}' for t in runs['base'])} s and {', '.join(f'{t:.2f}' for t in runs['bench'])} s)")
+    rates = marginal.rates(times, traces, "graph")
     print(f"blockheat graph over polars: {rates['blockheat'] / rates['polars']:.2f}x (marginal; goal {JOB_GOAL:g}x); "
-          f"the {m:,}-request graphs identical ({edges:,} edges)")
+          f"the {traces['base']:,}-request graphs identical ({edges:,} edges)")
     return 0
 
 
@@ -269,11 +244,7 @@ def main() -> int:
                         help="who writes the edges' Parquet: the reduce tasks (default, as alis_graph) or Spark")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark setting for the blockheat side (repeatable)")
-    parser.add_argument("--job", action="store_true",
-                        help="time the `blockheat graph` command's run against polars on request traces")
-    parser.add_argument("--marginal-from", type=float, default=None, metavar="M",
-                        help="with --job: the smaller trace (million requests) of the marginal rate")
-    parser.add_argument("--prepare-job", action="store_true", help=argparse.SUPPRESS)   # the child: load the traces
+    marginal.add_job_options(parser, "graph", "polars on request traces")
     object_store.add_option(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -282,7 +253,7 @@ def main() -> int:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-bench-graph-"))
     work.mkdir(parents=True, exist_ok=True)
     if args.prepare_job:
-        prepare_job(args, work)
+        marginal.load_traces(args, work, "bench-graph-load")
         return 0
     if args.job:
         code = run_job(args, work)

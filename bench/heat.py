@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import marginal  # (bench/marginal.py, next to this script)
 import object_store  # (bench/object_store.py, next to this script)
 
 EXTENT = 1 << 20
@@ -180,11 +181,7 @@ def main() -> int:
     parser.add_argument("--millions", type=float, default=5.0)
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each engine, alternating (median)")
-    parser.add_argument("--job", action="store_true",
-                        help="time the `blockheat heat` command's run against DuckDB (marginal rate)")
-    parser.add_argument("--marginal-from", type=float, default=None, metavar="M",
-                        help="with --job: the smaller trace (million requests) of the marginal rate")
-    parser.add_argument("--prepare-job", action="store_true", help=argparse.SUPPRESS)   # the child: load the traces
+    marginal.add_job_options(parser, "heat", "DuckDB")
     object_store.add_option(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -192,7 +189,7 @@ def main() -> int:
     tmp = Path(args.workdir or tempfile.mkdtemp(prefix="bench-heat-"))
     tmp.mkdir(parents=True, exist_ok=True)
     if args.prepare_job:
-        prepare_job(args, tmp)
+        marginal.load_traces(args, tmp, "bench-heat-load")
         return 0
     if args.job:
         code = run_job(args, tmp)
@@ -202,22 +199,6 @@ def main() -> int:
     if not args.workdir:
         shutil.rmtree(tmp, ignore_errors=True)
     return code
-
-
-def _job_traces(args: argparse.Namespace) -> dict[str, int]:
-    return {"warm": 200_000, "base": int(args.marginal_from * 1_000_000), "bench": int(args.millions * 1_000_000)}
-
-
-def prepare_job(args: argparse.Namespace, tmp: Path) -> None:
-    """The child of --job: its traces loaded into tmp/warehouse (the generator's memory freed with the process)."""
-    from blockheat.libs.io.session import SparkConfig, build_session
-
-    cfg = SparkConfig(master="local[2]", warehouse=tmp / "warehouse", app_name="bench-heat-load",
-                      extra={"spark.ui.showConsoleProgress": "false"})
-    spark = build_session(cfg)
-    for trace_id, count in _job_traces(args).items():
-        load(spark, cfg, make_requests(count, trace_id), trace_id, tmp)
-    spark.stop()
 
 
 def job_heat(spark, cfg, trace_id: str) -> float:  # type: ignore[no-untyped-def]
@@ -232,23 +213,17 @@ def job_heat(spark, cfg, trace_id: str) -> float:  # type: ignore[no-untyped-def
 
 def run_job(args: argparse.Namespace, tmp: Path) -> int:
     """--job: the command's marginal rate against DuckDB's (see the module docstring)."""
-    import subprocess
-
     import duckdb
 
     from blockheat.libs.io.session import SparkConfig, build_session
 
-    if args.marginal_from is None or not 0 < args.marginal_from < args.millions:
-        raise SystemExit("--job needs --marginal-from M with 0 < M < --millions")
-    subprocess.run([sys.executable, __file__, "--prepare-job", "--millions", str(args.millions), "--marginal-from",
-                    str(args.marginal_from), "--workdir", str(tmp)], check=True)
+    traces = marginal.prepare(__file__, args, tmp)
     wh = object_store.Warehouse(tmp / "warehouse", f"local {tmp / 'warehouse'}")
     cfg = SparkConfig(master="local[2]", warehouse=wh.location, app_name="bench-heat-job",
                       extra={"spark.ui.showConsoleProgress": "false"})
     spark = build_session(cfg)
     con = duckdb.connect()
     con.execute("SET threads = 2")
-    traces = _job_traces(args)
     files = {trace: reference_files(spark, wh, trace, tmp) for trace in traces}
     duckdb_heat(con, files["warm"], "warm", tmp / "duck-warm.parquet")           # warm-ups
     job_heat(spark, cfg, "warm")
@@ -265,15 +240,9 @@ def run_job(args: argparse.Namespace, tmp: Path) -> int:
     if diff:
         print(f"MISMATCH: {diff} rows differ between the heat job and DuckDB")
         return 1
-    n, m = traces["bench"], traces["base"]
-    rates = {}
-    for engine, runs in times.items():
-        rates[engine] = (n - m) / (statistics.median(runs["bench"]) - statistics.median(runs["base"]))
-        print(f"{engine:9s} extent heat: marginal {rates[engine] / 1e6:.3f} M req/s from {m:,} to {n:,} requests "
-              f"(runs {', '.join(f'{t:.2f}' for t in runs['base'])} s and "
-              f"{', '.join(f'{t:.2f}' for t in runs['bench'])} s)")
+    rates = marginal.rates(times, traces, "extent heat")
     print(f"blockheat heat over DuckDB: {rates['blockheat'] / rates['DuckDB']:.2f}x (marginal; goal {JOB_GOAL:g}x); "
-          f"the {n:,}-request hour rows identical ({rows:,} rows)")
+          f"the {traces['bench']:,}-request hour rows identical ({rows:,} rows)")
     return 0
 
 

@@ -49,6 +49,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import object_store  # noqa: E402  (bench/object_store.py, next to this script)
+from marginal import rate  # noqa: E402  (bench/marginal.py, next to this script)
 from memory import PeakMemory, parts_text  # noqa: E402  (bench/memory.py, next to this script)
 
 GOAL_RPS = 1.3e6
@@ -196,19 +197,6 @@ def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
             raise SystemExit("the two profile paths disagree")
     spark.stop()
     return 0
-
-
-def rate(n: int, times: list[float], m: int | None, base_times: list[float], label: str) -> float:
-    """Requests per second: the marginal from m to n requests when m is given (medians), else n over the median."""
-    whole = n / statistics.median(times)
-    if not m:
-        print(f"{label}: {whole / 1e6:.3f} M req/s at {n:,} requests ({', '.join(f'{t:.2f}' for t in times)} s)")
-        return whole
-    slope = (n - m) / (statistics.median(times) - statistics.median(base_times))
-    print(f"{label}: marginal {slope / 1e6:.3f} M req/s from {m:,} to {n:,} requests (runs "
-          f"{', '.join(f'{t:.2f}' for t in base_times)} s and {', '.join(f'{t:.2f}' for t in times)} s; whole "
-          f"{whole / 1e6:.3f} M req/s)")
-    return slope
 
 
 def libcachesim_csv(table, path: Path) -> None:  # type: ignore[no-untyped-def]
