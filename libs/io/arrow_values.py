@@ -1,13 +1,15 @@
 """Arrow columns as Python values without pandas, which pyarrow loads (a fifth of a second) to convert a time-zoned
-timestamp: such timestamps, nested ones too, are cast to naive UTC ones before to_pylist()."""
+timestamp: such timestamps, nested ones too, are cast to naive UTC ones before to_pylist(). And a column's rows
+equal to a value as a numpy mask, a dictionary column compared by its dictionary."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
-__all__ = ["naive_type", "utc_values"]
+__all__ = ["equal_mask", "naive_type", "utc_values"]
 
 
 def naive_type(t: pa.DataType) -> pa.DataType:
@@ -30,3 +32,21 @@ def utc_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
     """column.to_pylist(), time-zoned timestamps given as naive datetimes in UTC."""
     naive = naive_type(column.type)
     return (column.cast(naive) if naive != column.type else column).to_pylist()
+
+
+def equal_mask(column: pa.ChunkedArray | pa.Array, value: Any) -> np.ndarray:
+    """column == value per row as a numpy bool array (a null is not equal). A dictionary column (the requests'
+    `op`) is compared by its few dictionary entries and those looked up by the indices, not decoded row by row."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts = []
+    for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+        if pa.types.is_dictionary(chunk.type):
+            hit = np.append(pc.equal(chunk.dictionary, value).fill_null(False).to_numpy(zero_copy_only=False), False)
+            indices = chunk.indices.fill_null(-1) if chunk.null_count else chunk.indices
+            parts.append(hit[indices.to_numpy()])            # -1 (null): the appended False
+        else:
+            parts.append(pc.equal(chunk, value).fill_null(False).to_numpy(zero_copy_only=False))
+    return np.concatenate(parts) if parts else np.zeros(0, bool)

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blockheat.libs.io.arrow_values import equal_mask
 from blockheat.libs.io.tables import table_exists, table_target, trace_rows
 from blockheat.libs.table_io.alis_spill import Edges, SpilledCounts, SpillSizes, WeighAge
 from blockheat.libs.table_io.device_pass import (
@@ -231,9 +232,7 @@ def _ints(part: pa.Table, *columns: str) -> list[np.ndarray]:
 
 
 def _is_read(part: pa.Table) -> np.ndarray:
-    op = part.column("op")
-    op = op.cast(pa.string()) if pa.types.is_dictionary(op.type) else op
-    return pc.equal(op, "R").to_numpy(zero_copy_only=False)
+    return equal_mask(part.column("op"), "R")
 
 
 class UnitIndex:

@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blockheat.libs.io.arrow_values import equal_mask
 from blockheat.libs.io.connect import parallelism
 from blockheat.libs.io.tables import table_target
 from blockheat.libs.table_io.device_pass import (
@@ -125,9 +126,7 @@ def device_heat(requests: pa.Table, device: str, p: HeatParams) -> tuple[dict[in
     Unsupported when the per-window layout grids would pass _LAYOUT_CELLS (windows far too short for the span)."""
     col = {c: np.ascontiguousarray(requests.column(c).to_numpy(), dtype=np.int64)
            for c in ("ts_us", "seq", "offset_bytes", "size_bytes")}
-    op = requests.column("op")
-    op = op.cast(pa.string()) if pa.types.is_dictionary(op.type) else op
-    read = pc.equal(op, "R").to_numpy(zero_copy_only=False).astype(np.int64)
+    read = equal_mask(requests.column("op"), "R").astype(np.int64)
     ts, off, size = col["ts_us"], col["offset_bytes"], col["size_bytes"]
     w = p.window_us
     if len(ts):

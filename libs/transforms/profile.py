@@ -56,8 +56,9 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from blockheat.libs.columns import idiv, to_schema
+from blockheat.libs.io.arrow_values import equal_mask
 from blockheat.libs.io.connect import parallelism as session_parallelism
-from blockheat.libs.transforms.profile_kernels import block_pass, group_cells, round_significant_code
+from blockheat.libs.transforms.profile_kernels import block_pass, gap_cells, group_cells, round_significant_code
 from blockheat.schemas import trace_profile as TP
 
 if TYPE_CHECKING:
@@ -711,14 +712,76 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
     del seq
     code, ts = (code, ts) if order is None else (code[order], ts[order])
     offset, size = (table.column(c).to_numpy() for c in ("offset_bytes", "size_bytes"))
-    is_read = pc.equal(table.column("op"), "R").to_numpy(zero_copy_only=False)
+    is_read = equal_mask(table.column("op"), "R")
     if order is not None:
         offset, size, is_read = offset[order], size[order], is_read[order]
         del order
-    end = offset + size
     w = _windows(ts, window_us)
-    n = len(ts)
-    first = np.zeros(n, bool)
+    start, stop = span
+    out = _Partials(names, window_us=window_us, final_whole=start is None and stop is None,
+                    final_window=_windows_inside(span, window_us),
+                    final_scopes=("device", "trace") if merged else ("device",), end=data_end)
+    gaps = _gap_cells(code, w, ts, offset, size, names, before)
+    prev = _previous(code, ts, offset + size, names, before) if gaps is None else None
+    is_seq = gaps[0] if prev is None else prev[0] & (offset == prev[2])
+    for metric, weights in (("requests", None), ("reads", is_read), ("writes", ~is_read),
+                            ("bytes_read", np.where(is_read, size, 0)), ("bytes_written", np.where(is_read, 0, size)),
+                            ("sequential", is_seq), ("runs", ~is_seq)):
+        out.counts("count", metric, code, w, weights=weights)
+    out.distribution(code, w, "size_bytes", "both", size)
+    if prev is None:
+        _add_gap_cells(out, gaps[1:])
+    else:
+        _gap_distributions(out, code, w, ts, offset, prev)
+    if merged:
+        _arrival_partials(out, ts, before_ts, window_us)
+    out.bursts(code, w, ts, (start, data_end if stop is None else stop),
+               scopes=("device", "trace") if merged else ("device",))
+    _run_partials(out, code, w, is_seq, part)
+    return out.table()
+
+
+GAP_METRICS = (("seek_bytes", "both"), ("interarrival_us", "device"),
+               *((f"idle_{label}_us", "device") for label in IDLE_THRESHOLDS_US))
+
+
+def _gap_cells(code: np.ndarray, w: np.ndarray, ts: np.ndarray, offset: np.ndarray, size: np.ndarray,
+               names: list[str], before: dict[str, tuple[int, int]]) -> tuple | None:
+    """ordered_partials' rows (sorted by device code and ts) through profile_kernels.gap_cells: (is_seq, the finest
+    groups' device codes and window starts, then gap_cells' sums and cells); None when a value leaves the integer
+    path (then _gap_distributions computes the same rows)."""
+    starts = _runs_of(code, w)
+    if len(starts) * CODES >= 1 << 62:
+        return None
+    first = np.zeros(len(code), np.int64)
+    first[starts] = 1
+    known = [names[c] in before for c in range(len(names))]
+    b_ts, b_end = (np.array([before[d][k] if d in before else 0 for d in names], np.int64) for k in (0, 1))
+    ok, is_seq, *sums = gap_cells(np.cumsum(first) - 1, code, ts, offset, size, len(starts), b_ts, b_end,
+                                  np.array(known, np.bool_), np.array(list(IDLE_THRESHOLDS_US.values()), np.int64),
+                                  CODES)
+    return (is_seq, code[starts], w[starts], *sums) if ok else None
+
+
+def _add_gap_cells(out: _Partials, gaps: tuple) -> None:
+    """Each GAP_METRICS distribution from _gap_cells' groups and cells, as distribution() adds it."""
+    g_code, g_w, g_n, g_s, g_s2, g_mx, key, value, count = gaps
+    for m, (metric, scopes) in enumerate(GAP_METRICS):
+        keep = g_n[m] > 0                        # the groups with a value of this metric
+        if not keep.any():
+            continue
+        renumbered = np.cumsum(keep) - 1
+        mine = key % len(GAP_METRICS) == m
+        out.cells(g_code[keep], g_w[keep], g_n[m][keep], g_s[m][keep], g_s2[m][keep], g_mx[m][keep],
+                  renumbered[key[mine] // len(GAP_METRICS)], value[mine], count[mine], metric=metric, scopes=scopes,
+                  vmax=CODES, coded=True, final=True)
+
+
+def _previous(code: np.ndarray, ts: np.ndarray, end: np.ndarray, names: list[str],
+              before: dict[str, tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's previous request on its device (rows sorted by device code and ts; a device's first row's from
+    `before`): (has one, its ts, its end)."""
+    first = np.zeros(len(ts), bool)
     first[_runs_of(code)] = True
     prev_ts, prev_end = np.roll(ts, 1), np.roll(end, 1)
     has_prev = ~first
@@ -726,29 +789,20 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
         if names[code[i]] in before:
             prev_ts[i], prev_end[i] = before[names[code[i]]]
             has_prev[i] = True
-    is_seq = has_prev & (offset == prev_end)
-    start, stop = span
-    out = _Partials(names, window_us=window_us, final_whole=start is None and stop is None,
-                    final_window=_windows_inside(span, window_us),
-                    final_scopes=("device", "trace") if merged else ("device",), end=data_end)
-    for metric, weights in (("requests", None), ("reads", is_read), ("writes", ~is_read),
-                            ("bytes_read", np.where(is_read, size, 0)), ("bytes_written", np.where(is_read, 0, size)),
-                            ("sequential", is_seq), ("runs", ~is_seq)):
-        out.counts("count", metric, code, w, weights=weights)
-    out.distribution(code, w, "size_bytes", "both", size)
-    out.distribution(code[has_prev], w[has_prev], "seek_bytes", "both", np.abs(offset - prev_end)[has_prev])
+    return has_prev, prev_ts, prev_end
+
+
+def _gap_distributions(out: _Partials, code: np.ndarray, w: np.ndarray, ts: np.ndarray, offset: np.ndarray,
+                       prev: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """_gap_cells' distributions by numpy, for values the integer path does not take (prev: _previous's)."""
+    has_prev, prev_ts, prev_end = prev
     gap = (ts - prev_ts)[has_prev]
     gap_code, gap_w = code[has_prev], w[has_prev]
+    out.distribution(gap_code, gap_w, "seek_bytes", "both", np.abs(offset - prev_end)[has_prev])
     out.distribution(gap_code, gap_w, "interarrival_us", "device", gap)
     for label, threshold in IDLE_THRESHOLDS_US.items():
         dev = gap > threshold
         out.distribution(gap_code[dev], gap_w[dev], f"idle_{label}_us", "device", gap[dev])
-    if merged:
-        _arrival_partials(out, ts, before_ts, window_us)
-    out.bursts(code, w, ts, (start, data_end if stop is None else stop),
-               scopes=("device", "trace") if merged else ("device",))
-    _run_partials(out, code, w, is_seq, part)
-    return out.table()
 
 
 def _windows_inside(span: tuple[int | None, int | None], window_us: int) -> Callable[[np.ndarray], np.ndarray]:

@@ -438,3 +438,87 @@ def group_cells(gid: np.ndarray, values: np.ndarray, groups: int, coded: bool,
                 i = j
         a = b
     return g_n, g_s, g_s2, g_mx, cells[:nc, 0].copy(), cells[:nc, 1].copy(), cells[:nc, 2].copy()
+
+
+EXACT_LIMIT = 1 << 53        # the integer path's values stay below this (exact as float64)
+
+
+@numba.njit(cache=True)
+def gap_cells(gid: np.ndarray, code: np.ndarray, ts: np.ndarray, offset: np.ndarray, size: np.ndarray, groups: int,
+              before_ts: np.ndarray, before_end: np.ndarray, has_before: np.ndarray, thresholds: np.ndarray,
+              codes: int):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The distributions a request's previous one on its device gives, in one pass over rows sorted by (device
+    code, ts) whose finest groups are gid (nondecreasing, 0..groups-1): metric 0 the seek distance |offset -
+    previous end|, 1 the interarrival time, 2 + k the interarrival times above thresholds[k] (idle periods), each
+    as group_cells gives it (values coded) from the rows that have a previous request (thresholds ascending). A
+    device's first row's previous request is (before_ts, before_end)[code] when has_before[code], else it has
+    none.
+
+    Returns (ok, is_seq, n, s, s2, mx, key, value code, count): ok False (the rest meaningless) when a value is
+    negative or not below EXACT_LIMIT; is_seq per row (it starts where its previous request ended); per metric
+    and group (metrics x groups) the count, sum, sum of squares and maximum; the cells, keyed group * metrics +
+    metric, sorted by key and code."""
+    n = len(ts)
+    metrics = 2 + len(thresholds)
+    is_seq = np.zeros(n, np.bool_)
+    g_n = np.zeros((metrics, groups), np.int64)
+    g_s = np.zeros((metrics, groups), np.float64)
+    g_s2 = np.zeros((metrics, groups), np.float64)
+    g_mx = np.full((metrics, groups), -np.inf)
+    counts = np.zeros(metrics * codes, np.int64)      # metric m's counts at m * codes + value code
+    touched = np.empty(metrics * codes, np.int64)
+    nt = np.zeros(metrics, np.int64)
+    a_n = np.zeros(metrics, np.int64)                 # the group's sums so far, per metric
+    a_s = np.zeros(metrics, np.float64)
+    a_s2 = np.zeros(metrics, np.float64)
+    a_mx = np.full(metrics, -np.inf)
+    cells = np.empty((1 << 12, 3), np.int64)
+    nc = 0
+    for i in range(n):
+        c = code[i]
+        if i > 0 and code[i - 1] == c:
+            p_ts, p_end, has = ts[i - 1], offset[i - 1] + size[i - 1], True
+        else:
+            p_ts, p_end, has = before_ts[c], before_end[c], has_before[c]
+        if has:
+            seek = abs(offset[i] - p_end)
+            gap = ts[i] - p_ts
+            if seek >= EXACT_LIMIT or gap < 0 or gap >= EXACT_LIMIT:
+                return False, is_seq, g_n, g_s, g_s2, g_mx, cells[:0, 0], cells[:0, 1], cells[:0, 2]
+            is_seq[i] = seek == 0
+            k = _code_of(seek)
+            f = np.float64(seek)
+            a_n[0] += 1
+            a_s[0] += f
+            a_s2[0] += f * f
+            if f > a_mx[0]:
+                a_mx[0] = f
+            if counts[k] == 0:
+                touched[nt[0]] = k
+                nt[0] += 1
+            counts[k] += 1
+            k = _code_of(gap)                         # one code for the interarrival time and its idle periods
+            f = np.float64(gap)
+            for m in range(1, metrics):
+                if m >= 2 and gap <= thresholds[m - 2]:
+                    break                             # thresholds ascending: none further
+                a_n[m] += 1
+                a_s[m] += f
+                a_s2[m] += f * f
+                if f > a_mx[m]:
+                    a_mx[m] = f
+                at = m * codes + k
+                if counts[at] == 0:
+                    touched[m * codes + nt[m]] = k
+                    nt[m] += 1
+                counts[at] += 1
+        if i + 1 == n or gid[i + 1] != gid[i]:         # the group's last row: its sums and cells, metric by metric
+            g = gid[i]
+            for m in range(metrics):
+                if a_n[m]:
+                    g_n[m, g], g_s[m, g], g_s2[m, g], g_mx[m, g] = a_n[m], a_s[m], a_s2[m], a_mx[m]
+                    a_n[m], a_s[m], a_s2[m], a_mx[m] = 0, 0.0, 0.0, -np.inf
+                    cells, nc = _flush(cells, nc, g * metrics + m, counts[m * codes:(m + 1) * codes],
+                                       touched[m * codes:(m + 1) * codes], nt[m])
+                    nt[m] = 0
+    return True, is_seq, g_n, g_s, g_s2, g_mx, cells[:nc, 0].copy(), cells[:nc, 1].copy(), cells[:nc, 2].copy()

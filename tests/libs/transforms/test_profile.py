@@ -12,12 +12,14 @@ import re
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from blockheat.jobs.cli.main import main as cli_main
 from blockheat.jobs.trace_profile import run as run_profile
 from blockheat.libs.io.tables import read_table, trace_info
 from blockheat.libs.report import PROFILE_GROUPS
+from blockheat.libs.transforms import profile as profile_module
 from blockheat.libs.transforms.profile import (
     CODES,
     PS,
@@ -27,6 +29,7 @@ from blockheat.libs.transforms.profile import (
     _lex_order,
     _Partials,
     compute_trace_profile,
+    ordered_partials,
     round_significant_np,
     skew_stats,
     stitch_runs,
@@ -472,3 +475,36 @@ def test_lex_order_is_lexsorts_permutation(values, windows):
     assert np.array_equal(_lex_order([code, w], v), np.lexsort((v, w, code)))
     bins = rng.integers(0, 9, n)                          # one key alone (the burst bins of _group_sums)
     assert np.array_equal(_lex_order([], bins), np.argsort(bins, kind="stable"))
+
+
+@pytest.mark.parametrize("merged", [True, False])
+def test_gap_pass_equals_the_numpy_path_on_hplajw(hplajw, spark, spark_cfg, monkeypatch, merged):
+    """The seek, interarrival and idle distributions of the compiled pass (gap_cells) are the numpy path's rows
+    exactly, on the bundled real trace: every device, hour windows, a part from the middle of the trace on with a
+    request of each device before it."""
+    requests = read_table(spark, spark_cfg.warehouse, "requests", HPLAJW_TRACE_ID).select(
+        "device", "seq", "ts_us", "op", "offset_bytes", "size_bytes").toArrow()
+    cut = int(np.median(requests["ts_us"].to_numpy()))
+    part = requests.filter(pc.greater_equal(requests["ts_us"], cut))
+    before = {d: (cut - 1_000 * k, 8192 * k) for k, d in enumerate(sorted(set(part["device"].to_pylist())))}
+    args = {"part": 1, "before": before, "before_ts": cut - 1, "window_us": 3_600_000_000, "span": (cut, None),
+            "merged": merged}
+    compiled, real = [], profile_module._gap_cells
+    monkeypatch.setattr(profile_module, "_gap_cells", lambda *a: compiled.append(real(*a)) or compiled[-1])
+    fused = ordered_partials(part, **args)
+    assert compiled[0] is not None                              # the compiled pass made these rows
+    monkeypatch.setattr(profile_module, "_gap_cells", lambda *a: None)
+    numpy_rows = ordered_partials(part, **args)
+    assert fused.num_rows > 1_000
+    assert fused.equals(numpy_rows)
+
+
+def test_a_seek_beyond_exact_integers_takes_the_float_path():
+    """A seek of 2**60 bytes leaves the integer path: the rows come from numpy's float path, the values right."""
+    table = pa.table({"device": ["d"] * 3, "seq": [0, 1, 2], "ts_us": [0, 10, 30], "op": ["R", "W", "R"],
+                      "offset_bytes": [0, 1 << 60, 0], "size_bytes": [512] * 3})
+    rows = ordered_partials(table, part=0, before={}, before_ts=None, window_us=0).to_pylist()
+    final = {r["metric"]: r["v"] for r in rows if r["kind"] == "final" and r["scope"] == "device"}
+    assert final["seek_bytes_max"] == float((1 << 60) + 512)
+    assert final["seek_bytes_mean"] == pytest.approx(float(1 << 60), rel=1e-12)
+    assert (final["interarrival_us_mean"], final["interarrival_us_max"]) == (15.0, 20.0)
