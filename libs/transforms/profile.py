@@ -58,7 +58,13 @@ from pyspark.sql import functions as F
 from blockheat.libs.columns import idiv, to_schema
 from blockheat.libs.io.arrow_values import equal_mask
 from blockheat.libs.io.connect import parallelism as session_parallelism
-from blockheat.libs.transforms.profile_kernels import block_pass, gap_cells, group_cells, round_significant_code
+from blockheat.libs.transforms.profile_kernels import (
+    block_pass,
+    device_bursts,
+    gap_cells,
+    group_cells,
+    round_significant_code,
+)
 from blockheat.schemas import trace_profile as TP
 
 if TYPE_CHECKING:
@@ -567,6 +573,25 @@ class _Partials:
                              s=np.add.reduceat(c * c, at).astype(np.float64),
                              mx=np.maximum.reduceat(c, at).astype(np.float64))
 
+    def device_bursts(self, code: np.ndarray, w: np.ndarray, ts: np.ndarray,
+                      span: tuple[int | None, int | None]) -> None:
+        """bursts() of the device scope only, of rows sorted by (device code, ts): the same rows, by one compiled
+        pass per bin length (profile_kernels.device_bursts)."""
+        start, stop = span
+        lo = np.iinfo(np.int64).min if start is None else start
+        hi = np.iinfo(np.int64).max if stop is None else stop
+        for label, bin_us in BURST_BINS_US.items():
+            (oc, ow, ob, on), whole, window = device_bursts(code, w, ts, bin_us, lo, hi)
+            if len(on):
+                self.add("bin", oc, ow, label, n=on, key=ob, scope="device")
+            groups = [((whole[0], np.zeros(len(whole[0]), np.int64), *whole[1:]), 0)]   # as groups() orders them
+            if self.window_us:
+                groups.append((window, self.window_us))
+            for (gc, gw, n, s, mx), window_us in groups:
+                if len(gc):
+                    self.add("burst", gc, gw, label, scope="device", window_us=window_us, n=n,
+                             s=s.astype(np.float64), mx=mx.astype(np.float64))
+
     def counts(self, kind: str, metric: str, *keys: np.ndarray, weights: np.ndarray | None = None,
                scope: str = "") -> None:
         """Per distinct (code, w[, key]) the row count (or sum of integer `weights`) as `n`."""
@@ -721,13 +746,18 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
     out = _Partials(names, window_us=window_us, final_whole=start is None and stop is None,
                     final_window=_windows_inside(span, window_us),
                     final_scopes=("device", "trace") if merged else ("device",), end=data_end)
-    gaps = _gap_cells(code, w, ts, offset, size, names, before)
+    starts = _runs_of(code, w)              # the finest groups (device, window), the rows sorted by them
+    gaps = _gap_cells(code, w, starts, ts, offset, size, names, before)
     prev = _previous(code, ts, offset + size, names, before) if gaps is None else None
     is_seq = gaps[0] if prev is None else prev[0] & (offset == prev[2])
-    for metric, weights in (("requests", None), ("reads", is_read), ("writes", ~is_read),
-                            ("bytes_read", np.where(is_read, size, 0)), ("bytes_written", np.where(is_read, 0, size)),
-                            ("sequential", is_seq), ("runs", ~is_seq)):
-        out.counts("count", metric, code, w, weights=weights)
+    if len(starts):                         # out.counts' rows, summed over the groups found once
+        for metric, weights in (("requests", None), ("reads", is_read), ("writes", ~is_read),
+                                ("bytes_read", np.where(is_read, size, 0)),
+                                ("bytes_written", np.where(is_read, 0, size)), ("sequential", is_seq),
+                                ("runs", ~is_seq)):
+            n = np.diff(np.append(starts, len(code))) if weights is None else np.add.reduceat(
+                weights.astype(np.int64, copy=False), starts)
+            out.add("count", code[starts], w[starts], metric, n=n)
     out.distribution(code, w, "size_bytes", "both", size)
     if prev is None:
         _add_gap_cells(out, gaps[1:])
@@ -735,8 +765,10 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
         _gap_distributions(out, code, w, ts, offset, prev)
     if merged:
         _arrival_partials(out, ts, before_ts, window_us)
-    out.bursts(code, w, ts, (start, data_end if stop is None else stop),
-               scopes=("device", "trace") if merged else ("device",))
+    if merged:
+        out.bursts(code, w, ts, (start, data_end if stop is None else stop))
+    else:
+        out.device_bursts(code, w, ts, (start, data_end if stop is None else stop))
     _run_partials(out, code, w, is_seq, part)
     return out.table()
 
@@ -745,12 +777,11 @@ GAP_METRICS = (("seek_bytes", "both"), ("interarrival_us", "device"),
                *((f"idle_{label}_us", "device") for label in IDLE_THRESHOLDS_US))
 
 
-def _gap_cells(code: np.ndarray, w: np.ndarray, ts: np.ndarray, offset: np.ndarray, size: np.ndarray,
-               names: list[str], before: dict[str, tuple[int, int]]) -> tuple | None:
-    """ordered_partials' rows (sorted by device code and ts) through profile_kernels.gap_cells: (is_seq, the finest
-    groups' device codes and window starts, then gap_cells' sums and cells); None when a value leaves the integer
-    path (then _gap_distributions computes the same rows)."""
-    starts = _runs_of(code, w)
+def _gap_cells(code: np.ndarray, w: np.ndarray, starts: np.ndarray, ts: np.ndarray, offset: np.ndarray,
+               size: np.ndarray, names: list[str], before: dict[str, tuple[int, int]]) -> tuple | None:
+    """ordered_partials' rows (sorted by device code and ts; `starts` the first row of each (code, w)) through
+    profile_kernels.gap_cells: (is_seq, the finest groups' device codes and window starts, then gap_cells' sums and
+    cells); None when a value leaves the integer path (then _gap_distributions computes the same rows)."""
     if len(starts) * CODES >= 1 << 62:
         return None
     first = np.zeros(len(code), np.int64)

@@ -522,3 +522,65 @@ def gap_cells(gid: np.ndarray, code: np.ndarray, ts: np.ndarray, offset: np.ndar
                                        touched[m * codes:(m + 1) * codes], nt[m])
                     nt[m] = 0
     return True, is_seq, g_n, g_s, g_s2, g_mx, cells[:nc, 0].copy(), cells[:nc, 1].copy(), cells[:nc, 2].copy()
+
+
+@numba.njit(cache=True)
+def device_bursts(code: np.ndarray, w: np.ndarray, ts: np.ndarray, bin_us: int, start: int, stop: int
+                  ):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The burst bins (ts // bin_us) of rows sorted by (device code, ts), w their window starts, in one pass: the
+    bins inside the span [start, stop) summed per device (whole) and per (device, window): their requests, the
+    sum of their squared request counts and the largest count; the bins reaching outside the span as runs (device,
+    window, bin, requests). Returns (outside code, w, bin, n), (whole code, n, s, mx), (window code, w, n, s, mx),
+    each in (device, window, bin) order."""
+    n = len(ts)
+    o_code, o_w, o_b, o_n = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    h_code, h_n, h_s, h_mx = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    g_code, g_w, g_n = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    g_s, g_mx = np.empty(n, np.int64), np.empty(n, np.int64)
+    no, nh, ng = 0, 0, 0
+    b = 0
+    last = -1                       # the previous inside row
+    c_h = c_g = 0                   # requests in the open (device, bin) and (device, window, bin)
+    a_hn = a_hs = a_hmx = 0         # the open device's bins so far, and the open window's
+    a_gn = a_gs = a_gmx = 0
+    for i in range(n + 1):
+        inside = False
+        if i < n:
+            b = ts[i] // bin_us
+            inside = b * bin_us >= start and (b + 1) * bin_us <= stop
+            if not inside:
+                if no and o_code[no - 1] == code[i] and o_w[no - 1] == w[i] and o_b[no - 1] == b:
+                    o_n[no - 1] += 1
+                else:
+                    o_code[no], o_w[no], o_b[no], o_n[no] = code[i], w[i], b, 1
+                    no += 1
+                continue
+        if last >= 0:
+            lb = ts[last] // bin_us
+            new_code = i == n or code[i] != code[last]
+            new_window = new_code or w[i] != w[last]
+            if new_window or b != lb:             # the (device, window, bin) closes
+                a_gn += c_g
+                a_gs += c_g * c_g
+                a_gmx = max(a_gmx, c_g)
+                c_g = 0
+            if new_window:
+                g_code[ng], g_w[ng], g_n[ng], g_s[ng], g_mx[ng] = code[last], w[last], a_gn, a_gs, a_gmx
+                ng += 1
+                a_gn = a_gs = a_gmx = 0
+            if new_code or b != lb:               # the (device, bin) closes
+                a_hn += c_h
+                a_hs += c_h * c_h
+                a_hmx = max(a_hmx, c_h)
+                c_h = 0
+            if new_code:
+                h_code[nh], h_n[nh], h_s[nh], h_mx[nh] = code[last], a_hn, a_hs, a_hmx
+                nh += 1
+                a_hn = a_hs = a_hmx = 0
+        if i < n:
+            c_h += 1
+            c_g += 1
+            last = i
+    return ((o_code[:no].copy(), o_w[:no].copy(), o_b[:no].copy(), o_n[:no].copy()),
+            (h_code[:nh].copy(), h_n[:nh].copy(), h_s[:nh].copy(), h_mx[:nh].copy()),
+            (g_code[:ng].copy(), g_w[:ng].copy(), g_n[:ng].copy(), g_s[:ng].copy(), g_mx[:ng].copy()))

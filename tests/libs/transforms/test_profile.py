@@ -477,26 +477,45 @@ def test_lex_order_is_lexsorts_permutation(values, windows):
     assert np.array_equal(_lex_order([], bins), np.argsort(bins, kind="stable"))
 
 
-@pytest.mark.parametrize("merged", [True, False])
-def test_gap_pass_equals_the_numpy_path_on_hplajw(hplajw, spark, spark_cfg, monkeypatch, merged):
-    """The seek, interarrival and idle distributions of the compiled pass (gap_cells) are the numpy path's rows
-    exactly, on the bundled real trace: every device, hour windows, a part from the middle of the trace on with a
-    request of each device before it."""
+@pytest.fixture(scope="module")
+def hplajw_part(hplajw, spark, spark_cfg):
+    """ordered_partials' input and arguments for a part of the bundled real trace: every device, hour windows, the
+    requests from the middle of the trace on, with a request of each device before them."""
     requests = read_table(spark, spark_cfg.warehouse, "requests", HPLAJW_TRACE_ID).select(
         "device", "seq", "ts_us", "op", "offset_bytes", "size_bytes").toArrow()
     cut = int(np.median(requests["ts_us"].to_numpy()))
     part = requests.filter(pc.greater_equal(requests["ts_us"], cut))
     before = {d: (cut - 1_000 * k, 8192 * k) for k, d in enumerate(sorted(set(part["device"].to_pylist())))}
-    args = {"part": 1, "before": before, "before_ts": cut - 1, "window_us": 3_600_000_000, "span": (cut, None),
-            "merged": merged}
+    return part, {"part": 1, "before": before, "before_ts": cut - 1, "window_us": 3_600_000_000,
+                  "span": (cut, None), "data_end": int(requests["ts_us"].to_numpy().max()) + 1}
+
+
+@pytest.mark.parametrize("merged", [True, False])
+def test_gap_pass_equals_the_numpy_path_on_hplajw(hplajw_part, monkeypatch, merged):
+    """The seek, interarrival and idle distributions of the compiled pass (gap_cells) are the numpy path's rows
+    exactly, on a part of the bundled real trace."""
+    part, args = hplajw_part
     compiled, real = [], profile_module._gap_cells
     monkeypatch.setattr(profile_module, "_gap_cells", lambda *a: compiled.append(real(*a)) or compiled[-1])
-    fused = ordered_partials(part, **args)
+    fused = ordered_partials(part, merged=merged, **args)
     assert compiled[0] is not None                              # the compiled pass made these rows
     monkeypatch.setattr(profile_module, "_gap_cells", lambda *a: None)
-    numpy_rows = ordered_partials(part, **args)
+    numpy_rows = ordered_partials(part, merged=merged, **args)
     assert fused.num_rows > 1_000
     assert fused.equals(numpy_rows)
+
+
+def test_device_bursts_equal_the_numpy_bursts_on_hplajw(hplajw_part, monkeypatch):
+    """A part's burst rows of the device scope from the compiled pass (device_bursts) are bursts()' rows exactly:
+    the bins inside the part per device and hour, and those reaching outside it as "bin" rows."""
+    part, args = hplajw_part
+    fused = ordered_partials(part, merged=False, **args)
+    kinds = collections.Counter(fused.filter(pc.is_in(fused["kind"], pa.array(["burst", "bin"])))["kind"].to_pylist())
+    assert kinds["burst"] > 50
+    assert kinds["bin"] > 0
+    monkeypatch.setattr(_Partials, "device_bursts", lambda self, code, w, ts, span: self.bursts(
+        code, w, ts, span, scopes=("device",)))
+    assert ordered_partials(part, merged=False, **args).equals(fused)
 
 
 def test_a_seek_beyond_exact_integers_takes_the_float_path():
