@@ -883,9 +883,13 @@ def merged_partials(ts: np.ndarray, *, before_ts: int | None, window_us: int,
 def _run_partials(out: _Partials, code: np.ndarray, w: np.ndarray, is_seq: np.ndarray, part: int) -> None:
     """Run lengths of the runs inside the part; pieces for the runs its edges may cut: a device's
     first run when it continues one from before the part, and its last run, which may go on."""
-    starts = _runs_of(code, np.cumsum(~is_seq))  # a new device or a non-sequential request
-    if not len(starts):
+    if not len(code):
         return
+    new = ~is_seq                               # a non-sequential request or a new device starts a run
+    new[0] = True
+    new[1:] |= code[1:] != code[:-1]
+    starts = np.flatnonzero(new)
+    del new
     length = np.diff(np.append(starts, len(code)))
     continued = is_seq[starts]  # only a device's first run in the part can continue
     last = np.append(code[starts][1:] != code[starts][:-1], True)
