@@ -253,7 +253,9 @@ def main() -> int:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="blockheat-bench-graph-"))
     work.mkdir(parents=True, exist_ok=True)
     if args.prepare_job:
-        marginal.load_traces(args, work, "bench-graph-load")
+        from heat import load_job_traces  # bench/heat.py
+
+        load_job_traces(args, work, "bench-graph-load")
         return 0
     if args.job:
         code = run_job(args, work)

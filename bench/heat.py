@@ -189,7 +189,7 @@ def main() -> int:
     tmp = Path(args.workdir or tempfile.mkdtemp(prefix="bench-heat-"))
     tmp.mkdir(parents=True, exist_ok=True)
     if args.prepare_job:
-        marginal.load_traces(args, tmp, "bench-heat-load")
+        load_job_traces(args, tmp, "bench-heat-load")
         return 0
     if args.job:
         code = run_job(args, tmp)
@@ -199,6 +199,19 @@ def main() -> int:
     if not args.workdir:
         shutil.rmtree(tmp, ignore_errors=True)
     return code
+
+
+def load_job_traces(args: argparse.Namespace, work: Path, app_name: str) -> None:
+    """The --prepare-job child of a --job bench (this one's, bench/graph.py's): marginal.job_traces' traces
+    generated and loaded into work/warehouse."""
+    from blockheat.libs.io.session import SparkConfig, build_session
+
+    cfg = SparkConfig(master="local[2]", warehouse=work / "warehouse", app_name=app_name,
+                      extra={"spark.ui.showConsoleProgress": "false"})
+    spark = build_session(cfg)
+    for trace_id, count in marginal.job_traces(args).items():
+        load(spark, cfg, make_requests(count, trace_id), trace_id, work)
+    spark.stop()
 
 
 def job_heat(spark, cfg, trace_id: str) -> float:  # type: ignore[no-untyped-def]

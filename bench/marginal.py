@@ -1,6 +1,7 @@
 """The benchmarks' marginal rate: a run timed on traces of M and N requests gives (N - M) / (t(N) - t(M)), which
-leaves out a run's fixed cost (its session's jobs, the workers' start). With it, the options and the loading child
-of the --job benchmarks (bench/heat.py, bench/graph.py), which time a command on generated request traces."""
+leaves out a run's fixed cost (its session's jobs, the workers' start). With it, the options and the traces of the
+--job benchmarks (bench/heat.py, bench/graph.py), which time a command on generated request traces (loaded by
+bench/heat.py's load_job_traces in a child process)."""
 from __future__ import annotations
 
 import argparse
@@ -29,25 +30,11 @@ def job_traces(args: argparse.Namespace) -> dict[str, int]:
 
 
 def prepare(script: str, args: argparse.Namespace, work: Path) -> dict[str, int]:
-    """Runs `script --prepare-job` (load_traces in a child: the generator's memory goes with it); the traces."""
+    """Runs `script --prepare-job` (the child loads the traces: the generator's memory goes with it); the traces."""
     traces = job_traces(args)
     subprocess.run([sys.executable, script, "--prepare-job", "--millions", str(args.millions), "--marginal-from",
                     str(args.marginal_from), "--workdir", str(work)], check=True)
     return traces
-
-
-def load_traces(args: argparse.Namespace, work: Path, app_name: str) -> None:
-    """The child: --job's traces generated (bench/heat.py's requests) and loaded into work/warehouse."""
-    from heat import load, make_requests  # bench/heat.py
-
-    from blockheat.libs.io.session import SparkConfig, build_session
-
-    cfg = SparkConfig(master="local[2]", warehouse=work / "warehouse", app_name=app_name,
-                      extra={"spark.ui.showConsoleProgress": "false"})
-    spark = build_session(cfg)
-    for trace_id, count in job_traces(args).items():
-        load(spark, cfg, make_requests(count, trace_id), trace_id, work)
-    spark.stop()
 
 
 def rate(n: int, times: list[float], m: int | None, base_times: list[float], label: str) -> float:

@@ -593,10 +593,18 @@ class _Partials:
                              s=s.astype(np.float64), mx=mx.astype(np.float64))
 
     def counts(self, kind: str, metric: str, *keys: np.ndarray, weights: np.ndarray | None = None,
-               scope: str = "") -> None:
-        """Per distinct (code, w[, key]) the row count (or sum of integer `weights`) as `n`."""
-        ones = np.ones(len(keys[0]), np.int64)
-        distinct, n = _group_sums(keys, ones if weights is None else weights.astype(np.int64))
+               scope: str = "", starts: np.ndarray | None = None) -> None:
+        """Per distinct (code, w[, key]) the row count (or sum of integer `weights`) as `n`. starts: the first row of
+        each distinct key, the rows sorted by the keys (found once by the caller)."""
+        if starts is None:
+            ones = np.ones(len(keys[0]), np.int64)
+            distinct, n = _group_sums(keys, ones if weights is None else weights.astype(np.int64))
+        else:
+            distinct = [k[starts] for k in keys]
+            if weights is None:
+                n = np.diff(np.append(starts, len(keys[0])))
+            else:
+                n = np.add.reduceat(weights.astype(np.int64, copy=False), starts) if len(starts) else starts
         if len(n):
             self.add(kind, distinct[0], distinct[1], metric, n=n, key=distinct[2] if len(keys) > 2 else None,
                      scope=scope)
@@ -750,14 +758,10 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
     gaps = _gap_cells(code, w, starts, ts, offset, size, names, before)
     prev = _previous(code, ts, offset + size, names, before) if gaps is None else None
     is_seq = gaps[0] if prev is None else prev[0] & (offset == prev[2])
-    if len(starts):                         # out.counts' rows, summed over the groups found once
-        for metric, weights in (("requests", None), ("reads", is_read), ("writes", ~is_read),
-                                ("bytes_read", np.where(is_read, size, 0)),
-                                ("bytes_written", np.where(is_read, 0, size)), ("sequential", is_seq),
-                                ("runs", ~is_seq)):
-            n = np.diff(np.append(starts, len(code))) if weights is None else np.add.reduceat(
-                weights.astype(np.int64, copy=False), starts)
-            out.add("count", code[starts], w[starts], metric, n=n)
+    for metric, weights in (("requests", None), ("reads", is_read), ("writes", ~is_read),
+                            ("bytes_read", np.where(is_read, size, 0)), ("bytes_written", np.where(is_read, 0, size)),
+                            ("sequential", is_seq), ("runs", ~is_seq)):
+        out.counts("count", metric, code, w, weights=weights, starts=starts)
     out.distribution(code, w, "size_bytes", "both", size)
     if prev is None:
         _add_gap_cells(out, gaps[1:])
@@ -765,7 +769,6 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
         _gap_distributions(out, code, w, ts, offset, prev)
     if merged:
         _arrival_partials(out, ts, before_ts, window_us)
-    if merged:
         out.bursts(code, w, ts, (start, data_end if stop is None else stop))
     else:
         out.device_bursts(code, w, ts, (start, data_end if stop is None else stop))
