@@ -25,7 +25,7 @@ def div(x: int, d: int, shift: int) -> int:  # pragma: no cover - compiled
 @numba.njit(cache=True, inline="always")
 def mask_of(d: int) -> int:  # pragma: no cover - compiled
     """d - 1 when d is a power of two (x & (d - 1) is then x mod d), else -1."""
-    return d - 1 if shift_of(d) >= 0 else -1
+    return d - 1 if d > 0 and not d & (d - 1) else -1
 
 
 @numba.njit(cache=True, inline="always")

@@ -207,6 +207,13 @@ def _runs_of(*keys: np.ndarray) -> np.ndarray:
     return np.flatnonzero(new)
 
 
+def _group_ids(starts: np.ndarray, n: int) -> np.ndarray:
+    """Each of n sorted rows' run number, given every run's first row (_runs_of)."""
+    first = np.zeros(n, np.int64)
+    first[starts] = 1
+    return np.cumsum(first) - 1
+
+
 def _pack(*cols: np.ndarray) -> bytes:
     """Equal-length numeric columns as one float64 blob (integers below 2**53 stay exact)."""
     return np.column_stack(cols).astype(np.float64).tobytes()
@@ -452,10 +459,8 @@ class _Partials:
             starts = _runs_of(code, w)
             if len(starts) * vmax >= 1 << 62:
                 return False
-            first = np.zeros(len(code), np.int64)
-            first[starts] = 1
-            g_n, g_s, g_s2, g_mx, cell_gid, cell_v, cell_n = group_cells(np.cumsum(first) - 1, raw, len(starts),
-                                                                         coded, CODES)
+            gid = _group_ids(starts, len(code))
+            g_n, g_s, g_s2, g_mx, cell_gid, cell_v, cell_n = group_cells(gid, raw, len(starts), coded, CODES)
             self.cells(code[starts], w[starts], g_n, g_s, g_s2, g_mx, cell_gid, cell_v, cell_n, metric=metric,
                        scopes=scopes, vmax=vmax, coded=coded, final=final)
             return True
@@ -509,9 +514,7 @@ class _Partials:
                 c, gw = group_code[order], span_w[order]
                 starts = _runs_of(c, gw)
                 index = np.full(groups, -1, np.int64)     # finest group -> output group
-                first = np.zeros(len(order), np.int64)
-                first[starts] = 1
-                index[order] = np.cumsum(first) - 1
+                index[order] = _group_ids(starts, len(order))
                 c, gw = c[starts], gw[starts]
                 n, s, s2 = (np.add.reduceat(x[order], starts) for x in (g_n, g_s, g_s2))
                 mx = np.maximum.reduceat(g_mx[order], starts)
@@ -787,11 +790,9 @@ def _gap_cells(code: np.ndarray, w: np.ndarray, starts: np.ndarray, ts: np.ndarr
     cells); None when a value leaves the integer path (then _gap_distributions computes the same rows)."""
     if len(starts) * CODES >= 1 << 62:
         return None
-    first = np.zeros(len(code), np.int64)
-    first[starts] = 1
     known = [names[c] in before for c in range(len(names))]
     b_ts, b_end = (np.array([before[d][k] if d in before else 0 for d in names], np.int64) for k in (0, 1))
-    ok, is_seq, *sums = gap_cells(np.cumsum(first) - 1, code, ts, offset, size, len(starts), b_ts, b_end,
+    ok, is_seq, *sums = gap_cells(_group_ids(starts, len(code)), code, ts, offset, size, len(starts), b_ts, b_end,
                                   np.array(known, np.bool_), np.array(list(IDLE_THRESHOLDS_US.values()), np.int64),
                                   CODES)
     return (is_seq, code[starts], w[starts], *sums) if ok else None

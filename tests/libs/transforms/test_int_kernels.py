@@ -21,4 +21,4 @@ def test_div_and_pmod_equal_floor_division_and_modulo(d: int) -> None:
 def test_shift_and_mask_only_for_powers_of_two() -> None:
     assert [shift_of(d) for d in (1, 2, 4096, 1 << 40)] == [0, 1, 12, 40]
     assert [shift_of(d) for d in (0, -4, 3, 6, 4097)] == [-1] * 5
-    assert [mask_of(d) for d in (1, 8, 3, 12)] == [0, 7, -1, -1]
+    assert [mask_of(d) for d in (1, 8, 1 << 40, 0, -4, 3, 12)] == [0, 7, (1 << 40) - 1, -1, -1, -1, -1]
