@@ -1435,33 +1435,48 @@ EXTENTS = pa.schema([("device", pa.string()), ("w", pa.int64()), ("extent", pa.i
 def extent_counts(partials: pa.Table) -> pa.Table:
     """The "extent_ids" rows' counts as EXTENTS rows (w -1: the whole trace), summed."""
     picked = partials.filter(pc.equal(partials.column("kind"), "extent_ids"))
-    views = _cell_views(picked)
-    devices, ws, spans = (picked.column(c).to_pylist() for c in ("device", "w", "window_us"))
-    tables = []
-    for view, device, w, span in zip(views, devices, ws, spans, strict=True):
-        pairs = view.reshape(-1, 2).astype(np.int64)
-        m = len(pairs)
-        tables.append(pa.table({"device": pa.repeat(pa.scalar(device, pa.string()), m),
-                                "w": np.full(m, w if span else -1, np.int64), "extent": pairs[:, 0],
-                                "n": pairs[:, 1]}, schema=EXTENTS))
-    return add_extent_counts(tables)
+    pairs = [view.reshape(-1, 2).astype(np.int64) for view in _cell_views(picked)]
+    names = sorted(set(picked.column("device").to_pylist()))
+    code_of = {name: k for k, name in enumerate(names)}
+    rows = [len(p) for p in pairs]
+    code = np.repeat(np.array([code_of[d] for d in picked.column("device").to_pylist()], np.int64), rows)
+    w = np.repeat(np.array([w if span else -1 for w, span in zip(picked.column("w").to_pylist(),
+                                                                 picked.column("window_us").to_pylist(),
+                                                                 strict=True)], np.int64), rows)
+    both = np.concatenate(pairs) if pairs else np.zeros((0, 2), np.int64)
+    return _summed_extents(names, code, w, both[:, 0], both[:, 1])
 
 
 def add_extent_counts(tables: Sequence[pa.Table]) -> pa.Table:
     """EXTENTS rows summed by (device, w, extent), in that order."""
     table = pa.concat_tables([EXTENTS.empty_table(), *tables])
-    if not table.num_rows:
-        return table
-    summed = table.group_by(["device", "w", "extent"]).aggregate([("n", "sum")])
-    summed = pa.table({"device": summed["device"], "w": summed["w"], "extent": summed["extent"],
-                       "n": summed["n_sum"]}, schema=EXTENTS)
-    return summed.sort_by([("device", "ascending"), ("w", "ascending"), ("extent", "ascending")])
+    device = pc.dictionary_encode(table.column("device").combine_chunks())
+    names = device.dictionary.to_pylist()
+    order = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), np.int64)
+    rank[order] = np.arange(len(names))
+    return _summed_extents([names[k] for k in order], rank[device.indices.to_numpy()],
+                           *(table.column(c).to_numpy() for c in ("w", "extent", "n")))
+
+
+def _summed_extents(names: list[str], code: np.ndarray, w: np.ndarray, extent: np.ndarray, n: np.ndarray
+                    ) -> pa.Table:
+    """EXTENTS rows of (names[code], w, extent, n) summed by key, in key order (`names` sorted, so a code's order
+    is its name's): numpy's sort and sums, whose transient memory is a few arrays of the rows (Arrow's hash
+    group-by on the string key held several times that)."""
+    order = np.lexsort((extent, w, code))
+    code, w, extent = code[order], w[order], extent[order]
+    starts = _runs_of(code, w, extent)
+    n = np.add.reduceat(n[order], starts) if len(starts) else n[:0]
+    device = pc.take(pa.array(names, pa.string()), pa.array(code[starts]))
+    return pa.table({"device": device, "w": w[starts], "extent": extent[starts], "n": n}, schema=EXTENTS)
 
 
 def extent_rows(counts: pa.Table, window_us: int) -> pa.Table:
     """PARTIAL "extent" rows of the groups EXTENTS `counts` hold: per device and for the trace, the whole
     trace (w -1) and each window, every row of a group here."""
-    device = counts.column("device").to_numpy(zero_copy_only=False)
+    device = pc.dictionary_encode(counts.column("device").combine_chunks())
+    names, code = device.dictionary.to_pylist(), device.indices.to_numpy()
     w, n = counts.column("w").to_numpy(), counts.column("n").to_numpy()
     rows = []
 
@@ -1473,8 +1488,8 @@ def extent_rows(counts: pa.Table, window_us: int) -> pa.Table:
     for at in np.unique(w).tolist():
         mine = w == at
         add("trace", "*", at, n[mine])
-        for name in np.unique(device[mine]).tolist():
-            add("device", name, at, n[mine & (device == name)])
+        for name, k in sorted((names[k], k) for k in np.unique(code[mine]).tolist()):
+            add("device", name, at, n[mine & (code == k)])
     return pa.Table.from_pylist(rows, schema=PARTIAL)
 
 

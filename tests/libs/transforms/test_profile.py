@@ -27,8 +27,11 @@ from blockheat.libs.transforms.profile import (
     _extent_cells,
     _group_stats,
     _lex_order,
+    _pack,
     _Partials,
+    add_extent_counts,
     compute_trace_profile,
+    extent_counts,
     ordered_partials,
     round_significant_np,
     skew_stats,
@@ -527,3 +530,29 @@ def test_a_seek_beyond_exact_integers_takes_the_float_path():
     assert final["seek_bytes_max"] == float((1 << 60) + 512)
     assert final["seek_bytes_mean"] == pytest.approx(float(1 << 60), rel=1e-12)
     assert (final["interarrival_us_mean"], final["interarrival_us_max"]) == (15.0, 20.0)
+
+
+def test_extent_counts_are_summed_by_device_window_and_extent_in_that_order():
+    """Tasks' "extent_ids" rows (a whole-trace row has window_us 0: w -1) summed with stored counts, by hand."""
+    def ids(device: str, w: int, window_us: int, pairs: list[tuple[int, int]]) -> dict:
+        return {"kind": "extent_ids", "scope": "device", "device": device, "w": w, "window_us": window_us,
+                "metric": "extent", "key": 0, "v": 0.0, "n": 0, "s": 0.0, "s2": 0.0, "mx": 0.0,
+                "cells": _pack(*(np.array(c, np.int64) for c in zip(*pairs, strict=True)))}
+
+    partials = pa.Table.from_pylist([
+        ids("sdb", 3600, 3600, [(7, 2), (1, 1)]), ids("sda", 0, 0, [(5, 3)]), ids("sdb", 3600, 3600, [(7, 4)]),
+        {**ids("sda", 0, 0, [(9, 9)]), "kind": "hist"},                       # not an extent_ids row: left out
+        ids("sda", 0, 0, [(2, 1), (5, 1)]), ids("sda", 3600, 3600, [(5, 1)])], schema=profile_module.PARTIAL)
+    counts = extent_counts(partials)
+    assert counts.to_pylist() == [
+        {"device": "sda", "w": -1, "extent": 2, "n": 1}, {"device": "sda", "w": -1, "extent": 5, "n": 4},
+        {"device": "sda", "w": 3600, "extent": 5, "n": 1},
+        {"device": "sdb", "w": 3600, "extent": 1, "n": 1}, {"device": "sdb", "w": 3600, "extent": 7, "n": 6}]
+    stored = pa.Table.from_pylist([{"device": "sdc", "w": -1, "extent": 0, "n": 5},
+                                   {"device": "sda", "w": -1, "extent": 5, "n": 10}], schema=profile_module.EXTENTS)
+    both = add_extent_counts([stored, counts]).to_pylist()
+    assert both[1] == {"device": "sda", "w": -1, "extent": 5, "n": 14}
+    assert [(r["device"], r["w"], r["extent"]) for r in both] == [
+        ("sda", -1, 2), ("sda", -1, 5), ("sda", 3600, 5), ("sdb", 3600, 1), ("sdb", 3600, 7), ("sdc", -1, 0)]
+    assert add_extent_counts([]).num_rows == 0
+    assert extent_counts(partials.slice(0, 0)).num_rows == 0
