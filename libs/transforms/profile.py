@@ -726,6 +726,15 @@ def _device_codes(table: pa.Table) -> tuple[list[str], np.ndarray]:
     return encoded.dictionary.to_pylist(), encoded.indices.to_numpy().astype(np.int64)
 
 
+def _name_ordered_codes(table: pa.Table) -> tuple[list[str], np.ndarray]:
+    """_device_codes with the names sorted, so a code's order is its name's."""
+    names, code = _device_codes(table)
+    order = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), np.int64)
+    rank[order] = np.arange(len(names))
+    return [names[k] for k in order], rank[code]
+
+
 def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int, int]], before_ts: int | None,
                      window_us: int, span: tuple[int | None, int | None] = (None, None),
                      merged: bool = True, data_end: int | None = None) -> pa.Table:
@@ -761,9 +770,7 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
     gaps = _gap_cells(code, w, starts, ts, offset, size, names, before)
     prev = _previous(code, ts, offset + size, names, before) if gaps is None else None
     is_seq = gaps[0] if prev is None else prev[0] & (offset == prev[2])
-    for metric, weights in (("requests", None), ("reads", is_read), ("writes", ~is_read),
-                            ("bytes_read", np.where(is_read, size, 0)), ("bytes_written", np.where(is_read, 0, size)),
-                            ("sequential", is_seq), ("runs", ~is_seq)):
+    for metric, weights in _count_weights(is_read, size, is_seq):
         out.counts("count", metric, code, w, weights=weights, starts=starts)
     out.distribution(code, w, "size_bytes", "both", size)
     if prev is None:
@@ -777,6 +784,18 @@ def ordered_partials(table: pa.Table, *, part: int, before: dict[str, tuple[int,
         out.device_bursts(code, w, ts, (start, data_end if stop is None else stop))
     _run_partials(out, code, w, is_seq, part)
     return out.table()
+
+
+def _count_weights(is_read: np.ndarray, size: np.ndarray, is_seq: np.ndarray
+                   ) -> Iterator[tuple[str, np.ndarray | None]]:
+    """The "count" metrics with each request's weight (None: 1), one weight array made at a time."""
+    yield "requests", None
+    yield "reads", is_read
+    yield "writes", ~is_read
+    yield "bytes_read", np.where(is_read, size, 0)
+    yield "bytes_written", np.where(is_read, 0, size)
+    yield "sequential", is_seq
+    yield "runs", ~is_seq
 
 
 GAP_METRICS = (("seek_bytes", "both"), ("interarrival_us", "device"),
@@ -1436,27 +1455,18 @@ def extent_counts(partials: pa.Table) -> pa.Table:
     """The "extent_ids" rows' counts as EXTENTS rows (w -1: the whole trace), summed."""
     picked = partials.filter(pc.equal(partials.column("kind"), "extent_ids"))
     pairs = [view.reshape(-1, 2).astype(np.int64) for view in _cell_views(picked)]
-    names = sorted(set(picked.column("device").to_pylist()))
-    code_of = {name: k for k, name in enumerate(names)}
+    names, code = _name_ordered_codes(picked)
     rows = [len(p) for p in pairs]
-    code = np.repeat(np.array([code_of[d] for d in picked.column("device").to_pylist()], np.int64), rows)
-    w = np.repeat(np.array([w if span else -1 for w, span in zip(picked.column("w").to_pylist(),
-                                                                 picked.column("window_us").to_pylist(),
-                                                                 strict=True)], np.int64), rows)
+    whole = picked.column("window_us").to_numpy() == 0
+    w = np.repeat(np.where(whole, -1, picked.column("w").to_numpy()), rows)
     both = np.concatenate(pairs) if pairs else np.zeros((0, 2), np.int64)
-    return _summed_extents(names, code, w, both[:, 0], both[:, 1])
+    return _summed_extents(names, np.repeat(code, rows), w, both[:, 0], both[:, 1])
 
 
 def add_extent_counts(tables: Sequence[pa.Table]) -> pa.Table:
     """EXTENTS rows summed by (device, w, extent), in that order."""
     table = pa.concat_tables([EXTENTS.empty_table(), *tables])
-    device = pc.dictionary_encode(table.column("device").combine_chunks())
-    names = device.dictionary.to_pylist()
-    order = sorted(range(len(names)), key=names.__getitem__)
-    rank = np.empty(len(names), np.int64)
-    rank[order] = np.arange(len(names))
-    return _summed_extents([names[k] for k in order], rank[device.indices.to_numpy()],
-                           *(table.column(c).to_numpy() for c in ("w", "extent", "n")))
+    return _summed_extents(*_name_ordered_codes(table), *(table.column(c).to_numpy() for c in ("w", "extent", "n")))
 
 
 def _summed_extents(names: list[str], code: np.ndarray, w: np.ndarray, extent: np.ndarray, n: np.ndarray
@@ -1475,8 +1485,7 @@ def _summed_extents(names: list[str], code: np.ndarray, w: np.ndarray, extent: n
 def extent_rows(counts: pa.Table, window_us: int) -> pa.Table:
     """PARTIAL "extent" rows of the groups EXTENTS `counts` hold: per device and for the trace, the whole
     trace (w -1) and each window, every row of a group here."""
-    device = pc.dictionary_encode(counts.column("device").combine_chunks())
-    names, code = device.dictionary.to_pylist(), device.indices.to_numpy()
+    names, code = _device_codes(counts)
     w, n = counts.column("w").to_numpy(), counts.column("n").to_numpy()
     rows = []
 
