@@ -196,10 +196,13 @@ class InterarrivalTracker:
         return self._listed, self._work, self._unaged, self._aging_from
 
     def known_units(self) -> np.ndarray:
-        """The units with an estimate (2+ requests), ascending; sorted again only when units joined since the
-        last call (a cooling demon asks every 100 requests, and after a warm-up few units join)."""
-        if len(self._sorted_known) != self._n_known:
-            self._sorted_known = np.sort(self._known[:self._n_known])
+        """The units with an estimate (2+ requests), ascending. Units only join (_known grows at its end), so the
+        units that joined since the last call are sorted and merged in: a demon's call costs a copy of the list,
+        not a sort of it (units keep joining all through a trace with a large address space)."""
+        have = len(self._sorted_known)
+        if have != self._n_known:
+            joined = np.sort(self._known[have:self._n_known])
+            self._sorted_known = np.insert(self._sorted_known, np.searchsorted(self._sorted_known, joined), joined)
         return self._sorted_known
 
     def heat(self, at_us: float | None = None) -> np.ndarray:

@@ -187,6 +187,25 @@ def test_tracker_cached_estimates_equal_the_history_after_every_batch() -> None:
         assert tr.heat(at_us=at).tolist() == _heat_from_history(tr, at).tolist()       # bit for bit
 
 
+def test_tracker_known_units_are_the_units_with_two_requests_ascending_after_every_batch() -> None:
+    rng = np.random.default_rng(9)
+    tr = InterarrivalTracker(n_units=400, k=3)
+    t, joined_batches, before = 0.0, 0, 0
+    for _ in range(40):
+        n = int(rng.integers(0, 25))
+        times = t + np.cumsum(rng.exponential(1e5, n))
+        t = float(times[-1]) if n else t
+        tr.observe(rng.integers(0, 400, n), times, np.full(n, 8.0))
+        expected = np.flatnonzero(tr.count >= 2)
+        known = tr.known_units()
+        assert known.dtype == np.int64
+        assert known.tolist() == expected.tolist()
+        joined_batches += len(expected) > before
+        before = len(expected)
+    assert joined_batches > 20                     # units joined in most batches, merged into the sorted list
+    assert 100 < before < 400
+
+
 def test_requests_split_at_unit_boundaries() -> None:
     # Units [0, 10), [10, 20), [20, ...); device 1 starts at logical 30.
     unit, t, blocks = split_into_units(np.array([0, 10, 20]), np.array([0, 30]), np.array([1.0, 2.0]),
