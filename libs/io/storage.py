@@ -301,14 +301,16 @@ def read_parquet(location: str, columns: list[str] | None = None, filters: Any =
 
 
 def write_parquet(location: str, table: pa.Table,
-                  opener: Callable[[str], tuple[pafs.FileSystem, str]] = filesystem) -> None:
+                  opener: Callable[[str], tuple[pafs.FileSystem, str]] = filesystem, *,
+                  dictionary: bool = True) -> None:
     """One Parquet file at a location (its directory created where there are directories), opened by `opener`
-    (a task's own: libs.io.task_parquet)."""
+    (a task's own: libs.io.task_parquet). dictionary=False: no dictionary encoding, for columns of mostly distinct
+    numbers (pyarrow would build a dictionary for each column chunk, then fall back to plain values)."""
     import pyarrow.parquet as pq  # lazy: see the module's docstring
     if is_local(location):
         os.makedirs(os.path.dirname(os.fspath(location)), exist_ok=True)
     fs, path = opener(location)
-    pq.write_table(table, path, filesystem=fs)
+    pq.write_table(table, path, filesystem=fs, use_dictionary=dictionary)
 
 
 def read_bytes(location: str) -> bytes:
