@@ -197,11 +197,8 @@ class FileWriter:
             full = storage.join(self.target.root, *relative.split("/"))
             storage.makedirs(storage.parent(full))
             fs, path = storage.filesystem(full)
-            # Dictionary pages for the strings only: on numbers Parquet's writer tries one and gives it up
-            # at the page limit (seq, offsets, times), work thrown away.
-            dictionary = [f.name for f in self.data_schema if pa.types.is_dictionary(f.type)]
             writer = pq.ParquetWriter(path, self.data_schema, filesystem=fs, compression="snappy",
-                                      use_dictionary=dictionary)
+                                      use_dictionary=storage.dictionary_columns(self.data_schema))
             self._open[key] = (writer, relative, {})
         return self._open[key]
 

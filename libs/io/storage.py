@@ -300,17 +300,24 @@ def read_parquet(location: str, columns: list[str] | None = None, filters: Any =
     return pq.read_table(path, filesystem=fs, columns=columns, filters=filters)
 
 
+def dictionary_columns(schema: pa.Schema) -> list[str]:
+    """The columns Parquet files get dictionary pages for: text (strings, dictionaries). On numbers pyarrow's writer
+    builds a dictionary for each column chunk and gives it up at the page limit when the values are mostly distinct
+    (sequence numbers, offsets, times, block numbers): work thrown away."""
+    import pyarrow as pa  # lazy: see the module's docstring
+    return [f.name for f in schema
+            if pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_dictionary(f.type)]
+
+
 def write_parquet(location: str, table: pa.Table,
-                  opener: Callable[[str], tuple[pafs.FileSystem, str]] = filesystem, *,
-                  dictionary: bool = True) -> None:
+                  opener: Callable[[str], tuple[pafs.FileSystem, str]] = filesystem) -> None:
     """One Parquet file at a location (its directory created where there are directories), opened by `opener`
-    (a task's own: libs.io.task_parquet). dictionary=False: no dictionary encoding, for columns of mostly distinct
-    numbers (pyarrow would build a dictionary for each column chunk, then fall back to plain values)."""
+    (a task's own: libs.io.task_parquet); dictionary pages for its dictionary_columns only."""
     import pyarrow.parquet as pq  # lazy: see the module's docstring
     if is_local(location):
         os.makedirs(os.path.dirname(os.fspath(location)), exist_ok=True)
     fs, path = opener(location)
-    pq.write_table(table, path, filesystem=fs, use_dictionary=dictionary)
+    pq.write_table(table, path, filesystem=fs, use_dictionary=dictionary_columns(table.schema))
 
 
 def read_bytes(location: str) -> bytes:

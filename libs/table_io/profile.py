@@ -381,8 +381,7 @@ def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, wind
                 yield from written
                 if blocks:
                     path = block_file(run, task.device, task.bucket, task.buckets)
-                    storage.write_parquet(path, pa.table({"block": held[0], "last": held[1]}, schema=BLOCKS), opener,
-                                          dictionary=False)
+                    storage.write_parquet(path, pa.table({"block": held[0], "last": held[1]}, schema=BLOCKS), opener)
                     yield Result(BLOCK_FILE, path, task.device.encode())
                 merged = pc.is_in(out.column("kind"), pa.array(["hist", "extent"]))
                 cells = out.filter(merged)
