@@ -13,8 +13,9 @@ removes come from the table's snapshot as delta-rs reads it: no Spark job. The t
 file system or an object store (libs.io.storage).
 
 Until the commit the new files are invisible to every reader (Delta reads only committed files).
-Every file name carries the write's id: a failed write deletes all of its files, and a successful
-one those that no successful task attempt reported.
+Every file name carries the write's id: a failed write deletes all of its files (a task of the failed job
+still running then deletes its own, see discard()), and a successful one those that no successful task attempt
+reported.
 
 The predicate is column = value terms, on partition columns or not. Rows written here carry those
 values, so the files they replace are whole files; a file another writer made with both matching
@@ -171,6 +172,15 @@ def _merge_stats(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: Under a table's root: one empty file per write discarded after a failure, named by its write id (Delta and
+#: Spark skip names starting with _; libs.io.vacuum's sweep deletes the markers older than LONGEST_WRITE).
+ABANDONED_DIR = "_abandoned"
+
+
+class WriteAbandoned(RuntimeError):
+    """A task closed its files after the driver had discarded the write: the files are deleted."""
+
+
 class FileWriter:
     """Task side: rows in (any batches with the target's columns), one Parquet file per partition value;
     close() returns the FILES_SCHEMA rows that describe them. Rows are buffered up to `buffer_rows` in
@@ -247,11 +257,20 @@ class FileWriter:
         stats.update(merged)
 
     def close(self) -> pa.Table:
+        """Close the files and describe them; raises WriteAbandoned, deleting them, when the write was discarded
+        meanwhile (a task still running after its job failed)."""
         for key in list(self._pending):
             self._flush(key)
-        rows = []
-        for key, (writer, relative, stats) in self._open.items():
+        for writer, _, _ in self._open.values():
             writer.close()
+        if self.target.write_id and storage.exists(_abandoned_marker(self.target)):
+            for _, relative, _ in self._open.values():
+                storage.delete(storage.join(self.target.root, *relative.split("/")))
+            self._open.clear()
+            raise WriteAbandoned(f"{self.target.name}: write {self.target.write_id} was discarded before this task "
+                                 "closed its files; they are deleted")
+        rows = []
+        for key, (_, relative, stats) in self._open.items():
             size = storage.size(storage.join(self.target.root, *relative.split("/")))
             partition = dict(zip(self.target.partition_columns, map(_partition_text, key), strict=True))
             rows.append({"path": quote(relative, safe="/="), "size": size, "rows": stats["numRecords"],
@@ -278,10 +297,20 @@ def _file_path(target: TableTarget, relative_uri: str) -> str:
     return file_path(target.root, relative_uri)
 
 
-def discard(target: TableTarget, keep: Iterable[Any] = ()) -> int:
+def _abandoned_marker(target: TableTarget) -> str:
+    return storage.join(target.root, ABANDONED_DIR, target.write_id)
+
+
+def discard(target: TableTarget, keep: Iterable[Any] | None = None) -> int:
     """Delete the files of this write (its write_id) that are not in `keep`: all of them after a refused
-    or failed write, those of failed task attempts after a commit. Returns how many."""
-    kept = {_file_path(target, f["path"] if isinstance(f, Mapping) else f.path) for f in keep}
+    or failed write (keep None), those of failed task attempts after a commit. Returns how many.
+
+    A failed write is first marked abandoned (an empty file under the table's ABANDONED_DIR): a task of a failed
+    job may still be running, and one that closes its files after the marker exists deletes them itself
+    (FileWriter.close), so its files are gone whichever of the two comes first."""
+    if keep is None and target.write_id:
+        storage.write_bytes(_abandoned_marker(target), b"")
+    kept = {_file_path(target, f["path"] if isinstance(f, Mapping) else f.path) for f in keep or ()}
     marker = f"-{target.write_id}-"
     deleted = 0
     for path, _ in list(storage.files_under(target.root)):
@@ -608,6 +637,7 @@ def replace_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[Ta
 
 
 __all__ = [
+    "ABANDONED_DIR",
     "FILES_DDL",
     "SIDE",
     "Append",
@@ -615,6 +645,7 @@ __all__ = [
     "PendingWrite",
     "TableTarget",
     "Where",
+    "WriteAbandoned",
     "commit_replace",
     "discard",
     "replace_by_tasks",

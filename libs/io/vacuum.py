@@ -28,6 +28,7 @@ from urllib.parse import unquote
 from deltalake import DeltaTable
 
 from blockheat.libs.io import journal, storage
+from blockheat.libs.io.delta_files import ABANDONED_DIR
 from blockheat.libs.io.delta_log import is_table
 
 #: The longest a blockheat write may run, from its first file written to its commit (an ingest of the largest
@@ -139,8 +140,9 @@ def _cutoff_ns(older_than: dt.timedelta, now: float | None) -> int:
 
 def sweep_table(root: str, older_than: dt.timedelta = LONGEST_WRITE) -> Removed:
     """Delete the Parquet files in the table's directory that no commit or checkpoint of its log names and that
-    were last modified more than `older_than` ago (left by a killed write). Nothing when `root` is no Delta table.
-    Files and directories whose names start with _ or . (the log among them) are never touched."""
+    were last modified more than `older_than` ago (left by a killed write), and the markers of writes discarded
+    that long ago (delta_files.ABANDONED_DIR; not counted). Nothing when `root` is no Delta table. Other files and
+    directories whose names start with _ or . (the log among them) are never touched."""
     if not is_table(root):
         return Removed(storage.name(root), 0, 0)
     cutoff = _cutoff_ns(older_than, None)      # delta-rs judges the age by the same clock
@@ -148,6 +150,9 @@ def sweep_table(root: str, older_than: dt.timedelta = LONGEST_WRITE) -> Removed:
     prefix = root.rstrip("/") + "/"
     for location, size, mtime_ns in storage.file_infos(root):
         parts = location[len(prefix):].split("/") if location.startswith(prefix) else [storage.name(location)]
+        if len(parts) == 2 and parts[0] == ABANDONED_DIR and mtime_ns < cutoff:
+            storage.delete(location)
+            continue
         if any(p.startswith(("_", ".")) for p in parts) or not parts[-1].endswith(".parquet"):
             continue
         if mtime_ns < cutoff:

@@ -2,6 +2,7 @@
 statistics and history Delta's own writer would give, atomic replace, nothing left after a failure."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import Iterator
@@ -14,10 +15,13 @@ import pytest
 from pyspark.sql import types as T
 
 from blockheat.libs.io.delta_files import (
+    ABANDONED_DIR,
     HIVE_NULL,
     FileWriter,
     TableTarget,
+    WriteAbandoned,
     commit_replace,
+    discard,
     escape_partition,
     replace_by_tasks,
 )
@@ -151,7 +155,28 @@ def test_files_of_failed_attempts_are_deleted_after_the_commit(spark, tmp_path):
     commit_replace(spark, target, {"trace_id": "a"}, reported)
     assert not stray.exists()
     assert other.exists()
+    assert not (root / ABANDONED_DIR).exists()                      # a committed write is not abandoned
     assert _rows(spark, root) == [("a", "d0", i, 0.0) for i in range(3)]
+
+
+@pytest.mark.parametrize("flushed", [False, True], ids=["buffered", "open files"])
+def test_a_task_closing_its_files_after_its_write_was_discarded_deletes_them(tmp_path, flushed):
+    schema = pa.schema([pa.field("trace_id", pa.string(), False), pa.field("device", pa.string()),
+                        pa.field("seq", pa.int64(), False), pa.field("value", pa.float64())])
+    root = tmp_path / "t"
+    target = TableTarget("t", str(root), schema, ("trace_id", "device"), ("seq",)).for_write()
+    writer = FileWriter(target, buffer_rows=1 if flushed else 1 << 20)   # a task of a job that failed meanwhile
+    writer.write(pa.table({"trace_id": ["a"] * 4, "device": ["d0", "d1"] * 2, "seq": [0, 1, 2, 3],
+                           "value": [0.0] * 4}))
+    assert len(list(root.rglob("*.parquet"))) == (2 if flushed else 0)
+    assert discard(target) == (2 if flushed else 0)                  # the driver, after the job failed
+    assert (root / ABANDONED_DIR / target.write_id).is_file()
+    with pytest.raises(WriteAbandoned, match=f"write {target.write_id} was discarded"):
+        writer.close()
+    assert list(root.rglob("*.parquet")) == []
+    other = FileWriter(dataclasses.replace(target, write_id="another"))  # another write of the table is not affected
+    other.write(pa.table({"trace_id": ["a"], "device": ["d0"], "seq": [9], "value": [1.0]}))
+    assert other.close().column("rows").to_pylist() == [1]
 
 
 def test_a_predicate_on_other_columns_removes_uniform_files_and_rewrites_mixed_ones(spark, tmp_path):

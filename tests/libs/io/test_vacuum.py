@@ -15,6 +15,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from blockheat.jobs.cli.main import main as blockheat
 from blockheat.libs.io import vacuum
+from blockheat.libs.io.delta_files import ABANDONED_DIR
 from blockheat.libs.io.delta_log import snapshot, table_version
 from blockheat.libs.io.table_names import NAMES_CONF
 from tests.builders import ingest, write_msr
@@ -116,15 +117,19 @@ def test_sweep_removes_an_old_orphan_and_keeps_a_young_one_and_every_referenced_
     old, young = root / "trace_id=t" / "part-killed-old.parquet", root / "trace_id=t" / "part-killed-young.parquet"
     shutil.copy(some, old)
     shutil.copy(some, young)
-    for path in root.rglob("*.parquet"):
+    markers = root / ABANDONED_DIR
+    markers.mkdir()
+    (markers / "oldwrite").write_bytes(b"")                 # writes discarded after a failure
+    (markers / "youngwrite").write_bytes(b"")
+    for path in [*root.rglob("*.parquet"), markers / "oldwrite"]:
         _age(path, 2 * DAY)                                 # every file older than the age...
     _age(young, vacuum.LONGEST_WRITE.total_seconds() - 3600)   # ...but one orphan, an hour younger than it
 
     removed = vacuum.sweep_table(str(root))
 
-    assert removed == vacuum.Removed("requests", 1, some.stat().st_size)
+    assert removed == vacuum.Removed("requests", 1, some.stat().st_size)   # markers are not counted
     assert (old.exists(), young.exists()) == (False, True)
-    assert set(data_files(root)) == set(referenced) | {"trace_id=t/part-killed-young.parquet"}
+    assert set(data_files(root)) == set(referenced) | {"trace_id=t/part-killed-young.parquet", "_abandoned/youngwrite"}
     assert DeltaTable(str(root), version=0).to_pyarrow_table().column("seq").to_pylist() == [0]   # time travel
 
 

@@ -2,6 +2,7 @@
 succeeded, nothing committed and no file left when a task fails, and the Spark SQL form taken on Unsupported."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from blockheat.libs.io.delta_files import ABANDONED_DIR
 from blockheat.libs.io.table_versions import table_version
 from blockheat.libs.io.tables import read_table, table_target
 from blockheat.libs.table_io import device_pass as DP
@@ -71,22 +73,38 @@ def test_every_device_in_one_task_and_each_output_committed_once(spark, spark_cf
                                                     ("h_1", 7, 2, 5120)]
 
 
-def test_a_failing_device_commits_nothing_and_leaves_no_file(spark, spark_cfg, traced) -> None:
+def test_a_failing_device_commits_nothing_and_leaves_no_file(spark, spark_cfg, traced, tmp_path) -> None:
     DP.device_pass(spark, sorted(traced.items()), lambda device, t: ({0: _summary_row(device, t, 0)}, None),
                    read=DP.Read(["size_bytes"]), outputs={0: _outputs(spark, spark_cfg.warehouse)[0]})
     version, files, rows = (table_version(spark_cfg.warehouse, EH.TABLE), _data_files(spark_cfg.warehouse),
                             _written(spark, spark_cfg.warehouse))
+    outputs = _outputs(spark, spark_cfg.warehouse)
+    markers = [Path(o.target.root) / ABANDONED_DIR / o.target.write_id for o in outputs.values()]
+    returned = tmp_path / "device-0-returned"
 
     def fails_on_device_1(device: str, t: pa.Table) -> tuple[dict[int, pa.Table], None]:
         if device == "h_1":
             raise RuntimeError("device 1 is broken")
+        deadline = time.monotonic() + 60                  # device 0 still running after the driver gave up
+        while not all(m.exists() for m in markers) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        returned.touch()
         return {w: _summary_row(device, t, w) for w in (0, 7)}, None
 
     with pytest.raises(Exception, match="device 1 is broken"):
         DP.device_pass(spark, sorted(traced.items()), fails_on_device_1, read=DP.Read(["size_bytes"]),
-                       outputs=_outputs(spark, spark_cfg.warehouse))
+                       outputs=outputs)
     assert table_version(spark_cfg.warehouse, EH.TABLE) == version
-    assert _data_files(spark_cfg.warehouse) == files              # device 0's written files deleted
+    deadline = time.monotonic() + 60
+    while not returned.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert returned.exists()
+    steady = time.monotonic()                 # device 0's task writes its files now, finds the write abandoned and
+    while time.monotonic() - steady < 1 and time.monotonic() < deadline:     # deletes them: none for a second
+        if _data_files(spark_cfg.warehouse) != files:
+            steady = time.monotonic()
+        time.sleep(0.01)
+    assert _data_files(spark_cfg.warehouse) == files
     assert _written(spark, spark_cfg.warehouse) == rows
 
 
