@@ -49,6 +49,7 @@ from blockheat.sim.disk import (
     detailed_service,
     expected_service,
 )
+from blockheat.sim.prefetch import prefetch_read
 from blockheat.sim.records import FLAG_BACKGROUND, FLAG_READ
 from blockheat.sim.spec import P_SURFACES, DiskArrays
 
@@ -511,6 +512,10 @@ def map_unit(lp: np.ndarray, ext_lstart: np.ndarray, ext_len: np.ndarray, ext_di
     return ext_disk[lo], ext_pstart[lo] + off, ext_len[lo] - off
 
 
+#: How many arrivals ahead run_loop asks for an extent layout's index entry (the extent's row: half as many).
+EXTENT_AHEAD = 8
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: DiskArrays, until: float,
              max_events: int) -> int:  # pragma: no cover
@@ -562,6 +567,12 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
     surfaces = int(params[P_SURFACES])
     cap = lp[LP_CAPACITY]
     random_layout = lp[LP_KIND] == LAYOUT_RANDOM
+    # An extent layout's lookup of an arriving request (map_unit) misses the cache in the index, then in the
+    # extent's row: both are asked for ahead, the index EXTENT_AHEAD arrivals before, the row half as many.
+    n_index = ext_index.shape[0]
+    extent_layout = n_index > 0 and lp[LP_KIND] not in (LAYOUT_AS_TRACED, LAYOUT_CONCAT, LAYOUT_STRIPED,
+                                                          LAYOUT_RANDOM)
+    ext_shift = lp[LP_SHIFT]
     w = sf[CF_TS_W]
     margin = si[CI_MARGIN]
     logging = si[CI_LOG] != 0
@@ -780,6 +791,18 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
         if arrive >= 0:
             # ---- request i enters the array: fork over the mapping units, queue the parts ----
             i = arrive
+            if extent_layout:
+                j = i + EXTENT_AHEAD
+                if j < n_req:
+                    prefetch_read(ext_index, min((dev_base[device[j - base]] + lbns[j - base]) >> ext_shift,
+                                                 n_index - 1))
+                j = i + EXTENT_AHEAD // 2
+                if j < n_req:
+                    e = ext_index[min((dev_base[device[j - base]] + lbns[j - base]) >> ext_shift, n_index - 1)]
+                    prefetch_read(ext_lstart, e)
+                    prefetch_read(ext_disk, e)
+                    prefetch_read(ext_pstart, e)
+                    prefetch_read(ext_len, e)
             fl = rflags[i - base]
             p = new_slot(slot_i, si)
             slot_i[p, PA_REQ] = i

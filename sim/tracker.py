@@ -12,8 +12,13 @@ import numpy as np
 from numba import njit
 
 from blockheat.sim.array import extent_at, extent_index
+from blockheat.sim.prefetch import prefetch_write
 
 __all__ = ["InterarrivalTracker", "add_unit_blocks", "split_into_units", "unit_heat"]
+
+
+#: How many pieces ahead _observe asks for a unit's history and terms (sim.prefetch).
+OBSERVE_AHEAD = 12
 
 
 @njit(cache=True, nogil=True)
@@ -25,7 +30,18 @@ def _observe(times: np.ndarray, blocks: np.ndarray, count: np.ndarray, unit: np.
     t_(n-m+2); a unit getting its first estimate (second request) joins known[:n_known]. Returns the new
     n_known."""
     k = times.shape[1]
-    for j in range(unit.shape[0]):
+    times_flat = times.reshape(times.size)
+    blocks_flat = blocks.reshape(blocks.size)
+    pieces = unit.shape[0]
+    for j in range(pieces):
+        if j + OBSERVE_AHEAD < pieces:               # a later piece's unit, asked for ahead (units come at random)
+            v = unit[j + OBSERVE_AHEAD]
+            prefetch_write(count, v)
+            prefetch_write(times_flat, v * k)
+            prefetch_write(blocks_flat, v * k)
+            prefetch_write(work_out, v)
+            prefetch_write(unaged_out, v)
+            prefetch_write(aging_from_out, v)
         u = unit[j]
         slot = count[u] % k
         times[u, slot] = t_us[j]

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.core import cgutils
 from numba.cpython.unsafe.numbers import leading_zeros
-from numba.extending import intrinsic
 
 from blockheat.libs.transforms.int_kernels import div, mask_of, pmod, shift_of
+from blockheat.sim.prefetch import prefetch_write
 
 _POW10 = np.array([10 ** k for k in range(19)], np.int64)
 _INV10 = np.array([1.0 / 10 ** k for k in range(19)], np.float64)
@@ -63,25 +60,6 @@ WORDS = 8                      # int64 words per block-table entry, one 64-byte 
 CHUNK = WORDS - 1              # last access of its CHUNK blocks (a request's blocks share one or two entries)
 NEVER = np.iinfo(np.int64).min
 _HASH = np.uint64(0x9E3779B97F4A7C15)
-
-
-@intrinsic
-def _prefetch(typingctx, array, index):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """Asks the processor to bring array[index]'s cache line in for a write (LLVM's llvm.prefetch): a hint, no
-    effect on results."""
-    sig = types.void(array, index)
-
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        ptr = cgutils.get_item_pointer(context, builder, signature.args[0],
-                                       context.make_array(signature.args[0])(context, builder, args[0]), [args[1]],
-                                       wraparound=False)
-        i32 = ir.IntType(32)
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32]),
-                                            "llvm.prefetch.p0")
-        builder.call(fn, [ptr, i32(1), i32(3), i32(1)])    # write, keep in every cache level, data
-        return context.get_dummy_value()
-
-    return sig, codegen
 
 
 @numba.njit(cache=True, inline="always")
@@ -277,7 +255,7 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     ahead = 8                                         # the request whose first entry is fetched meanwhile
     for i in range(n):
         if i + ahead < n:
-            _prefetch(table, _home(div(lo[i + ahead], block_bytes, bshift) // CHUNK, bits) * WORDS)
+            prefetch_write(table, _home(div(lo[i + ahead], block_bytes, bshift) // CHUNK, bits) * WORDS)
         t = ts[i]
         if k < 0 or t >= w_end:                       # a new window (requests come in time order)
             if k >= 0:                                # the last one's sums, kept in locals meanwhile
