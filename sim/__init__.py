@@ -88,6 +88,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "validate_closed_loop": ("validate", "validate_closed_loop"), "validate_srt": ("validate", "validate_srt"),
     "closed_loop_simulation": ("validate", "closed_loop_simulation"),
     "disksim_demerit_ms": ("validate", "disksim_demerit_ms"),
+    # compiled loops' cache hints
+    "prefetch_read": ("prefetch", "prefetch_read"), "prefetch_write": ("prefetch", "prefetch_write"),
     # numba's cache
     "JIT_SIM_DIR": ("jit_cache", "SIM_DIR"), "drop_stale_jit_cache": ("jit_cache", "drop_stale"),
     "compile_alis": ("warm", "compile_alis"), "compile_all": ("warm", "compile_all"),

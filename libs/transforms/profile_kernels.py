@@ -7,7 +7,7 @@ import numpy as np
 from numba.cpython.unsafe.numbers import leading_zeros
 
 from blockheat.libs.transforms.int_kernels import div, mask_of, pmod, shift_of
-from blockheat.sim.prefetch import prefetch_write
+from blockheat.sim import prefetch_write
 
 _POW10 = np.array([10 ** k for k in range(19)], np.int64)
 _INV10 = np.array([1.0 / 10 ** k for k in range(19)], np.float64)
