@@ -103,13 +103,16 @@ def main() -> int:
 def run(args: argparse.Namespace, tmp: Path, wh: object_store.Warehouse) -> int:
     from heat import load, make_requests  # bench/heat.py
 
+    from blockheat.libs.io.jvm import LEAN_DRIVER_OPTIONS
     from blockheat.libs.io.session import SparkConfig, build_session
     from blockheat.libs.io.tables import read_table, replace_rows
     from blockheat.libs.table_io.profile import profile_trace
     from blockheat.libs.transforms.profile import compute_trace_profile
 
+    # the driver's JVM flags of `blockheat profile` in local mode (SparkConfig.from_env, lean_local)
     cfg = SparkConfig(master="local[2]", warehouse=wh.location, app_name="bench-profile",
-                      extra={"spark.ui.showConsoleProgress": "false", "spark.driver.memory": args.driver_memory})
+                      extra={"spark.ui.showConsoleProgress": "false", "spark.driver.memory": args.driver_memory,
+                             "spark.driver.extraJavaOptions": " ".join(LEAN_DRIVER_OPTIONS)})
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     n = int(args.millions * 1_000_000)
     m = int(args.marginal_from * 1_000_000) if args.marginal_from else None

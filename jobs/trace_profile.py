@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=3600.0, help="seconds")
     parser.add_argument("--full", action="store_true", help="profile the whole trace (not only what an append added)")
     args = parser.parse_args(argv)
-    cfg = SparkConfig.from_env("trace_profile")
+    cfg = SparkConfig.from_env("trace_profile", lean_local=True)   # the passes run in Python workers
     run(build_session(cfg), cfg, args.trace_id, window_us=round(args.window * 1e6), full=args.full)
     return 0
 

@@ -36,6 +36,7 @@ from blockheat.sim.array import (
     LP_WIDTH,
     LayoutArrays,
     extent_at,
+    index_slot,
 )
 from blockheat.sim.disk import (
     DI_CYL,
@@ -794,11 +795,12 @@ def run_loop(core: Core, out: Out, req: ReqArrays, lay: LayoutArrays, disk: Disk
             if extent_layout:
                 j = i + EXTENT_AHEAD
                 if j < n_req:
-                    prefetch_read(ext_index, min((dev_base[device[j - base]] + lbns[j - base]) >> ext_shift,
-                                                 n_index - 1))
+                    ahead = dev_base[device[j - base]] + lbns[j - base]
+                    prefetch_read(ext_index, index_slot(ext_index, ext_shift, ahead))
                 j = i + EXTENT_AHEAD // 2
                 if j < n_req:
-                    e = ext_index[min((dev_base[device[j - base]] + lbns[j - base]) >> ext_shift, n_index - 1)]
+                    ahead = dev_base[device[j - base]] + lbns[j - base]
+                    e = ext_index[index_slot(ext_index, ext_shift, ahead)]
                     prefetch_read(ext_lstart, e)
                     prefetch_read(ext_disk, e)
                     prefetch_read(ext_pstart, e)

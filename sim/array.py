@@ -45,13 +45,20 @@ def extent_index(lstart: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, in
     return np.searchsorted(lstart, starts, side="right").astype(np.int64) - 1, shift
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def index_slot(index: np.ndarray, shift: int, x: int) -> int:  # pragma: no cover
+    """The entry of extent_index's index where the search for logical sector x starts (the last for x past the
+    end)."""
+    return min(x >> shift, index.shape[0] - 1)
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def extent_at(lstart: np.ndarray, index: np.ndarray, shift: int, x: int) -> int:  # pragma: no cover
     """The extent holding logical sector x (the last one for x past the end), through extent_index's index: a
     binary search between the index's entries x >> shift and the next (usually one or two extents apart)."""
     b = x >> shift
     last = index.shape[0] - 1
-    lo = index[min(b, last)]
+    lo = index[index_slot(index, shift, x)]
     hi = index[b + 1] if b < last else lstart.shape[0] - 1
     while lo < hi:
         mid = (lo + hi + 1) // 2

@@ -266,11 +266,11 @@ def require_writable_directory(option: str, path: str) -> None:
 
 
 def spark_session(args: argparse.Namespace, app: str, *, catalog: str = "in-memory", read_only: bool = False,
-                  trace_id: str | None = None) -> tuple[Any, Any]:
+                  trace_id: str | None = None, lean_local: bool = False) -> tuple[Any, Any]:
     """(SparkSession, SparkConfig) of the environment's settings, with this app name and catalog; read_only: the
     session's SQL may not write (libs.io.sql_access) unless the command has --allow-writes; trace_id: an ingested
-    trace the command works on, checked first (require_trace). A JVM started here prints no start-up banners
-    (unless --debug); Spark jobs show a progress line on a terminal."""
+    trace the command works on, checked first (require_trace); lean_local: SparkConfig.from_env's. A JVM started
+    here prints no start-up banners (unless --debug); Spark jobs show a progress line on a terminal."""
     if trace_id is not None:
         require_trace(trace_id)
     # lazy: pyspark loads only for commands that use Spark
@@ -278,7 +278,7 @@ def spark_session(args: argparse.Namespace, app: str, *, catalog: str = "in-memo
 
     from blockheat.libs.io.session import build_session, cached_delta_jars
 
-    cfg = spark_config(args, app, catalog=catalog)
+    cfg = spark_config(args, app, catalog=catalog, lean_local=lean_local)
     if read_only:
         cfg = replace(cfg, sql_guard=True, allow_writes=bool(getattr(args, "allow_writes", False)))
     starts_jvm = SparkSession.getActiveSession() is None and not cfg.remote

@@ -126,7 +126,8 @@ def cmd_track_eval(args: argparse.Namespace) -> int:
 def cmd_profile(args: argparse.Namespace) -> int:
     from blockheat.jobs.trace_profile import run  # lazy: the job (pyspark) loads only for `profile`
 
-    spark, cfg = spark_session(args, f"profile {args.trace_id}", trace_id=args.trace_id)
+    # the profile's passes run in Python workers reading the files: a local driver's JVM schedules and commits only
+    spark, cfg = spark_session(args, f"profile {args.trace_id}", trace_id=args.trace_id, lean_local=True)
     run(spark, cfg, args.trace_id, window_us=_seconds_to_us(args.window, "--window"), full=args.full)
     rows = spark.sql(
         "SELECT scope, device, metric, value FROM trace_profile "

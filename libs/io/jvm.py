@@ -33,6 +33,11 @@ QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 #: For short applications on small data (the nightly stages, tests' drivers): the JIT's first tier and a
 #: serial GC start faster and use less CPU; long jobs on large data should keep the defaults.
 SHORT_JOB_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+#: For a local-mode driver whose job runs its passes in Python workers reading the files (the profile): the JVM
+#: schedules tasks, passes their results on and commits. G1 grows its committed heap to ~600 MB on the results'
+#: large arrays while about 100 MB are live; the serial GC with a small young generation, started small and shrunk
+#: after a full collection, keeps about 180 MB (docs/BENCHMARKS.md, "Trace profile").
+LEAN_DRIVER_OPTIONS = ("-XX:+UseSerialGC", "-Xms128m", "-Xmn48m", "-XX:MinHeapFreeRatio=5", "-XX:MaxHeapFreeRatio=20")
 JAVA_OPTION_KEYS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
 
 

@@ -28,6 +28,7 @@ from blockheat.libs.io.catalog import (
 )
 from blockheat.libs.io.jvm import (
     JAVA_OPTION_KEYS,
+    LEAN_DRIVER_OPTIONS,
     SHORT_JOB_OPTIONS,
     archive_options,
     java_options,
@@ -86,12 +87,13 @@ class SparkConfig:
 
     @classmethod
     def from_env(cls, app_name: str = "blockheat", short_driver: bool = True, attach: bool = True,
-                 **extra: str) -> SparkConfig:
+                 lean_local: bool = False, **extra: str) -> SparkConfig:
         """BLOCKHEAT_SPARK_MASTER (default local[*], or under spark-submit its --master),
         BLOCKHEAT_WAREHOUSE (default ./warehouse), BLOCKHEAT_DRIVER_HOST (default 127.0.0.1) and
         BLOCKHEAT_SPARK_REMOTE (a Spark Connect server, sc://host:port; "local": never a server). Without
         BLOCKHEAT_SPARK_REMOTE, the warehouse's running `blockheat serve` when there is one (attach=False: never;
-        the servers themselves)."""
+        the servers themselves). lean_local: a job whose passes run in Python workers reading the files; in local
+        mode its driver's JVM gets LEAN_DRIVER_OPTIONS."""
         master = os.environ.get("BLOCKHEAT_SPARK_MASTER", default_master())
         warehouse = storage.warehouse_from_env()
         remote, served = os.environ.get("BLOCKHEAT_SPARK_REMOTE") or None, False
@@ -102,9 +104,11 @@ class SparkConfig:
         # A job's driver on a cluster plans, schedules and commits; the executors do the work. The JIT's first tier
         # and the serial GC start it sooner and leave the CPU to the executors, which matters most when they share
         # the driver's machine. In local mode the driver's JVM is the executor too, and keeps the defaults; so do
-        # long-lived drivers (short_driver=False: the SQL server and shell, where the driver plans every query).
-        driver = {} if not short_driver or not master or master.startswith("local") else \
-            {"spark.driver.extraJavaOptions": " ".join(SHORT_JOB_OPTIONS)}
+        # long-lived drivers (short_driver=False: the SQL server and shell, where the driver plans every query),
+        # unless the job's tasks do their work in Python workers (lean_local).
+        local = not master or master.startswith("local")
+        flags = LEAN_DRIVER_OPTIONS if local and lean_local else () if local or not short_driver else SHORT_JOB_OPTIONS
+        driver = {"spark.driver.extraJavaOptions": " ".join(flags)} if flags else {}
         return cls(
             catalog="none",
             master=master,

@@ -63,6 +63,7 @@ from blockheat.libs.io.tables import read_table, replace_rows, table_target
 from blockheat.libs.io.task_parquet import (
     Opener,
     from_ipc,
+    mapped_arrays,
     release_memory,
     scratch_dir,
     task_file_name,
@@ -353,7 +354,10 @@ def _stage_one(tasks: Sequence[Task], groups: dict[str, list[RowGroup]], *, wind
         return columns
 
     def run_tasks(slots: Iterator[int]) -> Iterator[Result]:
+        with mapped_arrays():
+            yield from each_task(slots)
 
+    def each_task(slots: Iterator[int]) -> Iterator[Result]:
         for slot in slots:
             for i in assigned[slot]:
                 task = tasks[i]
@@ -428,6 +432,10 @@ def _stage_two(files: dict[int, list[str]], extra: dict[int, bytes], scratch: st
     opener = task_opener()
 
     def run(ids: Iterator[int]) -> Iterator[Result]:
+        with mapped_arrays():
+            yield from merge(ids)
+
+    def merge(ids: Iterator[int]) -> Iterator[Result]:
         for k in ids:
             tables = [from_ipc([extra[k]], P.PARTIAL)] if k in extra else []
             for name in files[k]:

@@ -613,9 +613,14 @@ class _Partials:
                      scope=scope)
 
     def table(self) -> pa.Table:
-        cols = {f.name: np.concatenate(self.cols[f.name]) if self.cols[f.name] else [] for f in PARTIAL}
-        return pa.table({f.name: pa.array(cols[f.name], f.type, from_pandas=f.name == "v") for f in PARTIAL},
-                        schema=PARTIAL)
+        """The rows collected, as PARTIAL; the collected pieces are let go column by column as they are copied
+        (a task's histogram cells are most of its memory at the end)."""
+        arrays = {}
+        for f in PARTIAL:
+            pieces, self.cols[f.name] = self.cols[f.name], []
+            arrays[f.name] = pa.array(np.concatenate(pieces) if pieces else [], f.type, from_pandas=f.name == "v")
+            del pieces
+        return pa.table(arrays, schema=PARTIAL)
 
 
 def _by_group(table: pa.Table, kind: str) -> dict[tuple, list[int]]:

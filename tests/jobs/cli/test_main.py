@@ -126,3 +126,25 @@ def test_connect_server_requires_the_warehouses_token(tmp_path, monkeypatch, cap
     assert started["server"]                                            # Ctrl-C stops it, even in the background
     assert (f'clients set BLOCKHEAT_SPARK_REMOTE="sc://localhost:15999/;token=$(cat {token_file})"'
             in capsys.readouterr().err)
+
+
+def test_profile_asks_for_a_lean_local_driver(monkeypatch):
+    """`blockheat profile` runs its passes in Python workers reading the files: its session is built with
+    lean_local (a local driver's JVM on a small heap, SparkConfig.from_env)."""
+    import argparse
+
+    import blockheat.jobs.cli.heat as heat
+
+    class Built(Exception):
+        pass
+
+    asked = {}
+
+    def spark_session(args, app, **options):
+        asked.update(options, app=app)
+        raise Built
+
+    monkeypatch.setattr(heat, "spark_session", spark_session)
+    with pytest.raises(Built):
+        heat.cmd_profile(argparse.Namespace(trace_id="t1", window=3600.0, full=False, output="table"))
+    assert asked == {"app": "profile t1", "trace_id": "t1", "lean_local": True}

@@ -2,8 +2,12 @@
 maps it (with -Xshare:on a JVM that cannot use the archive refuses to start)."""
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +35,19 @@ def test_session_conf_quotes_a_warehouse_path_with_spaces_and_quotes(tmp_path):
     flags = shlex.split(session_conf(SparkConfig(master="local[1]", warehouse=warehouse))[
         "spark.driver.extraJavaOptions"])
     assert f"-Dderby.system.home={warehouse}" in flags
+
+
+def test_the_lean_driver_flags_start_a_jvm_with_a_serial_gc_and_small_heap():
+    """LEAN_DRIVER_OPTIONS as the environment's java takes them (a flag it refused would stop every profile's
+    driver from starting)."""
+    java = Path(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
+    done = subprocess.run([str(java), *J.LEAN_DRIVER_OPTIONS, "-XX:+PrintFlagsFinal", "-version"],
+                          capture_output=True, text=True, check=True, timeout=60)
+    flags = {f[1]: f[3] for f in (line.split() for line in done.stdout.splitlines()) if len(f) >= 4 and f[2] == "="}
+    assert (flags["UseSerialGC"], flags["UseG1GC"]) == ("true", "false")
+    assert (int(flags["InitialHeapSize"]), int(flags["NewSize"]), int(flags["MaxNewSize"])) == (128 << 20,
+                                                                                               48 << 20, 48 << 20)
+    assert (flags["MinHeapFreeRatio"], flags["MaxHeapFreeRatio"]) == ("5", "20")
 
 
 @pytest.fixture

@@ -43,8 +43,14 @@ def test_config_from_env(monkeypatch, tmp_path):
     assert S.SparkConfig.from_env("x", **{"spark.driver.extraJavaOptions": "-Da=1"}).extra == \
         {"spark.driver.extraJavaOptions": "-Da=1"}                     # a caller's own choice wins
     assert S.SparkConfig.from_env("serve-sql", short_driver=False).extra == {}     # a long-lived driver
+    assert S.SparkConfig.from_env("profile", lean_local=True).extra == \
+        {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}   # on a cluster: as any job
     monkeypatch.setenv("BLOCKHEAT_SPARK_MASTER", "local[2]")
     assert S.SparkConfig.from_env().extra == {}                         # the driver's JVM runs the tasks too
+    # unless the tasks do their work in Python workers: then it schedules and commits, on a small heap
+    assert S.SparkConfig.from_env("profile", lean_local=True).extra == {
+        "spark.driver.extraJavaOptions":
+            "-XX:+UseSerialGC -Xms128m -Xmn48m -XX:MinHeapFreeRatio=5 -XX:MaxHeapFreeRatio=20"}
     monkeypatch.delenv("BLOCKHEAT_SPARK_MASTER")
     monkeypatch.delenv("BLOCKHEAT_WAREHOUSE")
     assert S.SparkConfig.from_env().master == "local[*]"

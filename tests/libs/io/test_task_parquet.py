@@ -13,6 +13,7 @@ import pytest
 
 from blockheat.libs.io import storage, task_parquet
 from blockheat.libs.io.task_parquet import scratch_dir, sink_parquet, sink_parquet_groups, sink_parquet_groups_multi
+from tests.builders import python_child
 from tests.fake_store import fake_s3
 
 DDL = "key long, label string, value double"
@@ -209,3 +210,40 @@ def test_a_reused_heap_keeps_large_arrays_in_the_heap_and_then_maps_them_again()
     block = np.ones(size // 8)
     assert _malloc_info().hblkhd - mapped >= size
     del block
+
+
+_MAPPED_CHILD = """
+import ctypes
+import numpy as np
+from blockheat.libs.io import task_parquet as T
+
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                                               "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+size = T.MAPPED_BYTES * 2
+np.ones(2 << 20)                # a 16 MiB array mapped and freed: glibc's dynamic threshold rises to 16 MiB
+with T.mapped_arrays():
+    mapped, free = libc.mallinfo2().hblkhd, libc.mallinfo2().fordblks
+    block = np.ones(size // 8)
+    print(libc.mallinfo2().hblkhd - mapped >= size)             # a mapping of its own
+    del block
+    print(libc.mallinfo2().hblkhd - mapped < size, libc.mallinfo2().fordblks - free < size)   # gone, not kept
+    small = np.ones(T.MAPPED_BYTES // 16)                          # half of MAPPED_BYTES: from the heap
+    print(libc.mallinfo2().hblkhd - mapped < T.MAPPED_BYTES // 2)
+mapped = libc.mallinfo2().hblkhd
+block = np.ones(size // 8)
+print(libc.mallinfo2().hblkhd - mapped < size)                  # the usual threshold again: from the heap
+"""
+
+
+def test_mapped_arrays_map_arrays_of_a_few_mib_and_unmap_them_when_freed():
+    """Inside mapped_arrays an array of MAPPED_BYTES or more gets a mapping of its own, gone when it is freed (not
+    kept in the heap); after it, glibc's usual 32 MiB threshold serves such an array from the heap again. In a
+    fresh process: glibc serves any request its heap's free chunks can hold from them first (other tests leave
+    some)."""
+    done = python_child(_MAPPED_CHILD)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True"] * 5
