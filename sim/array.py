@@ -56,10 +56,10 @@ def index_slot(index: np.ndarray, shift: int, x: int) -> int:  # pragma: no cove
 def extent_at(lstart: np.ndarray, index: np.ndarray, shift: int, x: int) -> int:  # pragma: no cover
     """The extent holding logical sector x (the last one for x past the end), through extent_index's index: a
     binary search between the index's entries x >> shift and the next (usually one or two extents apart)."""
-    b = x >> shift
     last = index.shape[0] - 1
-    lo = index[index_slot(index, shift, x)]
-    hi = index[b + 1] if b < last else lstart.shape[0] - 1
+    slot = index_slot(index, shift, x)
+    lo = index[slot]
+    hi = index[slot + 1] if slot < last else lstart.shape[0] - 1
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if lstart[mid] <= x:

@@ -106,8 +106,10 @@ class SparkConfig:
         # the driver's machine. In local mode the driver's JVM is the executor too, and keeps the defaults; so do
         # long-lived drivers (short_driver=False: the SQL server and shell, where the driver plans every query),
         # unless the job's tasks do their work in Python workers (lean_local).
-        local = not master or master.startswith("local")
-        flags = LEAN_DRIVER_OPTIONS if local and lean_local else () if local or not short_driver else SHORT_JOB_OPTIONS
+        if not master or master.startswith("local"):
+            flags = LEAN_DRIVER_OPTIONS if lean_local else ()
+        else:
+            flags = SHORT_JOB_OPTIONS if short_driver else ()
         driver = {"spark.driver.extraJavaOptions": " ".join(flags)} if flags else {}
         return cls(
             catalog="none",

@@ -213,29 +213,23 @@ def test_a_reused_heap_keeps_large_arrays_in_the_heap_and_then_maps_them_again()
 
 
 _MAPPED_CHILD = """
-import ctypes
 import numpy as np
 from blockheat.libs.io import task_parquet as T
+from tests.libs.io.test_task_parquet import _malloc_info
 
-class Info(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
-                                               "uordblks", "fordblks", "keepcost")]
-
-libc = ctypes.CDLL("libc.so.6")
-libc.mallinfo2.restype = Info
 size = T.MAPPED_BYTES * 2
 np.ones(2 << 20)                # a 16 MiB array mapped and freed: glibc's dynamic threshold rises to 16 MiB
 with T.mapped_arrays():
-    mapped, free = libc.mallinfo2().hblkhd, libc.mallinfo2().fordblks
+    mapped, free = _malloc_info().hblkhd, _malloc_info().fordblks
     block = np.ones(size // 8)
-    print(libc.mallinfo2().hblkhd - mapped >= size)             # a mapping of its own
+    print(_malloc_info().hblkhd - mapped >= size)             # a mapping of its own
     del block
-    print(libc.mallinfo2().hblkhd - mapped < size, libc.mallinfo2().fordblks - free < size)   # gone, not kept
+    print(_malloc_info().hblkhd - mapped < size, _malloc_info().fordblks - free < size)   # gone, not kept
     small = np.ones(T.MAPPED_BYTES // 16)                          # half of MAPPED_BYTES: from the heap
-    print(libc.mallinfo2().hblkhd - mapped < T.MAPPED_BYTES // 2)
-mapped = libc.mallinfo2().hblkhd
+    print(_malloc_info().hblkhd - mapped < T.MAPPED_BYTES // 2)
+mapped = _malloc_info().hblkhd
 block = np.ones(size // 8)
-print(libc.mallinfo2().hblkhd - mapped < size)                  # the usual threshold again: from the heap
+print(_malloc_info().hblkhd - mapped < size)                  # the usual threshold again: from the heap
 """
 
 
