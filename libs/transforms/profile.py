@@ -40,6 +40,9 @@ its part; the whole trace when one task does the pass); other groups leave one h
 group and task (cells of equal rounded value, packed in a binary column), merged by a last numpy
 step (merge_histograms). So the result is the same however the work is split (tested), and what crosses between
 tasks scales with the number of groups, not requests.
+
+The compiled loops (profile_kernels, numba) are imported by the functions that run them, in the tasks: a driver
+that plans, merges and commits does not load numba and LLVM (~120 MB resident).
 """
 from __future__ import annotations
 
@@ -58,13 +61,6 @@ from pyspark.sql import functions as F
 from blockheat.libs.columns import idiv, to_schema
 from blockheat.libs.io.arrow_values import equal_mask
 from blockheat.libs.io.connect import parallelism as session_parallelism
-from blockheat.libs.transforms.profile_kernels import (
-    block_pass,
-    device_bursts,
-    gap_cells,
-    group_cells,
-    round_significant_code,
-)
 from blockheat.schemas import trace_profile as TP
 
 if TYPE_CHECKING:
@@ -151,6 +147,7 @@ def value_counts(values: np.ndarray, *, rounded: bool) -> tuple[np.ndarray, np.n
     rounded to 4 significant digits first when `rounded` (as round_significant_np rounds them): np.unique's
     answer, counted with one bincount by round_significant_code's code or by value instead of a sort where the
     values are non-negative and the table small."""
+    from blockheat.libs.transforms.profile_kernels import round_significant_code
     values = np.asarray(values, np.int64)
     if not len(values):
         return np.zeros(0), np.zeros(0, np.int64)
@@ -452,6 +449,7 @@ class _Partials:
         and only cells are merged into coarser groups. False (nothing added) when the keys would not
         fit an int64. Rounded values are counted by their code (round_significant_code) with one
         bincount instead of a sort, when the (group, code) table is small."""
+        from blockheat.libs.transforms.profile_kernels import group_cells, round_significant_code
     
         coded = metric not in EXACT
         if keys_sorted([code, w]):                  # rows by group already: one compiled loop
@@ -580,6 +578,7 @@ class _Partials:
                       span: tuple[int | None, int | None]) -> None:
         """bursts() of the device scope only, of rows sorted by (device code, ts): the same rows, by one compiled
         pass per bin length (profile_kernels.device_bursts)."""
+        from blockheat.libs.transforms.profile_kernels import device_bursts
         start, stop = span
         lo = np.iinfo(np.int64).min if start is None else start
         hi = np.iinfo(np.int64).max if stop is None else stop
@@ -812,6 +811,7 @@ def _gap_cells(code: np.ndarray, w: np.ndarray, starts: np.ndarray, ts: np.ndarr
     """ordered_partials' rows (sorted by device code and ts; `starts` the first row of each (code, w)) through
     profile_kernels.gap_cells: (is_seq, the finest groups' device codes and window starts, then gap_cells' sums and
     cells); None when a value leaves the integer path (then _gap_distributions computes the same rows)."""
+    from blockheat.libs.transforms.profile_kernels import gap_cells
     if len(starts) * CODES >= 1 << 62:
         return None
     known = [names[c] in before for c in range(len(names))]
@@ -1114,6 +1114,7 @@ def _block_rows(out: _Partials, devices: Sequence[tuple[int, np.ndarray, np.ndar
     loop per device (profile_kernels.block_pass) gives the per-window sums and reuse-time cells. seen: per
     device, the blocks accessed before and their last access; by_id: the windows whose extent counts (and
     the whole trace's) leave "extent_ids" rows. Returns per device its blocks' last access afterwards."""
+    from blockheat.libs.transforms.profile_kernels import block_pass
 
     window_us = out.window_us
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("fc", "fw", "fnew", "facc", "fagain", "rc", "rw", "rn", "rs",

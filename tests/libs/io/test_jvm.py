@@ -47,7 +47,7 @@ def test_the_lean_driver_flags_start_a_jvm_with_a_serial_gc_and_small_heap():
     assert (flags["UseSerialGC"], flags["UseG1GC"]) == ("true", "false")
     assert (int(flags["InitialHeapSize"]), int(flags["NewSize"]), int(flags["MaxNewSize"])) == (128 << 20,
                                                                                                48 << 20, 48 << 20)
-    assert (flags["MinHeapFreeRatio"], flags["MaxHeapFreeRatio"]) == ("5", "20")
+    assert (flags["MinHeapFreeRatio"], flags["MaxHeapFreeRatio"]) == ("20", "50")
 
 
 @pytest.fixture

@@ -50,7 +50,7 @@ def test_config_from_env(monkeypatch, tmp_path):
     # unless the tasks do their work in Python workers: then it schedules and commits, on a small heap
     assert S.SparkConfig.from_env("profile", lean_local=True).extra == {
         "spark.driver.extraJavaOptions":
-            "-XX:+UseSerialGC -Xms128m -Xmn48m -XX:MinHeapFreeRatio=5 -XX:MaxHeapFreeRatio=20"}
+            "-XX:+UseSerialGC -Xms128m -Xmn48m -XX:MinHeapFreeRatio=20 -XX:MaxHeapFreeRatio=50"}
     monkeypatch.delenv("BLOCKHEAT_SPARK_MASTER")
     monkeypatch.delenv("BLOCKHEAT_WAREHOUSE")
     assert S.SparkConfig.from_env().master == "local[*]"

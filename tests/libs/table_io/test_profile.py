@@ -16,6 +16,7 @@ from blockheat.libs.table_io import device_pass as DP
 from blockheat.libs.table_io import profile as PF
 from blockheat.libs.transforms.profile import compute_trace_profile
 from blockheat.schemas import requests as R
+from tests.builders import python_child
 from tests.libs.transforms.test_profile import TINY
 
 WINDOW_US = 30_000_000
@@ -238,3 +239,13 @@ def test_spill_files_on_an_object_store(spark, spark_cfg, gen_expected, tmp_path
     assert len({p.name for p in store.local(scratch).iterdir()}) > 1                 # several merge buckets
     assert remote[("trace", "*", 0, 0, "requests")] == len(rows)
     assert_same(remote, local)
+
+
+def test_the_profile_job_and_the_command_line_import_no_numba():
+    """The profile's driver plans, merges and commits: its modules leave numba (and LLVM, ~120 MB resident) to the
+    tasks that run the compiled loops."""
+    done = python_child("import sys, blockheat.jobs.trace_profile, blockheat.jobs.cli.main;"
+                        "import blockheat.libs.table_io.profile;"
+                        "print(sorted(m for m in ('numba', 'llvmlite') if m in sys.modules))")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
