@@ -7,16 +7,21 @@ jobs pass, writable arrays and the read-only ones Arrow columns give (numba comp
 """
 from __future__ import annotations
 
+import tempfile
 import time
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from blockheat.libs.alis.graph import _split_by_bucket
 from blockheat.libs.readers.srt import find_record_offsets
+from blockheat.libs.table_io import profile as PF
 from blockheat.libs.table_io.alis_graph import Build, GraphParams, device_build
 from blockheat.libs.table_io.alis_spill import SpillSizes
 from blockheat.libs.transforms import heat_kernels as HK
+from blockheat.libs.transforms import profile as P
 from blockheat.libs.transforms import profile_kernels as PK
 from blockheat.libs.transforms import tracking_kernels as TK
 from blockheat.sim import compile_alis, warm_trace
@@ -34,6 +39,36 @@ def profile() -> None:
     for view in VIEWS:
         PK.block_pass(view(x * 10), view(x * 4096), x * 4096 + 9_000, 100, 4096, 1 << 20, 1 << 20, 1, 0,
                       10_000 + 13 * 9_000, x[:1].copy(), x[:1].copy())
+    profile_tasks()
+
+
+def profile_tasks(n: int = 4_000) -> int:
+    """The profile's tasks as a Spark worker runs them (libs.table_io.profile.run_task: a device task, then ordered,
+    block and arrival tasks; then a merge bucket's merge) on a small requests file of n rows in a temporary folder,
+    so the loops compile with the types of the Arrow columns a Parquet file gives. Returns the merged rows."""
+    rng = np.random.default_rng(7)
+    rows = pa.table({"seq": np.arange(n, dtype=np.int64),
+                     "ts_us": np.sort(rng.integers(0, 3 * 3_600_000_000, n)),
+                     "op": pa.array(np.where(rng.random(n) < 0.5, "R", "W")),
+                     "offset_bytes": rng.integers(0, 2_000, n) * 4096,
+                     "size_bytes": rng.choice(np.array([512, 4096, 65_536]), n)})
+    merged = 0
+    with tempfile.TemporaryDirectory(prefix="blockheat-warm-") as folder:
+        path = f"{folder}/requests.parquet"
+        pq.write_table(rows, path, row_group_size=n // 4)
+        for rows_per_part in (n, n // 4):
+            tasks, groups = PF.plan({"d": [path]}, rows_per_part=rows_per_part, parallelism=2, block_rows=n)
+            every = [g for gs in groups.values() for g in gs]
+            end = PF.stop(groups)
+            outs = [PF.run_task(t, every if t.kind == "arrival" else groups[t.device], window_us=3_600_000_000,
+                                extent_bytes=1 << 20, end=end)[0] for t in tasks]
+            out = pa.concat_tables(outs)
+            cells = out.filter(pc.is_in(out.column("kind"), pa.array(["hist", "extent"])))
+            _, still = P.runs_of_pieces(out.filter(pc.invert(pc.is_in(out.column("kind"),
+                                                                       pa.array(["hist", "extent"])))))
+            done, _ = P.merge_and_keep(cells, P.Horizon.after(end, 3_600_000_000, still))
+            merged += done.num_rows + P.merge_skew(cells).num_rows
+    return merged
 
 
 def tracking() -> None:

@@ -55,5 +55,6 @@ def test_the_kernels_the_jobs_call_on_arrow_columns_are_compiled_read_only():
     assert set(libs_warm.compile_all(only=("profile", "tracking", "heat", "srt"))) == {
         "profile", "tracking", "heat", "srt"}
     for kernel in (HK.extent_range, HK.touched_extents, HK.device_grids, HK.disks_of, PK.block_pass,
+                   PK.gap_cells, PK.device_bursts,        # the profile's tasks, through run_task on a Parquet file
                    TK.unit_pieces, TK.pieces_by_extent, srt._walk_records):
         assert read_only_signature(kernel), kernel
