@@ -20,6 +20,7 @@ from blockheat.libs.readers.srt import find_record_offsets
 from blockheat.libs.table_io import profile as PF
 from blockheat.libs.table_io.alis_graph import Build, GraphParams, device_build
 from blockheat.libs.table_io.alis_spill import SpillSizes
+from blockheat.libs.table_io.tracking import rows_of_pieces
 from blockheat.libs.transforms import heat_kernels as HK
 from blockheat.libs.transforms import profile as P
 from blockheat.libs.transforms import profile_kernels as PK
@@ -75,12 +76,16 @@ def tracking() -> None:
     one = np.array([0], np.int64)
     for view in VIEWS:                # unit_pieces also serves the aged counts' interval pass
         TK.unit_pieces(view(one), view(np.array([4096], np.int64)), 65_536)
-    for view in VIEWS:                # pieces_by_extent takes the columns as read (read-only when zero-copy)
-        TK.pieces_by_extent(view(one), view(one), view(one), view(np.array([4096], np.int64)), 1 << 20, 0, 1)
-    ext, ts, _, blocks = TK.extent_pieces(one, one, one, np.array([4096], np.int64), 1 << 20)
+    for view in VIEWS:                # both take the columns as read (read-only when zero-copy; tracking_eval's too)
+        size = view(np.array([4096], np.int64))
+        TK.pieces_by_extent(view(one), view(one), view(one), size, 1 << 20, 0, 1)
+        ext, ts, _, blocks = TK.extent_pieces(view(one), view(one), view(one), size, 1 << 20)
     TK.last_of_groups(ext, 2)
     starts = TK.checkpoint_rows(ext, ts, 1, 10)
     TK.track(ext, ts, blocks, starts, np.array([2], np.int64), 1, 10)
+    for seen_before in (None, one):   # as the tracking tasks call the loops: a whole pass, and one resumed
+        rows_of_pieces(ext, ts, blocks, ks=(2,), extent_bytes=1 << 20, aging_period_us=10, last_j=1, first_row_j=0,
+                       seen_before=seen_before)
 
 
 def heat() -> None:

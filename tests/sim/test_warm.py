@@ -56,5 +56,7 @@ def test_the_kernels_the_jobs_call_on_arrow_columns_are_compiled_read_only():
         "profile", "tracking", "heat", "srt"}
     for kernel in (HK.extent_range, HK.touched_extents, HK.device_grids, HK.disks_of, PK.block_pass,
                    PK.gap_cells, PK.device_bursts,        # the profile's tasks, through run_task on a Parquet file
-                   TK.unit_pieces, TK.pieces_by_extent, srt._walk_records):
+                   TK.unit_pieces, TK.pieces_by_extent, TK.extent_pieces, srt._walk_records):
         assert read_only_signature(kernel), kernel
+    # the tracking tasks' calls (rows_of_pieces): a whole pass (seen_before None) and one resumed (an array)
+    assert {"none", "array(int64, 1d, C)"} <= {str(sig[-1]) for sig in TK.track.signatures}
