@@ -19,6 +19,7 @@ No import of pyspark or of libs' other modules before the path is cleaned.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -63,14 +64,17 @@ def worker_modules() -> list[str]:
 
 def preimport(modules: list[str]) -> list[str]:
     """Import `modules`; returns those imported. One that fails to import here (say, not installed on this
-    executor) is left to the worker that needs it, whose task then fails with the import's own error."""
+    executor) is left to the worker that needs it, whose task then fails with the import's own error. What the
+    imports print goes to standard error: the daemon's standard output carries its port to the JVM (numba's
+    NUMBA_DEBUG_CACHE lines there stopped every Python task)."""
     imported = []
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except Exception:  # the daemon must start; the task that needs the module reports the error
-            continue
-        imported.append(name)
+    with contextlib.redirect_stdout(sys.stderr):
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # the daemon must start; the task that needs the module reports the error
+                continue
+            imported.append(name)
     return imported
 
 

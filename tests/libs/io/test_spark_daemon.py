@@ -48,6 +48,15 @@ def test_the_worker_modules_import_and_a_missing_one_is_left_to_the_worker(monke
     assert worker_modules() == []
 
 
+def test_what_a_preimported_module_prints_goes_to_standard_error(tmp_path, monkeypatch, capsys):
+    """The daemon's standard output carries its port to the JVM: a module printing at import must not reach it."""
+    (tmp_path / "blockheat_test_chatty.py").write_text("print('[cache] index loaded')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert preimport(["blockheat_test_chatty"]) == ["blockheat_test_chatty"]
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "[cache] index loaded\n")
+
+
 def test_a_sessions_python_worker_imports_the_installed_pyspark(spark):
     def probe(_: object) -> tuple[str, list[str], str]:
         import os as worker_os
