@@ -64,9 +64,9 @@ def profile_tasks(n: int = 4_000) -> int:
             outs = [PF.run_task(t, every if t.kind == "arrival" else groups[t.device], window_us=3_600_000_000,
                                 extent_bytes=1 << 20, end=end)[0] for t in tasks]
             out = pa.concat_tables(outs)
-            cells = out.filter(pc.is_in(out.column("kind"), pa.array(["hist", "extent"])))
-            _, still = P.runs_of_pieces(out.filter(pc.invert(pc.is_in(out.column("kind"),
-                                                                       pa.array(["hist", "extent"])))))
+            merged_kinds = pc.is_in(out.column("kind"), pa.array(["hist", "extent"]))   # as the tasks split them
+            cells = out.filter(merged_kinds)
+            _, still = P.runs_of_pieces(out.filter(pc.invert(merged_kinds)))
             done, _ = P.merge_and_keep(cells, P.Horizon.after(end, 3_600_000_000, still))
             merged += done.num_rows + P.merge_skew(cells).num_rows
     return merged
