@@ -207,8 +207,8 @@ class FileWriter:
             full = storage.join(self.target.root, *relative.split("/"))
             storage.makedirs(storage.parent(full))
             fs, path = storage.filesystem(full)
-            writer = pq.ParquetWriter(path, self.data_schema, filesystem=fs, compression="snappy",
-                                      use_dictionary=storage.dictionary_columns(self.data_schema))
+            writer = pq.ParquetWriter(path, self.data_schema, filesystem=fs,
+                                      **storage.parquet_options(self.data_schema))
             self._open[key] = (writer, relative, {})
         return self._open[key]
 
@@ -365,7 +365,7 @@ def _rewrite_without(target: TableTarget, add: dict[str, Any], where: Mapping[st
         return None
     relative = "/".join([*add["path"].split("/")[:-1], quote(task_file_name(f"{target.write_id}k"))])
     fs, path = storage.filesystem(_file_path(target, relative))
-    pq.write_table(kept, path, filesystem=fs, compression="snappy")
+    pq.write_table(kept, path, filesystem=fs, **storage.parquet_options(kept.schema))
     return {"path": relative, "size": storage.size(_file_path(target, relative)), "rows": kept.num_rows,
             "partition": json.dumps(add["partitionValues"]), "stats": json.dumps(_stats(kept, target.stats_columns))}
 

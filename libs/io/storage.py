@@ -309,15 +309,28 @@ def dictionary_columns(schema: pa.Schema) -> list[str]:
             if pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_dictionary(f.type)]
 
 
+def parquet_options(schema: pa.Schema) -> dict[str, Any]:
+    """The writer options (pyarrow.parquet.write_table's, ParquetWriter's) of the Parquet files blockheat writes:
+    integers, times and dates DELTA_BINARY_PACKED (a trace's sorted times and sequence numbers take a few bits a row),
+    text dictionary-encoded (dictionary_columns), pages not compressed. Measured on a `requests` file of 2.5 M
+    requests: 27 MB, 0.18 s to write and 0.02 s to read four integer columns, against 41 MB, 0.24 s and 0.11 s
+    snappy-compressed plain pages; snappy over the packed pages saved 15% of the size and cost 40% more read time."""
+    import pyarrow as pa  # lazy: see the module's docstring
+    packed = [f.name for f in schema
+              if pa.types.is_integer(f.type) or pa.types.is_timestamp(f.type) or pa.types.is_date(f.type)]
+    return {"compression": "none", "use_dictionary": dictionary_columns(schema),
+            "column_encoding": dict.fromkeys(packed, "DELTA_BINARY_PACKED")}
+
+
 def write_parquet(location: str, table: pa.Table,
                   opener: Callable[[str], tuple[pafs.FileSystem, str]] = filesystem) -> None:
     """One Parquet file at a location (its directory created where there are directories), opened by `opener`
-    (a task's own: libs.io.task_parquet); dictionary pages for its dictionary_columns only."""
+    (a task's own: libs.io.task_parquet), written with parquet_options."""
     import pyarrow.parquet as pq  # lazy: see the module's docstring
     if is_local(location):
         os.makedirs(os.path.dirname(os.fspath(location)), exist_ok=True)
     fs, path = opener(location)
-    pq.write_table(table, path, filesystem=fs, use_dictionary=dictionary_columns(table.schema))
+    pq.write_table(table, path, filesystem=fs, **parquet_options(table.schema))
 
 
 def read_bytes(location: str) -> bytes:

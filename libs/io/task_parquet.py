@@ -109,7 +109,8 @@ def _writing(fn: ArrowFn, directory: str, schema: pa.Schema) -> ArrowFn:
                 if not batch.num_rows:
                     continue
                 if writer is None:
-                    writer = pq.ParquetWriter(f"{root}/{name}", schema, filesystem=fs, compression="snappy")
+                    writer = pq.ParquetWriter(f"{root}/{name}", schema, filesystem=fs,
+                                              **storage.parquet_options(schema))
                 writer.write_batch(_conform(batch, schema))
                 rows += batch.num_rows
         finally:
@@ -133,7 +134,7 @@ def _writing_groups(fn: Callable[[pa.Table], pa.Table], directory: str, schema: 
             return _written("", 0).slice(0, 0)
         fs, root = opener(directory)
         name = task_file_name()
-        pq.write_table(_conform(out, schema), f"{root}/{name}", filesystem=fs, compression="snappy")
+        pq.write_table(_conform(out, schema), f"{root}/{name}", filesystem=fs, **storage.parquet_options(schema))
         return _written(name, out.num_rows)
 
     return run
@@ -215,7 +216,8 @@ def sink_parquet_groups_multi(grouped: GroupedData, fn: Callable[[pa.Table], Map
         written = [(n, out.num_rows) for n, out in outs.items() if out.num_rows]
         fs, root = opener(directory)
         for n, _ in written:
-            pq.write_table(_conform(outs[n], schemas[n]), f"{root}/{n}/{name}", filesystem=fs, compression="snappy")
+            pq.write_table(_conform(outs[n], schemas[n]), f"{root}/{n}/{name}", filesystem=fs,
+                           **storage.parquet_options(schemas[n]))
         return pa.table({"name": pa.array([f"{n}/{name}" for n, _ in written], pa.string()),
                          "rows": pa.array([r for _, r in written], pa.int64())})
 

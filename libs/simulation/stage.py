@@ -239,7 +239,8 @@ def _stage(directory: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.R
                     if k not in writers:
                         name = task_file_name()
                         writers[k] = [pq.ParquetWriter(f"{root}/{name}", rows.schema, filesystem=fs,
-                                                       compression="snappy"), storage.join(directory, name), 0]
+                                                       **storage.parquet_options(rows.schema)),
+                                      storage.join(directory, name), 0]
                     writers[k][0].write_table(rows)
                     writers[k][2] += rows.num_rows
         finally:

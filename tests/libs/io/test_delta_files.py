@@ -122,6 +122,9 @@ def test_many_batches_of_one_partition_make_one_file_with_merged_statistics(tmp_
     data = pq.read_table(tmp_path / "t" / row["path"])
     assert data.column_names == ["seq", "value"]
     assert data.num_rows == row["rows"] == 30
+    seq = pq.ParquetFile(tmp_path / "t" / row["path"]).metadata.row_group(0).column(0)    # storage.parquet_options
+    assert (seq.path_in_schema, seq.compression) == ("seq", "UNCOMPRESSED")
+    assert "DELTA_BINARY_PACKED" in seq.encodings
 
 
 def _failing(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
