@@ -575,9 +575,10 @@ class _Partials:
                              mx=np.maximum.reduceat(c, at).astype(np.float64))
 
     def device_bursts(self, code: np.ndarray, w: np.ndarray, ts: np.ndarray,
-                      span: tuple[int | None, int | None]) -> None:
-        """bursts() of the device scope only, of rows sorted by (device code, ts): the same rows, by one compiled
-        pass per bin length (profile_kernels.device_bursts)."""
+                      span: tuple[int | None, int | None], scope: str = "device") -> None:
+        """bursts() of one scope of rows sorted by (code, ts), by one compiled pass per bin length
+        (profile_kernels.device_bursts), the same rows: the device scope (code: the devices) or the trace scope
+        (every code self.star)."""
         from blockheat.libs.transforms.profile_kernels import device_bursts
         start, stop = span
         lo = np.iinfo(np.int64).min if start is None else start
@@ -585,13 +586,13 @@ class _Partials:
         for label, bin_us in BURST_BINS_US.items():
             (oc, ow, ob, on), whole, window = device_bursts(code, w, ts, bin_us, lo, hi)
             if len(on):
-                self.add("bin", oc, ow, label, n=on, key=ob, scope="device")
+                self.add("bin", oc, ow, label, n=on, key=ob, scope=scope)
             groups = [((whole[0], np.zeros(len(whole[0]), np.int64), *whole[1:]), 0)]   # as groups() orders them
             if self.window_us:
                 groups.append((window, self.window_us))
             for (gc, gw, n, s, mx), window_us in groups:
                 if len(gc):
-                    self.add("burst", gc, gw, label, scope="device", window_us=window_us, n=n,
+                    self.add("burst", gc, gw, label, scope=scope, window_us=window_us, n=n,
                              s=s.astype(np.float64), mx=mx.astype(np.float64))
 
     def counts(self, kind: str, metric: str, *keys: np.ndarray, weights: np.ndarray | None = None,
@@ -903,8 +904,8 @@ def merged_partials(ts: np.ndarray, *, before_ts: int | None, window_us: int,
     ts = np.sort(np.asarray(ts, np.int64), kind="stable")
     _arrival_partials(out, ts, before_ts, window_us)
     start, stop = span
-    out.bursts(np.zeros(len(ts), np.int64), _windows(ts, window_us), ts, (start, data_end if stop is None else stop),
-               scopes=("trace",))
+    out.device_bursts(np.full(len(ts), out.star), _windows(ts, window_us), ts,
+                      (start, data_end if stop is None else stop), scope="trace")
     return out.table()
 
 

@@ -511,12 +511,28 @@ def device_bursts(code: np.ndarray, w: np.ndarray, ts: np.ndarray, bin_us: int, 
     bins inside the span [start, stop) summed per device (whole) and per (device, window): their requests, the
     sum of their squared request counts and the largest count; the bins reaching outside the span as runs (device,
     window, bin, requests). Returns (outside code, w, bin, n), (whole code, n, s, mx), (window code, w, n, s, mx),
-    each in (device, window, bin) order."""
+    each in (device, window, bin) order. The outputs' arrays are sized by a first pass (the devices, windows and
+    rows outside the span: a few rows per device and window, not one per request)."""
     n = len(ts)
-    o_code, o_w, o_b, o_n = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
-    h_code, h_n, h_s, h_mx = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
-    g_code, g_w, g_n = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
-    g_s, g_mx = np.empty(n, np.int64), np.empty(n, np.int64)
+    # a row's bin is inside the span when first <= ts < end (the span's first and last bin edges inside it)
+    first = np.iinfo(np.int64).min if start == np.iinfo(np.int64).min else -((-start) // bin_us) * bin_us
+    end = np.iinfo(np.int64).max if stop == np.iinfo(np.int64).max else (stop // bin_us) * bin_us
+    nh_max = ng_max = 1
+    no_max = 0
+    for i in range(n):
+        if i and code[i] != code[i - 1]:
+            nh_max += 1
+            ng_max += 1
+        elif i and w[i] != w[i - 1]:
+            ng_max += 1
+        if ts[i] < first or ts[i] >= end:
+            no_max += 1
+    o_code, o_w, o_b, o_n = (np.empty(no_max, np.int64), np.empty(no_max, np.int64), np.empty(no_max, np.int64),
+                             np.empty(no_max, np.int64))
+    h_code, h_n, h_s, h_mx = (np.empty(nh_max, np.int64), np.empty(nh_max, np.int64), np.empty(nh_max, np.int64),
+                              np.empty(nh_max, np.int64))
+    g_code, g_w, g_n = np.empty(ng_max, np.int64), np.empty(ng_max, np.int64), np.empty(ng_max, np.int64)
+    g_s, g_mx = np.empty(ng_max, np.int64), np.empty(ng_max, np.int64)
     no, nh, ng = 0, 0, 0
     b = 0
     last = -1                       # the previous inside row
@@ -527,7 +543,7 @@ def device_bursts(code: np.ndarray, w: np.ndarray, ts: np.ndarray, bin_us: int, 
         inside = False
         if i < n:
             b = ts[i] // bin_us
-            inside = b * bin_us >= start and (b + 1) * bin_us <= stop
+            inside = first <= ts[i] < end            # as counted above: the arrays hold every row outside
             if not inside:
                 if no and o_code[no - 1] == code[i] and o_w[no - 1] == w[i] and o_b[no - 1] == b:
                     o_n[no - 1] += 1

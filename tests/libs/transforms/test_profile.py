@@ -32,6 +32,7 @@ from blockheat.libs.transforms.profile import (
     add_extent_counts,
     compute_trace_profile,
     extent_counts,
+    merged_partials,
     ordered_partials,
     round_significant_np,
     skew_stats,
@@ -519,6 +520,23 @@ def test_device_bursts_equal_the_numpy_bursts_on_hplajw(hplajw_part, monkeypatch
     monkeypatch.setattr(_Partials, "device_bursts", lambda self, code, w, ts, span: self.bursts(
         code, w, ts, span, scopes=("device",)))
     assert ordered_partials(part, merged=False, **args).equals(fused)
+
+
+@pytest.mark.parametrize("stop", [None, "inside"])
+def test_trace_bursts_equal_the_numpy_bursts_on_hplajw(hplajw_part, monkeypatch, stop):
+    """An arrival part's burst rows of the trace scope from the compiled pass (device_bursts, every row the trace's
+    code) are bursts()' rows exactly, bins cut by the part's start (and its stop) as "bin" rows."""
+    part, args = hplajw_part
+    ts = part["ts_us"].to_numpy()
+    span = (args["span"][0], int(np.quantile(ts, 0.8)) + 123_457 if stop else None)
+    kw = {"before_ts": args["before_ts"], "window_us": args["window_us"], "span": span, "data_end": args["data_end"]}
+    fused = merged_partials(ts[ts < span[1]] if stop else ts, **kw)
+    kinds = collections.Counter(fused.filter(pc.is_in(fused["kind"], pa.array(["burst", "bin"])))["kind"].to_pylist())
+    assert kinds["burst"] > 10
+    assert kinds["bin"] == 4              # a 1 s and a 1 min bin at the start and at the stop (or the data's end)
+    monkeypatch.setattr(_Partials, "device_bursts", lambda self, code, w, ts, span, scope: self.bursts(
+        code, w, ts, span, scopes=(scope,)))
+    assert merged_partials(ts[ts < span[1]] if stop else ts, **kw).equals(fused)
 
 
 def test_a_seek_beyond_exact_integers_takes_the_float_path():
