@@ -130,6 +130,16 @@ def _count_code(counts: np.ndarray, touched: np.ndarray, nt: int, c: int) -> int
     return nt
 
 
+@numba.njit(cache=True, inline="always")
+def _count_run(counts: np.ndarray, touched: np.ndarray, nt: int, c: int, n: int) -> int:  # pragma: no cover
+    """_count_code of n values of code c."""
+    if counts[c] == 0:
+        touched[nt] = c
+        nt += 1
+    counts[c] += n
+    return nt
+
+
 @numba.njit(cache=True)
 def _room(cells: np.ndarray, nc: int, more: int) -> np.ndarray:  # pragma: no cover - compiled
     """cells (rows of (group, value, count), nc used), grown to take `more` rows."""
@@ -253,6 +263,8 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
     # The previous reuse time and its code: the blocks of a request written together come back together, with one
     # reuse time, so most blocks skip the rounding.
     last_d, last_code = -1, 0
+    # Consecutive reuse times of one code are counted as a run (its code and length), not one by one.
+    run_code, run_n = -1, 0
     ahead = 16                                        # the request whose first and last entries are fetched meanwhile
     for i in range(n):
         if i + ahead < n:
@@ -263,6 +275,9 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
             if k >= 0:                                # the last one's sums, kept in locals meanwhile
                 rn[k], rs[k], rs2[k], rmx[k], fnew[k], facc[k] = c_n, c_s, c_s2, c_mx, c_new, c_acc
             c_n, c_s, c_s2, c_mx, c_new, c_acc = 0, 0.0, 0.0, -np.inf, 0, 0
+            if run_n:
+                nt = _count_run(counts, touched, nt, run_code, run_n)
+                run_n = 0
             if nt:
                 cells, nc = _flush(cells, nc, k, counts, touched, nt)
                 nt = 0
@@ -314,7 +329,11 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
                                          "after these requests")
                     if d != last_d:
                         last_d, last_code = d, _code_of(d)
-                    nt = _count_code(counts, touched, nt, last_code)
+                    if last_code != run_code:
+                        if run_n:
+                            nt = _count_run(counts, touched, nt, run_code, run_n)
+                        run_code, run_n = last_code, 0
+                    run_n += 1
                     c_n += 1
                     df = np.float64(d)
                     c_s += df
@@ -327,6 +346,8 @@ def block_pass(ts: np.ndarray, lo: np.ndarray, hi: np.ndarray, window_us: int, b
                 table[slot] = t
     if k >= 0:
         rn[k], rs[k], rs2[k], rmx[k], fnew[k], facc[k] = c_n, c_s, c_s2, c_mx, c_new, c_acc
+    if run_n:
+        nt = _count_run(counts, touched, nt, run_code, run_n)
     if nt:
         cells, nc = _flush(cells, nc, k, counts, touched, nt)
     if net:
