@@ -16,7 +16,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from blockheat.libs.alis.graph import _split_by_bucket
+from blockheat.libs.io.inputs import newline_blocks
+from blockheat.libs.readers.clean_text import parse_range
 from blockheat.libs.readers.srt import find_record_offsets
+from blockheat.libs.readers.text_formats import LAYOUTS
 from blockheat.libs.table_io import profile as PF
 from blockheat.libs.table_io.alis_graph import Build, GraphParams, device_build
 from blockheat.libs.table_io.alis_spill import SpillSizes
@@ -101,6 +104,18 @@ def heat() -> None:
         HK.disks_of(state, one, 4)
 
 
+def text() -> None:
+    """The clean text path's loops: the plain parser (integer and decimal timestamps) over a range's read-only bytes,
+    and the newline count per block of the input scan (over the scan's writable buffer and over bytes)."""
+    p = parse_range(b"128166372003061629,hm,1,Read,7014609920,24576,41286\n", LAYOUTS["msr"], tolerance_us=None)
+    s = parse_range(b"1538352000.5,2048,8,0,1001\n", LAYOUTS["tencent"], tolerance_us=None)
+    assert (p.size_bytes.tolist(), s.ts_raw_us.tolist()) == ([24576], [1_538_352_000_500_000])
+    for buf in (bytearray(b"a\nbc\n"), b"a\nbc\n"):
+        counts = np.empty(1, np.int64)
+        newline_blocks(np.frombuffer(buf, np.uint8), 1 << 20, counts, counts.copy(), counts.copy())
+        assert counts.tolist() == [2]
+
+
 def srt() -> None:
     """The record walk (records of two sizes), over a memory map's read-only bytes."""
     body = frozen(np.array([0, 0, 0, 8, 1, 1, 1, 1, 0, 0, 0, 12, *[2] * 8], np.uint8))
@@ -130,7 +145,8 @@ def alis() -> int:
     return first["runs"].num_rows + night["runs"].num_rows
 
 
-STEPS = {"profile": profile, "tracking": tracking, "heat": heat, "srt": srt, "sim": compile_simulator, "alis": alis}
+STEPS = {"profile": profile, "tracking": tracking, "heat": heat, "text": text, "srt": srt, "sim": compile_simulator,
+         "alis": alis}
 
 
 def compile_all(only: tuple[str, ...] | None = None) -> dict[str, float]:

@@ -30,6 +30,7 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
+from numba import njit
 
 from blockheat.libs.io import storage
 
@@ -199,6 +200,29 @@ def open_decompressed(path: Location, compression: str | None) -> Iterator[Binar
 NEWLINE_BLOCK = 1 << 20
 
 
+@njit(cache=True, nogil=True)
+def newline_blocks(data: np.ndarray, block: int, counts: np.ndarray, firsts: np.ndarray,
+                   lasts: np.ndarray) -> None:  # pragma: no cover - compiled by numba
+    """Per block of `block` bytes of data: its newlines, and the offsets in the block of its first and last (-1
+    when it has none). The count is a plain sum (vectorized), the two ends searched from each end."""
+    for b in range(counts.shape[0]):
+        lo, hi = b * block, min((b + 1) * block, data.shape[0])
+        c = 0
+        for i in range(lo, hi):
+            c += data[i] == 10
+        counts[b] = c
+        firsts[b] = lasts[b] = -1
+        if c:
+            i = lo
+            while data[i] != 10:
+                i += 1
+            firsts[b] = i - lo
+            i = hi - 1
+            while data[i] != 10:
+                i -= 1
+            lasts[b] = i - lo
+
+
 class _Lines:
     """The lines longer than `longest` bytes of a stream fed chunk by chunk (a line: the bytes between two
     newlines, or the file's ends), as (first byte, length); and the newlines per NEWLINE_BLOCK bytes. Per block
@@ -219,24 +243,24 @@ class _Lines:
         """Take the next n bytes (all of buf); the newlines in each of their blocks."""
         data = np.frombuffer(buf, np.uint8, len(buf) if n is None else n)
         block = NEWLINE_BLOCK
-        counts = []
-        for at in range(0, len(data), block):
-            # block by block: each comparison's result stays in the cache (3.9 GB/s; one reshaped pass, 1.2)
-            hit = data[at:at + block] == 10
-            c = int(np.count_nonzero(hit))
-            counts.append(c)
+        blocks = -(-len(data) // block)
+        counts, firsts, lasts = (np.empty(blocks, np.int64) for _ in range(3))
+        newline_blocks(data, block, counts, firsts, lasts)
+        for at, c, first, last in zip(range(0, len(data), block), counts.tolist(), firsts.tolist(), lasts.tolist(),
+                                      strict=True):
             if not c:
                 continue
             base = self.size + at
-            if self.longest < len(hit):
+            if self.longest < block:
+                hit = data[at:at + block] == 10
                 for nl in (np.flatnonzero(hit) + base).tolist():
                     self._line(self.last_newline + 1, nl)
                     self.last_newline = nl
                 continue
-            self._line(self.last_newline + 1, base + int(np.argmax(hit)))
-            self.last_newline = base + len(hit) - 1 - int(np.argmax(hit[::-1]))
+            self._line(self.last_newline + 1, base + first)
+            self.last_newline = base + last
         self.size += len(data)
-        return np.array(counts, np.int64)
+        return counts
 
     def finish(self) -> list[tuple[int, int]]:
         """The long lines, the last one (no newline after it) included."""

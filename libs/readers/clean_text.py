@@ -40,6 +40,7 @@ from blockheat.libs.io.inputs import (
     read_fully_at,
 )
 from blockheat.libs.readers import limits
+from blockheat.libs.readers import text_kernels as TK
 from blockheat.libs.readers.binary import constant_column
 from blockheat.libs.readers.text_formats import CsvLayout
 
@@ -64,8 +65,8 @@ def eligible(layout: CsvLayout | None) -> bool:
             and layout.comment_prefix is None and layout.op_flags_read_bit is None and "ts" in layout.columns)
 
 
-def read_lines(path: str, start: int, length: int, resolve: Resolver | None = None) -> bytes:
-    """The lines that start in [start, start + length) of the file, as bytes (the last one with its
+def read_lines(path: str, start: int, length: int, resolve: Resolver | None = None) -> bytes | memoryview:
+    """The lines that start in [start, start + length) of the file, as bytes or a view of them (the last one with its
     newline when the file has one): a line starts at byte 0 or after a '\\n'. A local file's range's pages are
     dropped from the page cache once read (libs.io.inputs.drop_cached); a remote file (a URI) is read through
     pyarrow's RandomAccessFile (seek and read), `resolve` its file system lookup (libs.io.storage.filesystem by
@@ -79,23 +80,18 @@ def read_lines(path: str, start: int, length: int, resolve: Resolver | None = No
         return data
 
 
-def _read_lines(fh: BinaryIO, start: int, length: int) -> bytes:
-    if start > 0:
-        fh.seek(start - 1)
-        data = fh.read(length + 1)
-        cut = data.find(b"\n")
-        if cut < 0:
-            return b""                  # no line starts in this range
-        data = data[cut + 1:]
-        skipped = cut                  # bytes of [start, ...) that belong to the previous line
-    else:
-        data = fh.read(length)
-        skipped = 0
-    if not data or skipped >= length:
-        return b""
-    if data.endswith(b"\n"):
-        return data
-    parts = [data]                      # finish the last line: it started inside the range
+def _read_lines(fh: BinaryIO, start: int, length: int) -> bytes | memoryview:
+    lead = 1 if start > 0 else 0               # the byte before the range: does a line start at `start`?
+    fh.seek(start - lead)
+    data = fh.read(lead + length + _READ_AHEAD)
+    first = data.find(b"\n", 0, lead + length) + 1 if lead else 0
+    if (lead and first == 0) or first >= min(len(data), lead + length):
+        return b""                              # no line starts in this range
+    end = data.find(b"\n", lead + length - 1)
+    if end >= 0 or len(data) < lead + length + _READ_AHEAD:
+        stop = end + 1 if end >= 0 else len(data)
+        return memoryview(data)[first:stop] if (first, stop) != (0, len(data)) else data
+    parts = [data[first:]]                      # the last line runs past the read-ahead: finish it
     while True:
         more = fh.read(_READ_AHEAD)
         if not more:
@@ -125,19 +121,23 @@ class Parsed:
         return len(self.ts_raw_us)
 
 
-def _digits(column: pa.ChunkedArray, name: str, unit: int = 1) -> np.ndarray:
-    """Unsigned decimal integers (no sign, space, hex or exponent), times unit, without overflow."""
+def _digits(column: pa.ChunkedArray, name: str) -> np.ndarray:
+    """Unsigned decimal integers (no sign, space, hex or exponent)."""
     if not pc.all(pc.ascii_is_decimal(column)).as_py():
         raise NotClean(f"{name}: not all plain digits")
     try:
-        values = pc.cast(column, pa.int64()).to_numpy()
+        return pc.cast(column, pa.int64()).to_numpy()
     except pa.ArrowInvalid as exc:
         raise NotClean(f"{name}: {exc}") from exc
-    if unit != 1:
-        if len(values) and values.max() > _LONG_MAX // unit:
-            raise NotClean(f"{name}: overflows a long in bytes")
-        values = values * unit
-    return values
+
+
+def _times_unit(values: np.ndarray, name: str, unit: int) -> np.ndarray:
+    """Integers times unit, without overflow."""
+    if unit == 1:
+        return values
+    if len(values) and values.max() > _LONG_MAX // unit:
+        raise NotClean(f"{name}: overflows a long in bytes")
+    return values * unit
 
 
 def _text(column: pa.ChunkedArray, name: str) -> tuple[np.ndarray, list[str]]:
@@ -180,13 +180,16 @@ def _timestamps(column: pa.ChunkedArray, unit: str) -> np.ndarray:
         raise NotClean(f"ts: {exc}") from exc
 
 
-def _duration(column: pa.ChunkedArray | None, unit: str, n: int) -> pa.Array:
-    if column is None:
-        return pa.nulls(n, pa.float64())
+def _number(column: pa.ChunkedArray) -> np.ndarray:
     try:
-        values = pc.cast(column, pa.float64()).to_numpy()
+        return pc.cast(column, pa.float64()).to_numpy()
     except pa.ArrowInvalid as exc:
         raise NotClean(f"duration: {exc}") from exc
+
+
+def _duration(values: np.ndarray | None, unit: str, n: int) -> pa.Array:
+    if values is None:
+        return pa.nulls(n, pa.float64())
     if not np.isfinite(values).all():
         raise NotClean("duration: not finite")
     us = values * _DURATION_SCALE[unit]
@@ -195,13 +198,74 @@ def _duration(column: pa.ChunkedArray | None, unit: str, n: int) -> pa.Array:
     return pa.array(us)
 
 
-def parse_range(data: bytes, layout: CsvLayout, *, tolerance_us: int | None) -> Parsed:
-    """Parse and check one range's lines; NotClean unless every line is a request the general path
-    accepts with the same values."""
-    if not data:
-        empty = np.zeros(0, np.int64)
-        return Parsed(np.zeros(0, np.int32), [], empty, np.zeros(0, bool), empty, empty,
-                      pa.nulls(0, pa.float64()), pa.nulls(0, pa.float64()))
+@dataclass(frozen=True)
+class _Fields:
+    """One range's used fields by column index, before units and checks: text as (codes, values), integers,
+    timestamps in the layout's microseconds (raw: before ts_base), durations as doubles in their unit."""
+
+    n: int
+    text: Callable[[int, str], tuple[np.ndarray, list[str]]]
+    digits: Callable[[int, str], np.ndarray]
+    ts: Callable[[int], np.ndarray]
+    number: Callable[[int], np.ndarray]
+
+
+def _numeric_columns(layout: CsvLayout) -> set[int]:
+    return {layout.columns[f] for f in ("ts", "offset", "size", "response", "queue") if f in layout.columns}
+
+
+def _text_columns(layout: CsvLayout) -> set[int]:
+    return set(layout.device_columns) | {layout.columns[f] for f in ("device", "op") if f in layout.columns}
+
+
+def _plain_fields(data: bytes | memoryview, layout: CsvLayout) -> _Fields | None:
+    """The fields from the compiled parser (readers.text_kernels), or None when the range or the layout is outside
+    its plain grammar (pyarrow's reader then parses the range). Decimal timestamps come scaled and floored as the
+    general path's decimal(38, 9) gives them; integers and durations as their digits say."""
+    numeric, text = _numeric_columns(layout), _text_columns(layout)
+    ts_col = layout.columns["ts"]
+    if numeric & text or (layout.ts_unit not in _INT_DIVISOR and layout.ts_unit not in _DECIMAL_SCALE):
+        return None
+    decimal_digits = {1_000_000: 6, 1000: 3}.get(_DECIMAL_SCALE.get(layout.ts_unit, 1), 0)
+    width = max(numeric | text) + 1
+    roles, slots = np.zeros(width, np.int64), np.zeros(width, np.int64)
+    for k, i in enumerate(sorted(numeric)):
+        roles[i] = TK.DECIMAL if i == ts_col and layout.ts_unit in _DECIMAL_SCALE else TK.DIGITS
+        slots[i] = k
+    for k, i in enumerate(sorted(text)):
+        roles[i], slots[i] = TK.TEXT, k
+    raw = np.frombuffer(data, np.uint8)
+    rows = TK.lines_upper_bound(raw)
+    numbers = np.empty((len(numeric), rows), np.int64)
+    codes = np.empty((len(text), rows), np.int32)
+    starts = np.empty((len(text), TK.MAX_DISTINCT), np.int64)
+    lengths = np.empty((len(text), TK.MAX_DISTINCT), np.int64)
+    distinct, fields = np.zeros(len(text), np.int64), np.zeros(1, np.int64)
+    n = TK.parse_plain(raw, ord(layout.delimiter), roles, slots, decimal_digits, numbers, codes, starts, lengths,
+                       distinct, fields)
+    if n < 0:
+        return None
+    ncols = int(fields[0])
+    if ncols < layout.min_columns or (layout.max_columns is not None and ncols > layout.max_columns):
+        raise NotClean("column count")
+
+    def values(i: int, _name: str) -> tuple[np.ndarray, list[str]]:
+        s = slots[i]
+        return codes[s, :n], [bytes(data[a:a + b]).decode("ascii")
+                              for a, b in zip(starts[s, :distinct[s]].tolist(), lengths[s, :distinct[s]].tolist(),
+                                              strict=True)]
+
+    def ts(i: int) -> np.ndarray:
+        got = numbers[slots[i], :n]
+        return got // _INT_DIVISOR[layout.ts_unit] if layout.ts_unit in _INT_DIVISOR else got
+
+    return _Fields(n, values, lambda i, _name: numbers[slots[i], :n], ts,
+                   lambda i: numbers[slots[i], :n].astype(np.float64))
+
+
+def _arrow_fields(data: bytes | memoryview, layout: CsvLayout) -> _Fields:
+    """The fields from pyarrow's CSV reader, with the checks that make them the general path's values."""
+    data = bytes(data)
     if b"\r" in data:
         raise NotClean("carriage return")
     if data.startswith(b"\n") or b"\n\n" in data:
@@ -212,9 +276,8 @@ def parse_range(data: bytes, layout: CsvLayout, *, tolerance_us: int | None) -> 
     ncols = first.count(layout.delimiter.encode()) + 1
     if ncols < layout.min_columns or (layout.max_columns is not None and ncols > layout.max_columns):
         raise NotClean("column count")
-    cols = layout.columns
-    numeric = {cols[f] for f in ("ts", "offset", "size", "response", "queue") if f in cols}
-    used = sorted(set(cols.values()) | set(layout.device_columns))
+    numeric = _numeric_columns(layout)
+    used = sorted(set(layout.columns.values()) | set(layout.device_columns))
     names = [f"c{i}" for i in range(ncols)]
     # Text fields come as dictionaries (few distinct values: device parts, op), numbers as strings checked
     # and cast below.
@@ -230,7 +293,6 @@ def parse_range(data: bytes, layout: CsvLayout, *, tolerance_us: int | None) -> 
                                                  quoted_strings_can_be_null=False))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:   # column count, UTF-8, ...
         raise NotClean(str(exc)) from exc
-    n = table.num_rows
 
     def col(i: int) -> pa.ChunkedArray:
         return table.column(names[i])
@@ -240,32 +302,45 @@ def parse_range(data: bytes, layout: CsvLayout, *, tolerance_us: int | None) -> 
             return _text(pc.dictionary_encode(col(i)), name)
         return _text(col(i), name)
 
+    return _Fields(table.num_rows, text, lambda i, name: _digits(col(i), name),
+                   lambda i: _timestamps(col(i), layout.ts_unit), lambda i: _number(col(i)))
+
+
+def parse_range(data: bytes | memoryview, layout: CsvLayout, *, tolerance_us: int | None) -> Parsed:
+    """Parse and check one range's lines; NotClean unless every line is a request the general path
+    accepts with the same values."""
+    if not data:
+        empty = np.zeros(0, np.int64)
+        return Parsed(np.zeros(0, np.int32), [], empty, np.zeros(0, bool), empty, empty,
+                      pa.nulls(0, pa.float64()), pa.nulls(0, pa.float64()))
+    fields = _plain_fields(data, layout) or _arrow_fields(data, layout)
+    n, cols = fields.n, layout.columns
     if layout.device_columns:
-        device_codes, device_names = _joined([text(i, "device") for i in layout.device_columns])
+        device_codes, device_names = _joined([fields.text(i, "device") for i in layout.device_columns])
     elif "device" in cols:
-        device_codes, device_names = text(cols["device"], "device")
+        device_codes, device_names = fields.text(cols["device"], "device")
     else:
         device_codes, device_names = np.zeros(n, np.int32), [layout.device_const or "0"]
-    op_codes, op_values = text(cols["op"], "op")
+    op_codes, op_values = fields.text(cols["op"], "op")
     read_values = np.array([v in layout.read_ops for v in op_values] + [False])
     write_values = np.array([v in layout.write_ops for v in op_values] + [False])
     if not (read_values | write_values)[:-1].all():
         raise NotClean("op")
     is_read = read_values[op_codes]
-    ts = _timestamps(col(cols["ts"]), layout.ts_unit)
+    ts = fields.ts(cols["ts"])
     zero = limits.ts_zero_us(layout.ts_epoch)
     if n and (ts.min() < zero or ts.max() >= zero + limits.TS_MAX_US):
         raise NotClean("ts: outside the plausible range")
     if tolerance_us is not None and n > 1 and (ts[1:] < ts[:-1] - tolerance_us).any():
         raise NotClean("timestamp going back")
-    offset = _digits(col(cols["offset"]), "offset", layout.offset_unit_bytes)
-    size = _digits(col(cols["size"]), "size", layout.size_unit_bytes)
+    offset = _times_unit(fields.digits(cols["offset"], "offset"), "offset", layout.offset_unit_bytes)
+    size = _times_unit(fields.digits(cols["size"], "size"), "size", layout.size_unit_bytes)
     if n and size.min() <= 0:
         raise NotClean("size")
     if n and (offset > _LONG_MAX - size).any():
         raise NotClean("offset + size: past a long")
-    response = _duration(col(cols["response"]) if "response" in cols else None, layout.response_unit, n)
-    queue = _duration(col(cols["queue"]) if "queue" in cols else None, layout.queue_unit, n)
+    response = _duration(fields.number(cols["response"]) if "response" in cols else None, layout.response_unit, n)
+    queue = _duration(fields.number(cols["queue"]) if "queue" in cols else None, layout.queue_unit, n)
     return Parsed(device_codes, device_names, ts, is_read, offset, size, response, queue)
 
 

@@ -39,7 +39,21 @@ def test_every_split_gives_every_line_once(tmp_path, end):
         bounds = [(s, min(s + step, len(data))) for s in range(0, len(data), step)]
         pieces = [read_lines(str(path), s, e - s) for s, e in bounds]
         assert b"".join(pieces) == data, step
-        assert lines_per_range(str(path), bounds) == [len(p.splitlines()) for p in pieces], step
+        assert lines_per_range(str(path), bounds) == [len(bytes(p).splitlines()) for p in pieces], step
+
+
+def test_a_line_longer_than_the_read_ahead_is_read_whole(tmp_path, monkeypatch):
+    import blockheat.libs.readers.clean_text as module
+
+    monkeypatch.setattr(module, "_READ_AHEAD", 8)
+    lines = ["a" * 5, "b" * 40, "c" * 3, "d" * 30]
+    path = write(tmp_path / "f.txt", lines, "")
+    data = path.read_bytes()
+    for step in (1, 4, 6, 9, 20, 50):
+        bounds = [(s, min(s + step, len(data))) for s in range(0, len(data), step)]
+        pieces = [bytes(read_lines(str(path), s, e - s)) for s, e in bounds]
+        assert b"".join(pieces) == data, step
+        assert all(p == b"" or p.endswith(b"\n") or p.endswith(b"d") for p in pieces), step
 
 
 @pytest.mark.parametrize("block", [1, 3, 7, 64, 1 << 20])

@@ -1,0 +1,177 @@
+"""A compiled parser for the plain delimited lines of the clean text path (readers.clean_text): one pass over a
+range's bytes gives each used field's values, and gives up (a negative return) at anything outside its plain
+grammar, so the caller parses that range with pyarrow's CSV reader instead.
+
+The plain grammar: ASCII only, no carriage return, every line the first line's number of fields, no empty line;
+an integer field is 1-18 decimal digits; a decimal field is 1-11 digits, optionally a point and 1-9 digits; a
+text field is non-empty with no space at either end. Pure: arrays in, arrays out.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: Field roles (one per column index of the line; indices past the array are skipped).
+SKIP, DIGITS, DECIMAL, TEXT = 0, 1, 2, 3
+#: Distinct values a text field may take in one range (its table's size is twice that).
+MAX_DISTINCT = 1 << 15
+_TABLE = 2 * MAX_DISTINCT
+_NEWLINE, _SPACE, _POINT = 10, 32, 46
+_CR = 13
+
+#: Negative returns of parse_plain: why it gave up.
+GAVE_UP = {-1: "a byte not ASCII or a carriage return", -2: "a line with another number of fields",
+           -3: "an empty line", -4: "an integer field not 1-18 plain digits",
+           -5: "a decimal field outside the plain form", -6: "a text field empty or padded",
+           -7: "too many distinct values of a text field"}
+
+
+@njit(cache=True, nogil=True)
+def lines_upper_bound(data: np.ndarray) -> int:  # pragma: no cover - compiled by numba
+    """Rows parse_plain can return for these bytes: the newlines, plus one for a last line without one."""
+    count = 1
+    for c in data:
+        count += c == _NEWLINE
+    return count
+
+
+@njit(cache=True, nogil=True)
+def parse_plain(data: np.ndarray, delimiter: int, roles: np.ndarray, slots: np.ndarray, decimal_digits: int,
+                numbers: np.ndarray, codes: np.ndarray, value_start: np.ndarray, value_length: np.ndarray,
+                distinct: np.ndarray, fields_out: np.ndarray) -> int:  # pragma: no cover - compiled by numba
+    """Parse the lines of `data` (uint8). roles[i]: the role of field i; slots[i]: its row in `numbers` (DIGITS,
+    DECIMAL) or in `codes` (TEXT). DIGITS give the integer; DECIMAL the value times 10**decimal_digits, floored;
+    TEXT a code per distinct value in order of first appearance, whose first occurrence is value_start[slot, code]
+    (byte offset) and value_length[slot, code], distinct[slot] codes in all; fields_out[0] the fields of a line.
+    Returns the number of lines, or a negative key of GAVE_UP."""
+    n = data.shape[0]
+    nroles = roles.shape[0]
+    ntext = codes.shape[0]
+    tables = np.zeros((max(ntext, 1), _TABLE), np.int32)        # code + 1 per hash slot, 0 when free
+    hashes = np.zeros((max(ntext, 1), MAX_DISTINCT), np.uint64)
+    last = np.full(max(ntext, 1), -1, np.int64)                 # the previous line's code per text slot
+    fields = -1
+    row = 0
+    i = 0
+    while i < n:
+        if data[i] == _NEWLINE:
+            return -3
+        col = 0
+        while True:                                             # one field per turn
+            role = roles[col] if col < nroles else SKIP
+            start = i
+            if role == DIGITS:
+                value = 0
+                while i < n:
+                    c = np.int64(data[i])
+                    if c == delimiter or c == _NEWLINE:  # noqa: SIM109 (numba: plain comparisons)
+                        break
+                    d = c - 48
+                    if d < 0 or d > 9:
+                        return -4
+                    value = value * 10 + d
+                    i += 1
+                if i == start or i - start > 18:
+                    return -4
+                numbers[slots[col], row] = value
+            elif role == DECIMAL:
+                whole = 0
+                while i < n:
+                    c = np.int64(data[i])
+                    d = c - 48
+                    if d < 0 or d > 9:
+                        break
+                    whole = whole * 10 + d
+                    i += 1
+                digits = i - start
+                if digits == 0 or digits > 11:
+                    return -5
+                part = 0
+                taken = 0
+                if i < n and data[i] == _POINT:
+                    i += 1
+                    at = i
+                    while i < n:
+                        c = np.int64(data[i])
+                        d = c - 48
+                        if d < 0 or d > 9:
+                            break
+                        if taken < decimal_digits:
+                            part = part * 10 + d
+                            taken += 1
+                        i += 1
+                    if i == at or i - at > 9:
+                        return -5
+                while taken < decimal_digits:
+                    part *= 10
+                    taken += 1
+                if i < n and data[i] != delimiter and data[i] != _NEWLINE:
+                    return -5
+                scale = 1
+                for _ in range(decimal_digits):
+                    scale *= 10
+                numbers[slots[col], row] = whole * scale + part
+            else:
+                h = np.uint64(14695981039346656037)
+                while i < n:
+                    c = data[i]
+                    if c == delimiter or c == _NEWLINE:  # noqa: SIM109 (numba: plain comparisons)
+                        break
+                    if c >= 128 or c == _CR:
+                        return -1
+                    if role == TEXT:
+                        h = (h ^ np.uint64(c)) * np.uint64(1099511628211)
+                    i += 1
+                if role == TEXT:
+                    length = i - start
+                    if length == 0 or data[start] == _SPACE or data[i - 1] == _SPACE:
+                        return -6
+                    s = slots[col]
+                    code = last[s]
+                    same = code >= 0 and value_length[s, code] == length and hashes[s, code] == h
+                    if same:
+                        at = value_start[s, code]
+                        for k in range(length):
+                            if data[at + k] != data[start + k]:
+                                same = False
+                                break
+                    if not same:
+                        probe = np.int64(h & np.uint64(_TABLE - 1))
+                        code = -1
+                        while tables[s, probe] != 0:
+                            other = tables[s, probe] - 1
+                            if hashes[s, other] == h and value_length[s, other] == length:
+                                at = value_start[s, other]
+                                equal = True
+                                for k in range(length):
+                                    if data[at + k] != data[start + k]:
+                                        equal = False
+                                        break
+                                if equal:
+                                    code = other
+                                    break
+                            probe = (probe + 1) & (_TABLE - 1)
+                        if code < 0:
+                            code = distinct[s]
+                            if code >= MAX_DISTINCT:
+                                return -7
+                            distinct[s] = code + 1
+                            tables[s, probe] = code + 1
+                            hashes[s, code] = h
+                            value_start[s, code] = start
+                            value_length[s, code] = length
+                        last[s] = code
+                    codes[s, row] = code
+            if i < n and data[i] == delimiter:
+                i += 1
+                col += 1
+                continue
+            break                                               # a newline or the end of the data
+        if fields < 0:
+            fields = col + 1
+            fields_out[0] = fields
+        elif col + 1 != fields:
+            return -2
+        row += 1
+        i += 1                                                  # past the newline
+    return row
