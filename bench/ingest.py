@@ -2,9 +2,12 @@
 binary vSCSI ingest, in one process on local[2].
 
     .venv/bin/python bench/ingest.py --millions 5 --vscsi-millions 10 [--general] [--warehouse s3a://bench/wh]
+    .venv/bin/python bench/ingest.py --millions 20 --marginal-from 2 --vscsi-millions 0.1
 
 Prints requests per second for each and the blockheat/DuckDB ratio (goal >= 0.3), and the vSCSI
-rate (goal >= 2 million requests per second). Both engines get a warm-up run on a small file
+rate (goal >= 2 million requests per second). With --marginal-from M both engines also ingest a CSV of M million
+requests in each round, and the marginal rates from M to --millions (bench/marginal.py) give the ratio the speed
+goal is set on (>= 1.2). Both engines get a warm-up run on a small file
 first, so the ratio compares steady-state throughput, not JVM start-up.
 
 --warehouse s3a://bucket/prefix writes the Delta tables (and the ingest's staging) to an object store: without
@@ -29,6 +32,7 @@ import pyarrow.csv as pacsv
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import marginal  # (bench/marginal.py, next to this script)
 import object_store  # (bench/object_store.py, next to this script)
 
 FILETIME_T0 = 128_166_372_000_000_000
@@ -135,6 +139,9 @@ def main() -> int:
                         help="also time one ingest of the CSV through the general text path (a trace with bad lines)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark setting for the blockheat side (repeatable)")
+    parser.add_argument("--marginal-from", type=float, default=None, metavar="M",
+                        help="also time both engines on a CSV of M million requests and print the marginal rates "
+                             "from M to --millions (each run's fixed cost left out)")
     object_store.add_option(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -170,12 +177,22 @@ def run(args: argparse.Namespace, work: Path, wh: object_store.Warehouse) -> int
     blockheat_ingest(spark, cfg, "msr", "warm", small)
     blockheat_ingest(spark, cfg, "vscsi", "warm-vscsi", small_vscsi)
 
-    runs: dict[str, list[float]] = {"duck": [], "msr": [], "vscsi": []}
+    runs: dict[str, list[float]] = {"duck": [], "msr": [], "vscsi": [], "duck-base": [], "msr-base": []}
+    m = int((args.marginal_from or 0) * 1_000_000)
+    if m and not 0 < m < n:
+        raise SystemExit("--marginal-from M needs 0 < M < --millions")
+    base = work / "base.csv"
+    if m:
+        make_msr_csv(base, m)
     for _ in range(args.repeat):
         (work / "duck.parquet").unlink(missing_ok=True)
         runs["duck"].append(duckdb_csv_to_parquet(csv, work / "duck.parquet"))
         runs["msr"].append(blockheat_ingest(spark, cfg, "msr", "bench-msr", csv))
         runs["vscsi"].append(blockheat_ingest(spark, cfg, "vscsi", "bench-vscsi", vscsi))
+        if m:
+            (work / "duck.parquet").unlink(missing_ok=True)
+            runs["duck-base"].append(duckdb_csv_to_parquet(base, work / "duck.parquet"))
+            runs["msr-base"].append(blockheat_ingest(spark, cfg, "msr", "bench-msr", base))
     duck, ours, vs = (statistics.median(runs[k]) for k in ("duck", "msr", "vscsi"))
     for key, label in (("duck", "DuckDB CSV"), ("msr", "blockheat CSV"), ("vscsi", "blockheat vSCSI")):
         print(f"runs, {label}: " + ", ".join(f"{t:.2f} s" for t in runs[key]))
@@ -185,6 +202,10 @@ def run(args: argparse.Namespace, work: Path, wh: object_store.Warehouse) -> int
           f"{runs['duck'][0] / runs['msr'][0]:.2f}; warehouse {wh.label}")
     print(f"blockheat vSCSI -> Delta : {nv / vs / 1e6:6.2f} M req/s ({vs:.2f} s, median of {args.repeat})  "
           f"(goal >= 2.0); first run only: {nv / runs['vscsi'][0] / 1e6:.2f} M req/s")
+    if m:
+        duck_rate = marginal.rate(n, runs["duck"], m, runs["duck-base"], "DuckDB    CSV -> Parquet")
+        ours_rate = marginal.rate(n, runs["msr"], m, runs["msr-base"], "blockheat CSV -> Delta  ")
+        print(f"marginal ratio blockheat / DuckDB: {ours_rate / duck_rate:.2f} (goal >= 1.2)")
     if args.general:
         general = blockheat_ingest(spark, cfg, "msr", "bench-msr-general", csv, fast_text=False)
         print(f"blockheat CSV, general path (Spark's text reader; what a trace with a bad line takes): "

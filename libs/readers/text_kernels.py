@@ -63,15 +63,12 @@ def parse_plain(data: np.ndarray, delimiter: int, roles: np.ndarray, slots: np.n
             if role == DIGITS:
                 value = 0
                 while i < n:
-                    c = np.int64(data[i])
-                    if c == delimiter or c == _NEWLINE:  # noqa: SIM109 (numba: plain comparisons)
+                    d = np.uint64(data[i]) - np.uint64(48)       # wraps past 9 for any byte but a digit
+                    if d > 9:
                         break
-                    d = c - 48
-                    if d < 0 or d > 9:
-                        return -4
-                    value = value * 10 + d
+                    value = value * 10 + np.int64(d)
                     i += 1
-                if i == start or i - start > 18:
+                if i == start or i - start > 18 or (i < n and data[i] != delimiter and data[i] != _NEWLINE):
                     return -4
                 numbers[slots[col], row] = value
             elif role == DECIMAL:
@@ -111,57 +108,67 @@ def parse_plain(data: np.ndarray, delimiter: int, roles: np.ndarray, slots: np.n
                 for _ in range(decimal_digits):
                     scale *= 10
                 numbers[slots[col], row] = whole * scale + part
+            elif role == TEXT:
+                s = slots[col]
+                code = last[s]
+                if code >= 0:                                   # most often the previous line's value
+                    at = value_start[s, code]
+                    length = value_length[s, code]
+                    k = 0
+                    while k < length and i < n and data[i] == data[at + k]:
+                        i += 1
+                        k += 1
+                    if k == length and (i == n or data[i] == delimiter or data[i] == _NEWLINE):
+                        codes[s, row] = code
+                    else:
+                        i = start
+                        code = -1
+                if code < 0:
+                    h = np.uint64(14695981039346656037)
+                    while i < n:
+                        c = data[i]
+                        if c == delimiter or c == _NEWLINE:  # noqa: SIM109 (numba: plain comparisons)
+                            break
+                        if c >= 128 or c == _CR:
+                            return -1
+                        h = (h ^ np.uint64(c)) * np.uint64(1099511628211)
+                        i += 1
+                    length = i - start
+                    if length == 0 or data[start] == _SPACE or data[i - 1] == _SPACE:
+                        return -6
+                    probe = np.int64(h & np.uint64(_TABLE - 1))
+                    while tables[s, probe] != 0:
+                        other = tables[s, probe] - 1
+                        if hashes[s, other] == h and value_length[s, other] == length:
+                            at = value_start[s, other]
+                            equal = True
+                            for k in range(length):
+                                if data[at + k] != data[start + k]:
+                                    equal = False
+                                    break
+                            if equal:
+                                code = other
+                                break
+                        probe = (probe + 1) & (_TABLE - 1)
+                    if code < 0:
+                        code = distinct[s]
+                        if code >= MAX_DISTINCT:
+                            return -7
+                        distinct[s] = code + 1
+                        tables[s, probe] = code + 1
+                        hashes[s, code] = h
+                        value_start[s, code] = start
+                        value_length[s, code] = length
+                    last[s] = code
+                    codes[s, row] = code
             else:
-                h = np.uint64(14695981039346656037)
                 while i < n:
                     c = data[i]
                     if c == delimiter or c == _NEWLINE:  # noqa: SIM109 (numba: plain comparisons)
                         break
                     if c >= 128 or c == _CR:
                         return -1
-                    if role == TEXT:
-                        h = (h ^ np.uint64(c)) * np.uint64(1099511628211)
                     i += 1
-                if role == TEXT:
-                    length = i - start
-                    if length == 0 or data[start] == _SPACE or data[i - 1] == _SPACE:
-                        return -6
-                    s = slots[col]
-                    code = last[s]
-                    same = code >= 0 and value_length[s, code] == length and hashes[s, code] == h
-                    if same:
-                        at = value_start[s, code]
-                        for k in range(length):
-                            if data[at + k] != data[start + k]:
-                                same = False
-                                break
-                    if not same:
-                        probe = np.int64(h & np.uint64(_TABLE - 1))
-                        code = -1
-                        while tables[s, probe] != 0:
-                            other = tables[s, probe] - 1
-                            if hashes[s, other] == h and value_length[s, other] == length:
-                                at = value_start[s, other]
-                                equal = True
-                                for k in range(length):
-                                    if data[at + k] != data[start + k]:
-                                        equal = False
-                                        break
-                                if equal:
-                                    code = other
-                                    break
-                            probe = (probe + 1) & (_TABLE - 1)
-                        if code < 0:
-                            code = distinct[s]
-                            if code >= MAX_DISTINCT:
-                                return -7
-                            distinct[s] = code + 1
-                            tables[s, probe] = code + 1
-                            hashes[s, code] = h
-                            value_start[s, code] = start
-                            value_length[s, code] = length
-                        last[s] = code
-                    codes[s, row] = code
             if i < n and data[i] == delimiter:
                 i += 1
                 col += 1

@@ -267,7 +267,7 @@ def _committed(spark, spark_cfg, trace_id):
 @pytest.mark.parametrize(("fmt", "files"), [
     ("msr", ["msr_fix_0.csv", "msr_fix_1.csv"]), ("alibaba", ["alibaba.csv"]), ("tencent", ["tencent.csv"])])
 def test_fixture_ingests_equal_the_general_paths(spark, spark_cfg, monkeypatch, fmt, files, caplog):
-    monkeypatch.setattr(ingest_module, "BINARY_RANGE_BYTES", 64)     # many ranges of a tiny file
+    monkeypatch.setattr(ingest_module, "TEXT_RANGE_BYTES", 64)     # many ranges of a tiny file
     caplog.set_level("INFO", logger="blockheat.libs.ingest.pipeline")
     fast, general = _both(spark, spark_cfg, fmt, fmt, [AGREE / f for f in files])
     assert fast == general
@@ -281,7 +281,7 @@ def test_a_generated_multi_device_trace_equals_the_general_paths(spark, spark_cf
     lines = [msr(int(t), int(rng.integers(0, 5)), "Read" if rng.random() < 0.4 else "Write",
                  int(rng.integers(0, 1 << 20)) * 512, int(rng.choice([512, 4096, 65536])),
                  str(int(rng.integers(1, 9999)))) for t in ts]
-    monkeypatch.setattr(ingest_module, "BINARY_RANGE_BYTES", 9_000)
+    monkeypatch.setattr(ingest_module, "TEXT_RANGE_BYTES", 9_000)
     paths = [write(tmp_path / "a.csv", lines[:1200]), write(tmp_path / "b.csv", lines[1200:], end="")]
     fast, general = _both(spark, spark_cfg, "msr", "gen", paths)
     assert fast == general
@@ -311,7 +311,7 @@ def test_a_bad_line_in_a_later_range_hands_the_trace_to_the_general_path(spark, 
     lines[150] = bad
     assert len({len(line) for line in lines}) == 1
     # 25 lines a range: line index 150 is the first of its range, so "back" is found across a range edge
-    monkeypatch.setattr(ingest_module, "BINARY_RANGE_BYTES", 25 * (len(lines[0]) + 1))
+    monkeypatch.setattr(ingest_module, "TEXT_RANGE_BYTES", 25 * (len(lines[0]) + 1))
     path = write(tmp_path / f"{name}.csv", lines)
     caplog.set_level("INFO", logger="blockheat.libs.ingest.pipeline")
     fast, general = _both(spark, spark_cfg, "msr", name, [path], max_reject_share=0.05)
