@@ -121,23 +121,19 @@ def _count(counts: np.ndarray, touched: np.ndarray, nt: int, v: int) -> int:  # 
 
 
 @numba.njit(cache=True, inline="always")
-def _count_code(counts: np.ndarray, touched: np.ndarray, nt: int, c: int) -> int:  # pragma: no cover - compiled
-    """_count of a value whose code c is known."""
-    if counts[c] == 0:
-        touched[nt] = c
-        nt += 1
-    counts[c] += 1
-    return nt
-
-
-@numba.njit(cache=True, inline="always")
 def _count_run(counts: np.ndarray, touched: np.ndarray, nt: int, c: int, n: int) -> int:  # pragma: no cover
-    """_count_code of n values of code c."""
+    """Counts n values of code c (its first count notes c in touched[nt]); the new nt."""
     if counts[c] == 0:
         touched[nt] = c
         nt += 1
     counts[c] += n
     return nt
+
+
+@numba.njit(cache=True, inline="always")
+def _count_code(counts: np.ndarray, touched: np.ndarray, nt: int, c: int) -> int:  # pragma: no cover - compiled
+    """_count of a value whose code c is known."""
+    return _count_run(counts, touched, nt, c, 1)
 
 
 @numba.njit(cache=True)
