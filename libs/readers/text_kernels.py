@@ -35,6 +35,21 @@ def lines_upper_bound(data: np.ndarray) -> int:  # pragma: no cover - compiled b
     return count
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _field_end(data: np.ndarray, i: int, delimiter: int) -> int:  # pragma: no cover - compiled by numba
+    """The index of the delimiter or newline that ends the field from data[i] (len(data) at the data's end), or -1
+    at a byte not ASCII or a carriage return before it."""
+    n = data.shape[0]
+    while i < n:
+        c = data[i]
+        if c == delimiter or c == _NEWLINE:  # noqa: SIM109 (numba: plain comparisons)
+            break
+        if c >= 128 or c == _CR:
+            return -1
+        i += 1
+    return i
+
+
 @njit(cache=True, nogil=True)
 def parse_plain(data: np.ndarray, delimiter: int, roles: np.ndarray, slots: np.ndarray, decimal_digits: int,
                 numbers: np.ndarray, codes: np.ndarray, value_start: np.ndarray, value_length: np.ndarray,
@@ -124,15 +139,12 @@ def parse_plain(data: np.ndarray, delimiter: int, roles: np.ndarray, slots: np.n
                         i = start
                         code = -1
                 if code < 0:
-                    h = np.uint64(14695981039346656037)
-                    while i < n:
-                        c = data[i]
-                        if c == delimiter or c == _NEWLINE:  # noqa: SIM109 (numba: plain comparisons)
-                            break
-                        if c >= 128 or c == _CR:
-                            return -1
-                        h = (h ^ np.uint64(c)) * np.uint64(1099511628211)
-                        i += 1
+                    i = _field_end(data, start, delimiter)
+                    if i < 0:
+                        return -1
+                    h = np.uint64(14695981039346656037)                 # FNV-1a
+                    for k in range(start, i):
+                        h = (h ^ np.uint64(data[k])) * np.uint64(1099511628211)
                     length = i - start
                     if length == 0 or data[start] == _SPACE or data[i - 1] == _SPACE:
                         return -6
@@ -162,13 +174,9 @@ def parse_plain(data: np.ndarray, delimiter: int, roles: np.ndarray, slots: np.n
                     last[s] = code
                     codes[s, row] = code
             else:
-                while i < n:
-                    c = data[i]
-                    if c == delimiter or c == _NEWLINE:  # noqa: SIM109 (numba: plain comparisons)
-                        break
-                    if c >= 128 or c == _CR:
-                        return -1
-                    i += 1
+                i = _field_end(data, i, delimiter)
+                if i < 0:
+                    return -1
             if i < n and data[i] == delimiter:
                 i += 1
                 col += 1
