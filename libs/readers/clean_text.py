@@ -218,6 +218,12 @@ def _text_columns(layout: CsvLayout) -> set[int]:
     return set(layout.device_columns) | {layout.columns[f] for f in ("device", "op") if f in layout.columns}
 
 
+def _check_column_count(ncols: int, layout: CsvLayout) -> None:
+    """NotClean unless the layout takes lines of ncols fields."""
+    if ncols < layout.min_columns or (layout.max_columns is not None and ncols > layout.max_columns):
+        raise NotClean("column count")
+
+
 def _plain_fields(data: bytes | memoryview, layout: CsvLayout) -> _Fields | None:
     """The fields from the compiled parser (readers.text_kernels), or None when the range or the layout is outside
     its plain grammar (pyarrow's reader then parses the range). Decimal timestamps come scaled and floored as the
@@ -245,9 +251,7 @@ def _plain_fields(data: bytes | memoryview, layout: CsvLayout) -> _Fields | None
                        distinct, fields)
     if n < 0:
         return None
-    ncols = int(fields[0])
-    if ncols < layout.min_columns or (layout.max_columns is not None and ncols > layout.max_columns):
-        raise NotClean("column count")
+    _check_column_count(int(fields[0]), layout)
 
     def values(i: int, _name: str) -> tuple[np.ndarray, list[str]]:
         s = slots[i]
@@ -274,8 +278,7 @@ def _arrow_fields(data: bytes | memoryview, layout: CsvLayout) -> _Fields:
         raise NotClean("byte order mark")
     first = data[:data.find(b"\n")] if b"\n" in data else data
     ncols = first.count(layout.delimiter.encode()) + 1
-    if ncols < layout.min_columns or (layout.max_columns is not None and ncols > layout.max_columns):
-        raise NotClean("column count")
+    _check_column_count(ncols, layout)
     numeric = _numeric_columns(layout)
     used = sorted(set(layout.columns.values()) | set(layout.device_columns))
     names = [f"c{i}" for i in range(ncols)]

@@ -65,6 +65,9 @@ def parse_plain(data: np.ndarray, delimiter: int, roles: np.ndarray, slots: np.n
     tables = np.zeros((max(ntext, 1), _TABLE), np.int32)        # code + 1 per hash slot, 0 when free
     hashes = np.zeros((max(ntext, 1), MAX_DISTINCT), np.uint64)
     last = np.full(max(ntext, 1), -1, np.int64)                 # the previous line's code per text slot
+    scale = 1
+    for _ in range(decimal_digits):
+        scale *= 10
     fields = -1
     row = 0
     i = 0
@@ -119,9 +122,6 @@ def parse_plain(data: np.ndarray, delimiter: int, roles: np.ndarray, slots: np.n
                     taken += 1
                 if i < n and data[i] != delimiter and data[i] != _NEWLINE:
                     return -5
-                scale = 1
-                for _ in range(decimal_digits):
-                    scale *= 10
                 numbers[slots[col], row] = whole * scale + part
             elif role == TEXT:
                 s = slots[col]
