@@ -22,6 +22,7 @@ from blockheat.libs.io import storage
 from blockheat.libs.io.session import SparkConfig, build_session
 from blockheat.libs.io.table_versions import table_version
 from blockheat.libs.io.tables import read_table, trace_info, trace_rows
+from blockheat.libs.io.worker import python_task
 from blockheat.libs.plans.cost import IDLE_MIN_S, MoveBudget
 from blockheat.libs.plans.document import NOW_OPTION, PlanInputs, build_plan, no_improvement_reason, parse_utc
 from blockheat.libs.plans.policies import FAMILIES
@@ -248,7 +249,7 @@ def scenario_layout(windowed: DataFrame, scenario: Mapping[str, Any]) -> ExtentM
         return pa.table({name: pa.array([getattr(e, name) for e in layout.extents], pa.int64()) for name in names})
 
     rows = (windowed.select(F.lit(0).alias("part"), *REPLAY_COLUMNS).groupBy("part")
-            .applyInArrow(build, EXTENT_DDL).collect())
+            .applyInArrow(python_task(build), EXTENT_DDL).collect())
     extents = sorted((int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows)
     return ExtentMap(tuple(Extent(*e) for e in extents))
 
@@ -278,7 +279,7 @@ def validation(windowed: DataFrame, target: Target) -> dict[str, Any]:
                          "demerit_ms": [demerit_ms(measured, simulated)]})
 
     rows = sorted((r.asDict() for r in windowed.select(*REPLAY_COLUMNS, "response_us", "queue_us")
-                   .groupBy("device").applyInArrow(per_device, VALIDATION_DDL).collect()),
+                   .groupBy("device").applyInArrow(python_task(per_device), VALIDATION_DDL).collect()),
                   key=lambda r: r["device"])
     measured = [r for r in rows if r["requests"]]
     n = sum(r["requests"] for r in measured)

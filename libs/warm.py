@@ -94,13 +94,17 @@ def tracking() -> None:
 def heat() -> None:
     for view in VIEWS:
         one, size = view(np.array([0], np.int64)), view(np.array([4096], np.int64))
-        _, _, e_lo, e_hi = HK.extent_range(one, one, size, 1 << 20)
+        _, _, e_lo, e_hi, pieces, _ = HK.extent_range(one, one, size, 1 << 20)
         number, ids = HK.touched_extents(one, size, 1 << 20, e_lo, e_hi - e_lo + 1)
         HK.touched_extent_ids(one, size, 1 << 20)
         state = HK.device_state(0, "d")
+        read = np.array([0], np.int64)
         for numbers in (number, number[:0]):          # extents numbered by marks, and by binary search
-            HK.device_grids(one, one, one, size, np.array([0], np.int64), 1 << 20, numbers, ids, e_lo,
-                            3_600_000_000, 0, 1, 0, 1, True, 65_536, 4, 4, state)
+            ext, *_ = HK.device_grids(one, one, one, size, read, 1 << 20, numbers, ids, e_lo, 3_600_000_000, 0, 1, 0,
+                                      1, True, 65_536, 4, 4, state)
+            HK.window_cells(ext, ids, 0, 3_600_000_000)
+            HK.ordered_device_cells(one, one, one, size, read, 1 << 20, numbers, ids, e_lo, 3_600_000_000, 0, 1,
+                                    65_536, 4, 4, state, pieces)
         HK.disks_of(state, one, 4)
 
 

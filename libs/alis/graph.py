@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 from blockheat.libs.alis.units import REF_ORDER, idiv
 from blockheat.libs.io.partitioning import partition_keys
 from blockheat.libs.io.task_parquet import sink_parquet, sink_parquet_groups
+from blockheat.libs.io.worker import python_task
 from blockheat.libs.transforms.aging import age_values
 from blockheat.sim import ALIS_EDGE_BYTES as EDGE_BYTES
 from blockheat.sim import ALIS_PRUNE_SHARE as PRUNE_SHARE
@@ -257,7 +258,8 @@ def _routed_partials(refs: DataFrame, *, tau: int, chunk_us: int, partitions: in
     # bucket, rather than as one row per edge through a Spark aggregation (several times slower).
     buckets = partitions or int(refs.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     routes = np.array(partition_keys(buckets), np.int64)
-    return spread.mapInArrow(_task_partials(tau, chunk_us, routes), PARTIAL_DDL).repartition(buckets, "route"), buckets
+    partials = spread.mapInArrow(python_task(_task_partials(tau, chunk_us, routes)), PARTIAL_DDL)
+    return partials.repartition(buckets, "route"), buckets
 
 
 def build_edge_counts(refs: DataFrame, *, tau: int = 9, chunk_us: int = CHUNK_US,
@@ -275,7 +277,7 @@ def build_edge_counts(refs: DataFrame, *, tau: int = 9, chunk_us: int = CHUNK_US
     of reduce buckets of each group.
     """
     partials, buckets = _routed_partials(refs, tau=tau, chunk_us=chunk_us, partitions=partitions)
-    return partials.mapInArrow(_reduce_bucket(tau, buckets), COUNT_DDL)
+    return partials.mapInArrow(python_task(_reduce_bucket(tau, buckets)), COUNT_DDL)
 
 
 def write_edge_counts(refs: DataFrame, directory: str, *, tau: int = 9, chunk_us: int = CHUNK_US,
@@ -321,7 +323,7 @@ def graph_bytes(graph: DataFrame) -> DataFrame:
     One graph per applyInArrow group (a hash of its ends there, instead of a distinct over all ends
     through a shuffle): graphs are held whole for pruning and run discovery anyway."""
     return (graph.select(*GROUP, "src_unit", "dst_unit").groupBy(*GROUP)
-            .applyInArrow(_graph_size, GRAPH_BYTES_DDL))
+            .applyInArrow(python_task(_graph_size), GRAPH_BYTES_DDL))
 
 
 def _prune_group(share: float):  # type: ignore[no-untyped-def]
@@ -348,7 +350,7 @@ def prune_to_budget(graph: DataFrame, budgets: DataFrame, *, share: float = PRUN
 
     Input: WEIGHT_COLUMNS and budgets (device, budget_bytes). Output: WEIGHT_COLUMNS.
     """
-    return _graphs_with_budgets(graph, budgets, share).applyInArrow(_prune_group(share), WEIGHT_DDL)
+    return _graphs_with_budgets(graph, budgets, share).applyInArrow(python_task(_prune_group(share)), WEIGHT_DDL)
 
 
 def write_pruned(graph: DataFrame, budgets: DataFrame, directory: str, *, share: float = PRUNE_SHARE) -> DataFrame:

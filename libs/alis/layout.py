@@ -12,6 +12,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from blockheat.libs.alis.graph import GROUP
+from blockheat.libs.io.worker import python_task
 from blockheat.sim import check_alis_plan as check_plan
 from blockheat.sim import plan_area
 
@@ -120,7 +121,7 @@ def plan_layouts(runs: DataFrame | None, heat: DataFrame | None, units: DataFram
     # Both sides join the same units and area frames: fresh column ids keep the cogroup unambiguous.
     hot_side = hot_side.select(*[F.col(c).alias(c) for c in hot_side.columns])
     return (run_side.groupBy(*GROUP).cogroup(hot_side.groupBy(*GROUP))
-            .applyInArrow(_plan_group(mode, layout, extent_bytes), PLAN_DDL))
+            .applyInArrow(python_task(_plan_group(mode, layout, extent_bytes)), PLAN_DDL))
 
 
 def area_hits(plan: DataFrame, reads: DataFrame, *, shift: int) -> DataFrame:

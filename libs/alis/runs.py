@@ -20,6 +20,7 @@ from blockheat.libs.alis.graph import (
     _prune_group,
 )
 from blockheat.libs.io.task_parquet import sink_parquet_groups_multi
+from blockheat.libs.io.worker import python_task
 from blockheat.sim import ALIS_PRUNE_SHARE as PRUNE_SHARE
 from blockheat.sim import ALIS_THRESHOLD as THRESHOLD
 from blockheat.sim import check_alis_context as check_context
@@ -60,7 +61,7 @@ def find_runs(graph: DataFrame, *, tau: int = 9, f: float = 1.0, threshold: floa
     """
     check_context(tau, f)
     return (graph.select(*GROUP, "src_unit", "dst_unit", "weight").groupBy(*GROUP)
-            .applyInArrow(_runs_of_group(tau, f, threshold, min_length), RUN_DDL))
+            .applyInArrow(python_task(_runs_of_group(tau, f, threshold, min_length)), RUN_DDL))
 
 
 def write_graphs_and_runs(graph: DataFrame, budgets: DataFrame, directory: str, *, tau: int = 9, f: float = 1.0,

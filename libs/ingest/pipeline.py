@@ -80,6 +80,7 @@ from blockheat.libs.io.inputs import (
 from blockheat.libs.io.lease import DEFAULT_WAIT_S, Lease
 from blockheat.libs.io.table_versions import table_path
 from blockheat.libs.io.tables import check_trace_id, table_target, write_rows
+from blockheat.libs.io.worker import python_task
 from blockheat.libs.readers import binary, clean_text
 from blockheat.libs.readers.scan import SCAN_DDL, scan_blocks
 from blockheat.libs.readers.srt import SrtFormatError, parse_srt_header, tracedate_to_iso
@@ -372,7 +373,7 @@ def _device_name(f: InputFile) -> str:
 def _binary_pre(spark: SparkSession, files: list[InputFile], opts: IngestOptions,
                 geometry: list[dict[str, Any]], meta: dict[str, Any]) -> DataFrame:
     range_df, task, _ = _binary_ranges(spark, files, opts, geometry, meta)
-    return range_df.mapInArrow(task, from_arrow_schema(binary.RECORD_SCHEMA))
+    return range_df.mapInArrow(python_task(task), from_arrow_schema(binary.RECORD_SCHEMA))
 
 
 def _balanced(size: int, target: int, slots: int) -> int:
@@ -456,7 +457,7 @@ def _scan(spark: SparkSession, pre: DataFrame, files: list[InputFile], tolerance
     first record; and the records whose timestamp goes back more than tolerance_us from the
     previous record with a timestamp in the same file (None when there are none)."""
     rows = (pre.select("file_uri", "block_start", "m", "ts_raw_us")
-            .mapInArrow(scan_blocks(tolerance_us), SCAN_DDL).collect())
+            .mapInArrow(python_task(scan_blocks(tolerance_us)), SCAN_DDL).collect())
     back = [(r.file_uri, r.block_start, r.min_m, r.last_ts) for r in rows if r.kind == "back"]
     by_path = {_file_key(_file_uri(f.readable_path)): i for i, f in enumerate(files)}
     by_file: dict[int, list[Any]] = defaultdict(list)
@@ -763,7 +764,7 @@ def _load_vscsi(spark: SparkSession, files: list[InputFile], opts: IngestOptions
                 geometry: list[dict[str, Any]], meta: dict[str, Any], scratch: Location) -> IngestResult:
     """vSCSI: the summary pass now, the tasks' own writes in write_trace (libs.ingest.direct)."""
     range_df, decode, summarize = _binary_ranges(spark, files, opts, geometry, meta)
-    summary = direct.merge_summaries(range_df.mapInArrow(summarize, direct.SUMMARY_DDL).collect())
+    summary = direct.merge_summaries(range_df.mapInArrow(python_task(summarize), direct.SUMMARY_DDL).collect())
     log.info("trace %s: %d records read", opts.trace_id, sum(r.n for r in summary))
     first = {r.first_seq: r for r in summary}
 

@@ -2,6 +2,6 @@
 
 session (builds every SparkSession) > catalog (the Hive metastore) > tables (the tables' registry: create, read,
 replace) > delta_files (task-written files, one driver commit) > delta_log (the log without Spark), task_parquet.
-jvm (JVM flags, the class archive) sits on delta_files; inputs, partitioning, redaction and spark_daemon import
+jvm (JVM flags, the class archive) sits on delta_files; inputs, partitioning, redaction, spark_daemon and worker import
 nothing of the package. The per-device passes that read and write tables with these are libs/table_io.
 """

@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 from blockheat.libs.io import delta_log, storage
 from blockheat.libs.io.delta_log import CommitConflict, file_path, sql_literal
 from blockheat.libs.io.task_parquet import task_file_name
+from blockheat.libs.io.worker import python_task
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -520,7 +521,7 @@ def write_by_tasks(spark: SparkSession, target: TableTarget, where: Where, frame
     """replace_by_tasks's files, written and not committed (the files are deleted if the pass fails)."""
     target = target.for_write()
     try:
-        files = frame.mapInArrow(write_files(target, fn), FILES_DDL).collect()
+        files = frame.mapInArrow(python_task(write_files(target, fn)), FILES_DDL).collect()
     except BaseException:
         discard(target)
         raise
@@ -618,7 +619,7 @@ def write_tables_by_tasks(spark: SparkSession, replaces: Mapping[str, tuple[Tabl
                                              schema=FILES_SCHEMA.insert(0, pa.field("table", pa.string())))
 
     try:
-        written = frame.mapInArrow(run, f"table string, {FILES_DDL}").collect()
+        written = frame.mapInArrow(python_task(run), f"table string, {FILES_DDL}").collect()
     except BaseException:
         for target in targets.values():
             discard(target)

@@ -97,6 +97,7 @@ def sample_workload(spark: Any, warehouse: Path) -> None:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from blockheat.libs.io.delta_files import TableTarget, replace_by_tasks
+    from blockheat.libs.io.worker import python_task
 
     df = spark.range(2000).selectExpr("id", "id % 7 AS k", "cast(id AS double) / 3 AS x")
     df.write.format("delta").partitionBy("k").save(str(warehouse / "t"))
@@ -104,7 +105,7 @@ def sample_workload(spark: Any, warehouse: Path) -> None:
     replace_by_tasks(spark, target, {"k": 1}, df.where("k = 1"))
     t = spark.read.format("delta").load(str(warehouse / "t"))
     t.groupBy("k").agg({"x": "sum"}).orderBy("k").collect()
-    t.mapInArrow(lambda batches: batches, t.schema).count()
+    t.mapInArrow(python_task(lambda batches: batches), t.schema).count()
     t.createOrReplaceTempView("t")
     spark.sql("SELECT k, count(*) FROM t GROUP BY k").toArrow()
 

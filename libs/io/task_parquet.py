@@ -34,6 +34,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType, _parse_datatype_string
 
 from blockheat.libs.io import storage
+from blockheat.libs.io.worker import python_task
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, GroupedData, SparkSession
@@ -184,7 +185,7 @@ def sink_parquet(frame: DataFrame, fn: ArrowFn, ddl: str, directory: str) -> Dat
     removes it once the returned DataFrame is no longer needed."""
     schema = arrow_schema(ddl)
     directory = _prepare(directory)
-    written = frame.mapInArrow(_writing(fn, directory, schema), SINK_DDL)
+    written = frame.mapInArrow(python_task(_writing(fn, directory, schema)), SINK_DDL)
     return _read_kept(frame.sparkSession, written, ddl, directory)
 
 
@@ -194,7 +195,7 @@ def sink_parquet_groups(grouped: GroupedData, fn: Callable[[pa.Table], pa.Table]
     own (groups such as one access graph are large; many small groups make many small files)."""
     schema = arrow_schema(ddl)
     directory = _prepare(directory)
-    written = grouped.applyInArrow(_writing_groups(fn, directory, schema), SINK_DDL)
+    written = grouped.applyInArrow(python_task(_writing_groups(fn, directory, schema)), SINK_DDL)
     return _read_kept(written.sparkSession, written, ddl, directory)
 
 
@@ -221,7 +222,7 @@ def sink_parquet_groups_multi(grouped: GroupedData, fn: Callable[[pa.Table], Map
         return pa.table({"name": pa.array([f"{n}/{name}" for n, _ in written], pa.string()),
                          "rows": pa.array([r for _, r in written], pa.int64())})
 
-    written = grouped.applyInArrow(run, SINK_DDL)
+    written = grouped.applyInArrow(python_task(run), SINK_DDL)
     kept = {row["name"] for row in written.collect()}
     spark = written.sparkSession
     out = {}

@@ -36,6 +36,7 @@ from blockheat.libs.io.task_parquet import (
     task_opener,
     to_ipc,
 )
+from blockheat.libs.io.worker import python_task
 from blockheat.libs.simulation.grid import Grid, Part, plan_parts
 from blockheat.libs.simulation.spill import SPAN_REQUESTS, spill_requests
 from blockheat.libs.table_io.device_pass import Unsupported, row_groups, spark_tasks, trace_files
@@ -283,7 +284,8 @@ def stage_requests(requests: DataFrame, directory: str) -> dict[tuple[str, str],
     executor reaches: a local path or a URI) by the tasks that read them, one file per (trace, device) and
     task: (trace, device) -> files. Each part's task then reads its array group's files: the requests are not
     shuffled once per scenario (10 M requests x 8 scenarios would be 80 M rows through a shuffle)."""
-    written = requests.select("trace_id", *REPLAY_COLUMNS).mapInArrow(_stage(directory), STAGED_DDL).collect()
+    written = (requests.select("trace_id", *REPLAY_COLUMNS)
+               .mapInArrow(python_task(_stage(directory)), STAGED_DDL).collect())
     remove_unreported(directory, {storage.name(r["path"]) for r in written})   # failed or duplicate attempts' files
     staged: dict[tuple[str, str], list[str]] = {}
     for r in written:

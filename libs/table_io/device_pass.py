@@ -36,6 +36,7 @@ from blockheat.libs.io.delta_files import FileWriter, TableTarget, commit_replac
 from blockheat.libs.io.delta_log import LogUnreadable, snapshot
 from blockheat.libs.io.tables import Location, table_path
 from blockheat.libs.io.task_parquet import reused_heap
+from blockheat.libs.io.worker import python_task
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -305,7 +306,7 @@ def spark_tasks(spark: SparkSession, n: int, fn: Callable[[Iterator[int]], Itera
     (picklable values), in task order. A mapInArrow job over spark.range: the same under Spark Connect."""
     if not n:
         return []
-    rows = spark.range(n, numPartitions=n).mapInArrow(_pickled(fn), "item binary").collect()
+    rows = spark.range(n, numPartitions=n).mapInArrow(python_task(_pickled(fn)), "item binary").collect()
     return [pickle.loads(row["item"]) for row in rows]
 
 

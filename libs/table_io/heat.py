@@ -130,10 +130,10 @@ def device_heat(requests: pa.Table, device: str, p: HeatParams) -> tuple[dict[in
     ts, off, size = col["ts_us"], col["offset_bytes"], col["size_bytes"]
     w = p.window_us
     if len(ts):
-        t_lo, t_hi, e_lo, e_hi = HK.extent_range(ts, off, size, p.extent_bytes)
+        t_lo, t_hi, e_lo, e_hi, pieces, ordered = HK.extent_range(ts, off, size, p.extent_bytes)
     else:
-        t_lo = t_hi = e_lo = 0
-        e_hi = -1
+        t_lo = t_hi = e_lo = pieces = 0
+        e_hi, ordered = -1, True
     w_lo, w_span = (t_lo // w, t_hi // w - t_lo // w + 1) if w else (0, 1)
     if w_span * (1 + p.disks + p.width) > _LAYOUT_CELLS:
         raise Unsupported(f"device {device}: {w_span:,} windows of {w} us, too many for one task's grids")
@@ -143,34 +143,30 @@ def device_heat(requests: pa.Table, device: str, p: HeatParams) -> tuple[dict[in
         number, ids = HK.touched_extents(off, size, p.extent_bytes, e_lo, e_hi - e_lo + 1)
     else:
         number, ids = np.zeros(0, np.int32), HK.touched_extent_ids(off, size, p.extent_bytes)
-    per_pass = max(1, min(w_span, _GRID_CELLS // max(1, len(ids))))
     state = HK.device_state(p.seed, device)
+    args = (ts, col["seq"], off, size, read, p.extent_bytes, number, ids, e_lo, w, w_lo, w_span)
+    layout_args = (p.stripe_unit_bytes, p.width, p.disks, state)
+    if ordered:                          # in time order (as the files hold it): one window's cells at a time
+        cells, whole, *layouts = HK.ordered_device_cells(*args, *layout_args, pieces)
+        windowed = [cells]
+    else:                                # any order: dense grids of a range of windows per pass
+        per_pass = max(1, min(w_span, _GRID_CELLS // max(1, len(ids))))
+        windowed, whole, layouts = [], np.zeros((len(ids), 4), np.int64), []
+        for first in range(0, w_span, per_pass):
+            count = min(per_pass, w_span - first)
+            ext, *grids = HK.device_grids(*args, first, count, first == 0, *layout_args)
+            layouts = layouts or grids
+            whole += ext.sum(axis=0)
+            if w:
+                windowed.append(HK.window_cells(ext, ids, w_lo + first, w))
+    present = np.flatnonzero(whole[:, 0])
+    extent_rows = {0: extent_table(device, p, 0, np.zeros(len(present), np.int64), ids[present],
+                                    *whole[present].T)}
+    if w:
+        extent_rows = {w: extent_table(device, p, w, *np.concatenate(windowed, axis=1)), **extent_rows}
 
     def starts(window: np.ndarray, length: int) -> np.ndarray:
         return (w_lo + window) * length if length else np.zeros(len(window), np.int64)
-
-    windowed: list[pa.Table] = []
-    whole = np.zeros((4, len(ids)), np.int64)
-    layouts: tuple[np.ndarray, ...] = ()
-    for first in range(0, w_span, per_pass):
-        count = min(per_pass, w_span - first)
-        ext, *grids = HK.device_grids(ts, col["seq"], off, size, read, p.extent_bytes, number, ids, e_lo, w, w_lo,
-                                      w_span, first, count, first == 0, p.stripe_unit_bytes, p.width, p.disks, state)
-        if first == 0:
-            layouts = tuple(grids)
-        grid = ext.reshape(4, len(ids), count)
-        whole += grid.sum(axis=2)
-        if w:
-            n = grid[0].ravel()
-            present = np.flatnonzero(n)
-            k, j = np.divmod(present, count)
-            windowed.append(extent_table(device, p, w, starts(j + first, w), ids[k], n[present],
-                                          *(grid[x].ravel()[present] for x in (1, 2, 3))))
-    present = np.flatnonzero(whole[0])
-    extent_rows = {0: extent_table(device, p, 0, np.zeros(len(present), np.int64), ids[present],
-                                    *(whole[x][present] for x in range(4)))}
-    if w:
-        extent_rows = {w: pa.concat_tables(windowed), **extent_rows}
 
     def layout(cells: np.ndarray, per: int) -> tuple[np.ndarray, ...]:
         present = np.flatnonzero(cells[0])

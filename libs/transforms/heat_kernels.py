@@ -6,7 +6,9 @@ Each request is read once and its pieces added straight into small dense grids:
 - extents: (touched extent, window) cells of requests, reads, blocks, bytes; extents are numbered in the order
   of their ids among those the device touches, so a 16 TB volume with a day of scattered requests costs touched
   extents x windows cells, not its whole extent range; a pass counts the windows [w_first, w_first + w_count),
-  so a device whose grid would be too large is counted in several passes of a window range each;
+  so a device whose grid would be too large is counted in several passes of a window range each; requests in time
+  order (as the `requests` files hold a device's) are counted one window's cells at a time instead
+  (ordered_device_cells: touched extents' cells, emitted when the window ends);
 - per window: requests and blocks as traced, per random disk (Spark's xxhash64 of (seed, device, seq), the
   seed and the device hashed once by device_state, each seq's 8 bytes by _disk), and per stripe-unit number
   modulo the stripe width.
@@ -30,21 +32,26 @@ BLOCK_BYTES = 512                          # heat's unit: 512-byte blocks touche
 
 @njit(cache=True, nogil=True)
 def extent_range(ts: np.ndarray, offset: np.ndarray, size: np.ndarray, extent_bytes: int
-                 ) -> tuple[int, int, int, int]:  # pragma: no cover
-    """(lowest ts, highest ts, lowest extent id, highest extent id) of the device's requests and pieces (the
-    extent ids lowest > highest when no request has a piece). At least one request."""
+                 ) -> tuple[int, int, int, int, int, bool]:  # pragma: no cover
+    """(lowest ts, highest ts, lowest extent id, highest extent id, extent pieces, whether ts never decreases) of
+    the device's requests (the extent ids lowest > highest when no request has a piece). At least one request."""
     t_lo = t_hi = ts[0]
     e_lo, e_hi = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    e_shift = shift_of(extent_bytes)
+    pieces = 0
+    ordered = True
     for i in range(ts.shape[0]):
         t = ts[i]
+        ordered &= t >= t_hi
         t_lo = min(t_lo, t)
         t_hi = max(t_hi, t)
-        a = offset[i] // extent_bytes
-        b = (offset[i] + size[i] - 1) // extent_bytes
+        a = div(offset[i], extent_bytes, e_shift)
+        b = div(offset[i] + size[i] - 1, extent_bytes, e_shift)
         if a <= b:
             e_lo = min(e_lo, a)
             e_hi = max(e_hi, b)
-    return t_lo, t_hi, e_lo, e_hi
+            pieces += b - a + 1
+    return t_lo, t_hi, e_lo, e_hi, pieces, ordered
 
 
 @njit(cache=True, nogil=True)
@@ -53,8 +60,9 @@ def touched_extents(offset: np.ndarray, size: np.ndarray, extent_bytes: int, e_l
     """(each extent id's number among the touched ones, -1 if untouched, indexed by id - e_lo; the touched ids
     ascending): a mark per extent id of the device's range."""
     mark = np.zeros(e_span, np.uint8)
+    e_shift = shift_of(extent_bytes)
     for i in range(offset.shape[0]):
-        for e in range(offset[i] // extent_bytes, (offset[i] + size[i] - 1) // extent_bytes + 1):
+        for e in range(div(offset[i], extent_bytes, e_shift), div(offset[i] + size[i] - 1, extent_bytes, e_shift) + 1):
             mark[e - e_lo] = 1
     number = np.full(e_span, -1, np.int32)
     touched = 0
@@ -192,6 +200,25 @@ def disks_of(state: uint64, seq: np.ndarray, disks: int) -> np.ndarray:  # pragm
     return out
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _add_layouts(traced: np.ndarray, rand: np.ndarray, striped: np.ndarray, w: int, lo: int, hi: int, seq: int,
+                 state: uint64, unit_bytes: int, u_shift: int, width: int, w_mask: int, disks: int
+                 ) -> None:  # pragma: no cover
+    """Adds the request [lo, hi) of sequence number seq in window w to the three layout grids (device_grids')."""
+    whole = _blocks(lo, hi)
+    traced[0, w] += 1
+    traced[1, w] += whole
+    c = w * disks + _disk(state, seq, disks)
+    rand[0, c] += 1
+    rand[1, c] += whole
+    for u in range(div(lo, unit_bytes, u_shift), div(hi - 1, unit_bytes, u_shift) + 1):
+        a = max(lo, u * unit_bytes)
+        b = min(hi, (u + 1) * unit_bytes)
+        c = w * width + pmod(u, width, w_mask)
+        striped[0, c] += 1
+        striped[1, c] += _blocks(a, b)
+
+
 @njit(cache=True, nogil=True)
 def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.ndarray, read: np.ndarray,
                  extent_bytes: int, number: np.ndarray, ids: np.ndarray, e_lo: int, window_us: int, w_lo: int,
@@ -200,13 +227,14 @@ def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.n
     """One pass over a device's requests. window_us 0: one window; else window k is ts // window_us = w_lo + k.
     Extents are numbered by `number` (touched_extents, indexed by id - e_lo), or by binary search in `ids` when
     `number` is empty. Returns the grids (rows: requests, then sums):
-    extents (4, len(ids) * w_count): requests, reads, blocks, bytes at touched number * w_count + window - w_first,
-    for the windows [w_first, w_first + w_count) only;
+    extents (w_count, len(ids), 4): requests, reads, blocks, bytes of each window - w_first and touched number, for
+    the windows [w_first, w_first + w_count) only (window-major, the four counts side by side: requests in time
+    order touch one window's cells at a time, one cache line a piece);
     with `layouts` (else empty grids): traced (2, w_span): requests, blocks; random (2, w_span * disks): requests,
     blocks at window * disks + disk; striped (2, w_span * width): pieces, blocks at window * width + unit % width."""
     touched = ids.shape[0]
     dense = number.shape[0] > 0
-    ext = np.zeros((4, touched * w_count), np.int64)
+    ext = np.zeros((w_count, touched, 4), np.int64)
     spans = w_span if layouts else 0
     traced = np.zeros((2, spans), np.int64)
     rand = np.zeros((2, spans * disks), np.int64)
@@ -235,23 +263,102 @@ def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.n
                 a = max(lo, e * extent_bytes)
                 b = min(hi, (e + 1) * extent_bytes)
                 n = number[e - e_lo] if dense else np.searchsorted(ids, e)
-                c = n * w_count + k
-                ext[0, c] += 1
-                ext[1, c] += r
-                ext[2, c] += _blocks(a, b)
-                ext[3, c] += b - a
-        if not layouts:
-            continue
-        whole = _blocks(lo, hi)
-        traced[0, w] += 1
-        traced[1, w] += whole
-        c = w * disks + _disk(state, seq[i], disks)
-        rand[0, c] += 1
-        rand[1, c] += whole
-        for u in range(div(lo, unit_bytes, u_shift), div(hi - 1, unit_bytes, u_shift) + 1):
-            a = max(lo, u * unit_bytes)
-            b = min(hi, (u + 1) * unit_bytes)
-            c = w * width + pmod(u, width, w_mask)
-            striped[0, c] += 1
-            striped[1, c] += _blocks(a, b)
+                ext[k, n, 0] += 1
+                ext[k, n, 1] += r
+                ext[k, n, 2] += _blocks(a, b)
+                ext[k, n, 3] += b - a
+        if layouts:
+            _add_layouts(traced, rand, striped, w, lo, hi, seq[i], state, unit_bytes, u_shift, width, w_mask, disks)
     return ext, traced, rand, striped
+
+
+@njit(cache=True, nogil=True)
+def window_cells(ext: np.ndarray, ids: np.ndarray, w_first: int, window_us: int) -> np.ndarray:  # pragma: no cover
+    """The cells of device_grids' extent grid (w_count, touched, 4) with requests, as ordered_device_cells gives
+    them: (6, cells) of window start, extent id, requests, reads, blocks, bytes in (window, extent id) order;
+    w_first: the absolute window number of the grid's first (w_lo + the pass's first)."""
+    w_count, touched = ext.shape[0], ext.shape[1]
+    m = 0
+    for j in range(w_count):
+        for n in range(touched):
+            m += ext[j, n, 0] != 0
+    out = np.empty((6, m), np.int64)
+    at = 0
+    for j in range(w_count):
+        for n in range(touched):
+            if ext[j, n, 0]:
+                out[0, at] = (w_first + j) * window_us
+                out[1, at] = ids[n]
+                for x in range(4):
+                    out[2 + x, at] = ext[j, n, x]
+                at += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _flush(acc: np.ndarray, whole: np.ndarray, seen: np.ndarray, m_seen: int, start: int, ids: np.ndarray,
+           out: np.ndarray, m: int) -> int:  # pragma: no cover
+    """Appends the cells of one window (acc's rows `seen[:m_seen]`, in the order they were first touched) to out's
+    columns from row m, adds them to whole and clears them; returns the rows out then holds."""
+    for k in range(m_seen):
+        n = seen[k]
+        out[0, m] = start
+        out[1, m] = ids[n]
+        for x in range(4):
+            out[2 + x, m] = acc[n, x]
+            whole[n, x] += acc[n, x]
+            acc[n, x] = 0
+        m += 1
+    return m
+
+
+@njit(cache=True, nogil=True)
+def ordered_device_cells(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.ndarray, read: np.ndarray,
+                         extent_bytes: int, number: np.ndarray, ids: np.ndarray, e_lo: int, window_us: int,
+                         w_lo: int, w_span: int, unit_bytes: int, width: int, disks: int, state: uint64, pieces: int
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    """device_grids of every window in one pass over requests whose ts never decreases, one window's cells held at a
+    time (a device's memory follows its touched extents, not extents x windows). Returns (cells (6, m): window
+    start, extent id, requests, reads, blocks, bytes of each (window, extent) with requests, in window order and
+    within a window in the order of the extents' first requests there; whole (len(ids), 4): each touched extent's
+    counts over all windows; and the traced, random and striped grids as device_grids'). `pieces`: the requests'
+    extent pieces (extent_range's), a bound on the cells."""
+    touched = ids.shape[0]
+    dense = number.shape[0] > 0
+    acc = np.zeros((touched, 4), np.int64)
+    whole = np.zeros((touched, 4), np.int64)
+    seen = np.empty(touched, np.int64)
+    out = np.empty((6, min(pieces, touched * w_span)), np.int64)
+    traced = np.zeros((2, w_span), np.int64)
+    rand = np.zeros((2, w_span * disks), np.int64)
+    striped = np.zeros((2, w_span * width), np.int64)
+    e_shift, u_shift = shift_of(extent_bytes), shift_of(unit_bytes)
+    w_mask = mask_of(width)
+    m = m_seen = 0
+    win, win_start, win_end = w_lo, w_lo * window_us, (w_lo + 1) * window_us if window_us else np.iinfo(np.int64).max
+    for i in range(ts.shape[0]):
+        t = ts[i]
+        if t >= win_end:
+            m = _flush(acc, whole, seen, m_seen, win_start, ids, out, m)
+            m_seen = 0
+            win = t // window_us
+            win_start = win * window_us
+            win_end = win_start + window_us
+        w = win - w_lo
+        lo = offset[i]
+        hi = lo + size[i]
+        r = read[i]
+        for e in range(div(lo, extent_bytes, e_shift), div(hi - 1, extent_bytes, e_shift) + 1):
+            a = max(lo, e * extent_bytes)
+            b = min(hi, (e + 1) * extent_bytes)
+            n = number[e - e_lo] if dense else np.searchsorted(ids, e)
+            if acc[n, 0] == 0:
+                seen[m_seen] = n
+                m_seen += 1
+            acc[n, 0] += 1
+            acc[n, 1] += r
+            acc[n, 2] += _blocks(a, b)
+            acc[n, 3] += b - a
+        _add_layouts(traced, rand, striped, w, lo, hi, seq[i], state, unit_bytes, u_shift, width, w_mask, disks)
+    m = _flush(acc, whole, seen, m_seen, win_start, ids, out, m)
+    return out[:, :m], whole, traced, rand, striped

@@ -61,6 +61,7 @@ from pyspark.sql import functions as F
 from blockheat.libs.columns import idiv, to_schema
 from blockheat.libs.io.arrow_values import equal_mask
 from blockheat.libs.io.connect import parallelism as session_parallelism
+from blockheat.libs.io.worker import python_task
 from blockheat.schemas import trace_profile as TP
 
 if TYPE_CHECKING:
@@ -1239,7 +1240,7 @@ def _ordered_pass(base: DataFrame, *, chunk_us: int, window_us: int, rows_per_pa
 
     return (base.select("device", "seq", "ts_us", "op", "offset_bytes", "size_bytes",
                         _index_of(chunk, firsts).alias("part"))
-            .groupBy("part").applyInArrow(run, PARTIAL_DDL)), total
+            .groupBy("part").applyInArrow(python_task(run), PARTIAL_DDL)), total
 
 
 def _block_pass(base: DataFrame, *, window_us: int, extent_bytes: int, buckets: int) -> DataFrame:
@@ -1254,7 +1255,7 @@ def _block_pass(base: DataFrame, *, window_us: int, extent_bytes: int, buckets: 
                               final=buckets == 1)
 
     return (pieces.withColumn("bucket", F.pmod(F.col("region"), F.lit(buckets)))
-            .groupBy("bucket").applyInArrow(run, PARTIAL_DDL))
+            .groupBy("bucket").applyInArrow(python_task(run), PARTIAL_DDL))
 
 
 def _merging(*merges: Callable[[pa.Table], pa.Table]):  # type: ignore[no-untyped-def]
@@ -1313,7 +1314,8 @@ def compute_trace_profile(requests: DataFrame, *, span_us: int, window_us: int =
     runs = spark.createDataFrame(joined_runs(small, window_us).to_pylist(), PARTIAL_DDL)
     group = ("scope", "device", "w", "window_us", "metric")
     cells = ordered.unionByName(blocks).unionByName(runs).where(kind.isin("hist", "extent"))
-    merged = cells.repartition(tasks, *group).mapInArrow(_merging(merge_histograms, merge_skew), FINAL_DDL).toArrow()
+    merged = (cells.repartition(tasks, *group)
+              .mapInArrow(python_task(_merging(merge_histograms, merge_skew)), FINAL_DDL).toArrow())
     rows = finish(small, merged, span_us=span_us, window_us=window_us)
     profile = spark.createDataFrame(rows)
     return to_schema(profile.select(F.lit("").alias("trace_id"), *GROUP, "metric", "value"), TP.SPARK_SCHEMA)

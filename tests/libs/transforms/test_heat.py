@@ -262,27 +262,31 @@ def test_whole_trace_heat_from_the_hourly_rows_equals_a_pass_over_the_requests(s
     assertDataFrameEqual(whole_trace_disk_heat(hourly_disks, span_us=span), whole_disks, checkRowOrder=False,
                          rtol=1e-12, atol=0.0)
     # The files path's arrays (libs.table_io.heat, per device on the driver here): the same rows, every
-    # float to the last bit.
+    # float to the last bit, from requests in time order (one window's cells at a time) and in reverse (the
+    # dense grids of any order).
     from blockheat.libs.table_io.heat import HeatParams, device_heat, disk_counts
 
     p = HeatParams(span, MIB, 3_600_000_000, 65_536, width=3, disks=5, seed=5)
-    table = requests.toArrow()
-    extents, counts = {}, {}
-    for device in sorted(set(table.column("device").to_pylist())):
-        rows, counts[device] = device_heat(table.filter(pc.equal(table.column("device"), device)), device, p)
-        for w, t in rows.items():
-            extents.setdefault(w, []).append(t)
+    table = requests.toArrow().sort_by([("ts_us", "ascending"), ("seq", "ascending")])
 
     def keyed(rows, keys):
         return {tuple(r[k] for k in keys): r for r in rows}
 
-    for w, spark_rows in ((3_600_000_000, hourly), (0, whole)):
-        assert keyed(pa.concat_tables(extents[w]).drop_columns(["trace_id"]).to_pylist(), EH_KEYS) == \
-            keyed([r.asDict() for r in spark_rows.drop("trace_id").collect()], EH_KEYS)
-    per_disk, names = disk_counts(counts, p)
-    mine = disk_heat_rows(per_disk, names, window_us=3_600_000_000, span_us=span)
-    assert keyed(mine.to_pylist(), DH_KEYS) == keyed([r.asDict() for r in hourly_disks.collect()], DH_KEYS)
-    assert len(extents[0][0]) + len(extents[0][1]) == 257
+    spark_rows = {w: keyed([r.asDict() for r in frame.drop("trace_id").collect()], EH_KEYS)
+                  for w, frame in ((3_600_000_000, hourly), (0, whole))}
+    spark_disks = keyed([r.asDict() for r in hourly_disks.collect()], DH_KEYS)
+    for order in (table, table.take(np.arange(table.num_rows)[::-1])):
+        extents, counts = {}, {}
+        for device in sorted(set(order.column("device").to_pylist())):
+            rows, counts[device] = device_heat(order.filter(pc.equal(order.column("device"), device)), device, p)
+            for w, t in rows.items():
+                extents.setdefault(w, []).append(t)
+        for w, want in spark_rows.items():
+            assert keyed(pa.concat_tables(extents[w]).drop_columns(["trace_id"]).to_pylist(), EH_KEYS) == want
+        per_disk, names = disk_counts(counts, p)
+        mine = disk_heat_rows(per_disk, names, window_us=3_600_000_000, span_us=span)
+        assert keyed(mine.to_pylist(), DH_KEYS) == spark_disks
+        assert len(extents[0][0]) + len(extents[0][1]) == 257
     hourly.unpersist()
 
 
@@ -411,19 +415,29 @@ def _reference_heat(table: pa.Table, device: str, p) -> tuple[dict[int, set], di
      "seed": -7},
     # extents and units not powers of two (divided, not shifted), 8 striped and 8 random disks (masked)
     {"extent_bytes": 3 << 19, "stripe_unit_bytes": 3 * 4096, "width": 8, "disks": 8, "seed": 3}])
-@pytest.mark.parametrize("passes", ["one pass", "window passes", "binary search"])
+@pytest.mark.parametrize("passes", ["one pass", "window passes", "binary search", "time order",
+                                    "time order, binary search"])
 def test_the_compiled_pass_counts_every_piece_of_every_request(params, passes, monkeypatch):
     """device_heat's compiled passes (heat_kernels) give the counts of a plain loop over the requests: every
     extent_heat column, every layout's counts, the device's end, for an ASCII and a non-ASCII device; the same
-    when the extent grid is counted in many passes of a few windows each, and when extents are numbered by binary
-    search instead of marks."""
+    when the extent grid is counted in many passes of a few windows each, when extents are numbered by binary
+    search instead of marks, and for requests in time order (ordered_device_cells: a window's cells at a time);
+    rows in window order."""
     from blockheat.libs.table_io import heat as HF
 
     if passes == "window passes":
         monkeypatch.setattr(HF, "_GRID_CELLS", 64)
-    elif passes == "binary search":
+    elif passes.endswith("binary search"):
         monkeypatch.setattr(HF, "_EXTENT_SPAN", 0)
     table = _grid_case(len(params))
+    if passes.startswith("time order"):
+        table = table.sort_by("ts_us")
+        ordered = []
+        monkeypatch.setattr(HF.HK, "ordered_device_cells",
+                            lambda *a, f=HF.HK.ordered_device_cells: ordered.append(1) or f(*a))
+    else:
+        grids = []
+        monkeypatch.setattr(HF.HK, "device_grids", lambda *a, f=HF.HK.device_grids: grids.append(1) or f(*a))
     p = HF.HeatParams(span_us=5 * 3_600_000_000, **params)
     for device in ("d0", "é-ü disk"):
         rows, counts = HF.device_heat(table, device, p)
@@ -444,6 +458,10 @@ def test_the_compiled_pass_counts_every_piece_of_every_request(params, passes, m
             assert set(zip(*(a.tolist() for a in counts[layout]), strict=True)) == want, layout
         assert sum(counts["random"][2]) == table.num_rows
         assert set(counts["random"][1]) == set(range(p.disks))
+        for w in p.windows:                         # rows in window order
+            starts = rows[w].column("window_start_us").to_pylist()
+            assert starts == sorted(starts)
+    assert ordered if passes.startswith("time order") else grids          # the path the order takes
 
 
 def test_a_device_with_no_piece_and_one_with_too_many_windows() -> None:
