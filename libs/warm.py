@@ -94,11 +94,11 @@ def tracking() -> None:
 def heat() -> None:
     for view in VIEWS:
         one, size = view(np.array([0], np.int64)), view(np.array([4096], np.int64))
-        _, _, e_lo, e_hi, pieces, _ = HK.extent_range(one, one, size, 1 << 20)
+        _, _, e_lo, e_hi, pieces, _, _ = HK.extent_range(one, one, size, 1 << 20)
         number, ids = HK.touched_extents(one, size, 1 << 20, e_lo, e_hi - e_lo + 1)
         HK.touched_extent_ids(one, size, 1 << 20)
         state = HK.device_state(0, "d")
-        read = np.array([0], np.int64)
+        read = np.array([0], np.uint8)                # device_heat's reads: its bool mask's bytes
         for numbers in (number, number[:0]):          # extents numbered by marks, and by binary search
             ext, *_ = HK.device_grids(one, one, one, size, read, 1 << 20, numbers, ids, e_lo, 3_600_000_000, 0, 1, 0,
                                       1, True, 65_536, 4, 4, state)

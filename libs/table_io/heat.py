@@ -126,13 +126,13 @@ def device_heat(requests: pa.Table, device: str, p: HeatParams) -> tuple[dict[in
     Unsupported when the per-window layout grids would pass _LAYOUT_CELLS (windows far too short for the span)."""
     col = {c: np.ascontiguousarray(requests.column(c).to_numpy(), dtype=np.int64)
            for c in ("ts_us", "seq", "offset_bytes", "size_bytes")}
-    read = equal_mask(requests.column("op"), "R").astype(np.int64)
+    read = equal_mask(requests.column("op"), "R").view(np.uint8)
     ts, off, size = col["ts_us"], col["offset_bytes"], col["size_bytes"]
     w = p.window_us
     if len(ts):
-        t_lo, t_hi, e_lo, e_hi, pieces, ordered = HK.extent_range(ts, off, size, p.extent_bytes)
+        t_lo, t_hi, e_lo, e_hi, pieces, ordered, end = HK.extent_range(ts, off, size, p.extent_bytes)
     else:
-        t_lo = t_hi = e_lo = pieces = 0
+        t_lo = t_hi = e_lo = pieces = end = 0
         e_hi, ordered = -1, True
     w_lo, w_span = (t_lo // w, t_hi // w - t_lo // w + 1) if w else (0, 1)
     if w_span * (1 + p.disks + p.width) > _LAYOUT_CELLS:
@@ -174,7 +174,7 @@ def device_heat(requests: pa.Table, device: str, p: HeatParams) -> tuple[dict[in
         return starts(j, w), d, cells[0][present], cells[1][present]
 
     traced, rand, striped = layouts
-    counts = {"end": int((off + size).max()) if len(off) else 0, "as-traced": layout(traced, 1),
+    counts = {"end": int(end), "as-traced": layout(traced, 1),
               "random": layout(rand, p.disks), "striped": layout(striped, p.width)}
     return extent_rows, counts
 
