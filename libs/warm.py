@@ -17,9 +17,10 @@ import pyarrow.parquet as pq
 
 from blockheat.libs.alis.graph import _split_by_bucket
 from blockheat.libs.io.inputs import newline_blocks
-from blockheat.libs.readers.clean_text import parse_range
+from blockheat.libs.readers.clean_text import parse_range, regroup_values
 from blockheat.libs.readers.srt import find_record_offsets
 from blockheat.libs.readers.text_formats import LAYOUTS
+from blockheat.libs.readers.text_kernels import by_device
 from blockheat.libs.table_io import profile as PF
 from blockheat.libs.table_io.alis_graph import Build, GraphParams, device_build
 from blockheat.libs.table_io.alis_spill import SpillSizes
@@ -110,10 +111,15 @@ def heat() -> None:
 
 def text() -> None:
     """The clean text path's loops: the plain parser (integer and decimal timestamps) over a range's read-only bytes,
-    and the newline count per block of the input scan (over the scan's writable buffer and over bytes)."""
+    the regrouping of its rows by device, and the newline count per block of the input scan (over the scan's
+    writable buffer and over bytes)."""
     p = parse_range(b"128166372003061629,hm,1,Read,7014609920,24576,41286\n", LAYOUTS["msr"], tolerance_us=None)
     s = parse_range(b"1538352000.5,2048,8,0,1001\n", LAYOUTS["tencent"], tolerance_us=None)
     assert (p.size_bytes.tolist(), s.ts_raw_us.tolist()) == ([24576], [1_538_352_000_500_000])
+    for q in (p, s):                       # a range's rows regrouped by device (write_task)
+        *_, sums = by_device(q.device_codes, len(q.device_names), 0, q.ts_raw_us, 0, q.is_read, q.offset_bytes,
+                             q.size_bytes, regroup_values(q.response_us), regroup_values(q.queue_us))
+        assert sums[0, 0] == 1
     for buf in (bytearray(b"a\nbc\n"), b"a\nbc\n"):
         counts = np.empty(1, np.int64)
         newline_blocks(np.frombuffer(buf, np.uint8), 1 << 20, counts, counts.copy(), counts.copy())

@@ -29,6 +29,8 @@ from blockheat.schemas import requests, traces
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from blockheat.libs.io.inputs import InputFile
+
 log = logging.getLogger(__name__)
 
 ORIGIN_OPTION = "ts_origin_raw_us"
@@ -85,15 +87,16 @@ class TraceSoFar:
                               "nothing written: run the append again")
 
 
-def check_new_files(so_far: TraceSoFar, files: Sequence[tuple[str, str]]) -> None:
-    """AppendError naming both files when a file's SHA-256 ((name, sha256) pairs) is already in the trace (twice in
-    the batch is refused by libs.io.inputs)."""
+def check_new_files(so_far: TraceSoFar, files: Sequence[InputFile]) -> None:
+    """AppendError naming both files when a file's SHA-256 is already in the trace (twice in the batch is refused by
+    libs.io.inputs). Only a file of a known file's size can hold its content: only those wait for their digest."""
     trace_id = so_far.row["trace_id"]
-    known = {f["sha256"]: f["path"] for f in so_far.row["source_files"]}
-    for given, sha in files:
-        if sha in known:
-            raise AppendError(f"{given}: already in trace {trace_id} as {known[sha]} (the same SHA-256, "
-                              f"{sha[:16]}...); nothing written")
+    known = {(f["size_bytes"], f["sha256"]): f["path"] for f in so_far.row["source_files"]}
+    sizes = {size for size, _ in known}
+    for f in files:
+        if f.size_bytes in sizes and (f.size_bytes, f.sha256) in known:
+            raise AppendError(f"{f.given}: already in trace {trace_id} as {known[f.size_bytes, f.sha256]} (the same "
+                              f"SHA-256, {f.sha256[:16]}...); nothing written")
 
 
 def overlap_problem(so_far: TraceSoFar, first_raw_us: int, firsts: Callable[[], dict[str, int]],

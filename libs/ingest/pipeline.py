@@ -633,10 +633,11 @@ def load_trace(spark: SparkSession, opts: IngestOptions, warehouse: Location,
     try:
         check, head_bytes = _format_check(spark, opts)
         files = prepare_inputs(list(opts.paths), staging=staging, binary=is_binary, check=check,
-                               head_bytes=head_bytes, max_expanded_bytes=opts.max_expanded_bytes)
+                               head_bytes=head_bytes, max_expanded_bytes=opts.max_expanded_bytes,
+                               defer_digests=True)            # hashed while the tasks parse; the commit waits
         if opts.continues is not None:
             with _refusal():
-                check_new_files(opts.continues, [(f.given, f.sha256) for f in files])
+                check_new_files(opts.continues, files)
     except BaseException:
         _remove_staging(staging)
         raise

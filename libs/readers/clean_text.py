@@ -405,6 +405,28 @@ def _side(rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist([{k: r.get(k) for k in SIDE_FIELDS} for r in rows])
 
 
+_NONE = np.zeros(0, np.float64)
+_NONE.setflags(write=False)          # read-only, as a column's values are: one compiled form of TK.by_device
+
+
+def regroup_values(column: pa.Array) -> np.ndarray:
+    """A non-empty double column's values (read-only) for TK.by_device to regroup; none when it has a null."""
+    if column.null_count:
+        return _NONE
+    values = column.to_numpy()
+    values.setflags(write=False)
+    return values
+
+
+def _regrouped(column: pa.Array, values: np.ndarray, regrouped: np.ndarray, order: np.ndarray) -> pa.Array:
+    """A double column in by_device's order: its regrouped values, all nulls, or (some nulls) taken by `order`."""
+    if len(values):
+        return pa.array(regrouped)
+    if column.null_count == len(column):
+        return pa.nulls(len(column), column.type)
+    return column.take(order)
+
+
 def write_task(layout: CsvLayout, trace_id: str, ts_base: int, tolerance_us: int | None, source: dict[str, str]
                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[tuple[str, pa.Table]]]:
     """Per range: ("requests", rows) per device, with ts_us = raw - ts_base, and side rows (delta_files.SIDE)
@@ -430,40 +452,31 @@ def write_task(layout: CsvLayout, trace_id: str, ts_base: int, tolerance_us: int
                 if not n:
                     yield SIDE, _side([head])
                     continue
-                # One sort by device (stable: line order within a device) serves the per-device files and totals.
-                small = p.device_codes.astype(np.int16) if len(p.device_names) < 1 << 15 else p.device_codes
-                order = np.argsort(small, kind="stable")       # a radix sort for 16-bit keys
-                codes = p.device_codes[order]
-                starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-                ends = np.r_[starts[1:], n]
-                size, is_read, ts = p.size_bytes[order], p.is_read[order], p.ts_raw_us[order]
-                base = r["seq_base"]
+                # One compiled pass regroups the rows by device (line order within a device) and sums the totals.
+                response, queue = regroup_values(p.response_us), regroup_values(p.queue_us)
+                starts, seq, ts, op, offset, size, response_out, queue_out, sums = TK.by_device(
+                    p.device_codes, len(p.device_names), r["seq_base"], p.ts_raw_us, ts_base, p.is_read,
+                    p.offset_bytes, p.size_bytes, response, queue)
                 rows = pa.table({
-                    "seq": base + order.astype(np.int64), "ts_us": ts - ts_base,
-                    "op": pa.DictionaryArray.from_arrays(pa.array(np.where(is_read, 0, 1).astype(np.int32)),
-                                                         pa.array(["R", "W"])),
-                    "offset_bytes": p.offset_bytes[order], "size_bytes": size,
-                    "response_us": p.response_us.take(order), "queue_us": p.queue_us.take(order),
+                    "seq": seq, "ts_us": ts,
+                    "op": pa.DictionaryArray.from_arrays(pa.array(op), pa.array(["R", "W"])),
+                    "offset_bytes": offset, "size_bytes": size,
+                    "response_us": _regrouped(p.response_us, response, response_out, seq - r["seq_base"]),
+                    "queue_us": _regrouped(p.queue_us, queue, queue_out, seq - r["seq_base"]),
                 })
-                read_bytes = np.add.reduceat(np.where(is_read, size, 0), starts)    # exact integer sums
-                written = np.add.reduceat(np.where(is_read, 0, size), starts)
-                reads = np.add.reduceat(is_read.astype(np.int64), starts)
-                ts_min, ts_max = np.minimum.reduceat(ts, starts), np.maximum.reduceat(ts, starts)
                 totals = []
-                for j, (lo, hi) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
-                    name = p.device_names[codes[lo]]
-                    k = hi - lo
+                for d in np.flatnonzero(sums[:, 0]).tolist():
+                    lo, k = int(starts[d]), int(sums[d, 0])
+                    name = p.device_names[d]
                     yield "requests", rows.slice(lo, k).append_column(
                         "trace_id", constant_column(trace_id, k)).append_column(
                         "device", constant_column(name, k)).append_column(
                         "source_file", constant_column(source[r["file_uri"]], k))
-                    totals.append({**head, "device": name, "n": k, "reads": int(reads[j]),
-                                   "bytes_read": int(read_bytes[j]), "bytes_written": int(written[j]),
-                                   "ts_min": int(ts_min[j]), "ts_max": int(ts_max[j]), "first_index": int(order[lo])})
+                    totals.append({**head, "device": name, **dict(zip(TK.TOTALS, sums[d].tolist(), strict=True))})
                 yield SIDE, _side(totals)
 
     return run
 
 
 __all__ = ["RANGE_DDL", "NotClean", "eligible", "first_timestamp", "lines_per_range", "parse_range", "read_lines",
-           "write_task"]
+           "regroup_values", "write_task"]

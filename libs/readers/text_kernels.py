@@ -4,7 +4,8 @@ grammar, so the caller parses that range with pyarrow's CSV reader instead.
 
 The plain grammar: ASCII only, no carriage return, every line the first line's number of fields, no empty line;
 an integer field is 1-18 decimal digits; a decimal field is 1-11 digits, optionally a point and 1-9 digits; a
-text field is non-empty with no space at either end. Pure: arrays in, arrays out.
+text field is non-empty with no space at either end. by_device then regroups a parsed range's rows by device for
+the range's files. Pure: arrays in, arrays out.
 """
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from numba import njit
 SKIP, DIGITS, DECIMAL, TEXT = 0, 1, 2, 3
 #: Distinct values a text field may take in one range (its table's size is twice that).
 MAX_DISTINCT = 1 << 15
+#: A text field with at most this many distinct values so far is matched against each before it is hashed (an
+#: operation field switching between Read and Write, a few disks interleaved).
+_FEW = 8
 _TABLE = 2 * MAX_DISTINCT
 _NEWLINE, _SPACE, _POINT = 10, 32, 46
 _CR = 13
@@ -126,14 +130,24 @@ def parse_plain(data: np.ndarray, delimiter: int, roles: np.ndarray, slots: np.n
             elif role == TEXT:
                 s = slots[col]
                 code = last[s]
-                if code >= 0:                                   # most often the previous line's value
-                    at = value_start[s, code]
-                    length = value_length[s, code]
-                    k = 0
-                    while k < length and i < n and data[i] == data[at + k]:
-                        i += 1
-                        k += 1
-                    if k == length and (i == n or data[i] == delimiter or data[i] == _NEWLINE):
+                if code >= 0:                   # most often the previous line's value, else one of a few known ones
+                    tries = distinct[s] if distinct[s] <= _FEW else 1
+                    for t in range(tries):
+                        c = code if t == 0 else (t - 1 if t - 1 < code else t)   # the previous, then the others
+                        at = value_start[s, c]
+                        length = value_length[s, c]
+                        k = 0
+                        i = start
+                        while k < length and i < n and data[i] == data[at + k]:
+                            i += 1
+                            k += 1
+                        if k == length and (i == n or data[i] == delimiter or data[i] == _NEWLINE):
+                            break
+                    else:
+                        c = -1
+                    if c >= 0:
+                        code = c
+                        last[s] = code
                         codes[s, row] = code
                     else:
                         i = start
@@ -190,3 +204,62 @@ def parse_plain(data: np.ndarray, delimiter: int, roles: np.ndarray, slots: np.n
         row += 1
         i += 1                                                  # past the newline
     return row
+
+
+#: by_device's totals per device, by column.
+TOTALS = ("n", "reads", "bytes_read", "bytes_written", "ts_min", "ts_max", "first_index")
+
+
+@njit(cache=True, nogil=True)
+def by_device(codes: np.ndarray, devices: int, seq_base: int, ts: np.ndarray, ts_base: int, is_read: np.ndarray,
+              offset: np.ndarray, size: np.ndarray, response: np.ndarray, queue: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                         np.ndarray, np.ndarray]:  # pragma: no cover - compiled by numba
+    """A range's parsed requests (line order; codes: each one's device, 0 <= code < devices) regrouped by device in
+    one pass, a device's in line order, devices in code order (what a stable sort by code gives): (starts
+    (devices + 1: device d's rows are [starts[d], starts[d + 1])), seq (seq_base + the line's index), ts - ts_base,
+    op (0 read, 1 write), offset, size, response, queue (each empty when given empty), totals (devices, TOTALS):
+    requests, reads, bytes read and written, lowest and highest ts (raw), first line's index)."""
+    n = codes.shape[0]
+    starts = np.zeros(devices + 1, np.int64)
+    for i in range(n):
+        starts[codes[i] + 1] += 1
+    for d in range(devices):
+        starts[d + 1] += starts[d]
+    at = starts[:devices].copy()
+    seq, ts_out = np.empty(n, np.int64), np.empty(n, np.int64)
+    offset_out, size_out = np.empty(n, np.int64), np.empty(n, np.int64)
+    op = np.empty(n, np.int32)
+    response_out = np.empty(response.shape[0], np.float64)
+    queue_out = np.empty(queue.shape[0], np.float64)
+    totals = np.zeros((devices, 7), np.int64)
+    for d in range(devices):
+        totals[d, 4] = np.iinfo(np.int64).max
+        totals[d, 5] = np.iinfo(np.int64).min
+        totals[d, 6] = -1
+    for i in range(n):
+        d = codes[i]
+        j = at[d]
+        at[d] = j + 1
+        t, s, r = ts[i], size[i], is_read[i]
+        seq[j] = seq_base + i
+        ts_out[j] = t - ts_base
+        op[j] = 0 if r else 1
+        offset_out[j] = offset[i]
+        size_out[j] = s
+        if response_out.shape[0]:
+            response_out[j] = response[i]
+        if queue_out.shape[0]:
+            queue_out[j] = queue[i]
+        row = totals[d]
+        row[0] += 1
+        if r:
+            row[1] += 1
+            row[2] += s
+        else:
+            row[3] += s
+        row[4] = min(row[4], t)
+        row[5] = max(row[5], t)
+        if row[6] < 0:
+            row[6] = i
+    return starts, seq, ts_out, op, offset_out, size_out, response_out, queue_out, totals

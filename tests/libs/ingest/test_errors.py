@@ -343,6 +343,32 @@ def test_prefetched_digest_is_the_files_and_a_changed_file_is_hashed_again(tmp_p
         inputs.prepare_inputs([str(tmp_path / "missing.csv")], staging=tmp_path / "staging", binary=False)
 
 
+@pytest.mark.parametrize("binary", [False, True])
+def test_deferred_digests_are_the_files_and_files_of_one_size_are_hashed_first(tmp_path: Path, binary) -> None:
+    """prepare_inputs(defer_digests=True): a file no other given file matches in size is hashed on the background
+    thread (its newlines counted at once when text); files of one size are hashed before anything goes on, so a
+    copy is still refused there."""
+    import hashlib
+    from concurrent.futures import Future
+
+    from blockheat.libs.io import inputs
+
+    a, b, c = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "c.csv"
+    a.write_bytes(b"1,2,3\n" * 100_000)
+    b.write_bytes(b"4,5,6\n" * 7)
+    c.write_bytes(b"7,8,9\n" * 7)                                    # b's size: hashed at once
+    files = inputs.prepare_inputs([str(a), str(b), str(c)], staging=tmp_path / "staging", binary=binary,
+                                  defer_digests=True)
+    assert [isinstance(f.digest, Future) for f in files] == [True, False, False]
+    assert [f.sha256 for f in files] == [hashlib.sha256(p.read_bytes()).hexdigest() for p in (a, b, c)]
+    before = inputs.newlines_before(a)
+    assert (before is None) if binary else (before(a.stat().st_size) == 100_000)
+    c.write_bytes(b.read_bytes())
+    with pytest.raises(InputError, match=r"c\.csv: the same content as .*b\.csv"):
+        inputs.prepare_inputs([str(a), str(b), str(c)], staging=tmp_path / "staging", binary=binary,
+                              defer_digests=True)
+
+
 # ---- numbers past their range: one rejected record each, never a failed ingest or a wrapped value --
 
 TS_RANGE = "(0 to 4102444800000000 us from 1970-01-01)"

@@ -85,10 +85,11 @@ def test_ranges_are_counted_from_the_index_made_while_hashing(tmp_path, monkeypa
     assert inputs.newlines_before(path) is None                                # hashed, no newlines counted
 
 
-@pytest.mark.parametrize("length", [1, 15, 16, 17, 32, 48, 49])
+@pytest.mark.parametrize("length", [1, 15, 16, 17, 32, 48, 49, 64, 65, 100, 161])
 def test_the_scan_hashes_and_counts_every_chunk_once(tmp_path, monkeypatch, length):
-    """libs.io.inputs._scan hashes on a thread of its own while it counts, two buffers in turn (16 bytes each here):
-    files of whole buffers, one byte more or less, give hashlib's digest and bytes.count's newlines per block."""
+    """libs.io.inputs._scan hashes on a thread of its own while it counts, SCAN_READERS chunks read ahead at their
+    offsets, four buffers in turn (16 bytes each here): files of whole buffers, one byte more or less, and of more
+    chunks than buffers, give hashlib's digest and bytes.count's newlines per block."""
     import hashlib
 
     from blockheat.libs.io import inputs

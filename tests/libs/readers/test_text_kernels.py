@@ -139,3 +139,70 @@ def test_a_layout_with_a_column_both_number_and_text_is_not_for_the_parser():
     layout = custom_layout({"ts": 0, "op": 1, "offset": 2, "size": 3, "device": 2})
     assert clean_text._plain_fields(b"1577836800000000,R,7,512\n", layout) is None
     assert SPC.columns["ts"] == 4          # seconds with decimals: the parser's DECIMAL role
+
+
+@pytest.mark.parametrize("with_values", [True, False])
+def test_by_device_regroups_a_range_as_a_stable_sort_by_device_and_sums_each(with_values):
+    """TK.by_device against numpy's stable argsort by device code: the same rows in the same order, and each
+    device's totals (a code with no row: zero requests)."""
+    rng = np.random.default_rng(11)
+    n, devices = 5_000, 6
+    codes = rng.choice(np.array([0, 1, 2, 4, 5], np.int32), n)          # device 3 has no request
+    ts = 1_000 + np.cumsum(rng.integers(0, 100, n))
+    is_read = rng.random(n) < 0.35
+    offset, size = rng.integers(0, 1 << 40, n), rng.integers(1, 1 << 20, n)
+    response = rng.random(n) * 1000 if with_values else np.zeros(0)
+    starts, seq, ts_out, op, off, sz, resp, queue, totals = TK.by_device(
+        codes, devices, 700, ts, 1_000, is_read, offset, size, response, np.zeros(0))
+    order = np.argsort(codes, kind="stable")
+    assert starts.tolist() == [0, *np.cumsum(np.bincount(codes, minlength=devices)).tolist()]
+    assert (seq == 700 + order).all()
+    assert (ts_out == ts[order] - 1_000).all()
+    assert (op == np.where(is_read[order], 0, 1)).all()
+    assert (off == offset[order]).all()
+    assert (sz == size[order]).all()
+    assert (resp == response[order]).all() if with_values else len(resp) == 0
+    assert len(queue) == 0
+    for d in range(devices):
+        rows = codes == d
+        if not rows.any():
+            assert totals[d, 0] == 0
+            continue
+        assert dict(zip(TK.TOTALS, totals[d].tolist(), strict=True)) == {
+            "n": rows.sum(), "reads": (rows & is_read).sum(), "bytes_read": size[rows & is_read].sum(),
+            "bytes_written": size[rows & ~is_read].sum(), "ts_min": ts[rows].min(), "ts_max": ts[rows].max(),
+            "first_index": np.flatnonzero(rows)[0]}
+
+
+def test_a_duration_column_is_regrouped_whole_all_null_or_taken_row_by_row():
+    """write_task's double columns in by_device's order: regrouped values (no null), all nulls, or some nulls
+    taken by the order."""
+    import pyarrow as pa
+
+    order = np.array([2, 0, 1])
+    full = pa.array([1.0, 2.0, 3.0])
+    values = clean_text.regroup_values(full)
+    assert not values.flags.writeable
+    assert values.tolist() == [1.0, 2.0, 3.0]
+    assert clean_text._regrouped(full, values, np.array([3.0, 1.0, 2.0]), order).to_pylist() == [3.0, 1.0, 2.0]
+    none = pa.nulls(3, pa.float64())
+    assert len(clean_text.regroup_values(none)) == 0
+    assert clean_text._regrouped(none, clean_text.regroup_values(none), np.zeros(0), order).to_pylist() == [None] * 3
+    some = pa.array([1.0, None, 3.0])
+    assert clean_text._regrouped(some, clean_text.regroup_values(some), np.zeros(0), order).to_pylist() == [
+        3.0, 1.0, None]
+
+
+def test_a_text_value_is_matched_among_a_few_known_ones_even_a_prefix_of_another(monkeypatch):
+    """A text field with at most TK._FEW distinct values so far is matched against each (not only the previous
+    line's) before it is hashed: "1" against "10" and "10" against "1" stay apart, and past _FEW values the
+    hash table takes over; the values are pyarrow's."""
+    disks = ["1", "10", "1", "1", "10", *[str(k) for k in range(2, 14)], "10", "1", "13", "7"]
+    lines = [f"128166372003061629,h,{d},{'Read' if k % 3 else 'Write'},{k * 512},4096,{k}"
+             for k, d in enumerate(disks)]
+    data = ("\n".join(lines) + "\n").encode()
+    plain = parse_range(data, MSR, tolerance_us=None)
+    assert clean_text._plain_fields(data, MSR) is not None
+    assert_same(plain, arrow_only(data, MSR, monkeypatch))
+    assert [plain.device_names[c] for c in plain.device_codes] == [f"h_{d}" for d in disks]
+    assert plain.is_read.tolist() == [bool(k % 3) for k in range(len(disks))]
