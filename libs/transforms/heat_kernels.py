@@ -235,8 +235,8 @@ def device_grids(ts: np.ndarray, seq: np.ndarray, offset: np.ndarray, size: np.n
     Extents are numbered by `number` (touched_extents, indexed by id - e_lo), or by binary search in `ids` when
     `number` is empty. Returns the grids (rows: requests, then sums):
     extents (w_count, len(ids), 4): requests, reads, blocks, bytes of each window - w_first and touched number, for
-    the windows [w_first, w_first + w_count) only (window-major, the four counts side by side: requests in time
-    order touch one window's cells at a time, one cache line a piece);
+    the windows [w_first, w_first + w_count) only (window-major, the four counts side by side: one cache line a
+    piece; requests in time order take ordered_device_cells instead);
     with `layouts` (else empty grids): traced (2, w_span): requests, blocks; random (2, w_span * disks): requests,
     blocks at window * disks + disk; striped (2, w_span * width): pieces, blocks at window * width + unit % width."""
     touched = ids.shape[0]
