@@ -670,9 +670,10 @@ def prepare_inputs(given: list[str], *, staging: Location, binary: bool,
     decompressed once here too, to check that limit and its lines. A text file with lines over MAX_LINE_BYTES
     is read from a staged copy with those lines cut (InputFile.long_lines).
 
-    `defer_digests`: an uncompressed file no other given file matches in size (so none can hold the same content) is
-    hashed on a background thread while the caller goes on (InputFile.sha256 waits for it); a text file's newlines
-    are still counted here. The SHA-256 of a GB is ~0.6 s of one core, which then overlaps the ingest's tasks.
+    `defer_digests`: an uncompressed local file no other given file matches in size (so none can hold the same
+    content) is hashed on a background thread while the caller goes on (InputFile.sha256 waits for it); a text
+    file's newlines are still counted here. The SHA-256 of a GB is ~0.6 s of one core, which then overlaps the
+    ingest's tasks. A remote file is hashed here, in the read that counts its newlines (one transfer, not two).
     """
     if not given:
         raise InputError("no input files given")
@@ -705,7 +706,7 @@ def prepare_inputs(given: list[str], *, staging: Location, binary: bool,
                 _decompress(g, p, compression, readable, limit, lines)
             elif compression:
                 _expand(g, p, compression, limit, None, lines, where=False)
-            defer = defer_digests and not compression and file_size(p) not in alike
+            defer = defer_digests and not compression and storage.is_local(p) and file_size(p) not in alike
             prefetched = _stat_key(p) in _PREFETCHED                # its digest is on the way already
             scan = None if defer and binary and not prefetched else _scanned(p, not binary, digest=not defer)
             digest: str | Future[str] = scan.sha256 if scan is not None and scan.sha256 else _background().submit(

@@ -146,8 +146,9 @@ def test_remote_inputs_are_hashed_sniffed_and_staged(store, tmp_path, name, comp
     data = compress(plain) if compress else plain
     url = store.put(f"traces/{name}", data)
     staging = store.url("wh/_staging") if staging_on_store else tmp_path / "staging"
-    [f] = prepare_inputs([url], staging=staging, binary=False)
+    [f] = prepare_inputs([url], staging=staging, binary=False, defer_digests=True)
     assert (f.given, f.path, f.size_bytes, f.compression) == (url, url, len(data), compression)
+    assert isinstance(f.digest, str)              # a remote file: hashed in the read that counts its newlines
     assert f.sha256 == hashlib.sha256(data).hexdigest()
     assert f.is_staged == staged
     assert inputs.read_head(f, 100) == plain[:100]
