@@ -695,20 +695,21 @@ def prepare_inputs(given: list[str], *, staging: Location, binary: bool,
     files: list[InputFile] = []
     staged: list[Location] = []
     try:
-        for g, p, compression in zip(given, paths, compressions, strict=True):
+        for g, p, compression, size in zip(given, paths, compressions, sizes, strict=True):
             readable: Location = p
             native = _native(p, compression)
             lines = None if binary else _Lines()
-            limit = expanded_limit(file_size(p), max_expanded_bytes)
+            limit = expanded_limit(size, max_expanded_bytes)
             if compression and (binary or not native):
                 readable = _staged_location(staging, f"{len(files):04d}_{storage.name(str(p))}.raw")
                 staged.append(readable)
                 _decompress(g, p, compression, readable, limit, lines)
             elif compression:
                 _expand(g, p, compression, limit, None, lines, where=False)
-            defer = defer_digests and not compression and storage.is_local(p) and file_size(p) not in alike
-            prefetched = _stat_key(p) in _PREFETCHED                # its digest is on the way already
-            scan = None if defer and binary and not prefetched else _scanned(p, not binary, digest=not defer)
+            defer = defer_digests and not compression and storage.is_local(p) and size not in alike
+            # A binary file needs no newlines: nothing to read now, unless its prefetched digest is on the way.
+            scan = (None if defer and binary and _stat_key(p) not in _PREFETCHED
+                    else _scanned(p, not binary, digest=not defer))
             digest: str | Future[str] = scan.sha256 if scan is not None and scan.sha256 else _background().submit(
                 file_sha256, p)
             if isinstance(digest, str):
@@ -728,7 +729,7 @@ def prepare_inputs(given: list[str], *, staging: Location, binary: bool,
                     remove_staged(readable)
                     staged.remove(readable)
                 readable = cut
-            files.append(InputFile(g, p, file_size(p), digest, compression, readable, marks))
+            files.append(InputFile(g, p, size, digest, compression, readable, marks))
     except BaseException:
         for location in staged:
             with contextlib.suppress(OSError):

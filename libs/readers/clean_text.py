@@ -418,13 +418,15 @@ def regroup_values(column: pa.Array) -> np.ndarray:
     return values
 
 
-def _regrouped(column: pa.Array, values: np.ndarray, regrouped: np.ndarray, order: np.ndarray) -> pa.Array:
-    """A double column in by_device's order: its regrouped values, all nulls, or (some nulls) taken by `order`."""
+def _regrouped(column: pa.Array, values: np.ndarray, regrouped: np.ndarray, seq: np.ndarray, seq_base: int
+               ) -> pa.Array:
+    """A double column in by_device's order: its regrouped values, all nulls, or (some nulls) taken by the rows'
+    line indexes (by_device's seq - seq_base)."""
     if len(values):
         return pa.array(regrouped)
     if column.null_count == len(column):
         return pa.nulls(len(column), column.type)
-    return column.take(order)
+    return column.take(seq - seq_base)
 
 
 def write_task(layout: CsvLayout, trace_id: str, ts_base: int, tolerance_us: int | None, source: dict[str, str]
@@ -461,8 +463,8 @@ def write_task(layout: CsvLayout, trace_id: str, ts_base: int, tolerance_us: int
                     "seq": seq, "ts_us": ts,
                     "op": pa.DictionaryArray.from_arrays(pa.array(op), pa.array(["R", "W"])),
                     "offset_bytes": offset, "size_bytes": size,
-                    "response_us": _regrouped(p.response_us, response, response_out, seq - r["seq_base"]),
-                    "queue_us": _regrouped(p.queue_us, queue, queue_out, seq - r["seq_base"]),
+                    "response_us": _regrouped(p.response_us, response, response_out, seq, r["seq_base"]),
+                    "queue_us": _regrouped(p.queue_us, queue, queue_out, seq, r["seq_base"]),
                 })
                 totals = []
                 for d in np.flatnonzero(sums[:, 0]).tolist():

@@ -236,7 +236,6 @@ def by_device(codes: np.ndarray, devices: int, seq_base: int, ts: np.ndarray, ts
     for d in range(devices):
         totals[d, 4] = np.iinfo(np.int64).max
         totals[d, 5] = np.iinfo(np.int64).min
-        totals[d, 6] = -1
     for i in range(n):
         d = codes[i]
         j = at[d]
@@ -251,15 +250,14 @@ def by_device(codes: np.ndarray, devices: int, seq_base: int, ts: np.ndarray, ts
             response_out[j] = response[i]
         if queue_out.shape[0]:
             queue_out[j] = queue[i]
-        row = totals[d]
-        row[0] += 1
         if r:
-            row[1] += 1
-            row[2] += s
+            totals[d, 1] += 1
+            totals[d, 2] += s
         else:
-            row[3] += s
-        row[4] = min(row[4], t)
-        row[5] = max(row[5], t)
-        if row[6] < 0:
-            row[6] = i
+            totals[d, 3] += s
+        totals[d, 4] = min(totals[d, 4], t)
+        totals[d, 5] = max(totals[d, 5], t)
+    for d in range(devices):                    # the count and first line from where the device's rows went
+        totals[d, 0] = starts[d + 1] - starts[d]
+        totals[d, 6] = seq[starts[d]] - seq_base if totals[d, 0] else -1
     return starts, seq, ts_out, op, offset_out, size_out, response_out, queue_out, totals

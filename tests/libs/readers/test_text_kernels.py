@@ -176,20 +176,21 @@ def test_by_device_regroups_a_range_as_a_stable_sort_by_device_and_sums_each(wit
 
 def test_a_duration_column_is_regrouped_whole_all_null_or_taken_row_by_row():
     """write_task's double columns in by_device's order: regrouped values (no null), all nulls, or some nulls
-    taken by the order."""
+    taken by the rows' line indexes."""
     import pyarrow as pa
 
     order = np.array([2, 0, 1])
+    seq = order + 40                                   # by_device's seq of those rows, from seq_base 40
     full = pa.array([1.0, 2.0, 3.0])
     values = clean_text.regroup_values(full)
     assert not values.flags.writeable
     assert values.tolist() == [1.0, 2.0, 3.0]
-    assert clean_text._regrouped(full, values, np.array([3.0, 1.0, 2.0]), order).to_pylist() == [3.0, 1.0, 2.0]
+    assert clean_text._regrouped(full, values, np.array([3.0, 1.0, 2.0]), seq, 40).to_pylist() == [3.0, 1.0, 2.0]
     none = pa.nulls(3, pa.float64())
     assert len(clean_text.regroup_values(none)) == 0
-    assert clean_text._regrouped(none, clean_text.regroup_values(none), np.zeros(0), order).to_pylist() == [None] * 3
+    assert clean_text._regrouped(none, clean_text.regroup_values(none), np.zeros(0), seq, 40).to_pylist() == [None] * 3
     some = pa.array([1.0, None, 3.0])
-    assert clean_text._regrouped(some, clean_text.regroup_values(some), np.zeros(0), order).to_pylist() == [
+    assert clean_text._regrouped(some, clean_text.regroup_values(some), np.zeros(0), seq, 40).to_pylist() == [
         3.0, 1.0, None]
 
 
