@@ -41,12 +41,15 @@ def equal_mask(column: pa.ChunkedArray | pa.Array, value: Any) -> np.ndarray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    parts = []
-    for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    out = np.empty(sum(len(chunk) for chunk in chunks), bool)
+    at = 0
+    for chunk in chunks:
         if pa.types.is_dictionary(chunk.type):
             hit = np.append(pc.equal(chunk.dictionary, value).fill_null(False).to_numpy(zero_copy_only=False), False)
             indices = chunk.indices.fill_null(-1) if chunk.null_count else chunk.indices
-            parts.append(hit[indices.to_numpy()])            # -1 (null): the appended False
+            np.take(hit, indices.to_numpy(), out=out[at:at + len(chunk)])     # -1 (null): the appended False
         else:
-            parts.append(pc.equal(chunk, value).fill_null(False).to_numpy(zero_copy_only=False))
-    return np.concatenate(parts) if parts else np.zeros(0, bool)
+            out[at:at + len(chunk)] = pc.equal(chunk, value).fill_null(False).to_numpy(zero_copy_only=False)
+        at += len(chunk)
+    return out

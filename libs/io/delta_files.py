@@ -139,12 +139,26 @@ def _partition_text(value: Any) -> str | None:
     return str(value)
 
 
+def _only_value(column: pa.ChunkedArray | pa.Array) -> pa.Scalar | None:
+    """The value every row of a non-empty column holds, None when the rows differ or some is null (one comparison
+    per row: a third of the time hashing them takes)."""
+    if not len(column) or column.null_count:
+        return None
+    first = column[0]
+    return first if pc.all(pc.equal(column, first)).as_py() else None
+
+
 def _as_type(column: pa.ChunkedArray | pa.Array, wanted: pa.DataType) -> pa.ChunkedArray | pa.Array:
-    """column as type `wanted`; a dictionary is kept (re-indexed to int32) or made when `wanted` is one."""
+    """column as type `wanted`; a dictionary is kept (re-indexed to int32) or made when `wanted` is one (of one
+    entry without hashing the rows when they all hold one value: a device's or a trace's name)."""
     if column.type == wanted:
         return column
     if pa.types.is_dictionary(wanted):
         if not pa.types.is_dictionary(column.type):
+            only = _only_value(column)
+            if only is not None:
+                return pa.DictionaryArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), len(column)),
+                                                      pa.array([only.as_py()], wanted.value_type))
             column = pc.dictionary_encode(column.cast(wanted.value_type))
         return column.cast(wanted)
     return column.cast(wanted)
@@ -226,10 +240,10 @@ class FileWriter:
             return
         single = {}
         for column in keys:                           # the common case: one partition value in the batch
-            values = pc.unique(table.column(column))
-            if len(values) != 1:
+            only = _only_value(table.column(column))
+            if only is None:
                 break
-            single[column] = values[0].as_py()
+            single[column] = only.as_py()
         else:
             self._buffer(tuple(single[c] for c in keys), data)
             return

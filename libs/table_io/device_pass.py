@@ -306,8 +306,8 @@ def spark_tasks(spark: SparkSession, n: int, fn: Callable[[Iterator[int]], Itera
     (picklable values), in task order. A mapInArrow job over spark.range: the same under Spark Connect."""
     if not n:
         return []
-    rows = spark.range(n, numPartitions=n).mapInArrow(python_task(_pickled(fn)), "item binary").collect()
-    return [pickle.loads(row["item"]) for row in rows]
+    items = spark.range(n, numPartitions=n).mapInArrow(python_task(_pickled(fn)), "item binary").toArrow()
+    return [pickle.loads(item) for item in items.column("item").to_pylist()]
 
 
 @dataclass(frozen=True)

@@ -163,7 +163,8 @@ def device_heat(requests: pa.Table, device: str, p: HeatParams) -> tuple[dict[in
     extent_rows = {0: extent_table(device, p, 0, np.zeros(len(present), np.int64), ids[present],
                                     *whole[present].T)}
     if w:
-        extent_rows = {w: extent_table(device, p, w, *np.concatenate(windowed, axis=1)), **extent_rows}
+        cells = windowed[0] if len(windowed) == 1 else np.concatenate(windowed, axis=1)
+        extent_rows = {w: extent_table(device, p, w, *cells), **extent_rows}
 
     def starts(window: np.ndarray, length: int) -> np.ndarray:
         return (w_lo + window) * length if length else np.zeros(len(window), np.int64)

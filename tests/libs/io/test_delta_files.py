@@ -127,6 +127,25 @@ def test_many_batches_of_one_partition_make_one_file_with_merged_statistics(tmp_
     assert "DELTA_BINARY_PACKED" in seq.encodings
 
 
+def test_text_columns_of_one_value_or_many_are_written_dictionary_encoded(tmp_path):
+    """A text column whose rows hold one value becomes a dictionary of that entry without hashing the rows; one of
+    several values, nulls or none is encoded as before; each reads back as written."""
+    schema = pa.schema([pa.field("trace_id", pa.string(), False), pa.field("device", pa.string()),
+                        pa.field("seq", pa.int64(), False)])
+    (tmp_path / "t").mkdir()
+    writer = FileWriter(TableTarget("t", str(tmp_path / "t"), schema, ("trace_id",), ("seq",), "w1"))
+    cases = {"a": pa.repeat(pa.scalar("dev-7", pa.string()), 4), "b": pa.array(["x", "y", "x", "x"]),
+             "c": pa.array(["x", None, "x", "x"]), "d": pa.nulls(4, pa.string())}
+    for trace, device in cases.items():
+        writer.write(pa.table({"trace_id": [trace] * 4, "device": device, "seq": pa.array(range(4))}))
+    rows = {json.loads(r["partition"])["trace_id"]: r for r in writer.close().to_pylist()}
+    for trace, device in cases.items():
+        data = pq.read_table(tmp_path / "t" / rows[trace]["path"])
+        assert data.column("device").to_pylist() == device.to_pylist()
+        assert pa.types.is_dictionary(data.schema.field("device").type)
+    assert len(pq.read_table(tmp_path / "t" / rows["a"]["path"]).column("device").chunk(0).dictionary) == 1
+
+
 def _failing(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         yield batch

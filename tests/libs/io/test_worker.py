@@ -12,7 +12,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from blockheat.libs.io.worker import python_task
+from blockheat.libs.io import worker
+from blockheat.libs.io.worker import python_task, release_after_stage
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -40,6 +41,44 @@ def test_in_process_the_wrapper_freezes_and_returns_the_result():
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_kept_memory_is_released_before_a_task_of_another_stage(monkeypatch):
+    """release_after_stage: outside Spark at once; in a task, not before the same stage's next task, and once before
+    the first task of another stage (before its function runs)."""
+    released: list[str] = []
+    release_after_stage(lambda: released.append("now"))
+    assert released == ["now"]
+    stage = {"id": 3}
+    monkeypatch.setattr(worker, "_stage", lambda: stage["id"])
+    monkeypatch.setattr(worker, "_kept", None)
+    task = python_task(lambda x: released.append(f"task {x}"))
+    release_after_stage(lambda: released.append("kept of 3"))
+    task(1)
+    assert released == ["now", "task 1"]                   # the same stage: kept for it
+    stage["id"] = 4
+    task(2)
+    task(3)
+    assert released == ["now", "task 1", "kept of 3", "task 2", "task 3"]
+    gc.unfreeze()
+
+
+def _stage_ids(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        yield pa.RecordBatch.from_arrays([pa.array([worker._stage()] * batch.num_rows, pa.int64())], names=["stage"])
+
+
+def _stages(spark, partitions: int) -> set[int | None]:  # type: ignore[no-untyped-def]
+    frame = spark.range(0, 2 * partitions, numPartitions=partitions)
+    return {r.stage for r in frame.mapInArrow(python_task(_stage_ids), "stage long").collect()}
+
+
+def test_a_task_knows_its_stage(spark):
+    first, second = _stages(spark, 2), _stages(spark, 1)
+    assert len(first) == 1                                  # one stage per job here, its tasks alike
+    assert len(second) == 1
+    assert None not in first | second
+    assert first != second
 
 
 def _sum_by_key(key: tuple, table: pa.Table) -> pa.Table:
