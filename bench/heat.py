@@ -17,11 +17,11 @@ blockheat's result.
 
 --job times what `blockheat heat TRACE --full` runs (jobs.extent_heat.run: one compiled pass per device over the
 `requests` files, extent_heat for the hour windows and the whole trace, disk_heat for its three layouts, the
-commits), in this process on a warm local[2] session, on generated traces of --marginal-from M and --millions N
-million requests (loaded by a child process), against DuckDB's query above on the same files, alternating --repeat
-times; prints each one's marginal rate from M to N requests and their ratio (goal >= 2), and checks that both give
-the same hour-window rows of the N-request trace. The job computes more than DuckDB's query (the whole-trace rows,
-disk heat), so the ratio is conservative.
+commits), in this process on a warm local[2] session with the command's driver JVM flags, on generated traces of
+--marginal-from M and --millions N million requests (loaded by a child process), against DuckDB's query above on
+the same files, alternating --repeat times; prints each one's marginal rate from M to N requests and their ratio
+(goal >= 2), and checks that both give the same hour-window rows of the N-request trace. The job computes more than
+DuckDB's query (the whole-trace rows, disk heat), so the ratio is conservative.
 
     .venv/bin/python bench/heat.py --job --millions 20 --marginal-from 2
 """
@@ -228,12 +228,15 @@ def run_job(args: argparse.Namespace, tmp: Path) -> int:
     """--job: the command's marginal rate against DuckDB's (see the module docstring)."""
     import duckdb
 
+    from blockheat.libs.io.jvm import LEAN_DRIVER_OPTIONS
     from blockheat.libs.io.session import SparkConfig, build_session
 
     traces = marginal.prepare(__file__, args, tmp)
     wh = object_store.Warehouse(tmp / "warehouse", f"local {tmp / 'warehouse'}")
+    # the driver's JVM flags of `blockheat heat` in local mode (SparkConfig.from_env, lean_local)
     cfg = SparkConfig(master="local[2]", warehouse=wh.location, app_name="bench-heat-job",
-                      extra={"spark.ui.showConsoleProgress": "false"})
+                      extra={"spark.ui.showConsoleProgress": "false",
+                             "spark.driver.extraJavaOptions": " ".join(LEAN_DRIVER_OPTIONS)})
     spark = build_session(cfg)
     con = duckdb.connect()
     con.execute("SET threads = 2")

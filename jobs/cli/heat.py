@@ -35,7 +35,8 @@ def cmd_heat(args: argparse.Namespace) -> int:
 
     job = HeatConfig(args.trace_id, args.extent_bytes, _seconds_to_us(args.window, "--window", allow_zero=True),
                      args.stripe_unit_bytes, args.stripe_width, args.random_disks, args.seed)
-    spark, cfg = spark_session(args, f"heat {args.trace_id}", trace_id=args.trace_id)
+    # its passes run in Python workers reading the files: a local driver's JVM schedules and commits only
+    spark, cfg = spark_session(args, f"heat {args.trace_id}", trace_id=args.trace_id, lean_local=True)
     run(spark, cfg, job, full=args.full)
     hottest = spark.sql(
         "SELECT device, extent_id, requests, blocks, heat AS heat_blocks_s, temperature FROM extent_heat "

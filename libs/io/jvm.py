@@ -33,13 +33,16 @@ QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 #: For short applications on small data (the nightly stages, tests' drivers): the JIT's first tier and a
 #: serial GC start faster and use less CPU; long jobs on large data should keep the defaults.
 SHORT_JOB_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
-#: For a local-mode driver whose job runs its passes in Python workers reading the files (the profile): the JVM
-#: schedules tasks, passes their results on and commits. G1 grows its committed heap to ~600 MB on the results'
-#: large arrays while about 100 MB are live; the serial GC with a small young generation, started small, keeps about
-#: 180 MB (docs/BENCHMARKS.md, "Trace profile"). Choice: 20-50% of the old generation kept free after a full
-#: collection; with 5-20% it filled again at once (twice the full collections, 3.5 s against 1.6 s of pauses over
-#: six 2 M-request profiles, at the same resident size).
-LEAN_DRIVER_OPTIONS = ("-XX:+UseSerialGC", "-Xms128m", "-Xmn48m", "-XX:MinHeapFreeRatio=20", "-XX:MaxHeapFreeRatio=50")
+#: For a local-mode driver whose job runs its passes in Python workers reading the files (the profile, extent heat):
+#: the JVM schedules tasks, passes their results on and commits. G1 grows its committed heap to ~600 MB on the
+#: results' large arrays while about 100 MB are live; the serial GC with a small young generation, started small,
+#: keeps about 180 MB (docs/BENCHMARKS.md, "Trace profile"). Choice: 20-50% of the old generation kept free after a
+#: full collection; with 5-20% it filled again at once (twice the full collections, 3.5 s against 1.6 s of pauses over
+#: six 2 M-request profiles, at the same resident size). The JIT's first tier only: the second (C2) took 0.7-0.9 s of
+#: CPU in each `blockheat heat` of 20 M requests on 2 cores, against 0.35-0.5 s for the whole JVM without it, a core
+#: the Python workers then lack.
+LEAN_DRIVER_OPTIONS = ("-XX:+UseSerialGC", "-Xms128m", "-Xmn48m", "-XX:MinHeapFreeRatio=20", "-XX:MaxHeapFreeRatio=50",
+                       "-XX:TieredStopAtLevel=1")
 JAVA_OPTION_KEYS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
 
 

@@ -37,7 +37,7 @@ def test_session_conf_quotes_a_warehouse_path_with_spaces_and_quotes(tmp_path):
     assert f"-Dderby.system.home={warehouse}" in flags
 
 
-def test_the_lean_driver_flags_start_a_jvm_with_a_serial_gc_and_small_heap():
+def test_the_lean_driver_flags_start_a_jvm_with_a_serial_gc_a_small_heap_and_the_first_jit_tier():
     """LEAN_DRIVER_OPTIONS as the environment's java takes them (a flag it refused would stop every profile's
     driver from starting)."""
     java = Path(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
@@ -48,6 +48,7 @@ def test_the_lean_driver_flags_start_a_jvm_with_a_serial_gc_and_small_heap():
     assert (int(flags["InitialHeapSize"]), int(flags["NewSize"]), int(flags["MaxNewSize"])) == (128 << 20,
                                                                                                48 << 20, 48 << 20)
     assert (flags["MinHeapFreeRatio"], flags["MaxHeapFreeRatio"]) == ("20", "50")
+    assert flags["TieredStopAtLevel"] == "1"
 
 
 @pytest.fixture

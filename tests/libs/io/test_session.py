@@ -47,10 +47,12 @@ def test_config_from_env(monkeypatch, tmp_path):
         {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}   # on a cluster: as any job
     monkeypatch.setenv("BLOCKHEAT_SPARK_MASTER", "local[2]")
     assert S.SparkConfig.from_env().extra == {}                         # the driver's JVM runs the tasks too
-    # unless the tasks do their work in Python workers: then it schedules and commits, on a small heap
+    # unless the tasks do their work in Python workers: then it schedules and commits, on a small heap and the
+    # JIT's first tier
     assert S.SparkConfig.from_env("profile", lean_local=True).extra == {
         "spark.driver.extraJavaOptions":
-            "-XX:+UseSerialGC -Xms128m -Xmn48m -XX:MinHeapFreeRatio=20 -XX:MaxHeapFreeRatio=50"}
+            "-XX:+UseSerialGC -Xms128m -Xmn48m -XX:MinHeapFreeRatio=20 -XX:MaxHeapFreeRatio=50 "
+            "-XX:TieredStopAtLevel=1"}
     monkeypatch.delenv("BLOCKHEAT_SPARK_MASTER")
     monkeypatch.delenv("BLOCKHEAT_WAREHOUSE")
     assert S.SparkConfig.from_env().master == "local[*]"
